@@ -1,0 +1,28 @@
+"""What every command handler gets: the parsed arguments' master address and a lazy session."""
+from __future__ import annotations
+
+from determined.common import api
+
+
+class CliError(Exception):
+    """A user mistake the CLI reports as one line (exit code 1)."""
+
+
+class Context:
+    """Handlers call `ctx.session`; the master is discovered only when a command needs it, so
+    commands such as `preview-search` work without one."""
+
+    def __init__(self, master: str | None = None) -> None:
+        self._master = master
+        self._session: api.Session | None = None
+
+    @property
+    def session(self) -> api.Session:
+        if self._session is None:
+            address = api.discover_master(self._master)
+            self._session = api.Session(address.url, address.token)
+        return self._session
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()

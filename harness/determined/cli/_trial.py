@@ -1,0 +1,96 @@
+"""`det trial ...` (alias `t`)."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from determined.cli import _follow, _render
+from determined.cli._base import Context
+
+
+def describe(args: argparse.Namespace, ctx: Context) -> int:
+    trial = ctx.session.get(f"/trials/{args.trial_id}")["trial"]
+    if args.json:
+        _render.print_json(trial)
+        return 0
+    print(_render.format_record([
+        ("Trial ID", trial["id"]), ("Experiment ID", trial.get("experiment_id")), ("State", trial["state"]),
+        ("H-Params", trial.get("hparams")), ("Seed", trial.get("seed")),
+        ("Steps completed", trial.get("steps_completed")), ("Progress", _render.format_progress(trial.get("progress"))),
+        ("Restarts", trial.get("restarts")), ("Started", _render.format_time(trial.get("start_time"))),
+        ("Ended", _render.format_time(trial.get("end_time"))), ("Exit code", trial.get("exit_code")),
+        ("Latest checkpoint", trial.get("latest_checkpoint")),
+        ("Latest training", _render.format_metrics(trial.get("latest_training"))),
+        ("Latest validation", _render.format_metrics(trial.get("latest_validation"))),
+        ("Best validation", _render.format_metrics(trial.get("best_validation"))),
+    ]))
+    return 0
+
+
+def kill(args: argparse.Namespace, ctx: Context) -> int:
+    trial = ctx.session.post(f"/trials/{args.trial_id}/kill")["trial"]
+    print(f"Trial {trial['id']}: kill requested (state {trial['state']})")
+    return 0
+
+
+def log_filters(args: argparse.Namespace) -> dict:
+    return {"rank": getattr(args, "rank_id", None), "stream": getattr(args, "stdtype", None)}
+
+
+def logs(args: argparse.Namespace, ctx: Context) -> int:
+    params: dict[str, Any] = dict(log_filters(args))
+    if args.head is not None:
+        params["limit"] = args.head
+    elif args.tail is not None:
+        params["tail"] = args.tail
+    lines = ctx.session.get(f"/trials/{args.trial_id}/logs", params)["logs"]
+    _follow.print_logs(lines, as_json=args.json, write=print)
+    if not args.follow:
+        return 0
+    # With --head, follow continues after the head; otherwise after the last line shown, so a
+    # --tail followed by -f shows no line twice.
+    after_id = max((int(log["id"]) for log in lines), default=0)
+    if args.tail == 0 and not lines:
+        latest = ctx.session.get(f"/trials/{args.trial_id}/logs", {**log_filters(args), "tail": 1})["logs"]
+        after_id = max((int(log["id"]) for log in latest), default=0)
+    _follow.follow_trial(
+        ctx.session, args.trial_id, after_id=after_id, as_json=args.json, log_filters=log_filters(args),
+        write=lambda line: print(line, flush=True),
+    )
+    return 0
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def add_log_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until the trial ends")
+    window = parser.add_mutually_exclusive_group()
+    window.add_argument("--head", type=_non_negative_int, metavar="N", help="only the first N lines")
+    window.add_argument("--tail", type=_non_negative_int, metavar="N", help="only the last N lines")
+    parser.add_argument("--rank-id", type=int, metavar="N", help="only lines of this rank")
+    parser.add_argument("--stdtype", choices=["stdout", "stderr"], help="only this stream")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("trial", aliases=["t"], help="inspect trials")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    p = verbs.add_parser("describe", help="a trial's state, hparams and latest metrics")
+    p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=describe)
+
+    p = verbs.add_parser("logs", help="a trial's logs: [time] [rank=N] line")
+    p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
+    add_log_arguments(p)
+    p.set_defaults(handler=logs)
+
+    p = verbs.add_parser("kill", help="kill a trial")
+    p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
+    p.set_defaults(handler=kill)

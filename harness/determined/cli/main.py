@@ -1,0 +1,97 @@
+"""`det` entry point: parse, dispatch to a handler, turn every expected failure into one line.
+
+Handlers are `handler(args, ctx) -> int`. Failures a user can act on (no master, an API error,
+an invalid config, an unsafe or oversized context) print readable lines on stderr and exit 1,
+never a traceback; `DET_DEBUG=1` re-raises so developers get the traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+from determined.cli import _checkpoint, _experiment, _preview, _trial
+from determined.cli._base import CliError, Context
+from determined.common import api
+from determined.common import context as context_mod
+from determined.common import expconf
+
+
+def _version() -> str:
+    try:
+        import determined
+
+        return str(determined.__version__)
+    except (ImportError, AttributeError):
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="det",
+        description="Determined-compatible command line for master_lite.",
+        epilog="The master is -m, else DET_MASTER (+DET_MASTER_TOKEN), else <root_dir>/master.json "
+        "of a running master-lite.",
+    )
+    parser.add_argument("-m", "--master", metavar="URL", help="master address (default: DET_MASTER or master.json)")
+    parser.add_argument("-u", "--user", metavar="NAME", help="accepted for compatibility; there is one user")
+    parser.add_argument("-v", "--version", action="version", version=f"det {_version()}")
+    nouns = parser.add_subparsers(dest="noun", metavar="NOUN")
+    _experiment.add_parser(nouns)
+    _trial.add_parser(nouns)
+    _checkpoint.add_parser(nouns)
+    _preview.add_parser(nouns)
+    return parser
+
+
+def _debug() -> bool:
+    return os.environ.get("DET_DEBUG", "").lower() in ("1", "true", "yes")
+
+
+def _fail(*lines: str) -> int:
+    for line in lines:
+        print(line, file=sys.stderr)
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    ctx = Context(args.master)
+    try:
+        return int(handler(args, ctx) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `det ... | head`
+        return 0
+    except Exception as e:
+        if _debug():
+            raise
+        return _report(e)
+    finally:
+        ctx.close()
+
+
+def _report(error: Exception) -> int:
+    if isinstance(error, api.MasterNotFound):
+        return _fail(str(error))
+    if isinstance(error, api.APIError):
+        return _fail(f"Error: {error.message}", *(f"  {e}" for e in error.errors))
+    if isinstance(error, expconf.InvalidConfig):
+        if len(error.errors) == 1:
+            return _fail(f"Error: invalid experiment config: {error.errors[0]}")
+        return _fail(f"Error: invalid experiment config ({len(error.errors)} errors):", *error.errors)
+    if isinstance(error, (context_mod.ContextError, CliError)):
+        return _fail(f"Error: {error}")
+    if isinstance(error, OSError):
+        return _fail(f"Error: {error}")
+    return _fail(f"Error: {type(error).__name__}: {error}", "(set DET_DEBUG=1 for the traceback)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""Talking to a master: an authenticated HTTP session and master discovery."""
+from determined.common.api._errors import APIError, Forbidden, MasterNotFound, NotFound, Unauthorized
+from determined.common.api._master import MasterAddress, discover_master, read_master_file
+from determined.common.api._session import Session
+
+__all__ = [
+    "APIError",
+    "Forbidden",
+    "MasterAddress",
+    "MasterNotFound",
+    "NotFound",
+    "Session",
+    "Unauthorized",
+    "discover_master",
+    "read_master_file",
+]

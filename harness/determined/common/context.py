@@ -1,0 +1,372 @@
+"""Context tarballs: pack a model directory for upload, unpack an uploaded one safely.
+
+`pack` is deterministic (sorted names, mtime 0, uid/gid 0, normalised modes, gzip mtime 0), so
+identical directories give identical bytes and the master can store each context once by hash.
+`unpack` validates every member before it writes anything: no absolute paths, no `..`, no links
+leaving the destination, no devices or fifos, and a cap on the total uncompressed size.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import io
+import os
+import pathlib
+import posixpath
+import re
+import stat
+import tarfile
+import zlib
+from typing import Iterable, Iterator, Sequence
+
+DEFAULT_LIMIT_BYTES = 96 * 1024 * 1024
+DETIGNORE = ".detignore"
+
+
+class ContextError(ValueError):
+    """The context cannot be packed or an archive is unsafe or malformed."""
+
+
+class ContextTooLarge(ContextError):
+    """The context is over the size limit; the message names the largest files."""
+
+
+# ---------------------------------------------------------------------------------------------
+# .detignore (a gitignore subset)
+
+
+@dataclasses.dataclass(frozen=True)
+class IgnoreRule:
+    pattern: str  # as written, for messages
+    regex: re.Pattern
+    negated: bool
+    dir_only: bool
+
+
+def _glob_to_regex(glob: str) -> str:
+    """Translate one gitignore glob (already stripped of `!`, leading and trailing `/`)."""
+    out = []
+    i, n = 0, len(glob)
+    while i < n:
+        c = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")  # zero or more directories
+            i += 3
+        elif glob.startswith("/**", i) and i + 3 == n:
+            out.append("/.*")  # everything inside
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = glob.find("]", i + 2 if glob.startswith("[!", i) or glob.startswith("[]", i) else i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = glob[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end + 1
+        elif c == "\\" and i + 1 < n:
+            out.append(re.escape(glob[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def parse_ignore(lines: Iterable[str]) -> list[IgnoreRule]:
+    """Parse `.detignore` lines: globs, `dir/`, `**`, `!negation`, `#` comments, anchored `/x`."""
+    rules = []
+    for raw in lines:
+        line = raw.rstrip("\n").rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        if negated:
+            line = line[1:]
+        elif line.startswith("\\#") or line.startswith("\\!"):
+            line = line[1:]
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        # A slash at the start or in the middle anchors the pattern to the context root;
+        # otherwise it matches a name at any depth.
+        anchored = "/" in line
+        line = line.lstrip("/")
+        body = _glob_to_regex(line)
+        prefix = "" if anchored or line.startswith("**") else "(?:.*/)?"
+        rules.append(IgnoreRule(raw.strip(), re.compile(f"^{prefix}{body}$", re.S), negated, dir_only))
+    return rules
+
+
+def is_ignored(rules: Sequence[IgnoreRule], relpath: str, is_dir: bool) -> bool:
+    """gitignore semantics: the last matching rule wins. (Like git, a file inside an ignored
+    directory cannot be re-included: the walk never enters that directory.)"""
+    ignored = False
+    for rule in rules:
+        if rule.dir_only and not is_dir:
+            continue
+        if rule.regex.match(relpath):
+            ignored = not rule.negated
+    return ignored
+
+
+def _read_ignore(directory: pathlib.Path) -> list[IgnoreRule]:
+    path = directory / DETIGNORE
+    if not path.is_file():
+        return []
+    return parse_ignore(path.read_text(encoding="utf-8", errors="replace").splitlines())
+
+
+# ---------------------------------------------------------------------------------------------
+# pack
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    arcname: str
+    source: pathlib.Path  # the real file (symlinks inside the context already resolved)
+    is_dir: bool
+    size: int
+    executable: bool
+
+
+def _inside(path: pathlib.Path, root: pathlib.Path) -> bool:
+    try:
+        path.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def _walk(
+    directory: pathlib.Path,
+    real_root: pathlib.Path,
+    arc_prefix: str,
+    rel_prefix: str,
+    rules: Sequence[IgnoreRule],
+    visiting: frozenset[pathlib.Path],
+) -> Iterator[_Entry]:
+    """Entries below `directory`; `rel_prefix` is the path the ignore rules see."""
+    for child in sorted(os.scandir(directory), key=lambda d: d.name):
+        relpath = f"{rel_prefix}{child.name}"
+        arcname = f"{arc_prefix}{child.name}"
+        path = pathlib.Path(child.path)
+        if child.is_symlink():
+            try:
+                target = path.resolve(strict=True)
+            except (OSError, RuntimeError) as e:
+                raise ContextError(f"symbolic link {arcname} is broken or loops ({e})") from e
+            if not _inside(target, real_root):
+                raise ContextError(
+                    f"symbolic link {arcname} points outside the context directory (to {target}); "
+                    f"copy the file into the context, pass it with -i/--include, "
+                    f"or list the link in {DETIGNORE}"
+                )
+        else:
+            target = path
+        is_dir = target.is_dir()
+        if is_ignored(rules, relpath, is_dir):
+            continue
+        st = target.stat()
+        if is_dir:
+            real = target.resolve()
+            if real in visiting:
+                raise ContextError(f"symbolic link {arcname} makes a directory loop")
+            yield _Entry(arcname, target, True, 0, True)
+            yield from _walk(target, real_root, arcname + "/", relpath + "/", rules, visiting | {real})
+        elif stat.S_ISREG(st.st_mode):
+            yield _Entry(arcname, target, False, st.st_size, bool(st.st_mode & 0o111))
+        else:
+            raise ContextError(f"{arcname} is not a regular file or directory (a socket, fifo or device?)")
+
+
+def _collect(path: pathlib.Path, includes: Sequence) -> list[_Entry]:
+    entries: list[_Entry] = []
+    if path.is_dir():
+        real = path.resolve()
+        entries.extend(_walk(path, real, "", "", _read_ignore(path), frozenset({real})))
+    elif path.is_file():
+        st = path.stat()
+        entries.append(_Entry(path.name, path, False, st.st_size, bool(st.st_mode & 0o111)))
+    else:
+        raise ContextError(f"context path {path} does not exist")
+    # `-i PATH`: each include lands at the top level under its own name.
+    for include in includes:
+        inc = pathlib.Path(include)
+        if not inc.exists():
+            raise ContextError(f"included path {inc} does not exist")
+        name = inc.resolve().name
+        if inc.is_dir():
+            real = inc.resolve()
+            entries.append(_Entry(name, inc, True, 0, True))
+            entries.extend(_walk(inc, real, name + "/", "", _read_ignore(inc), frozenset({real})))
+        else:
+            st = inc.stat()
+            entries.append(_Entry(name, inc, False, st.st_size, bool(st.st_mode & 0o111)))
+    seen: dict[str, _Entry] = {}
+    for entry in entries:
+        if entry.arcname in seen and not (entry.is_dir and seen[entry.arcname].is_dir):
+            raise ContextError(
+                f"{entry.arcname} appears twice in the context (from {seen[entry.arcname].source} "
+                f"and {entry.source}); rename one of the included paths"
+            )
+        seen[entry.arcname] = entry
+    return sorted(seen.values(), key=lambda e: e.arcname)
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _too_large(path: pathlib.Path, entries: list[_Entry], total: int, limit: int) -> ContextTooLarge:
+    largest = sorted((e for e in entries if not e.is_dir), key=lambda e: (-e.size, e.arcname))[:5]
+    listing = ", ".join(f"{e.arcname} ({_human(e.size)})" for e in largest)
+    return ContextTooLarge(
+        f"context {path} is {_human(total)}, over the {_human(limit)} limit; largest files: "
+        f"{listing}; add a {DETIGNORE} file listing what the trial does not need"
+    )
+
+
+def pack(path, *, includes: Sequence = (), limit_bytes: int = DEFAULT_LIMIT_BYTES) -> bytes:
+    """A deterministic tar.gz of `path`'s contents (or of the single file `path`) plus `includes`."""
+    root = pathlib.Path(path)
+    entries = _collect(root, includes)
+    total = sum(e.size for e in entries)
+    if total > limit_bytes:
+        raise _too_large(root, entries, total, limit_bytes)
+    buffer = io.BytesIO()
+    # filename="" and mtime=0 keep the gzip header free of anything that varies between runs.
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
+        with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for entry in entries:
+                info = tarfile.TarInfo(entry.arcname)
+                info.mtime = 0
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mode = 0o755 if entry.executable else 0o644
+                if entry.is_dir:
+                    info.type = tarfile.DIRTYPE
+                    tar.addfile(info)
+                    continue
+                data = entry.source.read_bytes()
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# unpack
+
+
+def _safe_member_path(name: str) -> str:
+    """The normalised relative path of a member, or ContextError if it could leave the root."""
+    if not name or name.startswith("/") or name.startswith("\\") or re.match(r"^[A-Za-z]:", name):
+        raise ContextError(f"archive member {name!r} has an absolute path")
+    parts = name.replace("\\", "/").split("/")
+    if ".." in parts:
+        raise ContextError(f"archive member {name!r} contains '..'")
+    norm = posixpath.normpath(name)
+    if norm in ("", "."):
+        return "."
+    return norm
+
+
+def _check_link(member: tarfile.TarInfo, relpath: str, names: set[str]) -> None:
+    target = member.linkname
+    if member.issym():
+        if target.startswith("/"):
+            raise ContextError(f"archive member {member.name!r} is a symbolic link to an absolute path {target!r}")
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(relpath), target))
+    else:  # hard link: the target is another member's name
+        if target.startswith("/"):
+            raise ContextError(f"archive member {member.name!r} is a hard link to an absolute path {target!r}")
+        resolved = posixpath.normpath(target)
+    if resolved == ".." or resolved.startswith("../") or resolved.startswith("/"):
+        kind = "symbolic" if member.issym() else "hard"
+        raise ContextError(f"archive member {member.name!r} is a {kind} link leaving the destination ({target!r})")
+    if member.islnk() and resolved not in names:
+        raise ContextError(f"archive member {member.name!r} is a hard link to {target!r}, which is not in the archive")
+
+
+def _validate(members: list[tarfile.TarInfo], limit_bytes: int) -> list[tuple[tarfile.TarInfo, str]]:
+    names = set()
+    checked = []
+    total = 0
+    for member in members:
+        relpath = _safe_member_path(member.name)
+        if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
+            raise ContextError(f"archive member {member.name!r} is a device, fifo or other special file")
+        if member.issym() or member.islnk():
+            _check_link(member, relpath, names)
+        total += member.size if member.isreg() else 0
+        if total > limit_bytes:
+            raise ContextTooLarge(
+                f"archive unpacks to more than the {_human(limit_bytes)} limit (at member {member.name!r})"
+            )
+        names.add(relpath)
+        checked.append((member, relpath))
+    # A symlinked directory inside the archive could redirect a later member outside dest
+    # ("d -> ..": caught above; "d -> sub" then "d/x": stays inside, fine). Members written
+    # *through* a symlink are refused so nothing depends on link resolution order.
+    links = {rel for m, rel in checked if m.issym()}
+    for member, relpath in checked:
+        parent = relpath
+        while "/" in parent:
+            parent = parent.rsplit("/", 1)[0]
+            if parent in links:
+                raise ContextError(f"archive member {member.name!r} is written through the symbolic link {parent!r}")
+    return checked
+
+
+def unpack(data: bytes, dest, *, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> None:
+    """Validate every member of the tar(.gz) `data`, then extract into `dest` (created if needed)."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            members = tar.getmembers()
+            checked = _validate(members, limit_bytes)
+            dest_path = pathlib.Path(dest)
+            dest_path.mkdir(parents=True, exist_ok=True)
+            for member, relpath in checked:
+                target = dest_path / relpath
+                if member.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.is_symlink() or target.exists():
+                    if target.is_dir() and not target.is_symlink():
+                        raise ContextError(f"archive member {member.name!r} collides with a directory")
+                    target.unlink()
+                if member.issym():
+                    os.symlink(member.linkname, target)
+                elif member.islnk():
+                    os.link(dest_path / posixpath.normpath(member.linkname), target)
+                else:
+                    source = tar.extractfile(member)
+                    assert source is not None
+                    with open(target, "wb") as out:
+                        while chunk := source.read(1 << 20):
+                            out.write(chunk)
+                    os.chmod(target, 0o755 if member.mode & 0o111 else 0o644)
+    except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ContextError(f"context archive is not a valid tar.gz: {e}") from e

@@ -1,0 +1,53 @@
+"""Fields that are valid Determined config but that master_lite's local runner does not use."""
+from __future__ import annotations
+
+from typing import Any
+
+_NO_CONTAINERS = "ignored by the local runner (trials run as local processes, not in containers)"
+
+# (section, field, message): warn when config[section][field] is set to something non-default.
+_IGNORED_FIELDS = [
+    ("environment", "image", f"{_NO_CONTAINERS}; trials use the master's Python environment"),
+    ("environment", "pod_spec", _NO_CONTAINERS),
+    ("environment", "registry_auth", _NO_CONTAINERS),
+    ("environment", "force_pull_image", _NO_CONTAINERS),
+    ("environment", "ports", _NO_CONTAINERS),
+    ("environment", "proxy_ports", _NO_CONTAINERS),
+    ("environment", "add_capabilities", _NO_CONTAINERS),
+    ("environment", "drop_capabilities", _NO_CONTAINERS),
+    ("resources", "resource_pool", "ignored (master_lite has a single resource pool)"),
+    ("resources", "devices", _NO_CONTAINERS),
+    ("resources", "shm_size", _NO_CONTAINERS),
+    ("resources", "agent_label", "ignored (master_lite has a single agent: this machine)"),
+]
+_IGNORED_SECTIONS = {
+    "bind_mounts": (
+        "ignored by the local runner (trials run as local processes and already see the host's"
+        " files: use absolute host paths in your code instead)"
+    ),
+    "slurm": "ignored (master_lite runs trials locally, not through Slurm)",
+    "pbs": "ignored (master_lite runs trials locally, not through PBS)",
+    "integrations": "ignored by master_lite",
+    "tensorboard_storage": "legacy field, ignored",
+    "security": "legacy field, ignored",
+    "data_layer": "legacy field, ignored",
+}
+
+
+def warnings(config: dict) -> list[str]:
+    """Sorted ``"path: message"`` notes for settings that are accepted but have no effect here."""
+    notes = [
+        f"{section}: {message}"
+        for section, message in _IGNORED_SECTIONS.items()
+        if _is_set(config.get(section))
+    ]
+    for section, field, message in _IGNORED_FIELDS:
+        container = config.get(section)
+        if isinstance(container, dict) and _is_set(container.get(field)):
+            notes.append(f"{section}.{field}: {message}")
+    return sorted(notes)
+
+
+def _is_set(value: Any) -> bool:
+    # False, "", [], {} and null are the defaults of every field above.
+    return bool(value)

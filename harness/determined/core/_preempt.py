@@ -1,0 +1,169 @@
+"""`core_context.preempt`: has the master asked this trial to stop (pause, kill, scheduler)?
+
+A daemon thread long-polls the master so `should_preempt()` is a cached read after the first
+answer (in WorkersAskChief mode it is still a synchronization point: the chief broadcasts).
+"""
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+from typing import Any
+
+logger = logging.getLogger("determined.core")
+
+LONG_POLL_S = 60
+RETRY_AFTER_ERROR_S = 10.0
+
+
+class PreemptMode(str, enum.Enum):
+    WorkersAskChief = "WORKERS_ASK_CHIEF"
+    ChiefOnly = "CHIEF_ONLY"
+    WorkersAskMaster = "WORKERS_ASK_MASTER"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class _PreemptionWatcher:
+    """First a 0 s poll, then 60 s long polls until the (sticky) signal arrives."""
+
+    def __init__(self, session: Any, allocation_id: str, retry_after_error_s: float = RETRY_AFTER_ERROR_S):
+        self._session = session
+        self._allocation_id = allocation_id
+        self._retry_after_error_s = retry_after_error_s
+        self._preempted = False
+        self._first_answer = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="PreemptionWatcherThread", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        # The long poll cannot be interrupted; the daemon thread ends with its current request.
+        self._stop.set()
+
+    def preempted(self) -> bool:
+        self._first_answer.wait()
+        return self._preempted
+
+    def _run(self) -> None:
+        timeout = 0
+        while not self._stop.is_set():
+            try:
+                answer = self._session.get(
+                    f"/allocations/{self._allocation_id}/signals/preemption",
+                    params={"timeout_seconds": timeout},
+                    timeout=timeout + 30,
+                )
+            except Exception as e:  # noqa: BLE001 - the watcher must survive any failure
+                logger.warning("polling the master for preemption failed (will retry): %s", e)
+                self._first_answer.set()  # treated as "not preempted" meanwhile
+                self._stop.wait(self._retry_after_error_s)
+                continue
+            if answer.get("preempt"):
+                self._preempted = True
+                self._first_answer.set()
+                return
+            self._first_answer.set()
+            timeout = LONG_POLL_S
+
+
+class PreemptContext:
+    def __init__(
+        self,
+        session: Any,
+        allocation_id: str,
+        distributed: Any,
+        preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
+        *,
+        watcher_session: Any = None,
+        retry_after_error_s: float = RETRY_AFTER_ERROR_S,
+    ) -> None:
+        self._session = session
+        self._watcher_session = watcher_session or session
+        self._allocation_id = allocation_id
+        self._distributed = distributed
+        self._mode = PreemptMode(preempt_mode)
+        self._watcher: _PreemptionWatcher | None = None
+        self._retry_after_error_s = retry_after_error_s
+        self._started = False
+        self._acked = False
+
+    def _needs_watcher(self) -> bool:
+        return self._distributed.rank == 0 or self._mode is PreemptMode.WorkersAskMaster
+
+    def start(self) -> None:
+        self._started = True
+        if self._needs_watcher():
+            self._watcher = _PreemptionWatcher(self._watcher_session, self._allocation_id, self._retry_after_error_s)
+            self._watcher.start()
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+
+    def should_preempt(self, auto_ack: bool = True) -> bool:
+        if not self._started:
+            raise RuntimeError(
+                "should_preempt() was called before the core context started; "
+                "call it inside `with det.core.init() as core_context:`"
+            )
+        if self._mode is PreemptMode.ChiefOnly and self._distributed.rank != 0:
+            raise RuntimeError(
+                f"should_preempt() was called on rank {self._distributed.rank} with "
+                "PreemptMode.ChiefOnly; only the chief (rank 0) may call it"
+            )
+        if self._mode is PreemptMode.WorkersAskChief:
+            answer = None
+            if self._distributed.rank == 0:
+                assert self._watcher is not None
+                answer = self._watcher.preempted()
+            preempted = bool(self._distributed.broadcast(answer))
+        else:
+            assert self._watcher is not None
+            preempted = self._watcher.preempted()
+        if preempted and auto_ack and self._distributed.rank == 0:
+            self.acknowledge_preemption_signal()
+        return preempted
+
+    def acknowledge_preemption_signal(self) -> None:
+        if self._acked:
+            return
+        self._acked = True
+        logger.info("acknowledging the preemption signal: this process will exit and resume later")
+        self._session.post(f"/allocations/{self._allocation_id}/signals/ack_preemption")
+
+
+class DummyPreemptContext:
+    """Off the master: never preempted, but the same rank rules and synchronization."""
+
+    def __init__(self, distributed: Any, preempt_mode: PreemptMode = PreemptMode.WorkersAskChief) -> None:
+        self._distributed = distributed
+        self._mode = PreemptMode(preempt_mode)
+        self._started = False
+
+    def start(self) -> None:
+        self._started = True
+
+    def close(self) -> None:
+        pass
+
+    def should_preempt(self, auto_ack: bool = True) -> bool:
+        if not self._started:
+            raise RuntimeError(
+                "should_preempt() was called before the core context started; "
+                "call it inside `with det.core.init() as core_context:`"
+            )
+        if self._mode is PreemptMode.ChiefOnly and self._distributed.rank != 0:
+            raise RuntimeError(
+                f"should_preempt() was called on rank {self._distributed.rank} with "
+                "PreemptMode.ChiefOnly; only the chief (rank 0) may call it"
+            )
+        if self._mode is PreemptMode.WorkersAskChief:
+            self._distributed.broadcast(False)
+        return False
+
+    def acknowledge_preemption_signal(self) -> None:
+        logger.info("acknowledge_preemption_signal: nothing to acknowledge off the master")

@@ -1,0 +1,1 @@
+"""Entry points that run inside a trial's process tree (``python3 -m determined.exec.<name>``)."""

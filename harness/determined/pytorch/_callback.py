@@ -1,0 +1,63 @@
+"""`PyTorchCallback`: hooks into the training loop, returned by `PyTorchTrial.build_callbacks()`."""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+
+class PyTorchCallback:
+    """Override the hooks you need; every default does nothing.
+
+    Callbacks run in the order of the dict `build_callbacks()` returns, on every rank.
+    `state_dict()`/`load_state_dict()` let a callback keep state across checkpoints.
+    """
+
+    def on_trial_startup(self, first_batch_idx: int, checkpoint_uuid: str | None) -> None:
+        """After the checkpoint (if any) was loaded, before training starts."""
+
+    def on_trial_shutdown(self) -> None:
+        """When `Trainer.fit` ends, however it ends."""
+
+    def on_training_start(self) -> None:
+        """Before the first training batch of this `fit` call."""
+
+    def on_training_epoch_start(self, epoch_idx: int) -> None:
+        """Before the first batch of an epoch."""
+
+    def on_training_epoch_end(self, epoch_idx: int) -> None:
+        """After the last batch of an epoch."""
+
+    def on_training_workload_end(self, avg_metrics: Dict[str, Any], batch_metrics: List[Dict[str, Any]]) -> None:
+        """After the training metrics since the last boundary were aggregated (and reported)."""
+
+    def on_validation_start(self) -> None:
+        """Before validation (the model is already in eval mode)."""
+
+    def on_validation_end(self, metrics: Dict[str, Any]) -> None:
+        """After validation, with the reduced validation metrics."""
+
+    def on_validation_epoch_start(self) -> None:
+        """Before the first validation batch."""
+
+    def on_validation_epoch_end(self, outputs: List[Any]) -> None:
+        """After the last validation batch, with the per-batch outputs of this rank."""
+
+    def on_checkpoint_load_start(self, checkpoint: Dict[str, Any]) -> None:
+        """With the loaded `state_dict.pth` dict, before the models etc. are restored from it."""
+
+    def on_checkpoint_save_start(self, checkpoint: Dict[str, Any]) -> None:
+        """With the dict about to be saved as `state_dict.pth` (you may add entries)."""
+
+    def on_checkpoint_write_end(self, checkpoint_dir: str) -> None:
+        """After the checkpoint files were written into `checkpoint_dir`."""
+
+    def on_checkpoint_upload_end(self, uuid: str) -> None:
+        """After the checkpoint was stored and reported."""
+
+    def on_checkpoint_end(self, checkpoint_dir: str) -> None:
+        """Deprecated: use on_checkpoint_write_end."""
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        pass

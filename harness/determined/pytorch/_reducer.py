@@ -1,0 +1,116 @@
+"""How per-batch metrics become one number: `Reducer` (built in) and `MetricReducer` (custom)."""
+from __future__ import annotations
+
+import abc
+import enum
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+
+class Reducer(enum.Enum):
+    """Built-in reductions of per-batch validation metrics (same values as Determined)."""
+
+    AVG = 1
+    SUM = 2
+    MAX = 3
+    MIN = 4
+
+
+class MetricReducer(abc.ABC):
+    """A custom reduction, registered with `context.wrap_reducer(reducer, name=...)`.
+
+    You feed it yourself (conventionally with an `update(...)` method of your own signature,
+    called from `train_batch`/`evaluate_batch`); Determined calls `reset()` before each round,
+    `per_slot_reduce()` on every rank afterwards, and `cross_slot_reduce(per_slot_values)` on the
+    chief with the values of all ranks in rank order.
+    """
+
+    @abc.abstractmethod
+    def reset(self) -> None:
+        ...
+
+    @abc.abstractmethod
+    def per_slot_reduce(self) -> Any:
+        ...
+
+    @abc.abstractmethod
+    def cross_slot_reduce(self, per_slot_metrics: List[Any]) -> Any:
+        ...
+
+
+class _WrappedReducer:
+    def __init__(self, reducer: MetricReducer, name: Optional[str], for_training: bool, for_validation: bool):
+        self.reducer = reducer
+        self.name = name
+        self.for_training = for_training
+        self.for_validation = for_validation
+
+
+def to_number(value: Any) -> Any:
+    """A tensor/array/number as a plain Python number (or list for non-scalars)."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu()
+        return value.item() if value.numel() == 1 else value.numpy().tolist()
+    if isinstance(value, np.ndarray):
+        return value.item() if value.size == 1 else value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _reduce(reducer: Reducer, values: Sequence[Any], weights: Optional[Sequence[float]] = None) -> Any:
+    if not values:
+        raise ValueError("cannot reduce an empty list of metric values")
+    if reducer is Reducer.AVG:
+        if weights is not None and sum(weights) > 0:
+            return float(np.average(np.asarray(values, dtype=float), axis=0, weights=weights))
+        return float(np.mean(np.asarray(values, dtype=float), axis=0))
+    if reducer is Reducer.SUM:
+        return to_number(np.sum(np.asarray(values), axis=0))
+    if reducer is Reducer.MAX:
+        return to_number(np.max(np.asarray(values), axis=0))
+    if reducer is Reducer.MIN:
+        return to_number(np.min(np.asarray(values), axis=0))
+    raise ValueError(f"unknown reducer {reducer!r}; use det.pytorch.Reducer.AVG/SUM/MAX/MIN")
+
+
+def reducer_for(reducers: Any, name: str) -> Reducer:
+    """`evaluation_reducer()` may return one Reducer for all metrics or a dict name -> Reducer."""
+    if isinstance(reducers, Reducer):
+        return reducers
+    if isinstance(reducers, dict):
+        if name not in reducers:
+            raise ValueError(
+                f"evaluation_reducer() returned a dict without metric {name!r}: give a Reducer for "
+                f"every metric evaluate_batch returns (got keys {sorted(reducers)})"
+            )
+        return Reducer(reducers[name])
+    raise TypeError(f"evaluation_reducer() must return a Reducer or a dict of them, got {reducers!r}")
+
+
+def per_slot_reduce(batch_metrics: List[Dict[str, Any]], reducers: Any) -> Dict[str, Any]:
+    """Reduce one rank's per-batch metric dicts key by key."""
+    keys: List[str] = []
+    for metrics in batch_metrics:
+        keys.extend(k for k in metrics if k not in keys)
+    return {
+        key: _reduce(reducer_for(reducers, key), [to_number(m[key]) for m in batch_metrics if key in m])
+        for key in keys
+    }
+
+
+def cross_slot_reduce(
+    per_slot: List[Dict[str, Any]], num_batches: List[int], reducers: Any
+) -> Dict[str, Any]:
+    """Combine every rank's reduced metrics; AVG is weighted by each rank's batch count."""
+    keys: List[str] = []
+    for metrics in per_slot:
+        keys.extend(k for k in metrics if k not in keys)
+    out: Dict[str, Any] = {}
+    for key in keys:
+        ranks = [i for i, m in enumerate(per_slot) if key in m]
+        out[key] = _reduce(
+            reducer_for(reducers, key), [per_slot[i][key] for i in ranks], [num_batches[i] for i in ranks]
+        )
+    return out

@@ -1,0 +1,3 @@
+from master_lite._cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""In-process publish/subscribe for live updates (SSE, widgets).
+
+Publishers never block: `publish` may be called from any thread (log capture threads do) and
+hands the event to the event loop thread; each subscriber has a bounded queue that drops its
+oldest events when the consumer is slow, so one stuck browser tab cannot grow the master's memory.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+EVENT_TYPES = ("experiment", "trial", "metric", "log", "checkpoint")
+DEFAULT_QUEUE_SIZE = 10_000
+
+
+def _matches(value: int | None, payload: dict, event_type: str, key: str, own_type: str) -> bool:
+    if value is None:
+        return True
+    if event_type == own_type:
+        return payload.get("id") == value
+    return payload.get(key) == value
+
+
+class Subscription:
+    """An async iterator of `(type, payload)` for one consumer; `close()` ends it."""
+
+    def __init__(self, bus: "EventBus", *, experiment_id: int | None, trial_id: int | None,
+                 types: Iterable[str] | None, maxsize: int) -> None:
+        self._bus = bus
+        self.experiment_id = experiment_id
+        self.trial_id = trial_id
+        self.types = frozenset(types) if types else None
+        self._queue: collections.deque[tuple[str, dict]] = collections.deque(maxlen=maxsize)
+        self._wakeup = asyncio.Event()
+        self.dropped = 0
+        self.closed = False
+
+    def wants(self, event_type: str, payload: dict) -> bool:
+        if self.types is not None and event_type not in self.types:
+            return False
+        if not _matches(self.experiment_id, payload, event_type, "experiment_id", "experiment"):
+            return False
+        return _matches(self.trial_id, payload, event_type, "trial_id", "trial")
+
+    def _deliver(self, event_type: str, payload: dict) -> None:
+        if len(self._queue) == self._queue.maxlen:
+            self.dropped += 1
+        self._queue.append((event_type, payload))
+        self._wakeup.set()
+
+    async def get(self, timeout: float | None = None) -> tuple[str, dict] | None:
+        """The next event, or None on timeout or once closed."""
+        while not self._queue:
+            if self.closed:
+                return None
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+            except asyncio.TimeoutError:
+                return None
+        return self._queue.popleft()
+
+    def get_nowait(self) -> tuple[str, dict] | None:
+        return self._queue.popleft() if self._queue else None
+
+    def __aiter__(self) -> "Subscription":
+        return self
+
+    async def __anext__(self) -> tuple[str, dict]:
+        item = await self.get()
+        if item is None:
+            raise StopAsyncIteration
+        return item
+
+    def close(self) -> None:
+        self.closed = True
+        self._bus._remove(self)
+        self._wakeup.set()
+
+
+class EventBus:
+    def __init__(self, *, queue_size: int = DEFAULT_QUEUE_SIZE) -> None:
+        self._subscriptions: list[Subscription] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._queue_size = queue_size
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Bind to the loop that consumers run on (called by `Master.start`)."""
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+
+    def subscribe(self, *, experiment_id: int | None = None, trial_id: int | None = None,
+                  types: Iterable[str] | None = None) -> Subscription:
+        subscription = Subscription(self, experiment_id=experiment_id, trial_id=trial_id,
+                                    types=types, maxsize=self._queue_size)
+        self._subscriptions.append(subscription)
+        return subscription
+
+    def _remove(self, subscription: Subscription) -> None:
+        if subscription in self._subscriptions:
+            self._subscriptions.remove(subscription)
+
+    def has_subscribers(self, event_type: str) -> bool:
+        """Lets hot paths skip building payloads nobody will read."""
+        return any(s.types is None or event_type in s.types for s in self._subscriptions)
+
+    def publish(self, event_type: str, payload: dict[str, Any]) -> None:
+        loop = self._loop
+        if loop is None or threading.get_ident() == self._loop_thread:
+            self._dispatch(event_type, payload)
+            return
+        try:
+            loop.call_soon_threadsafe(self._dispatch, event_type, payload)
+        except RuntimeError:  # loop closed during shutdown: nobody is listening any more
+            pass
+
+    def _dispatch(self, event_type: str, payload: dict) -> None:
+        for subscription in list(self._subscriptions):
+            if subscription.wants(event_type, payload):
+                subscription._deliver(event_type, payload)
+
+
+__all__ = ["EventBus", "Subscription", "EVENT_TYPES"]

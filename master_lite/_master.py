@@ -1,0 +1,734 @@
+"""The Master facade: every use case the REST handlers need, as plain methods.
+
+All methods run on the event loop thread (tornado's IOLoop is an asyncio loop). Returned dicts
+are exactly the JSON objects of docs/rest-api.md.
+
+Recovery after a master restart (`start`): allocations still marked running in the store belong
+to the previous master. Their process groups, if still alive, are killed — we cannot re-attach
+to their pipes or hand them fresh tokens — and their trials are resumed from their latest
+checkpoints, with the searcher restored from its snapshot. Work since the last checkpoint is
+redone; nothing that was acknowledged (metrics, checkpoints, searcher events) is lost.
+"""
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from determined.common.states import (TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES,
+                                      CheckpointState, ExperimentState, TrialState)
+
+from master_lite import _auth, _reports, _serialize, errors
+from master_lite._events import EventBus
+from master_lite._logwriter import LogWriter
+from master_lite._lifecycle import TrialLifecycle, searcher_module
+from master_lite.scheduler import GPU, LocalRunner, Scheduler, discover_gpus, fake_gpus
+from master_lite.scheduler import kill_orphaned_group, process_group_alive
+from master_lite.store import Store
+
+DEFAULT_CONTEXT_LIMIT = 96 * 1024 * 1024
+EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
+EARLY_EXIT_REASONS = {"EXITED_REASON_INVALID_HP": "INVALID_HP", "INVALID_HP": "INVALID_HP",
+                      "EXITED_REASON_USER_REQUESTED_STOP": "USER_REQUESTED_STOP",
+                      "USER_REQUESTED_STOP": "USER_REQUESTED_STOP"}
+
+
+class Master(TrialLifecycle):
+    def __init__(self, root_dir: str | os.PathLike, *, cpu_slots: int = 2,
+                 gpus: list[GPU] | int | None = None,
+                 context_size_limit: int = DEFAULT_CONTEXT_LIMIT,
+                 resource_manager: str = "local", user_token: str | None = None,
+                 preemption_grace_seconds: float = 30.0, terminate_grace_seconds: float = 10.0,
+                 cluster_id: str = "master-lite") -> None:
+        if resource_manager != "local":
+            raise ValueError(f"resource_manager: only 'local' is supported, got "
+                             f"{resource_manager!r}")
+        self.root_dir = Path(root_dir).absolute()
+        self.user_token = user_token or _auth.new_user_token()
+        self.context_size_limit = context_size_limit
+        self.preemption_grace_seconds = preemption_grace_seconds
+        self.terminate_grace_seconds = terminate_grace_seconds
+        self.cluster_id = cluster_id
+        if gpus is None:
+            gpus = discover_gpus()
+        elif isinstance(gpus, int):
+            gpus = fake_gpus(gpus)
+        self.gpus: list[GPU] = list(gpus)
+        slot_ids = [g.index for g in self.gpus] if self.gpus else list(range(cpu_slots))
+        self.scheduler = Scheduler(slot_ids)
+        self.events = EventBus()
+        self.master_url = ""
+        self.store: Store = None  # type: ignore[assignment]  # opened by start()
+        self.runner: LocalRunner = None  # type: ignore[assignment]
+        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self._searchers: dict[int, Any] = {}
+        self._allocations: dict[str, dict] = {}
+        self._trial_allocation: dict[int, str] = {}
+        self._changed: dict[tuple, asyncio.Event] = {}
+        self._grace_timers: dict[str, asyncio.TimerHandle] = {}
+        self._stopping = False
+        self._closed = True
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self, master_url: str) -> None:
+        self.master_url = master_url.rstrip("/")
+        self._loop = asyncio.get_running_loop()
+        self.events.attach(self._loop)
+        for sub in ("contexts", "trials", "checkpoints"):
+            (self.root_dir / sub).mkdir(parents=True, exist_ok=True)
+        self.store = Store(self.root_dir / "master.db")
+        self._log_writer = LogWriter(self._store_logs)
+        # Exits arrive on a waiter thread; they go through the log writer so that they reach
+        # the loop only after the run's last lines are stored.
+        self.runner = LocalRunner(log_sink=self._log_writer.submit,
+                                  on_exit=self._exit_observed)
+        self._closed = False
+        self._stopping = False
+        self._recover()
+
+    def _recover(self) -> None:
+        for allocation in self.store.select("allocations", "end_time IS NULL", order="id"):
+            if allocation["pgid"] and process_group_alive(allocation["pgid"]):
+                kill_orphaned_group(allocation["pgid"], allocation["id"])
+            self.store.update("allocations", allocation["id"], state="ENDED",
+                              end_time=time.time(), end_intent="master-stop")
+            self._master_log(allocation["trial_id"], f"{allocation['id']} was running when the "
+                             "master stopped: it will resume from its latest checkpoint")
+        self.store.execute("DELETE FROM trial_tokens")
+        module = None
+        for experiment in self.store.select("experiments", "state NOT IN (?, ?, ?)",
+                                            [str(s) for s in TERMINAL_EXPERIMENT_STATES]):
+            exp_id = experiment["id"]
+            module = module or searcher_module()
+            if experiment["searcher_snapshot"] is not None:
+                self._searchers[exp_id] = module.restore_searcher(
+                    experiment["config"], experiment["searcher_snapshot"])
+            else:
+                self._searchers[exp_id] = module.make_searcher(experiment["config"])
+            for trial in self.store.select("trials", "experiment_id = ?", (exp_id,)):
+                state = trial["state"]
+                if state == TrialState.STOPPING_COMPLETED:
+                    self._end_trial(trial, TrialState.COMPLETED, None)
+                    self._searcher_event(exp_id, "on_trial_closed", trial["request_id"])
+                elif state in (TrialState.STOPPING_CANCELED, TrialState.STOPPING_KILLED):
+                    self._end_trial(trial, TrialState.CANCELED, None)
+                elif state == TrialState.STOPPING_ERROR:
+                    self._end_trial(trial, TrialState.ERROR, None)
+                elif state == TrialState.PAUSED and experiment["state"] == ExperimentState.ACTIVE:
+                    self.store.update("trials", trial["id"], state=str(TrialState.ACTIVE))
+                    self._schedule_trial(trial["id"])
+                elif state == TrialState.ACTIVE:
+                    self._schedule_trial(trial["id"])
+            self._maybe_finish_experiment(exp_id)
+
+    async def stop(self, pause_running: bool = True) -> None:
+        """Preempt every run (they checkpoint and exit as PAUSED) and close the store."""
+        if self._closed:
+            return
+        self._stopping = True
+        for allocation_id in list(self._allocations):
+            if pause_running:
+                self._preempt(allocation_id, "master-stop")
+            else:
+                self._kill_allocation(allocation_id, "master-stop")
+        deadline = self._loop.time() + self.preemption_grace_seconds + \
+            self.terminate_grace_seconds + 5
+        while self._allocations and self._loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        for allocation_id in list(self._allocations):  # still there: out of patience
+            self.runner.kill(allocation_id)
+        while self._allocations and self._loop.time() < deadline + 5:
+            await asyncio.sleep(0.05)
+        for timer in self._grace_timers.values():
+            timer.cancel()
+        self._grace_timers.clear()
+        self._log_writer.close()
+        self._closed = True
+        self.store.close()
+
+    # -- authentication -----------------------------------------------------------------------
+    def authenticate(self, token: str | None) -> _auth.Principal | None:
+        if not token:
+            return None
+        if _auth.tokens_equal(token, self.user_token):
+            return _auth.UserPrincipal()
+        row = self.store.get("trial_tokens", _auth.hash_token(token), key_column="token_hash")
+        if row is None:
+            return None
+        trial = self.store.get("trials", row["trial_id"])
+        return _auth.TrialPrincipal(trial_id=row["trial_id"], experiment_id=trial["experiment_id"],
+                                    allocation_id=row["allocation_id"])
+
+    # -- experiments --------------------------------------------------------------------------
+    def create_experiment(self, config: dict | str, context: bytes | None, *,
+                          activate: bool = True, archived: bool = False,
+                          notebook: dict | None = None, parent_id: int | None = None) -> dict:
+        from determined.common import context as context_mod
+        from determined.common import expconf
+
+        if isinstance(config, str):
+            original_text = config
+            try:
+                config = expconf.load(config, source="config")
+            except expconf.InvalidConfig as exc:
+                raise errors.InvalidRequest(f"invalid experiment config: {exc}",
+                                            list(exc.errors)) from exc
+            except ValueError as exc:
+                raise errors.InvalidRequest(f"invalid experiment config: {exc}") from exc
+        elif isinstance(config, dict):
+            original_text = json.dumps(config)
+        else:
+            raise errors.InvalidRequest("config: expected a YAML/JSON string or an object")
+        try:
+            expconf.check(config)
+        except expconf.InvalidConfig as exc:
+            problems = list(exc.errors)
+            raise errors.InvalidRequest(
+                f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),
+                problems) from exc
+        expanded = expconf.apply_defaults(config, default_checkpoint_storage={
+            "type": "shared_fs", "host_path": str(self.root_dir / "checkpoints"),
+            "storage_path": "."})
+        context_hash = None
+        if context is not None:
+            context_hash = self._verify_context(context, context_mod)
+        module = searcher_module()
+        try:
+            searcher = module.make_searcher(expanded)
+        except ValueError as exc:
+            raise errors.InvalidRequest(f"searcher: {exc}", [f"searcher: {exc}"]) from exc
+        if context_hash is not None:
+            self._save_context(context_hash, context)
+        state = ExperimentState.ACTIVE if activate else ExperimentState.PAUSED
+        exp_id = self.store.insert(
+            "experiments", name=str(expanded.get("name") or "Experiment"),
+            description=expanded.get("description") or "", labels=list(expanded.get("labels") or []),
+            state=str(state), archived=int(bool(archived)), config=expanded,
+            original_config=original_text, context_hash=context_hash, notebook=notebook,
+            parent_id=parent_id, start_time=time.time())
+        self._searchers[exp_id] = searcher
+        self._publish_experiment(exp_id)
+        self._searcher_event(exp_id, "initial_operations")
+        self._save_searcher(exp_id)
+        return self.get_experiment(exp_id, with_config=False)
+
+    def _verify_context(self, data: bytes, context_mod: Any) -> str:
+        if len(data) > self.context_size_limit:
+            raise errors.TooLarge(
+                f"context is {len(data)} bytes, over the limit of {self.context_size_limit} "
+                "bytes: list large files in .detignore or raise the master's context size limit")
+        with tempfile.TemporaryDirectory(prefix="context-check-") as scratch:
+            try:
+                context_mod.unpack(data, scratch, limit_bytes=self.context_size_limit)
+            except context_mod.ContextTooLarge as exc:
+                raise errors.TooLarge(f"context: {exc}") from exc
+            except context_mod.ContextError as exc:
+                raise errors.InvalidRequest(f"context: {exc}", [f"context: {exc}"]) from exc
+        return context_mod.content_hash(data)
+
+    def _save_context(self, context_hash: str, data: bytes) -> None:
+        path = self.root_dir / "contexts" / f"{context_hash}.tar.gz"
+        if not path.exists():
+            partial = path.with_suffix(".partial")
+            partial.write_bytes(data)
+            os.replace(partial, path)
+        self.store.execute("INSERT OR IGNORE INTO contexts (hash, path, size, created) "
+                           "VALUES (?, ?, ?, ?)", (context_hash, str(path), len(data), time.time()))
+
+    def _read_context(self, context_hash: str) -> bytes:
+        row = self.store.get("contexts", context_hash, key_column="hash")
+        if row is None:
+            raise errors.NotFound(f"context {context_hash} not found")
+        return Path(row["path"]).read_bytes()
+
+    def _experiment_row(self, exp_id: int) -> dict:
+        row = self.store.get("experiments", int(exp_id))
+        if row is None:
+            raise errors.NotFound(f"experiment {exp_id} not found")
+        return row
+
+    def _experiment_json(self, row: dict, *, with_config: bool) -> dict:
+        num_trials = self.store.scalar("SELECT COUNT(*) FROM trials WHERE experiment_id = ?",
+                                       (row["id"],))
+        return _serialize.experiment_json(row, num_trials=num_trials,
+                                          best_validation=self._best_validation(row),
+                                          with_config=with_config)
+
+    def list_experiments(self, *, state: str | None = None, name: str | None = None,
+                         archived: bool | None = None) -> list[dict]:
+        where, params = [], []
+        if state:
+            where.append("state = ?")
+            params.append(str(state))
+        if name:
+            where.append("instr(lower(name), lower(?)) > 0")
+            params.append(name)
+        if archived is not None:
+            where.append("archived = ?")
+            params.append(int(bool(archived)))
+        rows = self.store.select("experiments", " AND ".join(where), params)
+        return [self._experiment_json(row, with_config=False) for row in rows]
+
+    def get_experiment(self, exp_id: int, *, with_config: bool = True) -> dict:
+        return self._experiment_json(self._experiment_row(exp_id), with_config=with_config)
+
+    def get_experiment_config(self, exp_id: int) -> dict:
+        return self._experiment_row(exp_id)["config"]
+
+    def get_experiment_context(self, exp_id: int) -> bytes:
+        row = self._experiment_row(exp_id)
+        if not row["context_hash"]:
+            raise errors.NotFound(f"experiment {exp_id} has no context")
+        return self._read_context(row["context_hash"])
+
+    def experiment_action(self, exp_id: int, action: str) -> dict:
+        if action not in EXPERIMENT_ACTIONS:
+            raise errors.InvalidRequest(f"unknown experiment action {action!r}; expected one of "
+                                        f"{', '.join(EXPERIMENT_ACTIONS)}")
+        experiment = self._experiment_row(exp_id)
+        state = ExperimentState(experiment["state"])
+        terminal = state in TERMINAL_EXPERIMENT_STATES
+        if action in ("archive", "unarchive"):
+            if not terminal:
+                raise errors.Conflict(f"experiment {exp_id} is {state}: only finished experiments "
+                                      f"can be {action}d (cancel it first)")
+            self.store.update("experiments", exp_id, archived=int(action == "archive"))
+            self._publish_experiment(exp_id)
+        elif terminal or state in (ExperimentState.STOPPING_CANCELED,
+                                   ExperimentState.STOPPING_ERROR) and action != "kill":
+            if not (action == "cancel" and state == ExperimentState.STOPPING_CANCELED):
+                raise errors.Conflict(f"cannot {action} experiment {exp_id}: it is {state}")
+        elif action == "pause":
+            if state == ExperimentState.ACTIVE:
+                self._pause_experiment(exp_id)
+        elif action == "activate":
+            if state == ExperimentState.PAUSED:
+                self._activate_experiment(exp_id)
+        elif action in ("cancel", "kill"):
+            self._stop_experiment(exp_id, kill=(action == "kill"))
+        return self.get_experiment(exp_id, with_config=False)
+
+    def _live_trials(self, exp_id: int) -> list[dict]:
+        return [t for t in self.store.select("trials", "experiment_id = ?", (exp_id,))
+                if t["state"] not in TERMINAL_TRIAL_STATES]
+
+    def _pause_experiment(self, exp_id: int) -> None:
+        self._set_experiment_state(exp_id, ExperimentState.PAUSED)
+        for trial in self._live_trials(exp_id):
+            allocation_id = self._trial_allocation.get(trial["id"])
+            if allocation_id is not None:
+                self._preempt(allocation_id, "pause")
+            else:
+                self.scheduler.cancel(f"trial-{trial['id']}")
+                self.store.update("trials", trial["id"], state=str(TrialState.PAUSED))
+                self._publish_trial(trial["id"])
+        self._run_scheduler()
+
+    def _activate_experiment(self, exp_id: int) -> None:
+        self._set_experiment_state(exp_id, ExperimentState.ACTIVE)
+        for trial in self._live_trials(exp_id):
+            if trial["id"] in self._trial_allocation:
+                continue  # still draining after the pause: it is requeued when it exits
+            if trial["state"] == TrialState.PAUSED:
+                self.store.update("trials", trial["id"], state=str(TrialState.ACTIVE))
+                self._publish_trial(trial["id"])
+            self._schedule_trial(trial["id"])
+
+    def _stop_experiment(self, exp_id: int, *, kill: bool) -> None:
+        self._set_experiment_state(exp_id, ExperimentState.STOPPING_CANCELED)
+        for trial in self._live_trials(exp_id):
+            allocation_id = self._trial_allocation.get(trial["id"])
+            if allocation_id is None:
+                self.scheduler.cancel(f"trial-{trial['id']}")
+                self._end_trial(trial, TrialState.CANCELED, None)
+                continue
+            stopping = TrialState.STOPPING_KILLED if kill else TrialState.STOPPING_CANCELED
+            self.store.update("trials", trial["id"], state=str(stopping))
+            self._publish_trial(trial["id"])
+            if kill:
+                self._kill_allocation(allocation_id, "kill")
+            else:
+                self._preempt(allocation_id, "cancel")
+        self._maybe_finish_experiment(exp_id)
+        self._run_scheduler()
+
+    # -- trials -------------------------------------------------------------------------------
+    def _trial_row(self, trial_id: int) -> dict:
+        row = self.store.get("trials", int(trial_id))
+        if row is None:
+            raise errors.NotFound(f"trial {trial_id} not found")
+        return row
+
+    def _trial_json(self, row: dict) -> dict:
+        allocation_id = self._trial_allocation.get(row["id"])
+        allocation = self._allocations.get(allocation_id) if allocation_id else None
+
+        def metric_row(metric_id: int | None) -> dict | None:
+            if metric_id is None:
+                return None
+            rows = self.store.metric_rows("id = ?", (metric_id,))
+            return rows[0] if rows else None
+
+        latest_validation = metric_row(row["latest_validation_id"])
+        config = self.store.get("experiments", row["experiment_id"])["config"]
+        metric_name = (config.get("searcher") or {}).get("metric")
+        return _serialize.trial_json(
+            row, allocation=allocation, latest_training=metric_row(row["latest_training_id"]),
+            latest_validation=latest_validation,
+            best_validation=metric_row(row["best_validation_id"]),
+            searcher_metric=_reports.metric_value(
+                latest_validation["metrics"] if latest_validation else None, metric_name))
+
+    def list_trials(self, exp_id: int) -> list[dict]:
+        self._experiment_row(exp_id)
+        return [self._trial_json(row)
+                for row in self.store.select("trials", "experiment_id = ?", (int(exp_id),))]
+
+    def get_trial(self, trial_id: int) -> dict:
+        return self._trial_json(self._trial_row(trial_id))
+
+    def kill_trial(self, trial_id: int) -> dict:
+        trial = self._trial_row(trial_id)
+        if trial["state"] in TERMINAL_TRIAL_STATES:
+            return self._trial_json(trial)
+        allocation_id = self._trial_allocation.get(trial["id"])
+        if allocation_id is not None:
+            self.store.update("trials", trial["id"], state=str(TrialState.STOPPING_KILLED))
+            self._kill_allocation(allocation_id, "kill-trial")
+        else:
+            self.scheduler.cancel(f"trial-{trial['id']}")
+            self._end_trial(trial, TrialState.CANCELED, None)
+            experiment = self.store.get("experiments", trial["experiment_id"])
+            if experiment["state"] == ExperimentState.ACTIVE:
+                self._searcher_event(experiment["id"], "on_trial_exited_early",
+                                     trial["request_id"], searcher_module().ExitedReason.USER_CANCELED)
+            self._maybe_finish_experiment(trial["experiment_id"])
+        return self.get_trial(trial_id)
+
+    # -- metrics and logs ---------------------------------------------------------------------
+    def get_metrics(self, *, trial_id: int | None = None, experiment_id: int | None = None,
+                    group: str | None = None, after_id: int = 0,
+                    limit: int | None = None) -> list[dict]:
+        where, params = ["id > ?"], [int(after_id or 0)]
+        if trial_id is not None:
+            self._trial_row(trial_id)
+            where.append("trial_id = ?")
+            params.append(int(trial_id))
+        if experiment_id is not None:
+            self._experiment_row(experiment_id)
+            where.append("trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)")
+            params.append(int(experiment_id))
+        if group:
+            where.append("group_name = ?")
+            params.append(group)
+        rows = self.store.metric_rows(" AND ".join(where), params, limit=limit)
+        return [_serialize.metric_json(row) for row in rows]
+
+    def get_logs(self, trial_id: int, *, after_id: int = 0, limit: int | None = None,
+                 tail: int | None = None, rank: int | None = None,
+                 stream: str | None = None) -> list[dict]:
+        self._trial_row(trial_id)
+        where, params = ["trial_id = ?", "id > ?"], [int(trial_id), int(after_id or 0)]
+        if rank is not None:
+            where.append("rank = ?")
+            params.append(int(rank))
+        if stream:
+            where.append("stream = ?")
+            params.append(stream)
+        if tail is not None:
+            rows = self.store.select("logs", " AND ".join(where), params, order="id DESC",
+                                     limit=tail)[::-1]
+            if limit is not None:
+                rows = rows[:limit]
+        else:
+            rows = self.store.select("logs", " AND ".join(where), params, limit=limit)
+        return [_serialize.log_json(row) for row in rows]
+
+    def report_metrics(self, trial_id: int, reports: list[dict]) -> int:
+        trial = self._trial_row(trial_id)
+        rows = _reports.normalize_metric_reports(reports, trial_id=trial["id"],
+                                                 default_run_id=trial["run_id"])
+        if not rows:
+            return 0
+        config = self.store.get("experiments", trial["experiment_id"])["config"]
+        searcher_config = config.get("searcher") or {}
+        metric_name = searcher_config.get("metric")
+        smaller_is_better = bool(searcher_config.get("smaller_is_better", True))
+        best_id = trial["best_validation_id"]
+        best_value = None
+        if best_id is not None:
+            best_rows = self.store.metric_rows("id = ?", (best_id,))
+            best_value = _reports.metric_value(best_rows[0]["metrics"], metric_name) \
+                if best_rows else None
+        changes: dict[str, Any] = {}
+        with self.store.transaction():
+            ids = self.store.insert_metrics(rows)
+            steps = trial["steps_completed"]
+            for metric_id, row in zip(ids, rows):
+                row["id"] = metric_id
+                steps = max(steps, row["steps_completed"])
+                if row["group"] == "training":
+                    changes["latest_training_id"] = metric_id
+                elif row["group"] == "validation":
+                    changes["latest_validation_id"] = metric_id
+                    value = _reports.metric_value(row["metrics"], metric_name)
+                    if value is not None and (best_value is None or (
+                            value < best_value if smaller_is_better else value > best_value)):
+                        best_value = value
+                        changes["best_validation_id"] = metric_id
+            changes["steps_completed"] = steps
+            self.store.update("trials", trial["id"], **changes)
+        if self.events.has_subscribers("metric"):
+            for row in rows:
+                self.events.publish("metric", _serialize.metric_json(row))
+        validations = [("on_validation_reported", (trial["request_id"], row["metrics"]))
+                       for row in rows if row["group"] == "validation"]
+        if validations:
+            self._searcher_events(trial["experiment_id"], validations)
+        self._publish_trial(trial["id"])
+        return len(rows)
+
+    def report_progress(self, trial_id: int, progress: float) -> None:
+        trial = self._trial_row(trial_id)
+        try:
+            value = float(progress)
+        except (TypeError, ValueError) as exc:
+            raise errors.InvalidRequest(f"progress: expected a number, got {progress!r}") from exc
+        self.store.update("trials", trial["id"], progress=max(0.0, min(1.0, value)))
+        self._update_experiment_progress(trial["experiment_id"])
+        self._publish_trial(trial["id"])
+        self._publish_experiment(trial["experiment_id"])
+
+    def set_runner_state(self, trial_id: int, state: str) -> None:
+        trial = self._trial_row(trial_id)
+        self.store.update("trials", trial["id"], runner_state=str(state or ""))
+        self._publish_trial(trial["id"])
+
+    def report_early_exit(self, trial_id: int, reason: str) -> None:
+        trial = self._trial_row(trial_id)
+        normalized = EARLY_EXIT_REASONS.get(str(reason))
+        if normalized is None:
+            raise errors.InvalidRequest(f"reason: unknown early exit reason {reason!r}; expected "
+                                        "EXITED_REASON_INVALID_HP or "
+                                        "EXITED_REASON_USER_REQUESTED_STOP")
+        if trial["early_exit"]:
+            raise errors.InvalidRequest(f"trial {trial_id} already reported an early exit "
+                                        f"({trial['early_exit']})")
+        self.store.update("trials", trial["id"], early_exit=normalized)
+        if normalized == "INVALID_HP":
+            self._searcher_event(trial["experiment_id"], "on_trial_exited_early",
+                                 trial["request_id"], searcher_module().ExitedReason.INVALID_HP)
+
+    # -- searcher operations (≤0.37 protocol) -------------------------------------------------
+    async def next_operation(self, trial_id: int, timeout: float) -> dict:
+        """The trial's current op; `{completed: true}` once the searcher closed it.
+
+        On timeout with nothing decided yet: `{completed: false, op: null}` (ask again)."""
+        deadline = self._loop.time() + max(float(timeout), 0.0)
+        while True:
+            trial = self._trial_row(trial_id)
+            if trial["stop_requested"]:  # early-stopped: whatever was queued will not run
+                return {"completed": True, "op": None}
+            if trial["op_queue"]:
+                return {"completed": False,
+                        "op": {"validateAfter": {"length": str(trial["op_queue"][0])}}}
+            if trial["closed"] or trial["state"] in TERMINAL_TRIAL_STATES:
+                return {"completed": True, "op": None}
+            remaining = deadline - self._loop.time()
+            if remaining <= 0:
+                return {"completed": False, "op": None}
+            await self._wait_changed(("trial", trial["id"]), remaining)
+
+    def complete_operation(self, trial_id: int, length: int, metric: Any) -> None:
+        trial = self._trial_row(trial_id)
+        try:
+            length = int(length)
+        except (TypeError, ValueError) as exc:
+            raise errors.InvalidRequest(f"op.length: expected an integer, got {length!r}") from exc
+        if length not in trial["op_queue"]:
+            raise errors.InvalidRequest(
+                f"trial {trial_id} has no pending operation of length {length} "
+                f"(pending: {trial['op_queue'] or 'none'})")
+        if isinstance(metric, bool) or not isinstance(metric, (int, float)):
+            raise errors.InvalidRequest(f"searcherMetric: expected a number, got {metric!r}")
+        queue = list(trial["op_queue"])
+        queue.remove(length)
+        self.store.update("trials", trial["id"], op_queue=queue)
+        self._searcher_event(trial["experiment_id"], "on_validation_completed",
+                             trial["request_id"], float(metric), length)
+        self._notify(("trial", trial["id"]))
+
+    def best_validation(self, exp_id: int) -> float | None:
+        return self._best_validation(self._experiment_row(exp_id))
+
+    def _best_validation(self, experiment: dict) -> float | None:
+        searcher_config = experiment["config"].get("searcher") or {}
+        metric_name = searcher_config.get("metric")
+        if not metric_name:
+            return None
+        rows = self.store.metric_rows(
+            "id IN (SELECT best_validation_id FROM trials WHERE experiment_id = ?)",
+            (experiment["id"],))
+        values = [v for v in (_reports.metric_value(r["metrics"], metric_name) for r in rows)
+                  if v is not None]
+        if not values:
+            return None
+        return min(values) if searcher_config.get("smaller_is_better", True) else max(values)
+
+    # -- preemption ---------------------------------------------------------------------------
+    def _allocation_row(self, allocation_id: str) -> dict:
+        row = self.store.get("allocations", allocation_id)
+        if row is None:
+            raise errors.NotFound(f"allocation {allocation_id} not found")
+        return row
+
+    async def wait_preemption(self, allocation_id: str, timeout: float) -> bool:
+        deadline = self._loop.time() + max(float(timeout), 0.0)
+        while True:
+            allocation = self._allocations.get(allocation_id)
+            if allocation is None:
+                self._allocation_row(allocation_id)  # NotFound for unknown ids
+                return True  # the run is over: whoever still asks should stop
+            if allocation["preempt"]:
+                return True
+            remaining = deadline - self._loop.time()
+            if remaining <= 0:
+                return False
+            await self._wait_changed(("allocation", allocation_id), remaining)
+
+    def ack_preemption(self, allocation_id: str) -> None:
+        self._allocation_row(allocation_id)
+        allocation = self._allocations.get(allocation_id)
+        if allocation is not None:
+            allocation["acked"] = True
+        self.store.update("allocations", allocation_id, preempt_acked=1)
+
+    # -- checkpoints --------------------------------------------------------------------------
+    def report_checkpoint(self, record: dict) -> dict:
+        from determined.common import storage
+
+        uuid = record.get("uuid")
+        if not isinstance(uuid, str) or not uuid:
+            raise errors.InvalidRequest("uuid: required (a string)", ["uuid: required"])
+        metadata = record.get("metadata")
+        if not isinstance(metadata, dict) or not isinstance(metadata.get("steps_completed"), int):
+            raise errors.InvalidRequest(
+                "metadata.steps_completed: required (an integer); report the number of batches "
+                "trained when this checkpoint was saved", ["metadata.steps_completed: required"])
+        trial_id = record.get("trial_id", record.get("trialId"))
+        allocation_id = record.get("allocation_id", record.get("allocationId"))
+        if trial_id is None and allocation_id:
+            trial_id = self._allocation_row(allocation_id)["trial_id"]
+        if trial_id is None:
+            raise errors.InvalidRequest("trialId: required", ["trialId: required"])
+        trial = self._trial_row(int(trial_id))
+        config = self.store.get("experiments", trial["experiment_id"])["config"]
+        path = storage.checkpoint_dir(config["checkpoint_storage"], uuid)
+        resources = record.get("resources") or {}
+        try:
+            report_time = _serialize.parse_time(record.get("report_time",
+                                                           record.get("reportTime"))) or time.time()
+        except ValueError:
+            report_time = time.time()
+        with self.store.transaction():
+            self.store.execute(
+                "INSERT OR REPLACE INTO checkpoints (uuid, trial_id, experiment_id, allocation_id,"
+                " steps_completed, metadata, resources, state, report_time, path)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (uuid, trial["id"], trial["experiment_id"], allocation_id,
+                 metadata["steps_completed"], json.dumps(metadata), json.dumps(resources),
+                 str(CheckpointState.COMPLETED), report_time, str(path)))
+            self.store.update("trials", trial["id"], latest_checkpoint=uuid)
+        checkpoint = self.get_checkpoint(uuid)
+        self.events.publish("checkpoint", checkpoint)
+        self._publish_trial(trial["id"])
+        return checkpoint
+
+    def _checkpoint_json(self, row: dict) -> dict:
+        rows = self.store.metric_rows(
+            "trial_id = ? AND group_name = 'validation' AND steps_completed = ?",
+            (row["trial_id"], row["steps_completed"]), order="id DESC", limit=1)
+        return _serialize.checkpoint_json(row,
+                                          validation_metrics=rows[0]["metrics"] if rows else None)
+
+    def get_checkpoint(self, uuid: str) -> dict:
+        row = self.store.get("checkpoints", uuid, key_column="uuid")
+        if row is None:
+            raise errors.NotFound(f"checkpoint {uuid} not found")
+        return self._checkpoint_json(row)
+
+    def list_checkpoints(self, *, experiment_id: int | None = None, trial_id: int | None = None,
+                         state: str | None = None) -> list[dict]:
+        where, params = [], []
+        if experiment_id is not None:
+            self._experiment_row(experiment_id)
+            where.append("experiment_id = ?")
+            params.append(int(experiment_id))
+        if trial_id is not None:
+            self._trial_row(trial_id)
+            where.append("trial_id = ?")
+            params.append(int(trial_id))
+        if state:
+            where.append("state = ?")
+            params.append(str(state))
+        rows = self.store.select("checkpoints", " AND ".join(where), params,
+                                 order="report_time, uuid")
+        return [self._checkpoint_json(row) for row in rows]
+
+    def checkpoint_archive(self, uuid: str) -> bytes:
+        checkpoint = self.get_checkpoint(uuid)
+        path = Path(checkpoint["path"])
+        if checkpoint["state"] != CheckpointState.COMPLETED or not path.is_dir():
+            raise errors.NotFound(f"checkpoint {uuid} has no files at {path} "
+                                  f"(state {checkpoint['state']})")
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            for item in sorted(path.rglob("*")):
+                tar.add(item, arcname=str(item.relative_to(path)), recursive=False)
+        return buffer.getvalue()
+
+    def mark_checkpoints_deleted(self, items: list[dict]) -> None:
+        for item in items:
+            uuid = item.get("uuid") if isinstance(item, dict) else None
+            if not uuid:
+                raise errors.InvalidRequest("checkpoints[].uuid: required")
+            self.get_checkpoint(uuid)
+        with self.store.transaction():
+            for item in items:
+                changes: dict[str, Any] = {"state": str(CheckpointState.DELETED)}
+                if item.get("resources") is not None:
+                    changes["resources"] = item["resources"]
+                self.store.update("checkpoints", item["uuid"], key_column="uuid", **changes)
+
+    # -- cluster ------------------------------------------------------------------------------
+    def resources(self) -> dict:
+        slot_owner: dict[int, dict] = {}
+        for allocation in self._allocations.values():
+            for slot in allocation["slot_ids"]:
+                slot_owner[slot] = allocation
+        by_index = {g.index: g for g in self.gpus}
+        slots = []
+        for slot in self.scheduler.slot_ids:
+            gpu = by_index.get(slot)
+            owner = slot_owner.get(slot)
+            slots.append({"id": slot, "type": "gpu" if gpu else "cpu",
+                          "gpu": gpu.to_json() if gpu else None,
+                          "allocation_id": owner["id"] if owner else None,
+                          "trial_id": owner["trial_id"] if owner else None})
+        return {"slots": slots, "gpus": [g.to_json() for g in self.gpus]}
+
+    # -- events -------------------------------------------------------------------------------
+    def _publish_experiment(self, exp_id: int) -> None:
+        self.events.publish("experiment", self.get_experiment(exp_id, with_config=False))
+
+    def _publish_trial(self, trial_id: int) -> None:
+        self.events.publish("trial", self.get_trial(trial_id))
+
+
+__all__ = ["Master"]

@@ -1,0 +1,85 @@
+"""Checks on what trials report (metrics, checkpoints), before anything is stored."""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from master_lite import errors
+from master_lite._serialize import parse_time
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_json_value(value: Any) -> bool:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_json_value(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json_value(v) for k, v in value.items())
+    return False
+
+
+def normalize_metric_reports(reports: Any, *, trial_id: int, default_run_id: int) -> list[dict]:
+    """Validated rows ready for `Store.insert_metrics`; InvalidRequest lists every bad field."""
+    if not isinstance(reports, list):
+        raise errors.InvalidRequest("reports: expected a list of metric reports")
+    problems: list[str] = []
+    rows: list[dict] = []
+    now = time.time()
+    for index, report in enumerate(reports):
+        where = f"reports[{index}]"
+        if not isinstance(report, dict):
+            problems.append(f"{where}: expected an object, got {type(report).__name__}")
+            continue
+        group = report.get("group")
+        if not isinstance(group, str) or not group:
+            problems.append(f"{where}.group: must be a non-empty string, got {group!r}")
+        elif "." in group:
+            problems.append(f"{where}.group: {group!r} may not contain '.'")
+        steps = report.get("steps_completed")
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+            problems.append(f"{where}.steps_completed: must be an integer >= 0, got {steps!r}")
+        metrics = report.get("metrics")
+        if not isinstance(metrics, dict):
+            problems.append(f"{where}.metrics: must be an object, got {type(metrics).__name__}")
+        else:
+            for key, value in metrics.items():
+                if group == "validation" and value is None:
+                    problems.append(f"{where}.metrics.{key}: a validation metric may not be null "
+                                    "(report a number)")
+                elif not _is_json_value(value):
+                    problems.append(f"{where}.metrics.{key}: {type(value).__name__} is not a "
+                                    "JSON value")
+                elif _is_number(value) and isinstance(value, float) and not math.isfinite(value) \
+                        and group == "validation":
+                    pass  # NaN/inf are kept: Determined stores them too
+        batch_metrics = report.get("batch_metrics")
+        if batch_metrics is not None and not isinstance(batch_metrics, list):
+            problems.append(f"{where}.batch_metrics: must be a list or null")
+        run_id = report.get("trial_run_id", default_run_id)
+        if run_id is None:
+            run_id = default_run_id
+        try:
+            report_time = parse_time(report.get("report_time")) or now
+        except (TypeError, ValueError):
+            problems.append(f"{where}.report_time: not an ISO-8601 time: "
+                            f"{report.get('report_time')!r}")
+            report_time = now
+        rows.append({"trial_id": trial_id, "trial_run_id": int(run_id), "group": group,
+                     "steps_completed": steps, "metrics": metrics,
+                     "batch_metrics": batch_metrics, "report_time": report_time})
+    if problems:
+        raise errors.InvalidRequest(f"{len(problems)} invalid metric report field(s) for trial "
+                                    f"{trial_id}: {problems[0]}", problems)
+    return rows
+
+
+def metric_value(metrics: dict | None, name: str | None) -> float | None:
+    if not metrics or not name:
+        return None
+    value = metrics.get(name)
+    return float(value) if _is_number(value) else None

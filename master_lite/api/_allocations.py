@@ -1,0 +1,36 @@
+"""Allocation signals (preemption), slots, and what the master is."""
+from __future__ import annotations
+
+from typing import Any
+
+from master_lite.api._base import ApiHandlerMixin
+
+
+def master_info(master: Any) -> dict:
+    import determined  # the harness's version is the API version we implement
+
+    return {"version": determined.__version__, "root_dir": str(master.root_dir),
+            "cluster_id": master.cluster_id}
+
+
+class PreemptionHandler(ApiHandlerMixin):
+    async def get(self, allocation_id: str) -> None:
+        preempt = await self.call(self.master.wait_preemption, allocation_id,
+                                  self.args["timeout_seconds"])
+        self.send_json({"preempt": bool(preempt)})
+
+
+class AckPreemptionHandler(ApiHandlerMixin):
+    async def post(self, allocation_id: str) -> None:
+        self.master.ack_preemption(allocation_id)
+        self.send_json({})
+
+
+class ResourcesHandler(ApiHandlerMixin):
+    async def get(self) -> None:
+        self.send_json(self.master.resources())
+
+
+class MasterInfoHandler(ApiHandlerMixin):
+    async def get(self) -> None:
+        self.send_json(master_info(self.master))

@@ -1,0 +1,475 @@
+"""What every API handler shares: who is asking, what they may touch, parsing, errors.
+
+The logic lives in `ApiHandlerMixin`, which `make_handlers` combines with a base handler class:
+`tornado.web.RequestHandler` standalone, jupyter_server's `APIHandler` inside JupyterLab. So the
+same handlers serve both, and nothing here may assume more of the base class than tornado gives.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import enum
+import http
+import inspect
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import tornado.web
+
+from master_lite import errors
+from master_lite._auth import TrialPrincipal, UserPrincipal
+
+log = logging.getLogger("master_lite.api")
+
+# Users send contexts base64-encoded inside JSON: 4 bytes per 3, plus room for the config.
+BODY_OVERHEAD_BYTES = 1024 * 1024
+
+
+def max_body_bytes(context_size_limit: int) -> int:
+    """Largest request body the API reads for a context of `context_size_limit` bytes."""
+    return (context_size_limit + 2) // 3 * 4 + BODY_OVERHEAD_BYTES
+
+
+class ApiError(Exception):
+    """An answer other than success, decided by the HTTP layer itself (auth, parsing)."""
+
+    def __init__(self, status: int, message: str, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.errors = list(errors or [])
+
+
+# ---------------------------------------------------------------------------------------------
+# Route declarations: one `Operation` per (path, method); `_routes.py` holds the table.
+
+
+class TrialScope(str, enum.Enum):
+    """What a trial token may touch through one operation (None in a route = user token only)."""
+
+    TRIAL = "trial"  # the path's {trial_id} is the token's trial
+    ALLOCATION = "allocation"  # the path's {allocation_id} is the token's allocation
+    EXPERIMENT = "experiment"  # the path's {experiment_id} is the token's experiment
+    CHECKPOINT_READ = "checkpoint_read"  # a checkpoint of its experiment or its warm-start source
+    CHECKPOINT_REPORT = "checkpoint_report"  # the body's trialId/allocationId are the token's
+    CHECKPOINT_DELETE = "checkpoint_delete"  # every listed checkpoint belongs to its experiment
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A query parameter: parsed and checked before the handler runs (400 names it)."""
+
+    name: str
+    kind: str  # "integer" | "number" | "boolean" | "string" | "csv"
+    description: str
+    default: Any = None
+    enum: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Operation:
+    """One method of one route: everything the handler, the auth check and OpenAPI need."""
+
+    summary: str
+    response: dict  # JSON schema of the success body (OpenAPI flavour)
+    status: int = 200
+    trial_scope: TrialScope | None = None
+    auth: bool = True
+    query: tuple[Param, ...] = ()
+    request: dict | None = None  # JSON schema of the body; validated before the handler runs
+    content_type: str = "application/json"
+    description: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class PathParam:
+    name: str
+    regex: str
+    schema: dict
+    convert: Callable[[str], Any] = str
+    description: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    path: str  # OpenAPI template below /api/v1, e.g. "/trials/{trial_id}/logs"
+    handler: type
+    operations: dict[str, Operation]  # lower-case method -> operation
+    params: tuple[PathParam, ...] = ()
+
+    def tornado_pattern(self) -> str:
+        """The path as a tornado regex: literal parts escaped, each {param} a named group."""
+        regexes = {param.name: param.regex for param in self.params}
+        pattern = ""
+        for literal, name in re.findall(r"([^{]*)(?:\{(\w+)\})?", self.path):
+            pattern += re.escape(literal)
+            if name:
+                pattern += f"(?P<{name}>{regexes[name]})"
+        return pattern
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return value.isoformat(timespec="milliseconds") + "Z"
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _schema_path(path: Any) -> str:
+    text = "body"
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
+
+
+def openapi_to_jsonschema(schema: Any) -> Any:
+    """OpenAPI 3.0's `nullable: true` as JSON Schema (which the validator understands)."""
+    if isinstance(schema, list):
+        return [openapi_to_jsonschema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    converted = {key: openapi_to_jsonschema(value) for key, value in schema.items()
+                 if key != "nullable"}
+    if schema.get("nullable"):
+        return {"anyOf": [converted, {"type": "null"}]}
+    return converted
+
+
+_validators: dict[int, Any] = {}
+MAX_ERROR_LINE = 300
+
+
+def _error_line(error: Any) -> str:
+    """One "body.path: message" line; for oneOf/anyOf, the deepest failure inside (it lies in
+    the alternative the client meant: a batch with one bad report fails deep in `reports`)."""
+    while error.context:
+        error = max(error.context, key=lambda inner: len(inner.absolute_path))
+    line = f"{_schema_path(error.absolute_path)}: {error.message}"
+    # Messages quote the offending value, which may be a whole metrics batch.
+    return line if len(line) <= MAX_ERROR_LINE else line[:MAX_ERROR_LINE - 3] + "..."
+
+
+def _validator(schema: dict) -> Any:
+    """A cached validator of a route's request schema (schemas live as long as the routes)."""
+    validator = _validators.get(id(schema))
+    if validator is None:
+        import jsonschema  # slow to import (seconds on a busy machine): only on first use
+
+        validator = jsonschema.Draft7Validator(openapi_to_jsonschema(schema))
+        _validators[id(schema)] = validator
+    return validator
+
+
+def _parse_query_value(param: Param, raw: str) -> Any:
+    where = f"query parameter {param.name}"
+    if param.kind == "integer":
+        try:
+            value: Any = int(raw)
+        except ValueError:
+            raise ApiError(400, f"{where}: expected an integer, got {raw!r}") from None
+    elif param.kind == "number":
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ApiError(400, f"{where}: expected a number, got {raw!r}") from None
+    elif param.kind == "boolean":
+        lowered = raw.lower()
+        if lowered not in ("true", "false", "1", "0"):
+            raise ApiError(400, f"{where}: expected true or false, got {raw!r}")
+        value = lowered in ("true", "1")
+    elif param.kind == "csv":
+        value = [item.strip() for item in raw.split(",") if item.strip()]
+        if param.enum is not None:
+            unknown = [item for item in value if item not in param.enum]
+            if unknown:
+                raise ApiError(400, f"{where}: unknown value(s) {', '.join(unknown)}; "
+                                    f"choose from {', '.join(param.enum)}")
+        return value
+    else:
+        value = raw
+    if param.enum is not None and value not in param.enum:
+        raise ApiError(400, f"{where}: {raw!r} is not one of {', '.join(param.enum)}")
+    if param.minimum is not None and value < param.minimum:
+        raise ApiError(400, f"{where}: {raw} is below the minimum {param.minimum:g}")
+    if param.maximum is not None and value > param.maximum:
+        raise ApiError(400, f"{where}: {raw} is above the maximum {param.maximum:g}")
+    return value
+
+
+class ApiHandlerMixin:
+    """Handler logic; concrete handlers are `type(name, (Handler, base_handler), {})`.
+
+    Before a handler method runs, `prepare` has: authenticated the caller (`self.principal`),
+    checked a trial token against the operation's `trial_scope`, parsed the query into
+    `self.args` and the JSON body into `self.body`, and converted path parameters.
+    """
+
+    # Set by `initialize` from the route's kwargs.
+    master: Any
+    route: Route
+    user_auth: Callable[[Any], bool] | None
+    body_limit: int
+
+    principal: UserPrincipal | TrialPrincipal | None = None
+    args: dict[str, Any]
+    body: Any = None
+
+    def initialize(self, *, master: Any, route: Route, user_auth: Callable[[Any], bool] | None,
+                   body_limit: int, **kwargs: Any) -> None:
+        self.master = master
+        self.route = route
+        self.user_auth = user_auth
+        self.body_limit = body_limit
+        self.args = {}
+        parent = getattr(super(), "initialize", None)
+        if parent is not None:
+            parent(**kwargs)
+
+    # --- who is asking ---------------------------------------------------------------------
+
+    def request_token(self) -> str | None:
+        header = self.request.headers.get("Authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() in ("bearer", "token") and value.strip():
+            return value.strip()
+        return self.get_query_argument("token", None) or None
+
+    def _principal_from_token(self) -> UserPrincipal | TrialPrincipal | None:
+        token = self.request_token()
+        return self.master.authenticate(token) if token else None
+
+    def check_xsrf_cookie(self) -> None:
+        # Inside jupyter_server, trial processes post with their session token and no cookie;
+        # a request that carries a valid master-issued token is not a browser form post.
+        if self._principal_from_token() is not None:
+            return None
+        return super().check_xsrf_cookie()  # type: ignore[misc]
+
+    def _authenticate(self) -> UserPrincipal | TrialPrincipal:
+        principal = self._principal_from_token()
+        if principal is not None:
+            return principal
+        if self.user_auth is not None and self.user_auth(self):
+            return UserPrincipal()
+        if self.request_token():
+            raise ApiError(401, "missing or invalid token: the token given is not the master's "
+                                "token nor a live trial's session token")
+        raise ApiError(401, "missing or invalid token: send 'Authorization: Bearer <token>' "
+                            "(the token is in <root_dir>/master.json)")
+
+    # --- the request pipeline ----------------------------------------------------------------
+
+    async def prepare(self) -> None:
+        parent = super().prepare()  # type: ignore[misc]
+        if inspect.isawaitable(parent):
+            await parent
+        if self._finished:  # type: ignore[attr-defined]
+            return
+        method = self.request.method.lower()
+        if method not in self.route.operations:
+            return  # tornado answers 405 from the unimplemented method
+        operation = self.route.operations[method]
+        self._convert_path_params()
+        if len(self.request.body or b"") > self.body_limit:
+            raise ApiError(413, f"request body of {len(self.request.body)} bytes exceeds the limit "
+                                f"of {self.body_limit} bytes (context_size_limit, base64-encoded, "
+                                "plus the config); shrink the context with a .detignore file")
+        if operation.auth:
+            self.principal = self._authenticate()
+        trial = self.principal if isinstance(self.principal, TrialPrincipal) else None
+        if trial is not None:
+            self._check_path_scope(trial, operation)
+        self.args = {param.name: self._query_value(param) for param in operation.query}
+        if operation.request is not None:
+            self.body = self._json_body(operation.request)
+        if trial is not None:
+            self._check_resource_scope(trial, operation)
+
+    def _convert_path_params(self) -> None:
+        for param in self.route.params:
+            raw = self.path_kwargs.get(param.name)  # type: ignore[attr-defined]
+            if raw is not None:
+                self.path_kwargs[param.name] = param.convert(raw)  # type: ignore[attr-defined]
+
+    def _query_value(self, param: Param) -> Any:
+        raw = self.get_query_argument(param.name, None)  # type: ignore[attr-defined]
+        if raw is None or raw == "":
+            return param.default
+        return _parse_query_value(param, raw)
+
+    def _json_body(self, schema: dict) -> Any:
+        raw = self.request.body or b""  # type: ignore[attr-defined]
+        if not raw.strip():
+            body: Any = {}
+        else:
+            try:
+                body = json.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+        validator = _validator(schema)
+        problems = sorted(validator.iter_errors(body), key=lambda e: list(map(str, e.absolute_path)))
+        if problems:
+            messages = [_error_line(e) for e in problems]
+            raise ApiError(400, f"invalid request body: {messages[0]}", messages)
+        return body
+
+    def _check_path_scope(self, principal: TrialPrincipal, operation: Operation) -> None:
+        who = f"trial token of trial {principal.trial_id}"
+        scope = operation.trial_scope
+        kwargs = self.path_kwargs  # type: ignore[attr-defined]
+        if scope is None:
+            raise ApiError(403, f"{who} may not call {self.request.method} "
+                                f"{self.request.path}: this endpoint needs the user token")
+        if scope is TrialScope.TRIAL and kwargs["trial_id"] != principal.trial_id:
+            raise ApiError(403, f"{who} may not access trial {kwargs['trial_id']}")
+        if scope is TrialScope.ALLOCATION and kwargs["allocation_id"] != principal.allocation_id:
+            raise ApiError(403, f"{who} (allocation {principal.allocation_id}) may not access "
+                                f"allocation {kwargs['allocation_id']}")
+        if scope is TrialScope.EXPERIMENT and kwargs["experiment_id"] != principal.experiment_id:
+            raise ApiError(403, f"{who} (experiment {principal.experiment_id}) may not access "
+                                f"experiment {kwargs['experiment_id']}")
+
+    def _check_resource_scope(self, principal: TrialPrincipal, operation: Operation) -> None:
+        """Checks that need the body or a stored object (run after parsing)."""
+        who = f"trial token of trial {principal.trial_id}"
+        scope = operation.trial_scope
+        if scope is TrialScope.CHECKPOINT_READ:
+            self._check_checkpoint_readable(principal, self.path_kwargs["uuid"])  # type: ignore
+        if scope is TrialScope.CHECKPOINT_REPORT:
+            trial_id = checkpoint_trial_id(self.body)
+            if trial_id != principal.trial_id:
+                raise ApiError(403, f"{who} may not report a checkpoint of trial {trial_id}")
+            allocation_id = self.body.get("allocationId")
+            if allocation_id is not None and allocation_id != principal.allocation_id:
+                raise ApiError(403, f"{who} (allocation {principal.allocation_id}) may not report "
+                                    f"a checkpoint of allocation {allocation_id}")
+        if scope is TrialScope.CHECKPOINT_DELETE:
+            for item in self.body.get("checkpoints", []):
+                checkpoint = self.master.get_checkpoint(item["uuid"])
+                if checkpoint.get("experiment_id") != principal.experiment_id:
+                    raise ApiError(403, f"{who} (experiment {principal.experiment_id}) may not "
+                                        f"delete checkpoint {item['uuid']} of experiment "
+                                        f"{checkpoint.get('experiment_id')}")
+
+    def _check_checkpoint_readable(self, principal: TrialPrincipal, uuid: str) -> None:
+        checkpoint = self.master.get_checkpoint(uuid)  # NotFound -> 404 either way
+        if checkpoint.get("experiment_id") == principal.experiment_id:
+            return
+        if uuid in self._warm_start_sources(principal):
+            return
+        raise ApiError(403, f"trial token of trial {principal.trial_id} (experiment "
+                            f"{principal.experiment_id}) may not access checkpoint {uuid} of "
+                            f"experiment {checkpoint.get('experiment_id')}")
+
+    def _warm_start_sources(self, principal: TrialPrincipal) -> set[str]:
+        """Checkpoints a trial may start from although another experiment wrote them."""
+        trial = self.master.get_trial(principal.trial_id)
+        sources = {trial.get("warm_start_checkpoint"), trial.get("latest_checkpoint")}
+        config = self.master.get_experiment_config(principal.experiment_id)
+        searcher = config.get("searcher") or {}
+        sources.add(searcher.get("source_checkpoint_uuid"))
+        source_trial_id = searcher.get("source_trial_id")
+        if source_trial_id is not None:
+            source_trial = self.master.get_trial(source_trial_id)
+            sources.add(source_trial.get("latest_checkpoint"))
+        return {uuid for uuid in sources if uuid}
+
+    # --- answers -----------------------------------------------------------------------------
+
+    def send_json(self, payload: Any, status: int = 200) -> None:
+        self.set_status(status)  # type: ignore[attr-defined]
+        self.set_header("Content-Type", "application/json; charset=UTF-8")  # type: ignore
+        self.finish(json.dumps(payload, default=_json_default))  # type: ignore[attr-defined]
+
+    def send_bytes(self, data: bytes, content_type: str, filename: str) -> None:
+        self.set_header("Content-Type", content_type)  # type: ignore[attr-defined]
+        self.set_header("Content-Disposition", f'attachment; filename="{filename}"')  # type: ignore
+        self.finish(data)  # type: ignore[attr-defined]
+
+    async def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call a facade method; some (long polls) are coroutines."""
+        result = method(*args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def _request_summary(self) -> str:
+        # tornado's access log and error log use this; EventSource puts the token in the query.
+        uri = re.sub(r"([?&]token=)[^&]*", r"\1<redacted>", self.request.uri or "")
+        return f"{self.request.method} {uri} ({self.request.remote_ip})"
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, (ApiError, errors.MasterError)):
+            log.info("%s %s -> %s: %s", self.request.method, self.request.path,
+                     getattr(value, "status", "?"), value)
+            return
+        super().log_exception(typ, value, tb)  # type: ignore[misc]
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        errors_list: list[str] = []
+        if isinstance(exc, ApiError):
+            status_code, message, errors_list = exc.status, exc.message, exc.errors
+        elif isinstance(exc, errors.MasterError) and exc.status != 500:
+            status_code, message, errors_list = exc.status, exc.message, exc.errors
+        elif status_code == 405:
+            allowed = ", ".join(m.upper() for m in self.route.operations)
+            message = f"{self.request.method} is not allowed on {self.request.path}; use {allowed}"
+        elif status_code >= 500:
+            # The traceback went to the log (log_exception); never into the answer.
+            message = "internal error in master_lite; the master's log has the details"
+        elif isinstance(exc, tornado.web.HTTPError) and exc.log_message:
+            message = exc.log_message % exc.args if exc.args else exc.log_message
+        else:
+            message = http.HTTPStatus(status_code).phrase
+        payload: dict[str, Any] = {"message": message}
+        if errors_list:
+            payload["errors"] = errors_list
+        self.clear_header("Content-Disposition")  # type: ignore[attr-defined]
+        self.set_status(status_code)  # type: ignore[attr-defined]
+        self.set_header("Content-Type", "application/json; charset=UTF-8")  # type: ignore
+        self.finish(json.dumps(payload))  # type: ignore[attr-defined]
+
+
+def checkpoint_trial_id(body: dict) -> int | None:
+    """The trial a checkpoint report names: `trialId`, or Determined's `taskId` "trial-<id>"."""
+    if body.get("trialId") is not None:
+        return int(body["trialId"])
+    task_id = str(body.get("taskId") or "")
+    if task_id.startswith("trial-") and task_id[len("trial-"):].isdigit():
+        return int(task_id[len("trial-"):])
+    return None
+
+
+def decode_base64(value: str, field: str) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (ValueError, TypeError):
+        raise ApiError(400, f"{field}: not valid base64 (send the tar.gz bytes base64-encoded)",
+                       [f"{field}: not valid base64"]) from None
+
+
+class NotFoundHandlerMixin(ApiHandlerMixin):
+    """JSON 404 for any path under /api/v1 that no route serves."""
+
+    async def prepare(self) -> None:
+        raise ApiError(404, f"no endpoint {self.request.method} {self.request.path}; "
+                            "GET /api/v1/openapi.json lists them all")
+
+
+__all__ = ["ApiHandlerMixin", "ApiError", "Operation", "Param", "PathParam", "Route",
+           "TrialScope", "max_body_bytes", "checkpoint_trial_id", "decode_base64"]

@@ -1,0 +1,38 @@
+"""Checkpoint endpoints: trials register and read them; people download them."""
+from __future__ import annotations
+
+from master_lite.api._base import ApiHandlerMixin, checkpoint_trial_id
+
+
+def checkpoint_record(body: dict) -> dict:
+    """The facade's record from the harness's camelCase body."""
+    return {
+        "uuid": body["uuid"],
+        "trial_id": checkpoint_trial_id(body),
+        "allocation_id": body.get("allocationId"),
+        "metadata": body.get("metadata") or {},
+        "resources": body.get("resources") or {},
+        "report_time": body.get("reportTime"),
+        "state": body.get("state", "COMPLETED"),
+        "storage_id": body.get("storageId"),
+    }
+
+
+class CheckpointsHandler(ApiHandlerMixin):
+    async def post(self) -> None:
+        self.send_json({"checkpoint": self.master.report_checkpoint(checkpoint_record(self.body))})
+
+    async def patch(self) -> None:
+        self.master.mark_checkpoints_deleted(self.body["checkpoints"])
+        self.send_json({})
+
+
+class CheckpointHandler(ApiHandlerMixin):
+    async def get(self, uuid: str) -> None:
+        self.send_json({"checkpoint": self.master.get_checkpoint(uuid)})
+
+
+class CheckpointDownloadHandler(ApiHandlerMixin):
+    async def get(self, uuid: str) -> None:
+        self.send_bytes(self.master.checkpoint_archive(uuid), "application/gzip",
+                        f"checkpoint-{uuid}.tar.gz")

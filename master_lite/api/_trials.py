@@ -1,0 +1,97 @@
+"""Trial endpoints: reads for people, and the reports a trial process sends about itself."""
+from __future__ import annotations
+
+from typing import Any
+
+from master_lite.api._base import ApiError, ApiHandlerMixin
+
+
+class TrialHandler(ApiHandlerMixin):
+    async def get(self, trial_id: int) -> None:
+        self.send_json({"trial": self.master.get_trial(trial_id)})
+
+
+class TrialKillHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        self.send_json({"trial": self.master.kill_trial(trial_id)})
+
+
+def metric_reports(trial_id: int, body: dict) -> list[dict]:
+    """Both accepted body forms as the facade's list of reports.
+
+    Determined's harness sends one report in its own shape; our harness batches several.
+    """
+    if "reports" in body:
+        return [dict(report) for report in body["reports"]]
+    if "group" not in body or "metrics" not in body:
+        raise ApiError(400, "body: send either {reports: [...]} or Determined's "
+                            "{group, metrics: {trialId, trialRunId, stepsCompleted, metrics}}")
+    inner = body["metrics"]
+    if inner.get("trialId") is not None and int(inner["trialId"]) != trial_id:
+        raise ApiError(400, f"body.metrics.trialId: {inner['trialId']} does not match trial "
+                            f"{trial_id} in the path")
+    report: dict[str, Any] = {
+        "group": body["group"],
+        "steps_completed": inner["stepsCompleted"],
+        "metrics": (inner.get("metrics") or {}).get("avgMetrics") or {},
+    }
+    batch_metrics = (inner.get("metrics") or {}).get("batchMetrics")
+    if batch_metrics is not None:
+        report["batch_metrics"] = batch_metrics
+    if inner.get("reportTime") is not None:
+        report["report_time"] = inner["reportTime"]
+    if inner.get("trialRunId") is not None:
+        report["trial_run_id"] = inner["trialRunId"]
+    return [report]
+
+
+class TrialMetricsHandler(ApiHandlerMixin):
+    async def get(self, trial_id: int) -> None:
+        metrics = self.master.get_metrics(trial_id=trial_id, group=self.args["group"],
+                                          after_id=self.args["after_id"],
+                                          limit=self.args["limit"])
+        self.send_json({"metrics": metrics})
+
+    async def post(self, trial_id: int) -> None:
+        accepted = self.master.report_metrics(trial_id, metric_reports(trial_id, self.body))
+        self.send_json({"accepted": accepted})
+
+
+class TrialLogsHandler(ApiHandlerMixin):
+    async def get(self, trial_id: int) -> None:
+        logs = self.master.get_logs(trial_id, after_id=self.args["after_id"],
+                                    limit=self.args["limit"], tail=self.args["tail"],
+                                    rank=self.args["rank"], stream=self.args["stream"])
+        self.send_json({"logs": logs})
+
+
+class TrialProgressHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        self.master.report_progress(trial_id, float(self.body["progress"]))
+        self.send_json({})
+
+
+class RunnerMetadataHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        self.master.set_runner_state(trial_id, self.body["state"])
+        self.send_json({})
+
+
+class EarlyExitHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        self.master.report_early_exit(trial_id, self.body["reason"])
+        self.send_json({})
+
+
+class SearcherOperationHandler(ApiHandlerMixin):
+    async def get(self, trial_id: int) -> None:
+        answer = await self.call(self.master.next_operation, trial_id,
+                                 self.args["timeout_seconds"])
+        self.send_json(answer)
+
+
+class CompletedOperationHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        length = int(self.body["op"]["length"])
+        self.master.complete_operation(trial_id, length, self.body.get("searcherMetric"))
+        self.send_json({})

@@ -1,0 +1,40 @@
+"""Errors raised by the Master facade; the API layer maps each to its HTTP status."""
+from __future__ import annotations
+
+
+class MasterError(Exception):
+    """Base class: `status` is the HTTP status the API answers with."""
+
+    status = 500
+
+    def __init__(self, message: str, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.errors: list[str] = list(errors or [])
+
+
+class InvalidRequest(MasterError):
+    """Bad input (400); `.errors` lists every problem as "path: message"."""
+
+    status = 400
+
+
+class Forbidden(MasterError):
+    status = 403
+
+
+class NotFound(MasterError):
+    status = 404
+
+
+class Conflict(MasterError):
+    """The action is not allowed in the object's current state (409)."""
+
+    status = 409
+
+
+class TooLarge(MasterError):
+    status = 413
+
+
+__all__ = ["MasterError", "InvalidRequest", "Forbidden", "NotFound", "Conflict", "TooLarge"]

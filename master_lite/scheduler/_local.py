@@ -1,0 +1,249 @@
+"""Local resource manager: runs each trial run as a subprocess in its own process group.
+
+Output is captured line by line by one reader thread per stream (both "\\n" and "\\r" end a
+line, so progress bars become lines), handed in batches to `log_sink`, and the exit status is
+reported on the event loop thread once every line has been handed over — so the exit event
+never overtakes the trial's last log lines.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MAX_LINE_BYTES = 8 * 1024
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_RANK_PREFIX = re.compile(r"^\[rank=(\d+)\] ")
+_LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z0-9_.]+:[A-Za-z0-9_]+$")
+
+# (trial_id, rank, stream, time, line)
+LogRecord = tuple[int, "int | None", str, float, str]
+
+
+def entrypoint_argv(entrypoint: str | list[str], python: str = sys.executable) -> list[str]:
+    """The command that runs a config's `entrypoint` (spec §5.1)."""
+    if isinstance(entrypoint, list):
+        if not entrypoint:
+            raise ValueError("entrypoint: an empty list cannot be run")
+        return [str(part) for part in entrypoint]
+    if _LEGACY_TRIAL_CLASS.match(entrypoint):
+        return [python, "-m", "determined.exec.harness", entrypoint]
+    return ["sh", "-c", entrypoint]
+
+
+def split_line(raw: bytes) -> list[tuple[int | None, str]]:
+    """Decode one captured line into (rank, text) pieces of at most MAX_LINE_BYTES each."""
+    text = raw.decode("utf-8", errors="replace")
+    rank = None
+    match = _RANK_PREFIX.match(text)
+    if match:
+        rank = int(match.group(1))
+        text = text[match.end():]
+    data = text.encode("utf-8")
+    if len(data) <= MAX_LINE_BYTES:
+        return [(rank, text)]
+    pieces = []
+    for start in range(0, len(data), MAX_LINE_BYTES):
+        pieces.append((rank, data[start:start + MAX_LINE_BYTES].decode("utf-8", errors="replace")))
+    return pieces
+
+
+@dataclasses.dataclass
+class LaunchSpec:
+    allocation_id: str
+    trial_id: int
+    argv: list[str]
+    env: dict[str, str]
+    work_dir: Path
+
+
+@dataclasses.dataclass
+class _Running:
+    spec: LaunchSpec
+    process: subprocess.Popen
+    readers: list[threading.Thread]
+
+
+class LocalRunner:
+    def __init__(self, *, log_sink: Callable[[list[LogRecord]], None],
+                 on_exit: Callable[[str, int], None], loop: Any = None) -> None:
+        """`on_exit(allocation_id, exit_code)` runs on `loop` (call_soon_threadsafe) if given."""
+        self._log_sink = log_sink
+        self._on_exit = on_exit
+        self._loop = loop
+        self._running: dict[str, _Running] = {}
+        self._lock = threading.Lock()
+
+    def running(self) -> list[str]:
+        with self._lock:
+            return list(self._running)
+
+    def pid_of(self, allocation_id: str) -> int | None:
+        with self._lock:
+            running = self._running.get(allocation_id)
+        return running.process.pid if running else None
+
+    def launch(self, spec: LaunchSpec) -> int:
+        """Start the run; returns its pid (which is also its process group id)."""
+        process = subprocess.Popen(
+            spec.argv, cwd=spec.work_dir, env=spec.env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        readers = [
+            threading.Thread(target=self._read_stream, args=(spec, process.stdout, "stdout"),
+                             name=f"logs-{spec.allocation_id}-stdout", daemon=True),
+            threading.Thread(target=self._read_stream, args=(spec, process.stderr, "stderr"),
+                             name=f"logs-{spec.allocation_id}-stderr", daemon=True),
+        ]
+        with self._lock:
+            self._running[spec.allocation_id] = _Running(spec, process, readers)
+        for reader in readers:
+            reader.start()
+        threading.Thread(target=self._wait, args=(spec.allocation_id,),
+                         name=f"wait-{spec.allocation_id}", daemon=True).start()
+        return process.pid
+
+    def _read_stream(self, spec: LaunchSpec, stream: Any, name: str) -> None:
+        fd = stream.fileno()
+        pending = b""
+        previous_ended_with_cr = False
+        try:
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                if previous_ended_with_cr and chunk.startswith(b"\n"):
+                    chunk = chunk[1:]  # the "\n" of a "\r\n" split across two reads
+                previous_ended_with_cr = chunk.endswith(b"\r")
+                pending += chunk
+                parts = _LINE_END.split(pending)
+                pending = parts.pop()
+                if len(pending) > MAX_LINE_BYTES:
+                    parts.append(pending)
+                    pending = b""
+                self._emit(spec, name, parts)
+            if pending:
+                self._emit(spec, name, [pending])
+        finally:
+            stream.close()
+
+    def _emit(self, spec: LaunchSpec, stream_name: str, raw_lines: list[bytes]) -> None:
+        if not raw_lines:
+            return
+        now = time.time()
+        records: list[LogRecord] = []
+        for raw in raw_lines:
+            for rank, text in split_line(raw):
+                records.append((spec.trial_id, rank, stream_name, now, text))
+        try:
+            self._log_sink(records)
+        except Exception:  # a failing sink must not kill the capture (the process would block)
+            pass
+
+    def _wait(self, allocation_id: str) -> None:
+        with self._lock:
+            running = self._running[allocation_id]
+        code = running.process.wait()
+        # Children left behind in the group would hold the pipes open; the run is over.
+        _killpg(running.process.pid, signal.SIGKILL)
+        for reader in running.readers:
+            reader.join(timeout=10)
+        with self._lock:
+            self._running.pop(allocation_id, None)
+        exit_code = code if code >= 0 else 128 - code  # killed by signal N -> 128 + N
+        if self._loop is not None:
+            try:
+                self._loop.call_soon_threadsafe(self._on_exit, allocation_id, exit_code)
+            except RuntimeError:  # loop closed: the master is gone
+                pass
+        else:
+            self._on_exit(allocation_id, exit_code)
+
+    def send_signal(self, allocation_id: str, sig: int) -> bool:
+        pid = self.pid_of(allocation_id)
+        return pid is not None and _killpg(pid, sig)
+
+    def kill(self, allocation_id: str) -> bool:
+        return self.send_signal(allocation_id, signal.SIGKILL)
+
+    def terminate(self, allocation_id: str, grace: float) -> bool:
+        """SIGTERM the group, then SIGKILL it if it is still running after `grace` seconds."""
+        pid = self.pid_of(allocation_id)
+        if pid is None:
+            return False
+        _killpg(pid, signal.SIGTERM)
+
+        def kill_if_still_running() -> None:
+            if self.pid_of(allocation_id) == pid:
+                _killpg(pid, signal.SIGKILL)
+
+        timer = threading.Timer(grace, kill_if_still_running)
+        timer.daemon = True
+        timer.start()
+        return True
+
+
+def _killpg(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def process_group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state, ppid, pgrp, ...
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def kill_orphaned_group(pgid: int, allocation_id: str) -> bool:
+    """SIGKILL a process group left by a previous master, if it still runs that allocation.
+
+    A recorded pgid may have been reused by an unrelated process (e.g. after a reboot), so on
+    Linux a member must carry `DET_ALLOCATION_ID=<allocation_id>` in its environment. Where
+    /proc is missing the check cannot be made and the group is killed.
+    """
+    if Path("/proc/self/environ").exists():
+        marker = f"DET_ALLOCATION_ID={allocation_id}".encode()
+        owned = False
+        for pid in _group_members(pgid):
+            try:
+                environ = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue
+            if marker in environ.split(b"\0"):
+                owned = True
+                break
+        if not owned:
+            return False
+    return _killpg(pgid, signal.SIGKILL)
+
+
+__all__ = ["LocalRunner", "kill_orphaned_group", "LaunchSpec", "LogRecord", "entrypoint_argv", "split_line",
+           "process_group_alive", "MAX_LINE_BYTES"]

@@ -1,0 +1,128 @@
+"""The database schema as an ordered list of migrations.
+
+Migration N is applied once, in order, and recorded in `schema_version`; never edit a released
+migration — append a new one.
+"""
+from __future__ import annotations
+
+MIGRATION_1_INITIAL = """
+CREATE TABLE contexts (
+    hash TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE experiments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    description TEXT,
+    labels TEXT NOT NULL DEFAULT '[]',
+    state TEXT NOT NULL,
+    archived INTEGER NOT NULL DEFAULT 0,
+    config TEXT NOT NULL,
+    original_config TEXT,
+    context_hash TEXT REFERENCES contexts(hash),
+    notebook TEXT,
+    parent_id INTEGER,
+    progress REAL NOT NULL DEFAULT 0,
+    start_time REAL NOT NULL,
+    end_time REAL,
+    searcher_snapshot TEXT,
+    searcher_shutdown INTEGER NOT NULL DEFAULT 0,
+    searcher_failure INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE trials (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    request_id INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    hparams TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    restarts INTEGER NOT NULL DEFAULT 0,
+    run_id INTEGER NOT NULL DEFAULT 0,
+    steps_completed INTEGER NOT NULL DEFAULT 0,
+    progress REAL NOT NULL DEFAULT 0,
+    runner_state TEXT NOT NULL DEFAULT '',
+    start_time REAL NOT NULL,
+    end_time REAL,
+    exit_code INTEGER,
+    latest_checkpoint TEXT,
+    early_exit TEXT,
+    op_queue TEXT NOT NULL DEFAULT '[]',
+    closed INTEGER NOT NULL DEFAULT 0,
+    stop_requested INTEGER NOT NULL DEFAULT 0,
+    latest_training_id INTEGER,
+    latest_validation_id INTEGER,
+    best_validation_id INTEGER,
+    UNIQUE (experiment_id, request_id)
+);
+CREATE INDEX trials_by_experiment ON trials (experiment_id, id);
+CREATE TABLE metrics (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    trial_run_id INTEGER NOT NULL,
+    group_name TEXT NOT NULL,
+    steps_completed INTEGER NOT NULL,
+    metrics TEXT NOT NULL,
+    batch_metrics TEXT,
+    report_time REAL NOT NULL
+);
+CREATE INDEX metrics_by_trial_group ON metrics (trial_id, group_name, id);
+CREATE TABLE checkpoints (
+    uuid TEXT PRIMARY KEY,
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    allocation_id TEXT,
+    steps_completed INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    resources TEXT NOT NULL,
+    state TEXT NOT NULL,
+    report_time REAL NOT NULL,
+    path TEXT NOT NULL
+);
+CREATE INDEX checkpoints_by_trial ON checkpoints (trial_id, report_time);
+CREATE TABLE logs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    trial_id INTEGER NOT NULL,
+    rank INTEGER,
+    stream TEXT NOT NULL,
+    time REAL NOT NULL,
+    line TEXT NOT NULL
+);
+CREATE INDEX logs_by_trial ON logs (trial_id, id);
+CREATE TABLE allocations (
+    id TEXT PRIMARY KEY,
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    run_id INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    slot_ids TEXT NOT NULL DEFAULT '[]',
+    pid INTEGER,
+    pgid INTEGER,
+    start_time REAL NOT NULL,
+    end_time REAL,
+    exit_code INTEGER,
+    preempt_requested INTEGER NOT NULL DEFAULT 0,
+    preempt_acked INTEGER NOT NULL DEFAULT 0,
+    end_intent TEXT
+);
+CREATE INDEX allocations_by_trial ON allocations (trial_id);
+CREATE TABLE trial_tokens (
+    token_hash TEXT PRIMARY KEY,
+    trial_id INTEGER NOT NULL,
+    allocation_id TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: list[str] = [MIGRATION_1_INITIAL]
+
+# Columns holding JSON, decoded on read and encoded on write by the store.
+JSON_COLUMNS: dict[str, frozenset[str]] = {
+    "experiments": frozenset({"labels", "config", "notebook", "searcher_snapshot"}),
+    "trials": frozenset({"hparams", "op_queue"}),
+    "metrics": frozenset({"metrics", "batch_metrics"}),
+    "checkpoints": frozenset({"metadata", "resources"}),
+    "allocations": frozenset({"slot_ids"}),
+    "contexts": frozenset(),
+    "logs": frozenset(),
+    "trial_tokens": frozenset(),
+}

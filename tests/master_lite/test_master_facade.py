@@ -1,0 +1,430 @@
+"""The Master facade driven directly (no HTTP), with real trial subprocesses."""
+import asyncio
+import io
+import os
+import signal
+import tarfile
+import time
+
+import pytest
+
+from master_lite import errors
+from master_lite._auth import TrialPrincipal, UserPrincipal
+from master_lite._master import Master
+
+
+def make_tar(files: dict[str, bytes], *, extra: list[tarfile.TarInfo] = ()) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for info in extra:
+            tar.addfile(info, io.BytesIO(b"x" * info.size))
+    return buffer.getvalue()
+
+
+def config(*, max_trials=1, max_restarts=0, entrypoint="python3 train.py", **extra):
+    return {"name": "facade-test", "entrypoint": entrypoint, "max_restarts": max_restarts,
+            "searcher": {"name": "random", "metric": "loss", "max_trials": max_trials,
+                         "max_length": {"batches": 10}},
+            "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 1.0},
+                                "layers": {"type": "int", "minval": 1, "maxval": 4}},
+            **extra}
+
+
+def run(test):
+    """Run an async test body against a started master; always stop it."""
+    def wrapper(tmp_path, **kwargs):
+        async def body():
+            master = Master(tmp_path / "root", cpu_slots=2, gpus=kwargs.pop("gpus", []),
+                            preemption_grace_seconds=1, terminate_grace_seconds=1,
+                            context_size_limit=kwargs.pop("limit", 1024 * 1024))
+            await master.start("http://127.0.0.1:9")
+            try:
+                await test(master, tmp_path)
+            finally:
+                await master.stop(pause_running=False)
+        asyncio.run(asyncio.wait_for(body(), 120))
+    wrapper.__name__ = test.__name__
+    return wrapper
+
+
+async def until(predicate, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def experiment_state(master, exp_id):
+    return master.get_experiment(exp_id)["state"]
+
+
+TRAIN_OK = (b"import json, os, sys\n"
+            b"hp = json.loads(os.environ['DET_HPARAMS'])\n"
+            b"print('lr', hp['lr'], 'run', os.environ['DET_TRIAL_RUN_ID'])\n"
+            b"sys.stderr.write('to stderr\\n')\n")
+
+
+@run
+async def test_random_search_runs_four_trials_to_completion(master, tmp_path):
+    context = make_tar({"train.py": TRAIN_OK})
+    exp = master.create_experiment(config(max_trials=4), context)
+    assert exp["state"] == "ACTIVE" and exp["num_trials"] == 4
+    await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
+    trials = master.list_trials(exp["id"])
+    assert len(trials) == 4
+    assert {t["state"] for t in trials} == {"COMPLETED"}
+    assert len({t["hparams"]["lr"] for t in trials}) == 4
+    for trial in trials:
+        assert 0.1 <= trial["hparams"]["lr"] < 1.0 and 1 <= trial["hparams"]["layers"] <= 4
+        assert trial["exit_code"] == 0 and trial["end_time"] is not None
+        logs = master.get_logs(trial["id"])
+        stdout = [l["line"] for l in logs if l["stream"] == "stdout"]
+        assert stdout == [f"lr {trial['hparams']['lr']} run 1"]
+        assert [l["line"] for l in logs if l["stream"] == "stderr"] == ["to stderr"]
+    finished = master.get_experiment(exp["id"])
+    assert finished["end_time"] is not None and finished["config"]["max_restarts"] == 0
+    assert master.get_experiment_context(exp["id"]) == context
+
+
+@run
+async def test_identical_contexts_are_stored_once(master, tmp_path):
+    context = make_tar({"train.py": TRAIN_OK})
+    first = master.create_experiment(config(), context)
+    second = master.create_experiment(config(), context)
+    assert first["context_hash"] == second["context_hash"]
+    assert len(list((tmp_path / "root" / "contexts").iterdir())) == 1
+
+
+@run
+async def test_failing_trial_is_restarted_then_errors(master, tmp_path):
+    script = b"import os\nprint('run', os.environ['DET_TRIAL_RUN_ID'])\nraise SystemExit(1)\n"
+    exp = master.create_experiment(config(max_restarts=2), make_tar({"train.py": script}))
+    await until(lambda: experiment_state(master, exp["id"]) in ("ERROR", "COMPLETED"),
+                what="experiment end")
+    [trial] = master.list_trials(exp["id"])
+    assert trial["state"] == "ERROR" and trial["restarts"] == 2 and trial["exit_code"] == 1
+    assert trial["run_id"] == 3
+    runs = [l["line"] for l in master.get_logs(trial["id"], stream="stdout")]
+    assert runs == ["run 1", "run 2", "run 3"]
+    assert experiment_state(master, exp["id"]) == "ERROR"
+
+
+LONG_FIRST_RUN = (b"import os, time\n"
+                  b"print('started run', os.environ['DET_TRIAL_RUN_ID'],"
+                  b" os.environ.get('DET_LATEST_CHECKPOINT'), flush=True)\n"
+                  b"if os.environ['DET_TRIAL_RUN_ID'] == '1':\n"
+                  b"    time.sleep(60)\n")
+
+
+def running_pid(master, trial_id):
+    rows = master.store.select("allocations", "trial_id = ? AND end_time IS NULL AND pid IS NOT "
+                               "NULL", (trial_id,))
+    return rows[0]["pid"] if rows else None
+
+
+@run
+async def test_killed_process_is_restarted(master, tmp_path):
+    exp = master.create_experiment(config(max_restarts=1), make_tar({"train.py": LONG_FIRST_RUN}))
+    [trial] = master.list_trials(exp["id"])
+    pid = await until(lambda: running_pid(master, trial["id"]), what="trial start")
+    await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="first output")
+    os.killpg(pid, signal.SIGKILL)
+    await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
+    trial = master.get_trial(trial["id"])
+    assert trial["state"] == "COMPLETED" and trial["restarts"] == 1 and trial["run_id"] == 2
+
+
+@run
+async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, tmp_path):
+    exp = master.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+    [trial] = master.list_trials(exp["id"])
+    await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="first output")
+    allocation_id = master.get_trial(trial["id"])["allocation_id"]
+    assert allocation_id == f"trial-{trial['id']}.1"
+    assert await master.wait_preemption(allocation_id, 0) is False
+    master.report_checkpoint({"uuid": "ckpt-1", "trialId": trial["id"],
+                              "allocationId": allocation_id, "metadata": {"steps_completed": 5},
+                              "resources": {"model.pt": 10}})
+
+    waiter = asyncio.ensure_future(master.wait_preemption(allocation_id, 30))
+    paused = master.experiment_action(exp["id"], "pause")
+    assert paused["state"] == "PAUSED"
+    assert await waiter is True
+    # The script ignores the signal: after the 1 s grace period it is terminated.
+    await until(lambda: master.get_trial(trial["id"])["state"] == "PAUSED", what="PAUSED")
+    assert master.get_trial(trial["id"])["restarts"] == 0
+
+    with pytest.raises(errors.Conflict):
+        master.experiment_action(exp["id"], "archive")
+    master.experiment_action(exp["id"], "activate")
+    await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
+    lines = [l["line"] for l in master.get_logs(trial["id"], stream="stdout")]
+    assert lines == ["started run 1 None", "started run 2 ckpt-1"]
+    with pytest.raises(errors.Conflict):
+        master.experiment_action(exp["id"], "activate")
+    assert master.experiment_action(exp["id"], "archive")["archived"] is True
+    assert master.list_experiments(archived=True)[0]["id"] == exp["id"]
+
+
+@run
+async def test_kill_experiment_cancels_running_trials(master, tmp_path):
+    exp = master.create_experiment(config(max_trials=2), make_tar({"train.py": LONG_FIRST_RUN}))
+    await until(lambda: all(running_pid(master, t["id"]) for t in master.list_trials(exp["id"])),
+                what="both trials running")
+    assert master.experiment_action(exp["id"], "kill")["state"] in ("STOPPING_CANCELED",
+                                                                     "CANCELED")
+    await until(lambda: experiment_state(master, exp["id"]) == "CANCELED", what="CANCELED")
+    assert {t["state"] for t in master.list_trials(exp["id"])} == {"CANCELED"}
+
+
+@run
+async def test_searcher_operations_and_metrics(master, tmp_path):
+    exp = master.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+    [trial] = master.list_trials(exp["id"])
+    op = await master.next_operation(trial["id"], 1)
+    assert op == {"completed": False, "op": {"validateAfter": {"length": "10"}}}
+
+    with pytest.raises(errors.InvalidRequest) as bad:
+        master.report_metrics(trial["id"], [
+            {"group": "validation", "steps_completed": 10, "metrics": {"loss": None}},
+            {"group": "a.b", "steps_completed": 10, "metrics": {}}])
+    assert any("reports[0].metrics.loss" in e for e in bad.value.errors)
+    assert any("reports[1].group" in e for e in bad.value.errors)
+    assert master.get_metrics(trial_id=trial["id"]) == []
+
+    accepted = master.report_metrics(trial["id"], [
+        {"group": "training", "steps_completed": 5, "metrics": {"loss": 0.9}},
+        {"group": "validation", "steps_completed": 10, "metrics": {"loss": 0.5}},
+        {"group": "validation", "steps_completed": 10, "metrics": {"loss": 0.7}}])
+    assert accepted == 3
+    current = master.get_trial(trial["id"])
+    assert current["latest_training"]["metrics"] == {"loss": 0.9}
+    assert current["latest_validation"]["metrics"] == {"loss": 0.7}
+    assert current["best_validation"]["metrics"] == {"loss": 0.5}
+    assert current["steps_completed"] == 10 and current["searcher_metric"] == 0.7
+    assert master.best_validation(exp["id"]) == 0.5
+    validation = master.get_metrics(experiment_id=exp["id"], group="validation")
+    assert [m["metrics"]["loss"] for m in validation] == [0.5, 0.7]
+    assert master.get_metrics(trial_id=trial["id"], after_id=validation[0]["id"]) == validation[1:]
+
+    master.complete_operation(trial["id"], 10, 0.5)
+    assert await master.next_operation(trial["id"], 1) == {"completed": True, "op": None}
+    master.kill_trial(trial["id"])
+    await until(lambda: master.get_trial(trial["id"])["state"] == "CANCELED", what="CANCELED")
+
+
+@run
+async def test_checkpoints(master, tmp_path):
+    exp = master.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+    [trial] = master.list_trials(exp["id"])
+    with pytest.raises(errors.InvalidRequest, match="steps_completed"):
+        master.report_checkpoint({"uuid": "u1", "trialId": trial["id"], "metadata": {}})
+    assert master.list_checkpoints(experiment_id=exp["id"]) == []
+    checkpoint = master.report_checkpoint({"uuid": "u1", "trialId": trial["id"],
+                                           "metadata": {"steps_completed": 3},
+                                           "resources": {"w.bin": 4}})
+    expected_dir = tmp_path / "root" / "checkpoints" / "u1"
+    assert os.path.normpath(checkpoint["path"]) == str(expected_dir)
+    assert master.get_trial(trial["id"])["latest_checkpoint"] == "u1"
+    expected_dir.mkdir(parents=True)
+    (expected_dir / "w.bin").write_bytes(b"abcd")
+    archive = master.checkpoint_archive("u1")
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        assert tar.extractfile("w.bin").read() == b"abcd"
+    master.mark_checkpoints_deleted([{"uuid": "u1", "resources": {}}])
+    assert master.list_checkpoints(trial_id=trial["id"], state="DELETED")[0]["uuid"] == "u1"
+    with pytest.raises(errors.NotFound):
+        master.get_checkpoint("nope")
+
+
+@run
+async def test_bad_config_lists_errors_and_stores_nothing(master, tmp_path):
+    bad = config()
+    del bad["searcher"]["max_trials"]
+    bad["max_restarts"] = -1
+    with pytest.raises(errors.InvalidRequest) as raised:
+        master.create_experiment(bad, make_tar({"train.py": TRAIN_OK}))
+    assert len(raised.value.errors) >= 2
+    assert any("max_trials" in e for e in raised.value.errors)
+    assert any("max_restarts" in e for e in raised.value.errors)
+    assert master.list_experiments() == []
+    assert list((tmp_path / "root" / "contexts").iterdir()) == []
+
+
+@run
+async def test_context_too_large(master, tmp_path):
+    big = make_tar({"train.py": TRAIN_OK, "data.bin": os.urandom(2 * 1024 * 1024)})
+    with pytest.raises(errors.TooLarge, match="limit"):
+        master.create_experiment(config(), big)
+    assert master.list_experiments() == []
+
+
+@run
+async def test_context_escaping_with_dotdot_is_rejected(master, tmp_path):
+    evil = tarfile.TarInfo("../escape.txt")
+    evil.size = 3
+    with pytest.raises(errors.InvalidRequest):
+        master.create_experiment(config(), make_tar({"train.py": TRAIN_OK}, extra=[evil]))
+    assert master.list_experiments() == []
+    assert list((tmp_path / "root" / "contexts").iterdir()) == []
+    assert not (tmp_path / "root" / "escape.txt").exists()
+
+
+@run
+async def test_trial_token_authenticates_only_as_its_trial(master, tmp_path):
+    script = (b"import os, time\nprint('token=' + os.environ['DET_SESSION_TOKEN'], flush=True)\n"
+              b"assert 'DET_MASTER_TOKEN' not in os.environ\ntime.sleep(60)\n")
+    exp = master.create_experiment(config(), make_tar({"train.py": script}))
+    [trial] = master.list_trials(exp["id"])
+    lines = await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="token")
+    token = lines[0]["line"].split("=", 1)[1]
+    principal = master.authenticate(token)
+    assert principal == TrialPrincipal(trial_id=trial["id"], experiment_id=exp["id"],
+                                       allocation_id=f"trial-{trial['id']}.1")
+    assert master.authenticate(master.user_token) == UserPrincipal()
+    assert master.authenticate("trial.not-a-token") is None
+    assert master.authenticate(master.user_token + "x") is None
+    stored = master.store.select("trial_tokens", order="token_hash")
+    assert stored and all(token not in row.values() for row in stored)  # only hashes stored
+    master.kill_trial(trial["id"])
+    await until(lambda: master.get_trial(trial["id"])["state"] == "CANCELED", what="CANCELED")
+    assert master.authenticate(token) is None  # revoked when the run ends
+
+
+def test_four_fake_gpus_give_distinct_devices(tmp_path):
+    async def body():
+        master = Master(tmp_path / "root", gpus=4, preemption_grace_seconds=1)
+        await master.start("http://127.0.0.1:9")
+        try:
+            script = (b"import os, json\nprint(os.environ['CUDA_VISIBLE_DEVICES'],"
+                      b" json.loads(os.environ['DET_GPU_UUIDS'])[0])\n")
+            exp = master.create_experiment(config(max_trials=4), make_tar({"train.py": script}))
+            assert len(master.resources()["slots"]) == 4
+            await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED",
+                        what="COMPLETED")
+            seen = [master.get_logs(t["id"], stream="stdout")[0]["line"]
+                    for t in master.list_trials(exp["id"])]
+            devices = [line.split()[0] for line in seen]
+            assert sorted(devices) == ["0", "1", "2", "3"]
+            assert all(line.split()[1] == f"GPU-fake-{line.split()[0]}" for line in seen)
+        finally:
+            await master.stop(pause_running=False)
+    asyncio.run(asyncio.wait_for(body(), 120))
+
+
+def test_master_restart_resumes_paused_trials(tmp_path):
+    async def body():
+        master = Master(tmp_path / "root", preemption_grace_seconds=1, terminate_grace_seconds=1)
+        await master.start("http://127.0.0.1:9")
+        exp = master.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+        [trial] = master.list_trials(exp["id"])
+        await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="first run")
+        await master.stop(pause_running=True)
+
+        again = Master(tmp_path / "root", preemption_grace_seconds=1, terminate_grace_seconds=1)
+        await again.start("http://127.0.0.1:9")
+        try:
+            assert again.get_trial(trial["id"])["restarts"] == 0
+            await until(lambda: experiment_state(again, exp["id"]) == "COMPLETED",
+                        what="COMPLETED after restart")
+            lines = [l["line"] for l in again.get_logs(trial["id"], stream="stdout")]
+            assert lines == ["started run 1 None", "started run 2 None"]
+        finally:
+            await again.stop(pause_running=False)
+    asyncio.run(asyncio.wait_for(body(), 120))
+
+
+def test_events_are_published(tmp_path):
+    async def body():
+        master = Master(tmp_path / "root", gpus=[], preemption_grace_seconds=1)
+        await master.start("http://127.0.0.1:9")
+        try:
+            subscription = master.events.subscribe(types=["experiment", "log"])
+            exp = master.create_experiment(config(), make_tar({"train.py": TRAIN_OK}))
+            seen = []
+            while not any(t == "experiment" and p["state"] == "COMPLETED" for t, p in seen):
+                item = await subscription.get(timeout=30)
+                assert item is not None, "no more events before COMPLETED"
+                seen.append(item)
+            assert {t for t, _ in seen} == {"experiment", "log"}
+            assert any(t == "log" and p["line"].startswith("lr ") for t, p in seen)
+            assert all(p["id"] == exp["id"] for t, p in seen if t == "experiment")
+            subscription.close()
+            assert await subscription.get(timeout=1) is None
+        finally:
+            await master.stop(pause_running=False)
+    asyncio.run(asyncio.wait_for(body(), 120))
+
+
+@run
+async def test_searcher_stop_preempts_and_completes_the_trial(master, tmp_path):
+    asha = config(max_trials=4, resources={"slots_per_trial": 0})
+    asha["searcher"] = {"name": "adaptive_asha", "metric": "loss", "time_metric": "batches",
+                        "max_time": 100, "max_trials": 4, "max_concurrent_trials": 4,
+                        "mode": "aggressive", "divisor": 2, "max_rungs": 2}
+    exp = master.create_experiment(asha, make_tar({"train.py": LONG_FIRST_RUN}))
+    trials = master.list_trials(exp["id"])
+    assert len(trials) == 4  # slots_per_trial 0: all run at once on a 2-slot master
+    await until(lambda: all(running_pid(master, t["id"]) for t in trials), what="all running")
+    good, bad = trials[0]["id"], trials[1]["id"]
+    master.report_metrics(good, [{"group": "validation", "steps_completed": 50,
+                                  "metrics": {"loss": 0.1, "batches": 50}}])
+    master.report_metrics(bad, [{"group": "validation", "steps_completed": 50,
+                                 "metrics": {"loss": 0.9, "batches": 50}}])
+    stopped = master.get_trial(bad)
+    assert stopped["state"] == "STOPPING_COMPLETED"
+    assert await master.wait_preemption(stopped["allocation_id"], 5) is True
+    assert await master.next_operation(bad, 0) == {"completed": True, "op": None}
+    # The script ignores the signal; after the grace period it is terminated -> COMPLETED.
+    await until(lambda: master.get_trial(bad)["state"] == "COMPLETED", what="stopped trial done")
+    assert master.get_trial(good)["state"] == "ACTIVE"
+    master.experiment_action(exp["id"], "cancel")
+    await until(lambda: experiment_state(master, exp["id"]) == "CANCELED", what="CANCELED")
+
+
+@run
+async def test_created_paused_runs_nothing_until_activated(master, tmp_path):
+    exp = master.create_experiment(config(max_trials=2), make_tar({"train.py": TRAIN_OK}),
+                                   activate=False)
+    assert exp["state"] == "PAUSED"
+    await asyncio.sleep(0.5)
+    assert {t["state"] for t in master.list_trials(exp["id"])} == {"PAUSED"}
+    assert master.store.scalar("SELECT COUNT(*) FROM allocations") == 0
+    master.experiment_action(exp["id"], "activate")
+    await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
+
+
+def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
+    async def body():
+        crashed = Master(tmp_path / "root", preemption_grace_seconds=1)
+        await crashed.start("http://127.0.0.1:9")
+        exp = crashed.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+        [trial] = crashed.list_trials(exp["id"])
+        pid = await until(lambda: running_pid(crashed, trial["id"]), what="trial start")
+        await until(lambda: crashed.get_logs(trial["id"], stream="stdout"), what="output")
+        # Simulate a crash: the master disappears without stopping its trial.
+        crashed._closed = True
+        crashed._log_writer.close()
+        crashed.store.close()
+        os.kill(pid, 0)  # the orphan is still alive
+
+        master = Master(tmp_path / "root", preemption_grace_seconds=1)
+        await master.start("http://127.0.0.1:9")
+        try:
+            await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED",
+                        what="COMPLETED after crash")
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+            resumed = master.get_trial(trial["id"])
+            assert resumed["run_id"] == 2 and resumed["restarts"] == 0
+        finally:
+            await master.stop(pause_running=False)
+    asyncio.run(asyncio.wait_for(body(), 120))
