@@ -1,0 +1,46 @@
+"""Jupyter glue for Determined: the master inside the Jupyter server, IPython magics
+(`%load_ext jupyter_determined`), notebook export, live widgets, papermill notebook trials."""
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_determined._export import (ExportedScript, NotebookExportError, cells_to_script,
+                                        current_notebook_script, export_notebook_script)
+
+__version__ = "0.1.0"
+
+
+def _jupyter_server_extension_points() -> list[dict]:
+    from jupyter_determined._server import DeterminedServerExtension
+
+    return [{"module": "jupyter_determined", "app": DeterminedServerExtension}]
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> Any:
+    """Loads the extension into `serverapp` (jupyter_server calls the app's own loader; this
+    is for callers that load extensions by module)."""
+    from jupyter_determined._server import DeterminedServerExtension
+
+    return DeterminedServerExtension._load_jupyter_server_extension(serverapp)
+
+
+def _jupyter_labextension_paths() -> list[dict]:
+    return [{"src": "labextension", "dest": "jupyter-determined"}]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext jupyter_determined`: the `%%det_submit` and `%det` magics."""
+    from jupyter_determined._magics import register_magics
+
+    register_magics(ipython)
+
+
+def show_experiment(experiment_id: int, **kwargs: Any) -> Any:
+    """Display (and return) the live widget of one experiment."""
+    from jupyter_determined._widgets import show_experiment as show
+
+    return show(experiment_id, **kwargs)
+
+
+__all__ = ["ExportedScript", "NotebookExportError", "cells_to_script", "current_notebook_script",
+           "export_notebook_script", "load_ipython_extension", "show_experiment"]

@@ -159,7 +159,9 @@ class MasterLite(Configurable):
                       resource_manager=self.resource_manager,
                       preemption_grace_seconds=self.preemption_grace_seconds)
 
-    def handlers(self, master: Any, prefix: str = "", **kwargs: Any) -> list[tuple[str, type, dict]]:
+    def handlers(self, master: Any, prefix: str = "", **kwargs: Any
+                 ) -> list[tuple[str, type, dict]]:
+        """The API's tornado routes under `prefix` (kwargs: base_handler, user_auth)."""
         return make_handlers(master, prefix, context_size_limit=self.context_size_limit, **kwargs)
 
     def make_application(self, master: Any) -> tornado.web.Application:
@@ -167,8 +169,9 @@ class MasterLite(Configurable):
 
     # --- standalone lifecycle ------------------------------------------------------------------
 
-    def _check_not_running(self) -> None:
-        """Two masters on one root dir would share (and corrupt) one store."""
+    def check_not_running(self) -> None:
+        """Raise MasterLiteStartError if a live master already serves this root dir: two
+        masters on one root dir would share (and corrupt) one store."""
         try:
             info = json.loads(self.master_json_path.read_text())
             pid, url = int(info["pid"]), str(info["url"])
@@ -198,7 +201,8 @@ class MasterLite(Configurable):
             raise MasterLiteStartError(f"cannot listen on {self.host}:{self.port}: "
                                        f"{exc.strerror or exc}") from None
 
-    def _write_master_json(self, token: str) -> None:
+    def write_master_json(self, token: str) -> None:
+        """Publish `{url: self.url, token, pid}` as <root_dir>/master.json, mode 0600."""
         path = self.master_json_path
         temporary = path.with_name(f".{MASTER_JSON}.{os.getpid()}.tmp")
         temporary.unlink(missing_ok=True)
@@ -213,7 +217,7 @@ class MasterLite(Configurable):
     async def start(self) -> str:
         """Listen, start the master, publish master.json; returns the URL."""
         Path(self.root_dir).mkdir(parents=True, exist_ok=True)
-        self._check_not_running()
+        self.check_not_running()
         sockets = self._bind()
         port = sockets[0].getsockname()[1]
         self.url = f"http://{_connect_host(self.host)}:{port}"
@@ -231,7 +235,7 @@ class MasterLite(Configurable):
             self._server.add_sockets(sockets)
             await master.start(self.url)
             self._started_master = True
-            self._write_master_json(master.user_token)
+            self.write_master_json(master.user_token)
         except BaseException:
             if self._server is not None:
                 self._server.stop()
@@ -256,15 +260,20 @@ class MasterLite(Configurable):
                 except asyncio.TimeoutError:
                     log.warning("some API connections did not close within 5 s")
                 self._server = None
-            self._remove_master_json()
+            self.remove_master_json()
 
-    def _remove_master_json(self) -> None:
+    def remove_master_json(self) -> None:
+        """Remove master.json if this process wrote it."""
         try:
             info = json.loads(self.master_json_path.read_text())
         except (OSError, ValueError):
             return
         if info.get("pid") == os.getpid():  # never remove another master's file
             self.master_json_path.unlink(missing_ok=True)
+
+    # Earlier names, still used by jupyter_determined's server extension.
+    _check_not_running = check_not_running
+    _write_master_json = write_master_json
 
     async def serve(self, on_listening: Callable[[str], None] | None = None) -> None:
         """Start, run until SIGINT/SIGTERM, then shut down cleanly."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -25,9 +26,10 @@ from typing import Any
 from determined.common.states import TERMINAL_TRIAL_STATES, ExperimentState, TrialState
 
 from master_lite import _auth, _serialize
-from master_lite.scheduler import AllocationRequest, Grant, LaunchSpec, entrypoint_argv
+from master_lite.scheduler import (DEFAULT_PRIORITY, AllocationRequest, Grant, LaunchSpec,
+                                   entrypoint_argv)
 
-DEFAULT_PRIORITY = 42
+logger = logging.getLogger("master_lite")
 
 
 def searcher_module() -> Any:
@@ -356,9 +358,12 @@ class TrialLifecycle:
                                (allocation_id,))
         self._master_log(trial_id, f"{allocation_id} exited with code {exit_code}")
         self._notify(("allocation", allocation_id))
-        self._handle_trial_exit(trial_id, allocation, exit_code)
-        trial = self.store.get("trials", trial_id)
-        self._maybe_finish_experiment(trial["experiment_id"])
+        try:
+            self._handle_trial_exit(trial_id, allocation, exit_code)
+            trial = self.store.get("trials", trial_id)
+            self._maybe_finish_experiment(trial["experiment_id"])
+        except Exception:  # keep scheduling the others; the traceback goes to the master log
+            logger.exception("while handling the exit of %s", allocation_id)
         self._run_scheduler()
 
     def _handle_trial_exit(self, trial_id: int, allocation: dict, exit_code: int) -> None:

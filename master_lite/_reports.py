@@ -1,7 +1,6 @@
 """Checks on what trials report (metrics, checkpoints), before anything is stored."""
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -51,12 +50,9 @@ def normalize_metric_reports(reports: Any, *, trial_id: int, default_run_id: int
                 if group == "validation" and value is None:
                     problems.append(f"{where}.metrics.{key}: a validation metric may not be null "
                                     "(report a number)")
-                elif not _is_json_value(value):
+                elif not _is_json_value(value):  # NaN/inf floats pass: Determined keeps them
                     problems.append(f"{where}.metrics.{key}: {type(value).__name__} is not a "
                                     "JSON value")
-                elif _is_number(value) and isinstance(value, float) and not math.isfinite(value) \
-                        and group == "validation":
-                    pass  # NaN/inf are kept: Determined stores them too
         batch_metrics = report.get("batch_metrics")
         if batch_metrics is not None and not isinstance(batch_metrics, list):
             problems.append(f"{where}.batch_metrics: must be a list or null")

@@ -12,8 +12,8 @@ from typing import Any
 
 import tornado.web
 
-from master_lite.api._base import (ApiError, ApiHandlerMixin, NotFoundHandlerMixin, Operation,
-                                   Param, PathParam, Route, TrialScope, max_body_bytes)
+from master_lite.api._base import ApiError, ApiHandlerMixin, NotFoundHandlerMixin, max_body_bytes
+from master_lite.api._declarations import Operation, Param, PathParam, Route, TrialScope
 from master_lite.api._openapi import build_document
 from master_lite.api._routes import ROUTES
 

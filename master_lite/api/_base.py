@@ -7,7 +7,6 @@ same handlers serve both, and nothing here may assume more of the base class tha
 from __future__ import annotations
 
 import base64
-import dataclasses
 import datetime
 import enum
 import http
@@ -22,6 +21,7 @@ import tornado.web
 
 from master_lite import errors
 from master_lite._auth import TrialPrincipal, UserPrincipal
+from master_lite.api._declarations import Operation, Param, Route, TrialScope
 
 log = logging.getLogger("master_lite.api")
 
@@ -42,76 +42,6 @@ class ApiError(Exception):
         self.status = status
         self.message = message
         self.errors = list(errors or [])
-
-
-# ---------------------------------------------------------------------------------------------
-# Route declarations: one `Operation` per (path, method); `_routes.py` holds the table.
-
-
-class TrialScope(str, enum.Enum):
-    """What a trial token may touch through one operation (None in a route = user token only)."""
-
-    TRIAL = "trial"  # the path's {trial_id} is the token's trial
-    ALLOCATION = "allocation"  # the path's {allocation_id} is the token's allocation
-    EXPERIMENT = "experiment"  # the path's {experiment_id} is the token's experiment
-    CHECKPOINT_READ = "checkpoint_read"  # a checkpoint of its experiment or its warm-start source
-    CHECKPOINT_REPORT = "checkpoint_report"  # the body's trialId/allocationId are the token's
-    CHECKPOINT_DELETE = "checkpoint_delete"  # every listed checkpoint belongs to its experiment
-
-
-@dataclasses.dataclass(frozen=True)
-class Param:
-    """A query parameter: parsed and checked before the handler runs (400 names it)."""
-
-    name: str
-    kind: str  # "integer" | "number" | "boolean" | "string" | "csv"
-    description: str
-    default: Any = None
-    enum: tuple[str, ...] | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Operation:
-    """One method of one route: everything the handler, the auth check and OpenAPI need."""
-
-    summary: str
-    response: dict  # JSON schema of the success body (OpenAPI flavour)
-    status: int = 200
-    trial_scope: TrialScope | None = None
-    auth: bool = True
-    query: tuple[Param, ...] = ()
-    request: dict | None = None  # JSON schema of the body; validated before the handler runs
-    content_type: str = "application/json"
-    description: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class PathParam:
-    name: str
-    regex: str
-    schema: dict
-    convert: Callable[[str], Any] = str
-    description: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class Route:
-    path: str  # OpenAPI template below /api/v1, e.g. "/trials/{trial_id}/logs"
-    handler: type
-    operations: dict[str, Operation]  # lower-case method -> operation
-    params: tuple[PathParam, ...] = ()
-
-    def tornado_pattern(self) -> str:
-        """The path as a tornado regex: literal parts escaped, each {param} a named group."""
-        regexes = {param.name: param.regex for param in self.params}
-        pattern = ""
-        for literal, name in re.findall(r"([^{]*)(?:\{(\w+)\})?", self.path):
-            pattern += re.escape(literal)
-            if name:
-                pattern += f"(?P<{name}>{regexes[name]})"
-        return pattern
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,6 +154,10 @@ class ApiHandlerMixin:
     user_auth: Callable[[Any], bool] | None
     body_limit: int
 
+    # Set on each concrete class by `make_handlers` (the OpenAPI handler reads them).
+    api_routes: tuple[Route, ...] = ()
+    api_prefix: str = ""
+
     principal: UserPrincipal | TrialPrincipal | None = None
     args: dict[str, Any]
     body: Any = None
@@ -321,7 +255,8 @@ class ApiHandlerMixin:
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise ApiError(400, f"request body is not valid JSON: {exc}") from None
         validator = _validator(schema)
-        problems = sorted(validator.iter_errors(body), key=lambda e: list(map(str, e.absolute_path)))
+        problems = sorted(validator.iter_errors(body),
+                          key=lambda error: list(map(str, error.absolute_path)))
         if problems:
             messages = [_error_line(e) for e in problems]
             raise ApiError(400, f"invalid request body: {messages[0]}", messages)
@@ -395,10 +330,14 @@ class ApiHandlerMixin:
         self.set_header("Content-Type", "application/json; charset=UTF-8")  # type: ignore
         self.finish(json.dumps(payload, default=_json_default))  # type: ignore[attr-defined]
 
-    def send_bytes(self, data: bytes, content_type: str, filename: str) -> None:
+    async def send_bytes(self, data: bytes, content_type: str, filename: str) -> None:
         self.set_header("Content-Type", content_type)  # type: ignore[attr-defined]
         self.set_header("Content-Disposition", f'attachment; filename="{filename}"')  # type: ignore
-        self.finish(data)  # type: ignore[attr-defined]
+        self.set_header("Content-Length", len(data))  # type: ignore[attr-defined]
+        self.write(data)  # type: ignore[attr-defined]
+        # Headers go out now: jupyter's APIHandler.finish() would relabel them as JSON.
+        await self.flush()  # type: ignore[attr-defined]
+        self.finish()  # type: ignore[attr-defined]
 
     async def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call a facade method; some (long polls) are coroutines."""
@@ -471,5 +410,5 @@ class NotFoundHandlerMixin(ApiHandlerMixin):
                             "GET /api/v1/openapi.json lists them all")
 
 
-__all__ = ["ApiHandlerMixin", "ApiError", "Operation", "Param", "PathParam", "Route",
-           "TrialScope", "max_body_bytes", "checkpoint_trial_id", "decode_base64"]
+__all__ = ["ApiHandlerMixin", "ApiError", "NotFoundHandlerMixin", "max_body_bytes",
+           "checkpoint_trial_id", "decode_base64"]

@@ -11,7 +11,8 @@ def checkpoint_record(body: dict) -> dict:
         "trial_id": checkpoint_trial_id(body),
         "allocation_id": body.get("allocationId"),
         "metadata": body.get("metadata") or {},
-        "resources": body.get("resources") or {},
+        # Sizes may arrive as strings (Determined's int64 encoding); the record holds ints.
+        "resources": {path: int(size) for path, size in (body.get("resources") or {}).items()},
         "report_time": body.get("reportTime"),
         "state": body.get("state", "COMPLETED"),
         "storage_id": body.get("storageId"),
@@ -34,5 +35,5 @@ class CheckpointHandler(ApiHandlerMixin):
 
 class CheckpointDownloadHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:
-        self.send_bytes(self.master.checkpoint_archive(uuid), "application/gzip",
+        await self.send_bytes(self.master.checkpoint_archive(uuid), "application/gzip",
                         f"checkpoint-{uuid}.tar.gz")

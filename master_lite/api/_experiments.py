@@ -46,7 +46,8 @@ class ExperimentCheckpointsHandler(ApiHandlerMixin):
 class ExperimentContextHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
         data = self.master.get_experiment_context(experiment_id)
-        self.send_bytes(data, "application/gzip", f"experiment-{experiment_id}-context.tar.gz")
+        await self.send_bytes(data, "application/gzip",
+                              f"experiment-{experiment_id}-context.tar.gz")
 
 
 class ExperimentMetricsHandler(ApiHandlerMixin):

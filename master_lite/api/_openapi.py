@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from master_lite.api._base import ApiHandlerMixin, Route
+from master_lite.api._base import ApiHandlerMixin
+from master_lite.api._declarations import Route
 
 API_VERSION = "1"
 

@@ -6,7 +6,7 @@ and the OpenAPI document all read it from here.
 from __future__ import annotations
 
 from master_lite.api import _allocations, _checkpoints, _events, _experiments, _openapi, _trials
-from master_lite.api._base import Operation, Param, PathParam, Route, TrialScope
+from master_lite.api._declarations import Operation, Param, PathParam, Route, TrialScope
 from master_lite.api._openapi import (BOOLEAN, EMPTY, INTEGER, NUMBER, OBJECT, STRING, array,
                                       nullable, obj, ref)
 
@@ -18,8 +18,9 @@ TRIAL_ID = PathParam("trial_id", r"[0-9]+", INTEGER, int, "trial id")
 ALLOCATION_ID = PathParam("allocation_id", r"[^/]+", STRING, str,
                           "allocation id, trial-<trial id>.<run id>")
 CHECKPOINT_UUID = PathParam("uuid", r"[^/]+", STRING, str, "checkpoint uuid")
-ACTION = PathParam("action", "|".join(EXPERIMENT_ACTIONS), {**STRING, "enum": list(EXPERIMENT_ACTIONS)},
-                   str, "what to do with the experiment")
+ACTION = PathParam("action", "|".join(EXPERIMENT_ACTIONS),
+                   {**STRING, "enum": list(EXPERIMENT_ACTIONS)}, str,
+                   "what to do with the experiment")
 
 AFTER_ID = Param("after_id", "integer", "only records with a larger id", default=0, minimum=0)
 LIMIT = Param("limit", "integer", "at most this many records", minimum=1)
@@ -31,6 +32,8 @@ TRIAL_ANSWER = obj(["trial"], trial=ref("Trial"))
 CHECKPOINT_ANSWER = obj(["checkpoint"], checkpoint=ref("Checkpoint"))
 METRICS_ANSWER = obj(["metrics"], metrics=array(ref("Metric")))
 GZIP = {"type": "string", "format": "binary"}
+# Determined's gRPC gateway writes int64 as a JSON string; accept both.
+SIZE = {"oneOf": [INTEGER, {**STRING, "pattern": "^[0-9]+$"}]}
 
 _METRIC_REPORT = obj(["group", "steps_completed", "metrics"],
                      group=STRING, steps_completed=INTEGER, metrics=OBJECT,
@@ -53,7 +56,7 @@ CREATE_EXPERIMENT_BODY = obj(
 CHECKPOINT_BODY = {**obj(["uuid", "metadata", "resources"],
                          uuid=STRING, allocationId=nullable(STRING), trialId=INTEGER,
                          taskId=STRING, metadata=OBJECT,
-                         resources={"type": "object", "additionalProperties": INTEGER},
+                         resources={"type": "object", "additionalProperties": SIZE},
                          reportTime=STRING, state={**STRING, "enum": ["COMPLETED"]},
                          storageId=nullable(INTEGER), training=OBJECT),
                      "anyOf": [{"required": ["trialId"]}, {"required": ["taskId"]}]}
@@ -122,9 +125,11 @@ ROUTES: tuple[Route, ...] = (
                                    enum=("stdout", "stderr", "master"))))}, (TRIAL_ID,)),
     Route("/trials/{trial_id}/progress", _trials.TrialProgressHandler, {
         "post": Operation("Report training progress", EMPTY, trial_scope=TrialScope.TRIAL,
-                          request=obj(["progress"], progress={**NUMBER, "minimum": 0,
-                                                              "maximum": 1},
-                                      is_raw=BOOLEAN))}, (TRIAL_ID,)),
+                          # Not bounded here: the facade clamps to 0..1, and a harness that
+                          # overshoots should not crash its trial over a progress bar.
+                          request=obj(["progress"], progress={
+                              **NUMBER, "description": "fraction done, 0..1"},
+                              is_raw=BOOLEAN))}, (TRIAL_ID,)),
     Route("/trials/{trial_id}/runner/metadata", _trials.RunnerMetadataHandler, {
         "post": Operation("Report what the trial process is doing", EMPTY,
                           trial_scope=TrialScope.TRIAL,
@@ -144,7 +149,7 @@ ROUTES: tuple[Route, ...] = (
         "post": Operation("Report a searcher operation done, with its metric", EMPTY,
                           trial_scope=TrialScope.TRIAL,
                           request=obj(["op"], op=obj(["length"], length={
-                              "oneOf": [INTEGER, {**STRING, "pattern": "^[0-9]+$"}]}),
+                              **SIZE}),
                               searcherMetric=nullable(NUMBER)))}, (TRIAL_ID,)),
     Route("/allocations/{allocation_id}/signals/preemption", _allocations.PreemptionHandler, {
         "get": Operation("Long poll: should this allocation stop (pause, kill)?",

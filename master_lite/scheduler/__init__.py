@@ -4,6 +4,7 @@ from ._local import (LaunchSpec, kill_orphaned_group, LocalRunner, LogRecord, en
                      process_group_alive, split_line)
 from ._scheduler import DEFAULT_PRIORITY, AllocationRequest, Grant, Scheduler
 
-__all__ = ["kill_orphaned_group", "GPU", "FAKE_GPUS_ENV", "discover_gpus", "fake_gpus", "LaunchSpec", "LocalRunner",
+__all__ = ["kill_orphaned_group", "GPU", "FAKE_GPUS_ENV", "discover_gpus", "fake_gpus",
+           "LaunchSpec", "LocalRunner",
            "LogRecord", "entrypoint_argv", "process_group_alive", "split_line",
            "DEFAULT_PRIORITY", "AllocationRequest", "Grant", "Scheduler"]

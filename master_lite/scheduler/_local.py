@@ -245,5 +245,6 @@ def kill_orphaned_group(pgid: int, allocation_id: str) -> bool:
     return _killpg(pgid, signal.SIGKILL)
 
 
-__all__ = ["LocalRunner", "kill_orphaned_group", "LaunchSpec", "LogRecord", "entrypoint_argv", "split_line",
+__all__ = ["LocalRunner", "kill_orphaned_group", "LaunchSpec", "LogRecord", "entrypoint_argv",
+           "split_line",
            "process_group_alive", "MAX_LINE_BYTES"]

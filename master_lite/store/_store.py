@@ -184,7 +184,8 @@ class Store:
         return list(range(last - len(rows) + 1, last + 1))
 
     def insert_metrics(self, rows: Iterable[dict]) -> list[int]:
-        """Rows: trial_id, trial_run_id, group, steps_completed, metrics, batch_metrics, report_time."""
+        """Rows: dicts of trial_id, trial_run_id, group, steps_completed, metrics,
+        batch_metrics, report_time."""
         encoded = [(r["trial_id"], r["trial_run_id"], r["group"], r["steps_completed"],
                     _encode(r["metrics"]), _encode(r.get("batch_metrics")), r["report_time"])
                    for r in rows]

@@ -177,6 +177,7 @@ def test_random_search_runs_to_completion_with_hparams_in_range(master, tmp_path
 
 def test_checkpoint_list_and_download(master, tmp_path):
     single = CONFIG.replace("name: random", "name: single").replace("  max_trials: 4\n", "")
+    single = single.replace("  max_concurrent_trials: 2\n", "")
     single = single.replace(
         "hyperparameters:\n  lr: {type: double, minval: 0.001, maxval: 0.1}\n  layers: {type: int, minval: 1, maxval: 4}",
         "hyperparameters:\n  lr: 0.05\n  layers: 2",
@@ -243,3 +244,21 @@ def test_follow_successful_experiment_exits_0(master, tmp_path):
     assert followed.returncode == 0, followed.stdout + followed.stderr
     assert "done training" in followed.stdout
     assert "completed" in followed.stdout
+
+
+def test_test_mode_runs_one_batch_in_an_archived_experiment(master, tmp_path):
+    before = {e["id"] for e in det_json(master, "e", "list")}
+    result = create(master, tmp_path, CONFIG, "--test")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for stage in ("Scheduling task", "Testing training", "Testing validation", "Testing checkpointing"):
+        assert f"[x] {stage}" in result.stdout
+    assert "Model definition test succeeded!" in result.stdout
+    test_id = int(re.search(r"Created test experiment (\d+)", result.stdout).group(1))
+
+    assert {e["id"] for e in det_json(master, "e", "list")} == before  # archived: hidden by default
+    described = det_json(master, "e", "describe", str(test_id))
+    experiment = described["experiment"]
+    assert experiment["archived"] is True
+    assert experiment["description"].startswith("[test-mode] ")
+    assert experiment["config"]["searcher"]["name"] == "single"
+    assert [t["steps_completed"] for t in described["trials"]] == [1]

@@ -264,3 +264,15 @@ def test_det_debug_re_raises(error_server, monkeypatch):
     monkeypatch.setenv("DET_DEBUG", "1")
     with pytest.raises(api.NotFound):
         main(["-m", url, "t", "describe", "9"])
+
+
+def test_preview_search_runs_locally_without_a_master(no_master, capsys):
+    pytest.importorskip("master_lite.searcher")
+    config = no_master / "random.yaml"
+    config.write_text(json.dumps({**CONFIG, "reproducibility": {"experiment_seed": 3}}))
+    assert main(["preview-search", str(config), "--config", "searcher.max_trials=3"]) == 0
+    out = capsys.readouterr().out
+    assert "random" in out and "Total trials: 3" in out
+    # The same seed previews the same hyperparameters.
+    assert main(["preview-search", str(config), "--config", "searcher.max_trials=3"]) == 0
+    assert capsys.readouterr().out == out

@@ -497,10 +497,11 @@ def test_checkpoint_report_accepts_trial_id_or_task_id(client: Client, fake: Fak
     assert answer.json["checkpoint"]["uuid"] == "new-1"
     del body["trialId"]
     body["taskId"] = "trial-1"
+    body["resources"] = {"model.pt": "10"}  # Determined's int64-as-string
     assert client.post("/api/v1/checkpoints", body, token=TRIAL_1).status == 200
     records = [args[0] for args, _ in fake.called("report_checkpoint")]
     assert [r["trial_id"] for r in records] == [1, 1]
-    assert records[0]["resources"] == {"model.pt": 10}
+    assert records[0]["resources"] == records[1]["resources"] == {"model.pt": 10}
     assert records[0]["allocation_id"] == "trial-1.1"
 
 
@@ -794,6 +795,9 @@ def test_handlers_mount_inside_jupyter_server(fake: FakeMaster, tmp_path: Any,
         as_trial = client.post(root + "/trials/1/progress", {"progress": 0.25}, token=TRIAL_1)
         assert as_trial.status == 200, as_trial.body
         assert fake.called("report_progress") == [((1, 0.25), {})]
+        context = client.get(root + "/experiments/1/context", token=USER_TOKEN)
+        assert context.headers["Content-Type"] == "application/gzip"
+        assert context.body == b"\x1f\x8bcontext"
         assert client.get(root + "/experiments", token=None).status == 401
         assert client.get(root + "/experiments", token=TRIAL_1).status == 403
         assert client.get(root + "/openapi.json", token=None).json["servers"] == [

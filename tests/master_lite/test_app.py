@@ -256,3 +256,19 @@ def test_master_lite_process_round_trip(tmp_path: Path) -> None:
                 process.kill()
     assert process.returncode == 0, process.stderr.read()
     assert not (root / "master.json").exists()
+
+
+def test_a_stale_master_json_is_replaced(tmp_path: Path) -> None:
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    (tmp_path / "master.json").write_text(json.dumps(
+        {"url": "http://127.0.0.1:1", "token": "old", "pid": exited.pid}))
+    fake = LifecycleFakeMaster(tmp_path)
+    app = MasterLite(root_dir=str(tmp_path), port=0, master=fake)
+
+    async def scenario() -> None:
+        url = await app.start()
+        assert json.loads((tmp_path / "master.json").read_text())["url"] == url
+        await app.stop()
+
+    asyncio.run(scenario())

@@ -36,11 +36,11 @@ def config(*, max_trials=1, max_restarts=0, entrypoint="python3 train.py", **ext
 
 def run(test):
     """Run an async test body against a started master; always stop it."""
-    def wrapper(tmp_path, **kwargs):
+    def wrapper(tmp_path):
         async def body():
-            master = Master(tmp_path / "root", cpu_slots=2, gpus=kwargs.pop("gpus", []),
+            master = Master(tmp_path / "root", cpu_slots=2, gpus=[],
                             preemption_grace_seconds=1, terminate_grace_seconds=1,
-                            context_size_limit=kwargs.pop("limit", 1024 * 1024))
+                            context_size_limit=1024 * 1024)
             await master.start("http://127.0.0.1:9")
             try:
                 await test(master, tmp_path)
@@ -428,3 +428,70 @@ def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
         finally:
             await master.stop(pause_running=False)
     asyncio.run(asyncio.wait_for(body(), 120))
+
+
+@run
+async def test_invalid_hp_early_exit_gets_a_replacement_trial(master, tmp_path):
+    exp = master.create_experiment(config(max_trials=1), make_tar({"train.py": LONG_FIRST_RUN}))
+    [trial] = master.list_trials(exp["id"])
+    master.report_early_exit(trial["id"], "EXITED_REASON_INVALID_HP")
+    with pytest.raises(errors.InvalidRequest, match="already reported"):
+        master.report_early_exit(trial["id"], "EXITED_REASON_INVALID_HP")
+    with pytest.raises(errors.InvalidRequest, match="unknown early exit reason"):
+        master.report_early_exit(trial["id"], "BORED")
+    trials = master.list_trials(exp["id"])
+    assert len(trials) == 2 and trials[1]["request_id"] != trials[0]["request_id"]
+    master.experiment_action(exp["id"], "kill")
+    await until(lambda: experiment_state(master, exp["id"]) == "CANCELED", what="CANCELED")
+    with pytest.raises(errors.Conflict, match="CANCELED"):
+        master.experiment_action(exp["id"], "pause")
+    with pytest.raises(errors.NotFound, match="experiment 999 not found"):
+        master.experiment_action(999, "pause")
+
+
+@run
+async def test_resources_logs_tail_and_filters(master, tmp_path):
+    script = b"for i in range(5):\n    print(f'[rank={i % 2}] line {i}')\n"
+    exp = master.create_experiment(config(), make_tar({"train.py": script}))
+    [trial] = master.list_trials(exp["id"])
+    slots = master.resources()["slots"]
+    assert [s["type"] for s in slots] == ["cpu", "cpu"] and master.resources()["gpus"] == []
+    await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
+    assert all(s["allocation_id"] is None for s in master.resources()["slots"])
+    stdout = master.get_logs(trial["id"], stream="stdout")
+    assert [l["line"] for l in stdout] == [f"line {i}" for i in range(5)]
+    assert [l["rank"] for l in stdout] == [0, 1, 0, 1, 0]
+    assert [l["line"] for l in master.get_logs(trial["id"], stream="stdout", tail=2)] == [
+        "line 3", "line 4"]
+    assert [l["line"] for l in master.get_logs(trial["id"], rank=1)] == ["line 1", "line 3"]
+    after = master.get_logs(trial["id"], after_id=stdout[2]["id"], stream="stdout")
+    assert [l["line"] for l in after] == ["line 3", "line 4"]
+
+
+def test_event_bus_filters_and_drops_oldest_for_slow_consumers():
+    import threading
+
+    from master_lite._events import EventBus
+
+    async def body():
+        bus = EventBus(queue_size=3)
+        bus.attach(asyncio.get_running_loop())
+        trial_only = bus.subscribe(trial_id=7)
+        everything = bus.subscribe()
+        thread = threading.Thread(target=lambda: [
+            bus.publish("log", {"id": i, "trial_id": 7 if i % 2 else 8, "line": str(i)})
+            for i in range(10)])
+        thread.start()
+        thread.join()
+        await asyncio.sleep(0.05)  # let the loop run the hand-offs from the other thread
+        bus.publish("trial", {"id": 7, "experiment_id": 1})
+        got = [await everything.get(timeout=5) for _ in range(3)]
+        assert [p["id"] for _, p in got] == [8, 9, 7]  # bounded: the oldest were dropped
+        assert everything.dropped == 8
+        kinds = [await trial_only.get(timeout=5) for _ in range(3)]
+        assert [(t, p["id"]) for t, p in kinds] == [("log", 7), ("log", 9), ("trial", 7)]
+        trial_only.close()
+        bus.publish("log", {"id": 11, "trial_id": 7})
+        assert await trial_only.get(timeout=0.1) is None
+
+    asyncio.run(asyncio.wait_for(body(), 30))

@@ -67,7 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args, ctx) or 0)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `det ... | head`
+    except BrokenPipeError:  # `det ... | head`: stop quietly, and keep Python's final flush quiet too
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout without a file descriptor (captured)
+            pass
         return 0
     except Exception as e:
         if _debug():

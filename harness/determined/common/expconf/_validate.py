@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import sys
 from typing import Any, Iterable, Iterator
 
 from determined.common.expconf import _schema
@@ -56,6 +57,11 @@ def check(config: dict) -> None:
 def _validator() -> Any:
     global _validator_instance
     if _validator_instance is None:
+        if "jsonschema" not in sys.modules:
+            # jsonschema's optional format checkers import rfc3987_syntax, which compiles a
+            # grammar at import (over a second of CPU). Our schema uses no `format`, so a
+            # process that has not loaded jsonschema yet (the CLI, a trial) keeps it out.
+            sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
         import jsonschema
 
         _validator_instance = jsonschema.Draft202012Validator(_schema.SCHEMA)

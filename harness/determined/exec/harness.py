@@ -1,0 +1,161 @@
+"""Run a legacy Trial class: ``python3 -m determined.exec.harness model_def:MyTrial``.
+
+On the master (inside a trial) everything comes from the cluster: hyperparameters, config and
+the searcher operations, each trained to its length, validated and reported (this is how ASHA
+promotes Trial classes). Off the master, pass ``--config FILE`` (hyperparameters: const values,
+else the first categorical value / the lower bound of a range; override with ``--hparams JSON``).
+
+The module is imported from the current working directory (the experiment's context directory).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import sys
+from typing import Any, Dict, List, Optional, Type
+
+import determined as det
+
+logger = logging.getLogger("determined.exec.harness")
+
+
+def load_trial_class(spec: str) -> Type[Any]:
+    """`"model_def:MyTrial"` -> the class, importing `model_def` from the working directory."""
+    module_name, sep, qualname = spec.partition(":")
+    if not sep or not module_name or not qualname:
+        raise ValueError(f"trial class {spec!r}: expected MODULE:CLASS, e.g. model_def:MyTrial")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    module: Any = importlib.import_module(module_name)
+    obj = module
+    for part in qualname.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"trial class {spec!r}: module {module_name!r} has no attribute {qualname!r}") from None
+    return obj  # type: ignore[no-any-return]
+
+
+def default_hparams(hyperparameters: Dict[str, Any]) -> Dict[str, Any]:
+    """One point of a config's hyperparameter space for local runs (no searcher off the master)."""
+    point: Dict[str, Any] = {}
+    for name, spec in hyperparameters.items():
+        if not isinstance(spec, dict):
+            point[name] = spec
+        elif "type" not in spec:
+            point[name] = default_hparams(spec)
+        elif spec["type"] == "const":
+            point[name] = spec.get("val")
+        elif spec["type"] == "categorical":
+            point[name] = spec["vals"][0]
+        elif spec["type"] == "log":
+            point[name] = float(spec.get("base", 10)) ** spec["minval"]
+        else:  # int / double
+            point[name] = spec["minval"]
+    return point
+
+
+def _period(config: Dict[str, Any], key: str, global_batch_size: Optional[int]) -> Any:
+    from determined import pytorch
+
+    length = config.get(key) or {"batches": 0}
+    return pytorch.TrainUnit._from_values(**length, global_batch_size=global_batch_size)
+
+
+def run_pytorch_trial(
+    trial_class: Type[Any],
+    config: Dict[str, Any],
+    hparams: Optional[Dict[str, Any]],
+    *,
+    latest_checkpoint: Optional[str] = None,
+    on_cluster: bool,
+    test_mode: bool = False,
+) -> None:
+    from determined import pytorch
+
+    optimizations = config.get("optimizations") or {}
+    with pytorch.init(
+        hparams=hparams,
+        exp_conf=config,
+        aggregation_frequency=int(optimizations.get("aggregation_frequency", 1)),
+    ) as context:
+        gbs = (context._hparams or {}).get("global_batch_size")
+        gbs = gbs if isinstance(gbs, int) else None
+        trial = trial_class(context)
+        searcher = config.get("searcher") or {}
+        max_length = None
+        if not on_cluster and not test_mode:
+            if searcher.get("max_length") is None:
+                raise ValueError("the config has no searcher.max_length: the harness needs it to know how long to train")
+            max_length = pytorch.TrainUnit._from_length(searcher["max_length"], gbs)
+        pytorch.Trainer(trial, context).fit(
+            checkpoint_period=_period(config, "min_checkpoint_period", gbs),
+            validation_period=_period(config, "min_validation_period", gbs),
+            max_length=max_length,
+            reporting_period=pytorch.Batch(int(config.get("scheduling_unit") or 100)),
+            checkpoint_policy=config.get("checkpoint_policy") or "best",
+            latest_checkpoint=latest_checkpoint,
+            step_zero_validation=bool(config.get("perform_initial_validation", False)),
+            test_mode=test_mode,
+            profiling_enabled=bool((config.get("profiling") or {}).get("enabled", False)),
+            _searcher_operations=on_cluster,
+        )
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m determined.exec.harness", description=__doc__.split("\n")[0])
+    parser.add_argument("trial", help="the Trial class, MODULE:CLASS (e.g. model_def:MyTrial)")
+    parser.add_argument("--config", help="experiment config file (off the master only)")
+    parser.add_argument("--hparams", help="hyperparameters as JSON (off the master only)")
+    parser.add_argument("--checkpoint", help="checkpoint uuid to resume from (off the master only)")
+    parser.add_argument("--test", action="store_true", help="train one batch, validate, checkpoint (off the master)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format=det.LOG_FORMAT)
+
+    info = det.get_cluster_info()
+    on_cluster = info is not None and info.task_type == "TRIAL"
+    if on_cluster:
+        assert info is not None
+        if args.config or args.hparams or args.checkpoint or args.test:
+            print("determined.exec.harness: --config/--hparams/--checkpoint/--test are for local runs only", file=sys.stderr)
+            return 2
+        config, hparams, latest_checkpoint = info.trial._config, info.trial.hparams, info.latest_checkpoint
+    else:
+        if not args.config:
+            print(
+                "determined.exec.harness: off the master, pass --config FILE (the experiment config)",
+                file=sys.stderr,
+            )
+            return 2
+        from determined.common import expconf
+
+        config = expconf.load_file(args.config)
+        hparams = json.loads(args.hparams) if args.hparams else default_hparams(config.get("hyperparameters") or {})
+        latest_checkpoint = args.checkpoint
+
+    try:
+        trial_class = load_trial_class(args.trial)
+    except (ValueError, ImportError) as e:
+        print(f"determined.exec.harness: {e}", file=sys.stderr)
+        return 1
+    from determined import pytorch
+
+    if not (isinstance(trial_class, type) and issubclass(trial_class, pytorch.PyTorchTrial)):
+        print(
+            f"determined.exec.harness: {args.trial} is not a det.pytorch.PyTorchTrial subclass "
+            "(only PyTorchTrial classes can run through this harness)",
+            file=sys.stderr,
+        )
+        return 1
+    run_pytorch_trial(
+        trial_class, config, hparams, latest_checkpoint=latest_checkpoint, on_cluster=on_cluster, test_mode=args.test
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

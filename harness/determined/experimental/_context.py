@@ -1,0 +1,174 @@
+"""The framework-free part of the Native and Trial contexts: config, hyperparameters, ids, batch sizes.
+
+`det.experimental.NativeContext` and the Keras contexts (`determined.keras`) derive from
+`TrialContextBase`; nothing here imports TensorFlow.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import random
+from typing import Any, Callable
+
+from determined import errors
+from determined.common import expconf
+
+logger = logging.getLogger("determined.experimental")
+
+
+class DistributedInfo:
+    """The old (horovod-era) distributed context: getters only, rank 0 of 1 unless told otherwise."""
+
+    def __init__(self, rank: int = 0, size: int = 1, local_rank: int = 0, num_agents: int = 1) -> None:
+        self._rank, self._size, self._local_rank, self._num_agents = rank, size, local_rank, num_agents
+
+    @classmethod
+    def from_core(cls, distributed: Any) -> "DistributedInfo":
+        return cls(distributed.rank, distributed.size, distributed.local_rank, distributed.cross_size)
+
+    def get_rank(self) -> int:
+        return self._rank
+
+    def get_local_rank(self) -> int:
+        return self._local_rank
+
+    def get_size(self) -> int:
+        return self._size
+
+    def get_num_agents(self) -> int:
+        return self._num_agents
+
+
+def plain_hparams(hparams: dict) -> dict:
+    """Hyperparameter values from a config section: `{type: const, val: v}` -> v, nested dicts kept."""
+    values: dict = {}
+    for path, spec in expconf.hparam_leaves(expconf.normalize_hparams(hparams or {})):
+        if spec.get("type") != "const":
+            raise errors.InvalidExperimentException(
+                f"hyperparameters.{'.'.join(path)}: a {spec.get('type')!r} range has no single value; "
+                "sample the hyperparameters first (local mode does this for you)"
+            )
+        node = values
+        for name in path[:-1]:
+            node = node.setdefault(name, {})
+        node[path[-1]] = spec.get("val")
+    return values
+
+
+def sample_hparams(hparams: dict, seed: int | None = None) -> dict:
+    """One random point of the search space, as plain values (what a trial would receive)."""
+    from determined.cli._experiment import sample_hparams as sample_specs  # the CLI's --test sampler
+
+    specs = sample_specs(expconf.normalize_hparams(hparams or {}), random.Random(seed))
+    return plain_hparams(specs)
+
+
+class TrialContextBase:
+    """What every Native/Trial context offers (Determined's `_TrainContext`)."""
+
+    def __init__(
+        self,
+        config: dict,
+        hparams: dict,
+        *,
+        trial_seed: int = 0,
+        trial_id: int | None = None,
+        experiment_id: int | None = None,
+        distributed: DistributedInfo | None = None,
+        core_context: Any = None,
+    ) -> None:
+        self._config = config
+        self._hparams = hparams
+        self._trial_seed = trial_seed
+        self._trial_id = trial_id
+        self._experiment_id = experiment_id
+        self.distributed = distributed or DistributedInfo()
+        self._core = core_context
+        self._stop_requested = False
+
+    @classmethod
+    def from_config(cls, config: dict) -> "TrialContextBase":
+        """A context for debugging off the master: hyperparameters sampled once from the config."""
+        expanded = expconf.apply_defaults(config)
+        seed = expanded["reproducibility"]["experiment_seed"]
+        return cls(expanded, sample_hparams(config.get("hyperparameters") or {}, seed), trial_seed=seed)
+
+    # --- config and hyperparameters -----------------------------------------------------------
+    def get_experiment_config(self) -> dict:
+        return copy.deepcopy(self._config)
+
+    def get_data_config(self) -> dict:
+        return copy.deepcopy(self._config.get("data") or {})
+
+    def get_hparams(self) -> dict:
+        return copy.deepcopy(self._hparams)
+
+    def get_hparam(self, name: str) -> Any:
+        if name == "global_batch_size":
+            logger.warning(
+                "get_hparam('global_batch_size') is deprecated in Determined; use get_global_batch_size() "
+                "(or get_per_slot_batch_size() for the size each process trains on)"
+            )
+        if name not in self._hparams:
+            raise ValueError(
+                f"hyperparameter {name!r} is not in the experiment config; defined: "
+                f"{', '.join(sorted(self._hparams)) or '(none)'}"
+            )
+        return self._hparams[name]
+
+    # --- ids ----------------------------------------------------------------------------------
+    def get_experiment_id(self) -> int:
+        if self._experiment_id is None:
+            raise ValueError("get_experiment_id(): this context does not run in an experiment (local mode)")
+        return self._experiment_id
+
+    def get_trial_id(self) -> int:
+        if self._trial_id is None:
+            raise ValueError("get_trial_id(): this context does not run in a trial (local mode)")
+        return self._trial_id
+
+    def get_trial_seed(self) -> int:
+        return self._trial_seed
+
+    # --- batch sizes --------------------------------------------------------------------------
+    def _slots(self) -> int:
+        resources = self._config.get("resources") or {}
+        return max(1, int(resources.get("slots_per_trial") or 1))
+
+    def get_global_batch_size(self) -> int:
+        value = self._hparams.get("global_batch_size")
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise errors.InvalidExperimentException(
+                "hyperparameters.global_batch_size: a positive integer is required by the Trial/Native "
+                f"APIs (got {value!r}); add e.g. `global_batch_size: 32` to hyperparameters"
+            )
+        return value
+
+    def get_per_slot_batch_size(self) -> int:
+        global_size, slots = self.get_global_batch_size(), self._slots()
+        if global_size < slots:
+            raise errors.InvalidExperimentException(
+                f"hyperparameters.global_batch_size ({global_size}) is smaller than "
+                f"resources.slots_per_trial ({slots}): every slot needs at least one record"
+            )
+        return global_size // slots
+
+    # --- stopping -----------------------------------------------------------------------------
+    def get_stop_requested(self) -> bool:
+        return self._stop_requested
+
+    def set_stop_requested(self, stop_requested: bool) -> None:
+        if not isinstance(stop_requested, bool):
+            raise TypeError(f"set_stop_requested() takes a bool, got {type(stop_requested).__name__}")
+        self._stop_requested = stop_requested
+
+
+class NativeContext(TrialContextBase):
+    """Base of the Native API contexts: holds the function that training enters (`_train_fn`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._train_fn: Callable[[], Any] | None = None
+
+    def _set_train_fn(self, train_fn: Callable[[], Any]) -> None:
+        self._train_fn = train_fn

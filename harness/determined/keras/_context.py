@@ -1,0 +1,165 @@
+"""The Keras contexts and the `fit()` interception of the Native API.
+
+`wrap_model(model)` registers the model and returns it unchanged (Keras 3 models need no proxy:
+the Native API intercepts `keras.Model.fit` itself, which catches `keras` and `tf.keras` models
+alike). While a Native context is active, `fit()` on its model records its arguments and hands
+them to the context's training function instead of training for `epochs`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+from typing import Any, Callable
+
+import keras
+
+from determined import errors
+from determined.experimental._context import NativeContext, TrialContextBase
+
+logger = logging.getLogger("determined.keras")
+
+_ORIGINAL_FIT: Callable[..., Any] = keras.Model.fit
+_FIT_SIGNATURE = inspect.signature(_ORIGINAL_FIT)
+_active_native_context: "TFKerasNativeContext | None" = None
+
+
+def original_fit(model: Any, **kwargs: Any) -> Any:
+    """Keras' own `fit`, whatever the Native API has installed over it."""
+    return _ORIGINAL_FIT(model, **kwargs)
+
+
+@dataclasses.dataclass
+class FitArguments:
+    """What the user passed to `fit()` (epochs, batch_size and steps are decided by Determined)."""
+
+    x: Any = None
+    y: Any = None
+    sample_weight: Any = None
+    validation_data: Any = None
+    callbacks: list = dataclasses.field(default_factory=list)
+    class_weight: Any = None
+    shuffle: bool = True
+    verbose: Any = "auto"
+
+
+_IGNORED_FIT_ARGUMENTS = ("epochs", "batch_size", "steps_per_epoch", "initial_epoch", "validation_split",
+                          "validation_steps", "validation_freq", "validation_batch_size")
+
+
+def bind_fit_arguments(model: Any, args: tuple, kwargs: dict) -> FitArguments:
+    bound = _FIT_SIGNATURE.bind(model, *args, **kwargs)
+    given = dict(bound.arguments)
+    given.pop("self", None)
+    ignored = [name for name in _IGNORED_FIT_ARGUMENTS if name in given and given[name] not in (None, 1, 0)]
+    if ignored:
+        logger.info(
+            "fit(%s=...): ignored under Determined; the training length comes from the searcher "
+            "(searcher.max_length) and the batch size from hyperparameters.global_batch_size",
+            ", ".join(ignored),
+        )
+    if given.get("validation_split"):
+        raise errors.InvalidExperimentException(
+            "fit(validation_split=...) is not supported under Determined: pass validation_data=(x_val, y_val)"
+        )
+    return FitArguments(
+        x=given.get("x"),
+        y=given.get("y"),
+        sample_weight=given.get("sample_weight"),
+        validation_data=given.get("validation_data"),
+        callbacks=list(given.get("callbacks") or []),
+        class_weight=given.get("class_weight"),
+        shuffle=bool(given.get("shuffle", True)),
+        verbose=given.get("verbose", "auto"),
+    )
+
+
+def check_compiled(model: Any) -> None:
+    if getattr(model, "optimizer", None) is None or not getattr(model, "compiled", True):
+        raise errors.InvalidExperimentException(
+            f"{type(model).__name__}.fit() was called before compile(): call "
+            "model.compile(optimizer=..., loss=..., metrics=[...]) on the wrapped model first"
+        )
+
+
+def _managed_fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+    context = _active_native_context
+    if context is None or (context._model is not None and self is not context._model):
+        return _ORIGINAL_FIT(self, *args, **kwargs)
+    if context._model is None:
+        logger.info("fit() on a model that was not passed to context.wrap_model(): managing it anyway")
+        context._model = self
+    check_compiled(self)
+    fit_args = bind_fit_arguments(self, args, kwargs)
+    if fit_args.validation_data is None:
+        raise errors.InvalidExperimentException(
+            "fit(): validation_data is required under Determined (validation metrics drive the "
+            "searcher and checkpoints): pass validation_data=(x_val, y_val) or a dataset"
+        )
+    if context._train_fn is None:
+        raise errors.InternalException("the Native context has no training function")
+    context._fit_arguments = fit_args
+    return context._train_fn()
+
+
+def activate_native_context(context: "TFKerasNativeContext | None") -> None:
+    """Route `fit()` of the context's model to its training function (None: back to plain Keras)."""
+    global _active_native_context
+    _active_native_context = context
+    if keras.Model.fit is not _managed_fit:
+        keras.Model.fit = _managed_fit
+
+
+class _KerasContextMixin:
+    _model: Any = None
+    _fit_config: dict
+
+    def _init_keras(self) -> None:
+        self._model = None
+        self._fit_config = {}
+        self._fit_arguments: FitArguments | None = None
+
+    def wrap_model(self, model: Any) -> Any:
+        if not isinstance(model, keras.Model):
+            raise TypeError(f"wrap_model() takes a keras.Model (tf.keras is Keras 3), got {type(model).__name__}")
+        self._model = model
+        return model
+
+    def wrap_optimizer(self, optimizer: Any) -> Any:
+        # Single-process training: there is nothing to wrap (Determined wrapped it for horovod).
+        return optimizer
+
+    def wrap_dataset(self, dataset: Any, shard_dataset: bool = True) -> Any:
+        return dataset
+
+    def configure_fit(
+        self,
+        verbose: Any = None,
+        class_weight: Any = None,
+        workers: Any = None,
+        use_multiprocessing: Any = None,
+        max_queue_size: Any = None,
+        shuffle: Any = None,
+        validation_steps: Any = None,
+    ) -> None:
+        for name, value in (("verbose", verbose), ("class_weight", class_weight), ("shuffle", shuffle)):
+            if value is not None:
+                self._fit_config[name] = value
+        if any(v is not None for v in (workers, use_multiprocessing, max_queue_size, validation_steps)):
+            logger.info("configure_fit(): workers/use_multiprocessing/max_queue_size/validation_steps are ignored")
+
+
+class TFKerasTrialContext(_KerasContextMixin, TrialContextBase):
+    """The context a `TFKerasTrial` receives."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        TrialContextBase.__init__(self, *args, **kwargs)
+        self._init_keras()
+
+
+class TFKerasNativeContext(_KerasContextMixin, NativeContext):
+    """What `det.experimental.keras.init()` returns: hyperparameters now, training at `fit()`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        NativeContext.__init__(self, *args, **kwargs)
+        self._init_keras()

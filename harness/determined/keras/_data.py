@@ -1,0 +1,203 @@
+"""Training data as a deterministic function of the global batch index.
+
+The managed loop trains in chunks (one `fit` call per chunk). For pause/resume to give the
+same losses as an uninterrupted run, batch k must be the same batch whichever chunk asks for
+it, so every source can produce the batches `[start, end)` directly:
+
+* arrays (`x`, `y`, `sample_weight`, possibly dicts/lists of arrays): an endless stream of
+  epochs, each a permutation seeded by (trial seed, epoch) when shuffling; batch k is stream
+  positions `k*bs .. (k+1)*bs` (epochs join without partial batches);
+* `keras.utils.PyDataset` / `Sequence`: batch k is `dataset[k % len(dataset)]`;
+* `tf.data.Dataset` (already batched): read in order from a repeating iterator; asking for an
+  earlier or later start (a resume) re-creates the iterator and skips ahead.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import keras
+import numpy as np
+
+from determined import errors
+
+
+def _leaves(structure: Any) -> list:
+    return keras.tree.flatten(structure)
+
+
+def _num_records(x: Any) -> int:
+    leaves = [leaf for leaf in _leaves(x) if leaf is not None]
+    if not leaves:
+        raise errors.InvalidExperimentException("fit(): x holds no arrays")
+    lengths = {len(leaf) for leaf in leaves}
+    if len(lengths) != 1:
+        raise errors.InvalidExperimentException(f"fit(): the input arrays have different lengths {sorted(lengths)}")
+    return lengths.pop()
+
+
+def _take(structure: Any, index: np.ndarray) -> Any:
+    if structure is None:
+        return None
+    return keras.tree.map_structure(lambda a: None if a is None else np.asarray(a)[index], structure)
+
+
+def _is_tf_dataset(data: Any) -> bool:
+    try:
+        import tensorflow as tf
+    except ImportError:  # pragma: no cover - keras without tensorflow
+        return False
+    return isinstance(data, tf.data.Dataset)
+
+
+def _is_sequence(data: Any) -> bool:
+    return isinstance(data, keras.utils.PyDataset) or (
+        hasattr(data, "__getitem__") and hasattr(data, "__len__") and not isinstance(data, (np.ndarray, list, tuple, dict))
+    )
+
+
+class _BatchList(keras.utils.PyDataset):
+    """Materialised batches of one chunk, fed to the original `fit`."""
+
+    def __init__(self, batches: list) -> None:
+        super().__init__()
+        self._batches = batches
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def __getitem__(self, index: int) -> Any:
+        return self._batches[index]
+
+
+class BatchSource:
+    """Base: `fit_kwargs(start, end)` returns the data arguments for training batches [start, end)."""
+
+    records: int | None = None  # records per epoch when known (arrays, sized datasets)
+
+    def fit_kwargs(self, start: int, end: int) -> dict:
+        raise NotImplementedError
+
+    def sample_inputs(self) -> Any:
+        """A batch of inputs, to build a model that has not seen data yet."""
+        data = self.fit_kwargs(0, 1)
+        if "x" in data and not isinstance(data["x"], _BatchList):
+            return data["x"]
+        batch = data["x"][0]
+        return batch[0] if isinstance(batch, tuple) else batch
+
+
+class ArraySource(BatchSource):
+    def __init__(self, x: Any, y: Any, sample_weight: Any, batch_size: int, *, shuffle: bool, seed: int) -> None:
+        self.x, self.y, self.sample_weight = x, y, sample_weight
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.seed = seed
+        self.records = _num_records(x)
+        self._permutations: dict[int, np.ndarray] = {}
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        if not self.shuffle:
+            return np.arange(self.records)
+        if epoch not in self._permutations:
+            if len(self._permutations) > 4:
+                self._permutations.clear()
+            rng = np.random.default_rng([self.seed, epoch])
+            self._permutations[epoch] = rng.permutation(self.records)
+        return self._permutations[epoch]
+
+    def indices(self, start: int, end: int) -> np.ndarray:
+        positions = np.arange(start * self.batch_size, end * self.batch_size)
+        epochs, offsets = np.divmod(positions, self.records)
+        index = np.empty_like(positions)
+        for epoch in np.unique(epochs):
+            mask = epochs == epoch
+            index[mask] = self._permutation(int(epoch))[offsets[mask]]
+        return index
+
+    def fit_kwargs(self, start: int, end: int) -> dict:
+        index = self.indices(start, end)
+        return {
+            "x": _take(self.x, index),
+            "y": _take(self.y, index),
+            "sample_weight": _take(self.sample_weight, index),
+            "batch_size": self.batch_size,
+            "shuffle": False,
+        }
+
+
+class SequenceSource(BatchSource):
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+        self.length = len(dataset)
+        if self.length == 0:
+            raise errors.InvalidExperimentException("fit(): the training dataset is empty")
+
+    def fit_kwargs(self, start: int, end: int) -> dict:
+        batches = []
+        for k in range(start, end):
+            if k > start and k % self.length == 0 and hasattr(self.dataset, "on_epoch_end"):
+                self.dataset.on_epoch_end()
+            batches.append(self.dataset[k % self.length])
+        return {"x": _BatchList(batches)}
+
+
+class TFDatasetSource(BatchSource):
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+        self._iterator: Any = None
+        self._position = 0
+        try:
+            cardinality = int(dataset.cardinality())
+        except Exception:  # noqa: BLE001 - unknown cardinality is fine
+            cardinality = -1
+        if cardinality == 0:
+            raise errors.InvalidExperimentException("fit(): the training tf.data.Dataset is empty")
+
+    def _seek(self, start: int) -> None:
+        if self._iterator is None or self._position != start:
+            self._iterator = iter(self.dataset.repeat())
+            self._position = 0
+            for _ in range(start):
+                next(self._iterator)
+            self._position = start
+
+    def fit_kwargs(self, start: int, end: int) -> dict:
+        self._seek(start)
+        batches = [next(self._iterator) for _ in range(end - start)]
+        self._position = end
+        return {"x": _BatchList(batches)}
+
+
+def training_source(
+    x: Any, y: Any, sample_weight: Any, *, batch_size: int, shuffle: bool, seed: int
+) -> BatchSource:
+    if x is None:
+        raise errors.InvalidExperimentException("fit(): no training data (x) was given")
+    if _is_tf_dataset(x):
+        return TFDatasetSource(x)
+    if _is_sequence(x):
+        return SequenceSource(x)
+    return ArraySource(x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed)
+
+
+def validation_kwargs(validation_data: Any, *, batch_size: int) -> dict:
+    """The `evaluate()` arguments for fit's `validation_data` (a tuple, dataset or PyDataset)."""
+    if validation_data is None:
+        raise errors.InvalidExperimentException(
+            "fit(): validation_data is required under Determined (validation metrics drive the "
+            "searcher and checkpoint selection): pass validation_data=(x_val, y_val) or a dataset"
+        )
+    if _is_tf_dataset(validation_data) or _is_sequence(validation_data):
+        return {"x": validation_data}
+    if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
+        x, y, *rest = validation_data
+        return {"x": x, "y": y, "sample_weight": rest[0] if rest else None, "batch_size": batch_size}
+    raise errors.InvalidExperimentException(
+        f"fit(): validation_data must be (x, y), (x, y, sample_weight), a tf.data.Dataset or a "
+        f"keras.utils.PyDataset, got {type(validation_data).__name__}"
+    )
+
+
+def batches_per_epoch(records: int, batch_size: int) -> int:
+    return max(1, math.ceil(records / batch_size))

@@ -1,0 +1,364 @@
+"""The managed Keras training loop: searcher lengths, validation, checkpoints, preemption, resume.
+
+Keras' own `fit` does the training, called once per chunk of batches. A chunk ends at the next
+multiple of `scheduling_unit`, the next validation or checkpoint boundary, or the end of the
+searcher operation, so chunk boundaries depend only on the step count: a resumed trial cuts
+its chunks where an uninterrupted one does, and (with data that is a function of the batch
+index, see `_data`) trains on the same batches with the same optimizer state.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import logging
+import math
+import pathlib
+from typing import Any, Callable, Iterable
+
+import keras
+
+from determined import errors
+from determined.common import expconf
+from determined.keras import _data
+from determined.keras._context import FitArguments, check_compiled, original_fit
+
+logger = logging.getLogger("determined.keras")
+
+MODEL_FILE = "model.keras"
+
+
+class LoopMode(str, enum.Enum):
+    CLUSTER = "cluster"  # a trial run by the master: searcher operations, preemption
+    LOCAL = "local"  # real training in this process for searcher.max_length
+    TEST = "test"  # one batch, validation, checkpoint
+
+
+@dataclasses.dataclass
+class TrainingSpec:
+    model: Any
+    train: _data.BatchSource
+    validation: dict  # evaluate() keyword arguments
+    callbacks: list
+    class_weight: Any = None
+
+
+@dataclasses.dataclass
+class Report:
+    group: str  # "training" or "validation"
+    steps_completed: int
+    metrics: dict
+
+
+@dataclasses.dataclass
+class LoopResult:
+    steps_completed: int
+    reports: list[Report]
+    checkpoints: list[str]
+    preempted: bool = False
+    stopped_early: bool = False
+    searcher_metrics: list[float] = dataclasses.field(default_factory=list)
+
+    def history(self) -> keras.callbacks.History:
+        """The reports as a Keras History (`history.history[name]` lists, in report order)."""
+        history = keras.callbacks.History()
+        history.history = {}
+        for report in self.reports:
+            for name, value in report.metrics.items():
+                history.history.setdefault(name, []).append(value)
+        history.epoch = sorted({r.steps_completed for r in self.reports})
+        return history
+
+
+class _LocalOperation:
+    """One "train to `length` batches" operation when no master hands them out."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.completed_with: Any = None
+
+    def report_progress(self, length: float) -> None:
+        pass
+
+    def report_completed(self, searcher_metric: Any) -> None:
+        self.completed_with = searcher_metric
+
+
+def spec_from_fit(model: Any, fit: FitArguments, *, batch_size: int, seed: int, fit_config: dict) -> TrainingSpec:
+    check_compiled(model)
+    shuffle = fit_config.get("shuffle", fit.shuffle)
+    return TrainingSpec(
+        model=model,
+        train=_data.training_source(fit.x, fit.y, fit.sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed),
+        validation=_data.validation_kwargs(fit.validation_data, batch_size=batch_size),
+        callbacks=list(fit.callbacks),
+        class_weight=fit_config.get("class_weight", fit.class_weight),
+    )
+
+
+class Lengths:
+    """Converts config lengths (batches, records, epochs) into batches."""
+
+    def __init__(self, config: dict, global_batch_size: int, records_per_epoch: int | None) -> None:
+        self.config = config
+        self.batch_size = global_batch_size
+        self.records_per_epoch = int(config.get("records_per_epoch") or 0) or records_per_epoch
+
+    def batches(self, unit: str | None, amount: int, where: str) -> int:
+        if unit in (None, "batches"):
+            return int(amount)
+        if unit == "records":
+            return math.ceil(amount / self.batch_size)
+        if unit == "epochs":
+            if not self.records_per_epoch:
+                raise errors.InvalidExperimentException(
+                    f"{where} is in epochs but the number of records per epoch is unknown: set "
+                    "records_per_epoch in the experiment config (or train on arrays, whose length is known)"
+                )
+            return amount * _data.batches_per_epoch(self.records_per_epoch, self.batch_size)
+        raise errors.InvalidExperimentException(f"{where}: unknown length unit {unit!r}")
+
+    def of(self, key: str) -> int:
+        length = self.config.get(key)
+        if length is None:
+            return 0
+        unit, amount = expconf.length_of(length)
+        return self.batches(unit, amount, key)
+
+    def searcher_unit(self) -> str | None:
+        max_length = (self.config.get("searcher") or {}).get("max_length")
+        if max_length is None:
+            return None
+        return expconf.length_of(max_length)[0]
+
+    def max_length(self) -> int:
+        searcher = self.config.get("searcher") or {}
+        if searcher.get("max_length") is None:
+            raise errors.InvalidExperimentException(
+                "searcher.max_length is required to train locally (e.g. max_length: {batches: 500})"
+            )
+        unit, amount = expconf.length_of(searcher["max_length"])
+        return self.batches(unit, amount, "searcher.max_length")
+
+    def to_units(self, unit: str | None, batches: int) -> float:
+        if unit in (None, "batches"):
+            return float(batches)
+        if unit == "records":
+            return float(batches * self.batch_size)
+        return batches / _data.batches_per_epoch(self.records_per_epoch or 1, self.batch_size)
+
+
+class ManagedLoop:
+    def __init__(
+        self,
+        core_context: Any,
+        spec: TrainingSpec,
+        *,
+        config: dict,
+        global_batch_size: int,
+        mode: LoopMode,
+        latest_checkpoint: str | None = None,
+        stop_requested: Callable[[], bool] = lambda: False,
+        on_report: Callable[[Report], None] | None = None,
+    ) -> None:
+        self.core = core_context
+        self.spec = spec
+        self.model = spec.model
+        self.mode = LoopMode(mode)
+        self.lengths = Lengths(config, global_batch_size, spec.train.records)
+        self.scheduling_unit = 1 if self.mode is LoopMode.TEST else max(1, int(config.get("scheduling_unit") or 100))
+        self.validation_period = self.lengths.of("min_validation_period")
+        self.checkpoint_period = self.lengths.of("min_checkpoint_period")
+        self.searcher_metric = expconf.searcher_metric(config)
+        self.latest_checkpoint = latest_checkpoint
+        self.stop_requested = stop_requested
+        self.on_report = on_report
+        self.steps = 0
+        self.last_validation = 0
+        self.last_checkpoint = 0
+        self.last_validation_metrics: dict | None = None
+        self.result = LoopResult(0, [], [])
+        self._epoch = 0
+
+    # --- the loop -----------------------------------------------------------------------------
+    def _operations(self) -> Iterable[Any]:
+        if self.mode is LoopMode.CLUSTER:
+            return self.core.searcher.operations()
+        length = 1 if self.mode is LoopMode.TEST else self.lengths.max_length()
+        return [_LocalOperation(length)]
+
+    def _op_target(self, op: Any) -> int:
+        if self.mode is LoopMode.CLUSTER:
+            return self.lengths.batches(self.lengths.searcher_unit(), op.length, "searcher operation")
+        return op.length
+
+    def run(self) -> LoopResult:
+        check_compiled(self.model)
+        if self.latest_checkpoint:
+            self._restore(self.latest_checkpoint)
+        self._epoch = self.steps // self.scheduling_unit
+        for op in self._operations():
+            target = self._op_target(op)
+            while self.steps < target:
+                self._train_until(self._chunk_end(target))
+                if self.validation_period and self.steps - self.last_validation >= self.validation_period:
+                    self._validate()
+                if self.checkpoint_period and self.steps - self.last_checkpoint >= self.checkpoint_period:
+                    self._checkpoint()
+                if self._user_stopped():
+                    break
+                if self.mode is LoopMode.CLUSTER and self.core.preempt.should_preempt():
+                    logger.info("preempted at step %d: checkpointing and exiting", self.steps)
+                    self._checkpoint_if_needed()
+                    self.result.preempted = True
+                    return self._finish()
+                self._report_progress(op, target)
+            metrics = self._validate() if self.last_validation != self.steps or self.last_validation_metrics is None \
+                else self.last_validation_metrics
+            searcher_value = self._searcher_value(metrics)
+            self.result.searcher_metrics.append(searcher_value)
+            if self.mode is LoopMode.CLUSTER:
+                op.report_progress(op.length)
+            op.report_completed(searcher_value)
+            if self.result.stopped_early:
+                break
+        self._checkpoint_if_needed()
+        if self.result.stopped_early and self.mode is LoopMode.CLUSTER:
+            from determined.core import EarlyExitReason
+
+            self.core.train.report_early_exit(EarlyExitReason.USER_REQUESTED_STOP)
+        return self._finish()
+
+    def _finish(self) -> LoopResult:
+        self.result.steps_completed = self.steps
+        return self.result
+
+    def _chunk_end(self, target: int) -> int:
+        end = min(target, (self.steps // self.scheduling_unit + 1) * self.scheduling_unit)
+        if self.validation_period:
+            end = min(end, self.last_validation + self.validation_period)
+        if self.checkpoint_period:
+            end = min(end, self.last_checkpoint + self.checkpoint_period)
+        return max(end, self.steps + 1)
+
+    def _user_stopped(self) -> bool:
+        if getattr(self.model, "stop_training", False) or self.stop_requested():
+            logger.info("training stop requested at step %d (model.stop_training / set_stop_requested)", self.steps)
+            self.result.stopped_early = True
+        return self.result.stopped_early
+
+    def _report_progress(self, op: Any, target: int) -> None:
+        if self.mode is LoopMode.CLUSTER:
+            done = self.lengths.to_units(self.lengths.searcher_unit(), self.steps)
+            op.report_progress(min(float(op.length), done))
+
+    # --- steps --------------------------------------------------------------------------------
+    def _train_until(self, end: int) -> None:
+        start = self.steps
+        data = self.spec.train.fit_kwargs(start, end)
+        history = original_fit(
+            self.model,
+            **data,
+            epochs=self._epoch + 1,
+            initial_epoch=self._epoch,
+            verbose=0,
+            callbacks=self.spec.callbacks,
+            class_weight=self.spec.class_weight,
+        )
+        self._epoch += 1
+        trained = int(self.model.optimizer.iterations.numpy())
+        if trained != end:
+            logger.debug("optimizer.iterations is %d after training to step %d", trained, end)
+        self.steps = end
+        metrics = {name: float(values[-1]) for name, values in history.history.items() if values}
+        self._report(Report("training", end, metrics))
+        self.core.train.report_training_metrics(steps_completed=end, metrics=metrics)
+
+    def _validate(self) -> dict:
+        results = self.model.evaluate(**self.spec.validation, return_dict=True, verbose=0)
+        metrics = {f"val_{name}": float(value) for name, value in results.items()}
+        self.last_validation, self.last_validation_metrics = self.steps, metrics
+        self._report(Report("validation", self.steps, metrics))
+        self.core.train.report_validation_metrics(steps_completed=self.steps, metrics=metrics)
+        return metrics
+
+    def _searcher_value(self, metrics: dict) -> float:
+        name = self.searcher_metric
+        if name is None:
+            return float(metrics.get("val_loss", next(iter(metrics.values()), 0.0)))
+        for candidate in (name, f"val_{name}"):
+            if candidate in metrics:
+                return metrics[candidate]
+        raise errors.InvalidExperimentException(
+            f"searcher.metric: {name!r} is not among the validation metrics ({', '.join(sorted(metrics))}); "
+            "name one of them (validation metrics are Keras' metric names prefixed with 'val_')"
+        )
+
+    def _report(self, report: Report) -> None:
+        self.result.reports.append(report)
+        if self.on_report is not None:
+            self.on_report(report)
+
+    # --- checkpoints --------------------------------------------------------------------------
+    def _checkpoint_if_needed(self) -> None:
+        if self.last_checkpoint != self.steps or not self.result.checkpoints:
+            self._checkpoint()
+
+    def _checkpoint(self) -> str:
+        import tensorflow as tf
+
+        metadata = {
+            "steps_completed": self.steps,
+            "framework": f"tensorflow-{tf.__version__}",
+            "format": "keras",
+            "last_validation_steps": self.last_validation,
+            "last_checkpoint_steps": self.steps,
+        }
+        with self.core.checkpoint.store_path(metadata) as (path, storage_id):
+            self.model.save(pathlib.Path(path) / MODEL_FILE)
+        self.last_checkpoint = self.steps
+        self.result.checkpoints.append(storage_id)
+        logger.info("checkpoint %s at step %d", storage_id, self.steps)
+        return storage_id
+
+    def _restore(self, storage_id: str) -> None:
+        with self.core.checkpoint.restore_path(storage_id) as path:
+            path = pathlib.Path(path)
+            metadata_file = path / "metadata.json"
+            metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
+            if not self.model.built:
+                self.model(self.spec.train.sample_inputs())
+            if not self.model.optimizer.built:
+                # Without building first, load_weights would skip the optimizer's state.
+                self.model.optimizer.build(self.model.trainable_variables)
+            self.model.load_weights(path / MODEL_FILE)
+        self.steps = int(metadata.get("steps_completed", int(self.model.optimizer.iterations.numpy())))
+        self.last_validation = int(metadata.get("last_validation_steps", self.steps))
+        self.last_checkpoint = int(metadata.get("last_checkpoint_steps", self.steps))
+        self.result.checkpoints.append(storage_id)
+        logger.info("resumed from checkpoint %s at step %d", storage_id, self.steps)
+
+
+# ---------------------------------------------------------------------------------------------
+# metric tables (local mode)
+
+
+def format_table(reports: list[Report]) -> str:
+    """One row per step: the training metrics and validation metrics reported at it."""
+    rows: dict[int, dict] = {}
+    for report in reports:
+        rows.setdefault(report.steps_completed, {}).update(report.metrics)
+    names: list[str] = []
+    for report in reports:
+        for name in report.metrics:
+            if name not in names:
+                names.append(name)
+    header = ["batches", *names]
+    lines = [header]
+    for steps in sorted(rows):
+        values = rows[steps]
+        lines.append([str(steps)] + [f"{values[n]:.4f}" if n in values else "" for n in names])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = ["  ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in lines]
+    out.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(out)

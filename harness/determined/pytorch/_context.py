@@ -1,0 +1,314 @@
+"""`PyTorchTrialContext`: what a PyTorchTrial uses to register and step its training objects."""
+from __future__ import annotations
+
+import logging
+import pathlib
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+import torch
+
+from determined import errors
+from determined.pytorch import _data
+from determined.pytorch._lr_scheduler import LRScheduler
+from determined.pytorch._reducer import MetricReducer, _WrappedReducer
+
+logger = logging.getLogger("determined.pytorch")
+
+
+class PyTorchTrialContext:
+    """Built by `det.pytorch.init()`; passed to your trial's `__init__`."""
+
+    def __init__(
+        self,
+        core_context: Any,
+        *,
+        trial_seed: Optional[int],
+        hparams: Optional[Dict[str, Any]],
+        exp_conf: Optional[Dict[str, Any]],
+        aggregation_frequency: int = 1,
+        steps_completed: int = 0,
+        managed_training: bool = False,
+        enable_tensorboard_logging: bool = True,
+        device: Optional[torch.device] = None,
+        trial_id: Optional[int] = None,
+        experiment_id: Optional[int] = None,
+    ) -> None:
+        if isinstance(aggregation_frequency, bool) or not isinstance(aggregation_frequency, int) or aggregation_frequency < 1:
+            raise errors.InvalidExperimentException(
+                f"aggregation_frequency must be an int >= 1, got {aggregation_frequency!r}"
+            )
+        self._core = core_context
+        self.distributed = core_context.distributed
+        self._trial_seed = trial_seed
+        self._hparams = hparams
+        self._exp_conf = exp_conf
+        self._aggregation_frequency = aggregation_frequency
+        self._steps_completed = steps_completed
+        self._managed_training = managed_training
+        self._enable_tensorboard_logging = enable_tensorboard_logging
+        self._trial_id = trial_id
+        self._experiment_id = experiment_id
+        self.device = device if device is not None else torch.device("cpu")
+
+        self.models: List[torch.nn.Module] = []
+        self.optimizers: List[torch.optim.Optimizer] = []
+        self.lr_schedulers: List[LRScheduler] = []
+        self._reducers: List[_WrappedReducer] = []
+        self._scaler: Any = None
+        self._optimizer_steps: Dict[int, int] = {}  # id(lr scheduler wrapper) -> optimizer steps seen
+        self._stop_requested = False
+        self._tensorboard_writer: Any = None
+
+        # Kept up to date by the training loop.
+        self._current_batch_idx = steps_completed
+        self._epoch_len: Optional[int] = None
+
+    # --- registering training objects ------------------------------------------------------
+    def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
+        """Move `model` to `context.device`, register it for checkpointing, wrap it in DDP when distributed."""
+        model = model.to(self.device)
+        self.models.append(model)
+        if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
+            device_ids = [self.device.index] if self.device.type == "cuda" else None
+            wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+            self.models[-1] = wrapped
+            return wrapped
+        return model
+
+    def wrap_optimizer(
+        self,
+        optimizer: torch.optim.Optimizer,
+        backward_passes_per_step: int = 1,
+        fp16_compression: Optional[bool] = None,
+        average_aggregated_gradients: Optional[bool] = None,
+    ) -> torch.optim.Optimizer:
+        """Register `optimizer` for checkpointing; returns it unchanged (no horovod here)."""
+        if backward_passes_per_step < 1:
+            raise errors.InvalidExperimentException(
+                f"wrap_optimizer(backward_passes_per_step={backward_passes_per_step}): must be >= 1"
+            )
+        if fp16_compression:
+            logger.warning("wrap_optimizer(fp16_compression=True) only applies to horovod; ignored")
+        self.optimizers.append(optimizer)
+        return optimizer
+
+    def wrap_lr_scheduler(
+        self, lr_scheduler: Any, step_mode: LRScheduler.StepMode, frequency: int = 1
+    ) -> Any:
+        """Let Determined step (and checkpoint) `lr_scheduler`; returns the scheduler you passed."""
+        optimizer = getattr(lr_scheduler, "optimizer", None)
+        if not any(optimizer is o for o in self.optimizers):
+            raise ValueError(
+                "wrap_lr_scheduler: the scheduler's optimizer was not wrapped; call "
+                "context.wrap_optimizer(optimizer) before wrapping its LR scheduler"
+            )
+        self.lr_schedulers.append(LRScheduler(lr_scheduler, step_mode, frequency))
+        return lr_scheduler
+
+    def wrap_scaler(self, scaler: Any) -> Any:
+        """Register a `torch.amp.GradScaler` for checkpointing; pass it to `step_optimizer(scaler=...)`."""
+        self._scaler = scaler
+        return scaler
+
+    def wrap_reducer(
+        self,
+        reducer: Any,
+        name: Optional[str] = None,
+        for_training: bool = True,
+        for_validation: bool = True,
+    ) -> Any:
+        """Register a custom `MetricReducer` (or a plain function of the list of per-batch values).
+
+        Its result is added to the metrics as `name`; without a name it must return a dict that is
+        merged into the metrics.
+        """
+        if not isinstance(reducer, MetricReducer):
+            raise TypeError(f"wrap_reducer: expected a det.pytorch.MetricReducer, got {type(reducer).__name__}")
+        self._reducers.append(_WrappedReducer(reducer, name, for_training, for_validation))
+        return reducer
+
+    def configure_apex_amp(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            "configure_apex_amp: NVIDIA apex is not supported; use torch.amp (torch.autocast and "
+            "context.wrap_scaler(torch.amp.GradScaler())) instead"
+        )
+
+    # --- training steps -------------------------------------------------------------------
+    def to_device(self, data: Any) -> Any:
+        return _data.to_device(data, self.device)
+
+    def backward(
+        self,
+        loss: torch.Tensor,
+        gradient: Optional[torch.Tensor] = None,
+        retain_graph: bool = False,
+        create_graph: bool = False,
+    ) -> None:
+        loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
+
+    def _is_aggregation_boundary(self) -> bool:
+        return (self._current_batch_idx + 1) % self._aggregation_frequency == 0
+
+    def step_optimizer(
+        self,
+        optimizer: torch.optim.Optimizer,
+        clip_grads: Optional[Callable[[Iterable[torch.nn.Parameter]], None]] = None,
+        auto_zero_grads: bool = True,
+        scaler: Any = None,
+    ) -> None:
+        """Step `optimizer` (only every `aggregation_frequency` batches), then zero its gradients."""
+        if not any(optimizer is o for o in self.optimizers):
+            raise ValueError("step_optimizer: this optimizer was not wrapped with context.wrap_optimizer()")
+        if not self._is_aggregation_boundary():
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if self._aggregation_frequency > 1 and self._average_aggregated_gradients():
+            for p in params:
+                if p.grad is not None:
+                    p.grad.div_(self._aggregation_frequency)
+        if scaler is not None:
+            if clip_grads is not None:
+                scaler.unscale_(optimizer)
+                clip_grads(params)
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            if clip_grads is not None:
+                clip_grads(params)
+            optimizer.step()
+        if auto_zero_grads:
+            optimizer.zero_grad()
+        for wrapper in self.lr_schedulers:
+            if wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_OPTIMIZER_STEP and wrapper.scheduler.optimizer is optimizer:
+                steps = self._optimizer_steps.get(id(wrapper), 0) + 1
+                self._optimizer_steps[id(wrapper)] = steps
+                if steps % wrapper.frequency == 0:
+                    wrapper.step()
+
+    def _average_aggregated_gradients(self) -> bool:
+        optimizations = (self._exp_conf or {}).get("optimizations") or {}
+        return bool(optimizations.get("average_aggregated_gradients", True))
+
+    # --- facts about the trial --------------------------------------------------------------
+    def get_hparams(self) -> Dict[str, Any]:
+        if self._hparams is None:
+            raise ValueError("this context has no hyperparameters: pass hparams= to det.pytorch.init()")
+        return self._hparams
+
+    def get_hparam(self, name: str) -> Any:
+        hparams = self.get_hparams()
+        if name == "global_batch_size":
+            logger.warning(
+                "use context.get_per_slot_batch_size() (or get_global_batch_size()) rather than "
+                "get_hparam('global_batch_size'): the data each rank loads is the per-slot batch"
+            )
+        if name not in hparams:
+            raise ValueError(f"hyperparameter {name!r} not found; the trial has {sorted(hparams)}")
+        return hparams[name]
+
+    def get_experiment_config(self) -> Dict[str, Any]:
+        return self._exp_conf or {}
+
+    def get_data_config(self) -> Dict[str, Any]:
+        return (self._exp_conf or {}).get("data") or {}
+
+    def _batch_sizes(self) -> tuple[int, int]:
+        hparams = self._hparams or {}
+        if "global_batch_size" not in hparams:
+            raise ValueError(
+                "the batch size getters need hyperparameter global_batch_size (an int): add it to "
+                "the hparams passed to det.pytorch.init() or to the experiment config's hyperparameters"
+            )
+        global_batch_size = hparams["global_batch_size"]
+        slots = self.distributed.size
+        if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int) or global_batch_size < slots:
+            raise ValueError(
+                f"hyperparameter global_batch_size must be an int >= the number of slots ({slots}), "
+                f"got {global_batch_size!r}"
+            )
+        per_slot = global_batch_size // slots
+        if per_slot * slots != global_batch_size:
+            logger.warning(
+                "global_batch_size %d is not divisible by %d slots: the effective global batch size is %d",
+                global_batch_size, slots, per_slot * slots,
+            )
+        return per_slot * slots, per_slot
+
+    def get_global_batch_size(self) -> int:
+        return self._batch_sizes()[0]
+
+    def get_per_slot_batch_size(self) -> int:
+        return self._batch_sizes()[1]
+
+    def get_trial_id(self) -> int:
+        if self._trial_id is None:
+            raise ValueError("get_trial_id(): there is no trial id off the master (local training mode)")
+        return self._trial_id
+
+    def get_experiment_id(self) -> int:
+        if self._experiment_id is None:
+            raise ValueError("get_experiment_id(): there is no experiment id off the master (local training mode)")
+        return self._experiment_id
+
+    def get_trial_seed(self) -> Optional[int]:
+        return self._trial_seed
+
+    def get_initial_batch(self) -> int:
+        """Batches already trained when this process started (from the checkpoint resumed)."""
+        return self._steps_completed
+
+    def get_enable_tensorboard_logging(self) -> bool:
+        return self._enable_tensorboard_logging
+
+    def set_enable_tensorboard_logging(self, enable: bool) -> None:
+        self._enable_tensorboard_logging = bool(enable)
+
+    # --- stopping ------------------------------------------------------------------------
+    def set_stop_requested(self, stop_requested: bool) -> None:
+        """Ask the trainer to stop after the current batch: it checkpoints and `fit` returns."""
+        if not isinstance(stop_requested, bool):
+            raise TypeError(f"set_stop_requested: expected a bool, got {stop_requested!r}")
+        self._stop_requested = stop_requested
+
+    def get_stop_requested(self) -> bool:
+        return self._stop_requested
+
+    # --- where the training loop is ---------------------------------------------------------
+    def _require_epoch_len(self) -> int:
+        if self._epoch_len is None:
+            raise RuntimeError("the epoch length is only known while Trainer.fit() runs")
+        return self._epoch_len
+
+    def current_train_batch(self) -> int:
+        return self._current_batch_idx
+
+    def current_train_epoch(self) -> int:
+        return self._current_batch_idx // self._require_epoch_len()
+
+    def is_epoch_start(self) -> bool:
+        return self._current_batch_idx % self._require_epoch_len() == 0
+
+    def is_epoch_end(self) -> bool:
+        return (self._current_batch_idx + 1) % self._require_epoch_len() == 0
+
+    # --- tensorboard / profiling -------------------------------------------------------------
+    def get_tensorboard_path(self) -> Optional[pathlib.Path]:
+        return self._core.train.get_tensorboard_path()
+
+    def get_tensorboard_writer(self) -> Any:
+        if self._tensorboard_writer is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as e:
+                raise ImportError(
+                    f"get_tensorboard_writer() needs the tensorboard package ({e}); pip install tensorboard"
+                ) from e
+            path = self.get_tensorboard_path()
+            self._tensorboard_writer = SummaryWriter(None if path is None else str(path))
+        return self._tensorboard_writer
+
+    def set_profiler(self, *args: Any, **kwargs: Any) -> None:
+        logger.warning("set_profiler: the torch profiler integration is not supported; ignored")
+
+    def autocast_forward_pass(self, module: torch.nn.Module) -> torch.nn.Module:
+        return module

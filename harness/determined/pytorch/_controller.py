@@ -1,0 +1,445 @@
+"""The training loop behind `Trainer.fit`: batches, boundaries, validation and checkpoints.
+
+After every batch four boundaries are checked: TRAIN (max_length reached), VALIDATE, CHECKPOINT
+and REPORT. When any is hit, the training metrics since the previous boundary are averaged across
+ranks and reported; then the boundaries are acted on, and preemption / stop requests are checked.
+"""
+from __future__ import annotations
+
+import enum
+import inspect
+import logging
+import math
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+
+import torch
+
+from determined.pytorch import _data, _state
+from determined.pytorch._callback import PyTorchCallback
+from determined.pytorch._context import PyTorchTrialContext
+from determined.pytorch._lr_scheduler import LRScheduler
+from determined.pytorch._reducer import Reducer, cross_slot_reduce, per_slot_reduce, to_number
+from determined.pytorch._trial import PyTorchTrial, _overrides
+from determined.pytorch._units import Batch, Epoch, TrainUnit
+
+logger = logging.getLogger("determined.pytorch")
+
+
+class Boundary(enum.Enum):
+    TRAIN = "train"
+    VALIDATE = "validate"
+    CHECKPOINT = "checkpoint"
+    REPORT = "report"
+
+
+class _PyTorchTrialController:
+    """Runs one `PyTorchTrial` for one `Trainer.fit` call."""
+
+    def __init__(
+        self,
+        trial: PyTorchTrial,
+        context: PyTorchTrialContext,
+        *,
+        checkpoint_period: TrainUnit,
+        validation_period: TrainUnit,
+        reporting_period: TrainUnit,
+        checkpoint_policy: str,
+        latest_checkpoint: Optional[str],
+        step_zero_validation: bool,
+        test_mode: bool,
+        searcher_metric_name: Optional[str],
+        smaller_is_better: bool,
+    ) -> None:
+        self.trial = trial
+        self.context = context
+        self.core = context._core
+        self.dist = context.distributed
+        self.is_chief = self.dist.rank == 0
+        self.on_cluster = context._managed_training
+        self.checkpoint_period = checkpoint_period
+        self.validation_period = validation_period
+        self.reporting_period = reporting_period
+        self.checkpoint_policy = checkpoint_policy
+        self.latest_checkpoint = latest_checkpoint
+        self.step_zero_validation = step_zero_validation
+        self.test_mode = test_mode
+        self.searcher_metric_name = searcher_metric_name
+        self.smaller_is_better = smaller_is_better
+
+        self.state = _state.TrialState(trial_id=context._trial_id)
+        self.callbacks = trial.build_callbacks()
+        self._train_iter: Optional[Iterator[Any]] = None
+        self._epoch_len = 0
+        self._batches_this_fit = 0
+        self._last_validation_metrics: Optional[Dict[str, Any]] = None
+
+    # --- setup ---------------------------------------------------------------------------
+    def setup(self) -> None:
+        """Build the data loaders, restore the checkpoint, position the training data."""
+        train_loader = self.trial.build_training_data_loader()
+        self._validation_loader = self.trial.build_validation_data_loader()
+        if self.latest_checkpoint is not None:
+            self._load(self.latest_checkpoint)
+        self.context._steps_completed = self.state.batches_trained
+        self._train_iter, self._epoch_len = self._training_batches(train_loader)
+        self.context._epoch_len = self._epoch_len
+        self.context._current_batch_idx = self.state.batches_trained
+        for callback in self.callbacks.values():
+            callback.on_trial_startup(self.state.batches_trained, self.latest_checkpoint)
+
+    def _training_batches(self, loader: Any) -> Tuple[Iterator[Any], int]:
+        skip = self.state.batches_trained
+        if isinstance(loader, _data.DataLoader):
+            base = loader._base_batch_sampler()
+            epoch_len = len(_data.adapt_batch_sampler(base, num_replicas=self.dist.size, rank=self.dist.rank))
+            torch_loader = loader.get_data_loader(repeat=True, skip=skip, num_replicas=self.dist.size, rank=self.dist.rank)
+            iterator: Iterator[Any] = iter(torch_loader)
+        elif isinstance(loader, torch.utils.data.DataLoader):
+            if self.dist.size > 1:
+                logger.warning(
+                    "build_training_data_loader returned a torch DataLoader: Determined cannot shard it "
+                    "across %d ranks (return det.pytorch.DataLoader to get sharding)", self.dist.size
+                )
+            epoch_len = _data.batches_per_epoch(loader)
+            iterator = _repeat_skipping(loader, skip)
+        else:
+            raise TypeError(
+                "build_training_data_loader must return a det.pytorch.DataLoader (or a "
+                f"torch.utils.data.DataLoader), got {type(loader).__name__}"
+            )
+        if epoch_len < 1:
+            raise ValueError(
+                "the training data loader has no batches for this rank: use a larger dataset or a "
+                "smaller batch size"
+            )
+        return iterator, epoch_len
+
+    # --- the loop ----------------------------------------------------------------------------
+    def train_until(self, max_length: Optional[TrainUnit], progress_of: Optional[TrainUnit] = None) -> bool:
+        """Train until `max_length` (None: only in test mode); False if stopped early (preempted)."""
+        if self.step_zero_validation and self.state.batches_trained == 0 and self.state.last_val is None:
+            self._validate()
+        for callback in self.callbacks.values():
+            callback.on_training_start()
+        while not self._train_reached(max_length, epoch_end=True):
+            hits, batch_metrics = self._train_with_boundaries(max_length)
+            self._report_training_metrics(batch_metrics)
+            if Boundary.TRAIN in hits or Boundary.REPORT in hits:
+                self._report_progress(progress_of or max_length)
+            if Boundary.VALIDATE in hits and not self._validation_is_current():
+                self._validate()
+            if Boundary.CHECKPOINT in hits and not self._checkpoint_is_current():
+                self._checkpoint()
+            if self.on_cluster and self.is_chief:
+                self.core.train.upload_tensorboard_files()
+            if self._should_exit():
+                return False
+            if Boundary.TRAIN in hits:
+                break
+        return True
+
+    def _train_reached(self, max_length: Optional[TrainUnit], epoch_end: bool) -> bool:
+        if self.test_mode:
+            return self._batches_this_fit >= 1
+        assert max_length is not None
+        if isinstance(max_length, Epoch):
+            return epoch_end and self.state.batches_trained // self._epoch_len >= max_length.value
+        return self.state.batches_trained >= max_length.value
+
+    def _period_hit(self, period: TrainUnit, epoch_end: bool) -> bool:
+        if isinstance(period, Epoch):
+            return epoch_end and period.should_stop(self.state.batches_trained // self._epoch_len)
+        return period.should_stop(self.state.batches_trained)
+
+    def _train_with_boundaries(self, max_length: Optional[TrainUnit]) -> Tuple[Set[Boundary], List[Dict[str, Any]]]:
+        assert self._train_iter is not None
+        for model in self.context.models:
+            model.train()
+        for reducer in self.context._reducers:
+            if reducer.for_training:
+                reducer.reducer.reset()
+        batch_metrics: List[Dict[str, Any]] = []
+        while True:
+            batch_idx = self.state.batches_trained
+            epoch_idx = batch_idx // self._epoch_len
+            self.context._current_batch_idx = batch_idx
+            if batch_idx % self._epoch_len == 0:
+                for callback in self.callbacks.values():
+                    callback.on_training_epoch_start(epoch_idx)
+            batch = self.context.to_device(next(self._train_iter))
+            metrics = self.trial.train_batch(batch, epoch_idx, batch_idx)
+            batch_metrics.append(_training_metrics_dict(metrics))
+            for wrapper in self.context.lr_schedulers:
+                if wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_BATCH and (batch_idx + 1) % wrapper.frequency == 0:
+                    wrapper.step()
+            self.state.batches_trained += 1
+            self._batches_this_fit += 1
+            epoch_end = self.state.batches_trained % self._epoch_len == 0
+            if epoch_end:
+                self.state.epochs_trained = self.state.batches_trained // self._epoch_len
+                for wrapper in self.context.lr_schedulers:
+                    if wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_EPOCH and self.state.epochs_trained % wrapper.frequency == 0:
+                        wrapper.step()
+                for callback in self.callbacks.values():
+                    callback.on_training_epoch_end(epoch_idx)
+            hits = set()
+            if self._train_reached(max_length, epoch_end):
+                hits.add(Boundary.TRAIN)
+            for boundary, period in (
+                (Boundary.VALIDATE, self.validation_period),
+                (Boundary.CHECKPOINT, self.checkpoint_period),
+                (Boundary.REPORT, self.reporting_period),
+            ):
+                if self._period_hit(period, epoch_end):
+                    hits.add(boundary)
+            if hits:
+                self.context._current_batch_idx = self.state.batches_trained
+                return hits, batch_metrics
+
+    def _add_time_keys(self, metrics: Dict[str, Any]) -> Dict[str, Any]:
+        # ASHA's time_metric reads these from validation metrics.
+        metrics.setdefault("batches", self.state.batches_trained)
+        metrics.setdefault("epochs", self.state.batches_trained // self._epoch_len if self._epoch_len else 0)
+        return metrics
+
+    def _report_training_metrics(self, batch_metrics: List[Dict[str, Any]]) -> None:
+        mine = per_slot_reduce(batch_metrics, Reducer.AVG) if batch_metrics else {}
+        custom = [r.reducer.per_slot_reduce() for r in self.context._reducers if r.for_training]
+        everyone = self.dist.allgather((mine, len(batch_metrics), custom))
+        metrics = cross_slot_reduce([e[0] for e in everyone], [e[1] for e in everyone], Reducer.AVG)
+        metrics.update(self._cross_slot_custom([e[2] for e in everyone], for_training=True))
+        metrics = self._add_time_keys(metrics)
+        if self.is_chief:
+            self.core.train.report_training_metrics(steps_completed=self.state.batches_trained, metrics=metrics)
+        for callback in self.callbacks.values():
+            callback.on_training_workload_end(metrics, batch_metrics)
+
+    def _cross_slot_custom(self, per_rank: List[List[Any]], for_training: bool) -> Dict[str, Any]:
+        wrapped = [r for r in self.context._reducers if (r.for_training if for_training else r.for_validation)]
+        out: Dict[str, Any] = {}
+        for i, reducer in enumerate(wrapped):
+            value = reducer.reducer.cross_slot_reduce([values[i] for values in per_rank])
+            if reducer.name is not None:
+                out[reducer.name] = to_number(value)
+            elif isinstance(value, dict):
+                out.update({k: to_number(v) for k, v in value.items()})
+            else:
+                raise ValueError(
+                    f"{type(reducer.reducer).__name__}.cross_slot_reduce returned {type(value).__name__}: a "
+                    "reducer wrapped without name= must return a dict of metrics"
+                )
+        return out
+
+    def _report_progress(self, length: Optional[TrainUnit]) -> None:
+        if not self.is_chief or length is None or not isinstance(length.value, int) or length.value <= 0:
+            return
+        if isinstance(length, Epoch):
+            done = self.state.batches_trained / self._epoch_len
+        else:
+            done = self.state.batches_trained
+        self.core.train.report_progress(min(1.0, max(0.0, done / length.value)))
+
+    def _should_exit(self) -> bool:
+        stop_requested = any(self.dist.allgather(self.context.get_stop_requested()))
+        preempted = self.core.preempt.should_preempt()
+        if not (stop_requested or preempted):
+            return False
+        logger.info("%s: stopping training at batch %d", "preempted" if preempted else "stop requested", self.state.batches_trained)
+        if not self._checkpoint_is_current():
+            self._checkpoint()
+        if stop_requested and not preempted and self.on_cluster and self.is_chief:
+            from determined.core import EarlyExitReason
+
+            self.core.train.report_early_exit(EarlyExitReason.USER_REQUESTED_STOP)
+        return True
+
+    def finish(self) -> None:
+        """End of training: validate and checkpoint unless already current."""
+        if not self._validation_is_current():
+            self._validate()
+        if not self._checkpoint_is_current():
+            self._checkpoint()
+
+    def shutdown(self) -> None:
+        for callback in self.callbacks.values():
+            callback.on_trial_shutdown()
+
+    # --- validation ---------------------------------------------------------------------------
+    def _validation_is_current(self) -> bool:
+        return self.state.last_val == self.state.batches_trained
+
+    def _checkpoint_is_current(self) -> bool:
+        return self.state.last_ckpt == self.state.batches_trained
+
+    def last_validation_metrics(self) -> Optional[Dict[str, Any]]:
+        if self._validation_is_current():
+            return self.state.last_validation_metrics
+        return None
+
+    def _validate(self) -> Dict[str, Any]:
+        for model in self.context.models:
+            model.eval()
+        for callback in self.callbacks.values():
+            callback.on_validation_start()
+        with torch.no_grad():
+            if _overrides(self.trial, "evaluate_batch"):
+                metrics = self._evaluate_batches()
+            elif _overrides(self.trial, "evaluate_full_dataset"):
+                metrics = self._evaluate_full_dataset()
+            else:
+                raise NotImplementedError(
+                    f"{type(self.trial).__name__} must implement evaluate_batch(batch, batch_idx) or "
+                    "evaluate_full_dataset(data_loader)"
+                )
+        for model in self.context.models:
+            model.train()
+        metrics = self._add_time_keys({k: to_number(v) for k, v in metrics.items()})
+
+        best_before = None
+        if self.is_chief:
+            if self.checkpoint_policy == "best":
+                # Asked before reporting: the master must not count this validation yet.
+                best_before = self.core.train.get_experiment_best_validation()
+            self.core.train.report_validation_metrics(steps_completed=self.state.batches_trained, metrics=metrics)
+        self.state.last_val = self.state.batches_trained
+        self.state.last_validation_metrics = metrics
+        for callback in self.callbacks.values():
+            callback.on_validation_end(metrics)
+
+        should_checkpoint = False
+        if self.is_chief and not self.test_mode:
+            name = self.searcher_metric_name
+            if name is not None and name not in metrics:
+                raise RuntimeError(
+                    f"the searcher metric {name!r} (searcher.metric) is not among the validation metrics "
+                    f"{sorted(metrics)}: return it from evaluate_batch / evaluate_full_dataset"
+                )
+            if self.checkpoint_policy == "all":
+                should_checkpoint = True
+            elif self.checkpoint_policy == "best" and name is not None:
+                should_checkpoint = _is_better(metrics[name], best_before, self.smaller_is_better)
+        if self.dist.broadcast(should_checkpoint) and not self._checkpoint_is_current():
+            self._checkpoint()
+        return metrics
+
+    def _validation_torch_loader(self, shard: bool) -> Any:
+        loader = self._validation_loader
+        if isinstance(loader, _data.DataLoader):
+            if shard:
+                return loader.get_data_loader(repeat=False, num_replicas=self.dist.size, rank=self.dist.rank)
+            return loader.get_data_loader(repeat=False)
+        if isinstance(loader, torch.utils.data.DataLoader):
+            return loader
+        raise TypeError(
+            "build_validation_data_loader must return a det.pytorch.DataLoader (or a "
+            f"torch.utils.data.DataLoader), got {type(loader).__name__}"
+        )
+
+    def _evaluate_batches(self) -> Dict[str, Any]:
+        for reducer in self.context._reducers:
+            if reducer.for_validation:
+                reducer.reducer.reset()
+        for callback in self.callbacks.values():
+            callback.on_validation_epoch_start()
+        takes_batch_idx = len(inspect.signature(self.trial.evaluate_batch).parameters) >= 2
+        outputs: List[Dict[str, Any]] = []
+        for idx, batch in enumerate(self._validation_torch_loader(shard=True)):
+            batch = self.context.to_device(batch)
+            result = self.trial.evaluate_batch(batch, idx) if takes_batch_idx else self.trial.evaluate_batch(batch)
+            if not isinstance(result, dict):
+                raise TypeError(f"evaluate_batch must return a dict of metrics, got {type(result).__name__}")
+            outputs.append(result)
+        for callback in self.callbacks.values():
+            callback.on_validation_epoch_end(outputs)
+        reducers = self.trial.evaluation_reducer()
+        mine = per_slot_reduce(outputs, reducers) if outputs else {}
+        custom = [r.reducer.per_slot_reduce() for r in self.context._reducers if r.for_validation]
+        everyone = self.dist.allgather((mine, len(outputs), custom))
+        metrics = cross_slot_reduce([e[0] for e in everyone], [e[1] for e in everyone], reducers)
+        metrics.update(self._cross_slot_custom([e[2] for e in everyone], for_training=False))
+        return metrics
+
+    def _evaluate_full_dataset(self) -> Dict[str, Any]:
+        metrics = None
+        if self.is_chief:
+            metrics = self.trial.evaluate_full_dataset(self._validation_torch_loader(shard=False))
+            if not isinstance(metrics, dict):
+                raise TypeError(f"evaluate_full_dataset must return a dict of metrics, got {type(metrics).__name__}")
+            metrics = {k: to_number(v) for k, v in metrics.items()}
+        return self.dist.broadcast(metrics)  # type: ignore[no-any-return]
+
+    # --- checkpoints ---------------------------------------------------------------------------
+    def _checkpoint(self) -> str:
+        metadata = _state.checkpoint_metadata(self.state.batches_trained)
+        self.state.last_ckpt = self.state.batches_trained
+        with self.core.checkpoint.store_path(metadata, shard=True) as (path, storage_id):
+            state = _state.build_state_dict(self.context, self.callbacks)
+            for callback in self.callbacks.values():
+                callback.on_checkpoint_save_start(state)
+            if self.is_chief:
+                _state.write_checkpoint_files(path, state, self.state, self._load_data())
+            for callback in self.callbacks.values():
+                callback.on_checkpoint_write_end(str(path))
+                if type(callback).on_checkpoint_end is not PyTorchCallback.on_checkpoint_end:
+                    warnings.warn("PyTorchCallback.on_checkpoint_end is deprecated: use on_checkpoint_write_end", FutureWarning)
+                    callback.on_checkpoint_end(str(path))
+        for callback in self.callbacks.values():
+            callback.on_checkpoint_upload_end(storage_id)
+        self.latest_checkpoint = storage_id
+        logger.info("checkpoint %s at batch %d", storage_id, self.state.batches_trained)
+        return storage_id
+
+    def _load_data(self) -> Dict[str, Any]:
+        return {
+            "trial_type": "PyTorchTrial",
+            "experiment_config": self.context._exp_conf or {},
+            "hparams": self.context._hparams or {},
+            "trial_cls_spec": _state.trial_class_spec(self.trial),
+            "is_trainer": True,
+        }
+
+    def _load(self, storage_id: str) -> None:
+        with self.core.checkpoint.restore_path(storage_id) as path:
+            state = _state.read_state_dict(path, map_location=self.context.device)
+            trial_state = _state.read_trial_state(path)
+        for callback in self.callbacks.values():
+            callback.on_checkpoint_load_start(state)
+        _state.load_state_dict(state, self.context, self.callbacks)
+        if trial_state is not None and trial_state.trial_id == self.state.trial_id:
+            self.state = trial_state
+        else:
+            # A checkpoint of another trial (warm start): keep its weights, start counting at 0.
+            logger.info("warm-starting from checkpoint %s of another trial", storage_id)
+        logger.info("resumed from checkpoint %s at batch %d", storage_id, self.state.batches_trained)
+
+
+def _training_metrics_dict(metrics: Any) -> Dict[str, Any]:
+    if isinstance(metrics, torch.Tensor):
+        return {"loss": to_number(metrics)}
+    if not isinstance(metrics, dict):
+        raise TypeError(f"train_batch must return a dict of metrics (or the loss tensor), got {type(metrics).__name__}")
+    return {k: to_number(v) for k, v in metrics.items()}
+
+
+def _is_better(value: Any, best: Optional[float], smaller_is_better: bool) -> bool:
+    value = float(value)
+    if math.isnan(value):
+        return False
+    if best is None:
+        return True
+    return value < best if smaller_is_better else value > best
+
+
+def _repeat_skipping(loader: Any, skip: int) -> Iterator[Any]:
+    """A plain torch DataLoader, repeated forever, with the first `skip` batches drawn and dropped."""
+    seen = 0
+    while True:
+        empty = True
+        for batch in loader:
+            empty = False
+            if seen >= skip:
+                yield batch
+            seen += 1
+        if empty:
+            raise ValueError("the training data loader yields no batches")

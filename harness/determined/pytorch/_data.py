@@ -1,0 +1,238 @@
+"""`det.pytorch.DataLoader` and the batch samplers that make training resumable and shardable.
+
+The torch loader is only built by `get_data_loader(repeat, skip, num_replicas, rank)`, which
+wraps the batch sampler as: base -> repeat (training) -> shard across ranks -> skip (resume).
+Shuffling uses a seed fixed when the DataLoader is constructed, with a fresh permutation per
+pass (seed + pass number), so "skip the first N batches" lands exactly where a run stopped.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Iterator, List, Optional, Sequence
+
+import numpy as np
+import torch
+import torch.utils.data
+
+
+class ReproducibleShuffleSampler(torch.utils.data.Sampler):
+    """A new permutation on every pass, determined by `seed` and the pass number."""
+
+    def __init__(self, data_source: Any, seed: int) -> None:
+        self._num_samples = len(data_source)
+        self._seed = seed
+        self._passes = 0
+
+    def __iter__(self) -> Iterator[int]:
+        generator = torch.Generator()
+        generator.manual_seed(self._seed + self._passes)
+        self._passes += 1
+        return iter(torch.randperm(self._num_samples, generator=generator).tolist())
+
+    def __len__(self) -> int:
+        return self._num_samples
+
+
+class RepeatBatchSampler(torch.utils.data.Sampler):
+    """Iterates the wrapped batch sampler forever; `len()` is one pass."""
+
+    def __init__(self, batch_sampler: Any) -> None:
+        self.batch_sampler = batch_sampler
+
+    def __iter__(self) -> Iterator[List[int]]:
+        while True:
+            empty = True
+            for batch in self.batch_sampler:
+                empty = False
+                yield batch
+            if empty:
+                raise ValueError("the training data loader yields no batches: cannot repeat an empty dataset")
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+
+class DistributedBatchSampler(torch.utils.data.Sampler):
+    """Rank r of n gets batches r, r+n, r+2n, ... of the wrapped batch sampler."""
+
+    def __init__(self, batch_sampler: Any, num_workers: int, rank: int) -> None:
+        if num_workers < 1 or not 0 <= rank < num_workers:
+            raise ValueError(f"DistributedBatchSampler: need 0 <= rank < num_workers, got rank={rank}, num_workers={num_workers}")
+        self.batch_sampler = batch_sampler
+        self.num_workers = num_workers
+        self.rank = rank
+
+    def __iter__(self) -> Iterator[List[int]]:
+        return itertools.islice(self.batch_sampler, self.rank, None, self.num_workers)
+
+    def __len__(self) -> int:
+        total = len(self.batch_sampler)
+        return total // self.num_workers + int(total % self.num_workers > self.rank)
+
+
+class SkipBatchSampler(torch.utils.data.Sampler):
+    """Drops the first `skip` batches (already trained before a checkpoint)."""
+
+    def __init__(self, batch_sampler: Any, skip: int) -> None:
+        if skip < 0:
+            raise ValueError(f"SkipBatchSampler: skip must be >= 0, got {skip}")
+        self.batch_sampler = batch_sampler
+        self.skip = skip
+
+    def __iter__(self) -> Iterator[List[int]]:
+        return itertools.islice(self.batch_sampler, self.skip, None)
+
+    def __len__(self) -> int:
+        return max(0, len(self.batch_sampler) - self.skip)
+
+
+def adapt_batch_sampler(
+    batch_sampler: Any, repeat: bool = False, skip: int = 0, num_replicas: int = 1, rank: int = 0
+) -> Any:
+    if repeat:
+        batch_sampler = RepeatBatchSampler(batch_sampler)
+    if num_replicas > 1:
+        batch_sampler = DistributedBatchSampler(batch_sampler, num_replicas, rank)
+    if skip > 0:
+        batch_sampler = SkipBatchSampler(batch_sampler, skip)
+    return batch_sampler
+
+
+def _reject_iterable(dataset: Any) -> None:
+    if isinstance(dataset, torch.utils.data.IterableDataset):
+        raise ValueError(
+            "det.pytorch.DataLoader does not accept an IterableDataset: Determined must index the "
+            "dataset to shard it across ranks and to skip already-trained batches on resume. Use a "
+            "map-style Dataset (with __getitem__ and __len__), or return a torch.utils.data.DataLoader "
+            "from build_*_data_loader and handle sharding yourself"
+        )
+
+
+class DataLoader:
+    """Same arguments as `torch.utils.data.DataLoader`; Determined builds the torch loader."""
+
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: Optional[int] = 1,
+        shuffle: bool = False,
+        sampler: Any = None,
+        batch_sampler: Any = None,
+        num_workers: int = 0,
+        collate_fn: Optional[Callable] = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Optional[Callable] = None,
+        multiprocessing_context: Any = None,
+        generator: Optional[torch.Generator] = None,
+        *,
+        prefetch_factor: Optional[int] = None,
+        persistent_workers: bool = False,
+    ) -> None:
+        _reject_iterable(dataset)
+        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
+            raise ValueError(
+                "DataLoader: batch_sampler is mutually exclusive with batch_size, shuffle, sampler and drop_last"
+            )
+        if sampler is not None and shuffle:
+            raise ValueError("DataLoader: sampler is mutually exclusive with shuffle=True")
+        if batch_sampler is None and batch_size is None:
+            raise ValueError("DataLoader: batch_size=None (no batching) is not supported; give a batch size")
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.num_workers = num_workers
+        self.collate_fn = collate_fn
+        self.pin_memory = pin_memory
+        self.drop_last = drop_last
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.generator = generator
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        # Fixed now (from the trial-seeded torch RNG or the given generator) so a resumed run
+        # sees the same permutations as the run it continues.
+        self._shuffle_seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator).item()) if shuffle else 0
+
+    def _base_batch_sampler(self) -> Any:
+        if self.batch_sampler is not None:
+            return self.batch_sampler
+        if self.sampler is not None:
+            sampler = self.sampler
+        elif self.shuffle:
+            sampler = ReproducibleShuffleSampler(self.dataset, self._shuffle_seed)
+        else:
+            sampler = torch.utils.data.SequentialSampler(self.dataset)
+        return torch.utils.data.BatchSampler(sampler, self.batch_size, self.drop_last)
+
+    def get_data_loader(
+        self, repeat: bool = False, skip: int = 0, num_replicas: int = 1, rank: int = 0
+    ) -> torch.utils.data.DataLoader:
+        batch_sampler = adapt_batch_sampler(self._base_batch_sampler(), repeat, skip, num_replicas, rank)
+        return torch.utils.data.DataLoader(
+            self.dataset,
+            batch_sampler=batch_sampler,
+            num_workers=self.num_workers,
+            collate_fn=self.collate_fn,
+            pin_memory=self.pin_memory,
+            timeout=self.timeout,
+            worker_init_fn=self.worker_init_fn,
+            multiprocessing_context=self.multiprocessing_context,
+            generator=self.generator,
+            prefetch_factor=self.prefetch_factor,
+            persistent_workers=self.persistent_workers,
+        )
+
+    def __len__(self) -> int:
+        """Batches in one pass over the whole dataset (before sharding)."""
+        return len(self._base_batch_sampler())
+
+
+def data_length(data: Any) -> int:
+    """The batch size of a batch: the length of its first tensor-like leaf."""
+    if isinstance(data, (torch.Tensor, np.ndarray)):
+        return len(data)
+    if isinstance(data, dict):
+        return data_length(next(iter(data.values())))
+    if isinstance(data, (list, tuple)) and data:
+        return data_length(data[0])
+    raise TypeError(
+        f"cannot tell the length of a batch of type {type(data).__name__}: override "
+        "get_batch_length(batch) in your PyTorchTrial"
+    )
+
+
+def to_device(data: Any, device: torch.device) -> Any:
+    """Move every tensor in a (nested) dict/list/tuple to `device`."""
+    if isinstance(data, torch.Tensor):
+        return data.to(device)
+    if isinstance(data, dict):
+        return {k: to_device(v, device) for k, v in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # namedtuple
+        return type(data)(*(to_device(v, device) for v in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(to_device(v, device) for v in data)
+    return data
+
+
+def batches_per_epoch(loader: Any) -> int:
+    try:
+        return len(loader)
+    except TypeError:
+        raise ValueError("the training data loader has no len(): Determined needs it to count epochs") from None
+
+
+__all__: Sequence[str] = [
+    "DataLoader",
+    "DistributedBatchSampler",
+    "RepeatBatchSampler",
+    "ReproducibleShuffleSampler",
+    "SkipBatchSampler",
+    "adapt_batch_sampler",
+    "data_length",
+    "to_device",
+]

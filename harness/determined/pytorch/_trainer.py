@@ -1,0 +1,176 @@
+"""`det.pytorch.Trainer`: train a `PyTorchTrial` on or off the master."""
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any, Optional
+
+from determined.pytorch._context import PyTorchTrialContext
+from determined.pytorch._controller import _PyTorchTrialController
+from determined.pytorch._trial import PyTorchTrial
+from determined.pytorch._units import Batch, Epoch, TrainUnit, never
+
+logger = logging.getLogger("determined.pytorch")
+
+CHECKPOINT_POLICIES = ("best", "all", "none")
+
+
+def _check_unit(name: str, unit: Any) -> TrainUnit:
+    if not isinstance(unit, (Batch, Epoch)):
+        raise TypeError(f"Trainer.fit({name}=...): expected det.pytorch.Batch(...) or Epoch(...), got {unit!r}")
+    return unit
+
+
+class Trainer:
+    """`Trainer(trial, context).fit(max_length=Epoch(1), ...)`."""
+
+    def __init__(self, trial: PyTorchTrial, context: PyTorchTrialContext) -> None:
+        if not isinstance(context, PyTorchTrialContext):
+            raise TypeError("Trainer(trial, context): context must come from det.pytorch.init()")
+        self._trial = trial
+        self._context = context
+        self._core = context._core
+        self._info = self._core.info
+        self._local_training = not context._managed_training
+
+    def configure_profiler(self, *args: Any, **kwargs: Any) -> None:
+        logger.error("Trainer.configure_profiler() is deprecated and does nothing; use fit(profiling_enabled=True)")
+
+    def fit(
+        self,
+        checkpoint_period: Optional[TrainUnit] = None,
+        validation_period: Optional[TrainUnit] = None,
+        max_length: Optional[TrainUnit] = None,
+        reporting_period: Optional[TrainUnit] = None,
+        checkpoint_policy: str = "best",
+        latest_checkpoint: Optional[str] = None,
+        step_zero_validation: bool = False,
+        test_mode: bool = False,
+        profiling_enabled: bool = False,
+        *,
+        _searcher_operations: bool = False,
+    ) -> None:
+        """Train until `max_length`, validating/checkpointing/reporting at the given periods.
+
+        Returns normally when training is done or when the trial must stop (preemption, stop
+        request); in the latter case a checkpoint was saved first.
+        """
+        checkpoint_period = _check_unit("checkpoint_period", checkpoint_period or never())
+        validation_period = _check_unit("validation_period", validation_period or never())
+        reporting_period = _check_unit("reporting_period", reporting_period or Batch(100))
+        if checkpoint_policy not in CHECKPOINT_POLICIES:
+            raise ValueError(f"Trainer.fit(checkpoint_policy={checkpoint_policy!r}): must be one of {', '.join(CHECKPOINT_POLICIES)}")
+        if test_mode and not self._local_training:
+            raise ValueError("Trainer.fit(test_mode=True) is only for local training, not for trials run by the master")
+        if self._local_training and checkpoint_policy == "best":
+            # Off the master there is no experiment-wide best to compare with.
+            checkpoint_policy = "all"
+
+        config = self._context.get_experiment_config()
+        searcher = config.get("searcher") or {}
+        use_operations = False
+        if max_length is None and not test_mode:
+            if not self._local_training and searcher.get("max_length") is not None:
+                if not _searcher_operations:
+                    warnings.warn(
+                        "Trainer.fit(max_length=None) falls back to the deprecated searcher.max_length; "
+                        "pass max_length=Batch(...) or Epoch(...)",
+                        FutureWarning,
+                        stacklevel=2,
+                    )
+                use_operations = True
+            else:
+                raise ValueError("Trainer.fit: max_length is required (e.g. max_length=det.pytorch.Epoch(1))")
+        if max_length is not None:
+            _check_unit("max_length", max_length)
+            if not isinstance(max_length.value, int):
+                raise TypeError(f"Trainer.fit(max_length={max_length!r}): the value must be an int, not a container")
+            _check_searcher_length(max_length, searcher)
+
+        if not self._local_training and latest_checkpoint is None and self._info.latest_checkpoint is not None:
+            logger.warning(
+                "Trainer.fit: this trial has a checkpoint to resume (%s) but latest_checkpoint was not "
+                "passed; pass latest_checkpoint=det.get_cluster_info().latest_checkpoint to resume",
+                self._info.latest_checkpoint,
+            )
+
+        controller = _PyTorchTrialController(
+            self._trial,
+            self._context,
+            checkpoint_period=checkpoint_period,
+            validation_period=validation_period,
+            reporting_period=reporting_period,
+            checkpoint_policy=checkpoint_policy,
+            latest_checkpoint=latest_checkpoint,
+            step_zero_validation=step_zero_validation,
+            test_mode=test_mode,
+            searcher_metric_name=searcher.get("metric") if isinstance(searcher.get("metric"), str) else None,
+            smaller_is_better=bool(searcher.get("smaller_is_better", True)),
+        )
+        profiling = profiling_enabled and not self._local_training
+        if profiling:
+            self._core.profiler.on()
+        try:
+            controller.setup()
+            if use_operations:
+                self._fit_searcher_operations(controller, searcher)
+            elif controller.train_until(max_length):
+                controller.finish()
+        finally:
+            if profiling:
+                self._core.profiler.off()
+            controller.shutdown()
+
+    def _fit_searcher_operations(self, controller: _PyTorchTrialController, searcher: dict) -> None:
+        """The master's searcher decides: train to each op's length, validate, report the metric.
+
+        This is how ASHA promotions work for Trial classes: each op's length is an absolute target
+        in the configured unit (the key of `searcher.max_length`).
+        """
+        unit_of = _length_unit(searcher, self._context)
+        # Progress is measured against the whole searcher length, not the current op's.
+        progress_of = TrainUnit._from_length(searcher["max_length"], _global_batch_size(self._context))
+        metric_name = controller.searcher_metric_name
+        for op in self._core.searcher.operations():
+            if not controller.train_until(unit_of(op.length), progress_of=progress_of):
+                return  # preempted or stop requested: checkpointed; the master resumes us later
+            metrics = controller.last_validation_metrics()
+            if metrics is None:
+                metrics = controller._validate()
+            if not controller._checkpoint_is_current():
+                controller._checkpoint()
+            if controller.is_chief:
+                if metric_name is None or metric_name not in metrics:
+                    raise RuntimeError(
+                        f"cannot report the searcher operation: searcher.metric {metric_name!r} is not among "
+                        f"the validation metrics {sorted(metrics)}"
+                    )
+                op.report_completed(metrics[metric_name])
+        controller.finish()
+
+
+def _global_batch_size(context: PyTorchTrialContext) -> Optional[int]:
+    value = (context._hparams or {}).get("global_batch_size")
+    return value if isinstance(value, int) else None
+
+
+def _length_unit(searcher: dict, context: PyTorchTrialContext) -> Any:
+    """Turn a searcher op length (a bare int in the configured unit) into a TrainUnit."""
+    max_length = searcher.get("max_length")
+    unit = next(iter(max_length)) if isinstance(max_length, dict) and len(max_length) == 1 else "batches"
+
+    def unit_of(length: int) -> TrainUnit:
+        return TrainUnit._from_values(**{unit: int(length)}, global_batch_size=_global_batch_size(context))
+
+    return unit_of
+
+
+def _check_searcher_length(max_length: TrainUnit, searcher: dict) -> None:
+    time_metric = searcher.get("time_metric")
+    if time_metric == "batches" and not isinstance(max_length, Batch):
+        logger.warning("max_length is %r but searcher.time_metric is 'batches': use Batch(...)", max_length)
+    elif time_metric == "epochs" and not isinstance(max_length, Epoch):
+        logger.warning("max_length is %r but searcher.time_metric is 'epochs': use Epoch(...)", max_length)
+    max_time = searcher.get("max_time")
+    if isinstance(max_time, int) and time_metric in ("batches", "epochs") and max_length.value != max_time:
+        logger.warning("max_length %r differs from searcher.max_time %d", max_length, max_time)

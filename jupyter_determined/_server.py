@@ -1,0 +1,175 @@
+"""The server extension: master_lite hosted inside the Jupyter server.
+
+The API is served under `<base_url>determined/api/v1/` by the same handlers as the standalone
+master (`master_lite.api.make_handlers` with jupyter_server's `APIHandler`), so users are
+authenticated by Jupyter (token, cookie, XSRF) and trials by their session tokens.
+
+Settings are the traits of `master_lite.MasterLite` (`c.MasterLite.root_dir`, `cpu_slots`,
+`resource_manager`, ...): the app is created with the server as its parent, so
+`jupyter_server_config.py` and `--MasterLite.cpu_slots=4` on the command line both apply.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import tornado.httpserver
+import tornado.netutil
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.application import ExtensionApp
+from jupyter_server.utils import url_path_join
+
+URL_SEGMENT = "determined"  # the API lives under <base_url>determined/api/v1
+
+
+def user_is_logged_in(handler: Any) -> bool:
+    """Jupyter's own authentication (token, cookie) accepted as the master's user."""
+    return handler.current_user is not None
+
+
+def _local_connection_url(serverapp: Any) -> str:
+    """connection_url names the host name on a wildcard ip; trials run here: use loopback."""
+    host = serverapp.ip
+    if host in ("", "0.0.0.0", "*"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "[::1]"
+    elif ":" in host:
+        host = f"[{host}]"
+    scheme = "https" if serverapp.certfile else "http"
+    return f"{scheme}://{host}:{serverapp.port}{serverapp.base_url}"
+
+
+class DeterminedServerExtension(ExtensionApp):
+    """Hosts the Determined master in the Jupyter server (see the module docstring)."""
+
+    name = "jupyter_determined"
+    load_other_extensions = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.master_app: Any = None  # master_lite.MasterLite, holds the settings
+        self.master: Any = None  # master_lite._master.Master
+        self.master_url: str | None = None
+        self._started: asyncio.Future | None = None
+        self._wrote_master_json = False
+
+    # --- loading (synchronous, before the event loop serves requests) ---------------------------
+
+    def initialize_settings(self) -> None:
+        from master_lite import MasterLite
+        from master_lite._master import Master
+
+        serverapp = self.serverapp
+        self.master_app = MasterLite(parent=serverapp)
+        Path(self.master_app.root_dir).mkdir(parents=True, exist_ok=True)
+        # The master's user token is Jupyter's token when there is one, so the token printed
+        # in the server's URL also works as DET_MASTER_TOKEN for `det` in another shell.
+        jupyter_token = getattr(serverapp.identity_provider, "token", "") or None
+        self.master = Master(self.master_app.root_dir, cpu_slots=self.master_app.cpu_slots,
+                             context_size_limit=self.master_app.context_size_limit,
+                             resource_manager=self.master_app.resource_manager,
+                             preemption_grace_seconds=self.master_app.preemption_grace_seconds,
+                             user_token=jupyter_token)
+        self.master_url = url_path_join(_local_connection_url(serverapp), URL_SEGMENT).rstrip("/")
+        self.settings["determined_master"] = self.master
+        # Kernels and terminals started from now on inherit these: notebooks find the master
+        # with no configuration. (Trials never see DET_MASTER_TOKEN: the runner drops it.)
+        os.environ["DET_MASTER"] = self.master_url
+        os.environ["DET_MASTER_TOKEN"] = self.master.user_token
+
+    def initialize_handlers(self) -> None:
+        from master_lite.api import make_handlers, max_body_bytes
+
+        prefix = url_path_join(self.serverapp.base_url, URL_SEGMENT).rstrip("/")
+        handlers = make_handlers(self.master, prefix, base_handler=APIHandler,
+                                 user_auth=user_is_logged_in,
+                                 context_size_limit=self.master_app.context_size_limit)
+        self.serverapp.web_app.add_handlers(".*$", handlers)
+        self._raise_body_limits(max_body_bytes(self.master_app.context_size_limit))
+        # The start hook only runs under `ServerApp.start()`; scheduling the start here also
+        # covers servers driven another way (pytest-jupyter starts no hooks).
+        self.serverapp.io_loop.add_callback(self.ensure_started)
+
+    def _raise_body_limits(self, body_limit: int) -> None:
+        """Contexts arrive base64 in JSON: let the server read bodies up to the API's limit so
+        the API can answer 413 with a message instead of a dropped connection."""
+        ceiling = 2 * body_limit
+        settings = self.serverapp.tornado_settings
+        for key in ("max_body_size", "max_buffer_size"):
+            if settings.get(key, 0) < ceiling:
+                settings[key] = ceiling
+        server = getattr(self.serverapp, "http_server", None)
+        if server is not None:
+            server.max_body_size = max(server.max_body_size or 0, ceiling)
+            server.max_buffer_size = max(server.max_buffer_size or 0, ceiling)
+
+    # --- starting and stopping (on the event loop) ---------------------------------------------
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        await self.ensure_started()
+
+    async def ensure_started(self) -> None:
+        """Start the master once (recovering experiments from the store); idempotent."""
+        if self._started is None:
+            self._started = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._started)
+
+    async def _start(self) -> None:
+        self.master_app.url = self.master_url
+        self.master_app._check_not_running()  # a standalone master-lite on the same root dir
+        await self.master.start(self.master_url)
+        self.master_app._write_master_json(self.master.user_token)
+        self._wrote_master_json = True
+        self.log.info("jupyter_determined | master serving %s/api/v1 from %s",
+                      self.master_url, self.master_app.root_dir)
+
+    async def stop_extension(self) -> None:
+        """Pause running trials (they checkpoint through the API), then close the store.
+
+        The server stops listening before it asks extensions to stop; while trials save
+        their checkpoints the API is served again on the same port.
+        """
+        if self._started is None:
+            return
+        try:
+            await asyncio.shield(self._started)
+        except Exception:  # it never started: nothing to stop
+            return
+        interim = self._serve_during_shutdown()
+        try:
+            await self.master.stop(pause_running=True)
+        finally:
+            if interim is not None:
+                interim.stop()
+                try:
+                    await asyncio.wait_for(interim.close_all_connections(), 5)
+                except asyncio.TimeoutError:
+                    pass
+            if self._wrote_master_json:
+                self.master_app._remove_master_json()
+        self.log.info("jupyter_determined | master stopped; running trials were paused")
+
+    def _serve_during_shutdown(self) -> tornado.httpserver.HTTPServer | None:
+        serverapp = self.serverapp
+        if not getattr(serverapp, "_stopping", False) or serverapp.sock:
+            return None
+        try:
+            sockets = tornado.netutil.bind_sockets(serverapp.port, address=serverapp.ip or None)
+        except OSError:  # still listening (the server was not stopped by a signal): fine
+            return None
+        server = tornado.httpserver.HTTPServer(serverapp.web_app)
+        server.add_sockets(sockets)
+        return server
+
+
+def master_info(serverapp: Any) -> dict:
+    """`{"url", "token"}` of the master hosted by `serverapp` (for tests and tools)."""
+    point = serverapp.extension_manager.extension_points["jupyter_determined"]
+    extension: DeterminedServerExtension = point.app
+    return {"url": extension.master_url, "token": extension.master.user_token}
+
+
+__all__ = ["DeterminedServerExtension", "URL_SEGMENT", "master_info", "user_is_logged_in"]

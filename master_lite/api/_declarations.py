@@ -1,0 +1,81 @@
+"""The vocabulary of the route table: routes, their operations, parameters and trial scopes.
+
+One `Operation` per (path, method) says everything the handler pipeline, the auth check and the
+OpenAPI document need; `_routes.py` holds the table itself.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from collections.abc import Callable
+from typing import Any
+
+
+class TrialScope(str, enum.Enum):
+    """What a trial token may touch through one operation (None in a route = user token only)."""
+
+    TRIAL = "trial"  # the path's {trial_id} is the token's trial
+    ALLOCATION = "allocation"  # the path's {allocation_id} is the token's allocation
+    EXPERIMENT = "experiment"  # the path's {experiment_id} is the token's experiment
+    CHECKPOINT_READ = "checkpoint_read"  # a checkpoint of its experiment or its warm-start source
+    CHECKPOINT_REPORT = "checkpoint_report"  # the body's trialId/allocationId are the token's
+    CHECKPOINT_DELETE = "checkpoint_delete"  # every listed checkpoint belongs to its experiment
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A query parameter: parsed and checked before the handler runs (400 names it)."""
+
+    name: str
+    kind: str  # "integer" | "number" | "boolean" | "string" | "csv"
+    description: str
+    default: Any = None
+    enum: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Operation:
+    """One method of one route: everything the handler, the auth check and OpenAPI need."""
+
+    summary: str
+    response: dict  # JSON schema of the success body (OpenAPI flavour)
+    status: int = 200
+    trial_scope: TrialScope | None = None
+    auth: bool = True
+    query: tuple[Param, ...] = ()
+    request: dict | None = None  # JSON schema of the body; validated before the handler runs
+    content_type: str = "application/json"
+    description: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class PathParam:
+    name: str
+    regex: str
+    schema: dict
+    convert: Callable[[str], Any] = str
+    description: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    path: str  # OpenAPI template below /api/v1, e.g. "/trials/{trial_id}/logs"
+    handler: type
+    operations: dict[str, Operation]  # lower-case method -> operation
+    params: tuple[PathParam, ...] = ()
+
+    def tornado_pattern(self) -> str:
+        """The path as a tornado regex: literal parts escaped, each {param} a named group."""
+        regexes = {param.name: param.regex for param in self.params}
+        pattern = ""
+        for literal, name in re.findall(r"([^{]*)(?:\{(\w+)\})?", self.path):
+            pattern += re.escape(literal)
+            if name:
+                pattern += f"(?P<{name}>{regexes[name]})"
+        return pattern
+
+
+__all__ = ["TrialScope", "Param", "Operation", "PathParam", "Route"]
