@@ -35,6 +35,14 @@ def load_ipython_extension(ipython: Any) -> None:
     register_magics(ipython)
 
 
+def notebook_submitted(experiment_id: int, *, show_widget: bool = True) -> Exception:
+    """For the Native API in a notebook: shows the widget, returns the exception to raise so
+    the cell stops with one line (no traceback) and later cells do not run."""
+    from jupyter_determined._magics import notebook_submitted as submitted
+
+    return submitted(experiment_id, show_widget=show_widget)
+
+
 def show_experiment(experiment_id: int, **kwargs: Any) -> Any:
     """Display (and return) the live widget of one experiment."""
     from jupyter_determined._widgets import show_experiment as show
@@ -43,4 +51,4 @@ def show_experiment(experiment_id: int, **kwargs: Any) -> Any:
 
 
 __all__ = ["ExportedScript", "NotebookExportError", "cells_to_script", "current_notebook_script",
-           "export_notebook_script", "load_ipython_extension", "show_experiment"]
+           "export_notebook_script", "load_ipython_extension", "notebook_submitted", "show_experiment"]

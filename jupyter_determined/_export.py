@@ -55,7 +55,8 @@ class ExportedScript:
 
     def notebook_field(self) -> dict:
         """The `notebook` field of POST /experiments."""
-        return {"path": self.notebook_path, "cell_ids": self.cell_ids, "script": self.script}
+        field = {"path": self.notebook_path, "cell_ids": self.cell_ids, "script": self.script}
+        return {key: value for key, value in field.items() if value is not None}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,9 +377,18 @@ def _select(cells: list[dict], index: int, which: Which) -> list[dict]:
     return cells
 
 
-def current_notebook_cells(ipython: Any = None, *, which: Which = "all",
-                           ) -> tuple[list[dict], str | None, str, list[str]]:
-    """(cells, notebook path, source kind, warnings) of the running kernel's notebook."""
+@dataclasses.dataclass
+class NotebookCells:
+    cells: list[dict]
+    notebook_path: str | None
+    source: str  # "frontend" | "file" | "history"
+    current_cell_id: str | None
+    notes: list[str]
+
+
+def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> NotebookCells:
+    """The running kernel's notebook: its cells (selected by `which`), path, and where they
+    came from, with notes on anything the export could not honour."""
     if ipython is None:
         from IPython import get_ipython
 
@@ -396,7 +406,8 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all",
         cells = list(snapshot["cells"])
         index = _locate(cells, cell_id, current_source)
         if index is not None:
-            return _select(cells, index, which), snapshot.get("path"), "frontend", notes
+            return NotebookCells(_select(cells, index, which), snapshot.get("path"), "frontend",
+                                 cells[index].get("id"), notes)
 
     path = _notebook_path(ipython)
     if path and os.path.isfile(path):
@@ -412,7 +423,8 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all",
                 if which != "above_current" and current_source is not None:
                     # The running cell as it ran, even if the file holds an older version.
                     selected[index] = {**selected[index], "source": current_source}
-                return selected, str(Path(path).absolute()), "file", notes
+                return NotebookCells(selected, str(Path(path).absolute()), "file",
+                                     cells[index].get("id"), notes)
             notes.append(f"the running cell is not in the saved notebook {path} (unsaved "
                          "changes?): exporting the kernel's input history instead (save the "
                          "notebook to honour det-skip tags and export cells in notebook order)")
@@ -421,22 +433,26 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all",
                      "the kernel's input history (the cells that ran, in the order they ran)")
     cells = [{"cell_type": "code", "source": source, "id": f"history-{number}"}
              for number, source in enumerate(history, start=1)]
+    current_id = cells[-1]["id"] if cells else None
     if which == "above_current":
         cells = cells[:-1]
     elif which == "all":
         notes.append("cells that have not run yet are not in the kernel's history, so they are "
                      "not part of the experiment")
-    return cells, path, "history", notes
+    return NotebookCells(cells, path, "history", current_id, notes)
 
 
 def current_notebook_export(ipython: Any = None, *, which: Which = "all",
-                            training_code: str | None = None,
-                            training_cell_id: str | None = None) -> ExportedScript:
-    cells, path, kind, notes = current_notebook_cells(ipython, which=which)
-    exported = cells_to_script(cells, training_code=training_code,
-                               training_cell_id=training_cell_id, notebook_path=path,
-                               origin=path or "the kernel's input history", source=kind)
-    exported.warnings[:0] = notes
+                            training_code: str | None = None) -> ExportedScript:
+    """The running notebook as a script; `training_code` (a `%%det_submit` body) goes last,
+    recorded under the running cell's id."""
+    found = current_notebook_cells(ipython, which=which)
+    exported = cells_to_script(found.cells, training_code=training_code,
+                               training_cell_id=found.current_cell_id if training_code is not None
+                               else None, notebook_path=found.notebook_path,
+                               origin=found.notebook_path or "the kernel's input history",
+                               source=found.source)
+    exported.warnings[:0] = found.notes
     return exported
 
 
@@ -455,6 +471,6 @@ def current_notebook_script(*, which: Which = "all", warn: bool = True,
     return exported.as_tuple()
 
 
-__all__ = ["COMM_TARGET", "ExportedScript", "NotebookExportError", "SKIP_TAG", "cells_to_script",
+__all__ = ["COMM_TARGET", "ExportedScript", "NotebookCells", "NotebookExportError", "SKIP_TAG", "cells_to_script",
            "convert_cell", "current_notebook_cells", "current_notebook_export",
            "current_notebook_script", "export_notebook_script", "frontend_notebook"]

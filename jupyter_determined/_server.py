@@ -119,9 +119,9 @@ class DeterminedServerExtension(ExtensionApp):
 
     async def _start(self) -> None:
         self.master_app.url = self.master_url
-        self.master_app._check_not_running()  # a standalone master-lite on the same root dir
+        self.master_app.check_not_running()  # a standalone master-lite on the same root dir
         await self.master.start(self.master_url)
-        self.master_app._write_master_json(self.master.user_token)
+        self.master_app.write_master_json(self.master.user_token)
         self._wrote_master_json = True
         self.log.info("jupyter_determined | master serving %s/api/v1 from %s",
                       self.master_url, self.master_app.root_dir)
@@ -149,7 +149,7 @@ class DeterminedServerExtension(ExtensionApp):
                 except asyncio.TimeoutError:
                     pass
             if self._wrote_master_json:
-                self.master_app._remove_master_json()
+                self.master_app.remove_master_json()
         self.log.info("jupyter_determined | master stopped; running trials were paused")
 
     def _serve_during_shutdown(self) -> tornado.httpserver.HTTPServer | None:

@@ -144,6 +144,7 @@ class ExperimentWidget(widgets.VBox):
         self.activate_button.on_click(lambda _: self.action("activate"))
         self.kill_button.on_click(lambda _: self.action("kill"))
         self._lock = threading.RLock()
+        self._trial_ids: set[int] = set()
         self._follower: threading.Thread | None = None
         self._stop = threading.Event()
         self._display_id = f"det-experiment-{experiment_id}-{uuid.uuid4().hex[:8]}"
@@ -168,6 +169,7 @@ class ExperimentWidget(widgets.VBox):
     def apply_trial(self, trial: dict) -> None:
         with self._lock:
             key = str(trial["id"])
+            self._trial_ids.add(int(trial["id"]))
             row = dict(self.trials.get(key) or {})
             row.update({"id": trial["id"], "state": trial.get("state"),
                         "hparams": trial.get("hparams") or {},
@@ -215,6 +217,18 @@ class ExperimentWidget(widgets.VBox):
             self.apply_metric(payload)
         elif event_type == "log":
             self.apply_log(payload)
+
+    def concerns(self, event_type: str, payload: dict) -> bool:
+        """Whether an event of the master's whole stream is about this experiment.
+
+        The stream is not filtered by experiment on the server: its `experiment_id` filter
+        drops metric and log events, which carry only a trial id. Trial events come first
+        (a trial is announced before it runs), so its metrics and logs are recognised."""
+        if event_type == "experiment":
+            return payload.get("id") == self.experiment_id
+        if payload.get("experiment_id") is not None:
+            return payload.get("experiment_id") == self.experiment_id
+        return payload.get("trial_id") in self._trial_ids
 
     @property
     def finished(self) -> bool:
@@ -354,11 +368,12 @@ class ExperimentWidget(widgets.VBox):
                 self.load()
                 if self.finished:
                     break
-                params = {"experiment_id": self.experiment_id,
-                          "types": "experiment,trial,metric,log"}
+                params = {"types": "experiment,trial,metric,log"}
                 for event_type, payload in self._session().events(params):
                     if self._stop.is_set():
                         return
+                    if not self.concerns(event_type, payload):
+                        continue
                     self.apply_event(event_type, payload)
                     if event_type == "experiment" and self.finished:
                         break

@@ -13,6 +13,7 @@ Exit semantics (spec §1.11), decided by the allocation's *end intent*:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import logging
@@ -21,6 +22,7 @@ import shutil
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from determined.common.states import TERMINAL_TRIAL_STATES, ExperimentState, TrialState
@@ -42,6 +44,22 @@ def _op_kind(op: Any) -> str:
 
 
 class TrialLifecycle:
+    # -- atomic state changes -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def _atomic(self) -> Iterator[None]:
+        """One store transaction around a state change and everything it causes (searcher
+        events, its snapshot, trial states), so a master killed at any instant leaves the store
+        before or after the change, never half-way. Launching processes is a side effect the
+        store cannot roll back: it is deferred until the outermost transaction committed."""
+        self._atomic_depth += 1
+        try:
+            with self.store.transaction():
+                yield
+        finally:
+            self._atomic_depth -= 1
+        if self._atomic_depth == 0 and self._scheduling_deferred:
+            self._run_scheduler()
+
     # -- change notification for long polls ---------------------------------------------------
     def _notify(self, key: tuple) -> None:
         event = self._changed.pop(key, None)
@@ -65,14 +83,15 @@ class TrialLifecycle:
         if searcher is None:
             return
         ops: list = []
-        for method, args in calls:
-            try:
-                ops.extend(getattr(searcher, method)(*args) or [])
-            except Exception as exc:  # a searcher error ends the experiment, like Determined's
-                self._apply_operations(exp_id, ops)
-                self._fail_experiment(exp_id, f"searcher error in {method}: {exc}")
-                return
-        self._apply_operations(exp_id, ops)
+        with self._atomic():
+            for method, args in calls:
+                try:
+                    ops.extend(getattr(searcher, method)(*args) or [])
+                except Exception as exc:  # a searcher error ends the experiment, like Determined's
+                    self._apply_operations(exp_id, ops)
+                    self._fail_experiment(exp_id, f"searcher error in {method}: {exc}")
+                    return
+            self._apply_operations(exp_id, ops)
 
     def _save_searcher(self, exp_id: int) -> None:
         searcher = self._searchers.get(exp_id)
@@ -114,10 +133,12 @@ class TrialLifecycle:
         experiment = self.store.get("experiments", exp_id)
         state = TrialState.ACTIVE if experiment["state"] == ExperimentState.ACTIVE \
             else TrialState.PAUSED
+        # A warm start: the trial's first run gets the source as DET_LATEST_CHECKPOINT.
+        checkpoint = getattr(op, "checkpoint", None) or experiment["warm_start_checkpoint"]
         trial_id = self.store.insert(
             "trials", experiment_id=exp_id, request_id=op.request_id, state=str(state),
             hparams=op.hparams, seed=op.trial_seed, start_time=time.time(),
-            latest_checkpoint=getattr(op, "checkpoint", None))
+            latest_checkpoint=checkpoint)
         self._publish_trial(trial_id)
         return trial_id
 
@@ -168,6 +189,10 @@ class TrialLifecycle:
     def _run_scheduler(self) -> None:
         if self._stopping or self._closed:
             return
+        if self._atomic_depth:
+            self._scheduling_deferred = True
+            return
+        self._scheduling_deferred = False
         for grant in self.scheduler.schedule():
             trial_id = int(grant.request.allocation_key.split("-", 1)[1])
             try:
@@ -227,7 +252,11 @@ class TrialLifecycle:
         steps = 0
         if checkpoint:
             row = self.store.get("checkpoints", checkpoint, key_column="uuid")
-            steps = row["steps_completed"] if row else trial["steps_completed"]
+            if row is None:
+                steps = trial["steps_completed"]
+            elif row["trial_id"] == trial["id"]:
+                steps = row["steps_completed"]
+            # else: a warm start from another trial's checkpoint begins at step 0
         env = dict(os.environ)
         env.pop("DET_MASTER_TOKEN", None)
         env.pop("DET_LATEST_CHECKPOINT", None)
@@ -258,6 +287,9 @@ class TrialLifecycle:
         })
         if checkpoint:
             env["DET_LATEST_CHECKPOINT"] = checkpoint
+        # Distinct rendezvous ports per allocation: two multi-slot trials on one host must not
+        # meet on torchrun's or DistributedContext's default ports.
+        env.update(self.ports.trial_ports(allocation_id, live=self._allocations))
         env.update(_config_environment_variables(config, gpu=bool(gpus)))
         return env
 
@@ -351,19 +383,21 @@ class TrialLifecycle:
         trial_id = allocation["trial_id"]
         self._trial_allocation.pop(trial_id, None)
         self.scheduler.release(allocation["key"])
-        with self.store.transaction():
-            self.store.update("allocations", allocation_id, state="ENDED", end_time=time.time(),
-                              exit_code=exit_code)
-            self.store.execute("DELETE FROM trial_tokens WHERE allocation_id = ?",
-                               (allocation_id,))
-        self._master_log(trial_id, f"{allocation_id} exited with code {exit_code}")
-        self._notify(("allocation", allocation_id))
         try:
-            self._handle_trial_exit(trial_id, allocation, exit_code)
-            trial = self.store.get("trials", trial_id)
-            self._maybe_finish_experiment(trial["experiment_id"])
+            # The run's end, the trial's new state and what the searcher makes of it commit
+            # together: a crash in between would otherwise lose the searcher's event.
+            with self._atomic():
+                self.store.update("allocations", allocation_id, state="ENDED",
+                                  end_time=time.time(), exit_code=exit_code)
+                self.store.execute("DELETE FROM trial_tokens WHERE allocation_id = ?",
+                                   (allocation_id,))
+                self._master_log(trial_id, f"{allocation_id} exited with code {exit_code}")
+                self._handle_trial_exit(trial_id, allocation, exit_code)
+                trial = self.store.get("trials", trial_id)
+                self._maybe_finish_experiment(trial["experiment_id"])
         except Exception:  # keep scheduling the others; the traceback goes to the master log
             logger.exception("while handling the exit of %s", allocation_id)
+        self._notify(("allocation", allocation_id))
         self._run_scheduler()
 
     def _handle_trial_exit(self, trial_id: int, allocation: dict, exit_code: int) -> None:
@@ -381,7 +415,10 @@ class TrialLifecycle:
             self._end_trial(trial, TrialState.COMPLETED, exit_code)
             if trial["early_exit"] != "INVALID_HP":  # the searcher already heard about it
                 self._searcher_event(exp_id, "on_trial_closed", trial["request_id"])
-        elif intent in ("pause", "master-stop") or (exit_code == 0 and allocation["acked"]):
+        elif intent in ("pause", "master-stop") or (
+                exit_code == 0 and allocation["acked"] and trial["op_queue"]):
+            # Out of ops when it asked, but the searcher has given it more since (a promotion
+            # that came while it was exiting): run it again from its latest checkpoint.
             self._requeue_or_pause(trial, experiment)
         elif exit_code == 0:
             self._end_trial(trial, TrialState.COMPLETED, exit_code)
@@ -467,6 +504,10 @@ class TrialLifecycle:
             changes["end_time"] = time.time()
         self.store.update("experiments", exp_id, **changes)
         self._publish_experiment(exp_id)
+        if ended:
+            # After the current change has committed: GC deletes files, which no rollback
+            # could bring back.
+            self._loop.call_soon(self._collect_checkpoint_garbage)
 
     def _update_experiment_progress(self, exp_id: int) -> None:
         searcher = self._searchers.get(exp_id)

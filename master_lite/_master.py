@@ -3,11 +3,13 @@
 All methods run on the event loop thread (tornado's IOLoop is an asyncio loop). Returned dicts
 are exactly the JSON objects of docs/rest-api.md.
 
-Recovery after a master restart (`start`): allocations still marked running in the store belong
-to the previous master. Their process groups, if still alive, are killed — we cannot re-attach
-to their pipes or hand them fresh tokens — and their trials are resumed from their latest
-checkpoints, with the searcher restored from its snapshot. Work since the last checkpoint is
-redone; nothing that was acknowledged (metrics, checkpoints, searcher events) is lost.
+Recovery after a master restart (`start`, see docs/fault-tolerance.md): allocations still marked
+running in the store belong to the previous master. Their processes, if still alive, are found by
+their session token and killed — we cannot re-attach to their pipes — and their trials are
+resumed from their latest checkpoints, with the searcher restored from its snapshot. Every state
+change commits in one transaction with the searcher events it causes, so the store is never
+half-way through one. Work since the last checkpoint is redone; the redone metric reports
+replace the earlier ones, so nothing acknowledged is lost or duplicated.
 """
 from __future__ import annotations
 
@@ -20,44 +22,55 @@ from pathlib import Path
 from typing import Any
 
 from determined.common.states import (TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES,
-                                      ExperimentState, TrialState)
+                                      CheckpointState, ExperimentState, TrialState)
 
 from master_lite import _auth, _reports, _serialize, errors
 from master_lite._events import EventBus
+from master_lite._gc import CheckpointGC
+from master_lite._recovery import MasterRecovery
 from master_lite._logwriter import LogWriter
 from master_lite._lifecycle import TrialLifecycle, searcher_module
 from master_lite._trial_reports import TrialReports
 from master_lite.scheduler import GPU, LocalRunner, Scheduler, discover_gpus, fake_gpus
-from master_lite.scheduler import kill_orphaned_group, process_group_alive
+from master_lite.scheduler import PortAllocator, RayCluster, RayRunner
 from master_lite.store import Store
 
 DEFAULT_CONTEXT_LIMIT = 96 * 1024 * 1024
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 
 
-class Master(TrialReports, TrialLifecycle):
+class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
     def __init__(self, root_dir: str | os.PathLike, *, cpu_slots: int = 2,
                  gpus: list[GPU] | int | None = None,
                  context_size_limit: int = DEFAULT_CONTEXT_LIMIT,
                  resource_manager: str = "local", user_token: str | None = None,
                  preemption_grace_seconds: float = 30.0, terminate_grace_seconds: float = 10.0,
-                 cluster_id: str = "master-lite") -> None:
-        if resource_manager != "local":
-            raise ValueError(f"resource_manager: only 'local' is supported, got "
+                 cluster_id: str = "master-lite", ray_address: str | None = None) -> None:
+        if resource_manager not in ("local", "ray"):
+            raise ValueError(f"resource_manager: expected 'local' or 'ray', got "
                              f"{resource_manager!r}")
+        self.resource_manager = resource_manager
         self.root_dir = Path(root_dir).absolute()
         self.user_token = user_token or _auth.new_user_token()
         self.context_size_limit = context_size_limit
         self.preemption_grace_seconds = preemption_grace_seconds
         self.terminate_grace_seconds = terminate_grace_seconds
         self.cluster_id = cluster_id
-        if gpus is None:
+        self.ray_cluster = None
+        if resource_manager == "ray":
+            # Ray places runs on its nodes' GPUs; the scheduler only counts the cluster's slots.
+            self.ray_cluster = RayCluster.connect(ray_address)
+            ray_slots = self.ray_cluster.slots()
+            gpus = []
+            cpu_slots = ray_slots.count
+        elif gpus is None:
             gpus = discover_gpus()
         elif isinstance(gpus, int):
             gpus = fake_gpus(gpus)
         self.gpus: list[GPU] = list(gpus)
         slot_ids = [g.index for g in self.gpus] if self.gpus else list(range(cpu_slots))
         self.scheduler = Scheduler(slot_ids)
+        self.ports = PortAllocator()
         self.events = EventBus()
         self.master_url = ""
         self.store: Store = None  # type: ignore[assignment]  # opened by start()
@@ -70,6 +83,8 @@ class Master(TrialReports, TrialLifecycle):
         self._grace_timers: dict[str, asyncio.TimerHandle] = {}
         self._stopping = False
         self._closed = True
+        self._atomic_depth = 0
+        self._scheduling_deferred = False
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, master_url: str) -> None:
@@ -82,46 +97,16 @@ class Master(TrialReports, TrialLifecycle):
         self._log_writer = LogWriter(self._store_logs)
         # Exits arrive on a waiter thread; they go through the log writer so that they reach
         # the loop only after the run's last lines are stored.
-        self.runner = LocalRunner(log_sink=self._log_writer.submit,
-                                  on_exit=self._exit_observed)
+        if self.ray_cluster is not None:
+            self.runner = RayRunner(self.ray_cluster, log_sink=self._log_writer.submit,
+                                    on_exit=self._exit_observed,
+                                    use_gpus=self.ray_cluster.slots().kind == "gpu")
+        else:
+            self.runner = LocalRunner(log_sink=self._log_writer.submit,
+                                      on_exit=self._exit_observed)
         self._closed = False
         self._stopping = False
         self._recover()
-
-    def _recover(self) -> None:
-        for allocation in self.store.select("allocations", "end_time IS NULL", order="id"):
-            if allocation["pgid"] and process_group_alive(allocation["pgid"]):
-                kill_orphaned_group(allocation["pgid"], allocation["id"])
-            self.store.update("allocations", allocation["id"], state="ENDED",
-                              end_time=time.time(), end_intent="master-stop")
-            self._master_log(allocation["trial_id"], f"{allocation['id']} was running when the "
-                             "master stopped: it will resume from its latest checkpoint")
-        self.store.execute("DELETE FROM trial_tokens")
-        module = None
-        for experiment in self.store.select("experiments", "state NOT IN (?, ?, ?)",
-                                            [str(s) for s in TERMINAL_EXPERIMENT_STATES]):
-            exp_id = experiment["id"]
-            module = module or searcher_module()
-            if experiment["searcher_snapshot"] is not None:
-                self._searchers[exp_id] = module.restore_searcher(
-                    experiment["config"], experiment["searcher_snapshot"])
-            else:
-                self._searchers[exp_id] = module.make_searcher(experiment["config"])
-            for trial in self.store.select("trials", "experiment_id = ?", (exp_id,)):
-                state = trial["state"]
-                if state == TrialState.STOPPING_COMPLETED:
-                    self._end_trial(trial, TrialState.COMPLETED, None)
-                    self._searcher_event(exp_id, "on_trial_closed", trial["request_id"])
-                elif state in (TrialState.STOPPING_CANCELED, TrialState.STOPPING_KILLED):
-                    self._end_trial(trial, TrialState.CANCELED, None)
-                elif state == TrialState.STOPPING_ERROR:
-                    self._end_trial(trial, TrialState.ERROR, None)
-                elif state == TrialState.PAUSED and experiment["state"] == ExperimentState.ACTIVE:
-                    self.store.update("trials", trial["id"], state=str(TrialState.ACTIVE))
-                    self._schedule_trial(trial["id"])
-                elif state == TrialState.ACTIVE:
-                    self._schedule_trial(trial["id"])
-            self._maybe_finish_experiment(exp_id)
 
     async def stop(self, pause_running: bool = True) -> None:
         """Preempt every run (they checkpoint and exit as PAUSED) and close the store."""
@@ -199,21 +184,56 @@ class Master(TrialReports, TrialLifecycle):
             searcher = module.make_searcher(expanded)
         except ValueError as exc:
             raise errors.InvalidRequest(f"searcher: {exc}", [f"searcher: {exc}"]) from exc
+        warm_start = self._warm_start_checkpoint(expanded.get("searcher") or {})
         if context_hash is not None:
             self._save_context(context_hash, context)
         state = ExperimentState.ACTIVE if activate else ExperimentState.PAUSED
-        exp_id = self.store.insert(
-            "experiments", name=str(expanded.get("name") or "Experiment"),
-            description=expanded.get("description") or "",
-            labels=list(expanded.get("labels") or []),
-            state=str(state), archived=int(bool(archived)), config=expanded,
-            original_config=original_text, context_hash=context_hash, notebook=notebook,
-            parent_id=parent_id, start_time=time.time())
-        self._searchers[exp_id] = searcher
-        self._publish_experiment(exp_id)
-        self._searcher_event(exp_id, "initial_operations")
-        self._save_searcher(exp_id)
+        # The experiment, its first trials and the searcher's snapshot appear together.
+        with self._atomic():
+            exp_id = self.store.insert(
+                "experiments", name=str(expanded.get("name") or "Experiment"),
+                description=expanded.get("description") or "",
+                labels=list(expanded.get("labels") or []),
+                state=str(state), archived=int(bool(archived)), config=expanded,
+                original_config=original_text, context_hash=context_hash, notebook=notebook,
+                parent_id=parent_id, start_time=time.time(), warm_start_checkpoint=warm_start)
+            self._searchers[exp_id] = searcher
+            self._publish_experiment(exp_id)
+            self._searcher_event(exp_id, "initial_operations")
+            self._save_searcher(exp_id)
         return self.get_experiment(exp_id, with_config=False)
+
+    def _warm_start_checkpoint(self, searcher_config: dict) -> str | None:
+        """The checkpoint every trial of a new experiment starts from, checked now: a source
+        that does not exist is an error at creation, naming the field."""
+        uuid = searcher_config.get("source_checkpoint_uuid")
+        trial_id = searcher_config.get("source_trial_id")
+        if uuid is not None and trial_id is not None:
+            message = ("searcher.source_trial_id and searcher.source_checkpoint_uuid: set at "
+                       "most one (the warm start comes from one checkpoint)")
+            raise errors.InvalidRequest(message, [message])
+        if uuid is not None:
+            row = self.store.get("checkpoints", str(uuid), key_column="uuid")
+            if row is None or row["state"] != CheckpointState.COMPLETED:
+                why = "does not exist" if row is None else f"is {row['state']}"
+                message = (f"searcher.source_checkpoint_uuid: checkpoint {uuid} {why} "
+                           "(pick one from `det checkpoint list`)")
+                raise errors.InvalidRequest(message, [message])
+            return str(uuid)
+        if trial_id is not None:
+            trial = self.store.get("trials", int(trial_id))
+            if trial is None:
+                message = f"searcher.source_trial_id: trial {trial_id} does not exist"
+                raise errors.InvalidRequest(message, [message])
+            latest = trial["latest_checkpoint"]
+            row = self.store.get("checkpoints", latest, key_column="uuid") if latest else None
+            if row is None or row["trial_id"] != trial["id"] or \
+                    row["state"] != CheckpointState.COMPLETED:
+                message = (f"searcher.source_trial_id: trial {trial_id} has no checkpoint to "
+                           "start from (it never reported one, or it was deleted)")
+                raise errors.InvalidRequest(message, [message])
+            return str(latest)
+        return None
 
     def _verify_context(self, data: bytes, context_mod: Any) -> str:
         if len(data) > self.context_size_limit:

@@ -67,43 +67,66 @@ class TrialReports:
                                                  default_run_id=trial["run_id"])
         if not rows:
             return 0
+        accepted = len(rows)
         config = self.store.get("experiments", trial["experiment_id"])["config"]
         searcher_config = config.get("searcher") or {}
         metric_name = searcher_config.get("metric")
         smaller_is_better = bool(searcher_config.get("smaller_is_better", True))
-        best_id = trial["best_validation_id"]
-        best_value = None
-        if best_id is not None:
-            best_rows = self.store.metric_rows("id = ?", (best_id,))
-            best_value = _reports.metric_value(best_rows[0]["metrics"], metric_name) \
-                if best_rows else None
         changes: dict[str, Any] = {}
-        with self.store.transaction():
-            ids = self.store.insert_metrics(rows)
-            steps = trial["steps_completed"]
-            for metric_id, row in zip(ids, rows):
+        # Stored and heard by the searcher in one transaction: after a crash either both
+        # happened or neither did (the resumed run reports it again).
+        with self._atomic():
+            # A resumed run redoing steps an earlier run reported replaces those reports
+            # instead of duplicating them (docs/fault-tolerance.md).
+            ids, superseded = self.store.insert_current_metrics(trial["id"], rows)
+            rows = [row for row, metric_id in zip(rows, ids) if metric_id is not None]
+            for metric_id, row in zip([i for i in ids if i is not None], rows):
                 row["id"] = metric_id
-                steps = max(steps, row["steps_completed"])
                 if row["group"] == "training":
                     changes["latest_training_id"] = metric_id
                 elif row["group"] == "validation":
                     changes["latest_validation_id"] = metric_id
-                    value = _reports.metric_value(row["metrics"], metric_name)
+            if trial["best_validation_id"] in superseded:  # rare: recount from scratch
+                changes["best_validation_id"] = self._best_validation_id(
+                    trial["id"], metric_name, smaller_is_better)
+            else:
+                best_id, best_value = trial["best_validation_id"], None
+                if best_id is not None:
+                    best_rows = self.store.metric_rows("id = ?", (best_id,))
+                    best_value = _reports.metric_value(best_rows[0]["metrics"], metric_name) \
+                        if best_rows else None
+                for row in rows:
+                    value = _reports.metric_value(row["metrics"], metric_name) \
+                        if row["group"] == "validation" else None
                     if value is not None and (best_value is None or (
                             value < best_value if smaller_is_better else value > best_value)):
-                        best_value = value
-                        changes["best_validation_id"] = metric_id
-            changes["steps_completed"] = steps
+                        best_id, best_value = row["id"], value
+                changes["best_validation_id"] = best_id
+            changes["steps_completed"] = max([trial["steps_completed"]] +
+                                             [row["steps_completed"] for row in rows])
             self.store.update("trials", trial["id"], **changes)
+            validations = [("on_validation_reported", (trial["request_id"], row["metrics"]))
+                           for row in rows if row["group"] == "validation"]
+            if validations:
+                self._searcher_events(trial["experiment_id"], validations)
         if self.events.has_subscribers("metric"):
             for row in rows:
                 self.events.publish("metric", _serialize.metric_json(row))
-        validations = [("on_validation_reported", (trial["request_id"], row["metrics"]))
-                       for row in rows if row["group"] == "validation"]
-        if validations:
-            self._searcher_events(trial["experiment_id"], validations)
         self._publish_trial(trial["id"])
-        return len(rows)
+        return accepted
+
+    def _best_validation_id(self, trial_id: int, metric_name: str | None,
+                            smaller_is_better: bool) -> int | None:
+        """The trial's current validation report with the best searcher metric (the earliest
+        of equals)."""
+        best_id, best_value = None, None
+        for row in self.store.metric_rows("trial_id = ? AND group_name = 'validation'",
+                                          (trial_id,)):
+            value = _reports.metric_value(row["metrics"], metric_name)
+            if value is not None and (best_value is None or (
+                    value < best_value if smaller_is_better else value > best_value)):
+                best_id, best_value = row["id"], value
+        return best_id
 
     def report_progress(self, trial_id: int, progress: float) -> None:
         trial = self._trial_row(trial_id)
@@ -138,23 +161,21 @@ class TrialReports:
 
     # -- searcher operations (≤0.37 protocol) -------------------------------------------------
     async def next_operation(self, trial_id: int, timeout: float) -> dict:
-        """The trial's current op; `{completed: true}` once the searcher closed it.
+        """The trial's current op, or `{completed: true}` when it has none.
 
-        On timeout with nothing decided yet: `{completed: false, op: null}` (ask again)."""
-        deadline = self._loop.time() + max(float(timeout), 0.0)
-        while True:
-            trial = self._trial_row(trial_id)
-            if trial["stop_requested"]:  # early-stopped: whatever was queued will not run
-                return {"completed": True, "op": None}
-            if trial["op_queue"]:
-                return {"completed": False,
-                        "op": {"validateAfter": {"length": str(trial["op_queue"][0])}}}
-            if trial["closed"] or trial["state"] in TERMINAL_TRIAL_STATES:
-                return {"completed": True, "op": None}
-            remaining = deadline - self._loop.time()
-            if remaining <= 0:
-                return {"completed": False, "op": None}
-            await self._wait_changed(("trial", trial["id"]), remaining)
+        Searchers answer every event at once (a Create comes with its first ValidateAfter, a
+        completed op with the promotion or nothing), so an empty queue means "nothing for you
+        now": the process exits (after acknowledging, see the harness's `operations()`) and
+        frees its slots. If the searcher later hands the trial another op (an ASHA promotion)
+        the master starts it again from its latest checkpoint. `timeout` is accepted for the
+        long-poll contract; no answer needs to wait."""
+        trial = self._trial_row(trial_id)
+        if trial["stop_requested"]:  # early-stopped: whatever was queued will not run
+            return {"completed": True, "op": None}
+        if trial["op_queue"] and trial["state"] not in TERMINAL_TRIAL_STATES:
+            return {"completed": False,
+                    "op": {"validateAfter": {"length": str(trial["op_queue"][0])}}}
+        return {"completed": True, "op": None}
 
     def complete_operation(self, trial_id: int, length: int, metric: Any) -> None:
         trial = self._trial_row(trial_id)
@@ -170,9 +191,10 @@ class TrialReports:
             raise errors.InvalidRequest(f"searcherMetric: expected a number, got {metric!r}")
         queue = list(trial["op_queue"])
         queue.remove(length)
-        self.store.update("trials", trial["id"], op_queue=queue)
-        self._searcher_event(trial["experiment_id"], "on_validation_completed",
-                             trial["request_id"], float(metric), length)
+        with self._atomic():  # the op is done exactly when the searcher has heard of it
+            self.store.update("trials", trial["id"], op_queue=queue)
+            self._searcher_event(trial["experiment_id"], "on_validation_completed",
+                                 trial["request_id"], float(metric), length)
         self._notify(("trial", trial["id"]))
 
     def best_validation(self, exp_id: int) -> float | None:
@@ -227,6 +249,10 @@ class TrialReports:
         uuid = record.get("uuid")
         if not isinstance(uuid, str) or not uuid:
             raise errors.InvalidRequest("uuid: required (a string)", ["uuid: required"])
+        if uuid in (".", "..") or any(c in uuid for c in "/\\\0"):
+            # It names a directory of the checkpoint storage that GC may later delete.
+            raise errors.InvalidRequest(f"uuid: {uuid!r} is not a plain directory name",
+                                        [f"uuid: {uuid!r} is not a plain directory name"])
         metadata = record.get("metadata")
         if not isinstance(metadata, dict) or not isinstance(metadata.get("steps_completed"), int):
             raise errors.InvalidRequest(

@@ -33,7 +33,8 @@ def main(core_context, latest_checkpoint, trial_id, increment_by):
             x, starting_batch = load_state(trial_id, path)
 
     batch = starting_batch
-    last_checkpoint_batch = None
+    # A resumed trial's state at starting_batch is already in its checkpoint.
+    last_checkpoint_batch = starting_batch if latest_checkpoint is not None else None
     for op in core_context.searcher.operations():
         while batch < op.length:
             x += increment_by

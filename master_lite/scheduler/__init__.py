@@ -2,9 +2,12 @@
 from ._gpus import GPU, FAKE_GPUS_ENV, discover_gpus, fake_gpus
 from ._local import (LaunchSpec, kill_orphaned_group, LocalRunner, LogRecord, entrypoint_argv,
                      process_group_alive, split_line)
+from ._ports import TRIAL_PORT_NAMES, PortAllocator
+from ._ray import RayCluster, RayRunner
 from ._scheduler import DEFAULT_PRIORITY, AllocationRequest, Grant, Scheduler
 
 __all__ = ["kill_orphaned_group", "GPU", "FAKE_GPUS_ENV", "discover_gpus", "fake_gpus",
            "LaunchSpec", "LocalRunner",
            "LogRecord", "entrypoint_argv", "process_group_alive", "split_line",
-           "DEFAULT_PRIORITY", "AllocationRequest", "Grant", "Scheduler"]
+           "DEFAULT_PRIORITY", "AllocationRequest", "Grant", "Scheduler",
+           "PortAllocator", "TRIAL_PORT_NAMES", "RayCluster", "RayRunner"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
+import time
 
 FAKE_GPUS_ENV = "MASTER_LITE_FAKE_GPUS"
 
@@ -21,7 +23,13 @@ class GPU:
     utilization: int = 0
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        """The inventory entry with *current* memory use and utilization when NVML can tell
+        (the dataclass holds the values seen at discovery; fake GPUs keep those)."""
+        data = dataclasses.asdict(self)
+        live = _live_usage().get(self.uuid)
+        if live is not None:
+            data["memory_used"], data["utilization"] = live
+        return data
 
 
 def fake_gpus(count: int) -> list[GPU]:
@@ -66,3 +74,41 @@ def discover_gpus(fake: int | None = None) -> list[GPU]:
             pynvml.nvmlShutdown()
         except pynvml.NVMLError:
             pass
+
+
+# NVML stays initialized once it worked: a query is then ~0.1 ms, and GET /resources may be
+# polled by every open sidebar. Results are reused for a second.
+_LIVE_TTL_SECONDS = 1.0
+_live_lock = threading.Lock()
+_live_cache: tuple[float, dict[str, tuple[int, int]]] = (0.0, {})
+_nvml: object = None
+
+
+def _live_usage() -> dict[str, tuple[int, int]]:
+    """uuid -> (memory_used bytes, utilization %) of every real GPU; {} without NVML."""
+    global _live_cache, _nvml
+    with _live_lock:
+        stamp, cached = _live_cache
+        if time.monotonic() - stamp < _LIVE_TTL_SECONDS:
+            return cached
+        usage: dict[str, tuple[int, int]] = {}
+        try:
+            if _nvml is None:
+                import pynvml
+                pynvml.nvmlInit()
+                _nvml = pynvml
+            nvml = _nvml
+            for index in range(nvml.nvmlDeviceGetCount()):  # type: ignore[attr-defined]
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)  # type: ignore[attr-defined]
+                uuid = nvml.nvmlDeviceGetUUID(handle)  # type: ignore[attr-defined]
+                uuid = uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+                used = int(nvml.nvmlDeviceGetMemoryInfo(handle).used)  # type: ignore[attr-defined]
+                try:
+                    util = int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)  # type: ignore
+                except Exception:  # not supported on some devices (MIG)
+                    util = 0
+                usage[uuid] = (used, util)
+        except Exception:  # no library, no driver, or a device error: keep discovery values
+            usage = {}
+        _live_cache = (time.monotonic(), usage)
+        return usage

@@ -113,7 +113,21 @@ CREATE TABLE trial_tokens (
 );
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1_INITIAL]
+# Fault tolerance and checkpoint GC (docs/fault-tolerance.md):
+# * metrics.superseded_by_run: a resumed run redoes the steps after its checkpoint and reports
+#   them again; the later report of a (trial, group, steps_completed) supersedes the earlier one
+#   (kept, but no longer part of the trial's series). NULL = current.
+# * experiments.warm_start_checkpoint: the checkpoint `searcher.source_trial_id` resolved to at
+#   creation (or `source_checkpoint_uuid`), protected from GC while the experiment lives.
+# * experiments.checkpoint_gc_done: GC after the end ran to completion (nothing left protected).
+MIGRATION_2_FAULT_TOLERANCE = """
+ALTER TABLE metrics ADD COLUMN superseded_by_run INTEGER;
+ALTER TABLE experiments ADD COLUMN warm_start_checkpoint TEXT;
+ALTER TABLE experiments ADD COLUMN checkpoint_gc_done INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX metrics_by_trial_group_steps ON metrics (trial_id, group_name, steps_completed)
+"""
+
+MIGRATIONS: list[str] = [MIGRATION_1_INITIAL, MIGRATION_2_FAULT_TOLERANCE]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.
 JSON_COLUMNS: dict[str, frozenset[str]] = {

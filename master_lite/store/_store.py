@@ -200,11 +200,58 @@ class Store:
             list(rows))
 
     def metric_rows(self, where: str, params: Sequence[Any], *, limit: int | None = None,
-                    order: str = "id") -> list[dict]:
+                    order: str = "id", include_superseded: bool = False) -> list[dict]:
+        """Metric reports with `group` for `group_name`; superseded reports (made by an earlier
+        run past the checkpoint a later run resumed from) only when asked for."""
+        if not include_superseded:
+            where = f"({where}) AND superseded_by_run IS NULL" if where \
+                else "superseded_by_run IS NULL"
         rows = self.select("metrics", where, params, order=order, limit=limit)
         for row in rows:
             row["group"] = row.pop("group_name")
         return rows
+
+    def insert_current_metrics(self, trial_id: int,
+                               rows: list[dict]) -> tuple[list[int | None], list[int]]:
+        """Insert one trial's reports so that a (group, steps_completed) reported again by a
+        later run (a resumed run redoing steps) replaces the earlier runs' reports: those are
+        marked superseded by the new report's run. A repeat of an existing report of the same
+        run with equal metrics (a retried POST) is not stored again (its id is None).
+        Returns (ids of the rows, ids of the reports superseded)."""
+        if not rows:
+            return [], []
+        steps = sorted({r["steps_completed"] for r in rows})
+        existing: dict[tuple[str, int], list[tuple[int, int, Any]]] = {}
+        with self.transaction() as conn:
+            for start in range(0, len(steps), 500):
+                chunk = steps[start:start + 500]
+                for metric_id, group, step, run_id, metrics in conn.execute(
+                        "SELECT id, group_name, steps_completed, trial_run_id, metrics FROM "
+                        f"metrics WHERE trial_id = ? AND steps_completed IN "
+                        f"({', '.join('?' for _ in chunk)}) AND superseded_by_run IS NULL",
+                        (trial_id, *chunk)):
+                    existing.setdefault((group, step), []).append(
+                        (metric_id, run_id, json.loads(metrics)))
+            superseded: list[tuple[int, int]] = []  # (id, superseding run)
+            fresh: list[dict] = []
+            for row in rows:
+                current = existing.setdefault((row["group"], row["steps_completed"]), [])
+                if any(run_id == row["trial_run_id"] and metrics == row["metrics"]
+                       for _, run_id, metrics in current):
+                    row["_repeat"] = True
+                    continue
+                for metric_id, run_id, _ in current:
+                    if run_id < row["trial_run_id"]:
+                        superseded.append((metric_id, row["trial_run_id"]))
+                current[:] = [c for c in current if c[1] >= row["trial_run_id"]]
+                current.append((-1, row["trial_run_id"], row["metrics"]))
+                fresh.append(row)
+            new_ids = iter(self.insert_metrics(fresh))
+            ids = [None if row.pop("_repeat", False) else next(new_ids) for row in rows]
+            if superseded:
+                conn.executemany("UPDATE metrics SET superseded_by_run = ? WHERE id = ?",
+                                 [(run, metric_id) for metric_id, run in superseded])
+        return ids, [metric_id for metric_id, _ in superseded]
 
 
 __all__ = ["Store"]

@@ -167,7 +167,7 @@ def test_random_search_runs_to_completion_with_hparams_in_range(master, tmp_path
     listed = det_json(master, "e", "list")
     assert exp_id in [e["id"] for e in listed]
     table = det(master, "e", "list")
-    assert table.stdout.splitlines()[0].split(" | ")[:3] == ["ID", "Name", "State"]
+    assert [h.strip() for h in table.stdout.splitlines()[0].split(" | ")][:3] == ["ID", "Name", "State"]
 
     # The same experiment seed gives the same hyperparameters.
     again = created_id(create(master, tmp_path, CONFIG))

@@ -276,3 +276,11 @@ def test_preview_search_runs_locally_without_a_master(no_master, capsys):
     # The same seed previews the same hyperparameters.
     assert main(["preview-search", str(config), "--config", "searcher.max_trials=3"]) == 0
     assert capsys.readouterr().out == out
+
+
+def test_unauthorized_says_where_the_token_comes_from(error_server, capsys):
+    url = error_server(401, {"message": "missing or invalid token"})
+    assert main(["-m", url, "e", "list"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "Error: missing or invalid token"
+    assert "DET_MASTER_TOKEN" in err[1] and len(err) == 2

@@ -238,3 +238,25 @@ def test_symlink_inside_dest_is_allowed(tmp_path):
 def test_garbage_is_a_context_error(tmp_path):
     with pytest.raises(context.ContextError, match="not a valid tar.gz"):
         context.unpack(b"definitely not a tarball", tmp_path / "dest")
+
+
+def test_symlink_chain_escape_is_refused_whatever_the_member_order(tmp_path):
+    # "b" looks harmless lexically ("a/a/a/../.." is "a"), but with a -> "." it is dest/../..
+    escape = (member("b", tarfile.SYMTYPE, "a/a/a/../../../x"), None)
+    loop = (member("a", tarfile.SYMTYPE, "."), None)
+    for order in [(escape, loop), (loop, escape)]:
+        dest = tmp_path / f"dest{id(order)}"
+        with pytest.raises(context.ContextError, match="'b'.*(through another link|leaving)"):
+            context.unpack(tar_of(*order), dest)
+        assert not dest.exists()
+
+
+def test_hard_link_inside_round_trips_and_dangling_one_is_refused(tmp_path):
+    good = tar_of((member("data.txt"), b"payload"), (member("copy.txt", tarfile.LNKTYPE, "data.txt"), None))
+    context.unpack(good, tmp_path / "ok")
+    assert (tmp_path / "ok" / "copy.txt").read_bytes() == b"payload"
+
+    dangling = tar_of((member("copy.txt", tarfile.LNKTYPE, "later.txt"), None), (member("later.txt"), b"x"))
+    with pytest.raises(context.ContextError, match="'copy.txt' is a hard link"):
+        context.unpack(dangling, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()

@@ -99,3 +99,22 @@ def test_top_level_names():
     assert det.Categorical(["a", "b"]) == {"type": "categorical", "vals": ["a", "b"]}
     with pytest.raises(ValueError, match="minval"):
         det.Integer(5, 1)
+
+
+def test_core_init_on_the_master_needs_distributed_for_several_slots(monkeypatch):
+    for name, value in trial_env(DET_EXPERIMENT_CONFIG=json.dumps(
+            {"checkpoint_storage": {"type": "shared_fs", "host_path": "/tmp", "storage_path": "."}})).items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match="pass distributed="):
+        det.core.init()
+    # One slot: real contexts are built (nothing talks to the master until the context starts).
+    monkeypatch.setenv("DET_SLOT_IDS", "[0]")
+    monkeypatch.setenv("DET_CONTAINER_SLOT_COUNTS", "[1]")
+    ctx = det.core.init()
+    assert type(ctx.train).__name__ == "TrainContext"
+    assert type(ctx.checkpoint).__name__ == "CheckpointContext"
+    assert type(ctx.preempt).__name__ == "PreemptContext"
+    assert type(ctx.searcher).__name__ == "SearcherContext"
+    assert ctx.info.trial.trial_id == 7
+    with pytest.raises(RuntimeError, match="before the core context started"):
+        ctx.preempt.should_preempt()

@@ -74,6 +74,17 @@ def submit(session: Session, config_name: str) -> int:
     return session.post("/experiments", body)["experiment"]["id"]
 
 
+def submit_script(session: Session, tmp_path: pathlib.Path, script: str, config: str) -> int:
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "probe.py").write_text(script)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(context / "probe.py", arcname="probe.py")
+    body = {"config": config, "context": base64.b64encode(buffer.getvalue()).decode()}
+    return session.post("/experiments", body)["experiment"]["id"]
+
+
 def wait_for(session: Session, exp_id: int, states: set[str], timeout: float = 240) -> dict:
     deadline = time.monotonic() + timeout
     while True:
@@ -142,7 +153,9 @@ def test_stage_2_pause_and_resume_from_the_checkpoint(master):
     saved = checkpoints(master, exp_id)
     paused_at = saved[-1]["steps_completed"]
     assert paused_at < 100, "the trial finished before the pause reached it; nothing was tested"
-    assert trial["latest_checkpoint"] is not None
+    assert trial["latest_checkpoint"] == saved[-1]["uuid"]
+    paused_state = pathlib.Path(saved[-1]["path"]) / "state"
+    assert paused_state.read_text() == f"{paused_at},{paused_at},{trial['id']}"
     assert [s for s, _ in series(master, trial["id"], "training")] == list(range(10, paused_at + 1, 10))
     assert series(master, trial["id"], "validation") == []
 
@@ -157,11 +170,15 @@ def test_stage_2_pause_and_resume_from_the_checkpoint(master):
 
     saved = checkpoints(master, exp_id)
     assert [c["steps_completed"] for c in saved] == list(range(10, 101, 10))
+    assert saved[-1]["state"] == "COMPLETED"  # GC may delete older ones after the experiment ends
     for checkpoint in saved:
         steps = checkpoint["steps_completed"]
         assert checkpoint["metadata"] == {"steps_completed": steps}
-        assert set(checkpoint["resources"]) == {"state", "metadata.json"}
         directory = pathlib.Path(checkpoint["path"])
+        if checkpoint["state"] == "DELETED":
+            assert not (directory / "state").exists()
+            continue
+        assert set(checkpoint["resources"]) == {"state", "metadata.json"}
         assert sorted(p.name for p in directory.iterdir()) == ["metadata.json", "state"]
         assert (directory / "state").read_text() == f"{steps},{steps},{trial['id']}"
         assert json.loads((directory / "metadata.json").read_text()) == {"steps_completed": steps}
@@ -180,6 +197,7 @@ def check_hpsearch_trial(session: Session, trial: dict) -> list[int]:
     return [s for s, _ in validations]
 
 
+@pytest.mark.timeout(360)
 def test_stage_3_random_search(master):
     exp_id = submit(master, "3_hpsearch_random.yaml")
     experiment = wait_for(master, exp_id, TERMINAL, timeout=300)
@@ -192,6 +210,7 @@ def test_stage_3_random_search(master):
         assert trial["progress"] == pytest.approx(1.0)
 
 
+@pytest.mark.timeout(480)
 def test_stage_3_adaptive_asha(master):
     exp_id = submit(master, "3_hpsearch.yaml")
     experiment = wait_for(master, exp_id, TERMINAL, timeout=400)
@@ -203,3 +222,97 @@ def test_stage_3_adaptive_asha(master):
     assert any(ls[-1] == 100 for ls in lengths)
     assert any(ls == [25] for ls in lengths), "ASHA stopped no trial at the first rung"
     assert experiment["best_validation"] is not None
+
+
+PROBE = r"""
+import json, logging, sys
+import determined as det
+from determined import core
+
+logging.basicConfig(level=logging.INFO, format=det.LOG_FORMAT)
+results = {}
+with det.core.init() as ctx:
+    results["types"] = [type(ctx.train).__name__, type(ctx.checkpoint).__name__, type(ctx.searcher).__name__]
+    results["best_before"] = ctx.train.get_experiment_best_validation()
+    ctx.train.set_status("probing")
+    try:
+        with ctx.checkpoint.store_path({"note": "no steps"}) as (path, uuid):
+            (path / "f").write_text("x")
+    except ValueError as e:
+        results["missing_steps"] = str(e)
+    with ctx.checkpoint.store_path({"steps_completed": 5, "k": "v"}) as (path, kept):
+        (path / "model").write_text("weights")
+    results["metadata"] = ctx.checkpoint.get_metadata(kept)
+    with ctx.checkpoint.store_path({"steps_completed": 6}) as (path, doomed):
+        (path / "model").write_text("gone")
+    ctx.checkpoint.delete(doomed)
+    results["doomed_exists"] = path.exists()
+    ctx.train.report_metrics("custom", 5, {"a": 1})
+    for op in ctx.searcher.operations():
+        results.setdefault("ops", []).append(op.length)
+        ctx.train.report_training_metrics(steps_completed=op.length, metrics={"loss": 0.5})
+        op.report_progress(op.length / 2)
+        ctx.train.report_validation_metrics(steps_completed=op.length, metrics={"loss": 0.25, "blob": b"x"})
+        op.report_completed(0.25)
+    results["preempt"] = ctx.preempt.should_preempt()
+    results["kept"] = kept
+print("PROBE " + json.dumps(results), flush=True)
+"""
+
+PROBE_CONFIG = """
+name: core-api-probe
+entrypoint: python3 probe.py
+searcher: {name: single, metric: loss, max_length: 7}
+max_restarts: 0
+"""
+
+
+def test_core_api_on_the_master(master, tmp_path):
+    exp_id = submit_script(master, tmp_path, PROBE, PROBE_CONFIG)
+    experiment = wait_for(master, exp_id, TERMINAL)
+    logs = trial_logs(master, exp_id)
+    assert experiment["state"] == "COMPLETED", logs
+    (line,) = [l for l in logs.splitlines() if l.startswith("PROBE ")]
+    results = json.loads(line[len("PROBE "):])
+    assert results["types"] == ["TrainContext", "CheckpointContext", "SearcherContext"]
+    assert results["best_before"] is None
+    assert "steps_completed" in results["missing_steps"]
+    assert results["metadata"] == {"steps_completed": 5, "k": "v"}
+    assert results["doomed_exists"] is False
+    assert results["ops"] == [7]
+    assert results["preempt"] is False
+    (trial,) = trials(master, exp_id)
+    assert series(master, trial["id"], "training") == [(7, {"loss": 0.5})]
+    assert series(master, trial["id"], "validation") == [(7, {"loss": 0.25})]  # bytes dropped
+    assert series(master, trial["id"], "custom") == [(5, {"a": 1})]
+    assert experiment["best_validation"] == pytest.approx(0.25)
+    reported = {c["uuid"]: c for c in master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]}
+    kept = reported[results["kept"]]
+    assert kept["state"] == "COMPLETED" and kept["steps_completed"] == 5
+    assert kept["resources"] == {"model": len("weights"), "metadata.json": kept["resources"]["metadata.json"]}
+    # the deleted one is marked DELETED (or gone); the one without steps_completed was never reported
+    assert all(c["state"] == "DELETED" for u, c in reported.items() if u != results["kept"])
+    assert len(reported) <= 2
+
+
+INVALID_HP = r"""
+import determined as det
+with det.core.init() as ctx:
+    raise det.InvalidHP("this point cannot train")
+"""
+
+
+def test_invalid_hp_is_an_early_exit(master, tmp_path):
+    exp_id = submit_script(master, tmp_path, INVALID_HP, PROBE_CONFIG.replace("core-api-probe", "invalid-hp"))
+    # The trial exits 0 after reporting INVALID_HP; the searcher then replaces the point with a new
+    # trial (which raises again, so the experiment is killed once that is seen).
+    deadline = time.monotonic() + 120
+    while True:
+        found = trials(master, exp_id)
+        if len(found) >= 2 and found[0]["state"] in TERMINAL:
+            break
+        assert time.monotonic() < deadline, trial_logs(master, exp_id)
+        time.sleep(0.3)
+    master.post(f"/experiments/{exp_id}/kill")
+    assert found[0]["state"] == "COMPLETED" and found[0]["exit_code"] == 0, trial_logs(master, exp_id)
+    wait_for(master, exp_id, TERMINAL)

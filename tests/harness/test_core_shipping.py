@@ -24,14 +24,16 @@ class RecordingSession:
         self.gets = []
         self.fail_with = fail_with
         self.gate = gate  # threading.Event: posts wait on it, to let reports pile up
+        self.entered = threading.Event()  # set once a post has started
 
     def request(self, method, path, data=None, **kw):
         # MetricsShipper posts pre-encoded JSON through Session.request
         return self.post(path, json.loads(data))
 
     def post(self, path, body=None, **kw):
+        self.entered.set()
         if self.gate is not None:
-            self.gate.wait(10)
+            self.gate.wait(30)
         if self.fail_with is not None:
             raise self.fail_with
         self.posts.append((path, body))
@@ -207,3 +209,30 @@ def test_nan_metrics_are_shipped():
     train.report_training_metrics(steps_completed=1, metrics={"loss": float("nan")})
     train._close()
     assert math.isnan(session.posts[0][1]["reports"][0]["metrics"]["loss"])
+
+
+def test_queue_is_bounded_and_the_caller_waits_for_room():
+    gate = threading.Event()
+    session = RecordingSession(gate=gate)
+    train = make_train(session)
+    train._start()
+    shipper = train._shipper
+    train.report_training_metrics(steps_completed=0, metrics={"x": 0})
+    assert session.entered.wait(10)  # the shipper is now stuck in its first POST
+
+    def report_many():
+        for step in range(1, 1101):
+            train.report_training_metrics(steps_completed=step, metrics={"x": step})
+
+    caller = threading.Thread(target=report_many)
+    caller.start()
+    deadline = time.monotonic() + 10
+    while len(shipper._pending) < 1000 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(shipper._pending) == 1000  # full
+    assert caller.is_alive()  # so the caller waits for room instead of growing the queue
+    gate.set()
+    caller.join(10)
+    train._close()
+    reports = [r for path, body in session.posts if path == "/trials/5/metrics" for r in body["reports"]]
+    assert [r["steps_completed"] for r in reports] == list(range(0, 1101))

@@ -84,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _report(error: Exception) -> int:
     if isinstance(error, api.MasterNotFound):
         return _fail(str(error))
+    if isinstance(error, api.Unauthorized):
+        return _fail(
+            f"Error: {error.message}",
+            "  the master wants its token: set DET_MASTER_TOKEN (a standalone master-lite writes it "
+            "to <root_dir>/master.json)",
+        )
     if isinstance(error, api.APIError):
         return _fail(f"Error: {error.message}", *(f"  {e}" for e in error.errors))
     if isinstance(error, expconf.InvalidConfig):

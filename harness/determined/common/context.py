@@ -208,7 +208,8 @@ def _collect(path: pathlib.Path, includes: Sequence) -> list[_Entry]:
         inc = pathlib.Path(include)
         if not inc.exists():
             raise ContextError(f"included path {inc} does not exist")
-        name = inc.resolve().name
+        # The name as given (`-i data` -> `data/...`); `.` or `..` fall back to the real name.
+        name = inc.name if inc.name not in ("", ".", "..") else inc.resolve().name
         if inc.is_dir():
             real = inc.resolve()
             entries.append(_Entry(name, inc, True, 0, True))
@@ -292,50 +293,66 @@ def _safe_member_path(name: str) -> str:
     return norm
 
 
-def _check_link(member: tarfile.TarInfo, relpath: str, names: set[str]) -> None:
-    target = member.linkname
-    if member.issym():
-        if target.startswith("/"):
-            raise ContextError(f"archive member {member.name!r} is a symbolic link to an absolute path {target!r}")
-        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(relpath), target))
-    else:  # hard link: the target is another member's name
-        if target.startswith("/"):
-            raise ContextError(f"archive member {member.name!r} is a hard link to an absolute path {target!r}")
-        resolved = posixpath.normpath(target)
-    if resolved == ".." or resolved.startswith("../") or resolved.startswith("/"):
-        kind = "symbolic" if member.issym() else "hard"
-        raise ContextError(f"archive member {member.name!r} is a {kind} link leaving the destination ({target!r})")
-    if member.islnk() and resolved not in names:
-        raise ContextError(f"archive member {member.name!r} is a hard link to {target!r}, which is not in the archive")
+def _link_destination(member: tarfile.TarInfo, start: list[str], target: str, links: set[str]) -> str:
+    """Walk `target` from the directory `start` component by component. Going above the root, or
+    passing through another symbolic link of the archive (whose own target would change where
+    `..` leads), is refused: a purely lexical check is only sound without links in the path."""
+    kind = "symbolic" if member.issym() else "hard"
+    if target.startswith("/"):
+        raise ContextError(f"archive member {member.name!r} is a {kind} link to an absolute path {target!r}")
+    stack = list(start)
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not stack:
+                raise ContextError(
+                    f"archive member {member.name!r} is a {kind} link leaving the destination ({target!r})"
+                )
+            stack.pop()
+            continue
+        stack.append(part)
+        if "/".join(stack) in links and member.issym():
+            raise ContextError(
+                f"archive member {member.name!r} is a symbolic link through another link ({target!r})"
+            )
+    return "/".join(stack)
 
 
 def _validate(members: list[tarfile.TarInfo], limit_bytes: int) -> list[tuple[tarfile.TarInfo, str]]:
-    names = set()
     checked = []
     total = 0
     for member in members:
         relpath = _safe_member_path(member.name)
         if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
             raise ContextError(f"archive member {member.name!r} is a device, fifo or other special file")
-        if member.issym() or member.islnk():
-            _check_link(member, relpath, names)
         total += member.size if member.isreg() else 0
         if total > limit_bytes:
             raise ContextTooLarge(
                 f"archive unpacks to more than the {_human(limit_bytes)} limit (at member {member.name!r})"
             )
-        names.add(relpath)
         checked.append((member, relpath))
-    # A symlinked directory inside the archive could redirect a later member outside dest
-    # ("d -> ..": caught above; "d -> sub" then "d/x": stays inside, fine). Members written
-    # *through* a symlink are refused so nothing depends on link resolution order.
+    # Links are checked against the whole archive, so the order of members cannot matter.
     links = {rel for m, rel in checked if m.issym()}
+    earlier_files: set[str] = set()  # a hard link must name a file extracted before it
     for member, relpath in checked:
         parent = relpath
         while "/" in parent:
             parent = parent.rsplit("/", 1)[0]
             if parent in links:
                 raise ContextError(f"archive member {member.name!r} is written through the symbolic link {parent!r}")
+        if member.issym():
+            start = relpath.split("/")[:-1]
+            _link_destination(member, start, member.linkname, links)
+        elif member.islnk():
+            resolved = _link_destination(member, [], member.linkname, links)
+            if resolved not in earlier_files:
+                raise ContextError(
+                    f"archive member {member.name!r} is a hard link to {member.linkname!r}, "
+                    "which is not a regular file earlier in the archive"
+                )
+        if member.isreg():
+            earlier_files.add(relpath)
     return checked
 
 

@@ -48,8 +48,10 @@ def merge_metadata(dicts: list[dict], ranks: list[int]) -> dict:
                 target[key] = dict(target[key])
                 merge_into(target[key], value, rank, owners, where + ".")
             elif target[key] != value:
+                # The value came with the first rank that set this key or one of its parents.
+                owner = next(owners[p] for p in _prefixes(where) if p in owners)
                 raise RuntimeError(
-                    f"checkpoint metadata conflict at {where!r}: rank {owners.get(where)} has "
+                    f"checkpoint metadata conflict at {where!r}: rank {owner} has "
                     f"{target[key]!r}, rank {rank} has {value!r}"
                 )
 
@@ -57,6 +59,11 @@ def merge_metadata(dicts: list[dict], ranks: list[int]) -> dict:
     for metadata, rank in zip(dicts, ranks):
         merge_into(merged, metadata or {}, rank, owners, "")
     return merged
+
+
+def _prefixes(dotted: str) -> list[str]:
+    parts = dotted.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
 
 def _md5(path: pathlib.Path) -> str:

@@ -5,9 +5,9 @@ one POST (the batch form of `POST /trials/{id}/metrics`), so the loop never wait
 """
 from __future__ import annotations
 
+import collections
 import json
 import logging
-import queue
 import threading
 import time
 from typing import Any
@@ -22,16 +22,22 @@ _DRAIN_LOG_INTERVAL_S = 10.0
 class MetricsShipper:
     """A daemon thread that POSTs queued reports; its errors resurface in the caller's thread.
 
-    `session` is any object with `post(path, body)` (a `determined.common.api.Session`).
-    Queue items are tuples `(group, steps_completed, metrics, batch_metrics, report_time)`, or
+    `session` is a `determined.common.api.Session` (the shipper uses its `request`).
+    Items are tuples `(group, steps_completed, metrics, batch_metrics, report_time)`, or
     `("__progress__", fraction)` for the latest progress, which is posted after the batch.
+
+    The queue is a deque (append/popleft are atomic) plus an Event to wake the shipper: the
+    training thread pays for an append and, at most once per batch, an Event.set(), instead of
+    queue.Queue's lock and condition round trip on every report.
     """
 
     def __init__(self, session: Any, trial_id: int, trial_run_id: int) -> None:
         self._session = session
         self._trial_id = trial_id
         self._trial_run_id = trial_run_id
-        self._queue: queue.Queue = queue.Queue(maxsize=QUEUE_SIZE)
+        self._pending: collections.deque = collections.deque()
+        self._wakeup = threading.Event()
+        self._room = threading.Condition()  # back-pressure when QUEUE_SIZE reports are pending
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="MetricsShipperThread", daemon=True)
         self._started = False
@@ -48,17 +54,20 @@ class MetricsShipper:
             self._raise_error()
         if self._closed:
             raise RuntimeError("metrics were reported after core.Context was closed")
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            # The master is slower than the loop: wait, but never forever on a failed shipper.
-            while True:
-                try:
-                    self._queue.put(item, timeout=1.0)
-                    return
-                except queue.Full:
-                    if self._error is not None:
-                        self._raise_error()
+        if len(self._pending) >= QUEUE_SIZE:
+            self._wait_for_room()
+        self._pending.append(item)
+        if not self._wakeup.is_set():
+            self._wakeup.set()
+
+    def _wait_for_room(self) -> None:
+        # The master is slower than the loop: wait, but never forever on a failed shipper.
+        while len(self._pending) >= QUEUE_SIZE:
+            if self._error is not None:
+                self._raise_error()
+            with self._room:
+                if len(self._pending) >= QUEUE_SIZE:
+                    self._room.wait(timeout=1.0)
 
     def _raise_error(self) -> None:
         error, self._error = self._error, None
@@ -70,7 +79,8 @@ class MetricsShipper:
             return
         self._closed = True
         if self._started:
-            self._queue.put(_CLOSE)
+            self._pending.append(_CLOSE)
+            self._wakeup.set()
             started = time.monotonic()
             while True:
                 self._thread.join(timeout=_DRAIN_LOG_INTERVAL_S)
@@ -78,24 +88,28 @@ class MetricsShipper:
                     break
                 logger.info(
                     "waiting for %d queued metric reports to reach the master (%.0f s so far)",
-                    self._queue.qsize(),
+                    len(self._pending),
                     time.monotonic() - started,
                 )
         if self._error is not None:
             self._raise_error()
 
     def _run(self) -> None:
+        pending = self._pending
         closing = False
         while not closing:
-            batch = [self._queue.get()]
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            if batch[-1] is _CLOSE:
+            self._wakeup.wait()
+            self._wakeup.clear()  # before draining: an append after this sets it again
+            batch = []
+            for _ in range(len(pending)):
+                batch.append(pending.popleft())
+            with self._room:
+                self._room.notify_all()
+            if batch and batch[-1] is _CLOSE:
                 closing = True
                 batch.pop()
+            if not batch:
+                continue
             try:
                 self._ship(batch)
             except BaseException as e:  # noqa: BLE001 - every failure must reach the caller

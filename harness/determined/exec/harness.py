@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, Dict, List, Optional, Tuple, Type
 
 import determined as det
 
@@ -66,6 +66,35 @@ def _period(config: Dict[str, Any], key: str, global_batch_size: Optional[int]) 
     return pytorch.TrainUnit._from_values(**length, global_batch_size=global_batch_size)
 
 
+def _training_length(
+    config: Dict[str, Any], global_batch_size: Optional[int], *, on_cluster: bool, test_mode: bool
+) -> Tuple[Any, bool]:
+    """(max_length, driven by searcher operations?) for this run.
+
+    On the master, the searcher's operations say how far to train (in the unit of
+    `searcher.max_length`, or of `time_metric` for 0.38-style `time_metric`/`max_time` searchers,
+    which stop losing trials early through preemption). Off the master the length is
+    `searcher.max_length`, else `max_time` in `time_metric` units.
+    """
+    from determined import pytorch
+
+    searcher = config.get("searcher") or {}
+    if test_mode:
+        return None, False
+    time_metric, max_time = searcher.get("time_metric"), searcher.get("max_time")
+    time_driven = time_metric in ("batches", "epochs") and isinstance(max_time, int)
+    if on_cluster and (searcher.get("max_length") is not None or time_driven):
+        return None, True  # the master's searcher operations say how far to train
+    if searcher.get("max_length") is not None:
+        return pytorch.TrainUnit._from_length(searcher["max_length"], global_batch_size), False
+    if time_driven:
+        return pytorch.TrainUnit._from_values(**{time_metric: max_time}), False
+    raise ValueError(
+        "the config says neither how long to train nor in which unit: set searcher.max_length "
+        "(e.g. {batches: 1000}) or searcher.time_metric (batches or epochs) with searcher.max_time"
+    )
+
+
 def run_pytorch_trial(
     trial_class: Type[Any],
     config: Dict[str, Any],
@@ -86,12 +115,7 @@ def run_pytorch_trial(
         gbs = (context._hparams or {}).get("global_batch_size")
         gbs = gbs if isinstance(gbs, int) else None
         trial = trial_class(context)
-        searcher = config.get("searcher") or {}
-        max_length = None
-        if not on_cluster and not test_mode:
-            if searcher.get("max_length") is None:
-                raise ValueError("the config has no searcher.max_length: the harness needs it to know how long to train")
-            max_length = pytorch.TrainUnit._from_length(searcher["max_length"], gbs)
+        max_length, use_operations = _training_length(config, gbs, on_cluster=on_cluster, test_mode=test_mode)
         pytorch.Trainer(trial, context).fit(
             checkpoint_period=_period(config, "min_checkpoint_period", gbs),
             validation_period=_period(config, "min_validation_period", gbs),
@@ -102,7 +126,7 @@ def run_pytorch_trial(
             step_zero_validation=bool(config.get("perform_initial_validation", False)),
             test_mode=test_mode,
             profiling_enabled=bool((config.get("profiling") or {}).get("enabled", False)),
-            _searcher_operations=on_cluster,
+            _searcher_operations=use_operations,
         )
 
 
@@ -123,6 +147,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.config or args.hparams or args.checkpoint or args.test:
             print("determined.exec.harness: --config/--hparams/--checkpoint/--test are for local runs only", file=sys.stderr)
             return 2
+        if (len(info.slot_ids) > 1 or len(info.container_addrs) > 1) and not os.environ.get("USE_TORCH_DISTRIBUTED"):
+            # Several slots: run one harness per slot under torchrun (Determined's launcher does
+            # this for `module:Trial` entrypoints; we may have been started directly).
+            launcher = [sys.executable, "-m", "determined.launch.torch_distributed", "--"]
+            os.execv(sys.executable, launcher + [sys.executable, "-m", "determined.exec.harness", args.trial])
         config, hparams, latest_checkpoint = info.trial._config, info.trial.hparams, info.latest_checkpoint
     else:
         if not args.config:

@@ -57,8 +57,7 @@ class RunpyGlobals:
 
     _instance: "RunpyGlobals | None" = None
 
-    def __init__(self, core_context: Any) -> None:
-        self.core_context = core_context
+    def __init__(self) -> None:
         self.train_fn: Callable[[], Any] | None = None
         self.description: str | None = None
 

@@ -70,6 +70,59 @@ class LoopResult:
         return history
 
 
+class ChunkedCallbacks(keras.callbacks.Callback):
+    """Shows the user's callbacks one training run although `fit` is called once per chunk.
+
+    `on_train_begin` reaches them once (so e.g. EarlyStopping keeps its patience across chunks),
+    `on_train_end` once at the very end, and each chunk's `on_epoch_end` is held back until the
+    loop has validated, so its logs carry the `val_*` metrics when a validation happened there.
+    """
+
+    def __init__(self, callbacks: list) -> None:
+        super().__init__()
+        self.inner = keras.callbacks.CallbackList(list(callbacks))
+        self._began = False
+        self._pending_epoch_end: tuple[int, dict] | None = None
+
+    def set_model(self, model: Any) -> None:
+        super().set_model(model)
+        self.inner.set_model(model)
+
+    def set_params(self, params: Any) -> None:
+        super().set_params(params)
+        self.inner.set_params(params)
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        if not self._began:
+            self._began = True
+            self.inner.on_train_begin(logs)
+
+    def on_train_end(self, logs: Any = None) -> None:
+        pass  # see finish()
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self.inner.on_epoch_begin(epoch, logs)
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        self._pending_epoch_end = (epoch, dict(logs or {}))
+
+    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        self.inner.on_train_batch_begin(batch, logs)
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        self.inner.on_train_batch_end(batch, logs)
+
+    def deliver_epoch_end(self, validation_metrics: dict | None) -> None:
+        if self._pending_epoch_end is not None:
+            epoch, logs = self._pending_epoch_end
+            self._pending_epoch_end = None
+            self.inner.on_epoch_end(epoch, {**logs, **(validation_metrics or {})})
+
+    def finish(self, logs: dict | None) -> None:
+        if self._began:
+            self.inner.on_train_end(logs)
+
+
 class _LocalOperation:
     """One "train to `length` batches" operation when no master hands them out."""
 
@@ -179,6 +232,7 @@ class ManagedLoop:
         self.last_validation_metrics: dict | None = None
         self.result = LoopResult(0, [], [])
         self._epoch = 0
+        self.callbacks = ChunkedCallbacks(spec.callbacks) if spec.callbacks else None
 
     # --- the loop -----------------------------------------------------------------------------
     def _operations(self) -> Iterable[Any]:
@@ -201,8 +255,13 @@ class ManagedLoop:
             target = self._op_target(op)
             while self.steps < target:
                 self._train_until(self._chunk_end(target))
+                validated = None
                 if self.validation_period and self.steps - self.last_validation >= self.validation_period:
-                    self._validate()
+                    validated = self._validate()
+                elif self.steps == target:  # the op's own validation comes next: let callbacks see it
+                    validated = self._validate()
+                if self.callbacks is not None:
+                    self.callbacks.deliver_epoch_end(validated)
                 if self.checkpoint_period and self.steps - self.last_checkpoint >= self.checkpoint_period:
                     self._checkpoint()
                 if self._user_stopped():
@@ -231,6 +290,8 @@ class ManagedLoop:
 
     def _finish(self) -> LoopResult:
         self.result.steps_completed = self.steps
+        if self.callbacks is not None:
+            self.callbacks.finish(self.last_validation_metrics)
         return self.result
 
     def _chunk_end(self, target: int) -> int:
@@ -262,12 +323,14 @@ class ManagedLoop:
             epochs=self._epoch + 1,
             initial_epoch=self._epoch,
             verbose=0,
-            callbacks=self.spec.callbacks,
+            callbacks=[self.callbacks] if self.callbacks is not None else None,
             class_weight=self.spec.class_weight,
         )
         self._epoch += 1
         trained = int(self.model.optimizer.iterations.numpy())
-        if trained != end:
+        if getattr(self.model, "stop_training", False) and start <= trained < end:
+            end = trained  # a callback stopped training inside the chunk
+        elif trained != end:
             logger.debug("optimizer.iterations is %d after training to step %d", trained, end)
         self.steps = end
         metrics = {name: float(values[-1]) for name, values in history.history.items() if values}

@@ -117,7 +117,7 @@ class PyTorchTrialContext:
         for_training: bool = True,
         for_validation: bool = True,
     ) -> Any:
-        """Register a custom `MetricReducer` (or a plain function of the list of per-batch values).
+        """Register a custom `MetricReducer`; it is reset and reduced around training and/or validation.
 
         Its result is added to the metrics as `name`; without a name it must return a dict that is
         merged into the metrics.

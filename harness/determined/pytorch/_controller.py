@@ -21,7 +21,7 @@ from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._lr_scheduler import LRScheduler
 from determined.pytorch._reducer import Reducer, cross_slot_reduce, per_slot_reduce, to_number
 from determined.pytorch._trial import PyTorchTrial, _overrides
-from determined.pytorch._units import Batch, Epoch, TrainUnit
+from determined.pytorch._units import Epoch, TrainUnit
 
 logger = logging.getLogger("determined.pytorch")
 
@@ -71,8 +71,9 @@ class _PyTorchTrialController:
         self.callbacks = trial.build_callbacks()
         self._train_iter: Optional[Iterator[Any]] = None
         self._epoch_len = 0
+        self._validation_loader: Any = None
         self._batches_this_fit = 0
-        self._last_validation_metrics: Optional[Dict[str, Any]] = None
+        self._training_started = False
 
     # --- setup ---------------------------------------------------------------------------
     def setup(self) -> None:
@@ -102,7 +103,7 @@ class _PyTorchTrialController:
                     "across %d ranks (return det.pytorch.DataLoader to get sharding)", self.dist.size
                 )
             epoch_len = _data.batches_per_epoch(loader)
-            iterator = _repeat_skipping(loader, skip)
+            iterator = _data.repeat_and_skip(loader, skip)
         else:
             raise TypeError(
                 "build_training_data_loader must return a det.pytorch.DataLoader (or a "
@@ -120,8 +121,10 @@ class _PyTorchTrialController:
         """Train until `max_length` (None: only in test mode); False if stopped early (preempted)."""
         if self.step_zero_validation and self.state.batches_trained == 0 and self.state.last_val is None:
             self._validate()
-        for callback in self.callbacks.values():
-            callback.on_training_start()
+        if not self._training_started:
+            self._training_started = True
+            for callback in self.callbacks.values():
+                callback.on_training_start()
         while not self._train_reached(max_length, epoch_end=True):
             hits, batch_metrics = self._train_with_boundaries(max_length)
             self._report_training_metrics(batch_metrics)
@@ -429,17 +432,3 @@ def _is_better(value: Any, best: Optional[float], smaller_is_better: bool) -> bo
     if best is None:
         return True
     return value < best if smaller_is_better else value > best
-
-
-def _repeat_skipping(loader: Any, skip: int) -> Iterator[Any]:
-    """A plain torch DataLoader, repeated forever, with the first `skip` batches drawn and dropped."""
-    seen = 0
-    while True:
-        empty = True
-        for batch in loader:
-            empty = False
-            if seen >= skip:
-                yield batch
-            seen += 1
-        if empty:
-            raise ValueError("the training data loader yields no batches")

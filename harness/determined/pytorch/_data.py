@@ -173,6 +173,13 @@ class DataLoader:
         self, repeat: bool = False, skip: int = 0, num_replicas: int = 1, rank: int = 0
     ) -> torch.utils.data.DataLoader:
         batch_sampler = adapt_batch_sampler(self._base_batch_sampler(), repeat, skip, num_replicas, rank)
+        generator = self.generator
+        if generator is None:
+            # Without a generator, torch draws each iterator's worker base seed from the global
+            # RNG, so starting a loader mid-run (resume, validation) would shift everyone's
+            # random stream and break exact resumption.
+            generator = torch.Generator()
+            generator.manual_seed(self._shuffle_seed)
         return torch.utils.data.DataLoader(
             self.dataset,
             batch_sampler=batch_sampler,
@@ -182,7 +189,7 @@ class DataLoader:
             timeout=self.timeout,
             worker_init_fn=self.worker_init_fn,
             multiprocessing_context=self.multiprocessing_context,
-            generator=self.generator,
+            generator=generator,
             prefetch_factor=self.prefetch_factor,
             persistent_workers=self.persistent_workers,
         )
@@ -217,6 +224,20 @@ def to_device(data: Any, device: torch.device) -> Any:
     if isinstance(data, (list, tuple)):
         return type(data)(to_device(v, device) for v in data)
     return data
+
+
+def repeat_and_skip(loader: Any, skip: int) -> Iterator[Any]:
+    """A plain torch DataLoader, repeated forever, with its first `skip` batches read and dropped."""
+    seen = 0
+    while True:
+        empty = True
+        for batch in loader:
+            empty = False
+            if seen >= skip:
+                yield batch
+            seen += 1
+        if empty:
+            raise ValueError("the training data loader yields no batches: cannot repeat an empty dataset")
 
 
 def batches_per_epoch(loader: Any) -> int:

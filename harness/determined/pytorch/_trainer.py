@@ -70,7 +70,7 @@ class Trainer:
         searcher = config.get("searcher") or {}
         use_operations = False
         if max_length is None and not test_mode:
-            if not self._local_training and searcher.get("max_length") is not None:
+            if not self._local_training and (_searcher_operations or searcher.get("max_length") is not None):
                 if not _searcher_operations:
                     warnings.warn(
                         "Trainer.fit(max_length=None) falls back to the deprecated searcher.max_length; "
@@ -87,11 +87,12 @@ class Trainer:
                 raise TypeError(f"Trainer.fit(max_length={max_length!r}): the value must be an int, not a container")
             _check_searcher_length(max_length, searcher)
 
-        if not self._local_training and latest_checkpoint is None and self._info.latest_checkpoint is not None:
+        info_checkpoint = self._info.latest_checkpoint if self._info is not None else None
+        if not self._local_training and latest_checkpoint is None and info_checkpoint is not None:
             logger.warning(
                 "Trainer.fit: this trial has a checkpoint to resume (%s) but latest_checkpoint was not "
                 "passed; pass latest_checkpoint=det.get_cluster_info().latest_checkpoint to resume",
-                self._info.latest_checkpoint,
+                info_checkpoint,
             )
 
         controller = _PyTorchTrialController(
@@ -129,7 +130,7 @@ class Trainer:
         """
         unit_of = _length_unit(searcher, self._context)
         # Progress is measured against the whole searcher length, not the current op's.
-        progress_of = TrainUnit._from_length(searcher["max_length"], _global_batch_size(self._context))
+        progress_of = unit_of(_searcher_length(searcher))
         metric_name = controller.searcher_metric_name
         for op in self._core.searcher.operations():
             if not controller.train_until(unit_of(op.length), progress_of=progress_of):
@@ -154,10 +155,29 @@ def _global_batch_size(context: PyTorchTrialContext) -> Optional[int]:
     return value if isinstance(value, int) else None
 
 
-def _length_unit(searcher: dict, context: PyTorchTrialContext) -> Any:
-    """Turn a searcher op length (a bare int in the configured unit) into a TrainUnit."""
+def _searcher_length(searcher: dict) -> int:
+    """The whole length the searcher may train a trial to, in its unit."""
     max_length = searcher.get("max_length")
-    unit = next(iter(max_length)) if isinstance(max_length, dict) and len(max_length) == 1 else "batches"
+    if isinstance(max_length, dict) and len(max_length) == 1:
+        return int(next(iter(max_length.values())))
+    if isinstance(max_length, int):
+        return max_length
+    return int(searcher.get("max_time") or 0)
+
+
+def _length_unit(searcher: dict, context: PyTorchTrialContext) -> Any:
+    """Turn a searcher op length (a bare int in the configured unit) into a TrainUnit.
+
+    The unit is the key of `searcher.max_length` ({epochs: 4} -> epochs); without max_length it
+    is `time_metric` when that is batches or epochs; a unitless length counts batches.
+    """
+    max_length = searcher.get("max_length")
+    if isinstance(max_length, dict) and len(max_length) == 1:
+        unit = next(iter(max_length))
+    elif max_length is None and searcher.get("time_metric") in ("batches", "epochs"):
+        unit = searcher["time_metric"]
+    else:
+        unit = "batches"
 
     def unit_of(length: int) -> TrainUnit:
         return TrainUnit._from_values(**{unit: int(length)}, global_batch_size=_global_batch_size(context))

@@ -16,7 +16,7 @@ class TrainUnit:
     """A number of batches or epochs; subclassed by `Batch` and `Epoch`."""
 
     def __init__(self, value: PeriodValue) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, collections.abc.Container)):
+        if isinstance(value, (bool, str, bytes)) or not isinstance(value, (int, collections.abc.Container)):
             raise TypeError(
                 f"{type(self).__name__}(value): expected an int or a container of ints, got {value!r}"
             )

@@ -1,0 +1,169 @@
+"""Metrics ingestion: points per second accepted and durably stored, master-lite vs MLflow.
+
+Workload: 1 and 16 concurrent writers (separate processes, as trials are). Each writer sends
+BATCHES requests of 1,000 points: for master-lite a `POST /trials/{id}/metrics` batch of 100
+training reports x 10 scalar metrics (the form the harness's MetricsShipper sends), to its own
+trial; for MLflow a `MlflowClient.log_batch` of 1,000 `Metric`s (MLflow's per-call maximum) to
+its own run in an SQLite tracking store (`sqlite:///...`) on the same disk. A point is one
+(metric name, step, value). The clock runs from the writers' start until the last writer's
+last call returned; then the stored rows are counted (master-lite: the SQLite `metrics` table;
+MLflow: `get_metric_history`) and must all be there, else the run fails.
+
+Ideal: the targets of issue 9 — ≥ 100k points/s and ≥ 10x MLflow's rate, from 1 and from 16
+writers. Both sides run in this process run, alternating, median of REPEATS.
+Run: PYTHONPATH=harness:. python bench/bench_metrics_ingestion.py  (needs mlflow==3.17.2)
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import (interleaved, median, package_version, record, running_master,  # noqa: E402
+                     sleeping_trials, verdict, wait_for_experiment)
+
+POINTS_PER_CALL = 1000
+METRICS_PER_REPORT = 10
+BATCHES = int(os.environ.get("BENCH_INGEST_BATCHES", "20"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+WRITER_COUNTS = (1, 16)
+
+
+# -- writers (child processes) ----------------------------------------------------------------
+def _master_writer(url: str, token: str, trial_id: int, first_step: int,
+                   start: multiprocessing.Event, done: multiprocessing.Queue) -> None:
+    from determined.common.api import Session
+    session = Session(url, token)
+    reports_per_call = POINTS_PER_CALL // METRICS_PER_REPORT
+    bodies = []
+    for batch in range(BATCHES):
+        base = first_step + batch * reports_per_call
+        bodies.append({"reports": [
+            {"group": "training", "steps_completed": base + i,
+             "metrics": {f"m{k}": (base + i) * 0.001 + k for k in range(METRICS_PER_REPORT)}}
+            for i in range(reports_per_call)]})
+    start.wait()
+    for body in bodies:
+        answer = session.post(f"/trials/{trial_id}/metrics", body)
+        assert answer["accepted"] == reports_per_call, answer
+    done.put(time.perf_counter())
+    session.close()
+
+
+def _mlflow_writer(tracking_uri: str, run_id: str, first_step: int,
+                   start: multiprocessing.Event, done: multiprocessing.Queue) -> None:
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+    client = MlflowClient(tracking_uri)
+    reports_per_call = POINTS_PER_CALL // METRICS_PER_REPORT
+    now = int(time.time() * 1000)
+    batches = []
+    for batch in range(BATCHES):
+        base = first_step + batch * reports_per_call
+        batches.append([Metric(f"m{k}", (base + i) * 0.001 + k, now, base + i)
+                        for i in range(reports_per_call) for k in range(METRICS_PER_REPORT)])
+    start.wait()
+    for metrics in batches:
+        client.log_batch(run_id, metrics=metrics)
+    done.put(time.perf_counter())
+
+
+def _run_writers(target, args_per_writer: list[tuple]) -> float:
+    """Start the writers, release them together, return seconds until the last one finished."""
+    ctx = multiprocessing.get_context("spawn")
+    start, done = ctx.Event(), ctx.Queue()
+    processes = [ctx.Process(target=target, args=(*args, start, done)) for args in args_per_writer]
+    for p in processes:
+        p.start()
+    time.sleep(3)  # let every child import and build its bodies before the clock starts
+    began = time.perf_counter()
+    start.set()
+    ends = [done.get(timeout=600) for _ in processes]
+    for p in processes:
+        p.join(60)
+        if p.exitcode != 0:
+            raise RuntimeError(f"a writer failed with exit code {p.exitcode}")
+    return max(ends) - began
+
+
+# -- the two sides ----------------------------------------------------------------------------
+class MasterSide:
+    def __init__(self, master, trial_ids: list[int]) -> None:
+        self.master = master
+        self.trial_ids = trial_ids
+        self.round = 0
+
+    def measure(self, writers: int) -> float:
+        self.round += 1
+        first_step = self.round * 10_000_000  # fresh steps each round: nothing is a repeat
+        before = self._stored()
+        seconds = _run_writers(_master_writer, [
+            (self.master.url, self.master.token, self.trial_ids[i], first_step)
+            for i in range(writers)])
+        points = writers * BATCHES * POINTS_PER_CALL
+        stored = (self._stored() - before) * METRICS_PER_REPORT
+        if stored != points:
+            raise AssertionError(f"master-lite stored {stored} of {points} points")
+        return points / seconds
+
+    def _stored(self) -> int:
+        return self.master.db_rows("SELECT COUNT(*) AS n FROM metrics")[0]["n"]
+
+
+class MlflowSide:
+    def __init__(self, directory: pathlib.Path) -> None:
+        from mlflow.tracking import MlflowClient
+        self.uri = f"sqlite:///{directory / 'mlflow.db'}"
+        self.client = MlflowClient(self.uri)
+        self.experiment_id = self.client.create_experiment(
+            "bench", artifact_location=(directory / "artifacts").as_uri())
+        self.round = 0
+
+    def measure(self, writers: int) -> float:
+        self.round += 1
+        runs = [self.client.create_run(self.experiment_id).info.run_id for _ in range(writers)]
+        seconds = _run_writers(_mlflow_writer, [(self.uri, run, 0) for run in runs])
+        points = writers * BATCHES * POINTS_PER_CALL
+        stored = sum(len(self.client.get_metric_history(run, f"m{k}"))
+                     for run in runs for k in range(METRICS_PER_REPORT))
+        if stored != points:
+            raise AssertionError(f"MLflow stored {stored} of {points} points")
+        return points / seconds
+
+
+def main() -> None:
+    lines = ["| writers | master-lite points/s | MLflow points/s | ratio | target |",
+             "|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp, \
+            running_master(cpu_slots=max(WRITER_COUNTS)) as master:
+        trial_ids, exp_id = sleeping_trials(master, max(WRITER_COUNTS))
+        ours, mlflow = MasterSide(master, trial_ids), MlflowSide(pathlib.Path(tmp))
+        # Warm-up (imports, SQLite page cache, the master's first requests), not counted.
+        ours.measure(1), mlflow.measure(1)
+        for writers in WRITER_COUNTS:
+            rates = interleaved({"ours": lambda: ours.measure(writers),
+                                 "mlflow": lambda: mlflow.measure(writers)}, REPEATS)
+            rate, base = median(rates["ours"]), median(rates["mlflow"])
+            ratio = rate / base
+            ok = rate >= 100_000 and ratio >= 10
+            print(f"{writers:2d} writers: master-lite {rate:,.0f} points/s "
+                  f"(runs {[round(r) for r in rates['ours']]}), MLflow {base:,.0f} points/s "
+                  f"(runs {[round(r) for r in rates['mlflow']]}), ratio {ratio:.1f}x", flush=True)
+            lines.append(f"| {writers} | {rate:,.0f} | {base:,.0f} | {ratio:.1f}x | "
+                         f"≥ 100k and ≥ 10x: {'meets target' if ok else 'MISSES target'} |")
+        master.session.post(f"/experiments/{exp_id}/kill", {})
+        wait_for_experiment(master, exp_id)
+    record("Metrics ingestion (bench_metrics_ingestion.py)",
+           f"Workload: each writer process sends {BATCHES} calls x {POINTS_PER_CALL} points "
+           f"({POINTS_PER_CALL // METRICS_PER_REPORT} reports x {METRICS_PER_REPORT} metrics); "
+           f"every point is verified stored afterwards. Baseline: MLflow "
+           f"{package_version('mlflow')} `log_batch` into an SQLite tracking store. Median of "
+           f"{REPEATS} alternating runs.\n\n" + "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

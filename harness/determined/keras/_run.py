@@ -1,0 +1,212 @@
+"""Running Keras training under Determined: in a trial (from the master) or locally in-process.
+
+Entry points:
+* `train_native(core_context, context, *, mode, latest_checkpoint)` — after the Native API's
+  `fit()` has recorded its arguments;
+* `train_trial_class(trial_class, core_context, *, config, hparams, ...)` — a `TFKerasTrial`;
+* `local_core_context(config, test=...)` / `print_local_summary(...)` for `local=True` runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pathlib
+import tempfile
+from typing import Any, Iterator
+
+import keras
+
+from determined import errors
+from determined.common import storage
+from determined.experimental._context import DistributedInfo
+from determined.keras import _data
+from determined.keras._context import FitArguments, TFKerasNativeContext, TFKerasTrialContext
+from determined.keras._loop import LoopMode, LoopResult, ManagedLoop, Report, TrainingSpec, format_table, spec_from_fit
+from determined.keras._trial import TFKerasTrial
+
+logger = logging.getLogger("determined.keras")
+
+
+def _print_report(report: Report) -> None:
+    if report.group == "validation":
+        shown = ", ".join(f"{name} {value:.4f}" for name, value in report.metrics.items())
+        print(f"[local] batches {report.steps_completed}: {shown}", flush=True)
+
+
+def _loop(core_context: Any, context: Any, spec: TrainingSpec, mode: LoopMode, latest_checkpoint: str | None) -> LoopResult:
+    loop = ManagedLoop(
+        core_context,
+        spec,
+        config=context.get_experiment_config(),
+        global_batch_size=context.get_global_batch_size(),
+        mode=mode,
+        latest_checkpoint=latest_checkpoint,
+        stop_requested=context.get_stop_requested,
+        on_report=_print_report if mode is not LoopMode.CLUSTER else None,
+    )
+    return loop.run()
+
+
+def train_native(
+    core_context: Any, context: TFKerasNativeContext, *, mode: LoopMode, latest_checkpoint: str | None = None
+) -> LoopResult:
+    fit: FitArguments | None = context._fit_arguments
+    if fit is None or context._model is None:
+        raise errors.InternalException("train_native() before fit() recorded the model and data")
+    spec = spec_from_fit(
+        context._model,
+        fit,
+        batch_size=context.get_per_slot_batch_size(),
+        seed=context.get_trial_seed(),
+        fit_config=context._fit_config,
+    )
+    return _loop(core_context, context, spec, mode, latest_checkpoint)
+
+
+def _unpack_loader(data: Any) -> tuple[Any, Any, Any]:
+    if isinstance(data, (tuple, list)) and len(data) in (2, 3):
+        x, y, *rest = data
+        return x, y, rest[0] if rest else None
+    return data, None, None
+
+
+def train_trial_class(
+    trial_class: type,
+    core_context: Any,
+    *,
+    config: dict,
+    hparams: dict,
+    trial_seed: int,
+    mode: LoopMode,
+    trial_id: int | None = None,
+    experiment_id: int | None = None,
+    latest_checkpoint: str | None = None,
+) -> LoopResult:
+    if not (isinstance(trial_class, type) and issubclass(trial_class, TFKerasTrial)):
+        raise TypeError(f"{trial_class!r} is not a TFKerasTrial subclass")
+    keras.utils.set_random_seed(trial_seed)
+    distributed = DistributedInfo.from_core(core_context.distributed) if core_context is not None else None
+    context = TFKerasTrialContext(
+        config, hparams, trial_seed=trial_seed, trial_id=trial_id, experiment_id=experiment_id,
+        distributed=distributed, core_context=core_context,
+    )
+    trial = trial_class(context)
+    model = trial.build_model()
+    if context._model is None:
+        if not isinstance(model, keras.Model):
+            raise errors.InvalidModelException(
+                f"{trial_class.__name__}.build_model() must return a keras.Model, got {type(model).__name__}"
+            )
+        logger.info("%s.build_model() did not call context.wrap_model(); using the returned model", trial_class.__name__)
+        context._model = model
+    batch_size = context.get_per_slot_batch_size()
+    x, y, sample_weight = _unpack_loader(trial.build_training_data_loader())
+    validation = trial.build_validation_data_loader()
+    shuffle = context._fit_config.get("shuffle", True)
+    spec = TrainingSpec(
+        model=context._model,
+        train=_data.training_source(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=trial_seed),
+        validation=_data.validation_kwargs(validation, batch_size=batch_size),
+        callbacks=list(trial.keras_callbacks() or []),
+        class_weight=context._fit_config.get("class_weight"),
+    )
+    return _loop(core_context, context, spec, mode, latest_checkpoint)
+
+
+# ---------------------------------------------------------------------------------------------
+# local runs
+
+
+@contextlib.contextmanager
+def local_core_context(config: dict, *, test: bool) -> Iterator[Any]:
+    """A Core API context for in-process runs: checkpoints in a temp dir (test) or local storage."""
+    from determined import core
+
+    if test:
+        with tempfile.TemporaryDirectory(prefix="det-local-test-") as tmp:
+            with core._dummy_init(checkpoint_storage=tmp) as core_context:
+                yield core_context
+        return
+    base = _local_checkpoint_dir(config)
+    with core._dummy_init(checkpoint_storage=str(base) if base else None) as core_context:
+        yield core_context
+
+
+def _local_checkpoint_dir(config: dict) -> pathlib.Path | None:
+    storage_config = config.get("checkpoint_storage") or {}
+    if storage_config.get("type") in ("shared_fs", "directory"):
+        try:
+            return storage.checkpoint_base(storage_config)
+        except (KeyError, ValueError, TypeError):
+            return None
+    return None
+
+
+def print_local_summary(result: LoopResult, *, test: bool, checkpoint_base: Any = None) -> None:
+    print(format_table(result.reports), flush=True)
+    if test:
+        print(
+            f"[local test] trained {result.steps_completed} batch(es), validated and checkpointed: the model "
+            "definition works. Set local=False to submit the experiment to the master.",
+            flush=True,
+        )
+    else:
+        where = f" under {checkpoint_base}" if checkpoint_base else ""
+        print(
+            f"[local] trained {result.steps_completed} batches; checkpoints{where}: {', '.join(result.checkpoints)}",
+            flush=True,
+        )
+
+
+def silence_tensorflow() -> None:
+    """TF's C++ start-up chatter drowns the trial's logs; set before TensorFlow is imported."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+
+def run_keras_trial(
+    trial_class: type,
+    config: dict,
+    hparams: dict | None,
+    *,
+    latest_checkpoint: str | None = None,
+    on_cluster: bool,
+    test_mode: bool = False,
+) -> LoopResult:
+    """Run a `TFKerasTrial` the way `determined.exec.harness.run_pytorch_trial` runs a PyTorchTrial.
+
+    On the master: searcher operations, metrics and checkpoints through `det.core.init()`.
+    Off it: real local training for `searcher.max_length` (or one batch with `test_mode`),
+    with the metrics printed as a table.
+    """
+    import determined as det
+    from determined import core
+
+    if on_cluster:
+        info = det.get_cluster_info()
+        assert info is not None
+        trial = info.trial
+        with core.init() as core_context:
+            return train_trial_class(
+                trial_class, core_context, config=config, hparams=dict(hparams or trial.hparams),
+                trial_seed=trial.trial_seed, mode=LoopMode.CLUSTER, trial_id=trial.trial_id,
+                experiment_id=trial.experiment_id, latest_checkpoint=latest_checkpoint,
+            )
+    from determined.common import expconf
+
+    expanded = expconf.apply_defaults(config)
+    seed = int(expanded["reproducibility"]["experiment_seed"])
+    if hparams is None:
+        from determined.experimental._context import sample_hparams
+
+        hparams = sample_hparams(config.get("hyperparameters") or {}, seed)
+    print(f"[local] hyperparameters: {hparams}", flush=True)
+    with local_core_context(expanded, test=test_mode) as core_context:
+        result = train_trial_class(
+            trial_class, core_context, config=expanded, hparams=hparams, trial_seed=seed,
+            mode=LoopMode.TEST if test_mode else LoopMode.LOCAL, latest_checkpoint=latest_checkpoint,
+        )
+        base = getattr(core_context.checkpoint, "_storage_manager", None)
+    print_local_summary(result, test=test_mode, checkpoint_base=getattr(base, "base_path", None))
+    return result

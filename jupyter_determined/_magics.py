@@ -1,0 +1,336 @@
+"""IPython magics: `%%det_submit`, `%det_submit`, `%det` (after `%load_ext jupyter_determined`).
+
+`%%det_submit [CONFIG] [--context DIR] [--name N] [--local] [--test] [--wait]`: the cell body is
+the training code; the notebook's code cells above it and the body are exported as one script
+(`jupyter_determined._export`), packed with the context directory, and submitted. CONFIG is
+a YAML/JSON file or the name of a variable holding a config dict or YAML text; it needs no
+`entrypoint`. The live widget appears under the cell and the magic returns at once (unless
+`--wait`, or `--test`).
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import copy
+import os
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+from jupyter_determined._export import (ExportedScript, NotebookExportError,
+                                        current_notebook_export, frontend_notebook)
+
+SCRIPT_NAME = "_det_notebook_cell.py"  # the exported script inside the uploaded context
+DEFAULT_CONFIG: dict = {
+    "searcher": {"name": "single", "metric": "loss", "smaller_is_better": True, "max_length": 1},
+    "max_restarts": 0,
+}
+
+
+_last_experiment_id: int | None = None
+
+
+def last_experiment_id() -> int | None:
+    """The experiment most recently submitted from this kernel (`%det describe last`)."""
+    return _last_experiment_id
+
+
+def remember_experiment(experiment_id: int) -> None:
+    global _last_experiment_id
+    _last_experiment_id = int(experiment_id)
+
+
+class NotebookSubmitted(Exception):
+    """Stops the running cell after a submission from a notebook, with one line and no traceback.
+
+    The Native API raises it when `det.experimental.keras.init(...)` runs in a notebook: the
+    notebook was exported and submitted, so the cells after it must not train in the kernel.
+    IPython calls `_render_traceback_` instead of printing a traceback.
+    """
+
+    def __init__(self, experiment_id: int, message: str | None = None) -> None:
+        self.experiment_id = experiment_id
+        remember_experiment(experiment_id)
+        self.message = message or (f"Submitted experiment {experiment_id}: the rest of this "
+                                   "notebook runs in the experiment's trials, not here.")
+        super().__init__(self.message)
+
+    def _render_traceback_(self) -> list[str]:
+        return [self.message]
+
+
+def notebook_submitted(experiment_id: int, *, show_widget: bool = True) -> NotebookSubmitted:
+    """Display the experiment's live widget and return the exception that stops the cell."""
+    if show_widget:
+        from jupyter_determined._widgets import show_experiment
+
+        show_experiment(experiment_id)
+    return NotebookSubmitted(experiment_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# Submitting
+
+
+def _session() -> Any:
+    from determined.common.api import Session, discover_master
+
+    address = discover_master()
+    return Session(address.url, address.token)
+
+
+def resolve_config(spec: str | None, user_ns: dict) -> dict:
+    """CONFIG: a variable holding a dict or YAML text, else a file, else the default config."""
+    from determined.common import expconf
+
+    if not spec:
+        return copy.deepcopy(DEFAULT_CONFIG)
+    if spec in user_ns:
+        value = user_ns[spec]
+        if isinstance(value, dict):
+            return copy.deepcopy(value)
+        if isinstance(value, str):
+            loaded = expconf.load(value, source=f"variable {spec}")
+            if isinstance(loaded, dict):
+                return loaded
+        raise UsageError(f"CONFIG {spec!r}: the variable holds a {type(value).__name__}; "
+                         "expected a config dict or YAML text")
+    if os.path.isfile(spec):
+        return expconf.load_file(spec)
+    raise UsageError(f"CONFIG {spec!r} is neither a variable nor a file; pass a YAML file, or "
+                     "the name of a variable holding the config dict")
+
+
+def build_config(config: dict, *, name: str | None, notebook_path: str | None,
+                 test: bool = False) -> dict:
+    """The config to submit: our entrypoint, a name, test mode; checked (all errors at once)."""
+    from determined.common import expconf
+
+    config = copy.deepcopy(config)
+    if config.get("entrypoint"):
+        print(f"note: the config's entrypoint {config['entrypoint']!r} is replaced by the "
+              "exported notebook script", file=sys.stderr)
+    config["entrypoint"] = f"python3 {SCRIPT_NAME}"
+    if name:
+        config["name"] = name
+    elif not config.get("name") and notebook_path:
+        config["name"] = Path(notebook_path).stem
+    if test:
+        from determined.cli._experiment import test_mode_config
+
+        config = test_mode_config(config)
+    expconf.check(config)
+    return config
+
+
+def pack_with_script(context_dir: str, script: str) -> bytes:
+    """`context_dir` packed (honouring .detignore) with the exported script at its top level."""
+    from determined.common import context as context_mod
+
+    if not os.path.isdir(context_dir):
+        raise UsageError(f"--context {context_dir!r} is not a directory")
+    if os.path.exists(os.path.join(context_dir, SCRIPT_NAME)):
+        raise UsageError(f"{context_dir}/{SCRIPT_NAME} exists; it is the name of the exported "
+                         "script: rename or .detignore it")
+    with tempfile.TemporaryDirectory(prefix="det-notebook-") as tmp:
+        path = Path(tmp, SCRIPT_NAME)
+        path.write_text(script, encoding="utf-8")
+        return context_mod.pack(context_dir, includes=[str(path)])
+
+
+def submit_exported(exported: ExportedScript, config: dict, *, context_dir: str = ".",
+                    archived: bool = False, session: Any = None) -> dict:
+    """POST the experiment; the exported script, notebook path and cell ids go along."""
+    packed = pack_with_script(context_dir, exported.script)
+    own_session = session is None
+    session = session or _session()
+    try:
+        body = {"config": config, "context": base64.b64encode(packed).decode("ascii"),
+                "activate": True, "archived": archived, "notebook": exported.notebook_field()}
+        return session.post("/experiments", body)["experiment"]
+    finally:
+        if own_session:
+            session.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The magics
+
+
+def _submit_parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, add_help=False, exit_on_error=False)
+    parser.add_argument("config", nargs="?", default=None)
+    parser.add_argument("--context", default=".")
+    parser.add_argument("--name", default=None)
+    parser.add_argument("--local", action="store_true")
+    parser.add_argument("--test", action="store_true")
+    parser.add_argument("--wait", action="store_true")
+    parser.add_argument("--no-widget", dest="widget", action="store_false")
+    return parser
+
+
+def _parse(parser: argparse.ArgumentParser, line: str) -> argparse.Namespace:
+    try:
+        return parser.parse_args(shlex.split(line))
+    except (argparse.ArgumentError, ValueError) as exc:
+        raise UsageError(f"{parser.prog}: {exc}") from None
+    except SystemExit:  # argparse reports some errors by exiting
+        raise UsageError(f"{parser.prog}: invalid arguments {line!r}") from None
+
+
+@magics_class
+class DeterminedMagics(Magics):
+    """`%%det_submit`, `%det_submit`, `%det`."""
+
+    @cell_magic
+    def det_submit(self, line: str, cell: str | None = None) -> Any:
+        """Submit the code cells above (and this cell's body) as an experiment."""
+        return self._submit(line, cell)
+
+    @line_magic("det_submit")
+    def det_submit_line(self, line: str) -> Any:
+        """`%det_submit [CONFIG] [options]`: submit the code cells above this one."""
+        return self._submit(line, None)
+
+    def _submit(self, line: str, cell: str | None) -> Any:
+        prog = "%%det_submit" if cell is not None else "%det_submit"
+        args = _parse(_submit_parser(prog), line)
+        if args.local:
+            if cell is None:
+                raise UsageError("%det_submit --local: nothing to run; use %%det_submit --local "
+                                 "with the training code in the cell")
+            return self.shell.run_cell(cell)  # off-cluster: det.core.init() is a dummy context
+        config = resolve_config(args.config, self.shell.user_ns)
+        try:
+            exported = current_notebook_export(self.shell, which="above_current",
+                                               training_code=cell)
+        except NotebookExportError as exc:
+            raise UsageError(str(exc)) from None
+        for message in exported.warnings:
+            print(f"warning: {message}", file=sys.stderr)
+        from determined.common import expconf
+        from determined.common.api import APIError
+
+        try:
+            config = build_config(config, name=args.name, notebook_path=exported.notebook_path,
+                                  test=args.test)
+        except expconf.InvalidConfig as exc:
+            raise UsageError("invalid experiment config:\n  " + "\n  ".join(exc.errors)) from None
+        try:
+            experiment = submit_exported(exported, config, context_dir=args.context,
+                                         archived=args.test)
+        except APIError as exc:
+            raise UsageError(f"the master refused the experiment: {exc}") from None
+        remember_experiment(experiment["id"])
+        kind = "test experiment" if args.test else "experiment"
+        print(f"Created {kind} {experiment['id']}", flush=True)
+        widget = None
+        if args.widget:
+            from jupyter_determined._widgets import show_experiment
+
+            widget = show_experiment(experiment["id"])
+        if args.wait or args.test:
+            return self._wait(experiment["id"], widget)
+        return None
+
+    def _wait(self, experiment_id: int, widget: Any) -> None:
+        import time
+
+        from determined.common.states import TERMINAL_EXPERIMENT_STATES
+
+        session = _session()
+        try:
+            terminal = {str(state) for state in TERMINAL_EXPERIMENT_STATES}
+            while True:
+                experiment = session.get(f"/experiments/{experiment_id}")["experiment"]
+                if experiment["state"] in terminal:
+                    break
+                time.sleep(0.5)
+        finally:
+            session.close()
+        if widget is not None:
+            widget.wait(timeout=10)
+        print(f"Experiment {experiment_id} {experiment['state']}"
+              + (f", best validation {experiment['best_validation']}"
+                 if experiment.get("best_validation") is not None else ""), flush=True)
+
+    @line_magic
+    def det(self, line: str) -> Any:
+        """`%det list | describe ID | logs TRIAL_ID [--tail N] | pause|activate|kill ID | widget ID`.
+
+        ID may be `last`: the experiment submitted last from this kernel."""
+        words = shlex.split(line)
+        if not words:
+            raise UsageError(self.det.__doc__ or "")
+        command, rest = words[0], words[1:]
+        session = _session()
+        try:
+            if command == "list":
+                return self._list(session)
+            if command in ("describe", "pause", "activate", "kill", "cancel", "widget", "logs"):
+                if rest and rest[0] == "last" and _last_experiment_id is not None:
+                    rest[0] = str(_last_experiment_id)
+                if not rest or not rest[0].isdigit():
+                    raise UsageError(f"%det {command} needs an id (or 'last' after a "
+                                     f"submission), e.g. %det {command} 1")
+                ident = int(rest[0])
+                if command == "describe":
+                    return self._describe(session, ident)
+                if command == "logs":
+                    tail = int(rest[rest.index("--tail") + 1]) if "--tail" in rest else None
+                    for entry in session.get(f"/trials/{ident}/logs",
+                                             params={"tail": tail}).get("logs", []):
+                        print(entry["line"].rstrip("\n"))
+                    return None
+                if command == "widget":
+                    from jupyter_determined._widgets import show_experiment
+
+                    show_experiment(ident)
+                    return None
+                experiment = session.post(f"/experiments/{ident}/{command}")["experiment"]
+                print(f"Experiment {ident}: {experiment['state']}")
+                return None
+            raise UsageError(f"%det: unknown command {command!r}; use list, describe, logs, "
+                             "pause, activate, kill, widget")
+        except UsageError:
+            raise
+        except Exception as exc:
+            from determined.common.api import APIError
+
+            if isinstance(exc, APIError):
+                raise UsageError(f"%det {command}: {exc}") from None
+            raise
+        finally:
+            session.close()
+
+    def _list(self, session: Any) -> None:
+        experiments = session.get("/experiments").get("experiments", [])
+        print(f"{'ID':>4}  {'STATE':<20} {'PROGRESS':>8}  NAME")
+        for experiment in experiments:
+            print(f"{experiment['id']:>4}  {experiment['state']:<20} "
+                  f"{experiment.get('progress') or 0:>8.0%}  {experiment.get('name') or ''}")
+
+    def _describe(self, session: Any, experiment_id: int) -> None:
+        answer = session.get(f"/experiments/{experiment_id}")
+        experiment = answer["experiment"]
+        print(f"Experiment {experiment['id']} {experiment.get('name') or ''}: "
+              f"{experiment['state']} ({(experiment.get('progress') or 0):.0%}), "
+              f"best validation {experiment.get('best_validation')}")
+        for trial in answer.get("trials", []):
+            print(f"  trial {trial['id']} {trial['state']} steps={trial['steps_completed']} "
+                  f"hparams={trial.get('hparams')}")
+
+
+def register_magics(ipython: Any) -> None:
+    ipython.register_magics(DeterminedMagics)
+    frontend_notebook.register(ipython)
+
+
+__all__ = ["DEFAULT_CONFIG", "DeterminedMagics", "NotebookSubmitted", "SCRIPT_NAME",
+           "build_config", "last_experiment_id", "notebook_submitted", "pack_with_script", "register_magics",
+           "resolve_config", "submit_exported"]

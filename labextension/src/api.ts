@@ -1,0 +1,350 @@
+/**
+ * The master's REST API as served by the jupyter_determined server extension under
+ * `<base_url>determined/api/v1/`, and the live event feed.
+ *
+ * Every request goes through `ServerConnection.makeRequest`, which adds Jupyter's token and
+ * XSRF header; API errors become `DeterminedApiError` whose message is the server's one line.
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import type {
+  EventType,
+  ICheckpoint,
+  IExperiment,
+  ILogLine,
+  IMetricReport,
+  IResources,
+  ITrial
+} from './types';
+
+export const API_PATH = 'determined/api/v1';
+
+/** An API answer that was not 2xx, with the server's readable message. */
+export class DeterminedApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly errors: string[] = []
+  ) {
+    super(message);
+    this.name = 'DeterminedApiError';
+  }
+
+  /** The message plus each listed error, one per line (config errors list every problem). */
+  get details(): string {
+    return [this.message, ...this.errors].join('\n');
+  }
+}
+
+/** Turn any failure into one readable line (never an empty string, never "[object Object]"). */
+export function describeError(error: unknown): string {
+  if (error instanceof DeterminedApiError) {
+    return error.details;
+  }
+  if (error instanceof ServerConnection.NetworkError) {
+    return `cannot reach the Jupyter server (${error.message}); is it still running?`;
+  }
+  if (error instanceof Error) {
+    return error.message || error.name;
+  }
+  return String(error);
+}
+
+async function errorFromResponse(response: Response, what: string): Promise<DeterminedApiError> {
+  const text = await response.text().catch(() => '');
+  try {
+    const body = JSON.parse(text);
+    if (body && typeof body.message === 'string') {
+      const errors = Array.isArray(body.errors) ? body.errors.map(String) : [];
+      return new DeterminedApiError(body.message, response.status, errors);
+    }
+  } catch {
+    // not JSON: a proxy page or a server without the extension; describe it below
+  }
+  if (response.status === 404 && !text.includes('"message"')) {
+    return new DeterminedApiError(
+      `${what}: the Determined API is not served here (404); is the jupyter_determined server extension enabled? (jupyter server extension list)`,
+      404
+    );
+  }
+  const snippet = text.replace(/\s+/g, ' ').slice(0, 200);
+  return new DeterminedApiError(
+    `${what}: HTTP ${response.status} ${response.statusText}${snippet ? ` — ${snippet}` : ''}`,
+    response.status
+  );
+}
+
+export type Query = Record<string, string | number | boolean | null | undefined>;
+
+function queryString(query?: Query): string {
+  if (!query) {
+    return '';
+  }
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== null && value !== undefined && value !== '') {
+      parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`);
+    }
+  }
+  return parts.length ? `?${parts.join('&')}` : '';
+}
+
+/** A typed client of the API; one per application. */
+export class DeterminedClient {
+  readonly settings: ServerConnection.ISettings;
+
+  constructor(settings?: ServerConnection.ISettings) {
+    this.settings = settings ?? ServerConnection.makeSettings();
+  }
+
+  url(path: string, query?: Query): string {
+    return URLExt.join(this.settings.baseUrl, API_PATH, path) + queryString(query);
+  }
+
+  async request<T>(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<T> {
+    const init: RequestInit = { method };
+    if (options.body !== undefined) {
+      init.body = JSON.stringify(options.body);
+      init.headers = { 'Content-Type': 'application/json' };
+    }
+    const response = await ServerConnection.makeRequest(this.url(path, options.query), init, this.settings);
+    if (!response.ok) {
+      throw await errorFromResponse(response, `${method} ${path}`);
+    }
+    const text = await response.text();
+    if (!text) {
+      return {} as T;
+    }
+    try {
+      return JSON.parse(text) as T;
+    } catch (error) {
+      throw new DeterminedApiError(`${method} ${path}: the answer is not JSON (${String(error)})`, response.status);
+    }
+  }
+
+  async listExperiments(): Promise<IExperiment[]> {
+    return (await this.request<{ experiments: IExperiment[] }>('GET', 'experiments')).experiments;
+  }
+
+  async getExperiment(id: number): Promise<{ experiment: IExperiment; trials: ITrial[] }> {
+    return this.request('GET', `experiments/${id}`);
+  }
+
+  async listTrials(experimentId: number): Promise<ITrial[]> {
+    return (await this.request<{ trials: ITrial[] }>('GET', `experiments/${experimentId}/trials`)).trials;
+  }
+
+  async listCheckpoints(experimentId: number): Promise<ICheckpoint[]> {
+    return (await this.request<{ checkpoints: ICheckpoint[] }>('GET', `experiments/${experimentId}/checkpoints`))
+      .checkpoints;
+  }
+
+  /** Every metric report of an experiment after `afterId` (all groups when group is empty). */
+  async experimentMetrics(experimentId: number, group = '', afterId = 0): Promise<IMetricReport[]> {
+    const query = { group, after_id: afterId };
+    return (await this.request<{ metrics: IMetricReport[] }>('GET', `experiments/${experimentId}/metrics`, { query }))
+      .metrics;
+  }
+
+  async trialLogs(
+    trialId: number,
+    query: { after_id?: number; tail?: number; limit?: number; rank?: number | null; stream?: string } = {}
+  ): Promise<ILogLine[]> {
+    return (await this.request<{ logs: ILogLine[] }>('GET', `trials/${trialId}/logs`, { query })).logs;
+  }
+
+  async experimentAction(experimentId: number, action: string): Promise<IExperiment> {
+    return (await this.request<{ experiment: IExperiment }>('POST', `experiments/${experimentId}/${action}`))
+      .experiment;
+  }
+
+  async resources(): Promise<IResources> {
+    return this.request('GET', 'resources');
+  }
+}
+
+export type EventListener = (type: EventType, payload: unknown) => void;
+
+/** How the hub is getting updates: the SSE stream, or polling after the stream failed. */
+export type FeedMode = 'connecting' | 'live' | 'polling';
+
+export interface IFeedSubscriber {
+  /** The event types this subscriber needs. */
+  types: EventType[];
+  onEvent: EventListener;
+  /** Called on every polling tick while the stream is down: refresh over REST. */
+  onPoll: () => void;
+}
+
+/**
+ * One shared EventSource for the whole extension.
+ *
+ * Browsers allow ~6 connections per host over HTTP/1.1 and an EventSource holds one for good:
+ * a stream per panel would starve the page's other requests. So every panel subscribes here,
+ * the hub opens one stream with the union of the types they need, and dispatches locally.
+ * When the stream cannot be opened (a proxy that buffers, a server that refuses it) the hub
+ * falls back to asking subscribers to poll, and tries the stream again now and then.
+ */
+export class EventHub {
+  readonly modeChanged = new Set<(mode: FeedMode) => void>();
+  private _subscribers = new Set<IFeedSubscriber>();
+  private _source: EventSource | null = null;
+  private _sourceTypes = '';
+  private _mode: FeedMode = 'connecting';
+  private _pollTimer: number | null = null;
+  private _retryTimer: number | null = null;
+  private _failures = 0;
+
+  constructor(
+    private readonly _client: DeterminedClient,
+    readonly pollIntervalMs = 3000,
+    readonly retryStreamMs = 60000
+  ) {}
+
+  get mode(): FeedMode {
+    return this._mode;
+  }
+
+  subscribe(subscriber: IFeedSubscriber): () => void {
+    this._subscribers.add(subscriber);
+    this._reconcile();
+    return () => {
+      this._subscribers.delete(subscriber);
+      this._reconcile();
+    };
+  }
+
+  dispose(): void {
+    this._subscribers.clear();
+    this._reconcile();
+  }
+
+  private _wantedTypes(): string {
+    const types = new Set<EventType>();
+    for (const subscriber of this._subscribers) {
+      subscriber.types.forEach(t => types.add(t));
+    }
+    return [...types].sort().join(',');
+  }
+
+  private _setMode(mode: FeedMode): void {
+    if (mode !== this._mode) {
+      this._mode = mode;
+      this.modeChanged.forEach(listener => listener(mode));
+    }
+  }
+
+  /** Open, reopen or close the stream so it carries exactly the types subscribers need. */
+  private _reconcile(): void {
+    const wanted = this._wantedTypes();
+    if (!wanted) {
+      this._closeSource();
+      this._stopPolling();
+      return;
+    }
+    if (this._mode === 'polling') {
+      return; // the retry timer reopens the stream with whatever is wanted then
+    }
+    if (this._source && wanted === this._sourceTypes) {
+      return;
+    }
+    this._openSource(wanted);
+  }
+
+  private _openSource(types: string): void {
+    this._closeSource();
+    if (typeof EventSource === 'undefined') {
+      this._startPolling();
+      return;
+    }
+    const query: Query = { types };
+    const token = this._client.settings.token;
+    if (token) {
+      query.token = token; // EventSource cannot set headers; the API accepts ?token=
+    }
+    const source = new EventSource(this._client.url('events', query), { withCredentials: true });
+    this._source = source;
+    this._sourceTypes = types;
+    source.onopen = () => {
+      this._failures = 0;
+      this._setMode('live');
+      // Events published before the stream (re)opened were not seen: let everyone catch up.
+      for (const subscriber of [...this._subscribers]) {
+        subscriber.onPoll();
+      }
+    };
+    source.onerror = () => {
+      // EventSource retries by itself after a dropped connection; a refused one (non-200)
+      // ends CLOSED. Either way, after a few failures in a row polling is more useful.
+      this._failures += 1;
+      if (source.readyState === EventSource.CLOSED || this._failures >= 3) {
+        this._startPolling();
+      } else {
+        this._setMode('connecting');
+      }
+    };
+    for (const type of types.split(',') as EventType[]) {
+      source.addEventListener(type, (event: MessageEvent) => this._dispatch(type, event.data));
+    }
+  }
+
+  private _dispatch(type: EventType, data: string): void {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(data);
+    } catch {
+      console.warn(`jupyter-determined: ignoring a ${type} event that is not JSON`, data);
+      return;
+    }
+    for (const subscriber of [...this._subscribers]) {
+      if (subscriber.types.includes(type)) {
+        try {
+          subscriber.onEvent(type, payload);
+        } catch (error) {
+          console.error('jupyter-determined: an event handler failed', error);
+        }
+      }
+    }
+  }
+
+  private _closeSource(): void {
+    if (this._source) {
+      this._source.close();
+      this._source = null;
+      this._sourceTypes = '';
+    }
+  }
+
+  private _startPolling(): void {
+    this._closeSource();
+    this._setMode('polling');
+    if (this._pollTimer === null) {
+      this._pollTimer = window.setInterval(() => {
+        for (const subscriber of [...this._subscribers]) {
+          subscriber.onPoll();
+        }
+      }, this.pollIntervalMs);
+    }
+    if (this._retryTimer === null) {
+      this._retryTimer = window.setTimeout(() => {
+        this._retryTimer = null;
+        this._stopPolling();
+        this._failures = 0;
+        this._setMode('connecting');
+        this._reconcile();
+      }, this.retryStreamMs);
+    }
+  }
+
+  private _stopPolling(): void {
+    if (this._pollTimer !== null) {
+      window.clearInterval(this._pollTimer);
+      this._pollTimer = null;
+    }
+    if (this._retryTimer !== null) {
+      window.clearTimeout(this._retryTimer);
+      this._retryTimer = null;
+    }
+  }
+}

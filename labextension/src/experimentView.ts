@@ -1,0 +1,684 @@
+/**
+ * The experiment view (a main-area tab): header with state and actions, then sections for
+ * trials, learning curves, hyperparameters, logs, checkpoints and the config.
+ */
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Widget } from '@lumino/widgets';
+
+import { DeterminedClient, EventHub, describeError } from './api';
+import { Chart } from './chart';
+import { errorBox, h, progressBar, replaceChildren, select } from './dom';
+import {
+  ExperimentAction,
+  LOG_LEVELS,
+  LogLevel,
+  alignSeries,
+  allowedActions,
+  bestSearcherMetric,
+  filterLogs,
+  flattenHparams,
+  formatBytes,
+  formatLogLine,
+  formatMetric,
+  formatPercent,
+  formatStartTime,
+  hparamColumns,
+  hparamScatter,
+  latestSearcherMetric,
+  logLevel,
+  metricNames,
+  sortTrials
+} from './format';
+import { ExperimentDataModel, LogBuffer, ViewPart } from './model';
+import { stateBadge } from './sidebar';
+import type { EventType, ILogLine, ITrial } from './types';
+
+type Section = 'trials' | 'curves' | 'hparams' | 'logs' | 'checkpoints' | 'config';
+
+const SECTIONS: [Section, string][] = [
+  ['trials', 'Trials'],
+  ['curves', 'Learning curves'],
+  ['hparams', 'Hyperparameters'],
+  ['logs', 'Logs'],
+  ['checkpoints', 'Checkpoints'],
+  ['config', 'Config']
+];
+
+const ACTION_TEXT: Record<ExperimentAction, { label: string; confirm: string; danger: boolean }> = {
+  pause: { label: 'Pause', confirm: 'Pause it? Running trials checkpoint and stop; Activate resumes them.', danger: false },
+  activate: { label: 'Activate', confirm: 'Activate it? Its trials are scheduled again.', danger: false },
+  kill: { label: 'Kill', confirm: 'Kill it? Running trials are stopped at once, without a checkpoint. This cannot be undone.', danger: true },
+  archive: { label: 'Archive', confirm: 'Archive it? It is hidden from the list (show archived to see it again).', danger: false },
+  unarchive: { label: 'Unarchive', confirm: 'Unarchive it? It shows in the list again.', danger: false }
+};
+
+/** How many trials the curves show until the user picks. */
+const DEFAULT_SELECTED_TRIALS = 8;
+
+export class ExperimentView extends Widget {
+  readonly model: ExperimentDataModel;
+  private _section: Section = 'trials';
+  private _sectionNodes = new Map<Section, HTMLElement>();
+  private _tabButtons = new Map<Section, HTMLButtonElement>();
+  private _header: HTMLElement;
+  private _message: HTMLElement;
+  private _unsubscribe: (() => void) | null = null;
+  private _unsubscribeLogs: (() => void) | null = null;
+  private _renderQueued = new Set<ViewPart>();
+  private _frame = 0;
+  private _refreshing: Promise<void> | null = null;
+
+  // trials
+  private _sortKey = 'id';
+  private _sortAscending = true;
+  private _selected = new Set<number>();
+  private _userSelected = false;
+
+  // curves
+  private _trainingChart = new Chart('line', 'steps', 'training');
+  private _validationChart = new Chart('line', 'steps', 'validation');
+  private _trainingMetric = '';
+  private _validationMetric = '';
+  private _scatter = new Chart('scatter', 'hyperparameter', 'metric');
+  private _scatterHparam = '';
+
+  // logs
+  private _logTrial: number | null = null;
+  private _logs: LogBuffer | null = null;
+  private _logRank: number | null = null;
+  private _logLevel: LogLevel = 'DEBUG';
+  private _follow = true;
+  private _logPre: HTMLElement = h('div', { class: 'jp-Det-logLines' });
+
+  constructor(
+    readonly experimentId: number,
+    private readonly _client: DeterminedClient,
+    private readonly _hub: EventHub
+  ) {
+    super();
+    this.model = new ExperimentDataModel(experimentId);
+    this.id = `jupyter-determined-experiment-${experimentId}`;
+    this.addClass('jp-Det-experimentView');
+    this.node.dataset.experimentId = String(experimentId);
+    this.title.label = `Experiment ${experimentId}`;
+    this.title.closable = true;
+
+    this._header = h('div', { class: 'jp-Det-expHeader' }, `Loading experiment ${experimentId}…`);
+    this._message = h('div', { class: 'jp-Det-message' });
+    const tabs = h('div', { class: 'jp-Det-tabs', attrs: { role: 'tablist' } });
+    const sections = h('div', { class: 'jp-Det-sections' });
+    for (const [section, label] of SECTIONS) {
+      const button = h(
+        'button',
+        {
+          class: 'jp-Det-tab',
+          attrs: { role: 'tab', 'data-section': section },
+          on: { click: () => this.showSection(section) }
+        },
+        label
+      );
+      this._tabButtons.set(section, button);
+      tabs.appendChild(button);
+      const node = h('div', { class: `jp-Det-section jp-Det-section-${section}`, attrs: { 'data-section': section } });
+      this._sectionNodes.set(section, node);
+      sections.appendChild(node);
+    }
+    this.node.append(this._header, this._message, tabs, sections);
+    this.model.changed.connect(part => this._queue(part));
+    this.showSection('trials');
+  }
+
+  /** Load everything and start following events. */
+  async start(): Promise<void> {
+    if (!this._unsubscribe) {
+      this._unsubscribe = this._hub.subscribe({
+        types: ['experiment', 'trial', 'metric', 'checkpoint'],
+        onEvent: (type, payload) => this._onEvent(type, payload),
+        onPoll: () => void this.refresh()
+      });
+    }
+    await this.refresh();
+  }
+
+  async refresh(): Promise<void> {
+    if (this._refreshing) {
+      return this._refreshing;
+    }
+    this._refreshing = (async () => {
+      try {
+        const { experiment, trials } = await this._client.getExperiment(this.experimentId);
+        this.model.setExperiment(experiment);
+        this.model.setTrials(trials);
+        const [metrics, checkpoints] = await Promise.all([
+          this._client.experimentMetrics(this.experimentId, '', this.model.lastMetricId),
+          this._client.listCheckpoints(this.experimentId)
+        ]);
+        this.model.addMetrics(metrics);
+        this.model.setCheckpoints(checkpoints);
+        replaceChildren(this._message);
+        if (this._section === 'logs' && this._logs) {
+          await this._catchUpLogs();
+        }
+      } catch (error) {
+        replaceChildren(this._message, errorBox(`Cannot load experiment ${this.experimentId}: ${describeError(error)}`));
+      } finally {
+        this._refreshing = null;
+      }
+    })();
+    return this._refreshing;
+  }
+
+  private _onEvent(type: EventType, payload: unknown): void {
+    const part = this.model.applyEvent(type, payload);
+    if (type === 'trial' && part === 'trials') {
+      const trial = payload as ITrial;
+      if (!this._userSelected && this._selected.size < DEFAULT_SELECTED_TRIALS) {
+        this._selected.add(trial.id);
+      }
+    }
+    if (type === 'log' && part === 'logs' && this._logs) {
+      this._logs.add([payload as ILogLine]);
+    }
+  }
+
+  showSection(section: Section): void {
+    this._section = section;
+    for (const [name, node] of this._sectionNodes) {
+      node.hidden = name !== section;
+      this._tabButtons.get(name)?.classList.toggle('jp-mod-current', name === section);
+      this._tabButtons.get(name)?.setAttribute('aria-selected', String(name === section));
+    }
+    this._updateLogSubscription();
+    this._queue(section === 'logs' ? 'logs' : section === 'checkpoints' ? 'checkpoints' : 'metrics');
+    this._queue('trials');
+  }
+
+  // ---- rendering ------------------------------------------------------------------------------
+
+  private _queue(part: ViewPart): void {
+    this._renderQueued.add(part);
+    if (this._frame) {
+      return;
+    }
+    // Metric events can come hundreds a second: render at most once per frame.
+    this._frame = requestAnimationFrame(() => {
+      this._frame = 0;
+      const parts = new Set(this._renderQueued);
+      this._renderQueued.clear();
+      this._render(parts);
+    });
+  }
+
+  private _render(parts: Set<ViewPart>): void {
+    if (parts.has('experiment')) {
+      this._renderHeader();
+      this._renderConfig();
+    }
+    if (parts.has('trials') || parts.has('experiment')) {
+      if (!this._userSelected) {
+        for (const id of [...this.model.trials.keys()].sort((a, b) => a - b)) {
+          if (this._selected.size >= DEFAULT_SELECTED_TRIALS) {
+            break;
+          }
+          this._selected.add(id);
+        }
+      }
+      if (this._section === 'trials') {
+        this._renderTrials();
+      }
+      if (this._section === 'hparams') {
+        this._renderHparams();
+      }
+      if (this._section === 'logs') {
+        this._renderLogControls();
+      }
+    }
+    if ((parts.has('metrics') || parts.has('trials')) && this._section === 'curves') {
+      this._renderCurves();
+    }
+    if (parts.has('checkpoints') && this._section === 'checkpoints') {
+      this._renderCheckpoints();
+    }
+    if (parts.has('logs') && this._section === 'logs') {
+      this._renderLogLines();
+    }
+  }
+
+  private _renderHeader(): void {
+    const experiment = this.model.experiment;
+    if (!experiment) {
+      return;
+    }
+    this.title.label = `${experiment.id}: ${experiment.name || 'experiment'}`;
+    this.title.caption = `Determined experiment ${experiment.id} (${experiment.state})`;
+    const allowed = allowedActions(experiment);
+    const actions = h('div', { class: 'jp-Det-actions' });
+    for (const action of ['pause', 'activate', 'kill', 'archive', 'unarchive'] as ExperimentAction[]) {
+      if ((action === 'archive' && experiment.archived) || (action === 'unarchive' && !experiment.archived)) {
+        continue;
+      }
+      actions.appendChild(
+        h(
+          'button',
+          {
+            class: `jp-Det-button jp-Det-action jp-Det-action-${action}`,
+            props: { disabled: !allowed.has(action) },
+            attrs: { 'data-action': action },
+            on: { click: () => void this.runAction(action) }
+          },
+          ACTION_TEXT[action].label
+        )
+      );
+    }
+    const searcher = experiment.searcher;
+    replaceChildren(
+      this._header,
+      h(
+        'div',
+        { class: 'jp-Det-expHeader-top' },
+        h('span', { class: 'jp-Det-expId' }, `#${experiment.id}`),
+        h('span', { class: 'jp-Det-expName jp-Det-expTitle' }, experiment.name || '(unnamed)'),
+        stateBadge(experiment.state),
+        experiment.archived ? h('span', { class: 'jp-Det-archived' }, 'archived') : null,
+        actions
+      ),
+      h(
+        'div',
+        { class: 'jp-Det-expHeader-meta' },
+        progressBar(experiment.progress, `progress ${formatPercent(experiment.progress)}`),
+        h('span', null, formatPercent(experiment.progress)),
+        h('span', null, `searcher ${searcher?.name ?? '?'} on ${searcher?.metric ?? '?'} (${searcher?.smaller_is_better ? 'smaller' : 'larger'} is better)`),
+        h('span', { class: 'jp-Det-expBest' }, `best: ${formatMetric(experiment.best_validation)}`),
+        h('span', null, `${experiment.num_trials} trials`),
+        h('span', { title: experiment.start_time }, `started ${formatStartTime(experiment.start_time)}`),
+        experiment.notebook?.path ? h('span', { title: experiment.notebook.path }, `notebook ${experiment.notebook.path}`) : null
+      ),
+      experiment.description ? h('div', { class: 'jp-Det-expDescription' }, experiment.description) : null
+    );
+  }
+
+  /** Confirm, run one action, and show the outcome (the state arrives by event or refresh). */
+  async runAction(action: ExperimentAction): Promise<void> {
+    const experiment = this.model.experiment;
+    const name = experiment ? `experiment ${experiment.id} (${experiment.name})` : `experiment ${this.experimentId}`;
+    const text = ACTION_TEXT[action];
+    const result = await showDialog({
+      title: `${text.label} ${name}`,
+      body: text.confirm,
+      buttons: [
+        Dialog.cancelButton(),
+        text.danger ? Dialog.warnButton({ label: text.label }) : Dialog.okButton({ label: text.label })
+      ]
+    });
+    if (!result.button.accept) {
+      return;
+    }
+    try {
+      const updated = await this._client.experimentAction(this.experimentId, action);
+      this.model.setExperiment(updated);
+      replaceChildren(this._message);
+    } catch (error) {
+      replaceChildren(this._message, errorBox(`${text.label} failed: ${describeError(error)}`));
+    }
+  }
+
+  private _metric(): string {
+    return this.model.experiment?.searcher?.metric ?? 'loss';
+  }
+
+  private _renderTrials(): void {
+    const node = this._sectionNodes.get('trials')!;
+    const trials = [...this.model.trials.values()];
+    if (!trials.length) {
+      replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No trials yet: the searcher creates them once the experiment is scheduled.'));
+      return;
+    }
+    const metric = this._metric();
+    const hparams = hparamColumns(trials);
+    const columns: [string, string][] = [
+      ['id', 'Trial'],
+      ['state', 'State'],
+      ['steps', 'Steps'],
+      ['restarts', 'Restarts'],
+      ...hparams.map(name => [`hp:${name}`, name] as [string, string]),
+      ['latest', `latest ${metric}`],
+      ['best', `best ${metric}`]
+    ];
+    const headRow = h('tr', null, h('th', { title: 'Show in the learning curves' }, 'Plot'));
+    for (const [key, label] of columns) {
+      const sorted = this._sortKey === key;
+      headRow.appendChild(
+        h(
+          'th',
+          {
+            class: `jp-Det-sortable${sorted ? ' jp-mod-sorted' : ''}`,
+            attrs: { 'data-sort-key': key, 'aria-sort': sorted ? (this._sortAscending ? 'ascending' : 'descending') : 'none' },
+            on: {
+              click: () => {
+                this._sortAscending = this._sortKey === key ? !this._sortAscending : true;
+                this._sortKey = key;
+                this._renderTrials();
+              }
+            }
+          },
+          label,
+          sorted ? (this._sortAscending ? ' ▲' : ' ▼') : ''
+        )
+      );
+    }
+    const body = h('tbody');
+    for (const trial of sortTrials(trials, this._sortKey, this._sortAscending, metric)) {
+      const flat = flattenHparams(trial.hparams);
+      const checkbox = h('input', {
+        props: { type: 'checkbox', checked: this._selected.has(trial.id) },
+        attrs: { 'aria-label': `plot trial ${trial.id}` },
+        on: {
+          change: () => {
+            this._userSelected = true;
+            if (checkbox.checked) {
+              this._selected.add(trial.id);
+            } else {
+              this._selected.delete(trial.id);
+            }
+          }
+        }
+      });
+      body.appendChild(
+        h(
+          'tr',
+          { attrs: { 'data-trial-id': String(trial.id) } },
+          h('td', null, checkbox),
+          h('td', null, String(trial.id)),
+          h('td', null, stateBadge(trial.state)),
+          h('td', null, String(trial.steps_completed)),
+          h('td', null, String(trial.restarts)),
+          ...hparams.map(name => h('td', null, formatMetric(flat[name]))),
+          h('td', { class: 'jp-Det-latest' }, formatMetric(latestSearcherMetric(trial, metric))),
+          h('td', { class: 'jp-Det-best' }, formatMetric(bestSearcherMetric(trial, metric)))
+        )
+      );
+    }
+    replaceChildren(node, h('table', { class: 'jp-Det-table jp-Det-trialsTable' }, h('thead', null, headRow), body));
+  }
+
+  private _selectedTrialIds(): number[] {
+    return [...this._selected].filter(id => this.model.trials.has(id)).sort((a, b) => a - b);
+  }
+
+  private _renderCurves(): void {
+    const node = this._sectionNodes.get('curves')!;
+    const trialIds = this._selectedTrialIds();
+    const parts: HTMLElement[] = [];
+    for (const [group, chart] of [
+      ['training', this._trainingChart],
+      ['validation', this._validationChart]
+    ] as [string, Chart][]) {
+      const reports = this.model.metricsOf(group);
+      const names = metricNames([...reports.values()].flat());
+      let metric = group === 'training' ? this._trainingMetric : this._validationMetric;
+      if (!names.includes(metric)) {
+        metric = names.includes(this._metric()) ? this._metric() : names.includes('loss') ? 'loss' : (names[0] ?? '');
+        if (group === 'training') {
+          this._trainingMetric = metric;
+        } else {
+          this._validationMetric = metric;
+        }
+      }
+      const picker = select(
+        names.map(n => [n, n] as [string, string]),
+        metric,
+        value => {
+          if (group === 'training') {
+            this._trainingMetric = value;
+          } else {
+            this._validationMetric = value;
+          }
+          this._renderCurves();
+        },
+        `jp-Det-select jp-Det-metricSelect-${group}`
+      );
+      chart.yLabel = `${group} ${metric}`;
+      chart.node.dataset.group = group;
+      const data = alignSeries(reports, trialIds, metric);
+      chart.update({ ...data, labels: trialIds.map(id => `trial ${id}`) });
+      parts.push(
+        h('div', { class: 'jp-Det-chartBlock' }, h('div', { class: 'jp-Det-chartTitle' }, `${group} `, picker), chart.node)
+      );
+    }
+    const hint = trialIds.length ? null : h('div', { class: 'jp-Det-empty' }, 'Select trials in the Trials tab to plot them.');
+    // Keep chart nodes attached (uPlot redraws in place); rebuild only the surroundings.
+    replaceChildren(node, hint, ...parts);
+  }
+
+  private _renderHparams(): void {
+    const node = this._sectionNodes.get('hparams')!;
+    const trials = [...this.model.trials.values()];
+    const hparams = hparamColumns(trials);
+    if (!hparams.length) {
+      replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No hyperparameters in this experiment.'));
+      return;
+    }
+    if (!hparams.includes(this._scatterHparam)) {
+      this._scatterHparam = hparams[0];
+    }
+    const metric = this._metric();
+    const data = hparamScatter(trials, this._scatterHparam, metric);
+    this._scatter.yLabel = `best ${metric}`;
+    this._scatter.update({
+      x: data.points.map(p => p.x),
+      ys: [data.points.map(p => p.y)],
+      labels: [`best ${metric}`],
+      categories: data.categories
+    });
+    const picker = select(
+      hparams.map(n => [n, n] as [string, string]),
+      this._scatterHparam,
+      value => {
+        this._scatterHparam = value;
+        this._scatter.destroyPlot();
+        this._renderHparams();
+      },
+      'jp-Det-select jp-Det-hparamSelect'
+    );
+    replaceChildren(
+      node,
+      h('div', { class: 'jp-Det-chartTitle' }, 'hyperparameter ', picker, ` vs best ${metric} (one point per trial with a validation)`),
+      this._scatter.node
+    );
+  }
+
+  // ---- logs ---------------------------------------------------------------------------------
+
+  private _updateLogSubscription(): void {
+    const want = this._section === 'logs' && this._follow && this._logTrial !== null;
+    if (want && !this._unsubscribeLogs) {
+      this._unsubscribeLogs = this._hub.subscribe({
+        types: ['log'],
+        onEvent: (type, payload) => this._onEvent(type, payload),
+        onPoll: () => void this._catchUpLogs()
+      });
+    } else if (!want && this._unsubscribeLogs) {
+      this._unsubscribeLogs();
+      this._unsubscribeLogs = null;
+    }
+  }
+
+  private async _selectLogTrial(trialId: number | null): Promise<void> {
+    this._logTrial = trialId;
+    this._logs = trialId === null ? null : new LogBuffer(trialId);
+    this._logs?.changed.connect(() => this._queue('logs'));
+    this._updateLogSubscription();
+    this._renderLogControls();
+    this._renderLogLines();
+    if (trialId !== null) {
+      try {
+        this._logs!.add(await this._client.trialLogs(trialId, { tail: 2000 }));
+      } catch (error) {
+        replaceChildren(this._logPre, errorBox(`Cannot load the logs of trial ${trialId}: ${describeError(error)}`));
+      }
+    }
+  }
+
+  private async _catchUpLogs(): Promise<void> {
+    const logs = this._logs;
+    if (!logs) {
+      return;
+    }
+    try {
+      logs.add(await this._client.trialLogs(logs.trialId, { after_id: logs.lastId }));
+    } catch (error) {
+      console.warn('jupyter-determined: cannot fetch logs', error);
+    }
+  }
+
+  private _renderLogControls(): void {
+    const node = this._sectionNodes.get('logs')!;
+    const trialIds = [...this.model.trials.keys()].sort((a, b) => a - b);
+    if (this._logTrial === null && trialIds.length) {
+      void this._selectLogTrial(trialIds[0]);
+      return;
+    }
+    const trialPicker = select(
+      trialIds.map(id => [String(id), `trial ${id}`] as [string, string]),
+      String(this._logTrial ?? ''),
+      value => void this._selectLogTrial(Number(value)),
+      'jp-Det-select jp-Det-logTrial'
+    );
+    const ranks = this._logs?.ranks() ?? [];
+    const rankPicker = select(
+      [['', 'all ranks'], ...ranks.map(r => [String(r), `rank ${r}`] as [string, string])],
+      this._logRank === null ? '' : String(this._logRank),
+      value => {
+        this._logRank = value === '' ? null : Number(value);
+        this._renderLogLines();
+      },
+      'jp-Det-select jp-Det-logRank'
+    );
+    const levelPicker = select(
+      LOG_LEVELS.map(l => [l, `${l} and above`] as [string, string]),
+      this._logLevel,
+      value => {
+        this._logLevel = value as LogLevel;
+        this._renderLogLines();
+      },
+      'jp-Det-select jp-Det-logLevel'
+    );
+    const follow = h('input', {
+      class: 'jp-Det-follow',
+      props: { type: 'checkbox', checked: this._follow },
+      on: {
+        change: () => {
+          this._follow = follow.checked;
+          this._updateLogSubscription();
+          if (this._follow) {
+            void this._catchUpLogs();
+          }
+        }
+      }
+    });
+    const controls = h(
+      'div',
+      { class: 'jp-Det-logControls' },
+      trialPicker,
+      rankPicker,
+      levelPicker,
+      h('label', { class: 'jp-Det-checkbox' }, follow, 'follow'),
+      h('button', { class: 'jp-Det-button', on: { click: () => void this._catchUpLogs() } }, 'Refresh')
+    );
+    if (!trialIds.length) {
+      replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No trials yet, so no logs.'));
+      return;
+    }
+    replaceChildren(node, controls, this._logPre);
+  }
+
+  private _renderLogLines(): void {
+    if (!this._logs) {
+      replaceChildren(this._logPre);
+      return;
+    }
+    const lines = filterLogs(this._logs.lines, { rank: this._logRank, minLevel: this._logLevel });
+    const fragment = document.createDocumentFragment();
+    for (const line of lines) {
+      fragment.appendChild(
+        h('div', { class: `jp-Det-logLine jp-Det-log-${logLevel(line).toLowerCase()} jp-Det-log-${line.stream}` }, formatLogLine(line))
+      );
+    }
+    if (!lines.length) {
+      fragment.appendChild(h('div', { class: 'jp-Det-empty' }, this._logs.lines.length ? 'No lines match the filter.' : 'No log lines yet.'));
+    }
+    replaceChildren(this._logPre, fragment);
+    if (this._follow) {
+      this._logPre.scrollTop = this._logPre.scrollHeight;
+    }
+  }
+
+  // ---- checkpoints and config -------------------------------------------------------------------
+
+  private _renderCheckpoints(): void {
+    const node = this._sectionNodes.get('checkpoints')!;
+    const checkpoints = [...this.model.checkpoints.values()].sort(
+      (a, b) => a.trial_id - b.trial_id || a.steps_completed - b.steps_completed
+    );
+    if (!checkpoints.length) {
+      replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No checkpoints yet.'));
+      return;
+    }
+    const metric = this._metric();
+    const body = h('tbody');
+    for (const checkpoint of checkpoints) {
+      const size = Object.values(checkpoint.resources ?? {}).reduce((sum, n) => sum + (Number(n) || 0), 0);
+      const metrics = checkpoint.validation_metrics ?? {};
+      body.appendChild(
+        h(
+          'tr',
+          { attrs: { 'data-uuid': checkpoint.uuid } },
+          h('td', { class: 'jp-Det-mono' }, checkpoint.uuid),
+          h('td', null, String(checkpoint.trial_id)),
+          h('td', null, String(checkpoint.steps_completed)),
+          h('td', null, checkpoint.state),
+          h('td', { title: JSON.stringify(metrics) }, formatMetric((metrics as Record<string, unknown>)[metric])),
+          h('td', null, formatBytes(size)),
+          h('td', { class: 'jp-Det-mono' }, checkpoint.path ?? '')
+        )
+      );
+    }
+    replaceChildren(
+      node,
+      h(
+        'table',
+        { class: 'jp-Det-table jp-Det-checkpointsTable' },
+        h(
+          'thead',
+          null,
+          h('tr', null, ...['UUID', 'Trial', 'Steps', 'State', `validation ${metric}`, 'Size', 'Path'].map(t => h('th', null, t)))
+        ),
+        body
+      )
+    );
+  }
+
+  private _renderConfig(): void {
+    const node = this._sectionNodes.get('config')!;
+    const config = this.model.experiment?.config;
+    replaceChildren(
+      node,
+      config ? h('pre', { class: 'jp-Det-config' }, JSON.stringify(config, null, 2)) : h('div', { class: 'jp-Det-empty' }, 'Loading the config…')
+    );
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._unsubscribe?.();
+    this._unsubscribeLogs?.();
+    if (this._frame) {
+      cancelAnimationFrame(this._frame);
+    }
+    this._trainingChart.dispose();
+    this._validationChart.dispose();
+    this._scatter.dispose();
+    super.dispose();
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * jupyter-determined: the "Determined" sidebar, experiment views, and the notebook
+ * "Submit to Determined" button, talking to the master served by the jupyter_determined
+ * server extension under `<base_url>determined/api/v1`.
+ */
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { LabIcon } from '@jupyterlab/ui-components';
+
+import { DeterminedClient, EventHub } from './api';
+import { ExperimentView } from './experimentView';
+import { DeterminedSidebar } from './sidebar';
+import { SubmitButtonExtension } from './submit';
+
+const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 3h7a9 9 0 0 1 0 18H4zm3 3v12h4a6 6 0 0 0 0-12z"/></g></svg>`;
+
+export const determinedIcon = new LabIcon({ name: 'jupyter-determined:logo', svgstr: ICON_SVG });
+
+export namespace CommandIDs {
+  export const openExperiment = 'determined:open-experiment';
+  export const showSidebar = 'determined:show-sidebar';
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-determined:plugin',
+  description: 'Determined experiments in JupyterLab: sidebar, experiment views, notebook submission.',
+  autoStart: true,
+  optional: [ILayoutRestorer, ICommandPalette],
+  activate: (app: JupyterFrontEnd, restorer: ILayoutRestorer | null, palette: ICommandPalette | null) => {
+    const client = new DeterminedClient(app.serviceManager.serverSettings);
+    const hub = new EventHub(client);
+    const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({ namespace: 'jupyter-determined' });
+
+    const openExperiment = (id: number): void => {
+      app.commands.execute(CommandIDs.openExperiment, { id }).catch(error => console.error(error));
+    };
+
+    app.commands.addCommand(CommandIDs.openExperiment, {
+      label: args => (args.id !== undefined ? `Open Determined Experiment ${args.id}` : 'Open Determined Experiment'),
+      execute: async args => {
+        const id = Number(args.id);
+        if (!Number.isInteger(id)) {
+          throw new Error(`${CommandIDs.openExperiment}: expected an integer "id", got ${JSON.stringify(args.id)}`);
+        }
+        const existing = tracker.find(w => w.content.experimentId === id);
+        if (existing) {
+          app.shell.activateById(existing.id);
+          return existing;
+        }
+        const content = new ExperimentView(id, client, hub);
+        const widget = new MainAreaWidget({ content });
+        widget.id = content.id;
+        widget.title.icon = determinedIcon;
+        content.title.changed.connect(() => {
+          widget.title.label = content.title.label;
+          widget.title.caption = content.title.caption;
+        });
+        widget.title.label = content.title.label;
+        widget.title.closable = true;
+        await tracker.add(widget);
+        app.shell.add(widget, 'main');
+        app.shell.activateById(widget.id);
+        void content.start();
+        return widget;
+      }
+    });
+
+    const sidebar = new DeterminedSidebar(client, hub, openExperiment);
+    sidebar.title.icon = determinedIcon;
+    app.shell.add(sidebar, 'left', { rank: 600 });
+    // Nothing is requested until the panel is first shown (DeterminedSidebar.onAfterShow).
+    app.commands.addCommand(CommandIDs.showSidebar, {
+      label: 'Show Determined Experiments',
+      execute: () => {
+        app.shell.activateById(sidebar.id);
+        void sidebar.start();
+      }
+    });
+    if (palette) {
+      palette.addItem({ command: CommandIDs.showSidebar, category: 'Determined' });
+    }
+    if (restorer) {
+      restorer.add(sidebar, sidebar.id);
+      void restorer.restore(tracker, {
+        command: CommandIDs.openExperiment,
+        args: widget => ({ id: widget.content.experimentId }),
+        name: widget => String(widget.content.experimentId)
+      });
+    }
+
+    app.docRegistry.addWidgetExtension('Notebook', new SubmitButtonExtension(app.serviceManager.contents, openExperiment));
+  }
+};
+
+export default plugin;

@@ -1,0 +1,316 @@
+/**
+ * Notebook integration:
+ *
+ * * `NotebookSync`: keeps the kernel's copy of the notebook current over the comm target
+ *   `jupyter_determined.notebook` (protocol in jupyter_determined/_export.py), so `%%det_submit`
+ *   exports the cells as the user sees them, unsaved edits and tags included.
+ * * The toolbar button "Submit to Determined": pick a config (a `*.yaml` beside the notebook,
+ *   editable), then run `%det_submit` in the notebook's kernel and show what it answered.
+ */
+import { Dialog, ToolbarButton, showDialog } from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
+import { DocumentRegistry } from '@jupyterlab/docregistry';
+import { INotebookModel, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { Contents, Kernel, KernelMessage } from '@jupyterlab/services';
+import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+import { Widget } from '@lumino/widgets';
+
+import { h, replaceChildren } from './dom';
+
+export const COMM_TARGET = 'jupyter_determined.notebook';
+/** The id of the stand-in cell the toolbar submission runs as (see `submitNotebook`). */
+export const TOOLBAR_CELL_ID = 'jupyter-determined-toolbar-submit';
+const CONFIG_VARIABLE = '_det_toolbar_config';
+
+interface ICellSnapshot {
+  id: string;
+  cell_type: string;
+  source: string;
+  metadata: { tags: string[] };
+}
+
+/** The notebook as the kernel-side exporter wants it. */
+export function notebookSnapshot(panel: NotebookPanel, extraCells: ICellSnapshot[] = []): { path: string; cells: ICellSnapshot[] } {
+  const cells: ICellSnapshot[] = [];
+  const model = panel.content.model;
+  if (model) {
+    for (let i = 0; i < model.cells.length; i++) {
+      const cell = model.cells.get(i);
+      const tags = cell.getMetadata('tags');
+      cells.push({
+        id: cell.id,
+        cell_type: cell.type,
+        source: cell.sharedModel.getSource(),
+        metadata: { tags: Array.isArray(tags) ? tags.map(String) : [] }
+      });
+    }
+  }
+  return { path: panel.context.path, cells: [...cells, ...extraCells] };
+}
+
+const RELEVANT = /det_submit|jupyter_determined|determined/;
+
+/** Sends notebook snapshots to the kernel over the comm, once the kernel has the target. */
+class NotebookSync implements IDisposable {
+  private _comm: Kernel.IComm | null = null;
+  private _commKernel: Kernel.IKernelConnection | null = null;
+  private _disposed = false;
+
+  constructor(private readonly _panel: NotebookPanel) {
+    NotebookActions.executionScheduled.connect(this._onScheduled, this);
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  dispose(): void {
+    this._disposed = true;
+    NotebookActions.executionScheduled.disconnect(this._onScheduled, this);
+    this._comm = null;
+  }
+
+  private _onScheduled(_: unknown, args: { notebook: unknown }): void {
+    if (args.notebook !== this._panel.content) {
+      return;
+    }
+    const snapshot = notebookSnapshot(this._panel);
+    // Only notebooks that use Determined: the other kernels have no such comm target.
+    if (!snapshot.cells.some(cell => RELEVANT.test(cell.source))) {
+      return;
+    }
+    this.send(snapshot);
+  }
+
+  /** Send a snapshot now (before the execute request that needs it: shell messages keep order). */
+  send(snapshot: object): void {
+    const kernel = this._panel.sessionContext.session?.kernel;
+    if (!kernel) {
+      return;
+    }
+    try {
+      if (this._comm && this._commKernel === kernel && !this._comm.isDisposed) {
+        this._comm.send(snapshot as any);
+        return;
+      }
+      // The target exists once `%load_ext jupyter_determined` ran; until then the kernel
+      // closes the comm at once and we try again at the next execution.
+      const comm = kernel.createComm(COMM_TARGET);
+      comm.onClose = () => {
+        if (this._comm === comm) {
+          this._comm = null;
+        }
+      };
+      comm.open(snapshot as any);
+      this._comm = comm;
+      this._commKernel = kernel;
+    } catch (error) {
+      this._comm = null;
+      console.warn('jupyter-determined: cannot send the notebook to the kernel', error);
+    }
+  }
+}
+
+const syncs = new WeakMap<NotebookPanel, NotebookSync>();
+
+/** Python string literal of any text (JSON strings are valid Python literals). */
+export function pythonString(text: string): string {
+  return JSON.stringify(text);
+}
+
+/** The kernel code the toolbar button runs. */
+export function submitCode(config: { file: string } | { text: string }): string {
+  if ('file' in config) {
+    return `%det_submit ${config.file.includes(' ') ? pythonString(config.file) : config.file}`;
+  }
+  return `${CONFIG_VARIABLE} = ${pythonString(config.text)}\n%det_submit ${CONFIG_VARIABLE}`;
+}
+
+interface IExecution {
+  ok: boolean;
+  output: string;
+}
+
+async function execute(kernel: Kernel.IKernelConnection, code: string, metadata?: Record<string, unknown>): Promise<IExecution> {
+  const future = kernel.requestExecute({ code, stop_on_error: true, store_history: false }, true, metadata as any);
+  const chunks: string[] = [];
+  let failed = false;
+  future.onIOPub = (msg: KernelMessage.IIOPubMessage) => {
+    const type = msg.header.msg_type;
+    const content = msg.content as any;
+    if (type === 'stream') {
+      chunks.push(String(content.text));
+    } else if (type === 'error') {
+      failed = true;
+      chunks.push(`${content.ename}: ${content.evalue}\n`);
+    } else if ((type === 'execute_result' || type === 'display_data') && content.data?.['text/plain']) {
+      const text = String(content.data['text/plain']);
+      if (!text.startsWith('Experiment') && !text.includes('Widget')) {
+        chunks.push(`${text}\n`);
+      }
+    }
+  };
+  const reply = await future.done;
+  if ((reply.content as any).status !== 'ok') {
+    failed = true;
+  }
+  // ANSI colour codes from IPython tracebacks would show as junk in a dialog.
+  return { ok: !failed, output: chunks.join('').replace(/\u001b\[[0-9;]*m/g, '') };
+}
+
+/** The dialog body: a config picker and an editable text area. */
+class SubmitDialogBody extends Widget {
+  readonly picker: HTMLSelectElement;
+  readonly textarea: HTMLTextAreaElement;
+  private _original = '';
+  private _fileName = '';
+
+  constructor(
+    private readonly _contents: Contents.IManager,
+    private readonly _directory: string,
+    files: string[]
+  ) {
+    super();
+    this.addClass('jp-Det-submitDialog');
+    this.picker = h('select', { class: 'jp-Det-select jp-Det-configPicker', on: { change: () => void this._load(this.picker.value) } });
+    for (const file of files) {
+      this.picker.appendChild(h('option', { props: { value: file } }, file));
+    }
+    this.picker.appendChild(h('option', { props: { value: '' } }, '(write a config here)'));
+    this.textarea = h('textarea', {
+      class: 'jp-Det-configText',
+      props: { rows: 14, spellcheck: false, placeholder: 'searcher:\n  name: single\n  metric: loss\n  max_length: 1' }
+    });
+    this.node.append(
+      h('label', null, 'Config from this folder: ', this.picker),
+      h('div', { class: 'jp-Det-hint' }, 'Edit below if needed; the notebook’s code cells become the training script.'),
+      this.textarea
+    );
+    void this._load(files[0] ?? '');
+  }
+
+  private async _load(file: string): Promise<void> {
+    this._fileName = file;
+    if (!file) {
+      this._original = '';
+      this.textarea.value = 'searcher:\n  name: single\n  metric: loss\n  smaller_is_better: true\n  max_length: 1\nmax_restarts: 0\n';
+      return;
+    }
+    try {
+      const model = await this._contents.get(PathExt.join(this._directory, file), { content: true, format: 'text' });
+      this._original = String(model.content ?? '');
+      this.textarea.value = this._original;
+    } catch (error) {
+      this._original = '';
+      this.textarea.value = `# cannot read ${file}: ${String(error)}\n`;
+    }
+  }
+
+  /** The file when unchanged (so `%det_submit file.yaml` is what the user could type), else the text. */
+  getValue(): { file: string } | { text: string } {
+    if (this._fileName && this.textarea.value === this._original) {
+      return { file: this._fileName };
+    }
+    return { text: this.textarea.value };
+  }
+}
+
+async function configFiles(contents: Contents.IManager, directory: string): Promise<string[]> {
+  try {
+    const listing = await contents.get(directory, { content: true });
+    return (listing.content as Contents.IModel[])
+      .filter(item => item.type !== 'directory' && /\.(ya?ml)$/i.test(item.name))
+      .map(item => item.name)
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/** The whole flow of the toolbar button. */
+export async function submitNotebook(
+  panel: NotebookPanel,
+  contents: Contents.IManager,
+  openExperiment: (id: number) => void
+): Promise<void> {
+  const directory = PathExt.dirname(panel.context.path);
+  const body = new SubmitDialogBody(contents, directory, await configFiles(contents, directory));
+  const choice = await showDialog({
+    title: 'Submit to Determined',
+    body,
+    buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Submit' })],
+    focusNodeSelector: 'select'
+  });
+  if (!choice.button.accept || !choice.value) {
+    return;
+  }
+  const config = choice.value;
+  const session = panel.sessionContext;
+  await session.ready;
+  const kernel = session.session?.kernel;
+  if (!kernel) {
+    await showDialog({ title: 'Submit to Determined', body: 'This notebook has no running kernel: start one (Kernel menu) and try again.', buttons: [Dialog.okButton()] });
+    return;
+  }
+  const status = h('pre', { class: 'jp-Det-submitOutput' }, 'Submitting…');
+  const statusWidget = new Widget({ node: h('div', null, status) });
+  const progress = showDialog({ title: 'Submit to Determined', body: statusWidget, buttons: [Dialog.okButton({ label: 'Close' })] });
+  let result: IExecution;
+  try {
+    // Load the extension (silently), then hand over the notebook with a stand-in last cell
+    // that the submission runs as: `%det_submit` exports the code cells above the running
+    // cell, which is then the whole notebook.
+    const loaded = await execute(kernel, "get_ipython().extension_manager.load_extension('jupyter_determined')");
+    if (!loaded.ok) {
+      result = { ok: false, output: `Cannot load jupyter_determined in this kernel:\n${loaded.output}` };
+    } else {
+      const code = submitCode(config);
+      let sync = syncs.get(panel);
+      if (!sync) {
+        sync = new NotebookSync(panel);
+        syncs.set(panel, sync);
+      }
+      sync.send(notebookSnapshot(panel, [{ id: TOOLBAR_CELL_ID, cell_type: 'code', source: code, metadata: { tags: [] } }]));
+      result = await execute(kernel, code, { cellId: TOOLBAR_CELL_ID });
+    }
+  } catch (error) {
+    result = { ok: false, output: String(error) };
+  }
+  const created = /Created (?:test )?experiment (\d+)/.exec(result.output);
+  replaceChildren(
+    status,
+    result.output.trim() || (result.ok ? 'Submitted.' : 'The kernel reported an error without a message.')
+  );
+  status.dataset.ok = String(result.ok && !!created);
+  if (created) {
+    const id = Number(created[1]);
+    statusWidget.node.appendChild(
+      h('button', { class: 'jp-Det-button jp-Det-openCreated', on: { click: () => openExperiment(id) } }, `Open experiment ${id}`)
+    );
+  }
+  await progress;
+}
+
+/** Adds the button to every notebook's toolbar and the sync to every notebook. */
+export class SubmitButtonExtension implements DocumentRegistry.IWidgetExtension<NotebookPanel, INotebookModel> {
+  constructor(
+    private readonly _contents: Contents.IManager,
+    private readonly _openExperiment: (id: number) => void
+  ) {}
+
+  createNew(panel: NotebookPanel): IDisposable {
+    const sync = new NotebookSync(panel);
+    syncs.set(panel, sync);
+    const button = new ToolbarButton({
+      className: 'jp-Det-submitButton',
+      label: 'Submit to Determined',
+      tooltip: 'Submit this notebook as a Determined experiment',
+      onClick: () => void submitNotebook(panel, this._contents, this._openExperiment)
+    });
+    panel.toolbar.insertItem(10, 'determinedSubmit', button);
+    return new DisposableDelegate(() => {
+      button.dispose();
+      sync.dispose();
+    });
+  }
+}

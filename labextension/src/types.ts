@@ -1,0 +1,126 @@
+/**
+ * The objects of the master's REST API (docs/rest-api.md), as the frontend reads them.
+ */
+
+export type ExperimentState =
+  | 'ACTIVE'
+  | 'PAUSED'
+  | 'STOPPING_CANCELED'
+  | 'STOPPING_COMPLETED'
+  | 'STOPPING_ERROR'
+  | 'COMPLETED'
+  | 'CANCELED'
+  | 'ERROR';
+
+export interface ISearcherSummary {
+  name: string;
+  metric: string;
+  smaller_is_better: boolean;
+}
+
+export interface IExperiment {
+  id: number;
+  name: string;
+  description?: string;
+  labels?: string[];
+  state: ExperimentState | string;
+  archived: boolean;
+  progress: number | null;
+  start_time: string;
+  end_time: string | null;
+  searcher: ISearcherSummary;
+  num_trials: number;
+  best_validation: number | null;
+  context_hash?: string | null;
+  notebook?: { path?: string; cell_ids?: string[] } | null;
+  parent_id?: number | null;
+  config?: Record<string, unknown>;
+}
+
+export interface IMetricSnapshot {
+  steps_completed: number;
+  metrics: Record<string, unknown>;
+  report_time: string;
+}
+
+export interface ITrial {
+  id: number;
+  experiment_id: number;
+  request_id?: number;
+  state: string;
+  hparams: Record<string, unknown>;
+  seed?: number;
+  restarts: number;
+  run_id?: number;
+  steps_completed: number;
+  progress?: number | null;
+  runner_state?: string;
+  start_time: string;
+  end_time: string | null;
+  exit_code?: number | null;
+  allocation_id?: string | null;
+  slot_ids?: number[];
+  latest_checkpoint?: string | null;
+  latest_training?: IMetricSnapshot | null;
+  latest_validation?: IMetricSnapshot | null;
+  best_validation?: IMetricSnapshot | null;
+  searcher_metric?: number | null;
+}
+
+export interface IMetricReport {
+  id: number;
+  trial_id: number;
+  trial_run_id?: number;
+  group: string;
+  steps_completed: number;
+  metrics: Record<string, unknown>;
+  report_time: string;
+}
+
+export interface ILogLine {
+  id: number;
+  trial_id: number;
+  rank: number | null;
+  stream: string;
+  time: string;
+  line: string;
+}
+
+export interface ICheckpoint {
+  uuid: string;
+  trial_id: number;
+  experiment_id: number;
+  allocation_id?: string | null;
+  steps_completed: number;
+  metadata?: Record<string, unknown>;
+  resources?: Record<string, number>;
+  state: string;
+  report_time: string;
+  path?: string;
+  validation_metrics?: Record<string, unknown> | null;
+}
+
+export interface IGpu {
+  index: number;
+  uuid: string;
+  name: string;
+  memory_total: number;
+  memory_used: number;
+  utilization: number;
+}
+
+export interface ISlot {
+  id: number;
+  type: 'cpu' | 'gpu' | string;
+  gpu: IGpu | null;
+  allocation_id: string | null;
+  trial_id: number | null;
+}
+
+export interface IResources {
+  slots: ISlot[];
+  gpus: IGpu[];
+}
+
+/** The event types of `GET /events`. */
+export type EventType = 'experiment' | 'trial' | 'metric' | 'log' | 'checkpoint';

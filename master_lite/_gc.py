@@ -1,0 +1,183 @@
+"""Checkpoint garbage collection after an experiment ends (spec §5.5).
+
+Kept: the union of the `save_experiment_best` best checkpoints of the experiment, the
+`save_trial_best` best of each trial and the `save_trial_latest` latest of each trial (numbers
+from `checkpoint_storage`). Everything else is deleted from storage and marked DELETED.
+
+A checkpoint's metric is the searcher metric (`searcher.metric`) of the trial's current
+validation report with the same `steps_completed` as the checkpoint (the report a resumed run
+re-made wins, see docs/fault-tolerance.md). Checkpoints without such a validation rank after
+every validated one — like Determined's `ORDER BY searcher_metric NULLS LAST` — so they are kept
+as "best" only when a trial has fewer validated checkpoints than `save_trial_best`. Ties go to
+the earlier checkpoint (fewer steps, then earlier report). "Latest" is by steps_completed, then
+report time.
+
+Never deleted, whatever the counts: a checkpoint some live trial still needs — the
+`latest_checkpoint` of any trial that is not finished (in any experiment: it may be a warm-start
+source) and the warm-start source of any experiment that is not finished. An experiment whose
+GC had to hold such a checkpoint back is collected again when another experiment ends or the
+master starts, until nothing is held.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+from typing import Any
+
+from determined.common.states import (TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES,
+                                      CheckpointState)
+
+from master_lite import _reports
+
+logger = logging.getLogger("master_lite")
+
+
+@dataclasses.dataclass(frozen=True)
+class GcPolicy:
+    save_experiment_best: int = 0
+    save_trial_best: int = 1
+    save_trial_latest: int = 1
+
+    @classmethod
+    def from_storage_config(cls, storage: dict | None) -> "GcPolicy":
+        storage = storage or {}
+
+        def count(key: str, default: int) -> int:
+            value = storage.get(key)
+            return default if value is None else max(0, int(value))
+
+        return cls(save_experiment_best=count("save_experiment_best", 0),
+                   save_trial_best=count("save_trial_best", 1),
+                   save_trial_latest=count("save_trial_latest", 1))
+
+
+def checkpoints_to_keep(checkpoints: list[dict], metrics: dict[str, float | None],
+                        policy: GcPolicy, *, smaller_is_better: bool = True) -> set[str]:
+    """UUIDs to keep among one experiment's `checkpoints` (dicts with uuid, trial_id,
+    steps_completed, report_time); `metrics` maps uuid -> searcher metric (None: unvalidated)."""
+
+    def best_first(checkpoint: dict) -> tuple:
+        value = metrics.get(checkpoint["uuid"])
+        signed = 0.0 if value is None else (value if smaller_is_better else -value)
+        return (value is None, signed, checkpoint["steps_completed"], checkpoint["report_time"],
+                checkpoint["uuid"])
+
+    def latest_first(checkpoint: dict) -> tuple:
+        return (-checkpoint["steps_completed"], -checkpoint["report_time"], checkpoint["uuid"])
+
+    keep: set[str] = set()
+    ranked = sorted(checkpoints, key=best_first)
+    keep.update(c["uuid"] for c in ranked[:policy.save_experiment_best])
+    by_trial: dict[int, list[dict]] = {}
+    for checkpoint in checkpoints:
+        by_trial.setdefault(checkpoint["trial_id"], []).append(checkpoint)
+    for trial_checkpoints in by_trial.values():
+        keep.update(c["uuid"] for c in sorted(trial_checkpoints, key=best_first)
+                    [:policy.save_trial_best])
+        keep.update(c["uuid"] for c in sorted(trial_checkpoints, key=latest_first)
+                    [:policy.save_trial_latest])
+    return keep
+
+
+def _safe_uuid(uuid: str) -> bool:
+    return bool(uuid) and uuid not in (".", "..") and "/" not in uuid and "\\" not in uuid \
+        and "\0" not in uuid
+
+
+class CheckpointGC:
+    """A mixin of `Master`: runs on the event loop thread."""
+
+    def _checkpoints_in_use(self) -> set[str]:
+        terminal_trials = [str(s) for s in TERMINAL_TRIAL_STATES]
+        marks = ", ".join("?" for _ in terminal_trials)
+        in_use = {row["latest_checkpoint"] for row in self.store.select(
+            "trials", f"state NOT IN ({marks}) AND latest_checkpoint IS NOT NULL",
+            terminal_trials)}
+        terminal_experiments = [str(s) for s in TERMINAL_EXPERIMENT_STATES]
+        marks = ", ".join("?" for _ in terminal_experiments)
+        in_use |= {row["warm_start_checkpoint"] for row in self.store.select(
+            "experiments", f"state NOT IN ({marks}) AND warm_start_checkpoint IS NOT NULL",
+            terminal_experiments)}
+        return in_use
+
+    def _checkpoint_metrics(self, checkpoints: list[dict], metric_name: str | None
+                            ) -> dict[str, float | None]:
+        metrics: dict[str, float | None] = {}
+        for checkpoint in checkpoints:
+            rows = self.store.metric_rows(
+                "trial_id = ? AND group_name = 'validation' AND steps_completed = ?",
+                (checkpoint["trial_id"], checkpoint["steps_completed"]), order="id DESC", limit=1)
+            metrics[checkpoint["uuid"]] = \
+                _reports.metric_value(rows[0]["metrics"], metric_name) if rows else None
+        return metrics
+
+    def _collect_checkpoint_garbage(self) -> None:
+        """GC every finished experiment not yet fully collected."""
+        if self._closed:
+            return
+        terminal = [str(s) for s in TERMINAL_EXPERIMENT_STATES]
+        marks = ", ".join("?" for _ in terminal)
+        pending = self.store.select("experiments",
+                                    f"state IN ({marks}) AND checkpoint_gc_done = 0", terminal)
+        if not pending:
+            return
+        in_use = self._checkpoints_in_use()
+        for experiment in pending:
+            try:
+                self.collect_experiment_checkpoints(experiment["id"], in_use=in_use)
+            except Exception:  # one experiment's storage trouble must not stop the master
+                logger.exception("checkpoint GC of experiment %s failed", experiment["id"])
+
+    def collect_experiment_checkpoints(self, exp_id: int, *,
+                                       in_use: set[str] | None = None) -> list[str]:
+        """Delete the checkpoints of a finished experiment that the GC policy does not keep;
+        returns their uuids."""
+        from determined.common import storage
+
+        experiment = self.store.get("experiments", exp_id)
+        config = experiment["config"]
+        searcher_config = config.get("searcher") or {}
+        checkpoints = self.store.select("checkpoints", "experiment_id = ? AND state = ?",
+                                        (exp_id, str(CheckpointState.COMPLETED)),
+                                        order="report_time, uuid")
+        keep = checkpoints_to_keep(
+            checkpoints, self._checkpoint_metrics(checkpoints, searcher_config.get("metric")),
+            GcPolicy.from_storage_config(config.get("checkpoint_storage")),
+            smaller_is_better=bool(searcher_config.get("smaller_is_better", True)))
+        if in_use is None:
+            in_use = self._checkpoints_in_use()
+        doomed = [c for c in checkpoints if c["uuid"] not in keep and c["uuid"] not in in_use]
+        held = [c for c in checkpoints if c["uuid"] not in keep and c["uuid"] in in_use]
+        deleted = []
+        for checkpoint in doomed:
+            path = storage.checkpoint_dir(config["checkpoint_storage"], checkpoint["uuid"])
+            base = storage.checkpoint_base(config["checkpoint_storage"])
+            if not _safe_uuid(checkpoint["uuid"]) or \
+                    path.resolve().parent != base.resolve():
+                # Never rmtree outside the storage dir, whatever a trial registered.
+                logger.warning("checkpoint GC: refusing to delete %s (uuid %r is not a plain "
+                               "directory name under %s)", path, checkpoint["uuid"], base)
+                continue
+            try:
+                shutil.rmtree(path)
+            except FileNotFoundError:
+                pass  # already gone (deleted by hand, or by a GC the master died during)
+            except OSError as exc:
+                logger.warning("checkpoint GC: could not delete %s: %s", path, exc)
+                held.append(checkpoint)  # try again next time
+                continue
+            self.store.update("checkpoints", checkpoint["uuid"], key_column="uuid",
+                              state=str(CheckpointState.DELETED), resources={})
+            deleted.append(checkpoint["uuid"])
+            if self.events.has_subscribers("checkpoint"):
+                self.events.publish("checkpoint", self.get_checkpoint(checkpoint["uuid"]))
+        if not held:
+            self.store.update("experiments", exp_id, checkpoint_gc_done=1)
+        if deleted or held:
+            logger.info("checkpoint GC of experiment %s: deleted %d, kept %d, held back %d "
+                        "(needed by live trials)", exp_id, len(deleted), len(keep), len(held))
+        return deleted
+
+
+__all__ = ["CheckpointGC", "GcPolicy", "checkpoints_to_keep"]

@@ -1,0 +1,172 @@
+"""Finding and ending the trial processes a previous master left behind.
+
+A master that was SIGKILLed (or crashed) leaves its trial processes running: they sit in their
+own process groups, so nothing kills them with the master. The next master cannot re-attach to
+them (their stdout/stderr pipes went with the old process and their `DET_MASTER` may name a port
+that is gone), so it ends them and resumes their trials from their latest checkpoints.
+
+Which processes are ours is decided by the session token in their environment: each run gets a
+fresh random `DET_SESSION_TOKEN` and the store keeps its sha256 until the run ends. A process
+whose token hashes to one of those is certainly a run of *this* root dir's master — unlike a pid,
+a pgid or an allocation id (`trial-1.1` exists under every master), which can be reused.
+Launchers' child processes inherit the environment, so the whole tree is found.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from determined.common.states import TERMINAL_EXPERIMENT_STATES, ExperimentState, TrialState
+
+from master_lite import _auth
+from master_lite._lifecycle import searcher_module
+from master_lite.scheduler import kill_orphaned_group, process_group_alive
+
+PROC = Path("/proc")
+TOKEN_VARIABLE = b"DET_SESSION_TOKEN="
+
+
+def proc_available() -> bool:
+    return (PROC / "self" / "environ").exists()
+
+
+def _environ(pid: int) -> list[bytes]:
+    try:
+        return (PROC / str(pid) / "environ").read_bytes().split(b"\0")
+    except OSError:  # gone, or not ours to read
+        return []
+
+
+def find_runs_by_token(token_hashes: dict[str, str]) -> dict[str, list[int]]:
+    """Live processes whose `DET_SESSION_TOKEN` hashes to a key of `token_hashes`
+    (token hash -> allocation id), grouped by allocation id."""
+    found: dict[str, list[int]] = {}
+    if not token_hashes:
+        return found
+    me = os.getpid()
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        for variable in _environ(int(entry.name)):
+            if variable.startswith(TOKEN_VARIABLE):
+                token = variable[len(TOKEN_VARIABLE):].decode(errors="replace")
+                allocation_id = token_hashes.get(_auth.hash_token(token))
+                if allocation_id is not None and not _is_zombie(int(entry.name)):
+                    found.setdefault(allocation_id, []).append(int(entry.name))
+                break
+    return found
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return True  # gone
+    fields = stat.rsplit(")", 1)[-1].split()
+    return bool(fields) and fields[0] in ("Z", "X")
+
+
+def kill_processes(pids: Iterable[int]) -> None:
+    """SIGKILL each process and its process group (the run's launcher may have spawned more)."""
+    for pid in pids:
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def wait_gone(pids: Iterable[int], timeout: float = 10.0) -> list[int]:
+    """Wait until the processes are dead (zombies count: they no longer run); returns survivors.
+
+    Waiting matters: a resumed run must not start while the old one may still write a
+    checkpoint into the same storage."""
+    remaining = list(pids)
+    deadline = time.monotonic() + timeout
+    while remaining and time.monotonic() < deadline:
+        remaining = [pid for pid in remaining if not _is_zombie(pid)]
+        if remaining:
+            time.sleep(0.05)
+    return remaining
+
+
+def end_orphaned_runs(token_hashes: dict[str, str], timeout: float = 10.0) -> dict[str, list[int]]:
+    """Kill every process of the given runs and wait for them; returns what was killed."""
+    found = find_runs_by_token(token_hashes)
+    pids = [pid for group in found.values() for pid in group]
+    kill_processes(pids)
+    wait_gone(pids, timeout)
+    return found
+
+
+class MasterRecovery:
+    """A mixin of `Master`: what `start()` does with the state a previous master left."""
+
+    def _recover(self) -> None:
+        self._end_orphaned_runs()
+        module = None
+        for experiment in self.store.select("experiments", "state NOT IN (?, ?, ?)",
+                                            [str(s) for s in TERMINAL_EXPERIMENT_STATES]):
+            exp_id = experiment["id"]
+            module = module or searcher_module()
+            if experiment["searcher_snapshot"] is not None:
+                self._searchers[exp_id] = module.restore_searcher(
+                    experiment["config"], experiment["searcher_snapshot"])
+            else:
+                self._searchers[exp_id] = module.make_searcher(experiment["config"])
+            with self._atomic():
+                self._recover_trials(experiment)
+        self._collect_checkpoint_garbage()  # GCs cut short by the previous master's end
+
+    def _end_orphaned_runs(self) -> None:
+        """Kill what the previous master left running and end its allocations in the store."""
+        unfinished = self.store.select("allocations", "end_time IS NULL", order="id")
+        killed: dict[str, list[int]] = {}
+        if unfinished and proc_available():
+            tokens = {row["token_hash"]: row["allocation_id"]
+                      for row in self.store.select("trial_tokens", order="token_hash")}
+            killed = end_orphaned_runs(tokens)
+        for allocation in unfinished:
+            if not proc_available() and allocation["pgid"] and \
+                    process_group_alive(allocation["pgid"]):
+                if kill_orphaned_group(allocation["pgid"], allocation["id"]):
+                    killed[allocation["id"]] = [allocation["pgid"]]
+            intent = allocation["end_intent"] or "master-stop"
+            self.store.update("allocations", allocation["id"], state="ENDED",
+                              end_time=time.time(), end_intent=intent)
+            found = (f"; its processes {killed[allocation['id']]} were killed"
+                     if allocation["id"] in killed else "")
+            self._master_log(allocation["trial_id"], f"{allocation['id']} was running when the "
+                             f"master stopped{found}: it will resume from its latest checkpoint")
+        self.store.execute("DELETE FROM trial_tokens")
+
+    def _recover_trials(self, experiment: dict) -> None:
+        exp_id = experiment["id"]
+        for trial in self.store.select("trials", "experiment_id = ?", (exp_id,)):
+            state = trial["state"]
+            if state == TrialState.STOPPING_COMPLETED:
+                self._end_trial(trial, TrialState.COMPLETED, None)
+                self._searcher_event(exp_id, "on_trial_closed", trial["request_id"])
+            elif state in (TrialState.STOPPING_CANCELED, TrialState.STOPPING_KILLED):
+                self._end_trial(trial, TrialState.CANCELED, None)
+            elif state == TrialState.STOPPING_ERROR:
+                self._end_trial(trial, TrialState.ERROR, None)
+            elif state == TrialState.PAUSED and experiment["state"] == ExperimentState.ACTIVE:
+                self.store.update("trials", trial["id"], state=str(TrialState.ACTIVE))
+                self._schedule_trial(trial["id"])
+            elif state == TrialState.ACTIVE:
+                if experiment["state"] == ExperimentState.PAUSED:
+                    self.store.update("trials", trial["id"], state=str(TrialState.PAUSED))
+                else:
+                    self._schedule_trial(trial["id"])
+        self._maybe_finish_experiment(exp_id)
+
+
+__all__ = ["MasterRecovery", "end_orphaned_runs", "find_runs_by_token", "kill_processes",
+           "proc_available", "wait_gone"]

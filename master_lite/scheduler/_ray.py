@@ -1,0 +1,329 @@
+"""Ray resource manager: every trial run becomes Ray work, placed by Ray.
+
+Design (docs/gpus-and-distributed.md has the user's view):
+
+* Slots are the cluster's GPUs (`ray.cluster_resources()["GPU"]`), or its CPUs when it has none.
+  The master's `Scheduler` still decides *when* a run starts (gang allocation, priorities,
+  max_slots); Ray decides *where*.
+* A run with N slots gets a placement group of N one-slot bundles (`{"GPU": 1}` or `{"CPU": 1}`,
+  strategy PACK by default) and one `TrialContainer` actor per bundle. Each actor is one
+  "container" of the trial with one slot: rank r of the run, on whichever node Ray chose.
+  `DET_CONTAINER_ADDRS` lists the actors' node addresses, so
+  `determined.launch.torch_distributed` runs torchrun with `--nnodes N --node_rank r` and the
+  rendezvous on the chief's node (`DET_CHIEF_IP`, ports the chief found free there).
+* The context reaches the nodes through the object store: the run's work dir is packed once,
+  `ray.put`, and every actor unpacks it into a fresh directory of its own.
+* Logs and exits flow back like the local runner's: a thread per run long-polls its actors for
+  captured lines and hands them to the same `log_sink`; `on_exit(allocation_id, code)` comes once
+  every container has exited and every line was handed over. If one container fails (or its
+  actor or node dies) the others are killed, so a lost rank brings the run down promptly and the
+  master restarts the trial from its latest checkpoint per max_restarts.
+* Pause/preemption goes through the master's API exactly as locally; kill/terminate signal the
+  containers' process groups through their actors.
+
+Checkpoints are written where the experiment's checkpoint_storage says, so on a real multi-host
+cluster that must be a path every node shares (shared_fs on NFS, or the like).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from master_lite.scheduler._local import LaunchSpec, LogRecord, split_line
+
+logger = logging.getLogger("master_lite")
+
+RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
+PLACEMENT_STRATEGY_ENV = "MASTER_LITE_RAY_PLACEMENT_STRATEGY"
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+_POLL_SECONDS = 0.5
+_KILLED_BEFORE_START = 137
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("resource_manager 'ray' needs Ray: pip install 'jupyter-determined[ray]' "
+                         "(or pip install ray), or use resource_manager 'local'") from None
+    return ray
+
+
+@dataclasses.dataclass(frozen=True)
+class RaySlots:
+    kind: str    # "gpu" or "cpu"
+    count: int
+
+
+class RayCluster:
+    """The driver's connection to a Ray cluster (one per master process)."""
+
+    def __init__(self, ray: Any, address: str | None) -> None:
+        self.ray = ray
+        self.address = address
+
+    @classmethod
+    def connect(cls, address: str | None = None) -> "RayCluster":
+        """Join the cluster at `address` ("auto", "ray://...", "host:port"); None means
+        $MASTER_LITE_RAY_ADDRESS, then $RAY_ADDRESS, then a new local Ray instance."""
+        ray = import_ray()
+        address = address or os.environ.get(RAY_ADDRESS_ENV) or os.environ.get("RAY_ADDRESS") \
+            or None
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                         configure_logging=False)
+            except Exception as exc:
+                raise ValueError(f"cannot connect to the Ray cluster at {address or '(new local)'}"
+                                 f": {exc}; check ray_address / RAY_ADDRESS") from exc
+        # The actor module carries no project imports, so Ray nodes need not have master_lite.
+        from master_lite.scheduler import _ray_container
+        ray.cloudpickle.register_pickle_by_value(_ray_container)
+        return cls(ray, address)
+
+    def slots(self) -> RaySlots:
+        resources = self.ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        if gpus:
+            return RaySlots("gpu", gpus)
+        return RaySlots("cpu", int(resources.get("CPU", 0)))
+
+    def nodes(self) -> list[dict]:
+        return [{"node_id": n["NodeID"], "address": n.get("NodeManagerAddress"),
+                 "alive": bool(n.get("Alive")), "resources": n.get("Resources", {})}
+                for n in self.ray.nodes()]
+
+    def shutdown(self) -> None:
+        if self.ray.is_initialized():
+            self.ray.shutdown()
+
+
+class _Run:
+    def __init__(self, spec: LaunchSpec, slots: int) -> None:
+        self.spec = spec
+        self.slots = slots
+        self.actors: list[Any] = []
+        self.placement_group: Any = None
+        self.killed_with: int | None = None  # a signal asked for before the actors existed
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+
+class RayRunner:
+    """Same interface as `LocalRunner` (launch/kill/terminate/send_signal/running/pid_of)."""
+
+    def __init__(self, cluster: RayCluster, *, log_sink: Callable[[list[LogRecord]], None],
+                 on_exit: Callable[[str, int], None], use_gpus: bool,
+                 placement_strategy: str | None = None) -> None:
+        self.cluster = cluster
+        self.ray = cluster.ray
+        self._log_sink = log_sink
+        self._on_exit = on_exit
+        self.use_gpus = use_gpus
+        strategy = (placement_strategy or os.environ.get(PLACEMENT_STRATEGY_ENV) or "PACK").upper()
+        if strategy not in PLACEMENT_STRATEGIES:
+            raise ValueError(f"Ray placement strategy {strategy!r} is not one of "
+                             f"{', '.join(PLACEMENT_STRATEGIES)} (${PLACEMENT_STRATEGY_ENV})")
+        self.placement_strategy = strategy
+        self._runs: dict[str, _Run] = {}
+        self._lock = threading.Lock()
+        from master_lite.scheduler._ray_container import TrialContainer
+        self._actor_class = self.ray.remote(max_concurrency=4, max_restarts=0)(TrialContainer)
+
+    def running(self) -> list[str]:
+        with self._lock:
+            return list(self._runs)
+
+    def pid_of(self, allocation_id: str) -> int | None:
+        return None  # the processes live on Ray nodes, not in a process group of ours
+
+    def launch(self, spec: LaunchSpec, slots: int | None = None) -> None:
+        """Start placing and running `spec` in the background. Returns None: there is no local
+        process group for the master to record."""
+        if slots is None:
+            slots = len(_json_list(spec.env.get("DET_SLOT_IDS")))
+        run = _Run(spec, slots)
+        with self._lock:
+            self._runs[spec.allocation_id] = run
+        run.thread = threading.Thread(target=self._drive, args=(run,),
+                                      name=f"ray-{spec.allocation_id}", daemon=True)
+        run.thread.start()
+        return None
+
+    # -- the run's thread ---------------------------------------------------------------------
+    def _drive(self, run: _Run) -> None:
+        allocation_id = run.spec.allocation_id
+        code = 1
+        try:
+            code = self._place_and_run(run)
+        except Exception as exc:  # noqa: BLE001 - any failure ends the run with a message
+            self._master_line(run, f"Ray could not run {allocation_id}: "
+                                   f"{type(exc).__name__}: {exc}")
+            code = run.killed_with and 128 + run.killed_with or 1
+        finally:
+            self._cleanup(run)
+            with self._lock:
+                self._runs.pop(allocation_id, None)
+            self._on_exit(allocation_id, code)
+
+    def _place_and_run(self, run: _Run) -> int:
+        ray = self.ray
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        from master_lite.scheduler._ray_container import container_environment
+
+        spec = run.spec
+        containers = max(1, run.slots)
+        resource = "GPU" if self.use_gpus and run.slots > 0 else "CPU"
+        run.placement_group = placement_group([{resource: 1}] * containers,
+                                              strategy=self.placement_strategy,
+                                              name=spec.allocation_id)
+        while True:  # wait for Ray to place it; a kill meanwhile ends the wait
+            if run.killed_with is not None:
+                return 128 + run.killed_with
+            ready, _ = ray.wait([run.placement_group.ready()], timeout=_POLL_SECONDS)
+            if ready:
+                break
+        options = {"num_gpus": 1, "num_cpus": 0} if resource == "GPU" else {"num_cpus": 1}
+        with run.lock:
+            for index in range(containers):
+                run.actors.append(self._actor_class.options(
+                    scheduling_strategy=PlacementGroupSchedulingStrategy(
+                        run.placement_group, placement_group_bundle_index=index),
+                    name=None, **options).remote(spec.allocation_id))
+        placements = ray.get([actor.where.remote() for actor in run.actors])
+        for rank, place in enumerate(placements):
+            self._master_line(run, f"{spec.allocation_id} container {rank} on Ray node "
+                                   f"{place['node_id']} ({place['ip']}), worker pid "
+                                   f"{place['pid']}, GPUs {place['gpu_ids']}")
+        if run.killed_with is not None:
+            return 128 + run.killed_with
+        context_ref = ray.put(_pack_work_dir(spec.work_dir))
+        starts = []
+        for rank, actor in enumerate(run.actors):
+            env = container_environment(spec.env, rank=rank, placements=placements,
+                                        use_gpus=resource == "GPU")
+            starts.append(actor.start.remote(list(spec.argv), env, context_ref))
+        ray.get(starts)
+        return self._stream(run)
+
+    def _stream(self, run: _Run) -> int:
+        ray = self.ray
+        exit_codes: dict[int, int] = {}
+        polls = {actor.poll.remote(_POLL_SECONDS): rank for rank, actor in enumerate(run.actors)}
+        while polls:
+            ready, _ = ray.wait(list(polls), num_returns=1, timeout=_POLL_SECONDS * 4)
+            for ref in ready:
+                rank = polls.pop(ref)
+                try:
+                    lines, code = ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - the actor (or its node) is gone
+                    self._master_line(run, f"{run.spec.allocation_id} container {rank} was lost: "
+                                           f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+                    lines, code = [], 137
+                self._emit(run, lines)
+                if code is None:
+                    polls[run.actors[rank].poll.remote(_POLL_SECONDS)] = rank
+                    continue
+                exit_codes[rank] = code
+                if code != 0 and len(exit_codes) < len(run.actors):
+                    self._master_line(run, f"{run.spec.allocation_id} container {rank} exited "
+                                           f"with code {code}: stopping the other containers")
+                    self._signal_all(run, signal.SIGKILL)
+        failed = [code for rank, code in sorted(exit_codes.items()) if code != 0]
+        return failed[0] if failed else 0
+
+    def _emit(self, run: _Run, lines: list[tuple[str, float, bytes]]) -> None:
+        records: list[LogRecord] = []
+        for stream, when, raw in lines:
+            for rank, text in split_line(raw):
+                records.append((run.spec.trial_id, rank, stream, when, text))
+        if records:
+            try:
+                self._log_sink(records)
+            except Exception:  # noqa: BLE001 - a failing sink must not stop the stream
+                pass
+
+    def _master_line(self, run: _Run, text: str) -> None:
+        try:
+            self._log_sink([(run.spec.trial_id, None, "master", time.time(), text)])
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _cleanup(self, run: _Run) -> None:
+        from ray.util.placement_group import remove_placement_group
+        with run.lock:
+            actors, run.actors = run.actors, []
+        for actor in actors:
+            try:
+                self.ray.kill(actor)
+            except Exception:  # noqa: BLE001 - already dead
+                pass
+        if run.placement_group is not None:
+            try:
+                remove_placement_group(run.placement_group)
+            except Exception:  # noqa: BLE001
+                pass
+
+    # -- signals ------------------------------------------------------------------------------
+    def _signal_all(self, run: _Run, sig: int) -> None:
+        with run.lock:
+            actors = list(run.actors)
+            if not actors:
+                run.killed_with = int(sig)
+        for actor in actors:
+            actor.signal.remote(int(sig))  # fire and forget: a dead actor has nothing to stop
+
+    def send_signal(self, allocation_id: str, sig: int) -> bool:
+        with self._lock:
+            run = self._runs.get(allocation_id)
+        if run is None:
+            return False
+        self._signal_all(run, sig)
+        return True
+
+    def kill(self, allocation_id: str) -> bool:
+        return self.send_signal(allocation_id, signal.SIGKILL)
+
+    def terminate(self, allocation_id: str, grace: float) -> bool:
+        """SIGTERM every container, then SIGKILL them if the run is still there after `grace`."""
+        if not self.send_signal(allocation_id, signal.SIGTERM):
+            return False
+        with self._lock:
+            run = self._runs.get(allocation_id)
+
+        def kill_if_still_running() -> None:
+            with self._lock:
+                still = self._runs.get(allocation_id) is run
+            if still:
+                self.kill(allocation_id)
+
+        timer = threading.Timer(grace, kill_if_still_running)
+        timer.daemon = True
+        timer.start()
+        return True
+
+
+def _json_list(raw: str | None) -> list:
+    import json
+    try:
+        value = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _pack_work_dir(work_dir: Any) -> bytes:
+    from determined.common import context as context_mod
+    return context_mod.pack(work_dir, limit_bytes=1 << 40)
+
+
+__all__ = ["RayCluster", "RayRunner", "RaySlots", "RAY_ADDRESS_ENV", "PLACEMENT_STRATEGY_ENV",
+           "import_ray"]

@@ -1,0 +1,44 @@
+"""The Generic API walkthrough (examples/generic_api) on a real master-lite."""
+import base64
+import io
+import pathlib
+import tarfile
+
+import pytest
+
+from test_core_e2e import TERMINAL, checkpoints, master, series, trial_logs, trials, wait_for  # noqa: F401
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+WALKTHROUGH = ROOT / "examples" / "generic_api"
+
+pytestmark = pytest.mark.slow
+
+
+def test_generic_walkthrough_single_trial(master):
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path in sorted(WALKTHROUGH.iterdir()):
+            if path.is_file():
+                tar.add(path, arcname=path.name)
+    body = {"config": (WALKTHROUGH / "const.yaml").read_text(),
+            "context": base64.b64encode(buffer.getvalue()).decode()}
+    exp_id = master.post("/experiments", body)["experiment"]["id"]
+    experiment = wait_for(master, exp_id, TERMINAL, timeout=280)
+    assert experiment["state"] == "COMPLETED", trial_logs(master, exp_id)
+    (trial,) = trials(master, exp_id)
+    batches_per_epoch = 23  # ceil(1437 training digits / 64)
+    steps = [s for s, _ in series(master, trial["id"], "training")]
+    assert steps == [batches_per_epoch * e for e in range(1, 6)]
+    ((val_step, val_metrics),) = series(master, trial["id"], "validation")
+    assert val_step == 5 * batches_per_epoch
+    assert set(val_metrics) == {"validation_loss", "accuracy"}
+    assert val_metrics["accuracy"] > 0.5  # 5 epochs of SGD on digits learn something
+    saved = checkpoints(master, exp_id)
+    assert [c["steps_completed"] for c in saved] == steps
+    # checkpoint GC (save_trial_latest/best: 1 by default) keeps the last one's files
+    assert saved[-1]["state"] == "COMPLETED"
+    assert set(saved[-1]["resources"]) == {"state.pt", "metadata.json"}
+    assert (pathlib.Path(saved[-1]["path"]) / "state.pt").exists()
+    assert trial["progress"] == pytest.approx(1.0)

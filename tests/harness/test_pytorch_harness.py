@@ -1,0 +1,107 @@
+"""`python -m determined.exec.harness model_def:Trial` off the master, on the digits example."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("sklearn")
+
+from determined.exec import harness  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "pytorch_digits"
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "harness"), str(ROOT)])
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+@pytest.fixture
+def workdir(tmp_path: pathlib.Path) -> pathlib.Path:
+    work = tmp_path / "context"
+    shutil.copytree(EXAMPLE, work)
+    config = (work / "const.yaml").read_text()
+    config = config.replace("batches: 200", "batches: 20").replace("batches: 100", "batches: 10")
+    config += f"checkpoint_storage:\n  type: shared_fs\n  host_path: {tmp_path}\n  storage_path: ckpts\n"
+    (work / "local.yaml").write_text(config)
+    return work
+
+
+def _harness(workdir: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "determined.exec.harness", *args],
+        cwd=workdir, env=_env(), capture_output=True, text=True, timeout=120,
+    )
+
+
+def _checkpoint_steps(tmp_path: pathlib.Path) -> list[int]:
+    return sorted(
+        json.loads((d / "metadata.json").read_text())["steps_completed"] for d in (tmp_path / "ckpts").iterdir()
+    )
+
+
+def test_harness_trains_the_config_length(workdir, tmp_path):
+    result = _harness(workdir, "model_def:DigitsTrial", "--config", "local.yaml")
+    assert result.returncode == 0, result.stderr
+    # min_validation_period 10 (checkpoint after each validation off the master), end at 20.
+    assert "report_validation_metrics(steps_completed=10" in result.stderr
+    assert "report_validation_metrics(steps_completed=20" in result.stderr
+    assert _checkpoint_steps(tmp_path) == [10, 20]
+    ckpt = next(d for d in (tmp_path / "ckpts").iterdir() if json.loads((d / "metadata.json").read_text())["steps_completed"] == 20)
+    load_data = json.loads((ckpt / "load_data.json").read_text())
+    assert load_data["trial_cls_spec"] == "model_def:DigitsTrial"
+    assert load_data["hparams"]["hidden_size"] == 64
+
+
+def test_harness_test_mode(workdir, tmp_path):
+    result = _harness(workdir, "model_def:DigitsTrial", "--config", "local.yaml", "--test")
+    assert result.returncode == 0, result.stderr
+    assert "report_validation_metrics(steps_completed=1," in result.stderr
+    assert _checkpoint_steps(tmp_path) == [1]
+
+
+def test_harness_resumes_from_a_checkpoint(workdir, tmp_path):
+    assert _harness(workdir, "model_def:DigitsTrial", "--config", "local.yaml", "--test").returncode == 0
+    (uuid,) = [d.name for d in (tmp_path / "ckpts").iterdir()]
+    result = _harness(workdir, "model_def:DigitsTrial", "--config", "local.yaml", "--checkpoint", uuid)
+    assert result.returncode == 0, result.stderr
+    assert "resumed from checkpoint" in result.stderr
+    assert "report_training_metrics(steps_completed=1," not in result.stderr
+    assert _checkpoint_steps(tmp_path) == [1, 10, 20]
+
+
+def test_harness_reports_a_bad_trial_class(workdir):
+    result = _harness(workdir, "model_def:NoSuchTrial", "--config", "local.yaml")
+    assert result.returncode == 1
+    assert "has no attribute 'NoSuchTrial'" in result.stderr
+    result = _harness(workdir, "model_def:digits_datasets", "--config", "local.yaml")
+    assert result.returncode == 1 and "PyTorchTrial" in result.stderr
+
+
+def test_harness_needs_a_config_off_the_master(workdir):
+    result = _harness(workdir, "model_def:DigitsTrial")
+    assert result.returncode == 2 and "--config" in result.stderr
+
+
+def test_default_hparams_pick_one_point():
+    space = {
+        "global_batch_size": 32,
+        "lr": {"type": "log", "base": 10, "minval": -2, "maxval": 0},
+        "units": {"type": "int", "minval": 4, "maxval": 8},
+        "act": {"type": "categorical", "vals": ["relu", "tanh"]},
+        "c": {"type": "const", "val": 3},
+        "nested": {"depth": {"type": "const", "val": 2}},
+    }
+    assert harness.default_hparams(space) == {
+        "global_batch_size": 32, "lr": 0.01, "units": 4, "act": "relu", "c": 3, "nested": {"depth": 2},
+    }

@@ -1,0 +1,155 @@
+"""`%%det_submit`, `%det_submit`, `%det` in an IPython shell against a hosted master."""
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+from traitlets.config import Config
+
+from jupyter_determined._export import frontend_notebook
+from jupyter_determined._magics import NotebookSubmitted
+
+pytestmark = pytest.mark.slow
+
+TRAINING = """\
+import determined as det
+with det.core.init() as core_context:
+    steps = 0
+    for op in core_context.searcher.operations():
+        while steps < op.length:
+            steps += 1
+            core_context.train.report_training_metrics(steps_completed=steps, metrics={"y": scale * steps})
+        core_context.train.report_validation_metrics(steps_completed=steps, metrics={"y": scale * steps})
+        op.report_completed(scale * steps)
+print("TRAINING-MARKER", flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def server(start_jupyter):
+    return start_jupyter(app="jupyter_server")
+
+
+@pytest.fixture
+def shell(server, monkeypatch, tmp_path):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.setenv("DET_MASTER", server.det_master)
+    monkeypatch.setenv("DET_MASTER_TOKEN", server.token)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setattr(frontend_notebook, "snapshot", None)
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    InteractiveShell.clear_instance()
+    instance = InteractiveShell.instance(config=config)
+    (tmp_path / "ctx").mkdir()
+    (tmp_path / "ctx" / "helper.txt").write_text("context file\n")
+    instance.user_ns["CTX"] = str(tmp_path / "ctx")
+    run(instance, "%load_ext jupyter_determined")
+    yield instance
+    InteractiveShell.clear_instance()
+
+
+def run(shell, source: str):
+    result = shell.run_cell(source, store_history=True)
+    if not result.success:
+        raise result.error_in_exec or result.error_before_exec
+    return result.result
+
+
+CONFIG_CELL = ('config = {"name": "magic", "max_restarts": 0,\n'
+               '          "searcher": {"name": "single", "metric": "y", "max_length": 3}}')
+
+
+def test_running_the_submitting_cell_twice_makes_two_clean_experiments(shell, server,
+                                                                       capsys) -> None:
+    run(shell, "scale = 2")
+    run(shell, CONFIG_CELL)
+    submit = "%%det_submit config --context $CTX --no-widget --wait\n" + TRAINING
+    run(shell, submit)
+    run(shell, submit)
+    out = capsys.readouterr().out
+    created = [int(line.split()[-1]) for line in out.splitlines()
+               if line.startswith("Created experiment")]
+    assert len(created) == 2 and created[0] != created[1]
+    scripts = []
+    for experiment_id in created:
+        answer = server.api("GET", f"experiments/{experiment_id}")
+        assert answer["experiment"]["state"] == "COMPLETED"
+        assert answer["experiment"]["best_validation"] == 6.0  # scale from the cell above
+        trial_logs = server.trial_logs(answer["trials"][0]["id"])
+        assert trial_logs.count("TRAINING-MARKER") == 1
+        script = answer["experiment"]["notebook"]["script"]
+        assert script.count("TRAINING-MARKER") == 1  # the first submission is not re-run
+        assert "get_ipython" not in script
+        scripts.append([line for line in script.splitlines() if not line.startswith("# ---")])
+    assert scripts[0] == scripts[1]  # the same code; only the cell labels differ
+    assert f"Experiment {created[1]} COMPLETED, best validation 6.0" in out
+
+
+def test_config_errors_are_listed_without_a_traceback(shell) -> None:
+    run(shell, 'bad = {"searcher": {"name": "random", "metric": "y", "max_length": 3}}')
+    with pytest.raises(UsageError) as refused:
+        run(shell, "%%det_submit bad --context $CTX --no-widget\nprint('never')")
+    assert "searcher.max_trials" in str(refused.value)
+    with pytest.raises(UsageError, match="neither a variable nor a file"):
+        run(shell, "%%det_submit missing.yaml --context $CTX\nprint('never')")
+
+
+def test_line_magic_submits_the_cells_above_and_det_commands(shell, server, capsys) -> None:
+    run(shell, "scale = 5")
+    run(shell, CONFIG_CELL.replace('"magic"', '"line-magic"'))
+    run(shell, TRAINING)  # runs here too, off-cluster (dummy Core API context)
+    run(shell, "%det_submit config --context $CTX --no-widget --wait")
+    out = capsys.readouterr().out
+    experiment_id = int([line for line in out.splitlines()
+                         if line.startswith("Created experiment")][0].split()[-1])
+    answer = server.api("GET", f"experiments/{experiment_id}")
+    assert answer["experiment"]["state"] == "COMPLETED"
+    assert answer["experiment"]["best_validation"] == 15.0
+
+    run(shell, "%det list")
+    listing = capsys.readouterr().out
+    assert any(line.split()[:2] == [str(experiment_id), "COMPLETED"] and "line-magic" in line
+               for line in listing.splitlines())
+    run(shell, "%det describe last")
+    described = capsys.readouterr().out
+    assert f"Experiment {experiment_id} line-magic: COMPLETED (100%)" in described
+    run(shell, f"%det logs {answer['trials'][0]['id']}")
+    assert "TRAINING-MARKER" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="409|not allowed|cannot"):
+        run(shell, f"%det activate {experiment_id}")  # a finished experiment stays finished
+    with pytest.raises(UsageError, match="unknown command"):
+        run(shell, "%det frobnicate 1")
+
+
+def test_pause_activate_kill(shell, server, capsys) -> None:
+    run(shell, "scale = 1")
+    run(shell, 'config = {"name": "long", "max_restarts": 0,\n'
+               '          "searcher": {"name": "single", "metric": "y", "max_length": 100000}}')
+    run(shell, "%%det_submit config --context $CTX --no-widget\nimport time\ntime.sleep(600)")
+    experiment_id = int(capsys.readouterr().out.split()[-1])
+    run(shell, f"%det pause {experiment_id}")
+    assert capsys.readouterr().out.strip() == f"Experiment {experiment_id}: PAUSED"
+    run(shell, f"%det activate {experiment_id}")
+    assert capsys.readouterr().out.strip() == f"Experiment {experiment_id}: ACTIVE"
+    run(shell, f"%det kill {experiment_id}")
+    assert server.wait_experiment(experiment_id, timeout=90)["experiment"]["state"] == "CANCELED"
+
+
+def test_local_runs_in_the_kernel_and_submits_nothing(shell, server, capsys) -> None:
+    before = len(server.api("GET", "experiments")["experiments"])
+    run(shell, "scale = 1")
+    run(shell, "%%det_submit --local\nimport determined as det\n"
+               "print('local cluster info:', det.get_cluster_info())")
+    assert "local cluster info: None" in capsys.readouterr().out
+    assert len(server.api("GET", "experiments")["experiments"]) == before
+
+
+def test_notebook_submitted_stops_the_cell_with_one_line(shell, capsys) -> None:
+    shell.user_ns["NotebookSubmitted"] = NotebookSubmitted
+    result = shell.run_cell("raise NotebookSubmitted(42)\nprint('later code')")
+    assert isinstance(result.error_in_exec, NotebookSubmitted)
+    out = capsys.readouterr()
+    shown = out.out + out.err
+    assert "Submitted experiment 42" in shown
+    assert "Traceback" not in shown and "later code" not in shown
