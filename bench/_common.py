@@ -103,8 +103,10 @@ def running_master(cpu_slots: int = 2, root_dir: pathlib.Path | None = None,
         if root_dir is None:
             root_dir = pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory(
                 prefix="bench-master-"))) / "root"
-        master = stack.enter_context(MasterProcess(root_dir, cpu_slots=cpu_slots,
-                                                   extra_args=extra_args))
+        # A short grace: benchmark trials (e.g. `sleep 3600`) never answer a preemption.
+        master = stack.enter_context(MasterProcess(
+            root_dir, cpu_slots=cpu_slots, extra_args=extra_args,
+            env={"MASTER_LITE_PREEMPTION_GRACE_SECONDS": "3"}))
         yield master
 
 

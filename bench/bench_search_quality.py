@@ -19,20 +19,20 @@ Methods, each with the same seed list:
   reduction_factor=3)`, a validation every epoch, stopped when it has used ASHA's epochs.
 
 "Best so far" = the lowest validation error of any model the method evaluated, plotted against
-the cumulative epochs trained. The ideal the benchmark knows: a perfect oracle would reach
-random search's final best after training only one trial of the right configuration — at most
-MAX_EPOCHS epochs, i.e. a ratio of MAX_EPOCHS / budget; a method that learns nothing from
-early epochs needs the full budget (ratio 1). Target: ASHA reaches random search's final best
+the cumulative epochs trained. The ideal the benchmark knows: an oracle that trains only the
+best configuration reaches random search's final best within one full-length trial — a ratio
+of at most MAX_EPOCHS / budget (less when that configuration is good early); random search
+itself needs the whole budget (ratio 1). Target: ASHA reaches random search's final best
 with <= 1/3 of random search's epochs, and ends no worse than Optuna.
 
-Run: PYTHONPATH=harness:. python bench/bench_search_quality.py [--seeds 5] [--max-trials 243]
-(needs scikit-learn, and optuna for the Optuna column: `pip install optuna`).
+Run: python bench/bench_search_quality.py [--seeds 5] [--max-trials 243] [--no-record]
+(needs scikit-learn, and optuna for the Optuna column: `pip install optuna`); writes its section
+of bench/RESULTS.md.
 """
 from __future__ import annotations
 
 import argparse
 import math
-import platform
 import random
 import statistics
 import time
@@ -46,7 +46,8 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from master_lite.searcher import sample_hparams, simulate
+from _common import machine_description, package_version, record, verdict  # noqa: E402  (sets sys.path)
+from master_lite.searcher import sample_hparams, simulate  # noqa: E402
 
 MAX_EPOCHS = 81
 DIVISOR = 3
@@ -213,12 +214,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--max-trials", type=int, default=243)
+    parser.add_argument("--no-record", dest="record", action="store_false",
+                        help="do not write the section of bench/RESULTS.md")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     data = Data()
-    print(f"machine: {platform.processor() or platform.machine()}, {platform.system()}, "
-          f"python {platform.python_version()}")
+    print(f"machine: {machine_description()}")
     rows = []
     started = time.perf_counter()
     for seed in range(1, args.seeds + 1):
@@ -240,11 +242,21 @@ def main() -> None:
                        for name, trace in (("asha", asha), ("random", rand),
                                            ("optuna", optuna_trace)) if trace is not None},
             "seconds": time.perf_counter() - t0})
+        print(f"seed {seed} done in {rows[-1]['seconds']:.0f} s (budget {budget} epochs)",
+              flush=True)
 
-    print(f"\nbest validation error vs cumulative epochs (fraction of the budget); "
-          f"max_trials {args.max_trials}, max_length {MAX_EPOCHS}, divisor {DIVISOR}")
-    print("seed | budget | method | @10%   | @25%   | @50%   | @100%  | epochs to reach "
-          "random's final best (ratio)")
+    lines = [f"Digits, SGDClassifier, 7 hyperparameters; adaptive_asha max_trials "
+             f"{args.max_trials}, max_length {MAX_EPOCHS} epochs, divisor {DIVISOR}, mode "
+             f"standard; budget = ASHA's total epochs (random and Optuna get the same); "
+             f"{args.seeds} seeds; scikit-learn {package_version('scikit-learn')}, optuna "
+             f"{package_version('optuna')}.",
+             "",
+             "Best validation error (1 - accuracy) after a fraction of the budget, and the "
+             "epochs needed to reach random search's final best as a fraction of random "
+             "search's epochs:",
+             "",
+             "| seed | budget (epochs) | method | @10% | @25% | @50% | @100% | to reach random's best |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         for name in ("asha", "random", "optuna"):
             if name not in row["curves"]:
@@ -252,24 +264,43 @@ def main() -> None:
             curve = " | ".join(f"{v:.4f}" for v in row["curves"][name])
             ratio = {"asha": fmt_ratio(row["asha_ratio"]), "random": "1.000",
                      "optuna": fmt_ratio(row["optuna_ratio"])}[name]
-            print(f"{row['seed']:>4} | {row['budget']:>6} | {name:<6} | {curve} | {ratio}")
-    print("\nsummary over seeds")
-    for name, key in (("asha", "asha"), ("random", "random"), ("optuna", "optuna")):
-        bests = [r[f"{key}_best"] for r in rows if r.get(f"{key}_best") is not None]
+            lines.append(f"| {row['seed']} | {row['budget']} | {name} | {curve} | {ratio} |")
+    lines.append("")
+    for name in ("asha", "random", "optuna"):
+        bests = [r[f"{name}_best"] for r in rows if r.get(f"{name}_best") is not None]
         if bests:
-            print(f"  {name:<6} final best error: mean {statistics.mean(bests):.4f}, "
-                  f"median {statistics.median(bests):.4f}")
+            lines.append(f"* {name} final best error: mean {statistics.mean(bests):.4f}, "
+                         f"median {statistics.median(bests):.4f}")
+    summary = {}
     for name in ("asha", "optuna"):
         ratios = [r[f"{name}_ratio"] for r in rows]
         reached = [r for r in ratios if r is not None]
+        summary[name] = (statistics.median(reached) if reached else None,
+                         max(reached) if len(reached) == len(ratios) else None)
         if reached:
-            print(f"  {name:<6} epochs to reach random's final best / random's epochs: median "
-                  f"{statistics.median(reached):.3f}, max {max(reached):.3f} "
-                  f"(reached in {len(reached)}/{len(ratios)} seeds)")
+            lines.append(f"* {name} epochs to reach random's final best / random's epochs: "
+                         f"median {statistics.median(reached):.3f}, max {max(reached):.3f} "
+                         f"(reached in {len(reached)}/{len(ratios)} seeds)")
     ideal = MAX_EPOCHS / statistics.mean(r["budget"] for r in rows)
-    print(f"  ideal ratio (an oracle training one right trial): {ideal:.3f}; "
-          "target for ASHA: <= 0.333")
-    print(f"  wall time {time.perf_counter() - started:.0f} s")
+    lines.append(f"* ideal: an oracle training only the best configuration needs at most one "
+                 f"full trial, a ratio <= {ideal:.3f}")
+    asha_ratio = summary["asha"][1]
+    if asha_ratio is not None:
+        lines.append(f"* target ASHA ratio <= 0.333 in every seed: worst seed {asha_ratio:.3f} "
+                     f"-> {verdict(asha_ratio, 1 / 3, at_most=True)}")
+    optuna_bests = [r["optuna_best"] for r in rows if r["optuna_best"] is not None]
+    if len(optuna_bests) == len(rows):
+        asha_mean = statistics.mean(r["asha_best"] for r in rows)
+        optuna_mean = statistics.mean(optuna_bests)
+        wins = sum(r["asha_best"] <= r["optuna_best"] for r in rows)
+        lines.append(f"* target ASHA final best no worse than Optuna's: mean {asha_mean:.4f} vs "
+                     f"{optuna_mean:.4f} -> {verdict(asha_mean, optuna_mean, at_most=True)} "
+                     f"(ASHA <= Optuna in {wins}/{len(rows)} seeds)")
+    lines.append(f"* wall time {time.perf_counter() - started:.0f} s")
+    text = "\n".join(lines)
+    print("\n" + text)
+    if args.record:
+        record("Search quality (bench_search_quality.py)", text)
 
 
 if __name__ == "__main__":

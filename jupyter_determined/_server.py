@@ -88,23 +88,16 @@ class DeterminedServerExtension(ExtensionApp):
                                  user_auth=user_is_logged_in,
                                  context_size_limit=self.master_app.context_size_limit)
         self.serverapp.web_app.add_handlers(".*$", handlers)
-        self._raise_body_limits(max_body_bytes(self.master_app.context_size_limit))
+        # Contexts arrive base64 in JSON; ServerApp.max_body_size (512 MiB by default) must
+        # exceed the API's own limit so that the API can answer 413 with a message.
+        limit = max_body_bytes(self.master_app.context_size_limit)
+        if self.serverapp.max_body_size < limit:
+            self.log.warning("jupyter_determined | ServerApp.max_body_size (%s) is below the "
+                             "largest experiment upload (%s bytes): raise it, or lower "
+                             "MasterLite.context_size_limit", self.serverapp.max_body_size, limit)
         # The start hook only runs under `ServerApp.start()`; scheduling the start here also
         # covers servers driven another way (pytest-jupyter starts no hooks).
         self.serverapp.io_loop.add_callback(self.ensure_started)
-
-    def _raise_body_limits(self, body_limit: int) -> None:
-        """Contexts arrive base64 in JSON: let the server read bodies up to the API's limit so
-        the API can answer 413 with a message instead of a dropped connection."""
-        ceiling = 2 * body_limit
-        settings = self.serverapp.tornado_settings
-        for key in ("max_body_size", "max_buffer_size"):
-            if settings.get(key, 0) < ceiling:
-                settings[key] = ceiling
-        server = getattr(self.serverapp, "http_server", None)
-        if server is not None:
-            server.max_body_size = max(server.max_body_size or 0, ceiling)
-            server.max_buffer_size = max(server.max_buffer_size or 0, ceiling)
 
     # --- starting and stopping (on the event loop) ---------------------------------------------
 
@@ -119,8 +112,13 @@ class DeterminedServerExtension(ExtensionApp):
 
     async def _start(self) -> None:
         self.master_app.url = self.master_url
-        self.master_app.check_not_running()  # a standalone master-lite on the same root dir
-        await self.master.start(self.master_url)
+        try:
+            self.master_app.check_not_running()  # e.g. a standalone master-lite, same root dir
+            await self.master.start(self.master_url)
+        except Exception as exc:
+            self.log.error("jupyter_determined | the master did not start, so the "
+                           "determined API of this server will not work: %s", exc)
+            raise
         self.master_app.write_master_json(self.master.user_token)
         self._wrote_master_json = True
         self.log.info("jupyter_determined | master serving %s/api/v1 from %s",

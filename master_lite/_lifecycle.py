@@ -295,10 +295,11 @@ class TrialLifecycle:
 
     def _trial_failed_to_start(self, trial_id: int) -> None:
         trial = self.store.get("trials", trial_id)
-        self._end_trial(trial, TrialState.ERROR, exit_code=None)
-        self._searcher_event(trial["experiment_id"], "on_trial_exited_early", trial["request_id"],
-                             searcher_module().ExitedReason.ERRORED)
-        self._maybe_finish_experiment(trial["experiment_id"])
+        with self._atomic():
+            self._end_trial(trial, TrialState.ERROR, exit_code=None)
+            self._searcher_event(trial["experiment_id"], "on_trial_exited_early",
+                                 trial["request_id"], searcher_module().ExitedReason.ERRORED)
+            self._maybe_finish_experiment(trial["experiment_id"])
 
     # -- preemption ---------------------------------------------------------------------------
     _INTENT_RANK = {None: 0, "stop": 1, "pause": 2, "master-stop": 2, "cancel": 3,

@@ -323,12 +323,15 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
                 raise errors.Conflict(f"cannot {action} experiment {exp_id}: it is {state}")
         elif action == "pause":
             if state == ExperimentState.ACTIVE:
-                self._pause_experiment(exp_id)
+                with self._atomic():
+                    self._pause_experiment(exp_id)
         elif action == "activate":
             if state == ExperimentState.PAUSED:
-                self._activate_experiment(exp_id)
+                with self._atomic():
+                    self._activate_experiment(exp_id)
         elif action in ("cancel", "kill"):
-            self._stop_experiment(exp_id, kill=(action == "kill"))
+            with self._atomic():
+                self._stop_experiment(exp_id, kill=(action == "kill"))
         return self.get_experiment(exp_id, with_config=False)
 
     def _live_trials(self, exp_id: int) -> list[dict]:
@@ -418,7 +421,8 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         if allocation_id is not None:
             self.store.update("trials", trial["id"], state=str(TrialState.STOPPING_KILLED))
             self._kill_allocation(allocation_id, "kill-trial")
-        else:
+            return self.get_trial(trial_id)
+        with self._atomic():  # the trial's end and the searcher's hearing of it, together
             self.scheduler.cancel(f"trial-{trial['id']}")
             self._end_trial(trial, TrialState.CANCELED, None)
             experiment = self.store.get("experiments", trial["experiment_id"])

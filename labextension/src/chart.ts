@@ -44,13 +44,20 @@ export class Chart {
 
   constructor(
     readonly kind: 'line' | 'scatter',
-    private readonly _xLabel: string,
+    private _xLabel: string,
     private _yLabel: string
   ) {
     this._empty = h('div', { class: 'jp-Det-chart-empty' }, 'No data yet.');
     this.node = h('div', { class: 'jp-Det-chart', attrs: { 'data-points': '0', 'data-series': '' } }, this._empty);
     this._resizeObserver = new ResizeObserver(() => this._resize());
     this._resizeObserver.observe(this.node);
+  }
+
+  set xLabel(label: string) {
+    if (label !== this._xLabel) {
+      this._xLabel = label;
+      this._signature = '';
+    }
   }
 
   set yLabel(label: string) {

@@ -147,6 +147,7 @@ export class ExperimentView extends Widget {
     this._refreshing = (async () => {
       try {
         const { experiment, trials } = await this._client.getExperiment(this.experimentId);
+        this.node.classList.remove('jp-Det-mod-failed');
         this.model.setExperiment(experiment);
         this.model.setTrials(trials);
         const [metrics, checkpoints] = await Promise.all([
@@ -160,6 +161,11 @@ export class ExperimentView extends Widget {
           await this._catchUpLogs();
         }
       } catch (error) {
+        if (!this.model.experiment) {
+          // Nothing to show but the error: no "loading…" header, no empty tabs.
+          replaceChildren(this._header, h('span', { class: 'jp-Det-expTitle' }, `Experiment ${this.experimentId}`));
+          this.node.classList.add('jp-Det-mod-failed');
+        }
         replaceChildren(this._message, errorBox(`Cannot load experiment ${this.experimentId}: ${describeError(error)}`));
       } finally {
         this._refreshing = null;
@@ -289,7 +295,7 @@ export class ExperimentView extends Widget {
         h('span', null, formatPercent(experiment.progress)),
         h('span', null, `searcher ${searcher?.name ?? '?'} on ${searcher?.metric ?? '?'} (${searcher?.smaller_is_better ? 'smaller' : 'larger'} is better)`),
         h('span', { class: 'jp-Det-expBest' }, `best: ${formatMetric(experiment.best_validation)}`),
-        h('span', null, `${experiment.num_trials} trials`),
+        h('span', null, `${experiment.num_trials} trial${experiment.num_trials === 1 ? '' : 's'}`),
         h('span', { title: experiment.start_time }, `started ${formatStartTime(experiment.start_time)}`),
         experiment.notebook?.path ? h('span', { title: experiment.notebook.path }, `notebook ${experiment.notebook.path}`) : null
       ),
@@ -463,6 +469,7 @@ export class ExperimentView extends Widget {
     }
     const metric = this._metric();
     const data = hparamScatter(trials, this._scatterHparam, metric);
+    this._scatter.xLabel = this._scatterHparam;
     this._scatter.yLabel = `best ${metric}`;
     this._scatter.update({
       x: data.points.map(p => p.x),

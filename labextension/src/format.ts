@@ -233,11 +233,11 @@ export function latestSearcherMetric(trial: ITrial, metric: string): number | nu
 
 /** The searcher metric of a trial's best validation, or null. */
 export function bestSearcherMetric(trial: ITrial, metric: string): number | null {
-  if (typeof trial.searcher_metric === 'number') {
-    return trial.searcher_metric;
-  }
   const value = trial.best_validation?.metrics?.[metric];
-  return typeof value === 'number' ? value : null;
+  if (typeof value === 'number') {
+    return value;
+  }
+  return typeof trial.searcher_metric === 'number' ? trial.searcher_metric : null;
 }
 
 function sortValue(trial: ITrial, key: TrialSortKey, metric: string): unknown {
@@ -295,6 +295,30 @@ export function sortTrials(
     return ascending ? order : -order;
   });
   return rows;
+}
+
+/**
+ * The experiment's best validation after this trial update, or null when it does not improve.
+ *
+ * The master publishes an experiment event on progress and state changes but not when a
+ * validation improves the best metric; the trial event that carries the new validation does
+ * arrive, so the list folds it in rather than showing a stale best until the next progress.
+ */
+export function improvedBest(experiment: IExperiment, trial: ITrial): number | null {
+  const metric = experiment.searcher?.metric;
+  if (!metric || trial.experiment_id !== experiment.id) {
+    return null;
+  }
+  const candidate = bestSearcherMetric(trial, metric);
+  if (candidate === null) {
+    return null;
+  }
+  const current = experiment.best_validation;
+  if (current === null || current === undefined) {
+    return candidate;
+  }
+  const smaller = experiment.searcher.smaller_is_better !== false;
+  return (smaller ? candidate < current : candidate > current) ? candidate : null;
 }
 
 // ---------------------------------------------------------------------------------------------

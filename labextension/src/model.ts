@@ -5,6 +5,7 @@
  * unit tests drive them directly. Events and REST answers may overlap (an event can arrive
  * while the first fetch is in flight), so every `add` is idempotent by id.
  */
+import { improvedBest } from './format';
 import type { EventType, ICheckpoint, IExperiment, ILogLine, IMetricReport, ITrial } from './types';
 
 /** A minimal change notifier (lumino's Signal needs an owner object; this needs nothing). */
@@ -43,6 +44,18 @@ export class ExperimentListModel {
   replaceAll(experiments: IExperiment[]): void {
     this._experiments = new Map(experiments.map(e => [e.id, e]));
     this.changed.emit();
+  }
+
+  /** Fold a trial update in: it may carry a better validation than the experiment shows. */
+  applyTrial(trial: ITrial): void {
+    const experiment = this._experiments.get(trial.experiment_id);
+    if (!experiment) {
+      return;
+    }
+    const best = improvedBest(experiment, trial);
+    if (best !== null) {
+      this.upsert({ ...experiment, best_validation: best });
+    }
   }
 
   upsert(experiment: IExperiment): void {
@@ -160,6 +173,10 @@ export class ExperimentDataModel {
           return null;
         }
         this.setTrials([trial]);
+        const best = this.experiment ? improvedBest(this.experiment, trial) : null;
+        if (best !== null && this.experiment) {
+          this.setExperiment({ ...this.experiment, best_validation: best });
+        }
         return 'trials';
       }
       case 'metric': {

@@ -17,7 +17,7 @@ import {
   stateCategory
 } from './format';
 import { ExperimentListModel } from './model';
-import type { IExperiment } from './types';
+import type { IExperiment, ITrial } from './types';
 
 export const SIDEBAR_ID = 'jupyter-determined-sidebar';
 
@@ -148,6 +148,7 @@ export class DeterminedSidebar extends Widget {
           if (type === 'experiment') {
             this.model.upsert(payload as IExperiment);
           } else {
+            this.model.applyTrial(payload as ITrial);
             this._cluster.refreshSoon();
           }
         },

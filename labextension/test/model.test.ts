@@ -50,6 +50,41 @@ describe('ExperimentListModel', () => {
   });
 });
 
+describe('best validation from trial events', () => {
+  function withBest(id: number, best: number | null, steps = 10): ITrial {
+    return { ...trial(id, 1), best_validation: best === null ? null : { steps_completed: steps, metrics: { loss: best }, report_time: '' } };
+  }
+
+  test('the list takes a better validation from a trial event, and ignores a worse one', () => {
+    const model = new ExperimentListModel();
+    model.replaceAll([experiment(1, { best_validation: 0.5 })]);
+    model.applyTrial(withBest(1, 0.7));
+    assert.equal(model.get(1)?.best_validation, 0.5);
+    model.applyTrial(withBest(1, 0.2));
+    assert.equal(model.get(1)?.best_validation, 0.2);
+    model.applyTrial({ ...withBest(2, 0.1), experiment_id: 99 });
+    assert.equal(model.get(1)?.best_validation, 0.2);
+  });
+
+  test('larger is better when the searcher says so; a first validation always counts', () => {
+    const model = new ExperimentListModel();
+    model.replaceAll([experiment(1, { searcher: { name: 'single', metric: 'loss', smaller_is_better: false } })]);
+    model.applyTrial(withBest(1, 0.3));
+    assert.equal(model.get(1)?.best_validation, 0.3);
+    model.applyTrial(withBest(1, 0.2));
+    assert.equal(model.get(1)?.best_validation, 0.3);
+    model.applyTrial(withBest(1, 0.9));
+    assert.equal(model.get(1)?.best_validation, 0.9);
+  });
+
+  test('the experiment view header follows too', () => {
+    const model = new ExperimentDataModel(1);
+    model.setExperiment(experiment(1, { best_validation: 0.5 }));
+    model.applyEvent('trial', withBest(1, 0.25));
+    assert.equal(model.experiment?.best_validation, 0.25);
+  });
+});
+
 describe('ExperimentDataModel', () => {
   test('events of other experiments are ignored', () => {
     const model = new ExperimentDataModel(7);

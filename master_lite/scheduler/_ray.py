@@ -27,7 +27,6 @@ cluster that must be a path every node shares (shared_fs on NFS, or the like).
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import signal
 import threading
@@ -37,13 +36,11 @@ from typing import Any
 
 from master_lite.scheduler._local import LaunchSpec, LogRecord, split_line
 
-logger = logging.getLogger("master_lite")
-
 RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
 PLACEMENT_STRATEGY_ENV = "MASTER_LITE_RAY_PLACEMENT_STRATEGY"
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 _POLL_SECONDS = 0.5
-_KILLED_BEFORE_START = 137
+_PLACEMENT_NOTE_SECONDS = 60.0
 
 
 def import_ray() -> Any:
@@ -110,7 +107,7 @@ class _Run:
         self.slots = slots
         self.actors: list[Any] = []
         self.placement_group: Any = None
-        self.killed_with: int | None = None  # a signal asked for before the actors existed
+        self.killed_with: int | None = None  # SIGTERM/SIGKILL asked for (maybe before start)
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
 
@@ -185,12 +182,21 @@ class RayRunner:
         run.placement_group = placement_group([{resource: 1}] * containers,
                                               strategy=self.placement_strategy,
                                               name=spec.allocation_id)
+        waiting_since = time.monotonic()
+        next_note = waiting_since + _PLACEMENT_NOTE_SECONDS
+        ready_ref = run.placement_group.ready()
         while True:  # wait for Ray to place it; a kill meanwhile ends the wait
             if run.killed_with is not None:
                 return 128 + run.killed_with
-            ready, _ = ray.wait([run.placement_group.ready()], timeout=_POLL_SECONDS)
+            ready, _ = ray.wait([ready_ref], timeout=_POLL_SECONDS)
             if ready:
                 break
+            if time.monotonic() > next_note:
+                next_note += _PLACEMENT_NOTE_SECONDS
+                self._master_line(run, f"{spec.allocation_id} has waited "
+                                       f"{time.monotonic() - waiting_since:.0f} s for Ray to place "
+                                       f"{containers} x {{'{resource}': 1}} (strategy "
+                                       f"{self.placement_strategy}); is a node gone?")
         options = {"num_gpus": 1, "num_cpus": 0} if resource == "GPU" else {"num_cpus": 1}
         with run.lock:
             for index in range(containers):
@@ -212,6 +218,8 @@ class RayRunner:
                                         use_gpus=resource == "GPU")
             starts.append(actor.start.remote(list(spec.argv), env, context_ref))
         ray.get(starts)
+        if run.killed_with is not None:  # signalled while the containers were starting
+            self._signal_all(run, run.killed_with)
         return self._stream(run)
 
     def _stream(self, run: _Run) -> int:
@@ -276,7 +284,8 @@ class RayRunner:
     def _signal_all(self, run: _Run, sig: int) -> None:
         with run.lock:
             actors = list(run.actors)
-            if not actors:
+            if sig in (signal.SIGKILL, signal.SIGTERM):
+                # Remembered: a run still being placed or started must not start after it.
                 run.killed_with = int(sig)
         for actor in actors:
             actor.signal.remote(int(sig))  # fire and forget: a dead actor has nothing to stop

@@ -97,10 +97,26 @@ class Lab:
             time.sleep(interval)
 
     def open_in(self, page: Any, path: str = "lab") -> None:
-        """Load JupyterLab at `path` in `page` and wait until it is ready."""
-        page.goto(self.url(path))
+        """Load JupyterLab at `path` in `page` and wait until it is ready.
+
+        `reset` starts from an empty layout: no panels or notebooks restored from a test before.
+        """
+        page.goto(self.url(path + ("&" if "?" in path else "?") + "reset"))
         page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=60_000)
         page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
+
+    def open_notebook(self, page: Any, name: str) -> None:
+        """Open a notebook and wait for its kernel to be idle."""
+        self.open_in(page, f"lab/tree/{name}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell")
+        # A fresh workspace may ask which kernel to use even though the notebook names one.
+        try:
+            page.wait_for_selector(".jp-Dialog:has-text('Select Kernel')", timeout=5_000)
+            page.click(".jp-Dialog .jp-mod-accept")
+        except Exception:  # playwright's TimeoutError: no dialog this time
+            pass
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                               timeout=60_000)
 
     def write_notebook(self, name: str, cells: list[str]) -> Path:
         """A minimal nbformat 4.5 notebook of code cells (with ids) in the server's root."""
@@ -108,8 +124,9 @@ class Lab:
             "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell-{i}",
                        "metadata": {}, "outputs": [], "source": source}
                       for i, source in enumerate(cells)],
-            "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
-                                        "name": "python3"}},
+            "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)",
+                                        "language": "python", "name": "python3"},
+                         "language_info": {"name": "python"}},
             "nbformat": 4, "nbformat_minor": 5,
         }
         path = self.notebook_dir / name

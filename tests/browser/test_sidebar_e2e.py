@@ -67,12 +67,15 @@ def training_code(steps: int, sleep: float) -> str:
 
 
 def show_sidebar(page) -> None:
-    page.click(SIDEBAR_TAB)
+    # Clicking the tab of the open panel would close it.
+    if not page.is_visible("#jupyter-determined-sidebar"):
+        page.click(SIDEBAR_TAB)
     page.wait_for_selector("#jupyter-determined-sidebar .jp-Det-listStatus")
 
 
 def run_command(page, command: str, args: dict | None = None) -> None:
-    page.evaluate("([c, a]) => window.jupyterapp.commands.execute(c, a)", [command, args or {}])
+    """Start a JupyterLab command (not awaiting it: run-all resolves when the cells finish)."""
+    page.evaluate("([c, a]) => { window.jupyterapp.commands.execute(c, a); }", [command, args or {}])
 
 
 def new_experiment_ids(lab: Lab, known: set[int]) -> list[int]:
@@ -115,19 +118,18 @@ def test_cell_magic_submission_live_progress_chart_pause_and_logs(page, lab: Lab
     ])
     known = {e["id"] for e in lab.api("GET", "experiments")["experiments"]}
 
-    lab.open_in(page, "lab/tree/magic.ipynb")
+    lab.open_notebook(page, "magic.ipynb")
     show_sidebar(page)
-    page.wait_for_selector(".jp-Notebook .jp-Cell")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
     run_command(page, "notebook:run-all-cells")
 
     experiment_id = lab.wait_for("the experiment created by %%det_submit",
                                  lambda: new_experiment_ids(lab, known), timeout=90)[0]
     # It appears in the list by itself (live events, no reload), its name inert.
-    row = page.wait_for_selector(f'.jp-Det-expRow[data-experiment-id="{experiment_id}"]')
-    assert row.query_selector(".jp-Det-expName").inner_text() == HOSTILE_NAME
+    row = f'.jp-Det-expRow[data-experiment-id="{experiment_id}"]'
+    page.wait_for_selector(row)
+    assert page.inner_text(f"{row} .jp-Det-expName") == HOSTILE_NAME
     assert page.evaluate("() => window.__detInjected") is None
-    assert row.query_selector("img") is None
+    assert page.query_selector(f"{row} img") is None
     # ... and progresses.
     page.wait_for_function(
         """id => {
@@ -136,7 +138,7 @@ def test_cell_magic_submission_live_progress_chart_pause_and_logs(page, lab: Lab
         }""", arg=experiment_id, timeout=90_000)
     screenshot(page, "02-sidebar-experiment-running")
 
-    row.click()
+    page.click(row)
     view = f'.jp-Det-experimentView[data-experiment-id="{experiment_id}"]'
     page.wait_for_selector(f'{view} .jp-Det-expHeader [data-state="ACTIVE"]')
     assert page.inner_text(f"{view} .jp-Det-expTitle") == HOSTILE_NAME
@@ -195,9 +197,8 @@ def test_toolbar_button_submits_the_notebook(page, lab: Lab, screenshot) -> None
     lab.write_notebook("toolbar.ipynb", [training_code(steps=8, sleep=0.1)])
     known = {e["id"] for e in lab.api("GET", "experiments")["experiments"]}
 
-    lab.open_in(page, "lab/tree/toolbar.ipynb")
+    lab.open_notebook(page, "toolbar.ipynb")
     show_sidebar(page)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
     page.click(".jp-Det-submitButton")
     page.wait_for_selector(".jp-Det-submitDialog")
     page.wait_for_function(

@@ -259,3 +259,28 @@ def test_a_callback_stopping_training_ends_the_run_early(digits):
     history = model.fit(x, y, validation_data=val, callbacks=[Recorder(stop_at_epoch_end=2)])
     assert int(model.optimizer.iterations.numpy()) == 100
     assert len(history.history["loss"]) == 2 and len(history.history["val_loss"]) == 1
+
+
+def test_dataset_and_pydataset_batches_depend_only_on_the_batch_index():
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.range(10).batch(3)  # 4 batches per pass, the last one partial
+
+    def values(kwargs):
+        return [np.asarray(batch).tolist() for batch in kwargs["x"]._batches]
+
+    source = _data.TFDatasetSource(dataset)
+    whole = values(source.fit_kwargs(0, 6))
+    assert whole == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9], [0, 1, 2], [3, 4, 5]]
+    resumed = _data.TFDatasetSource(dataset)
+    assert values(resumed.fit_kwargs(4, 6)) == whole[4:]  # a resume skips ahead
+
+    class Squares(keras.utils.PyDataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, index):
+            return np.array([index * index]), np.array([index])
+
+    sequence = _data.SequenceSource(Squares())
+    assert [int(b[1][0]) for b in sequence.fit_kwargs(2, 7)["x"]._batches] == [2, 0, 1, 2, 0]

@@ -44,6 +44,19 @@ def _harness(workdir: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.fixture
+def in_process(workdir, monkeypatch):
+    """Run `harness.main` in this process, from the context directory, off the master."""
+    for name in list(os.environ):
+        if name.startswith("DET_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(workdir)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "model_def", raising=False)
+    yield harness.main
+    sys.modules.pop("model_def", None)
+
+
 def _checkpoint_steps(tmp_path: pathlib.Path) -> list[int]:
     return sorted(
         json.loads((d / "metadata.json").read_text())["steps_completed"] for d in (tmp_path / "ckpts").iterdir()
@@ -63,34 +76,34 @@ def test_harness_trains_the_config_length(workdir, tmp_path):
     assert load_data["hparams"]["hidden_size"] == 64
 
 
-def test_harness_test_mode(workdir, tmp_path):
-    result = _harness(workdir, "model_def:DigitsTrial", "--config", "local.yaml", "--test")
-    assert result.returncode == 0, result.stderr
-    assert "report_validation_metrics(steps_completed=1," in result.stderr
+def test_harness_test_mode(in_process, tmp_path, caplog):
+    caplog.set_level("INFO")
+    assert in_process(["model_def:DigitsTrial", "--config", "local.yaml", "--test"]) == 0
+    assert "report_validation_metrics(steps_completed=1," in caplog.text
     assert _checkpoint_steps(tmp_path) == [1]
 
 
-def test_harness_resumes_from_a_checkpoint(workdir, tmp_path):
-    assert _harness(workdir, "model_def:DigitsTrial", "--config", "local.yaml", "--test").returncode == 0
+def test_harness_resumes_from_a_checkpoint(in_process, tmp_path, caplog):
+    assert in_process(["model_def:DigitsTrial", "--config", "local.yaml", "--test"]) == 0
     (uuid,) = [d.name for d in (tmp_path / "ckpts").iterdir()]
-    result = _harness(workdir, "model_def:DigitsTrial", "--config", "local.yaml", "--checkpoint", uuid)
-    assert result.returncode == 0, result.stderr
-    assert "resumed from checkpoint" in result.stderr
-    assert "report_training_metrics(steps_completed=1," not in result.stderr
+    caplog.clear()
+    caplog.set_level("INFO")
+    assert in_process(["model_def:DigitsTrial", "--config", "local.yaml", "--checkpoint", uuid]) == 0
+    assert "resumed from checkpoint" in caplog.text
+    assert "report_training_metrics(steps_completed=1," not in caplog.text
     assert _checkpoint_steps(tmp_path) == [1, 10, 20]
 
 
-def test_harness_reports_a_bad_trial_class(workdir):
-    result = _harness(workdir, "model_def:NoSuchTrial", "--config", "local.yaml")
-    assert result.returncode == 1
-    assert "has no attribute 'NoSuchTrial'" in result.stderr
-    result = _harness(workdir, "model_def:digits_datasets", "--config", "local.yaml")
-    assert result.returncode == 1 and "PyTorchTrial" in result.stderr
+def test_harness_reports_a_bad_trial_class(in_process, capsys):
+    assert in_process(["model_def:NoSuchTrial", "--config", "local.yaml"]) == 1
+    assert "has no attribute 'NoSuchTrial'" in capsys.readouterr().err
+    assert in_process(["model_def:digits_datasets", "--config", "local.yaml"]) == 1
+    assert "PyTorchTrial" in capsys.readouterr().err
 
 
-def test_harness_needs_a_config_off_the_master(workdir):
-    result = _harness(workdir, "model_def:DigitsTrial")
-    assert result.returncode == 2 and "--config" in result.stderr
+def test_harness_needs_a_config_off_the_master(in_process, capsys):
+    assert in_process(["model_def:DigitsTrial"]) == 2
+    assert "--config" in capsys.readouterr().err
 
 
 def test_default_hparams_pick_one_point():
@@ -105,3 +118,14 @@ def test_default_hparams_pick_one_point():
     assert harness.default_hparams(space) == {
         "global_batch_size": 32, "lr": 0.01, "units": 4, "act": "relu", "c": 3, "nested": {"depth": 2},
     }
+
+
+def test_runner_for_picks_the_trial_api():
+    from determined import pytorch
+
+    class Mine(pytorch.PyTorchTrial):
+        pass
+
+    assert harness.runner_for(Mine) is harness.run_pytorch_trial
+    assert harness.runner_for(object) is None
+    assert harness.runner_for(len) is None

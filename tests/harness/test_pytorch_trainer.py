@@ -289,6 +289,31 @@ def test_evaluation_reducers_and_custom_metric_reducer(tmp_path):
     assert metrics["seen"] == 100 and metrics["label_sum"] == int(labels.sum())
 
 
+class SamplesSeen(CountingReducer):
+    def per_slot_reduce(self) -> Any:
+        return len(self.seen)
+
+    def cross_slot_reduce(self, per_slot_metrics) -> Any:
+        return sum(per_slot_metrics)
+
+
+class TrainingReducerTrial(DigitsTrial):
+    def __init__(self, context, **kwargs):
+        super().__init__(context, **kwargs)
+        self.seen = context.wrap_reducer(SamplesSeen(), name="samples_seen", for_validation=False)
+
+    def train_batch(self, batch, epoch_idx, batch_idx):
+        self.seen.update(batch[1])
+        return super().train_batch(batch, epoch_idx, batch_idx)
+
+
+def test_training_metric_reducer_is_reset_at_each_boundary(tmp_path):
+    _, rec = _run(tmp_path, TrainingReducerTrial, max_length=pytorch.Batch(6), reporting_period=pytorch.Batch(4),
+                  checkpoint_policy="none")
+    assert [(s, m["samples_seen"]) for s, m in rec.training] == [(4, 64), (6, 32)]
+    assert "samples_seen" not in rec.validation[0][1]
+
+
 class FullDatasetTrial(DigitsTrial):
     evaluate_batch = pytorch.PyTorchTrial.evaluate_batch  # use evaluate_full_dataset instead
 
@@ -453,8 +478,10 @@ def test_checkpoint_contents_and_metadata(tmp_path):
     with open(path / "trial_state.pkl", "rb") as f:
         assert pickle.load(f)["batches_trained"] == 3
 
-    loaded = pytorch.load_trial_from_checkpoint_path(path, trial_class=DigitsTrial)
+    loaded = pytorch.load_trial_from_checkpoint_path(path)  # the class comes from trial_cls_spec
+    assert type(loaded).__qualname__ == "DigitsTrial"
     assert torch.equal(loaded.model[1].weight, trial.model[1].weight)
+    assert loaded.context.get_hparams() == {"global_batch_size": 16}
 
 
 def test_resume_is_exact(tmp_path):

@@ -1,19 +1,16 @@
 """Notebook → script export: IPython syntax, det-skip, saved vs unsaved notebooks, history."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from traitlets.config import Config
 
-from jupyter_determined import (NotebookExportError, cells_to_script, current_notebook_script,
-                                export_notebook_script)
-from jupyter_determined._export import convert_cell, current_notebook_export, frontend_notebook
+from jupyter_determined import NotebookExportError, cells_to_script, export_notebook_script
+from jupyter_determined._export import convert_cell, frontend_notebook
 
 
 def cell(source: str, cell_id: str, tags: list[str] | None = None) -> dict:

@@ -153,3 +153,17 @@ def test_notebook_submitted_stops_the_cell_with_one_line(shell, capsys) -> None:
     shown = out.out + out.err
     assert "Submitted experiment 42" in shown
     assert "Traceback" not in shown and "later code" not in shown
+
+
+def test_test_mode_submits_an_archived_one_batch_experiment_and_waits(shell, server,
+                                                                     capsys) -> None:
+    run(shell, "scale = 4")
+    run(shell, CONFIG_CELL.replace('"magic"', '"test-mode"'))
+    run(shell, "%%det_submit config --test --context $CTX --no-widget\n" + TRAINING)
+    out = capsys.readouterr().out
+    experiment_id = int([line for line in out.splitlines()
+                         if line.startswith("Created test experiment")][0].split()[-1])
+    assert f"Experiment {experiment_id} COMPLETED" in out  # --test waits
+    answer = server.api("GET", f"experiments/{experiment_id}")
+    assert answer["experiment"]["archived"] is True
+    assert answer["trials"][0]["steps_completed"] == 1

@@ -122,3 +122,49 @@ def test_pytorch_trial(lab_server, tmp_path) -> None:
     answer = _native_notebook(lab_server, tmp_path, "pytorch_trial.ipynb", "pytorch-trial-digits")
     assert answer["trials"][0]["steps_completed"] == 20
     assert answer["experiment"]["best_validation"] is not None
+
+
+def _notebook_config(name: str) -> dict:
+    """The `config = {...}` of a notebook's submitting cell, evaluated."""
+    notebook = json.loads((NOTEBOOKS / name).read_text())
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"])
+        if "\nconfig = {" in "\n" + source:
+            lines = source[source.index("config = {"):].splitlines()
+            end = next(i for i, line in enumerate(lines) if line == "}")
+            namespace: dict = {}
+            exec("\n".join(lines[:end + 1]), namespace)
+            return namespace["config"]
+    raise AssertionError(f"{name} has no config cell")
+
+
+@pytest.mark.parametrize("name,framework", [("keras_native.ipynb", "tensorflow"),
+                                            ("pytorch_trial.ipynb", "torch")])
+def test_exported_native_notebooks_train_in_trials(lab_server, tmp_path, monkeypatch, name,
+                                                   framework) -> None:
+    """The trial half of the Native API from a notebook, independent of the kernel half:
+    the whole exported notebook, re-executed by determined.exec.native, trains."""
+    pytest.importorskip(framework)
+    from determined.experimental._native import submit_native
+
+    from jupyter_determined import export_notebook_script
+
+    context = tmp_path / "ctx"
+    context.mkdir()
+    shutil.copy(NOTEBOOKS / name, context / name)
+    exported = export_notebook_script(context / name)
+    assert exported.warnings == []  # only our own %load_ext, dropped silently
+    monkeypatch.setenv("DET_MASTER", lab_server.det_master)
+    monkeypatch.setenv("DET_MASTER_TOKEN", lab_server.token)
+    defaults = None
+    if framework == "tensorflow":
+        from determined.experimental.keras import KERAS_DEFAULTS as defaults
+    experiment_id = submit_native(_notebook_config(name), str(context), ["_det_notebook.py"],
+                                  extra_files={"_det_notebook.py": exported.script.encode()},
+                                  defaults=defaults)
+    answer = lab_server.wait_experiment(experiment_id, timeout=400)
+    trial = answer["trials"][0]
+    assert answer["experiment"]["state"] == "COMPLETED", lab_server.trial_logs(trial["id"])
+    expected = _notebook_config(name)["searcher"]["max_length"]["batches"]
+    assert trial["steps_completed"] == expected
+    assert trial["latest_validation"] is not None

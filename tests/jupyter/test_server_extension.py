@@ -247,3 +247,37 @@ def test_clean_shutdown_pauses_trials_and_the_next_start_resumes_them(start_jupy
     preempted_at = int(logs.split("preempted at ")[1].split()[0])
     assert f"resumed at {preempted_at}" in logs  # ...and the second run started from there
     assert trial["steps_completed"] == 40 and trial["restarts"] == 0
+
+
+@pytest.mark.slow
+def test_det_cli_works_against_the_hosted_master_with_the_jupyter_token(start_jupyter,
+                                                                       tmp_path):
+    import subprocess
+
+    server = start_jupyter(app="jupyter_server")
+    context = tmp_path / "ctx"
+    context.mkdir()
+    (context / "train.py").write_text(TRIAL_SCRIPT)
+    (tmp_path / "config.yaml").write_text(
+        "name: from-the-cli\nentrypoint: python3 train.py\nmax_restarts: 0\n"
+        "searcher: {name: single, metric: loss, max_length: 2}\n")
+    # What a user types in another shell: the server's URL + /determined, and its token.
+    env = {**server.kernel_environment(), "DET_MASTER": server.det_master,
+           "DET_MASTER_TOKEN": server.token}
+
+    def det(*args: str) -> str:
+        result = subprocess.run([sys.executable, "-m", "determined.cli", *args], env=env,
+                                capture_output=True, text=True, timeout=180)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    created = det("experiment", "create", str(tmp_path / "config.yaml"), str(context))
+    experiment_id = int(created.split("Created experiment")[1].split()[0])
+    answer = server.wait_experiment(experiment_id)
+    assert answer["experiment"]["state"] == "COMPLETED"
+    listing = det("experiment", "list")
+    assert "from-the-cli" in listing and "COMPLETED" in listing
+    env["DET_MASTER_TOKEN"] = "wrong"
+    refused = subprocess.run([sys.executable, "-m", "determined.cli", "experiment", "list"],
+                             env=env, capture_output=True, text=True, timeout=180)
+    assert refused.returncode != 0

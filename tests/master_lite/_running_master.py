@@ -130,7 +130,7 @@ def marked_values(text: str, marker: str) -> list[dict]:
     """JSON objects printed by trial scripts as `<marker> {...}` lines."""
     found = []
     for line in text.splitlines():
-        _, sep, rest = line.partition(marker + " ")
+        _, sep, rest = line.partition(marker + " {")
         if sep:
-            found.append(json.loads(rest))
+            found.append(json.loads("{" + rest))
     return found

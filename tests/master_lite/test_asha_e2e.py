@@ -11,12 +11,13 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 from master_lite.searcher import simulate
 from tests._master_fixtures import (MasterProcess, context_tarball, master_env,
-                                    wait_for_experiment)
+                                    wait_for_experiment, wait_until)
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "core_api"
 
@@ -89,28 +90,57 @@ def test_preview_search_prints_the_bracket_plan():
     assert "Total trials: 10" in done.stdout
 
 
+def assert_follows_the_plan(master: MasterProcess, exp_id: int) -> tuple[Any, dict[int, dict]]:
+    """Every trial validated exactly where `simulate()` says, and reported each step once."""
+    config = master.session.get(f"/experiments/{exp_id}")["experiment"]["config"]
+    trials = {t["request_id"]: t for t in master.trials(exp_id)}
+    # The plan for this very config: x after `length` batches is length * increment_by.
+    plan = simulate(config, metric=lambda rid, hp, length: float(length * hp["increment_by"]))
+    assert sorted(trials) == [t.request_id for t in plan.trials]
+    for planned in plan.trials:
+        trial = trials[planned.request_id]
+        assert trial["state"] == "COMPLETED"
+        assert trial["hparams"] == planned.hparams
+        inc = planned.hparams["increment_by"]
+        validations = master.series(trial["id"], "validation")
+        assert validations == [(n, {"x": n * inc}) for n in planned.lengths], trial
+        # Every step reported once, with x continuing across runs.
+        training = master.series(trial["id"], "training")
+        assert training == [(s, {"x": s * inc}) for s in range(10, planned.trained + 1, 10)]
+    best_value = min(length * t.hparams["increment_by"] for t in plan.trials for length in t.lengths)
+    assert master.session.get(f"/experiments/{exp_id}")["experiment"]["best_validation"] == \
+        best_value
+    return plan, trials
+
+
+@pytest.mark.slow
+def test_master_killed_mid_search_still_follows_the_plan(tmp_path):
+    """SIGKILL the master once the search is under way (a promotion is decided), start it
+    again: the searcher resumes from its snapshot and the stored series equal a clean run's."""
+    with MasterProcess(tmp_path / "root", cpu_slots=1) as master:
+        exp_id = master.create_experiment(tutorial_config(), tutorial_context())
+
+        def validated() -> int:
+            return sum(bool(master.series(t["id"], "validation")) for t in master.trials(exp_id))
+
+        wait_until(lambda: validated() >= 5, 120, "five rung-0 results")
+        master.kill()
+        master.restart()
+        experiment = wait_for_experiment(master, exp_id, timeout=150)
+        assert experiment["state"] == "COMPLETED"
+        plan, trials = assert_follows_the_plan(master, exp_id)
+        assert any(t["run_id"] >= 2 for t in trials.values())
+        assert "was running when the master stopped" in "\n".join(
+            line for t in trials.values() for line in master.logs(t["id"]))
+
+
 @pytest.mark.slow
 def test_tutorial_adaptive_asha_follows_the_plan(tmp_path):
     with MasterProcess(tmp_path / "root", cpu_slots=1) as master:
         exp_id = master.create_experiment(tutorial_config(), tutorial_context())
         experiment = wait_for_experiment(master, exp_id, timeout=150)
         assert experiment["state"] == "COMPLETED"
-        config = master.session.get(f"/experiments/{exp_id}")["experiment"]["config"]
-        trials = {t["request_id"]: t for t in master.trials(exp_id)}
-
-        # The plan for this very config: x after `length` batches is length * increment_by.
-        plan = simulate(config, metric=lambda rid, hp, length: float(length * hp["increment_by"]))
-        assert sorted(trials) == [t.request_id for t in plan.trials]
-        for planned in plan.trials:
-            trial = trials[planned.request_id]
-            assert trial["state"] == "COMPLETED"
-            assert trial["hparams"] == planned.hparams
-            inc = planned.hparams["increment_by"]
-            validations = master.series(trial["id"], "validation")
-            assert validations == [(n, {"x": n * inc}) for n in planned.lengths]
-            # Every step reported once, with x continuing across runs.
-            training = master.series(trial["id"], "training")
-            assert training == [(s, {"x": s * inc}) for s in range(10, planned.trained + 1, 10)]
+        plan, trials = assert_follows_the_plan(master, exp_id)
 
         promoted = [t for t in plan.trials if t.lengths == [25, 100]]
         assert promoted, "the plan promotes nobody: nothing is tested"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from _running_master import ROOT, all_logs, marked_values, running_master, submit, trials, wait_for
+from _running_master import (ROOT, all_logs, marked_values, running_master, submit, trials,
+                             wait_for)
 
 pytestmark = pytest.mark.slow
 

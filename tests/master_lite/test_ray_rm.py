@@ -15,7 +15,8 @@ from _running_master import (all_logs, logs, marked_values, running_master, subm
                              wait_for, wait_until)
 
 pytestmark = pytest.mark.slow
-ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'jupyter-determined[ray]'")
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install "
+                                       "'jupyter-determined[ray]'")
 
 SHOW_NODE = """
     import json, os, pathlib, sys, time
@@ -133,7 +134,7 @@ def master(cluster, tmp_path_factory):
 
 
 def node_ids(cluster) -> set[str]:
-    return {node.unique_id for node in cluster.list_all_nodes()}
+    return {node.node_id for node in cluster.list_all_nodes()}
 
 
 def test_slots_are_the_clusters_gpus(master):

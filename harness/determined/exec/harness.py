@@ -1,9 +1,13 @@
 """Run a legacy Trial class: ``python3 -m determined.exec.harness model_def:MyTrial``.
 
+`PyTorchTrial` classes run through `det.pytorch.init()` + `Trainer.fit()`; `TFKerasTrial`
+classes through `det.keras.run_keras_trial` (same arguments).
+
 On the master (inside a trial) everything comes from the cluster: hyperparameters, config and
 the searcher operations, each trained to its length, validated and reported (this is how ASHA
-promotes Trial classes). Off the master, pass ``--config FILE`` (hyperparameters: const values,
-else the first categorical value / the lower bound of a range; override with ``--hparams JSON``).
+promotes Trial classes). A PyTorchTrial with several slots re-executes itself under
+`determined.launch.torch_distributed`. Off the master, pass ``--config FILE``
+(hyperparameters: ``--hparams JSON``, else one point of the config's space).
 
 The module is imported from the current working directory (the experiment's context directory).
 """
@@ -15,7 +19,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Dict, List, Optional, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 import determined as det
 
@@ -38,6 +42,23 @@ def load_trial_class(spec: str) -> Type[Any]:
         except AttributeError:
             raise ValueError(f"trial class {spec!r}: module {module_name!r} has no attribute {qualname!r}") from None
     return obj  # type: ignore[no-any-return]
+
+
+def _subclasses(trial_class: Any, qualified_name: str) -> bool:
+    # By name, so checking a class never imports a framework the trial does not use.
+    mro = getattr(trial_class, "__mro__", ())
+    return isinstance(trial_class, type) and any(f"{c.__module__}.{c.__qualname__}" == qualified_name for c in mro)
+
+
+def runner_for(trial_class: Any) -> Optional[Callable[..., Any]]:
+    """The function that trains this kind of Trial class (same signature as run_pytorch_trial)."""
+    if _subclasses(trial_class, "determined.pytorch._trial.PyTorchTrial"):
+        return run_pytorch_trial
+    if _subclasses(trial_class, "determined.keras._trial.TFKerasTrial"):
+        from determined.keras import run_keras_trial
+
+        return run_keras_trial  # type: ignore[no-any-return]
+    return None
 
 
 def default_hparams(hyperparameters: Dict[str, Any]) -> Dict[str, Any]:
@@ -106,6 +127,8 @@ def run_pytorch_trial(
 ) -> None:
     from determined import pytorch
 
+    if hparams is None and not on_cluster:
+        hparams = default_hparams(config.get("hyperparameters") or {})
     optimizations = config.get("optimizations") or {}
     with pytorch.init(
         hparams=hparams,
@@ -147,11 +170,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.config or args.hparams or args.checkpoint or args.test:
             print("determined.exec.harness: --config/--hparams/--checkpoint/--test are for local runs only", file=sys.stderr)
             return 2
-        if (len(info.slot_ids) > 1 or len(info.container_addrs) > 1) and not os.environ.get("USE_TORCH_DISTRIBUTED"):
-            # Several slots: run one harness per slot under torchrun (Determined's launcher does
-            # this for `module:Trial` entrypoints; we may have been started directly).
-            launcher = [sys.executable, "-m", "determined.launch.torch_distributed", "--"]
-            os.execv(sys.executable, launcher + [sys.executable, "-m", "determined.exec.harness", args.trial])
         config, hparams, latest_checkpoint = info.trial._config, info.trial.hparams, info.latest_checkpoint
     else:
         if not args.config:
@@ -163,7 +181,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from determined.common import expconf
 
         config = expconf.load_file(args.config)
-        hparams = json.loads(args.hparams) if args.hparams else default_hparams(config.get("hyperparameters") or {})
+        hparams = json.loads(args.hparams) if args.hparams else None
         latest_checkpoint = args.checkpoint
 
     try:
@@ -171,16 +189,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (ValueError, ImportError) as e:
         print(f"determined.exec.harness: {e}", file=sys.stderr)
         return 1
-    from determined import pytorch
-
-    if not (isinstance(trial_class, type) and issubclass(trial_class, pytorch.PyTorchTrial)):
+    runner = runner_for(trial_class)
+    if runner is None:
         print(
-            f"determined.exec.harness: {args.trial} is not a det.pytorch.PyTorchTrial subclass "
-            "(only PyTorchTrial classes can run through this harness)",
+            f"determined.exec.harness: {args.trial} is not a Trial class (subclass "
+            "det.pytorch.PyTorchTrial or det.keras.TFKerasTrial)",
             file=sys.stderr,
         )
         return 1
-    run_pytorch_trial(
+    if (
+        on_cluster
+        and runner is run_pytorch_trial
+        and (len(info.slot_ids) > 1 or len(info.container_addrs) > 1)  # type: ignore[union-attr]
+        and not os.environ.get("USE_TORCH_DISTRIBUTED")
+    ):
+        # Several slots: one harness per slot under torchrun (Determined's launcher does this for
+        # `module:Trial` entrypoints; the master may have started us directly).
+        launcher = [sys.executable, "-m", "determined.launch.torch_distributed", "--"]
+        os.execv(sys.executable, launcher + [sys.executable, "-m", "determined.exec.harness", args.trial])
+    runner(
         trial_class, config, hparams, latest_checkpoint=latest_checkpoint, on_cluster=on_cluster, test_mode=args.test
     )
     return 0

@@ -6,7 +6,14 @@ from typing import Any
 
 import determined as det
 from determined.experimental._mode import resolve_mode
-from determined.experimental._native import RunpyGlobals, StopLoadingImplementation, default_command, submit_native
+from determined.experimental._native import (
+    RunpyGlobals,
+    StopLoadingImplementation,
+    default_command,
+    is_jupyter,
+    submit_current_notebook,
+    submit_native,
+)
 
 logger = logging.getLogger("determined.experimental")
 
@@ -99,12 +106,15 @@ def create(
             "det.experimental.create(context_dir=...): name the directory to upload with the script "
             "(e.g. context_dir='.'), or pass local=True to run in this process"
         )
-    command = list(command) if command else default_command(context_dir)
+    defaults = None
     if kind == "keras":
         from determined.experimental.keras import KERAS_DEFAULTS
 
-        return submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=KERAS_DEFAULTS)
-    return submit_native(config, context_dir, command, master_url=master_url, test=test)
+        defaults = KERAS_DEFAULTS
+    if not command and is_jupyter():
+        return submit_current_notebook(config, context_dir, master_url=master_url, test=test, defaults=defaults)
+    command = list(command) if command else default_command(context_dir)
+    return submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=defaults)
 
 
 def test_one_batch(trial_class: type, config: dict | str | None = None) -> None:

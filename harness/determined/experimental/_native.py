@@ -219,11 +219,13 @@ def submit_native(
     test: bool = False,
     extra_files: dict[str, bytes] | None = None,
     defaults: dict | None = None,
+    notebook: dict | None = None,
 ) -> int:
     """Create an experiment that re-executes `command` from `context_dir`; returns its id.
 
     The master comes from `master_url`, else DET_MASTER, else the local master's master.json.
     `test=True` submits an archived test experiment (one batch, validation, checkpoint).
+    `notebook` (`{path, cell_ids, script}`) records where an exported notebook script came from.
     """
     from determined.common.api import Session, discover_master
 
@@ -238,9 +240,38 @@ def submit_native(
             "activate": True,
             "archived": bool(test),
         }
+        if notebook is not None:
+            body["notebook"] = notebook
         experiment = session.post("/experiments", body)["experiment"]
     finally:
         session.close()
     kind = "test experiment" if test else "experiment"
     print(f"Created {kind} {experiment['id']}", flush=True)
     return int(experiment["id"])
+
+
+def submit_current_notebook(
+    config: dict | str | None,
+    context_dir: str,
+    *,
+    master_url: str | None = None,
+    test: bool = False,
+    defaults: dict | None = None,
+) -> int:
+    """Export the notebook this kernel runs (jupyter_determined) and submit it as the native script."""
+    try:
+        from jupyter_determined import current_notebook_script
+    except ImportError:
+        raise ValueError(
+            "command=: in a notebook, pass command=['my_notebook.ipynb'] relative to context_dir "
+            "(install jupyter_determined to have the running notebook exported automatically)"
+        ) from None
+    script, notebook_path, cell_ids = current_notebook_script()
+    stem = pathlib.Path(notebook_path).stem if notebook_path else "notebook"
+    name = f"{stem}__det__.py"
+    return submit_native(
+        config, context_dir, [name], master_url=master_url, test=test, defaults=defaults,
+        extra_files={name: script.encode("utf-8")},
+        notebook={k: v for k, v in (("path", notebook_path), ("cell_ids", list(cell_ids or [])),
+                                      ("script", script)) if v is not None},
+    )

@@ -28,7 +28,9 @@ from determined.experimental._native import (
     StopLoadingImplementation,
     build_native_config,
     default_command,
+    is_jupyter,
     load_config,
+    submit_current_notebook,
     submit_native,
 )
 
@@ -70,6 +72,15 @@ def init(
             "det.experimental.keras.init(context_dir=...): name the directory to upload with the "
             "script (e.g. context_dir='.'), or pass local=True to train in this process"
         )
+    if not command and is_jupyter():
+        # In a notebook there is no script to re-execute: export the notebook itself, and stop
+        # the cell (later cells, with fit(), run in the trials) instead of killing the kernel.
+        experiment_id = submit_current_notebook(
+            config, context_dir, master_url=master_url, test=test, defaults=KERAS_DEFAULTS
+        )
+        from jupyter_determined import notebook_submitted
+
+        raise notebook_submitted(experiment_id)
     command = list(command) if command else default_command(context_dir)
     submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=KERAS_DEFAULTS)
     print("Exiting the program after submitting the experiment.", flush=True)
@@ -156,13 +167,14 @@ def _local_context(config: dict | str | None, *, test: bool) -> Any:
     context = _new_context(expanded, hparams, trial_seed=seed)
 
     def train_locally() -> Any:
+        # fit() trains once; afterwards the model (and any other) is plain Keras again.
+        det_keras.activate_native_context(None)
         with _run.local_core_context(expanded, test=test) as core_context:
             result = det_keras.train_native(
                 core_context, context, mode=det_keras.LoopMode.TEST if test else det_keras.LoopMode.LOCAL
             )
             base = getattr(getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None)
         _run.print_local_summary(result, test=test, checkpoint_base=None if test else base)
-        det_keras.activate_native_context(None)
         return result.history()
 
     context._set_train_fn(train_locally)

@@ -9,6 +9,7 @@ import os as _os
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 _os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
+from determined.keras._callback import DeterminedCallback  # noqa: E402
 from determined.keras._context import (  # noqa: E402
     FitArguments,
     TFKerasNativeContext,
@@ -20,6 +21,7 @@ from determined.keras._run import run_keras_trial, train_native, train_trial_cla
 from determined.keras._trial import TFKerasTrial  # noqa: E402
 
 __all__ = [
+    "DeterminedCallback",
     "FitArguments",
     "LoopMode",
     "LoopResult",

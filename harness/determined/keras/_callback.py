@@ -1,0 +1,154 @@
+"""`det.keras.DeterminedCallback`: Determined 0.38's way to run a plain `model.fit` under the Core API.
+
+    with det.core.init() as core_context:
+        info = det.get_cluster_info()
+        callback = det.keras.DeterminedCallback(
+            core_context, checkpoint=info.latest_checkpoint if info else None,
+            continue_id=info.trial.trial_id if info else 0)
+        model.fit(x, y, epochs=10, validation_data=(xv, yv), callbacks=[callback])
+
+Metrics go to the master (training every epoch or every N batches; `val_*` logs as validation
+metrics), checkpoints (`model_checkpoint.keras`, weights and optimizer state) every
+`checkpoint_epochs` epochs and at the end, preemption is checked every epoch. Resuming a
+checkpoint whose `continue_id` matches continues at its epoch (fit's `initial_epoch` is
+overridden); a different `continue_id` only starts from its weights (a warm start).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import pathlib
+from typing import Any
+
+import keras
+
+logger = logging.getLogger("determined.keras")
+
+CHECKPOINT_FILE = "model_checkpoint.keras"
+
+
+class DeterminedCallback(keras.callbacks.Callback):
+    def __init__(
+        self,
+        core_context: Any,
+        checkpoint: str | None,
+        continue_id: int | str,
+        *,
+        train_metrics_report_period: int | str = "epoch",
+        checkpoint_epochs: int = 1,
+    ) -> None:
+        super().__init__()
+        if train_metrics_report_period != "epoch" and not (
+            isinstance(train_metrics_report_period, int) and train_metrics_report_period > 0
+        ):
+            raise ValueError(
+                "train_metrics_report_period: 'epoch' or a positive number of batches, "
+                f"got {train_metrics_report_period!r}"
+            )
+        if not isinstance(checkpoint_epochs, int) or checkpoint_epochs < 0:
+            raise ValueError(f"checkpoint_epochs: a number of epochs >= 0 (0: only at the end), got {checkpoint_epochs!r}")
+        self._core = core_context
+        self._checkpoint = checkpoint
+        self._continue_id = continue_id
+        self._report_period = train_metrics_report_period
+        self._checkpoint_epochs = checkpoint_epochs
+        self._epochs_completed = 0
+        self._last_checkpoint_epoch: int | None = None
+        self._batch_logs: list[dict] = []
+        self.preempted = False
+        self.last_checkpoint: str | None = None
+
+    def _steps(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
+    # --- resume -------------------------------------------------------------------------------
+    def on_train_begin(self, logs: Any = None) -> None:
+        self.preempted = False
+        if not self._checkpoint:
+            return
+        with self._core.checkpoint.restore_path(self._checkpoint) as path:
+            path = pathlib.Path(path)
+            metadata_file = path / "metadata.json"
+            metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
+            resume = metadata.get("continue_id") == self._continue_id
+            optimizer = self.model.optimizer
+            if resume and not optimizer.built:
+                # Without building first, load_weights would skip the optimizer's state.
+                optimizer.build(self.model.trainable_variables)
+            fresh_optimizer_state = [v.numpy() for v in optimizer.variables] if optimizer.built else None
+            self.model.load_weights(path / CHECKPOINT_FILE)
+            if not resume and fresh_optimizer_state is not None:
+                # A warm start takes the weights only; the optimizer starts afresh.
+                for variable, value in zip(optimizer.variables, fresh_optimizer_state):
+                    variable.assign(value)
+        if resume:
+            self._epochs_completed = int(metadata.get("epochs_completed", 0))
+            self._last_checkpoint_epoch = self._epochs_completed
+            self.model._initial_epoch = self._epochs_completed  # fit() reads it after on_train_begin
+            logger.info("resuming checkpoint %s at epoch %d", self._checkpoint, self._epochs_completed)
+        else:
+            logger.info("warm start from checkpoint %s (its continue_id differs)", self._checkpoint)
+        self._checkpoint = None  # a second fit() with this callback continues from the model as it is
+
+    # --- reporting ----------------------------------------------------------------------------
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        if self._report_period == "epoch":
+            return
+        self._batch_logs.append({k: float(v) for k, v in (logs or {}).items() if _is_number(v)})
+        steps = self._steps()
+        if steps % int(self._report_period) == 0:
+            self._report_batches(steps)
+
+    def _report_batches(self, steps: int) -> None:
+        if not self._batch_logs:
+            return
+        names = set().union(*self._batch_logs)
+        averaged = {n: sum(l[n] for l in self._batch_logs if n in l) / sum(n in l for l in self._batch_logs) for n in names}
+        self._core.train.report_training_metrics(steps_completed=steps, metrics=averaged)
+        self._batch_logs = []
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        logs = {k: float(v) for k, v in (logs or {}).items() if _is_number(v)}
+        steps = self._steps()
+        self._epochs_completed = epoch + 1
+        training = {k: v for k, v in logs.items() if not k.startswith("val_")}
+        validation = {k: v for k, v in logs.items() if k.startswith("val_")}
+        if self._report_period == "epoch":
+            self._core.train.report_training_metrics(steps_completed=steps, metrics={**training, "epochs": epoch + 1})
+        else:
+            self._report_batches(steps)
+        if validation:
+            self._core.train.report_validation_metrics(steps_completed=steps, metrics={**validation, "epochs": epoch + 1})
+        epochs = (self.params or {}).get("epochs")
+        if epochs:
+            self._core.train.report_progress(min(1.0, (epoch + 1) / epochs))
+        if self._checkpoint_epochs and (epoch + 1) % self._checkpoint_epochs == 0:
+            self._save(steps)
+        if self._core.preempt.should_preempt():
+            if self._last_checkpoint_epoch != self._epochs_completed:
+                self._save(steps)
+            logger.info("preempted after epoch %d: stopping training", epoch + 1)
+            self.preempted = True
+            self.model.stop_training = True
+
+    def on_train_end(self, logs: Any = None) -> None:
+        self.model._initial_epoch = None  # only the fit() that resumed starts late
+        if self._last_checkpoint_epoch != self._epochs_completed:
+            self._save(self._steps())
+
+    def _save(self, steps: int) -> str:
+        metadata = {"steps_completed": steps, "epochs_completed": self._epochs_completed,
+                    "continue_id": self._continue_id, "format": "keras"}
+        with self._core.checkpoint.store_path(metadata) as (path, storage_id):
+            self.model.save(pathlib.Path(path) / CHECKPOINT_FILE)
+        self._last_checkpoint_epoch = self._epochs_completed
+        self.last_checkpoint = storage_id
+        return storage_id
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True

@@ -1,0 +1,73 @@
+"""Schemathesis against the OpenAPI document a running master serves: for every operation,
+generated requests (valid and invalid) never get a 5xx, and every answer matches the document
+(status code declared, content type declared, body valid against the response schema).
+
+Long polls are capped at 0.2 s and the event stream is fuzzed only through its query (the
+stream is closed after the headers), so the run stays short; `FUZZ_EXAMPLES` (default 12)
+sets examples per operation and mode (`make soak` raises it).
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+
+schemathesis = pytest.importorskip("schemathesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from schemathesis import GenerationMode  # noqa: E402
+from schemathesis.checks import (content_type_conformance, not_a_server_error,  # noqa: E402
+                                 response_schema_conformance, status_code_conformance)
+
+from tests._master_fixtures import MasterProcess  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
+          response_schema_conformance]
+
+
+def _operations(schema) -> list:
+    found = []
+    for result in schema.get_all_operations():
+        found.append(result.ok())
+    return found
+
+
+def test_no_server_errors_and_answers_match_the_document(tmp_path: pathlib.Path) -> None:
+    # One slot: a fuzzed config that happens to be valid runs at most one trial at a time.
+    with MasterProcess(tmp_path / "root", cpu_slots=1) as master:
+        schema = schemathesis.openapi.from_url(f"{master.url}/api/v1/openapi.json")
+        operations = _operations(schema)
+        assert len(operations) >= 25
+        headers = {"Authorization": f"Bearer {master.token}"}
+        failures: list[str] = []
+        for operation in operations:
+            label = f"{operation.method.upper()} {operation.path}"
+            for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+
+                @settings(max_examples=EXAMPLES, deadline=None, database=None,
+                          suppress_health_check=list(HealthCheck))
+                @given(case=operation.as_strategy(generation_mode=mode))
+                def check(case) -> None:
+                    if isinstance(case.query, dict) and "timeout_seconds" in case.query:
+                        case.query["timeout_seconds"] = 0.2
+                    streaming = operation.path.endswith("/events")
+                    response = case.call(base_url=f"{master.url}", headers=headers,
+                                         timeout=30, stream=streaming)
+                    try:
+                        if streaming and response.status_code == 200:
+                            assert response.headers["Content-Type"].startswith(
+                                "text/event-stream")
+                            return
+                        case.validate_response(response, checks=CHECKS)
+                    finally:
+                        response.close()
+
+                try:
+                    check()
+                except Exception as exc:  # collect every operation's first failure
+                    failures.append(f"{label} ({mode.value}): {str(exc)[:1500]}")
+        log = master.log_text()
+    assert not failures, "\n\n".join(failures) + "\n\nmaster log tail:\n" + log[-3000:]
