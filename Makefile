@@ -10,13 +10,16 @@ PYTEST_ARGS ?=
 ROOT_DIR ?=
 PORT ?= 8080
 
-.PHONY: install lab master test test-fast bench clean
+.PHONY: install lab master demo test test-fast test-deps bench soak clean
 
 ## install: create or update .venv with the project and everything it needs (idempotent)
 install: $(STAMP)
 
-# Rebuilt only when the dependency list changes; the project itself is an editable install.
-$(STAMP): pyproject.toml
+LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/dev/null) labextension/package.json
+
+# Redone only when the dependencies or the sidebar's sources change: the Python packages are an
+# editable install, but the labextension is built (by hatch-jupyter-builder) at install time.
+$(STAMP): pyproject.toml $(LABEXT_SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel
 	@# torch first: an unpinned torch pulled in by another package would be a multi-GB CUDA build
@@ -24,15 +27,24 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[all]'
 	@touch $(STAMP)
 
-## lab: start the standalone master (the JupyterLab server extension replaces this once it lands)
+## lab: start JupyterLab with the Determined sidebar and the embedded master
 lab: install
-	@echo "Starting master-lite (standalone master; JupyterLab integration is not built yet)."
+	$(VENV)/bin/jupyter lab $(if $(ROOT_DIR),--MasterLite.root_dir=$(ROOT_DIR))
+
+## master: the standalone master, for servers without JupyterLab
+master: install
 	$(VENV)/bin/master-lite --port $(PORT) $(if $(ROOT_DIR),--root-dir $(ROOT_DIR))
 
-master: lab
+## demo: run the quickstart notebook headless and print the experiment summary
+demo: install
+	$(PY) -m jupyter_determined._demo
+
+## test-deps: what only the tests need beyond the Python packages: Debian's chromium
+test-deps:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 ## test: install test dependencies and run the whole suite
-test: install
+test: install test-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## test-fast: the suite without the slow end-to-end tests

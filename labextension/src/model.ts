@@ -24,6 +24,13 @@ export class Emitter<T> {
   }
 }
 
+const LIST_FIELDS = ['name', 'state', 'archived', 'progress', 'num_trials', 'best_validation', 'start_time', 'end_time'] as const;
+
+/** True when two versions of an experiment look the same in the list. */
+export function sameListFields(a: IExperiment, b: IExperiment): boolean {
+  return LIST_FIELDS.every(field => a[field] === b[field]) && a.searcher?.metric === b.searcher?.metric;
+}
+
 /** The experiments the sidebar lists. */
 export class ExperimentListModel {
   readonly changed = new Emitter<void>();
@@ -41,9 +48,27 @@ export class ExperimentListModel {
     return this._experiments.get(id);
   }
 
+  /**
+   * Replace the list with a fresh answer. Unchanged experiments keep their old object, so the
+   * view (which re-renders a row only when its object changes) redoes only what changed —
+   * polling every few seconds must not rebuild a thousand rows.
+   */
   replaceAll(experiments: IExperiment[]): void {
-    this._experiments = new Map(experiments.map(e => [e.id, e]));
-    this.changed.emit();
+    const next = new Map<number, IExperiment>();
+    let changed = experiments.length !== this._experiments.size;
+    for (const experiment of experiments) {
+      const known = this._experiments.get(experiment.id);
+      if (known && sameListFields(known, experiment)) {
+        next.set(experiment.id, known);
+      } else {
+        next.set(experiment.id, experiment);
+        changed = true;
+      }
+    }
+    this._experiments = next;
+    if (changed) {
+      this.changed.emit();
+    }
   }
 
   /** Fold a trial update in: it may carry a better validation than the experiment shows. */

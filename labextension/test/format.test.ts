@@ -175,7 +175,7 @@ describe('trials table', () => {
     assert.deepEqual(sortTrials(named, 'state', true, 'loss').map(t => t.id), [2, 3, 1]);
   });
 
-  test('best metric reads the trial's best validation, else its searcher_metric', () => {
+  test('best metric reads the best validation of the trial, else its searcher_metric', () => {
     const t = trial(9, { best_validation: { steps_completed: 5, metrics: { loss: 0.3 }, report_time: '' } });
     assert.equal(bestSearcherMetric(t, 'loss'), 0.3);
     assert.equal(bestSearcherMetric(trial(10), 'loss'), null);

@@ -85,6 +85,26 @@ describe('best validation from trial events', () => {
   });
 });
 
+describe('ExperimentListModel.replaceAll', () => {
+  test('keeps unchanged experiment objects and signals only real changes', () => {
+    const model = new ExperimentListModel();
+    let changes = 0;
+    model.changed.connect(() => (changes += 1));
+    model.replaceAll([experiment(1), experiment(2)]);
+    const first = model.get(1);
+    model.replaceAll([experiment(1), experiment(2)]);
+    assert.equal(changes, 1, 'an identical answer is not a change');
+    assert.equal(model.get(1), first, 'the row object is reused');
+    model.replaceAll([experiment(1), experiment(2, { progress: 0.5 })]);
+    assert.equal(changes, 2);
+    assert.equal(model.get(1), first);
+    assert.equal(model.get(2)?.progress, 0.5);
+    model.replaceAll([experiment(2, { progress: 0.5 })]);
+    assert.equal(changes, 3, 'a removed experiment is a change');
+    assert.equal(model.get(1), undefined);
+  });
+});
+
 describe('ExperimentDataModel', () => {
   test('events of other experiments are ignored', () => {
     const model = new ExperimentDataModel(7);

@@ -102,8 +102,12 @@ class Lab:
         `reset` starts from an empty layout: no panels or notebooks restored from a test before.
         """
         page.goto(self.url(path + ("&" if "?" in path else "?") + "reset"))
+        # `reset` redirects, so the splash may not exist yet: wait for the app, its restored
+        # layout, and only then for the splash to go.
+        page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
+        page.evaluate("async () => { await window.jupyterapp.restored; }")
         page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=60_000)
-        page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
+        page.wait_for_selector(".jp-LabShell")
 
     def open_notebook(self, page: Any, name: str) -> None:
         """Open a notebook and wait for its kernel to be idle."""

@@ -201,6 +201,10 @@ def test_toolbar_button_submits_the_notebook(page, lab: Lab, screenshot) -> None
     show_sidebar(page)
     page.click(".jp-Det-submitButton")
     page.wait_for_selector(".jp-Det-submitDialog")
+    # The picker lists the folder's YAML files (config.yaml of the test above is there too).
+    options = page.eval_on_selector_all(".jp-Det-configPicker option", "os => os.map(o => o.value)")
+    assert "toolbar.yaml" in options
+    page.select_option(".jp-Det-configPicker", "toolbar.yaml")
     page.wait_for_function(
         "() => document.querySelector('.jp-Det-configText')?.value.includes('from-toolbar')")
     screenshot(page, "06-submit-dialog")

@@ -94,9 +94,9 @@ def _upload_body(args: argparse.Namespace, config: dict, *, archived: bool = Fal
 def create(args: argparse.Namespace, ctx: Context) -> int:
     if args.local and not args.test:
         raise CliError("--local requires --test (det e create --local --test CONFIG CONTEXT)")
-    if args.local:
-        raise CliError("--local --test (in-process test of one batch) is not available yet; use --test")
     config = load_config(args.config_file, args.config or [])
+    if args.local:
+        return _test_locally(args, config)
     for warning in expconf.warnings(config):
         print(f"warning: {warning}", file=sys.stderr)
     if args.test:
@@ -106,6 +106,40 @@ def create(args: argparse.Namespace, ctx: Context) -> int:
     print(f"Created experiment {experiment['id']}", flush=True)
     if args.follow:
         return _follow.follow_experiment(ctx.session, experiment["id"])
+    return 0
+
+
+def _test_locally(args: argparse.Namespace, config: dict) -> int:
+    """`--local --test`: one batch of training, validation and a checkpoint in this process.
+
+    As in Determined, only Trial classes (`entrypoint: module:Class`) can be tested this way;
+    their module is imported from the context directory."""
+    entrypoint = config.get("entrypoint")
+    if not (isinstance(entrypoint, str) and expconf.is_legacy_trial_entrypoint(entrypoint)):
+        raise CliError(
+            f"--local --test needs a Trial class entrypoint such as 'model_def:MyTrial' "
+            f"(entrypoint is {entrypoint!r}); run Core API scripts directly with python, "
+            f"or drop --local to test on the master"
+        )
+    import importlib
+
+    module_name, class_name = entrypoint.split(":")
+    context_dir = os.path.abspath(args.context or os.path.dirname(os.path.abspath(args.config_file)))
+    sys.path.insert(0, context_dir)
+    previous_cwd = os.getcwd()
+    os.chdir(context_dir)
+    try:
+        try:
+            trial_class = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError) as e:
+            raise CliError(f"entrypoint {entrypoint!r}: cannot load it from {context_dir} ({e})") from e
+        from determined import experimental
+
+        experimental.test_one_batch(trial_class, config)
+    finally:
+        os.chdir(previous_cwd)
+        sys.path.remove(context_dir)
+    print("Local test of one batch passed (training, validation, checkpointing).", flush=True)
     return 0
 
 
@@ -326,7 +360,7 @@ def add_parser(subparsers: Any) -> None:
     mode.add_argument("--paused", action="store_true", help="create the experiment paused")
     mode.add_argument("-t", "--test-mode", "--test", dest="test", action="store_true",
                       help="run one batch of training, validation and checkpointing as a test")
-    p.add_argument("--local", action="store_true", help="with --test: test in this process (not available yet)")
+    p.add_argument("--local", action="store_true", help="with --test: test one batch of a Trial class in this process (no master needed)")
     p.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="override a config field, e.g. --config searcher.max_trials=8 (repeatable)")
     p.add_argument("-i", "--include", action="append", metavar="PATH",

@@ -1,0 +1,232 @@
+"""Sidebar rendering in Chromium: the experiment list with 1,000 experiments, and a learning
+curve with 100,000 points.
+
+Workload (a real `jupyter lab` with the built labextension, Debian's Chromium via Playwright;
+the API answers are synthetic, served by Playwright's request interception, so the numbers
+measure the frontend and not the master):
+
+1. **list**: the Determined panel is opened; `GET /experiments` answers 1,000 experiments.
+   Measured: from the end of that response (Resource Timing `responseEnd`) until all 1,000
+   rows are in the DOM and laid out (JSON parse, filtering, sorting, row building, layout).
+   Ideal: building the same number of DOM nodes with bare `createElement`/`textContent` in the
+   same page and forcing layout — no data handling at all, the least any DOM list can cost.
+2. **chart**: an experiment view whose one trial has 100,000 training reports. Measured: from
+   the click on "Learning curves" until the chart reports 100,000 drawn points and a frame has
+   been painted (aligning the series, uPlot's scales, paths and canvas draw).
+   Ideal: one canvas path of the same 100,000 points stroked directly with the 2D API in the
+   same page — the raw drawing cost with no chart library.
+
+Target: each measured time under 1 s. Prints measured, ideal, ratio (measured / ideal).
+Run: `.venv/bin/python bench/bench_sidebar_render.py` (needs /usr/bin/chromium, playwright
+from PyPI, and the labextension built: `cd labextension && jlpm install && jlpm build`).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+N_EXPERIMENTS = 1000
+N_POINTS = 100_000
+REPEATS = 3
+TARGET_SECONDS = 1.0
+
+
+def _browser_test_support():
+    """The e2e tests' Lab launcher (one place knows how to start Lab with the extension)."""
+    path = REPO / "tests" / "browser" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("_det_browser_support", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
+    spec.loader.exec_module(module)
+    return module
+
+
+def synthetic_experiments(n: int) -> list[dict]:
+    states = ["ACTIVE", "PAUSED", "COMPLETED", "CANCELED", "ERROR"]
+    return [{
+        "id": i, "name": f"experiment number {i} with a longish name", "description": "",
+        "labels": [], "state": states[i % len(states)], "archived": False,
+        "progress": (i % 100) / 100, "start_time": "2026-11-22T01:02:03.456Z", "end_time": None,
+        "searcher": {"name": "random", "metric": "validation_loss", "smaller_is_better": True},
+        "num_trials": i % 17, "best_validation": 1 / i, "context_hash": None, "notebook": None,
+        "parent_id": None} for i in range(1, n + 1)]
+
+
+def chart_answers(n_points: int) -> dict[str, dict]:
+    experiment = synthetic_experiments(1)[0] | {"name": "big curve", "state": "ACTIVE",
+                                                 "config": {"searcher": {"name": "single"}}}
+    trial = {"id": 1, "experiment_id": 1, "request_id": 1, "state": "ACTIVE",
+             "hparams": {"lr": 0.1}, "seed": 0, "restarts": 0, "run_id": 1,
+             "steps_completed": n_points, "progress": 0.5, "runner_state": "",
+             "start_time": "2026-11-22T01:02:03.456Z", "end_time": None, "exit_code": None,
+             "allocation_id": None, "slot_ids": [], "latest_checkpoint": None,
+             "latest_training": None, "latest_validation": None, "best_validation": None,
+             "searcher_metric": None}
+    metrics = [{"id": i, "trial_id": 1, "trial_run_id": 1, "group": "training",
+                "steps_completed": i, "metrics": {"loss": 1.0 / i + (i % 7) * 1e-4},
+                "report_time": "2026-11-22T01:02:03.456Z"} for i in range(1, n_points + 1)]
+    return {"experiment": {"experiment": experiment, "trials": [trial]},
+            "trials": {"trials": [trial]}, "metrics": {"metrics": metrics},
+            "checkpoints": {"checkpoints": []}}
+
+
+MEASURE_LIST = """async (n) => {
+    const tab = document.querySelector('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]');
+    const clicked = performance.now();
+    tab.click();
+    await new Promise((resolve) => {
+        const poll = () => {
+            if (document.querySelectorAll('#jupyter-determined-sidebar .jp-Det-expRow').length === n) {
+                document.querySelector('#jupyter-determined-sidebar').offsetHeight;  // force layout
+                resolve();
+            } else {
+                requestAnimationFrame(poll);
+            }
+        };
+        poll();
+    });
+    const done = performance.now();
+    const entry = performance.getEntriesByType('resource')
+        .filter(e => /determined\\/api\\/v1\\/experiments$/.test(e.name))[0];
+    return {sinceResponse: done - (entry ? entry.responseEnd : clicked), sinceClick: done - clicked,
+            hadTiming: !!entry};
+}"""
+
+BASELINE_LIST = """(n) => {
+    const start = performance.now();
+    const list = document.createElement('ul');
+    document.body.appendChild(list);
+    for (let i = 0; i < n; i++) {
+        const li = document.createElement('li');
+        for (let j = 0; j < 3; j++) {
+            const line = document.createElement('div');
+            for (let k = 0; k < 3; k++) {
+                const span = document.createElement('span');
+                span.textContent = 'text ' + i;
+                line.appendChild(span);
+            }
+            li.appendChild(line);
+        }
+        list.appendChild(li);
+    }
+    list.offsetHeight;
+    const elapsed = performance.now() - start;
+    list.remove();
+    return elapsed;
+}"""
+
+MEASURE_CHART = """async (n) => {
+    const view = document.querySelector('.jp-Det-experimentView');
+    const start = performance.now();
+    view.querySelector('.jp-Det-tab[data-section="curves"]').click();
+    await new Promise((resolve) => {
+        const poll = () => {
+            const chart = view.querySelector('.jp-Det-chart[data-group="training"]');
+            if (chart && Number(chart.getAttribute('data-points')) === n && chart.querySelector('canvas')) {
+                requestAnimationFrame(() => resolve());  // the frame with the drawing
+            } else {
+                requestAnimationFrame(poll);
+            }
+        };
+        poll();
+    });
+    return performance.now() - start;
+}"""
+
+BASELINE_CHART = """(n) => {
+    const start = performance.now();
+    const canvas = document.createElement('canvas');
+    canvas.width = 1200; canvas.height = 280;
+    document.body.appendChild(canvas);
+    const ctx = canvas.getContext('2d');
+    ctx.beginPath();
+    for (let i = 1; i <= n; i++) {
+        const y = 1 / i;
+        const px = (i / n) * 1200, py = 280 - y * 280;
+        if (i === 1) ctx.moveTo(px, py); else ctx.lineTo(px, py);
+    }
+    ctx.stroke();
+    ctx.getImageData(0, 0, 1, 1);  // wait for the draw to finish
+    const elapsed = performance.now() - start;
+    canvas.remove();
+    return elapsed;
+}"""
+
+
+def main() -> int:
+    support = _browser_test_support()
+    missing = support._missing_requirement()
+    if missing:
+        print(f"bench_sidebar_render: cannot run: {missing}", file=sys.stderr)
+        return 2
+    from playwright.sync_api import sync_playwright
+
+    experiments_body = json.dumps({"experiments": synthetic_experiments(N_EXPERIMENTS)})
+    answers = {key: json.dumps(value) for key, value in chart_answers(N_POINTS).items()}
+    list_times, list_totals, list_ideals, chart_times, chart_ideals = [], [], [], [], []
+    with tempfile.TemporaryDirectory(prefix="bench-sidebar-") as tmp:
+        lab = support.start_lab(Path(tmp))
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=support.CHROMIUM,
+                                                     args=support.CHROMIUM_ARGS)
+                for _ in range(REPEATS):
+                    page = browser.new_page(viewport={"width": 1500, "height": 950})
+                    page.route("**/determined/api/v1/experiments", lambda route: route.fulfill(
+                        status=200, content_type="application/json", body=experiments_body))
+                    lab.open_in(page)
+                    result = page.evaluate(MEASURE_LIST, N_EXPERIMENTS)
+                    list_times.append(result["sinceResponse"] / 1000)
+                    list_totals.append(result["sinceClick"] / 1000)
+                    list_ideals.append(page.evaluate(BASELINE_LIST, N_EXPERIMENTS) / 1000)
+                    page.close()
+
+                    page = browser.new_page(viewport={"width": 1500, "height": 950})
+                    routes = {r"/experiments/1$": "experiment", r"/experiments/1/trials": "trials",
+                              r"/experiments/1/metrics": "metrics",
+                              r"/experiments/1/checkpoints": "checkpoints"}
+                    for pattern, key in routes.items():
+                        body = answers[key]
+                        page.route(
+                            re.compile(r".*/determined/api/v1" + pattern + r"(\?.*)?$"),
+                            lambda route, body=body: route.fulfill(
+                                status=200, content_type="application/json", body=body))
+                    lab.open_in(page)
+                    page.evaluate("() => window.jupyterapp.commands.execute("
+                                  "'determined:open-experiment', {id: 1})")
+                    page.wait_for_selector(".jp-Det-trialsTable tr[data-trial-id]", timeout=60_000)
+                    # The 100k reports have arrived once the curves' data is in the model.
+                    page.wait_for_function(
+                        "() => performance.getEntriesByType('resource').some("
+                        "e => /experiments\\/1\\/metrics/.test(e.name) && e.responseEnd > 0)")
+                    page.wait_for_timeout(500)
+                    chart_times.append(page.evaluate(MEASURE_CHART, N_POINTS) / 1000)
+                    chart_ideals.append(page.evaluate(BASELINE_CHART, N_POINTS) / 1000)
+                    page.close()
+                browser.close()
+        finally:
+            lab.stop()
+
+    def report(label: str, measured: list[float], ideal: list[float]) -> bool:
+        m, i = statistics.median(measured), statistics.median(ideal)
+        ok = m < TARGET_SECONDS
+        print(f"{label}: measured {m * 1000:.1f} ms  ideal {i * 1000:.1f} ms  "
+              f"ratio {m / i:.1f}x  (target < {TARGET_SECONDS * 1000:.0f} ms: "
+              f"{'ok' if ok else 'MISSED'}; runs {', '.join(f'{x * 1000:.0f}' for x in measured)} ms)")
+        return ok
+
+    ok = report(f"list of {N_EXPERIMENTS} experiments (response -> rows laid out)",
+                list_times, list_ideals)
+    print(f"    (click -> rows, including the request: {statistics.median(list_totals) * 1000:.1f} ms)")
+    ok &= report(f"chart of {N_POINTS} points (tab click -> drawn)", chart_times, chart_ideals)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
