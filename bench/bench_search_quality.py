@@ -197,8 +197,10 @@ def run_optuna(data: Data, seed: int, budget: int) -> Trace | None:
                 raise optuna.TrialPruned()
         return error
 
+    # A fixed study name: the Hyperband pruner assigns trials to brackets by hashing it.
     study = optuna.create_study(
-        direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed),
+        study_name=f"bench-search-quality-{seed}", direction="minimize",
+        sampler=optuna.samplers.TPESampler(seed=seed),
         pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=MAX_EPOCHS,
                                               reduction_factor=DIVISOR))
     while trace.epochs < budget:

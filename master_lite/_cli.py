@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sqlite3
 import sys
 
 from traitlets import TraitError
@@ -64,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(app.serve(on_listening=announce))
     except MasterLiteStartError as exc:
         print(f"master-lite: error: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, sqlite3.Error) as exc:
+        # A read-only or full root dir: one line that says what to fix, not a traceback.
+        logging.getLogger("master_lite").debug("storage failure", exc_info=True)
+        print(f"master-lite: error: {exc} (root dir {app.root_dir} must be a writable "
+              "directory on a disk with free space)", file=sys.stderr)
         return 1
     return 0
 

@@ -283,6 +283,9 @@ class TrialLifecycle:
             "DET_CONTAINER_RANK": "0",
             "DET_CONTAINER_SLOT_COUNTS": json.dumps([len(slot_ids)]),
             "CUDA_VISIBLE_DEVICES": ",".join(str(g.index) for g in gpus),
+            # CUDA numbers GPUs fastest-first by default, NVML by PCI bus: make them agree, so
+            # index i in CUDA_VISIBLE_DEVICES is the GPU whose uuid is in DET_GPU_UUIDS.
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
             "PYTHONUNBUFFERED": "1",
         })
         if checkpoint:

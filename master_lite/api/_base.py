@@ -9,11 +9,13 @@ from __future__ import annotations
 import base64
 import datetime
 import enum
+import errno
 import http
 import inspect
 import json
 import logging
 import re
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +24,8 @@ import tornado.web
 from master_lite import errors
 from master_lite._auth import TrialPrincipal, UserPrincipal
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
+
+SQLITE_INT_MIN, SQLITE_INT_MAX = -(2 ** 63), 2 ** 63 - 1
 
 log = logging.getLogger("master_lite.api")
 
@@ -111,6 +115,8 @@ def _parse_query_value(param: Param, raw: str) -> Any:
             value: Any = int(raw)
         except ValueError:
             raise ApiError(400, f"{where}: expected an integer, got {raw!r}") from None
+        if not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:  # else SQLite raises OverflowError
+            raise ApiError(400, f"{where}: {raw} is out of range (64-bit integers only)")
     elif param.kind == "number":
         try:
             value = float(raw)
@@ -237,7 +243,11 @@ class ApiHandlerMixin:
         for param in self.route.params:
             raw = self.path_kwargs.get(param.name)  # type: ignore[attr-defined]
             if raw is not None:
-                self.path_kwargs[param.name] = param.convert(raw)  # type: ignore[attr-defined]
+                value = param.convert(raw)
+                # No row can have an id beyond SQLite's integers (which would raise there).
+                if isinstance(value, int) and not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
+                    raise ApiError(404, f"{param.description} {raw} not found")
+                self.path_kwargs[param.name] = value  # type: ignore[attr-defined]
 
     def _query_value(self, param: Param) -> Any:
         raw = self.get_query_argument(param.name, None)  # type: ignore[attr-defined]
@@ -368,6 +378,10 @@ class ApiHandlerMixin:
         elif status_code == 405:
             allowed = ", ".join(m.upper() for m in self.route.operations)
             message = f"{self.request.method} is not allowed on {self.request.path}; use {allowed}"
+        elif _is_storage_failure(exc):
+            status_code = 507
+            message = (f"the master could not write to its store ({exc}): the disk holding its "
+                       "root dir may be full or read-only; free space and retry")
         elif status_code >= 500:
             # The traceback went to the log (log_exception); never into the answer.
             message = "internal error in master_lite; the master's log has the details"
@@ -382,6 +396,16 @@ class ApiHandlerMixin:
         self.set_status(status_code)  # type: ignore[attr-defined]
         self.set_header("Content-Type", "application/json; charset=UTF-8")  # type: ignore
         self.finish(json.dumps(payload))  # type: ignore[attr-defined]
+
+
+def _is_storage_failure(exc: BaseException | None) -> bool:
+    """A full disk or read-only root dir (SQLite reports EFBIG as a disk I/O error)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc).lower()
+        return any(sign in text for sign in ("disk is full", "disk i/o error", "readonly",
+                                             "read-only"))
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EROFS,
+                                                      errno.EDQUOT)
 
 
 def checkpoint_trial_id(body: dict) -> int | None:

@@ -43,7 +43,9 @@ _DETERMINED_METRICS = obj(["stepsCompleted"], trialId=INTEGER, trialRunId=INTEGE
                           metrics=obj(avgMetrics=OBJECT, batchMetrics=array(OBJECT)))
 METRICS_BODY = {"oneOf": [
     obj(["reports"], reports=array(_METRIC_REPORT)),
-    obj(["group", "metrics"], group=STRING, metrics=_DETERMINED_METRICS),
+    # Never both: a body with `reports` is the batch form (and validated as such).
+    {**obj(["group", "metrics"], group=STRING, metrics=_DETERMINED_METRICS),
+     "not": {"required": ["reports"]}},
 ]}
 
 CREATE_EXPERIMENT_BODY = obj(

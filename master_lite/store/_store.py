@@ -74,7 +74,14 @@ class Store:
             conn.execute("ROLLBACK")
             raise
         else:
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error:
+                # E.g. a full disk: end the transaction, or every later BEGIN on this
+                # connection fails with "cannot start a transaction within a transaction".
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
         finally:
             self._local.depth = 0
 

@@ -96,10 +96,14 @@ def config(name: str, entrypoint: str, *, slots: int = 1, trials_count: int = 1,
 def start_cluster():
     from ray.cluster_utils import Cluster
 
+    # Only what the tests need: no dashboard, log monitors or autoscaler monitor (fewer Python
+    # processes competing with the dashboard agents while the nodes start).
+    lean = {"include_log_monitor": False}
     cluster = Cluster(initialize_head=True,
-                      head_node_args={"num_cpus": 2, "num_gpus": 1, "include_dashboard": False})
+                      head_node_args={"num_cpus": 2, "num_gpus": 1, "include_dashboard": False,
+                                      "no_monitor": True, **lean})
     try:
-        cluster.add_node(num_cpus=2, num_gpus=1)
+        cluster.add_node(num_cpus=2, num_gpus=1, **lean)
         cluster.wait_for_nodes()
     except BaseException:
         cluster.shutdown()
@@ -207,3 +211,25 @@ def test_pause_and_activate_resume_from_the_checkpoint_and_kill_cancels(master):
     master.post(f"/experiments/{exp_id}/kill")
     assert wait_for(master, exp_id, timeout=60)["state"] == "CANCELED"
     assert trials(master, exp_id)[0]["state"] == "CANCELED"
+
+
+def test_container_environment_points_every_rank_at_the_chief():
+    from master_lite.scheduler._ray_container import container_environment
+
+    placements = [
+        {"node_id": "n0", "ip": "10.0.0.1", "gpu_ids": [3], "gpu_uuids": ["GPU-a"],
+         "cuda_visible_devices": "3", "ports": [30001, 30002, 30003]},
+        {"node_id": "n1", "ip": "10.0.0.2", "gpu_ids": [0], "gpu_uuids": [],
+         "cuda_visible_devices": "0", "ports": [31001, 31002, 31003]},
+    ]
+    base = {"DET_TRIAL_ID": "7", "C10D_PORT": "29500"}
+    env = container_environment(base, rank=1, placements=placements, use_gpus=True)
+    assert env["DET_TRIAL_ID"] == "7"
+    assert env["DET_CONTAINER_RANK"] == "1" and env["DET_AGENT_ID"] == "n1"
+    assert env["DET_CONTAINER_ADDRS"] == '["10.0.0.1", "10.0.0.2"]'
+    assert env["DET_CHIEF_IP"] == "10.0.0.1"
+    assert (env["C10D_PORT"], env["INTER_TRAIN_PROCESS_COMM_PORT_1"],
+            env["INTER_TRAIN_PROCESS_COMM_PORT_2"]) == ("30001", "30002", "30003")
+    assert env["DET_SLOT_IDS"] == "[0]" and env["CUDA_VISIBLE_DEVICES"] == "0"
+    cpu = container_environment(base, rank=0, placements=placements, use_gpus=False)
+    assert cpu["CUDA_VISIBLE_DEVICES"] == "" and cpu["DET_GPU_UUIDS"] == "[]"

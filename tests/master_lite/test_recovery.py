@@ -9,14 +9,17 @@ checkpoint replace the earlier reports instead of duplicating them.
 """
 from __future__ import annotations
 
+import asyncio
 import os
+import subprocess
+import sys
 
 import pytest
 
+from master_lite import _auth, _recovery
+from master_lite._master import Master
 from tests._master_fixtures import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
                                     context_tarball, wait_for_experiment, wait_until)
-
-pytestmark = pytest.mark.slow
 
 CONTEXT = context_tarball({"train.py": CHECKPOINTING_SCRIPT})
 
@@ -67,6 +70,7 @@ def resumed_from(master: MasterProcess, trial_id: int) -> list[int]:
             if line.startswith("starting at step ")]
 
 
+@pytest.mark.slow
 def test_killed_trial_restarts_from_its_latest_checkpoint(tmp_path):
     with MasterProcess(tmp_path / "root") as master:
         exp_id = master.create_experiment(
@@ -91,6 +95,7 @@ def test_killed_trial_restarts_from_its_latest_checkpoint(tmp_path):
                                   for row in superseded), superseded
 
 
+@pytest.mark.slow
 def test_master_killed_mid_search_resumes_and_matches_a_clean_run(tmp_path):
     root = tmp_path / "root"
     with MasterProcess(root) as master:
@@ -123,6 +128,7 @@ def test_master_killed_mid_search_resumes_and_matches_a_clean_run(tmp_path):
         assert resumed_from(master, first["id"])[1] >= 30
 
 
+@pytest.mark.slow
 def test_clean_master_stop_pauses_trials_and_the_next_start_resumes_them(tmp_path):
     root = tmp_path / "root"
     with MasterProcess(root) as master:
@@ -145,3 +151,73 @@ def test_clean_master_stop_pauses_trials_and_the_next_start_resumes_them(tmp_pat
         assert resumed_from(master, trial["id"]) == [0, paused_at]
         assert f"preempted at step {paused_at}" in master.logs(trial["id"])
         assert_clean_series(master, trial)
+
+
+# -- the pieces, without processes of a master ------------------------------------------------
+def test_orphans_are_found_by_their_session_token_only():
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    ours = subprocess.Popen(sleeper, env={**os.environ, "DET_SESSION_TOKEN": "trial.ours"},
+                            start_new_session=True)
+    # Same allocation id and a token of another master: not ours to kill.
+    theirs = subprocess.Popen(sleeper, env={**os.environ, "DET_SESSION_TOKEN": "trial.theirs",
+                                            "DET_ALLOCATION_ID": "trial-1.1"},
+                              start_new_session=True)
+    try:
+        tokens = {_auth.hash_token("trial.ours"): "trial-1.1"}
+        assert _recovery.find_runs_by_token(tokens) == {"trial-1.1": [ours.pid]}
+        assert _recovery.end_orphaned_runs(tokens) == {"trial-1.1": [ours.pid]}
+        assert ours.wait(10) == -9
+        assert theirs.poll() is None
+        assert _recovery.find_runs_by_token(tokens) == {}
+    finally:
+        for process in (ours, theirs):
+            process.kill()
+            process.wait()
+
+
+def test_a_later_run_supersedes_reports_of_earlier_runs(tmp_path):
+    async def body():
+        master = Master(tmp_path / "root", cpu_slots=1, gpus=[])
+        await master.start("http://127.0.0.1:9")
+        try:
+            exp_id = master.create_experiment(
+                {"name": "dedupe", "entrypoint": "python3 -c pass",
+                 "searcher": {"name": "single", "metric": "loss"}}, None,
+                activate=False)["id"]
+            (trial,) = master.list_trials(exp_id)
+
+            def report(run, group, steps, loss):
+                return master.report_metrics(trial["id"], [{
+                    "group": group, "steps_completed": steps, "trial_run_id": run,
+                    "metrics": {"loss": loss}}])
+
+            for steps in (10, 20, 30):
+                report(1, "training", steps, steps / 10)
+            report(1, "validation", 30, 0.1)  # the best so far, then lost with the run
+            assert report(1, "training", 30, 3.0) == 1  # a retried POST: accepted, not stored
+            # Run 2 resumed from a checkpoint at 20 and redoes 30 (its values differ).
+            report(2, "training", 30, 3.5)
+            report(2, "validation", 30, 0.4)
+            report(2, "training", 40, 4.5)
+
+            series = [(m["steps_completed"], m["metrics"]["loss"], m["trial_run_id"])
+                      for m in master.get_metrics(trial_id=trial["id"], group="training")]
+            assert series == [(10, 1.0, 1), (20, 2.0, 1), (30, 3.5, 2), (40, 4.5, 2)]
+            current = master.get_trial(trial["id"])
+            assert current["best_validation"]["metrics"] == {"loss": 0.4}
+            assert current["latest_validation"]["metrics"] == {"loss": 0.4}
+            assert master.best_validation(exp_id) == 0.4
+            # Kept, but out of the series.
+            hidden = master.store.metric_rows("trial_id = ? AND superseded_by_run = 2",
+                                              (trial["id"],), include_superseded=True)
+            assert sorted((m["group"], m["steps_completed"]) for m in hidden) == \
+                [("training", 30), ("validation", 30)]
+            # Within one run two different reports of a step are both the script's business.
+            report(2, "validation", 40, 0.3)
+            report(2, "validation", 40, 0.2)
+            assert [m["metrics"]["loss"] for m in master.get_metrics(
+                trial_id=trial["id"], group="validation")] == [0.4, 0.3, 0.2]
+        finally:
+            await master.stop(pause_running=False)
+
+    asyncio.run(asyncio.wait_for(body(), 60))

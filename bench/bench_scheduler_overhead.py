@@ -1,0 +1,66 @@
+"""Scheduler overhead: 200 one-second trials on 2 slots, wall time vs the ideal.
+
+Workload: one experiment, `random` searcher with max_trials 200, on a master with 2 CPU slots;
+each trial is a Core API script that sleeps 1 s and reports one validation metric. The clock
+runs from `POST /experiments` until the experiment is COMPLETED. Everything that is not the
+1 s of work — spawning the process, Python start-up and imports, the trial's API calls, the
+scheduler noticing a free slot — is overhead.
+
+Ideal: 200 x 1 s / 2 slots = 100 s. Target: ratio ≤ 1.10. There is no other system in the
+loop, so no baseline process; the ideal is the baseline.
+Run: PYTHONPATH=harness:. python bench/bench_scheduler_overhead.py  (BENCH_SCHED_TRIALS=N)
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import (context_tarball, record, running_master, verdict,  # noqa: E402
+                     wait_for_experiment)
+
+TRIALS = int(os.environ.get("BENCH_SCHED_TRIALS", "200"))
+SLOTS = 2
+WORK_S = 1.0
+
+TRIAL_SCRIPT = """
+import time
+import determined as det
+with det.core.init() as core:
+    time.sleep(%r)
+    core.train.report_validation_metrics(steps_completed=1, metrics={"loss": 1.0})
+""" % WORK_S
+
+
+def main() -> None:
+    config = {"name": "bench-scheduler", "entrypoint": "python3 train.py", "max_restarts": 0,
+              "searcher": {"name": "random", "metric": "loss", "max_trials": TRIALS,
+                           "max_length": 1, "max_concurrent_trials": 0},
+              "hyperparameters": {"x": {"type": "double", "minval": 0, "maxval": 1}}}
+    with running_master(cpu_slots=SLOTS) as master:
+        context = context_tarball({"train.py": TRIAL_SCRIPT})
+        start = time.perf_counter()
+        exp_id = master.create_experiment(config, context)
+        experiment = wait_for_experiment(master, exp_id, timeout=TRIALS * 10)
+        elapsed = time.perf_counter() - start
+        trials = master.trials(exp_id)
+    completed = sum(t["state"] == "COMPLETED" for t in trials)
+    if experiment["state"] != "COMPLETED" or completed != TRIALS:
+        raise SystemExit(f"experiment {experiment['state']}, {completed}/{TRIALS} trials completed")
+    ideal = TRIALS * WORK_S / SLOTS
+    ratio = elapsed / ideal
+    per_trial = (elapsed - ideal) * SLOTS / TRIALS
+    print(f"{TRIALS} trials of {WORK_S:.0f}s on {SLOTS} slots: {elapsed:.1f}s, ideal {ideal:.0f}s, "
+          f"ratio {ratio:.3f} ({per_trial * 1000:.0f} ms overhead per trial)")
+    record("Scheduler overhead (bench_scheduler_overhead.py)",
+           f"Workload: {TRIALS} Core API trials that each sleep {WORK_S:.0f} s and report one "
+           f"metric, `random` searcher, {SLOTS} CPU slots; from `POST /experiments` to "
+           f"COMPLETED. Single run (it is long and its own average).\n\n"
+           f"| wall time | ideal | ratio | overhead per trial | target |\n|---|---|---|---|---|\n"
+           f"| {elapsed:.1f} s | {ideal:.0f} s | {ratio:.3f} | {per_trial * 1000:.0f} ms | "
+           f"≤ 1.10: {verdict(ratio, 1.10, at_most=True)} |")
+
+
+if __name__ == "__main__":
+    main()
