@@ -1,7 +1,7 @@
 """Metrics ingestion: points per second accepted and durably stored, master-lite vs MLflow.
 
-Workload: 1 and 16 concurrent writers (separate processes, as trials are). Each writer sends
-BATCHES requests of 1,000 points: for master-lite a `POST /trials/{id}/metrics` batch of 100
+Workload: 1 and 16 concurrent writers (separate processes, as trials are), CALLS (32) requests
+of 1,000 points in all per measurement, split evenly among the writers: for master-lite a `POST /trials/{id}/metrics` batch of 100
 training reports x 10 scalar metrics (the form the harness's MetricsShipper sends), to its own
 trial; for MLflow a `MlflowClient.log_batch` of 1,000 `Metric`s (MLflow's per-call maximum) to
 its own run in an SQLite tracking store (`sqlite:///...`) on the same disk. A point is one
@@ -28,19 +28,20 @@ from _common import (interleaved, median, package_version, record, running_maste
 
 POINTS_PER_CALL = 1000
 METRICS_PER_REPORT = 10
-BATCHES = int(os.environ.get("BENCH_INGEST_BATCHES", "20"))
-REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+# Calls per measurement, split among the writers (MLflow takes seconds per call: keep it short).
+CALLS = int(os.environ.get("BENCH_INGEST_CALLS", "32"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "2"))
 WRITER_COUNTS = (1, 16)
 
 
 # -- writers (child processes) ----------------------------------------------------------------
-def _master_writer(url: str, token: str, trial_id: int, first_step: int,
+def _master_writer(url: str, token: str, trial_id: int, first_step: int, calls: int,
                    start: multiprocessing.Event, done: multiprocessing.Queue) -> None:
     from determined.common.api import Session
     session = Session(url, token)
     reports_per_call = POINTS_PER_CALL // METRICS_PER_REPORT
     bodies = []
-    for batch in range(BATCHES):
+    for batch in range(calls):
         base = first_step + batch * reports_per_call
         bodies.append({"reports": [
             {"group": "training", "steps_completed": base + i,
@@ -58,15 +59,17 @@ def _master_writer(url: str, token: str, trial_id: int, first_step: int,
     session.close()
 
 
-def _mlflow_writer(tracking_uri: str, run_id: str, first_step: int,
+def _mlflow_writer(tracking_uri: str, run_id: str, first_step: int, calls: int,
                    start: multiprocessing.Event, done: multiprocessing.Queue) -> None:
+    import logging
+    logging.getLogger("mlflow").setLevel(logging.CRITICAL)  # lock retries are counted instead
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
     client = MlflowClient(tracking_uri)
     reports_per_call = POINTS_PER_CALL // METRICS_PER_REPORT
     now = int(time.time() * 1000)
     batches = []
-    for batch in range(BATCHES):
+    for batch in range(calls):
         base = first_step + batch * reports_per_call
         batches.append([Metric(f"m{k}", (base + i) * 0.001 + k, now, base + i)
                         for i in range(reports_per_call) for k in range(METRICS_PER_REPORT)])
@@ -119,9 +122,9 @@ class MasterSide:
         first_step = self.round * 10_000_000  # fresh steps each round: nothing is a repeat
         before = self._stored()
         seconds, _ = _run_writers(_master_writer, [
-            (self.master.url, self.master.token, self.trial_ids[i], first_step)
+            (self.master.url, self.master.token, self.trial_ids[i], first_step, CALLS // writers)
             for i in range(writers)])
-        points = writers * BATCHES * POINTS_PER_CALL
+        points = writers * (CALLS // writers) * POINTS_PER_CALL
         stored = (self._stored() - before) * METRICS_PER_REPORT
         if stored != points:
             raise AssertionError(f"master-lite stored {stored} of {points} points")
@@ -144,9 +147,10 @@ class MlflowSide:
     def measure(self, writers: int) -> float:
         self.round += 1
         runs = [self.client.create_run(self.experiment_id).info.run_id for _ in range(writers)]
-        seconds, retries = _run_writers(_mlflow_writer, [(self.uri, run, 0) for run in runs])
+        seconds, retries = _run_writers(_mlflow_writer, [(self.uri, run, 0, CALLS // writers)
+                                                         for run in runs])
         self.lock_retries += retries
-        points = writers * BATCHES * POINTS_PER_CALL
+        points = writers * (CALLS // writers) * POINTS_PER_CALL
         stored = sum(len(self.client.get_metric_history(run, f"m{k}"))
                      for run in runs for k in range(METRICS_PER_REPORT))
         if stored != points:
@@ -163,7 +167,7 @@ def main() -> None:
         try:
             ours, mlflow = MasterSide(master, trial_ids), MlflowSide(pathlib.Path(tmp))
             # Warm-up (imports, SQLite page cache, the master's first requests), not counted.
-            ours.measure(1), mlflow.measure(1)
+            ours.measure(16)  # MLflow: its store was created and migrated in MlflowSide()
             for writers in WRITER_COUNTS:
                 rates = interleaved({"ours": lambda: ours.measure(writers),
                                      "mlflow": lambda: mlflow.measure(writers)}, REPEATS)
@@ -180,7 +184,8 @@ def main() -> None:
             master.session.post(f"/experiments/{exp_id}/kill", {})
             wait_for_experiment(master, exp_id)
     record("Metrics ingestion (bench_metrics_ingestion.py)",
-           f"Workload: each writer process sends {BATCHES} calls x {POINTS_PER_CALL} points "
+           f"Workload: {CALLS} calls x {POINTS_PER_CALL} points per measurement, split among the "
+           f"writer processes "
            f"({POINTS_PER_CALL // METRICS_PER_REPORT} reports x {METRICS_PER_REPORT} metrics); "
            f"every point is verified stored afterwards. Baseline: MLflow "
            f"{package_version('mlflow')} `log_batch` into an SQLite tracking store. Median of "

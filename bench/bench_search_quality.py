@@ -298,6 +298,8 @@ def main() -> None:
         lines.append(f"* target ASHA final best no worse than Optuna's: mean {asha_mean:.4f} vs "
                      f"{optuna_mean:.4f} -> {verdict(asha_mean, optuna_mean, at_most=True)} "
                      f"(ASHA <= Optuna in {wins}/{len(rows)} seeds)")
+    lines.append(f"* resolution: the validation set has {len(data.y_val)} images, so one image "
+                 f"is {1 / len(data.y_val):.4f} of error")
     lines.append(f"* wall time {time.perf_counter() - started:.0f} s")
     text = "\n".join(lines)
     print("\n" + text)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import statistics
 import sys
@@ -32,8 +33,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 N_EXPERIMENTS = 1000
-N_POINTS = 100_000
-REPEATS = 3
+N_POINTS = int(os.environ.get("BENCH_POINTS", "100000"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
 TARGET_SECONDS = 1.0
 
 
@@ -181,6 +182,7 @@ def main() -> int:
                     page.route("**/determined/api/v1/experiments", lambda route: route.fulfill(
                         status=200, content_type="application/json", body=experiments_body))
                     lab.open_in(page)
+                    print("list: page ready", file=sys.stderr, flush=True)
                     result = page.evaluate(MEASURE_LIST, N_EXPERIMENTS)
                     list_times.append(result["sinceResponse"] / 1000)
                     list_totals.append(result["sinceClick"] / 1000)
@@ -200,7 +202,9 @@ def main() -> int:
                     lab.open_in(page)
                     page.evaluate("() => window.jupyterapp.commands.execute("
                                   "'determined:open-experiment', {id: 1})")
+                    print("chart: view opened", file=sys.stderr, flush=True)
                     page.wait_for_selector(".jp-Det-trialsTable tr[data-trial-id]", timeout=60_000)
+                    print("chart: trials shown", file=sys.stderr, flush=True)
                     # The 100k reports have arrived once the curves' data is in the model.
                     page.wait_for_function(
                         "() => performance.getEntriesByType('resource').some("

@@ -10,7 +10,7 @@ import asyncio
 import collections
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Callable
 
 EVENT_TYPES = ("experiment", "trial", "metric", "log", "checkpoint")
 DEFAULT_QUEUE_SIZE = 10_000
@@ -82,7 +82,12 @@ class Subscription:
 
 
 class EventBus:
-    def __init__(self, *, queue_size: int = DEFAULT_QUEUE_SIZE) -> None:
+    def __init__(self, *, queue_size: int = DEFAULT_QUEUE_SIZE,
+                 experiment_of_trial: Callable[[int], int | None] | None = None) -> None:
+        """`experiment_of_trial` lets `metric`/`log` events, which name only their trial, carry
+        their `experiment_id` too, so `subscribe(experiment_id=...)` receives them."""
+        self._experiment_of_trial = experiment_of_trial
+        self._trial_experiments: dict[int, int] = {}  # a trial never changes experiment
         self._subscriptions: list[Subscription] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -119,9 +124,22 @@ class EventBus:
             pass
 
     def _dispatch(self, event_type: str, payload: dict) -> None:
+        if "experiment_id" not in payload and payload.get("trial_id") is not None:
+            experiment_id = self._experiment_id_of(payload["trial_id"])
+            if experiment_id is not None:
+                payload = {**payload, "experiment_id": experiment_id}
         for subscription in list(self._subscriptions):
             if subscription.wants(event_type, payload):
                 subscription._deliver(event_type, payload)
+
+
+    def _experiment_id_of(self, trial_id: int) -> int | None:
+        cached = self._trial_experiments.get(trial_id)
+        if cached is None and self._experiment_of_trial is not None:
+            cached = self._experiment_of_trial(trial_id)
+            if cached is not None:
+                self._trial_experiments[trial_id] = cached
+        return cached
 
 
 __all__ = ["EventBus", "Subscription", "EVENT_TYPES"]

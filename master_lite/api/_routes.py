@@ -109,6 +109,9 @@ ROUTES: tuple[Route, ...] = (
           (EXPERIMENT_ID, ACTION)),
     Route("/trials/{trial_id}", _trials.TrialHandler, {
         "get": Operation("A trial", TRIAL_ANSWER)}, (TRIAL_ID,)),
+    Route("/trials/{trial_id}/notebook", _trials.TrialNotebookHandler, {
+        "get": Operation("The executed notebook of a notebook trial's latest run", GZIP,
+                         content_type="application/x-ipynb+json")}, (TRIAL_ID,)),
     Route("/trials/{trial_id}/kill", _trials.TrialKillHandler, {
         "post": Operation("Kill a trial", TRIAL_ANSWER)}, (TRIAL_ID,)),
     Route("/trials/{trial_id}/metrics", _trials.TrialMetricsHandler, {

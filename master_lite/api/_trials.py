@@ -11,6 +11,12 @@ class TrialHandler(ApiHandlerMixin):
         self.send_json({"trial": self.master.get_trial(trial_id)})
 
 
+class TrialNotebookHandler(ApiHandlerMixin):
+    async def get(self, trial_id: int) -> None:
+        name, data = self.master.trial_notebook(trial_id)
+        await self.send_bytes(data, "application/x-ipynb+json", name)
+
+
 class TrialKillHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
         self.send_json({"trial": self.master.kill_trial(trial_id)})

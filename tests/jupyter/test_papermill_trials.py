@@ -101,6 +101,15 @@ def test_hparams_are_injected_and_the_executed_notebook_is_kept(server, tmp_path
         outputs = "".join("".join(o.get("text", "")) for c in executed["cells"]
                           for o in c.get("outputs", []))
         assert f"trained with lr={lr} label=grid" in outputs
+        # ... and downloadable through the master: `det t download-notebook`.
+        downloaded = tmp_path / f"trial-{trial['id']}.ipynb"
+        cli = subprocess.run(
+            [sys.executable, "-m", "determined.cli", "t", "download-notebook", str(trial["id"]),
+             "-o", str(downloaded)],
+            env=server.kernel_environment(),
+            capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 0, cli.stderr
+        assert json.loads(downloaded.read_text()) == executed
 
 
 @pytest.mark.slow

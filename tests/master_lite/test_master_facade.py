@@ -349,6 +349,9 @@ def test_events_are_published(tmp_path):
         try:
             subscription = master.events.subscribe(types=["experiment", "log"])
             exp = master.create_experiment(config(), make_tar({"train.py": TRAIN_OK}))
+            # Log events name only their trial; the bus adds the experiment so that a
+            # subscription to one experiment (the widget's, the sidebar's) receives them.
+            by_experiment = master.events.subscribe(experiment_id=exp["id"], types=["log"])
             seen = []
             while not any(t == "experiment" and p["state"] == "COMPLETED" for t, p in seen):
                 item = await subscription.get(timeout=30)
@@ -357,8 +360,14 @@ def test_events_are_published(tmp_path):
             assert {t for t, _ in seen} == {"experiment", "log"}
             assert any(t == "log" and p["line"].startswith("lr ") for t, p in seen)
             assert all(p["id"] == exp["id"] for t, p in seen if t == "experiment")
+            first_log = await by_experiment.get(timeout=5)
+            assert first_log is not None and first_log[0] == "log"
+            assert first_log[1]["experiment_id"] == exp["id"]
             subscription.close()
             assert await subscription.get(timeout=1) is None
+            other = master.events.subscribe(experiment_id=exp["id"] + 1, types=["log"])
+            master.events.publish("log", {"id": 0, "trial_id": first_log[1]["trial_id"], "line": "x"})
+            assert await other.get(timeout=0.5) is None
         finally:
             await master.stop(pause_running=False)
     asyncio.run(asyncio.wait_for(body(), 120))

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
+import re
 from typing import Any
 
 from determined.cli import _follow, _render
@@ -30,6 +32,19 @@ def describe(args: argparse.Namespace, ctx: Context) -> int:
 def kill(args: argparse.Namespace, ctx: Context) -> int:
     trial = ctx.session.post(f"/trials/{args.trial_id}/kill")["trial"]
     print(f"Trial {trial['id']}: kill requested (state {trial['state']})")
+    return 0
+
+
+def download_notebook(args: argparse.Namespace, ctx: Context) -> int:
+    """The executed notebook of a notebook trial (`entrypoint: train.ipynb`)."""
+    response = ctx.session.request("GET", f"/trials/{args.trial_id}/notebook")
+    match = re.search(r'filename="([^"/]+)"', response.headers.get("Content-Disposition", ""))
+    name = match.group(1) if match else f"trial-{args.trial_id}.ipynb"
+    target = pathlib.Path(args.output) if args.output else pathlib.Path(name)
+    if target.is_dir():
+        target = target / name
+    target.write_bytes(response.content)
+    print(f"Saved the executed notebook of trial {args.trial_id} to {target}")
     return 0
 
 
@@ -90,6 +105,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
     add_log_arguments(p)
     p.set_defaults(handler=logs)
+
+    p = verbs.add_parser("download-notebook",
+                         help="save the executed notebook of a notebook trial (entrypoint *.ipynb)")
+    p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
+    p.add_argument("-o", "--output", metavar="PATH", help="file or directory (default: ./<name>.ipynb)")
+    p.set_defaults(handler=download_notebook)
 
     p = verbs.add_parser("kill", help="kill a trial")
     p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
