@@ -94,7 +94,7 @@ MEASURE_LIST = """async (n) => {
     });
     const done = performance.now();
     const entry = performance.getEntriesByType('resource')
-        .filter(e => /determined\\/api\\/v1\\/experiments$/.test(e.name))[0];
+        .filter(e => /determined\\/api\\/v1\\/experiments(\\?\\d*)?$/.test(e.name))[0];
     return {sinceResponse: done - (entry ? entry.responseEnd : clicked), sinceClick: done - clicked,
             hadTiming: !!entry};
 }"""
@@ -179,10 +179,10 @@ def main() -> int:
                                                      args=support.CHROMIUM_ARGS)
                 for _ in range(REPEATS):
                     page = browser.new_page(viewport={"width": 1500, "height": 950})
-                    page.route("**/determined/api/v1/experiments", lambda route: route.fulfill(
+                    # JupyterLab adds a cache-busting `?<number>` to GET requests.
+                    page.route(re.compile(r".*/determined/api/v1/experiments(\?\d*)?$"), lambda route: route.fulfill(
                         status=200, content_type="application/json", body=experiments_body))
                     lab.open_in(page)
-                    print("list: page ready", file=sys.stderr, flush=True)
                     result = page.evaluate(MEASURE_LIST, N_EXPERIMENTS)
                     list_times.append(result["sinceResponse"] / 1000)
                     list_totals.append(result["sinceClick"] / 1000)
@@ -202,9 +202,7 @@ def main() -> int:
                     lab.open_in(page)
                     page.evaluate("() => window.jupyterapp.commands.execute("
                                   "'determined:open-experiment', {id: 1})")
-                    print("chart: view opened", file=sys.stderr, flush=True)
                     page.wait_for_selector(".jp-Det-trialsTable tr[data-trial-id]", timeout=60_000)
-                    print("chart: trials shown", file=sys.stderr, flush=True)
                     # The 100k reports have arrived once the curves' data is in the model.
                     page.wait_for_function(
                         "() => performance.getEntriesByType('resource').some("

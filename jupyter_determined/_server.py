@@ -60,7 +60,6 @@ class DeterminedServerExtension(ExtensionApp):
 
     def initialize_settings(self) -> None:
         from master_lite import MasterLite
-        from master_lite._master import Master
 
         serverapp = self.serverapp
         self.master_app = MasterLite(parent=serverapp)
@@ -68,11 +67,7 @@ class DeterminedServerExtension(ExtensionApp):
         # The master's user token is Jupyter's token when there is one, so the token printed
         # in the server's URL also works as DET_MASTER_TOKEN for `det` in another shell.
         jupyter_token = getattr(serverapp.identity_provider, "token", "") or None
-        self.master = Master(self.master_app.root_dir, cpu_slots=self.master_app.cpu_slots,
-                             context_size_limit=self.master_app.context_size_limit,
-                             resource_manager=self.master_app.resource_manager,
-                             preemption_grace_seconds=self.master_app.preemption_grace_seconds,
-                             user_token=jupyter_token)
+        self.master = self.master_app.build_master(user_token=jupyter_token)
         self.master_url = url_path_join(_local_connection_url(serverapp), URL_SEGMENT).rstrip("/")
         self.settings["determined_master"] = self.master
         # Kernels and terminals started from now on inherit these: notebooks find the master

@@ -81,6 +81,10 @@ class MasterLite(Configurable):
         ["local", "ray"],
         help="What runs trials: 'local' subprocesses (default) or 'ray'. "
              "Env: MASTER_LITE_RESOURCE_MANAGER.").tag(config=True)
+    ray_address = Unicode(
+        None, allow_none=True,
+        help="Ray cluster for resource_manager 'ray' ('auto', 'host:port', 'ray://...'); unset: "
+             "$RAY_ADDRESS, else a local Ray. Env: MASTER_LITE_RAY_ADDRESS.").tag(config=True)
     context_size_limit = Integer(
         help="Largest accepted experiment context (tar.gz bytes); bigger uploads get 413. "
              "Env: MASTER_LITE_CONTEXT_SIZE_LIMIT.").tag(config=True)
@@ -110,6 +114,10 @@ class MasterLite(Configurable):
     @default("resource_manager")
     def _default_resource_manager(self) -> str:
         return _from_env("MASTER_LITE_RESOURCE_MANAGER", str, "local")
+
+    @default("ray_address")
+    def _default_ray_address(self) -> str | None:
+        return _from_env("MASTER_LITE_RAY_ADDRESS", str, None)
 
     @default("context_size_limit")
     def _default_context_size_limit(self) -> int:
@@ -151,13 +159,15 @@ class MasterLite(Configurable):
     def master_json_path(self) -> Path:
         return Path(self.root_dir) / MASTER_JSON
 
-    def build_master(self) -> Any:
+    def build_master(self, **overrides: Any) -> Any:
+        """The facade configured by these traits (`overrides`: e.g. the host's user_token)."""
         from master_lite._master import Master  # the facade pulls in the store and scheduler
 
         return Master(self.root_dir, cpu_slots=self.cpu_slots,
                       context_size_limit=self.context_size_limit,
                       resource_manager=self.resource_manager,
-                      preemption_grace_seconds=self.preemption_grace_seconds)
+                      ray_address=self.ray_address,
+                      preemption_grace_seconds=self.preemption_grace_seconds, **overrides)
 
     def handlers(self, master: Any, prefix: str = "", **kwargs: Any
                  ) -> list[tuple[str, type, dict]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -36,6 +37,10 @@ def entrypoint_argv(entrypoint: str | list[str], python: str = sys.executable) -
         return [str(part) for part in entrypoint]
     if _LEGACY_TRIAL_CLASS.match(entrypoint):
         return [python, "-m", "determined.exec.harness", entrypoint]
+    words = shlex.split(entrypoint)
+    if len(words) == 1 and words[0].endswith(".ipynb"):
+        # A notebook is the trial: papermill runs it with this trial's hparams injected.
+        return [python, "-m", "determined.exec.notebook", words[0]]
     return ["sh", "-c", entrypoint]
 
 

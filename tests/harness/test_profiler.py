@@ -57,7 +57,12 @@ def test_profiler_reports_every_system_group_under_the_agent_id():
         values = metrics["agent-7"]
         if group in SYSTEM_GROUPS:
             assert SYSTEM_GROUPS[group] <= set(values), (group, values)
-        assert all(isinstance(v, float) for v in values.values())
+        leaves = [v for value in values.values()
+                  for v in (value.values() if isinstance(value, dict) else [value])]
+        assert all(isinstance(v, float) for v in leaves), values
+    # disk use per path, nested as Determined reports it
+    disk = [m["agent-7"] for g, m in collector.reports if g == "disk"][0]
+    assert set(disk["/"]) == {"disk_util"} and 0.0 <= disk["/"]["disk_util"] <= 100.0
     cpu = [m["agent-7"]["cpu_util_simple"] for g, m in collector.reports if g == "cpu"]
     assert all(0.0 <= value <= 100.0 for value in cpu)
     assert any(m["agent-7"]["memory_free"] > 0 for g, m in collector.reports if g == "memory")
@@ -107,7 +112,7 @@ def test_gpu_group_per_gpu_uuid_when_nvml_finds_gpus():
     (values,) = [m["agent"] for g, m in collector.reports if g == "gpu"][:1]
     for uuid in uuids:
         uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
-        assert {f"{uuid}.gpu_util", f"{uuid}.gpu_free_memory"} <= set(values)
+        assert set(values[uuid]) == {"gpu_util", "gpu_free_memory"}
 
 
 PROFILED = """
@@ -142,6 +147,8 @@ def test_profiler_metrics_are_stored_by_group_on_the_master(tmp_path):
                 assert report["group"] == group
                 (per_agent,) = report["metrics"].values()
                 assert names <= set(per_agent)
+                if group == "disk":
+                    assert "disk_util" in per_agent["/"]
         # the training series is untouched by the profiler's reports
         training = session.get(f"/trials/{trial['id']}/metrics", {"group": "training"})["metrics"]
         assert [r["steps_completed"] for r in training] == list(range(1, 11))

@@ -53,7 +53,7 @@ class LifecycleFakeMaster:
 
 def test_every_setting_is_a_documented_config_trait() -> None:
     traits = MasterLite.class_traits(config=True)
-    assert set(traits) == {"root_dir", "cpu_slots", "resource_manager", "context_size_limit",
+    assert set(traits) == {"root_dir", "cpu_slots", "resource_manager", "ray_address", "context_size_limit",
                            "preemption_grace_seconds", "host", "port"}
     for name, trait in traits.items():
         assert trait.help, name

@@ -13,6 +13,11 @@ def test_entrypoint_forms():
     assert entrypoint_argv(["python3", "train.py"]) == ["python3", "train.py"]
     assert entrypoint_argv("model_def:MyTrial", python="/py") == [
         "/py", "-m", "determined.exec.harness", "model_def:MyTrial"]
+    # A notebook entrypoint runs through papermill; a notebook among other words stays a command.
+    assert entrypoint_argv("train.ipynb", python="/py") == [
+        "/py", "-m", "determined.exec.notebook", "train.ipynb"]
+    assert entrypoint_argv("jupyter nbconvert train.ipynb") == [
+        "sh", "-c", "jupyter nbconvert train.ipynb"]
 
 
 def test_rank_prefix_is_stripped_and_long_lines_split():

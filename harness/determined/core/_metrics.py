@@ -18,7 +18,7 @@ QUEUE_SIZE = 1000
 # Coalescing: at most one POST of training reports per interval. One HTTP request per report
 # costs the training thread ~1-2 ms of GIL each (bench/bench_harness_overhead.py measured 2x
 # wall time at one report per 10 fast batches); other groups and close() ship at once.
-SHIP_INTERVAL_S = 0.05
+SHIP_INTERVAL_S = 0.1
 _CLOSE = object()
 _DRAIN_LOG_INTERVAL_S = 10.0
 

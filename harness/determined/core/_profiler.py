@@ -2,10 +2,14 @@
 
 Samples come from /proc (cpu, memory, disk, network) and from pynvml when it finds GPUs; every
 `samples_per_report` samples the averages are reported through the metrics shipper in the groups
-`cpu`, `memory`, `disk`, `network`, `gpu`, each nested under the agent id.
+`cpu`, `memory`, `disk`, `network`, `gpu`, each nested under the agent id, in Determined's shapes:
+`gpu` is `{uuid: {gpu_util, gpu_free_memory}}` and `disk` carries `{path: {disk_util}}` for `/`
+(and `/determined_shared_fs` where it exists); `memory_free` is in GB. Inside a trial only its own
+GPUs (`DET_GPU_UUIDS`) are sampled, as a Determined container sees only those.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -77,6 +81,46 @@ def _read_disk_stats() -> tuple[int, int, int]:
     return ios, read, written
 
 
+# Determined reports disk use for the root and for its shared file system mount.
+_DISK_PATHS = ("/", "/determined_shared_fs")
+
+
+def _disk_util(path: str) -> float | None:
+    """Percent of the file system at `path` in use (as `df` and psutil count it); None if absent."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    total = used + st.f_bavail * st.f_frsize
+    return 100.0 * used / total if total else 0.0
+
+
+def _trial_gpu_uuids() -> set[str] | None:
+    """The GPUs of this trial (DET_GPU_UUIDS), or None outside a trial (then: every GPU)."""
+    raw = os.environ.get("DET_GPU_UUIDS")
+    if raw is None:
+        return None
+    try:
+        return {str(u) for u in json.loads(raw)}
+    except (ValueError, TypeError):
+        return None
+
+
+def _accumulate(bucket: dict[str, Any], values: dict[str, Any]) -> None:
+    """Add one sample into running sums; values may be nested one level (per GPU, per path)."""
+    for key, value in values.items():
+        if isinstance(value, dict):
+            _accumulate(bucket.setdefault(key, {}), value)
+        else:
+            bucket[key] = bucket.get(key, 0.0) + float(value)
+
+
+def _divide(bucket: dict[str, Any], count: int) -> dict[str, Any]:
+    return {key: _divide(value, count) if isinstance(value, dict) else value / count
+            for key, value in bucket.items()}
+
+
 class _Sampler:
     """Turns successive /proc readings into rates."""
 
@@ -85,6 +129,7 @@ class _Sampler:
         self._last_cpu = _read_cpu_times()
         self._last_net = _read_net_bytes()
         self._last_disk = _read_disk_stats()
+        self._visible = _trial_gpu_uuids()
         self._nvml = None
         try:
             import pynvml
@@ -94,11 +139,11 @@ class _Sampler:
         except Exception:  # noqa: BLE001 - no pynvml or no driver: no GPU samples
             self._nvml = None
 
-    def sample(self) -> dict[str, dict[str, float]]:
+    def sample(self) -> dict[str, dict[str, Any]]:
         now = time.monotonic()
         elapsed = max(now - self._last_time, 1e-6)
         self._last_time = now
-        out: dict[str, dict[str, float]] = {}
+        out: dict[str, dict[str, Any]] = {}
         cpu = _read_cpu_times()
         if cpu and self._last_cpu:
             total, idle = cpu[0] - self._last_cpu[0], cpu[1] - self._last_cpu[1]
@@ -106,7 +151,7 @@ class _Sampler:
         self._last_cpu = cpu
         mem = _read_meminfo()
         if "MemAvailable" in mem:
-            out["memory"] = {"memory_free": mem["MemAvailable"] / 2**30}
+            out["memory"] = {"memory_free": mem["MemAvailable"] / 1e9}  # GB, like Determined
         sent, recv = _read_net_bytes()
         out["network"] = {
             "net_throughput_sent": (sent - self._last_net[0]) / elapsed,
@@ -114,27 +159,30 @@ class _Sampler:
         }
         self._last_net = (sent, recv)
         disk = _read_disk_stats()
-        disk_metrics = {
+        disk_metrics: dict[str, Any] = {
             "disk_iops": (disk[0] - self._last_disk[0]) / elapsed,
             "disk_throughput_read": (disk[1] - self._last_disk[1]) / elapsed,
             "disk_throughput_write": (disk[2] - self._last_disk[2]) / elapsed,
         }
-        try:
-            st = os.statvfs("/")
-            disk_metrics["/.disk_util"] = 100.0 * (1 - st.f_bavail / st.f_blocks) if st.f_blocks else 0.0
-        except OSError:
-            pass
+        for path in _DISK_PATHS:
+            util = _disk_util(path)
+            if util is not None:
+                disk_metrics[path] = {"disk_util": util}
         out["disk"] = disk_metrics
         self._last_disk = disk
         if self._nvml is not None:
-            gpu: dict[str, float] = {}
+            gpu: dict[str, Any] = {}
             try:
                 for i in range(self._nvml.nvmlDeviceGetCount()):
                     handle = self._nvml.nvmlDeviceGetHandleByIndex(i)
                     uuid = self._nvml.nvmlDeviceGetUUID(handle)
                     uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
-                    gpu[f"{uuid}.gpu_util"] = float(self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
-                    gpu[f"{uuid}.gpu_free_memory"] = float(self._nvml.nvmlDeviceGetMemoryInfo(handle).free)
+                    if self._visible is not None and uuid not in self._visible:
+                        continue  # another trial's GPU: a container would not see it at all
+                    gpu[uuid] = {
+                        "gpu_util": float(self._nvml.nvmlDeviceGetUtilizationRates(handle).gpu),
+                        "gpu_free_memory": float(self._nvml.nvmlDeviceGetMemoryInfo(handle).free),
+                    }
             except Exception as e:  # noqa: BLE001
                 logger.debug("GPU sampling failed: %s", e)
             if gpu:
@@ -174,17 +222,15 @@ class ProfilerContext:
 
     def _run(self, interval: float, per_report: int) -> None:
         sampler = _Sampler()
-        sums: dict[str, dict[str, float]] = {}
+        sums: dict[str, dict[str, Any]] = {}
         count = 0
         while not self._stop.wait(interval):
             for group, values in sampler.sample().items():
-                bucket = sums.setdefault(group, {})
-                for key, value in values.items():
-                    bucket[key] = bucket.get(key, 0.0) + value
+                _accumulate(sums.setdefault(group, {}), values)
             count += 1
             if count == per_report:
                 for group, bucket in sums.items():
-                    averages = {key: total / count for key, total in bucket.items()}
+                    averages = _divide(bucket, count)
                     try:
                         self._report(group, {self._agent_id: averages})
                     except Exception as e:  # noqa: BLE001 - profiling must never kill training
