@@ -77,26 +77,27 @@ def chart_answers(n_points: int) -> dict[str, dict]:
             "checkpoints": {"checkpoints": []}}
 
 
-MEASURE_LIST = """async (n) => {
+# The measuring scripts return at once and leave their result in `window.__detBench`: the
+# synchronous Playwright API serves intercepted requests only while Python waits inside a
+# Playwright call, so Python waits with wait_for_function rather than inside evaluate.
+START_LIST = """(n) => {
+    window.__detBench = undefined;
     const tab = document.querySelector('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]');
     const clicked = performance.now();
     tab.click();
-    await new Promise((resolve) => {
-        const poll = () => {
-            if (document.querySelectorAll('#jupyter-determined-sidebar .jp-Det-expRow').length === n) {
-                document.querySelector('#jupyter-determined-sidebar').offsetHeight;  // force layout
-                resolve();
-            } else {
-                requestAnimationFrame(poll);
-            }
-        };
-        poll();
-    });
-    const done = performance.now();
-    const entry = performance.getEntriesByType('resource')
-        .filter(e => /determined\\/api\\/v1\\/experiments(\\?\\d*)?$/.test(e.name))[0];
-    return {sinceResponse: done - (entry ? entry.responseEnd : clicked), sinceClick: done - clicked,
-            hadTiming: !!entry};
+    const poll = () => {
+        if (document.querySelectorAll('#jupyter-determined-sidebar .jp-Det-expRow').length === n) {
+            document.querySelector('#jupyter-determined-sidebar').offsetHeight;  // force layout
+            const done = performance.now();
+            const entry = performance.getEntriesByType('resource')
+                .filter(e => /determined\\/api\\/v1\\/experiments(\\?\\d*)?$/.test(e.name))[0];
+            window.__detBench = {sinceResponse: done - (entry ? entry.responseEnd : clicked),
+                                 sinceClick: done - clicked, hadTiming: !!entry};
+        } else {
+            requestAnimationFrame(poll);
+        }
+    };
+    poll();
 }"""
 
 BASELINE_LIST = """(n) => {
@@ -122,23 +123,24 @@ BASELINE_LIST = """(n) => {
     return elapsed;
 }"""
 
-MEASURE_CHART = """async (n) => {
+START_CHART = """(n) => {
+    window.__detBench = undefined;
     const view = document.querySelector('.jp-Det-experimentView');
     const start = performance.now();
     view.querySelector('.jp-Det-tab[data-section="curves"]').click();
-    await new Promise((resolve) => {
-        const poll = () => {
-            const chart = view.querySelector('.jp-Det-chart[data-group="training"]');
-            if (chart && Number(chart.getAttribute('data-points')) === n && chart.querySelector('canvas')) {
-                requestAnimationFrame(() => resolve());  // the frame with the drawing
-            } else {
-                requestAnimationFrame(poll);
-            }
-        };
-        poll();
-    });
-    return performance.now() - start;
+    const poll = () => {
+        const chart = view.querySelector('.jp-Det-chart[data-group="training"]');
+        if (chart && Number(chart.getAttribute('data-points')) === n && chart.querySelector('canvas')) {
+            // the next frame is the one with the drawing
+            requestAnimationFrame(() => { window.__detBench = performance.now() - start; });
+        } else {
+            requestAnimationFrame(poll);
+        }
+    };
+    poll();
 }"""
+
+WAIT_RESULT = "() => window.__detBench !== undefined"
 
 BASELINE_CHART = """(n) => {
     const start = performance.now();
@@ -183,7 +185,9 @@ def main() -> int:
                     page.route(re.compile(r".*/determined/api/v1/experiments(\?\d*)?$"), lambda route: route.fulfill(
                         status=200, content_type="application/json", body=experiments_body))
                     lab.open_in(page)
-                    result = page.evaluate(MEASURE_LIST, N_EXPERIMENTS)
+                    page.evaluate(START_LIST, N_EXPERIMENTS)
+                    page.wait_for_function(WAIT_RESULT, timeout=60_000)
+                    result = page.evaluate("() => window.__detBench")
                     list_times.append(result["sinceResponse"] / 1000)
                     list_totals.append(result["sinceClick"] / 1000)
                     list_ideals.append(page.evaluate(BASELINE_LIST, N_EXPERIMENTS) / 1000)
@@ -206,9 +210,12 @@ def main() -> int:
                     # The 100k reports have arrived once the curves' data is in the model.
                     page.wait_for_function(
                         "() => performance.getEntriesByType('resource').some("
-                        "e => /experiments\\/1\\/metrics/.test(e.name) && e.responseEnd > 0)")
-                    page.wait_for_timeout(500)
-                    chart_times.append(page.evaluate(MEASURE_CHART, N_POINTS) / 1000)
+                        "e => /experiments\\/1\\/metrics/.test(e.name) && e.responseEnd > 0)",
+                        timeout=60_000)
+                    page.wait_for_timeout(500)  # the answer parsed into the model
+                    page.evaluate(START_CHART, N_POINTS)
+                    page.wait_for_function(WAIT_RESULT, timeout=60_000)
+                    chart_times.append(page.evaluate("() => window.__detBench") / 1000)
                     chart_ideals.append(page.evaluate(BASELINE_CHART, N_POINTS) / 1000)
                     page.close()
                 browser.close()

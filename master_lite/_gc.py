@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
-from typing import Any
 
 from determined.common.states import (TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES,
                                       CheckpointState)

@@ -69,7 +69,6 @@ reproducibility: {experiment_seed: 1234}
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
-    pytest.importorskip("master_lite._app", reason="master_lite app not available yet")
     root = tmp_path_factory.mktemp("master-root")
     env = _env(root)
     log = open(root / "master.log", "wb")

@@ -30,7 +30,6 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
-    pytest.importorskip("master_lite._app", reason="master_lite app not available yet")
     root = tmp_path_factory.mktemp("core-e2e-master")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "harness"), str(ROOT)])

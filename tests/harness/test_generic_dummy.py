@@ -60,8 +60,6 @@ def test_generic_init_without_with_closes_at_exit(tmp_path):
 
 @pytest.mark.slow
 def test_generic_walkthrough_runs_off_the_master(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("sklearn")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
     env["PYTHONPATH"] = str(ROOT / "harness")
     env["XDG_DATA_HOME"] = str(tmp_path / "xdg")

@@ -15,8 +15,6 @@ pytestmark = pytest.mark.slow
 
 
 def test_generic_walkthrough_single_trial(master):
-    pytest.importorskip("torch")
-    pytest.importorskip("sklearn")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for path in sorted(WALKTHROUGH.iterdir()):

@@ -10,10 +10,10 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-keras = pytest.importorskip("keras")
-sklearn_datasets = pytest.importorskip("sklearn.datasets")
+import keras
+import sklearn.datasets as sklearn_datasets
 
-from determined import core  # noqa: E402
+from determined import core
 from determined.keras import DeterminedCallback  # noqa: E402
 
 

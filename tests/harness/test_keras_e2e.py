@@ -36,8 +36,6 @@ def _env(extra: dict | None = None) -> dict:
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
-    pytest.importorskip("master_lite._app", reason="master_lite app not available yet")
-    pytest.importorskip("tensorflow")
     root = tmp_path_factory.mktemp("keras-e2e-master")
     log = open(root / "master.log", "wb")
     process = subprocess.Popen(

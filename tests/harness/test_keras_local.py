@@ -12,10 +12,10 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-keras = pytest.importorskip("keras")
-sklearn_datasets = pytest.importorskip("sklearn.datasets")
+import keras
+import sklearn.datasets as sklearn_datasets
 
-import determined as det  # noqa: E402
+import determined as det
 from determined import core, errors  # noqa: E402
 from determined import keras as det_keras  # noqa: E402
 from determined.experimental import keras as native_keras  # noqa: E402

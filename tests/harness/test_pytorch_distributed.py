@@ -13,9 +13,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
-pytest.importorskip("torch")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

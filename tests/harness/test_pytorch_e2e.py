@@ -18,10 +18,7 @@ import time
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("sklearn")
-
-from determined.common.api import Session  # noqa: E402
+from determined.common.api import Session
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pytorch_digits"
@@ -39,7 +36,6 @@ def _env() -> dict:
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
-    pytest.importorskip("master_lite._app", reason="master_lite app not available yet")
     root = tmp_path_factory.mktemp("pytorch-e2e-master")
     log = open(root / "master.log", "wb")
     process = subprocess.Popen(

@@ -10,10 +10,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("sklearn")
-
-from determined.exec import harness  # noqa: E402
+from determined.exec import harness
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pytorch_digits"

@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("sklearn")
+import torch
+from sklearn.datasets import load_digits
 
-from sklearn.datasets import load_digits  # noqa: E402
-
-from determined import core, pytorch  # noqa: E402
+import determined
+from determined import core, pytorch
 
 torch.set_num_threads(1)
 
@@ -462,7 +461,7 @@ def test_checkpoint_contents_and_metadata(tmp_path):
     assert sorted(p.name for p in path.iterdir()) == ["load_data.json", "metadata.json", "state_dict.pth", "trial_state.pkl"]
     metadata = json.loads((path / "metadata.json").read_text())
     assert metadata == {
-        "determined_version": pytest.importorskip("determined").__version__,
+        "determined_version": determined.__version__,
         "steps_completed": 3,
         "framework": f"torch-{torch.__version__}",
         "format": "pickle",

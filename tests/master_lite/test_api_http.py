@@ -298,8 +298,9 @@ def test_openapi_needs_no_token_and_matches_the_route_table(client: Client) -> N
 
 
 def test_openapi_document_is_valid_openapi_3() -> None:
-    validator = pytest.importorskip("openapi_spec_validator")
-    validator.validate(build_document(ROUTES, "/lab-base/determined"))
+    import openapi_spec_validator
+
+    openapi_spec_validator.validate(build_document(ROUTES, "/lab-base/determined"))
 
 
 def test_every_declared_method_is_implemented_and_nothing_more() -> None:

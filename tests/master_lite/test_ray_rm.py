@@ -15,8 +15,6 @@ from _running_master import (all_logs, logs, marked_values, running_master, subm
                              wait_for, wait_until)
 
 pytestmark = pytest.mark.slow
-ray = pytest.importorskip("ray", reason="Ray is not installed: pip install "
-                                       "'jupyter-determined[ray]'")
 
 SHOW_NODE = """
     import json, os, pathlib, sys, time
