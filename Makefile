@@ -51,9 +51,18 @@ test: install test-deps
 test-fast: install
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
-## bench: benchmarks (not part of `make test`)
-bench: install
+## bench: benchmarks against baselines measured in the same run (not part of `make test`)
+bench: $(VENV)/.bench-installed
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+$(VENV)/.bench-installed: $(STAMP)
+	$(PIP) install -q -e '.[all,bench]'
+	@touch $@
+
+## soak: long reliability runs (loopback only, a few minutes)
+soak: install
+	$(PY) soak/soak_faults.py
+	$(PY) soak/soak_load.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

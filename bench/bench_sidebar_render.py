@@ -82,9 +82,7 @@ def chart_answers(n_points: int) -> dict[str, dict]:
 # Playwright call, so Python waits with wait_for_function rather than inside evaluate.
 START_LIST = """(n) => {
     window.__detBench = undefined;
-    const tab = document.querySelector('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]');
-    const clicked = performance.now();
-    tab.click();
+    const clicked = performance.now();  // Python clicks the tab right after (Lumino tabs need real pointer events)
     const poll = () => {
         if (document.querySelectorAll('#jupyter-determined-sidebar .jp-Det-expRow').length === n) {
             document.querySelector('#jupyter-determined-sidebar').offsetHeight;  // force layout
@@ -140,6 +138,7 @@ START_CHART = """(n) => {
     poll();
 }"""
 
+SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 WAIT_RESULT = "() => window.__detBench !== undefined"
 
 BASELINE_CHART = """(n) => {
@@ -186,6 +185,7 @@ def main() -> int:
                         status=200, content_type="application/json", body=experiments_body))
                     lab.open_in(page)
                     page.evaluate(START_LIST, N_EXPERIMENTS)
+                    page.click(SIDEBAR_TAB)
                     page.wait_for_function(WAIT_RESULT, timeout=60_000)
                     result = page.evaluate("() => window.__detBench")
                     list_times.append(result["sinceResponse"] / 1000)

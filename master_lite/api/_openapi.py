@@ -86,7 +86,8 @@ SCHEMAS: dict[str, dict] = {
 
 _ERROR_DESCRIPTIONS = {400: "bad input", 401: "missing or invalid token",
                        403: "token not allowed here", 404: "not found",
-                       409: "not allowed in the current state", 413: "too large"}
+                       409: "not allowed in the current state", 413: "too large",
+                       507: "the store could not be written (disk full or read-only root dir)"}
 
 
 def _operation_id(method: str, path: str) -> str:
