@@ -204,8 +204,8 @@ def main() -> int:
                             lambda route, body=body: route.fulfill(
                                 status=200, content_type="application/json", body=body))
                     lab.open_in(page)
-                    page.evaluate("() => window.jupyterapp.commands.execute("
-                                  "'determined:open-experiment', {id: 1})")
+                    page.evaluate("() => { window.jupyterapp.commands.execute("
+                                  "'determined:open-experiment', {id: 1}); }")
                     page.wait_for_selector(".jp-Det-trialsTable tr[data-trial-id]", timeout=60_000)
                     # The 100k reports have arrived once the curves' data is in the model.
                     page.wait_for_function(

@@ -235,7 +235,7 @@ class ApiHandlerMixin:
             self._check_path_scope(trial, operation)
         self.args = {param.name: self._query_value(param) for param in operation.query}
         if operation.request is not None:
-            self.body = self._json_body(operation.request)
+            self.body = self._json_body(operation.request, operation.fast_accept)
         if trial is not None:
             self._check_resource_scope(trial, operation)
 
@@ -255,7 +255,7 @@ class ApiHandlerMixin:
             return param.default
         return _parse_query_value(param, raw)
 
-    def _json_body(self, schema: dict) -> Any:
+    def _json_body(self, schema: dict, fast_accept: Callable[[Any], bool] | None = None) -> Any:
         raw = self.request.body or b""  # type: ignore[attr-defined]
         if not raw.strip():
             body: Any = {}
@@ -264,6 +264,8 @@ class ApiHandlerMixin:
                 body = json.loads(raw)
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+        if fast_accept is not None and fast_accept(body):
+            return body
         validator = _validator(schema)
         problems = sorted(validator.iter_errors(body),
                           key=lambda error: list(map(str, error.absolute_path)))

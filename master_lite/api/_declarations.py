@@ -47,6 +47,10 @@ class Operation:
     auth: bool = True
     query: tuple[Param, ...] = ()
     request: dict | None = None  # JSON schema of the body; validated before the handler runs
+    # A cheap check that a body is plainly valid, for hot paths (metric ingestion): a body it
+    # accepts skips the generic schema validator; anything else still gets that validator's
+    # readable errors.
+    fast_accept: Callable[[Any], bool] | None = None
     content_type: str = "application/json"
     description: str = ""
 

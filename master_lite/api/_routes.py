@@ -5,6 +5,8 @@ and the OpenAPI document all read it from here.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from master_lite.api import _allocations, _checkpoints, _events, _experiments, _openapi, _trials
 from master_lite.api._declarations import Operation, Param, PathParam, Route, TrialScope
 from master_lite.api._openapi import (BOOLEAN, EMPTY, INTEGER, NUMBER, OBJECT, STRING, array,
@@ -47,6 +49,33 @@ METRICS_BODY = {"oneOf": [
     {**obj(["group", "metrics"], group=STRING, metrics=_DETERMINED_METRICS),
      "not": {"required": ["reports"]}},
 ]}
+
+_OPTIONAL_REPORT_FIELDS = {"report_time": str, "trial_run_id": int}
+
+
+def is_plain_metrics_batch(body: Any) -> bool:
+    """True when `body` is a well-formed batch of reports in exactly METRICS_BODY's batch form.
+
+    Checking this by hand costs a few microseconds per report where the generic validator
+    costs milliseconds per thousand, which dominated ingestion. Metric *values* are the
+    facade's to check, as for every other body form.
+    """
+    if type(body) is not dict or "group" in body or type(body.get("reports")) is not list:
+        return False
+    for report in body["reports"]:
+        if (type(report) is not dict or type(report.get("group")) is not str
+                or type(report.get("steps_completed")) is not int  # bool is not an integer
+                or type(report.get("metrics")) is not dict):
+            return False
+        if "batch_metrics" in report:
+            batch = report["batch_metrics"]
+            if type(batch) is not list or any(type(item) is not dict for item in batch):
+                return False
+        for key, kind in _OPTIONAL_REPORT_FIELDS.items():
+            if key in report and type(report[key]) is not kind:
+                return False
+    return True
+
 
 CREATE_EXPERIMENT_BODY = obj(
     ["config"],
@@ -119,6 +148,7 @@ ROUTES: tuple[Route, ...] = (
             Param("group", "string", "only this group, e.g. training"), AFTER_ID, LIMIT)),
         "post": Operation("Report metrics (Determined's form or a batch)",
                           obj(["accepted"], accepted=INTEGER), request=METRICS_BODY,
+                          fast_accept=is_plain_metrics_batch,
                           trial_scope=TrialScope.TRIAL)}, (TRIAL_ID,)),
     Route("/trials/{trial_id}/logs", _trials.TrialLogsHandler, {
         "get": Operation("Log lines of a trial, ascending id",
