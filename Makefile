@@ -43,8 +43,9 @@ demo: install
 test-deps:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-## test: install test dependencies and run the whole suite
+## test: install test dependencies and run the whole suite (sidebar unit tests, then pytest)
 test: install test-deps
+	cd labextension && ../$(VENV)/bin/jlpm test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## test-fast: the suite without the slow end-to-end tests

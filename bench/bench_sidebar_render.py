@@ -26,6 +26,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import statistics
 import sys
 import tempfile
@@ -161,6 +162,13 @@ BASELINE_CHART = """(n) => {
 }"""
 
 
+def json_answer(body: str):
+    """A route handler answering `body` (Playwright passes the request too when it can)."""
+    def handler(route) -> None:
+        route.fulfill(status=200, content_type="application/json", body=body)
+    return handler
+
+
 def main() -> int:
     support = _browser_test_support()
     missing = support._missing_requirement()
@@ -181,8 +189,8 @@ def main() -> int:
                 for _ in range(REPEATS):
                     page = browser.new_page(viewport={"width": 1500, "height": 950})
                     # JupyterLab adds a cache-busting `?<number>` to GET requests.
-                    page.route(re.compile(r".*/determined/api/v1/experiments(\?\d*)?$"), lambda route: route.fulfill(
-                        status=200, content_type="application/json", body=experiments_body))
+                    page.route(re.compile(r".*/determined/api/v1/experiments(\?\d*)?$"),
+                               json_answer(experiments_body))
                     lab.open_in(page)
                     page.evaluate(START_LIST, N_EXPERIMENTS)
                     page.click(SIDEBAR_TAB)
@@ -194,15 +202,12 @@ def main() -> int:
                     page.close()
 
                     page = browser.new_page(viewport={"width": 1500, "height": 950})
-                    routes = {r"/experiments/1$": "experiment", r"/experiments/1/trials": "trials",
+                    routes = {r"/experiments/1": "experiment", r"/experiments/1/trials": "trials",
                               r"/experiments/1/metrics": "metrics",
                               r"/experiments/1/checkpoints": "checkpoints"}
                     for pattern, key in routes.items():
-                        body = answers[key]
-                        page.route(
-                            re.compile(r".*/determined/api/v1" + pattern + r"(\?.*)?$"),
-                            lambda route, body=body: route.fulfill(
-                                status=200, content_type="application/json", body=body))
+                        page.route(re.compile(r".*/determined/api/v1" + pattern + r"(\?.*)?$"),
+                                   json_answer(answers[key]))
                     lab.open_in(page)
                     page.evaluate("() => { window.jupyterapp.commands.execute("
                                   "'determined:open-experiment', {id: 1}); }")
@@ -238,4 +243,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # A SIGTERM (e.g. from `timeout`) must still stop the Lab server in main's `finally`.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.exit(main())

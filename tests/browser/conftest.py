@@ -3,8 +3,9 @@ Debian's Chromium driven by Playwright (PyPI).
 
 Needs: `apt-get install -y chromium`, `pip install playwright` (never `playwright install`: the
 browser comes from Debian), and the built labextension (`cd labextension && jlpm install &&
-jlpm build`, or any `pip install` of the project). Missing pieces skip these tests with the
-command that provides them. Screenshots go to `test-output/screenshots/`.
+jlpm build`, or any `pip install` of the project); `make test` installs all of them. A missing
+piece fails these tests with the command that provides it (never a silent skip). Screenshots
+go to `test-output/screenshots/`.
 """
 from __future__ import annotations
 
@@ -46,13 +47,17 @@ def _missing_requirement() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    reason = _missing_requirement()
     here = Path(__file__).parent
     for item in items:
         if Path(str(item.fspath)).parent == here:
             item.add_marker(pytest.mark.slow)
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(autouse=True)
+def _browser_requirements() -> None:
+    missing = _missing_requirement()
+    if missing:
+        pytest.fail(missing, pytrace=False)
 
 
 def free_port() -> int:

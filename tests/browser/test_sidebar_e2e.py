@@ -254,3 +254,22 @@ def test_state_filter_and_name_filter(page, lab: Lab, screenshot) -> None:
              for n in page.query_selector_all(".jp-Det-expRow")]
     assert shown == expected
     screenshot(page, "09-filtered-list-and-cluster")
+
+
+def test_falls_back_to_polling_when_the_event_stream_fails(page, lab: Lab, screenshot) -> None:
+    # A proxy that refuses the stream: the panel must say so and keep the list current.
+    page.route(re.compile(r".*/determined/api/v1/events.*"),
+               lambda route: route.fulfill(status=502, body="bad gateway"))
+    lab.open_in(page)
+    show_sidebar(page)
+    page.wait_for_selector('.jp-Det-feed[data-mode="polling"]', timeout=30_000)
+    created = lab.api("POST", "experiments", json={
+        "config": {"name": "created-while-polling", "entrypoint": "python3 -c pass",
+                   "searcher": {"name": "single", "metric": "loss", "max_length": 1}},
+        "context": None, "activate": False})["experiment"]
+    page.wait_for_selector(f'.jp-Det-expRow[data-experiment-id="{created["id"]}"]',
+                           timeout=30_000)
+    assert page.inner_text(
+        f'.jp-Det-expRow[data-experiment-id="{created["id"]}"] .jp-Det-expName'
+    ) == "created-while-polling"
+    screenshot(page, "10-polling-fallback")
