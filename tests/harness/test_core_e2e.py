@@ -9,17 +9,14 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import pathlib
-import signal
-import subprocess
-import sys
 import tarfile
 import time
 
 import pytest
 
 from determined.common.api import Session
+from tests._master_fixtures import MasterProcess
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STAGES = ROOT / "examples" / "core_api"
@@ -30,33 +27,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
-    root = tmp_path_factory.mktemp("core-e2e-master")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "harness"), str(ROOT)])
-    # The tutorial entrypoints say `python3 N.py`: make that the interpreter running the tests.
-    env["PATH"] = os.pathsep.join([str(pathlib.Path(sys.executable).parent), env.get("PATH", "")])
-    log = open(root / "master.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root)],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not (root / "master.json").exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("master-lite did not start:\n" + (root / "master.log").read_text())
-        time.sleep(0.2)
-    time.sleep(0.2)
-    info = json.loads((root / "master.json").read_text())
-    session = Session(info["url"], info["token"])
-    yield session
-    session.close()
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    log.close()
+    with MasterProcess(tmp_path_factory.mktemp("core-e2e-master")) as process:
+        yield process.session
 
 
 def context_tarball() -> str:

@@ -7,10 +7,7 @@
 """
 from __future__ import annotations
 
-import json
-import os
 import pathlib
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +15,7 @@ import time
 import pytest
 
 from determined.common.api import Session
+from tests._master_fixtures import MasterProcess, master_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "keras_native"
@@ -26,44 +24,15 @@ TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 pytestmark = pytest.mark.slow
 
 
-def _env(extra: dict | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "harness"), str(ROOT)])
-    env["PATH"] = os.pathsep.join([str(pathlib.Path(sys.executable).parent), env.get("PATH", "")])
-    env.update(extra or {})
-    return env
-
-
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
-    root = tmp_path_factory.mktemp("keras-e2e-master")
-    log = open(root / "master.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root)],
-        env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not (root / "master.json").exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("master-lite did not start:\n" + (root / "master.log").read_text())
-        time.sleep(0.2)
-    time.sleep(0.2)
-    info = json.loads((root / "master.json").read_text())
-    session = Session(info["url"], info["token"])
-    session.info = info  # type: ignore[attr-defined]
-    yield session
-    session.close()
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    log.close()
+    with MasterProcess(tmp_path_factory.mktemp("keras-e2e-master")) as process:
+        process.session.info = {"url": process.url, "token": process.token}  # type: ignore[attr-defined]
+        yield process.session
 
 
 def _submit(master: Session, *args: str) -> int:
-    env = _env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
+    env = master_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
     done = subprocess.run([sys.executable, "train.py", *args], cwd=EXAMPLE, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -162,7 +131,7 @@ def test_pause_and_activate_resumes_with_identical_optimizer_state(master):
 
 
 def test_test_mode_submits_an_archived_one_batch_experiment(master):
-    env = _env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
+    env = master_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
     done = subprocess.run([sys.executable, "train.py", "--test"], cwd=EXAMPLE, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -218,7 +187,7 @@ if __name__ == "__main__":
 
 def test_create_submits_a_tfkeras_trial_class_and_the_trial_trains_it(master, tmp_path):
     (tmp_path / "trial_script.py").write_text(TRIAL_SCRIPT)
-    env = _env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
+    env = master_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
     done = subprocess.run([sys.executable, "trial_script.py"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

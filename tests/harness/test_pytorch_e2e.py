@@ -8,10 +8,8 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ import time
 import pytest
 
 from determined.common.api import Session
+from tests._master_fixtures import MasterProcess, master_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pytorch_digits"
@@ -27,39 +26,12 @@ TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 pytestmark = pytest.mark.slow
 
 
-def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "harness"), str(ROOT)])
-    env["OMP_NUM_THREADS"] = "1"
-    return env
-
-
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pytorch-e2e-master")
-    log = open(root / "master.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root)],
-        env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not (root / "master.json").exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("master-lite did not start:\n" + (root / "master.log").read_text())
-        time.sleep(0.2)
-    time.sleep(0.2)
-    info = json.loads((root / "master.json").read_text())
-    session = Session(info["url"], info["token"])
-    session.cli_env = {**_env(), "DET_MASTER": info["url"], "DET_MASTER_TOKEN": info["token"]}
-    yield session
-    session.close()
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    log.close()
+    with MasterProcess(tmp_path_factory.mktemp("pytorch-e2e-master")) as process:
+        process.session.cli_env = master_env(  # type: ignore[attr-defined]
+            {"OMP_NUM_THREADS": "1", "DET_MASTER": process.url, "DET_MASTER_TOKEN": process.token})
+        yield process.session
 
 
 def det_create(master: Session, config_text: str, context: pathlib.Path) -> int:
