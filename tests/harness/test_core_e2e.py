@@ -287,3 +287,25 @@ def test_invalid_hp_is_an_early_exit(master, tmp_path):
     master.post(f"/experiments/{exp_id}/kill")
     assert found[0]["state"] == "COMPLETED" and found[0]["exit_code"] == 0, trial_logs(master, exp_id)
     wait_for(master, exp_id, TERMINAL)
+
+
+def test_stage_4_two_slots_allgather_and_ranked_logs(master):
+    """Stage 4 launches one worker per slot; each batch adds the allgathered increments."""
+    config = (STAGES / "4_distributed.yaml").read_text().replace("slots_per_trial: 8",
+                                                                  "slots_per_trial: 2")
+    body = {"config": config, "context": context_tarball()}
+    exp_id = master.post("/experiments", body)["experiment"]["id"]
+    experiment = wait_for(master, exp_id, TERMINAL)
+    assert experiment["state"] == "COMPLETED", trial_logs(master, exp_id)
+    (trial,) = trials(master, exp_id)
+    increment_by = trial["hparams"]["increment_by"]
+    training = series(master, trial["id"], "training")
+    # Only rank 0 reports; x grows by increment_by x world size (2) per batch.
+    assert training == [(s, {"x": 2 * increment_by * s}) for s in range(10, 101, 10)]
+    assert training[-1][1]["x"] == 200 * increment_by
+    assert [c["steps_completed"] for c in checkpoints(master, exp_id)][-1] == 100
+    logs = master.get(f"/trials/{trial['id']}/logs")["logs"]
+    # As in the tutorial only rank 0 logs; wrap_rank's `[rank=0] ` prefix is stored as the rank.
+    progress_lines = [entry for entry in logs if "x is now" in entry["line"]]
+    assert progress_lines and all(entry["rank"] == 0 for entry in progress_lines)
+    assert all(not entry["line"].startswith("[rank=") for entry in logs)
