@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-MAX_LINE_BYTES = 8 * 1024
-_LINE_END = re.compile(rb"\r\n|\r|\n")
+from master_lite.scheduler._ray_container import MAX_LINE_BYTES, read_lines
+
 _RANK_PREFIX = re.compile(r"^\[rank=(\d+)\] ")
 _LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z0-9_.]+:[A-Za-z0-9_]+$")
 
@@ -116,28 +116,7 @@ class LocalRunner:
         return process.pid
 
     def _read_stream(self, spec: LaunchSpec, stream: Any, name: str) -> None:
-        fd = stream.fileno()
-        pending = b""
-        previous_ended_with_cr = False
-        try:
-            while True:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                if previous_ended_with_cr and chunk.startswith(b"\n"):
-                    chunk = chunk[1:]  # the "\n" of a "\r\n" split across two reads
-                previous_ended_with_cr = chunk.endswith(b"\r")
-                pending += chunk
-                parts = _LINE_END.split(pending)
-                pending = parts.pop()
-                if len(pending) > MAX_LINE_BYTES:
-                    parts.append(pending)
-                    pending = b""
-                self._emit(spec, name, parts)
-            if pending:
-                self._emit(spec, name, [pending])
-        finally:
-            stream.close()
+        read_lines(stream, lambda lines: self._emit(spec, name, lines))
 
     def _emit(self, spec: LaunchSpec, stream_name: str, raw_lines: list[bytes]) -> None:
         if not raw_lines:

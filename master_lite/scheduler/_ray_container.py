@@ -24,10 +24,43 @@ import tarfile
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 MAX_LINE_BYTES = 8 * 1024
 _LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def read_lines(stream: Any, emit: Callable[[list[bytes]], None]) -> None:
+    """Read a pipe until EOF and `emit` its lines as they complete.
+
+    "\n", "\r" (progress bars) and "\r\n" end a line; a line longer than MAX_LINE_BYTES is
+    emitted in pieces so one runaway line cannot grow memory. Closes the stream at the end.
+    (The local runner reads its trials' pipes with this too.)
+    """
+    fd = stream.fileno()
+    pending = b""
+    after_cr = False
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            if after_cr and chunk.startswith(b"\n"):
+                chunk = chunk[1:]  # the "\n" of a "\r\n" split across two reads
+            after_cr = chunk.endswith(b"\r")
+            pending += chunk
+            parts = _LINE_END.split(pending)
+            pending = parts.pop()
+            if len(pending) > MAX_LINE_BYTES:
+                parts.append(pending)
+                pending = b""
+            if parts:
+                emit(parts)
+        if pending:
+            emit([pending])
+    finally:
+        stream.close()
 _PR_SET_PDEATHSIG = 1
 
 
@@ -126,28 +159,7 @@ class TrialContainer:
         return self.process.pid
 
     def _read(self, stream: Any, name: str) -> None:
-        fd = stream.fileno()
-        pending = b""
-        after_cr = False
-        try:
-            while True:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                if after_cr and chunk.startswith(b"\n"):
-                    chunk = chunk[1:]
-                after_cr = chunk.endswith(b"\r")
-                pending += chunk
-                parts = _LINE_END.split(pending)
-                pending = parts.pop()
-                if len(pending) > MAX_LINE_BYTES:
-                    parts.append(pending)
-                    pending = b""
-                self._add(name, parts)
-            if pending:
-                self._add(name, [pending])
-        finally:
-            stream.close()
+        read_lines(stream, lambda parts: self._add(name, parts))
 
     def _add(self, name: str, parts: list[bytes]) -> None:
         if not parts:
