@@ -7,6 +7,7 @@ Screenshots of each step are saved under test-output/screenshots/ for review.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -244,24 +245,32 @@ def test_toolbar_button_submits_the_notebook(page, lab: Lab, screenshot) -> None
 
 
 def test_state_filter_and_name_filter(page, lab: Lab, screenshot) -> None:
-    experiments = lab.api("GET", "experiments")["experiments"]
-    if not experiments:
-        pytest.skip("needs the experiments of the tests above")
+    # Its own experiments, in states nothing else changes: one stays PAUSED (created paused),
+    # the other is activated and runs to COMPLETED.
+    tag = f"filter-{os.urandom(3).hex()}"
+
+    def create(name: str) -> int:
+        return lab.api("POST", "experiments", json={
+            "config": {"name": name, "entrypoint": "python3 -c pass",
+                       "searcher": {"name": "single", "metric": "loss", "max_length": 1}},
+            "context": None, "activate": False})["experiment"]["id"]
+
+    paused_id, completed_id = create(f"{tag}-paused"), create(f"{tag}-done")
+    lab.api("POST", f"experiments/{completed_id}/activate")
+    lab.wait_for("the activated experiment to complete", lambda: lab.api(
+        "GET", f"experiments/{completed_id}")["experiment"]["state"] == "COMPLETED", timeout=90)
+
     lab.open_in(page)
     show_sidebar(page)
-    page.wait_for_selector(".jp-Det-expRow")
-    page.fill(".jp-Det-nameFilter", "from-toolbar")
-    page.wait_for_function(
-        """() => [...document.querySelectorAll('.jp-Det-expRow .jp-Det-expName')]
-                    .every(n => n.textContent.includes('from-toolbar'))""")
-    page.fill(".jp-Det-nameFilter", "")
-    page.select_option(".jp-Det-stateFilter", "CANCELED")
-    expected = sorted((e["id"] for e in experiments if e["state"] == "CANCELED"), reverse=True)
-    page.wait_for_function(
-        "n => document.querySelectorAll('.jp-Det-expRow').length === n", arg=len(expected))
-    shown = [int(n.get_attribute("data-experiment-id"))
-             for n in page.query_selector_all(".jp-Det-expRow")]
-    assert shown == expected
+    page.wait_for_selector(f'.jp-Det-expRow[data-experiment-id="{completed_id}"]')
+    page.fill(".jp-Det-nameFilter", tag)
+    for state, expected in (("PAUSED", paused_id), ("COMPLETED", completed_id)):
+        page.select_option(".jp-Det-stateFilter", state)
+        page.wait_for_function(
+            """id => { const rows = [...document.querySelectorAll('.jp-Det-expRow')];
+                       return rows.length === 1 && rows[0].dataset.experimentId === String(id); }""",
+            arg=expected, timeout=30_000)
+        assert page.inner_text(".jp-Det-expRow .jp-Det-expName").startswith(tag)
     screenshot(page, "09-filtered-list-and-cluster")
 
 
