@@ -96,9 +96,6 @@ def test_search_widget(lab_server, tmp_path) -> None:
 def _native_notebook(lab_server, tmp_path, name: str, experiment_name: str) -> dict:
     executed, log = run_notebook(lab_server, name, tmp_path / "work")
     error = cell_error(executed)
-    if error is not None and "command=" in error.get("evalue", ""):
-        pytest.skip("determined.experimental does not yet submit from a notebook without "
-                    "command= (it should call jupyter_determined.current_notebook_script())")
     if error is not None:
         # The submitting cell stops the notebook with one line and no traceback.
         assert error["ename"] == "NotebookSubmitted", log
