@@ -4,14 +4,12 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "pytorch_digits"
 
 SCRIPT = """
 import sys
@@ -24,15 +22,9 @@ print("create() returned; the script goes on")
 
 
 @pytest.fixture
-def workdir(tmp_path: pathlib.Path) -> pathlib.Path:
-    work = tmp_path / "context"
-    shutil.copytree(EXAMPLE, work)
-    config = (work / "const.yaml").read_text()
-    config = config.replace("batches: 200", "batches: 20").replace("batches: 100", "batches: 10")
-    config += f"checkpoint_storage:\n  type: shared_fs\n  host_path: {tmp_path}\n  storage_path: ckpts\n"
-    (work / "local.yaml").write_text(config)
-    (work / "native.py").write_text(SCRIPT)
-    return work
+def workdir(digits_context: pathlib.Path) -> pathlib.Path:
+    (digits_context / "native.py").write_text(SCRIPT)
+    return digits_context
 
 
 def _run(workdir: pathlib.Path, mode: str) -> subprocess.CompletedProcess:

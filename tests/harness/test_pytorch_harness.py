@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
@@ -13,7 +12,6 @@ import pytest
 from determined.exec import harness
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "pytorch_digits"
 
 
 def _env() -> dict:
@@ -24,14 +22,8 @@ def _env() -> dict:
 
 
 @pytest.fixture
-def workdir(tmp_path: pathlib.Path) -> pathlib.Path:
-    work = tmp_path / "context"
-    shutil.copytree(EXAMPLE, work)
-    config = (work / "const.yaml").read_text()
-    config = config.replace("batches: 200", "batches: 20").replace("batches: 100", "batches: 10")
-    config += f"checkpoint_storage:\n  type: shared_fs\n  host_path: {tmp_path}\n  storage_path: ckpts\n"
-    (work / "local.yaml").write_text(config)
-    return work
+def workdir(digits_context: pathlib.Path) -> pathlib.Path:
+    return digits_context
 
 
 def _harness(workdir: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
