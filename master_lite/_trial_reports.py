@@ -113,6 +113,10 @@ class TrialReports:
             for row in rows:
                 self.events.publish("metric", _serialize.metric_json(row))
         self._publish_trial(trial["id"])
+        # The experiment's best validation is derived from its trials' best: listeners of
+        # experiment events (the sidebar's list) must hear when it moves.
+        if changes.get("best_validation_id") != trial["best_validation_id"]:
+            self._publish_experiment(trial["experiment_id"])
         return accepted
 
     def _best_validation_id(self, trial_id: int, metric_name: str | None,

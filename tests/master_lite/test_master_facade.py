@@ -504,3 +504,26 @@ def test_event_bus_filters_and_drops_oldest_for_slow_consumers():
         assert await trial_only.get(timeout=0.1) is None
 
     asyncio.run(asyncio.wait_for(body(), 30))
+
+
+@run
+async def test_a_better_validation_is_announced_on_the_experiment(master, tmp_path):
+    """The sidebar's experiment list shows best_validation: it must hear when that moves."""
+    exp = master.create_experiment(config(), make_tar({"train.py": b"import time; time.sleep(60)\n"}))
+    [trial] = master.list_trials(exp["id"])
+    experiment_events = master.events.subscribe(experiment_id=exp["id"], types=["experiment"])
+    while await experiment_events.get(timeout=0.3) is not None:  # drain the creation events
+        pass
+
+    def validation(step, loss):
+        return {"group": "validation", "steps_completed": step, "metrics": {"loss": loss}}
+
+    master.report_metrics(trial["id"], [validation(5, 0.5)])
+    announced = await experiment_events.get(timeout=5)
+    assert announced is not None and announced[1]["best_validation"] == 0.5
+    master.report_metrics(trial["id"], [validation(6, 0.9)])  # worse: the best stays
+    while (other := await experiment_events.get(timeout=0.5)) is not None:
+        assert other[1]["best_validation"] == 0.5
+    master.report_metrics(trial["id"], [validation(7, 0.25)])
+    announced = await experiment_events.get(timeout=5)
+    assert announced is not None and announced[1]["best_validation"] == 0.25
