@@ -9,8 +9,15 @@ TORCH_VERSION := 2.13.0
 PYTEST_ARGS ?=
 ROOT_DIR ?=
 PORT ?= 8080
+# A second venv for the Estimator tests: tf.estimator ends with TensorFlow 2.15 (wheels for Python <= 3.11).
+TF215_PYTHON ?= $(PYTHON)
+TF215_VENV := .venv-tf215
+TF215_PY := $(TF215_VENV)/bin/python
+TF215_STAMP := $(TF215_VENV)/.installed
+TF215_PACKAGES := 'tensorflow-cpu==2.15.1' 'tensorflow-estimator==2.15.*' 'numpy<2' 'pytest>=8' 'pytest-timeout>=2.2' 'scikit-learn>=1.4'
+ESTIMATOR_PYTEST_ARGS ?=
 
-.PHONY: install lab master demo test test-fast test-deps bench soak clean
+.PHONY: install lab master demo test test-fast test-deps test-estimator bench soak clean
 
 ## install: create or update .venv with the project and everything it needs (idempotent)
 install: $(STAMP)
@@ -43,10 +50,28 @@ demo: install
 test-deps:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-## test: install test dependencies and run the whole suite (sidebar unit tests, then pytest)
-test: install test-deps
+## test: install test dependencies and run the whole suite (sidebar unit tests, pytest, then the
+## Estimator tests in .venv-tf215)
+test: install test-deps $(TF215_STAMP)
 	cd labextension && ../$(VENV)/bin/jlpm test
 	$(PY) -m pytest $(PYTEST_ARGS)
+	$(TF215_PY) -m pytest tests/estimator $(ESTIMATOR_PYTEST_ARGS)
+
+## test-estimator: only the Estimator tests, in .venv-tf215 (TensorFlow 2.15 + tensorflow-estimator)
+test-estimator: $(TF215_STAMP)
+	$(TF215_PY) -m pytest tests/estimator $(ESTIMATOR_PYTEST_ARGS)
+
+# The project's runtime dependencies (read from pyproject.toml) and TensorFlow 2.15, without
+# installing the project itself (that would build the labextension): a .pth file puts harness/
+# and the repository on the venv's path instead.
+$(TF215_STAMP): pyproject.toml
+	@$(TF215_PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] > (3, 11))' || { echo "$(TF215_VENV) needs Python <= 3.11 (TensorFlow 2.15 has no wheels for newer ones): run make with TF215_PYTHON=python3.11"; exit 1; }
+	@test -x $(TF215_PY) || $(TF215_PYTHON) -m venv $(TF215_VENV)
+	$(TF215_PY) -m pip install -q --upgrade pip wheel
+	$(TF215_PY) -c "import sys; t = __import__('tomllib' if sys.version_info >= (3, 11) else 'pip._vendor.tomli', fromlist=['load']); print('\n'.join(t.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > $(TF215_VENV)/requirements.txt
+	$(TF215_PY) -m pip install -q $(TF215_PACKAGES) -r $(TF215_VENV)/requirements.txt
+	printf '%s\n' "$(CURDIR)/harness" "$(CURDIR)" > "$$($(TF215_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/jupyter_determined_dev.pth"
+	@touch $(TF215_STAMP)
 
 ## test-fast: the suite without the slow end-to-end tests
 test-fast: install
@@ -66,4 +91,4 @@ soak: install
 	$(PY) soak/soak_load.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) $(TF215_VENV) build dist *.egg-info .pytest_cache

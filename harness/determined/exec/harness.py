@@ -58,6 +58,10 @@ def runner_for(trial_class: Any) -> Optional[Callable[..., Any]]:
         from determined.keras import run_keras_trial
 
         return run_keras_trial  # type: ignore[no-any-return]
+    if _subclasses(trial_class, "determined.estimator._trial.EstimatorTrial"):
+        from determined.estimator import run_estimator_trial
+
+        return run_estimator_trial  # type: ignore[no-any-return]
     return None
 
 
@@ -193,7 +197,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if runner is None:
         print(
             f"determined.exec.harness: {args.trial} is not a Trial class (subclass "
-            "det.pytorch.PyTorchTrial or det.keras.TFKerasTrial)",
+            "det.pytorch.PyTorchTrial, det.keras.TFKerasTrial or det.estimator.EstimatorTrial)",
             file=sys.stderr,
         )
         return 1

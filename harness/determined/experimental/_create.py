@@ -19,7 +19,7 @@ logger = logging.getLogger("determined.experimental")
 
 
 def _trial_kind(trial_def: Any) -> str:
-    """"pytorch" or "keras", without importing a framework the class cannot be from."""
+    """"pytorch", "keras" or "estimator", without importing a framework the class cannot be from."""
     if not isinstance(trial_def, type):
         raise TypeError(f"create(trial_def=...): expected a Trial class, got {trial_def!r}")
     names = {f"{base.__module__}.{base.__qualname__}" for base in trial_def.__mro__}
@@ -27,8 +27,11 @@ def _trial_kind(trial_def: Any) -> str:
         return "pytorch"
     if "determined.keras._trial.TFKerasTrial" in names:
         return "keras"
+    if "determined.estimator._trial.EstimatorTrial" in names:
+        return "estimator"
     raise TypeError(
-        f"create(trial_def={trial_def.__name__}): not a det.pytorch.PyTorchTrial or det.keras.TFKerasTrial subclass"
+        f"create(trial_def={trial_def.__name__}): not a det.pytorch.PyTorchTrial, det.keras.TFKerasTrial or "
+        "det.estimator.EstimatorTrial subclass"
     )
 
 
@@ -38,6 +41,12 @@ def _run_trial(trial_def: Any, config: dict, hparams: dict | None, *, on_cluster
         from determined.exec.harness import run_pytorch_trial
 
         return run_pytorch_trial(
+            trial_def, config, hparams, latest_checkpoint=latest_checkpoint, on_cluster=on_cluster, test_mode=test
+        )
+    if _trial_kind(trial_def) == "estimator":
+        from determined.estimator import run_estimator_trial
+
+        return run_estimator_trial(
             trial_def, config, hparams, latest_checkpoint=latest_checkpoint, on_cluster=on_cluster, test_mode=test
         )
     from determined.keras import run_keras_trial
@@ -67,6 +76,10 @@ def create(
     """
     local, test = resolve_mode(local, test, mode)
     kind = _trial_kind(trial_def)
+    if kind == "estimator":
+        from determined.estimator import require_estimator
+
+        require_estimator(f"det.experimental.create({trial_def.__name__})")
     runpy_globals = RunpyGlobals.get()
     info = det.get_cluster_info()
     if runpy_globals is not None or (info is not None and info.task_type == "TRIAL"):
@@ -91,6 +104,11 @@ def create(
             loaded = {**KERAS_DEFAULTS, **loaded}
             local_config(loaded, {})  # validate early, listing every problem
             hparams = None  # run_keras_trial samples them with the experiment seed
+        elif kind == "estimator":
+            from determined.experimental.estimator import local_config
+
+            loaded = local_config(loaded)  # validate early, listing every problem
+            hparams = None  # run_estimator_trial samples them with the experiment seed
         else:
             from determined.experimental._context import sample_hparams
 
@@ -111,6 +129,10 @@ def create(
         from determined.experimental.keras import KERAS_DEFAULTS
 
         defaults = KERAS_DEFAULTS
+    elif kind == "estimator":
+        from determined.experimental.estimator import ESTIMATOR_DEFAULTS
+
+        defaults = ESTIMATOR_DEFAULTS
     if not command and is_jupyter():
         return submit_current_notebook(config, context_dir, master_url=master_url, test=test, defaults=defaults)
     command = list(command) if command else default_command(context_dir)

@@ -1,0 +1,209 @@
+"""Running Estimator training under Determined: in a trial (from the master) or locally in-process.
+
+* `train(core_context, context, specs, *, mode, latest_checkpoint)` — the managed loop for the
+  Native API (after `train_and_evaluate`) and for Trial classes;
+* `run_estimator_trial(trial_class, config, hparams, ...)` — an `EstimatorTrial`, with the same
+  arguments as `determined.exec.harness.run_pytorch_trial`;
+* `local_core_context(config, test=...)` / `print_local_summary(...)` for `local=True` runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pathlib
+import random
+import tempfile
+from typing import Any, Iterator
+
+from determined import errors
+from determined.estimator._availability import require_estimator
+from determined.estimator._context import EstimatorTrialContext
+from determined.estimator._loop import EstimatorLoop, EstimatorSpecs, LoopMode, LoopResult, Report, format_table
+from determined.estimator._trial import EstimatorTrial
+
+logger = logging.getLogger("determined.estimator")
+
+def silence_tensorflow() -> None:
+    """TF's C++ start-up chatter drowns the trial's logs; set before TensorFlow is imported."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+
+def seed_everything(seed: int) -> None:
+    """Python's and numpy's generators; the graph seed is set per estimator by the loop."""
+    random.seed(seed)
+    try:
+        import numpy as np
+    except ImportError:
+        return
+    np.random.seed(seed % (2**32))
+
+
+def _print_report(report: Report) -> None:
+    if report.group == "validation":
+        shown = ", ".join(f"{name} {value:.4f}" for name, value in report.metrics.items())
+        print(f"[local] batches {report.steps_completed}: {shown}", flush=True)
+
+
+def train(
+    core_context: Any, context: Any, specs: EstimatorSpecs, *, mode: LoopMode, latest_checkpoint: str | None = None
+) -> LoopResult:
+    loop = EstimatorLoop(
+        core_context,
+        specs,
+        config=context.get_experiment_config(),
+        global_batch_size=context.get_global_batch_size(),
+        trial_seed=context.get_trial_seed(),
+        mode=mode,
+        latest_checkpoint=latest_checkpoint,
+        stop_requested=context.get_stop_requested,
+        on_report=_print_report if mode is not LoopMode.CLUSTER else None,
+    )
+    result = loop.run()
+    if mode is LoopMode.CLUSTER:
+        loop.cleanup()  # everything worth keeping is in Determined's checkpoints
+    return result
+
+
+def specs_from_trial(trial: EstimatorTrial) -> EstimatorSpecs:
+    import tensorflow as tf
+
+    name = type(trial).__name__
+    estimator = trial.build_estimator()
+    if not isinstance(estimator, tf.estimator.Estimator):
+        raise errors.InvalidModelException(
+            f"{name}.build_estimator() must return a tf.estimator.Estimator, got {type(estimator).__name__}"
+        )
+    train_spec, eval_spec = trial.build_train_spec(), trial.build_validation_spec()
+    if not isinstance(train_spec, tf.estimator.TrainSpec):
+        raise errors.InvalidModelException(
+            f"{name}.build_train_spec() must return a tf.estimator.TrainSpec, got {type(train_spec).__name__}"
+        )
+    if not isinstance(eval_spec, tf.estimator.EvalSpec):
+        raise errors.InvalidModelException(
+            f"{name}.build_validation_spec() must return a tf.estimator.EvalSpec, got {type(eval_spec).__name__}"
+        )
+    serving = trial.build_serving_input_receiver_fns() or {}
+    if not isinstance(serving, dict):
+        raise errors.InvalidModelException(
+            f"{name}.build_serving_input_receiver_fns() must return a dict (name -> serving_input_receiver_fn)"
+        )
+    return EstimatorSpecs(estimator, train_spec, eval_spec, serving)
+
+
+def train_trial_class(
+    trial_class: type,
+    core_context: Any,
+    *,
+    config: dict,
+    hparams: dict,
+    trial_seed: int,
+    mode: LoopMode,
+    trial_id: int | None = None,
+    experiment_id: int | None = None,
+    latest_checkpoint: str | None = None,
+) -> LoopResult:
+    if not (isinstance(trial_class, type) and issubclass(trial_class, EstimatorTrial)):
+        raise TypeError(f"{trial_class!r} is not an EstimatorTrial subclass")
+    from determined.experimental._context import DistributedInfo
+
+    seed_everything(trial_seed)
+    distributed = DistributedInfo.from_core(core_context.distributed) if core_context is not None else None
+    context = EstimatorTrialContext(
+        config, hparams, trial_seed=trial_seed, trial_id=trial_id, experiment_id=experiment_id,
+        distributed=distributed, core_context=core_context,
+    )
+    specs = specs_from_trial(trial_class(context))
+    return train(core_context, context, specs, mode=mode, latest_checkpoint=latest_checkpoint)
+
+
+# ---------------------------------------------------------------------------------------------
+# local runs
+
+
+@contextlib.contextmanager
+def local_core_context(config: dict, *, test: bool) -> Iterator[Any]:
+    """A Core API context for in-process runs: checkpoints in a temp dir (test) or the config's storage."""
+    from determined import core
+    from determined.common import storage
+
+    if test:
+        with tempfile.TemporaryDirectory(prefix="det-local-test-") as tmp:
+            with core._dummy_init(checkpoint_storage=tmp) as core_context:
+                yield core_context
+        return
+    base: pathlib.Path | None = None
+    storage_config = config.get("checkpoint_storage") or {}
+    if storage_config.get("type") in ("shared_fs", "directory"):
+        try:
+            base = storage.checkpoint_base(storage_config)
+        except (KeyError, ValueError, TypeError):
+            base = None
+    with core._dummy_init(checkpoint_storage=str(base) if base else None) as core_context:
+        yield core_context
+
+
+def print_local_summary(result: LoopResult, *, test: bool, checkpoint_base: Any = None) -> None:
+    print(format_table(result.reports), flush=True)
+    if test:
+        print(
+            f"[local test] trained {result.steps_completed} batch(es), validated and checkpointed: the model "
+            "definition works. Set local=False to submit the experiment to the master.",
+            flush=True,
+        )
+    else:
+        where = f" under {checkpoint_base}" if checkpoint_base else ""
+        print(
+            f"[local] trained {result.steps_completed} batches (model_dir {result.model_dir}); "
+            f"checkpoints{where}: {', '.join(result.checkpoints)}",
+            flush=True,
+        )
+
+
+def run_estimator_trial(
+    trial_class: type,
+    config: dict,
+    hparams: dict | None,
+    *,
+    latest_checkpoint: str | None = None,
+    on_cluster: bool,
+    test_mode: bool = False,
+) -> LoopResult:
+    """Run an `EstimatorTrial` the way `determined.exec.harness.run_pytorch_trial` runs a PyTorchTrial.
+
+    On the master: searcher operations, metrics and checkpoints through `det.core.init()`.
+    Off it: real local training for `searcher.max_length` (or one batch with `test_mode`).
+    """
+    require_estimator(f"EstimatorTrial {getattr(trial_class, '__name__', trial_class)}")
+    silence_tensorflow()
+    import determined as det
+    from determined import core
+
+    if on_cluster:
+        info = det.get_cluster_info()
+        assert info is not None
+        trial = info.trial
+        with core.init() as core_context:
+            return train_trial_class(
+                trial_class, core_context, config=config, hparams=dict(hparams or trial.hparams),
+                trial_seed=trial.trial_seed, mode=LoopMode.CLUSTER, trial_id=trial.trial_id,
+                experiment_id=trial.experiment_id, latest_checkpoint=latest_checkpoint,
+            )
+    from determined.common import expconf
+
+    expanded = expconf.apply_defaults(config)
+    seed = int(expanded["reproducibility"]["experiment_seed"])
+    if hparams is None:
+        from determined.experimental._context import sample_hparams
+
+        hparams = sample_hparams(config.get("hyperparameters") or {}, seed)
+    print(f"[local{' test' if test_mode else ''}] hyperparameters: {hparams}", flush=True)
+    with local_core_context(expanded, test=test_mode) as core_context:
+        result = train_trial_class(
+            trial_class, core_context, config=expanded, hparams=hparams, trial_seed=seed,
+            mode=LoopMode.TEST if test_mode else LoopMode.LOCAL, latest_checkpoint=latest_checkpoint,
+        )
+        base = getattr(getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None)
+    print_local_summary(result, test=test_mode, checkpoint_base=None if test_mode else base)
+    return result

@@ -1,0 +1,34 @@
+"""`det.estimator.EstimatorTrial`: the Trial API for tf.estimator (Determined <= 0.24; TensorFlow <= 2.15)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from determined.estimator._context import EstimatorTrialContext
+
+
+class EstimatorTrial:
+    """Subclass it and implement `build_estimator`, `build_train_spec` and `build_validation_spec`.
+
+    Run it with `entrypoint: model_def:MyEstimatorTrial` or `det.experimental.create(MyEstimatorTrial, ...)`.
+    The training input must repeat (`dataset.repeat()`): how long to train comes from the searcher,
+    not from `TrainSpec.max_steps`. The validation input should end (`EvalSpec(steps=None)` evaluates
+    all of it).
+    """
+
+    trial_context_class = EstimatorTrialContext
+
+    def __init__(self, context: EstimatorTrialContext) -> None:
+        self.context = context
+
+    def build_estimator(self) -> Any:
+        raise NotImplementedError("EstimatorTrial.build_estimator() must return a tf.estimator.Estimator")
+
+    def build_train_spec(self) -> Any:
+        raise NotImplementedError("EstimatorTrial.build_train_spec() must return a tf.estimator.TrainSpec")
+
+    def build_validation_spec(self) -> Any:
+        raise NotImplementedError("EstimatorTrial.build_validation_spec() must return a tf.estimator.EvalSpec")
+
+    def build_serving_input_receiver_fns(self) -> dict[str, Callable[[], Any]]:
+        """Optional: name -> serving_input_receiver_fn; each checkpoint then holds a SavedModel per name."""
+        return {}
