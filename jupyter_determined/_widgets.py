@@ -23,10 +23,21 @@ from determined.common.states import TERMINAL_EXPERIMENT_STATES
 log = logging.getLogger("jupyter_determined.widgets")
 
 MAX_LOG_LINES = 12
+# The chart is CHART_WIDTH pixels wide: a few thousand points in all are plenty, so a large
+# experiment's curves are downsampled by the master (the first, last and evenly spaced
+# validations of each trial) instead of fetching every report.
+CURVE_POINTS_TOTAL = 5000
+CURVE_POINTS_PER_TRIAL = (10, 500)  # bounds per trial
 CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 420, 180, 34
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf")
 TERMINAL = {str(state) for state in TERMINAL_EXPERIMENT_STATES}
+
+
+def curve_points_per_trial(num_trials: int) -> int:
+    """`max_datapoints` for the validation curves of `num_trials` trials."""
+    low, high = CURVE_POINTS_PER_TRIAL
+    return max(low, min(high, CURVE_POINTS_TOTAL // max(1, num_trials)))
 
 
 def _esc(value: Any) -> str:
@@ -342,8 +353,10 @@ class ExperimentWidget(widgets.VBox):
         self.apply_experiment(answer["experiment"])
         for trial in answer.get("trials", []):
             self.apply_trial(trial)
-        metrics = session.get(f"/experiments/{self.experiment_id}/metrics",
-                              params={"group": "validation"}).get("metrics", [])
+        metrics = session.get(f"/experiments/{self.experiment_id}/metrics", params={
+            "group": "validation",
+            "max_datapoints": curve_points_per_trial(len(answer.get("trials", [])))},
+        ).get("metrics", [])
         for report in metrics:
             self.apply_metric(report)
         for trial in answer.get("trials", [])[-3:]:

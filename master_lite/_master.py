@@ -17,10 +17,12 @@ import asyncio
 import json
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from determined.common import expconf
 from determined.common.states import (TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES,
                                       CheckpointState, ExperimentState, TrialState)
 
@@ -34,6 +36,7 @@ from master_lite._trial_reports import TrialReports
 from master_lite.scheduler import GPU, LocalRunner, Scheduler, discover_gpus, fake_gpus
 from master_lite.scheduler import PortAllocator, RayCluster, RayRunner
 from master_lite.store import Store
+from master_lite.store import _queries
 
 DEFAULT_CONTEXT_LIMIT = 96 * 1024 * 1024
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
@@ -93,6 +96,10 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, master_url: str) -> None:
+        # jsonschema takes seconds to import on a busy machine; import it beside the start, not
+        # inside the first request that validates a body (a user's first submission).
+        threading.Thread(target=expconf.prepare_validator, name="prepare-validators",
+                         daemon=True).start()
         self.master_url = master_url.rstrip("/")
         self._loop = asyncio.get_running_loop()
         self.events.attach(self._loop)
@@ -134,6 +141,8 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         for timer in self._grace_timers.values():
             timer.cancel()
         self._grace_timers.clear()
+        if isinstance(self.runner, LocalRunner):
+            self.runner.close()  # its pre-started interpreters
         self._log_writer.close()
         self._closed = True
         self.store.close()
@@ -156,7 +165,6 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
                           activate: bool = True, archived: bool = False,
                           notebook: dict | None = None, parent_id: int | None = None) -> dict:
         from determined.common import context as context_mod
-        from determined.common import expconf
 
         if isinstance(config, str):
             original_text = config
@@ -390,52 +398,146 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             raise errors.NotFound(f"trial {trial_id} not found")
         return row
 
-    def _trial_json(self, row: dict, *, prefetched: dict[int, dict] | None = None,
-                    metric_name: str | None = None) -> dict:
-        """`prefetched` (metric rows by id) and `metric_name` let list_trials read them once
-        for all trials instead of four queries per trial."""
-        allocation_id = self._trial_allocation.get(row["id"])
-        allocation = self._allocations.get(allocation_id) if allocation_id else None
+    def _metric_name(self, exp_id: int) -> str | None:
+        config = self._experiment_row(exp_id)["config"]
+        return (config.get("searcher") or {}).get("metric")
 
-        def metric_row(metric_id: int | None) -> dict | None:
-            if metric_id is None:
-                return None
-            if prefetched is not None:
-                return prefetched.get(metric_id)
-            rows = self.store.metric_rows("id = ?", (metric_id,))
-            return rows[0] if rows else None
+    def _trials_json(self, where: str, params: tuple, *, metric_name: str | None,
+                     order: str = "id", limit: int | None = None, offset: int = 0) -> list[dict]:
+        """Trials with their latest/best metric summaries: one query for all of them
+        (bench_api_read_latency.py: per-trial queries and per-row decoding made 1,000 trials
+        take hundreds of milliseconds)."""
+        trials = []
+        for row, (hparams, latest_training, latest_validation, best_validation, start_time,
+                  end_time) in _queries.trial_rows(self.store, where, params, order=order,
+                                                   limit=limit, offset=offset):
+            row["hparams"] = hparams
+            allocation_id = self._trial_allocation.get(row["id"])
+            trials.append(_serialize.trial_json_from_summaries(
+                row, allocation=self._allocations.get(allocation_id) if allocation_id else None,
+                latest_training=latest_training, latest_validation=latest_validation,
+                best_validation=best_validation,
+                searcher_metric=_reports.metric_value(
+                    latest_validation["metrics"] if latest_validation else None, metric_name),
+                start_time=start_time, end_time=end_time))
+        return trials
 
-        latest_validation = metric_row(row["latest_validation_id"])
-        if prefetched is None:
-            config = self.store.get("experiments", row["experiment_id"])["config"]
-            metric_name = (config.get("searcher") or {}).get("metric")
-        return _serialize.trial_json(
-            row, allocation=allocation, latest_training=metric_row(row["latest_training_id"]),
-            latest_validation=latest_validation,
-            best_validation=metric_row(row["best_validation_id"]),
-            searcher_metric=_reports.metric_value(
-                latest_validation["metrics"] if latest_validation else None, metric_name))
+    def _trial_json(self, row: dict) -> dict:
+        [trial] = self._trials_json("t.id = ?", (row["id"],),
+                                    metric_name=self._metric_name(row["experiment_id"]))
+        return trial
 
     def list_trials(self, exp_id: int) -> list[dict]:
+        metric_name = self._metric_name(exp_id)  # NotFound for an unknown experiment
+        return self._trials_json("t.experiment_id = ?", (int(exp_id),), metric_name=metric_name)
+
+    def trials_page(self, exp_id: int, *, limit: int | None = None, offset: int = 0,
+                    order_by: str = "id") -> dict:
+        """`{trials, total}`: the trials of an experiment from `offset` on, at most `limit`, in
+        `order_by` order: "id", "-id", or "best" (best searcher metric first, by the
+        experiment's smaller_is_better; trials without a validation last, then by id)."""
         experiment = self._experiment_row(exp_id)
-        rows = self.store.select("trials", "experiment_id = ?", (int(exp_id),))
-        # One query for every trial's latest/best metric rows (bench_api_read_latency.py: the
-        # per-trial queries made 1,000 trials take seconds).
-        ids = sorted({row[key] for row in rows for key in (
-            "latest_training_id", "latest_validation_id", "best_validation_id")
-            if row[key] is not None})
-        prefetched: dict[int, dict] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            for metric in self.store.metric_rows(
-                    f"id IN ({', '.join('?' for _ in chunk)})", chunk):
-                prefetched[metric["id"]] = metric
-        metric_name = (experiment["config"].get("searcher") or {}).get("metric")
-        return [self._trial_json(row, prefetched=prefetched, metric_name=metric_name)
-                for row in rows]
+        searcher = experiment["config"].get("searcher") or {}
+        metric_name = searcher.get("metric")
+        if order_by not in (*_queries.TRIAL_ORDERS, "best"):
+            message = (f"order_by: {order_by!r} is not one of "
+                       f"{', '.join((*_queries.TRIAL_ORDERS, 'best'))}")
+            raise errors.InvalidRequest(message, [message])
+        total = self.store.scalar("SELECT COUNT(*) FROM trials WHERE experiment_id = ?",
+                                  (int(exp_id),))
+        where, params = "t.experiment_id = ?", (int(exp_id),)
+        if order_by != "best":
+            trials = self._trials_json(where, params, metric_name=metric_name, order=order_by,
+                                       limit=limit, offset=offset)
+            return {"trials": trials, "total": total}
+        # The best value sits in stored JSON that SQLite's JSON functions may reject (NaN):
+        # order in Python on the best reports alone, then build only the page's trials.
+        sign = 1.0 if searcher.get("smaller_is_better", True) else -1.0
+
+        def best_first(item: tuple[int, str | None]) -> tuple:
+            trial_id, metrics = item
+            value = _reports.metric_value(json.loads(metrics) if metrics else None, metric_name)
+            if value is not None and value != value:  # NaN: no order, as no value
+                value = None
+            return (value is None, 0.0 if value is None else sign * value, trial_id)
+
+        ordered = sorted(_queries.best_validation_metrics(self.store, exp_id), key=best_first)
+        end = None if limit is None else offset + limit
+        page = [trial_id for trial_id, _ in ordered[offset:end]]
+        position = {trial_id: index for index, trial_id in enumerate(page)}
+        trials = []
+        for start in range(0, len(page), 500):
+            chunk = page[start:start + 500]
+            trials += self._trials_json(f"t.id IN ({', '.join('?' for _ in chunk)})", tuple(chunk),
+                                        metric_name=metric_name)
+        return {"trials": sorted(trials, key=lambda trial: position[trial["id"]]),
+                "total": total}
 
     def get_trial(self, trial_id: int) -> dict:
         return self._trial_json(self._trial_row(trial_id))
+
+    # -- metric reads -------------------------------------------------------------------------
+    # This replaces TrialReports.get_metrics (the write path's module): reads are answered by
+    # store._queries, which builds the reports' JSON inside SQLite.
+    def get_metrics(self, *, trial_id: int | None = None, experiment_id: int | None = None,
+                    group: str | None = None, after_id: int = 0, limit: int | None = None,
+                    trial_ids: list[int] | None = None,
+                    max_datapoints: int | None = None) -> list[dict]:
+        """Current metric reports in id order: of a trial, or of an experiment's trials (only
+        `trial_ids` of them when given), of one `group`, after `after_id`; downsampled per
+        (trial, group) to `max_datapoints` (store/_queries.py says which are kept); at most
+        `limit`."""
+        return json.loads(self.get_metrics_json(
+            trial_id=trial_id, experiment_id=experiment_id, group=group, after_id=after_id,
+            limit=limit, trial_ids=trial_ids, max_datapoints=max_datapoints))
+
+    def get_metrics_json(self, *, trial_id: int | None = None, experiment_id: int | None = None,
+                         group: str | None = None, after_id: int = 0,
+                         limit: int | None = None, trial_ids: list[int] | None = None,
+                         max_datapoints: int | None = None) -> str:
+        """`get_metrics` as the JSON text of the list (what the API sends)."""
+        where, params = ["id > ?"], [int(after_id or 0)]
+        if trial_id is not None:
+            self._trial_row(trial_id)
+            where.append("trial_id = ?")
+            params.append(int(trial_id))
+        if experiment_id is not None:
+            self._experiment_row(experiment_id)
+            if trial_ids is None:
+                where.append("trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)")
+                params.append(int(experiment_id))
+            else:
+                trial_ids = self._trials_of_experiment(experiment_id, trial_ids)
+                where.append(f"trial_id IN ({', '.join('?' for _ in trial_ids)})")
+                params.extend(trial_ids)
+        elif trial_ids is not None:
+            raise errors.InvalidRequest("trial_ids: only with experiment_id")
+        if group:
+            where.append("group_name = ?")
+            params.append(group)
+        if max_datapoints is not None and max_datapoints < _queries.MIN_DATAPOINTS:
+            message = (f"max_datapoints: must be at least {_queries.MIN_DATAPOINTS} (the first "
+                       f"and the last report), got {max_datapoints}")
+            raise errors.InvalidRequest(message, [message])
+        return _queries.metric_reports_json(self.store, " AND ".join(where), params,
+                                            limit=limit, max_datapoints=max_datapoints)
+
+    def _trials_of_experiment(self, exp_id: int, trial_ids: list[int]) -> list[int]:
+        """`trial_ids` without repeats, each checked to be a trial of experiment `exp_id`."""
+        wanted = sorted({int(t) for t in trial_ids})
+        found: set[int] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            found.update(row["id"] for row in self.store.select(
+                "trials", f"experiment_id = ? AND id IN ({', '.join('?' for _ in chunk)})",
+                (int(exp_id), *chunk)))
+        missing = [t for t in wanted if t not in found]
+        if missing:
+            message = (f"trial_ids: {', '.join(map(str, missing))} "
+                       f"{'is not a trial' if len(missing) == 1 else 'are not trials'} of "
+                       f"experiment {exp_id} (GET /experiments/{exp_id}/trials lists them)")
+            raise errors.InvalidRequest(message, [message])
+        return wanted
 
     def trial_notebook(self, trial_id: int) -> tuple[str, bytes]:
         """The executed notebook of a papermill notebook trial's latest run: (file name, bytes).

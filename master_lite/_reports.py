@@ -22,6 +22,29 @@ def _is_json_value(value: Any) -> bool:
     return False
 
 
+_second_cache: dict[str, int] = {}
+
+
+def _report_time(value: Any) -> float | None:
+    """`parse_time`, with a fast path for the form the harness sends, `2026-11-22T01:02:03.456Z`:
+    reports come in runs within the same second, so the second is parsed once (the general
+    parser costs more than the rest of a report's checks)."""
+    if isinstance(value, str) and len(value) == 24 and value[19] == "." and value[23] == "Z" \
+            and value[20:23].isascii() and value[20:23].isdigit():
+        second = value[:19]
+        epoch = _second_cache.get(second)
+        if epoch is None:
+            parsed = parse_time(second + "Z")
+            assert parsed is not None
+            epoch = int(parsed)
+            if len(_second_cache) > 1000:  # many trials' reports interleave: keep it small
+                _second_cache.clear()
+            _second_cache[second] = epoch
+        # The same float parse_time gives (datetime's timestamp() divides microseconds so).
+        return (epoch * 10 ** 6 + int(value[20:23]) * 1000) / 10 ** 6
+    return parse_time(value)
+
+
 def normalize_metric_reports(reports: Any, *, trial_id: int, default_run_id: int) -> list[dict]:
     """Validated rows ready for `Store.insert_metrics`; InvalidRequest lists every bad field."""
     if not isinstance(reports, list):
@@ -60,7 +83,7 @@ def normalize_metric_reports(reports: Any, *, trial_id: int, default_run_id: int
         if run_id is None:
             run_id = default_run_id
         try:
-            report_time = parse_time(report.get("report_time")) or now
+            report_time = _report_time(report.get("report_time")) or now
         except (TypeError, ValueError):
             problems.append(f"{where}.report_time: not an ISO-8601 time: "
                             f"{report.get('report_time')!r}")

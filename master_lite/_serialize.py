@@ -75,6 +75,20 @@ def metric_summary(row: dict | None) -> dict | None:
 def trial_json(row: dict, *, allocation: dict | None, latest_training: dict | None,
                latest_validation: dict | None, best_validation: dict | None,
                searcher_metric: float | None) -> dict:
+    """From the trial row and its latest/best metric rows."""
+    return trial_json_from_summaries(
+        row, allocation=allocation, latest_training=metric_summary(latest_training),
+        latest_validation=metric_summary(latest_validation),
+        best_validation=metric_summary(best_validation), searcher_metric=searcher_metric,
+        start_time=iso(row["start_time"]), end_time=iso(row["end_time"]))
+
+
+def trial_json_from_summaries(row: dict, *, allocation: dict | None,
+                              latest_training: dict | None, latest_validation: dict | None,
+                              best_validation: dict | None, searcher_metric: float | None,
+                              start_time: str | None, end_time: str | None) -> dict:
+    """From the trial row with the metric summaries (`metric_summary`) and times (`iso`)
+    already made, as the store's trial reads (`store._queries.trial_rows`) return them."""
     return {
         "id": row["id"],
         "experiment_id": row["experiment_id"],
@@ -87,15 +101,15 @@ def trial_json(row: dict, *, allocation: dict | None, latest_training: dict | No
         "steps_completed": row["steps_completed"],
         "progress": float(row["progress"] or 0.0),
         "runner_state": row["runner_state"] or "",
-        "start_time": iso(row["start_time"]),
-        "end_time": iso(row["end_time"]),
+        "start_time": start_time,
+        "end_time": end_time,
         "exit_code": row["exit_code"],
         "allocation_id": allocation["id"] if allocation else None,
         "slot_ids": allocation["slot_ids"] if allocation else [],
         "latest_checkpoint": row["latest_checkpoint"],
-        "latest_training": metric_summary(latest_training),
-        "latest_validation": metric_summary(latest_validation),
-        "best_validation": metric_summary(best_validation),
+        "latest_training": latest_training,
+        "latest_validation": latest_validation,
+        "best_validation": best_validation,
         "searcher_metric": searcher_metric,
     }
 

@@ -68,10 +68,7 @@ class TrialReports:
         if not rows:
             return 0
         accepted = len(rows)
-        config = self.store.get("experiments", trial["experiment_id"])["config"]
-        searcher_config = config.get("searcher") or {}
-        metric_name = searcher_config.get("metric")
-        smaller_is_better = bool(searcher_config.get("smaller_is_better", True))
+        metric_name, smaller_is_better = self._searcher_metric(trial["experiment_id"])
         changes: dict[str, Any] = {}
         # Stored and heard by the searcher in one transaction: after a crash either both
         # happened or neither did (the resumed run reports it again).
@@ -89,7 +86,7 @@ class TrialReports:
             if trial["best_validation_id"] in superseded:  # rare: recount from scratch
                 changes["best_validation_id"] = self._best_validation_id(
                     trial["id"], metric_name, smaller_is_better)
-            else:
+            elif any(row["group"] == "validation" for row in rows):
                 best_id, best_value = trial["best_validation_id"], None
                 if best_id is not None:
                     best_rows = self.store.metric_rows("id = ?", (best_id,))
@@ -115,9 +112,24 @@ class TrialReports:
         self._publish_trial(trial["id"])
         # The experiment's best validation is derived from its trials' best: listeners of
         # experiment events (the sidebar's list) must hear when it moves.
-        if changes.get("best_validation_id") != trial["best_validation_id"]:
+        if changes.get("best_validation_id", trial["best_validation_id"]) != \
+                trial["best_validation_id"]:
             self._publish_experiment(trial["experiment_id"])
         return accepted
+
+    def _searcher_metric(self, experiment_id: int) -> tuple[str | None, bool]:
+        """(searcher.metric, smaller_is_better) of an experiment. Read once per experiment, not
+        per report (an experiment's config never changes once created)."""
+        cache: dict[int, tuple[str | None, bool]] = self.__dict__.setdefault(
+            "_searcher_metric_cache", {})
+        cached = cache.get(experiment_id)
+        if cached is None:
+            config = self.store.get("experiments", experiment_id)["config"]
+            searcher_config = config.get("searcher") or {}
+            cached = (searcher_config.get("metric"),
+                      bool(searcher_config.get("smaller_is_better", True)))
+            cache[experiment_id] = cached
+        return cached
 
     def _best_validation_id(self, trial_id: int, metric_name: str | None,
                             smaller_is_better: bool) -> int | None:

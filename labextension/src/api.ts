@@ -90,6 +90,21 @@ function queryString(query?: Query): string {
   return parts.length ? `?${parts.join('&')}` : '';
 }
 
+/** Which reports of an experiment's metrics to fetch (bounded reads for large experiments). */
+export interface IMetricsSample {
+  /** Only these trials (at most 1000). */
+  trialIds?: number[];
+  /** Per trial and group, at most this many reports (>= 2): first, last, evenly spaced. */
+  maxDatapoints?: number;
+}
+
+export interface ITrialsPageQuery {
+  limit?: number;
+  offset?: number;
+  /** 'id' (default), '-id', or 'best' (best searcher metric first). */
+  orderBy?: 'id' | '-id' | 'best';
+}
+
 /** A typed client of the API; one per application. */
 export class DeterminedClient {
   readonly settings: ServerConnection.ISettings;
@@ -135,14 +150,35 @@ export class DeterminedClient {
     return (await this.request<{ trials: ITrial[] }>('GET', `experiments/${experimentId}/trials`)).trials;
   }
 
+  /** One page of an experiment's trials (with their latest/best metrics) and how many there are. */
+  async trialsPage(experimentId: number, page: ITrialsPageQuery = {}): Promise<{ trials: ITrial[]; total: number }> {
+    const query = { limit: page.limit, offset: page.offset, order_by: page.orderBy };
+    return this.request('GET', `experiments/${experimentId}/trials`, { query });
+  }
+
   async listCheckpoints(experimentId: number): Promise<ICheckpoint[]> {
     return (await this.request<{ checkpoints: ICheckpoint[] }>('GET', `experiments/${experimentId}/checkpoints`))
       .checkpoints;
   }
 
-  /** Every metric report of an experiment after `afterId` (all groups when group is empty). */
-  async experimentMetrics(experimentId: number, group = '', afterId = 0): Promise<IMetricReport[]> {
-    const query = { group, after_id: afterId };
+  /**
+   * Metric reports of an experiment after `afterId` (all groups when group is empty): of every
+   * trial, or only of `trialIds`; each (trial, group) series downsampled to `maxDatapoints`
+   * (its first, last and evenly spaced reports) when given.
+   */
+  async experimentMetrics(
+    experimentId: number,
+    group = '',
+    afterId = 0,
+    sample: IMetricsSample = {}
+  ): Promise<IMetricReport[]> {
+    if (sample.trialIds && !sample.trialIds.length) {
+      return []; // no trial asked for (an empty trial_ids would mean every trial)
+    }
+    const query: Query = { group, after_id: afterId, max_datapoints: sample.maxDatapoints };
+    if (sample.trialIds) {
+      query.trial_ids = sample.trialIds.join(',');
+    }
     return (await this.request<{ metrics: IMetricReport[] }>('GET', `experiments/${experimentId}/metrics`, { query }))
       .metrics;
   }

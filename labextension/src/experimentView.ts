@@ -55,6 +55,9 @@ const ACTION_TEXT: Record<ExperimentAction, { label: string; confirm: string; da
 /** How many trials the curves show until the user picks. */
 const DEFAULT_SELECTED_TRIALS = 8;
 
+/** Reports per trial and group a chart loads at first (downsampled by the server). */
+const CURVE_POINTS = 1000;
+
 export class ExperimentView extends Widget {
   readonly model: ExperimentDataModel;
   private _section: Section = 'trials';
@@ -73,6 +76,8 @@ export class ExperimentView extends Widget {
   private _sortAscending = true;
   private _selected = new Set<number>();
   private _userSelected = false;
+  /** Trials whose curves were fetched (later fetches ask only what is newer). */
+  private _curvesLoaded = new Set<number>();
 
   // curves
   private _trainingChart = new Chart('line', 'steps', 'training');
@@ -150,11 +155,11 @@ export class ExperimentView extends Widget {
         this.node.classList.remove('jp-Det-mod-failed');
         this.model.setExperiment(experiment);
         this.model.setTrials(trials);
-        const [metrics, checkpoints] = await Promise.all([
-          this._client.experimentMetrics(this.experimentId, '', this.model.lastMetricId),
+        this._selectDefaultTrials();
+        const [, checkpoints] = await Promise.all([
+          this._loadCurves(),
           this._client.listCheckpoints(this.experimentId)
         ]);
-        this.model.addMetrics(metrics);
         this.model.setCheckpoints(checkpoints);
         replaceChildren(this._message);
         if (this._section === 'logs' && this._logs) {
@@ -172,6 +177,38 @@ export class ExperimentView extends Widget {
       }
     })();
     return this._refreshing;
+  }
+
+  /**
+   * Fetch the metrics of the plotted trials only, downsampled: a large experiment has far more
+   * reports than a chart shows. A trial's first fetch starts at the beginning; later ones ask
+   * what is newer than everything seen (events bring the rest while the stream is live).
+   */
+  private async _loadCurves(): Promise<void> {
+    const selected = this._selectedTrialIds();
+    const fresh = selected.filter(id => !this._curvesLoaded.has(id));
+    const loaded = selected.filter(id => this._curvesLoaded.has(id));
+    const answers = await Promise.all([
+      this._client.experimentMetrics(this.experimentId, '', 0, { trialIds: fresh, maxDatapoints: CURVE_POINTS }),
+      this._client.experimentMetrics(this.experimentId, '', this.model.lastMetricId, {
+        trialIds: loaded,
+        maxDatapoints: CURVE_POINTS
+      })
+    ]);
+    fresh.forEach(id => this._curvesLoaded.add(id));
+    this.model.addMetrics(answers.flat());
+  }
+
+  private _selectDefaultTrials(): void {
+    if (this._userSelected) {
+      return;
+    }
+    for (const id of [...this.model.trials.keys()].sort((a, b) => a - b)) {
+      if (this._selected.size >= DEFAULT_SELECTED_TRIALS) {
+        break;
+      }
+      this._selected.add(id);
+    }
   }
 
   private _onEvent(type: EventType, payload: unknown): void {
@@ -221,14 +258,7 @@ export class ExperimentView extends Widget {
       this._renderConfig();
     }
     if (parts.has('trials') || parts.has('experiment')) {
-      if (!this._userSelected) {
-        for (const id of [...this.model.trials.keys()].sort((a, b) => a - b)) {
-          if (this._selected.size >= DEFAULT_SELECTED_TRIALS) {
-            break;
-          }
-          this._selected.add(id);
-        }
-      }
+      this._selectDefaultTrials();
       if (this._section === 'trials') {
         this._renderTrials();
       }
@@ -383,6 +413,9 @@ export class ExperimentView extends Widget {
             this._userSelected = true;
             if (checkbox.checked) {
               this._selected.add(trial.id);
+              this._loadCurves().catch(error =>
+                replaceChildren(this._message, errorBox(`Cannot load the curves of trial ${trial.id}: ${describeError(error)}`))
+              );
             } else {
               this._selected.delete(trial.id);
             }

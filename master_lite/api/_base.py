@@ -21,6 +21,7 @@ from typing import Any
 
 import tornado.web
 
+from determined.common import expconf
 from master_lite import errors
 from master_lite._auth import TrialPrincipal, UserPrincipal
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
@@ -101,8 +102,7 @@ def _validator(schema: dict) -> Any:
     """A cached validator of a route's request schema (schemas live as long as the routes)."""
     validator = _validators.get(id(schema))
     if validator is None:
-        import jsonschema  # slow to import (seconds on a busy machine): only on first use
-
+        jsonschema = expconf.import_jsonschema()  # the master imports it at start, in a thread
         validator = jsonschema.Draft7Validator(openapi_to_jsonschema(schema))
         _validators[id(schema)] = validator
     return validator

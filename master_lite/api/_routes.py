@@ -26,6 +26,16 @@ ACTION = PathParam("action", "|".join(EXPERIMENT_ACTIONS),
 
 AFTER_ID = Param("after_id", "integer", "only records with a larger id", default=0, minimum=0)
 LIMIT = Param("limit", "integer", "at most this many records", minimum=1)
+# Paging and downsampling of the reads that can be large (docs/rest-api.md).
+OFFSET = Param("offset", "integer", "skip this many trials first", minimum=0)
+TRIALS_LIMIT = Param("limit", "integer", "at most this many trials (all when not set)", minimum=1)
+ORDER_BY = Param("order_by", "string", "id, -id (newest first) or best (best searcher metric "
+                 "first; trials without a validation last)", enum=("id", "-id", "best"))
+MAX_DATAPOINTS = Param("max_datapoints", "integer",
+                       "per trial and group, keep at most this many reports: the first, the "
+                       "last and evenly spaced ones between (all when not set)", minimum=2)
+TRIAL_IDS = Param("trial_ids", "csv", "only these trials of the experiment (comma-separated "
+                  "ids, at most 1000)")
 TIMEOUT = Param("timeout_seconds", "number", "long poll: answer after at most this long",
                 default=60.0, minimum=0, maximum=3600)
 
@@ -113,8 +123,10 @@ ROUTES: tuple[Route, ...] = (
                          obj(["experiment", "trials"], experiment=ref("Experiment"),
                              trials=array(ref("Trial"))))}, (EXPERIMENT_ID,)),
     Route("/experiments/{experiment_id}/trials", _experiments.ExperimentTrialsHandler, {
-        "get": Operation("The trials of an experiment",
-                         obj(["trials"], trials=array(ref("Trial"))))}, (EXPERIMENT_ID,)),
+        "get": Operation("The trials of an experiment, with their latest and best metrics",
+                         obj(["trials", "total"], trials=array(ref("Trial")),
+                             total={**INTEGER, "description": "trials in the experiment"}),
+                         query=(TRIALS_LIMIT, OFFSET, ORDER_BY))}, (EXPERIMENT_ID,)),
     Route("/experiments/{experiment_id}/checkpoints", _experiments.ExperimentCheckpointsHandler, {
         "get": Operation("The checkpoints of an experiment",
                          obj(["checkpoints"], checkpoints=array(ref("Checkpoint"))),
@@ -126,7 +138,7 @@ ROUTES: tuple[Route, ...] = (
     Route("/experiments/{experiment_id}/metrics", _experiments.ExperimentMetricsHandler, {
         "get": Operation("Metric reports of every trial of an experiment", METRICS_ANSWER,
                          query=(Param("group", "string", "only this group, e.g. validation"),
-                                AFTER_ID, LIMIT))}, (EXPERIMENT_ID,)),
+                                AFTER_ID, LIMIT, TRIAL_IDS, MAX_DATAPOINTS))}, (EXPERIMENT_ID,)),
     Route("/experiments/{experiment_id}/searcher/best_searcher_validation_metric",
           _experiments.BestValidationHandler, {
               "get": Operation("The best searcher metric so far (404 when none)",
@@ -145,7 +157,8 @@ ROUTES: tuple[Route, ...] = (
         "post": Operation("Kill a trial", TRIAL_ANSWER)}, (TRIAL_ID,)),
     Route("/trials/{trial_id}/metrics", _trials.TrialMetricsHandler, {
         "get": Operation("Metric reports of a trial", METRICS_ANSWER, query=(
-            Param("group", "string", "only this group, e.g. training"), AFTER_ID, LIMIT)),
+            Param("group", "string", "only this group, e.g. training"), AFTER_ID, LIMIT,
+            MAX_DATAPOINTS)),
         "post": Operation("Report metrics (Determined's form or a batch)",
                           obj(["accepted"], accepted=INTEGER), request=METRICS_BODY,
                           fast_accept=is_plain_metrics_batch,

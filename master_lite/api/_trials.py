@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from master_lite.api._base import ApiError, ApiHandlerMixin
+from master_lite.api._experiments import given_args, send_metrics_json
 
 
 class TrialHandler(ApiHandlerMixin):
@@ -53,13 +54,18 @@ def metric_reports(trial_id: int, body: dict) -> list[dict]:
 
 class TrialMetricsHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        metrics = self.master.get_metrics(trial_id=trial_id, group=self.args["group"],
-                                          after_id=self.args["after_id"],
-                                          limit=self.args["limit"])
-        self.send_json({"metrics": metrics})
+        metrics = self.master.get_metrics_json(trial_id=trial_id, group=self.args["group"],
+                                               after_id=self.args["after_id"],
+                                               limit=self.args["limit"],
+                                               **given_args(self.args, "max_datapoints"))
+        send_metrics_json(self, metrics)
 
     async def post(self, trial_id: int) -> None:
         accepted = self.master.report_metrics(trial_id, metric_reports(trial_id, self.body))
+        # How long the master took over this report, from reading its headers to the commit
+        # done, waits behind other requests included (soak/soak_load.py splits report latency
+        # into the master's share and the rest with it).
+        self.set_header("Server-Timing", f"master;dur={self.request.request_time() * 1000:.2f}")
         self.send_json({"accepted": accepted})
 
 

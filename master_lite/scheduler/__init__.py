@@ -3,6 +3,7 @@ from ._gpus import GPU, FAKE_GPUS_ENV, discover_gpus, fake_gpus
 from ._local import (LaunchSpec, kill_orphaned_group, LocalRunner, LogRecord, entrypoint_argv,
                      process_group_alive, split_line)
 from ._ports import TRIAL_PORT_NAMES, PortAllocator
+from ._prestart import SparePool, plain_python_launch
 from ._ray import RayCluster, RayRunner
 from ._scheduler import DEFAULT_PRIORITY, AllocationRequest, Grant, Scheduler
 
@@ -10,4 +11,5 @@ __all__ = ["kill_orphaned_group", "GPU", "FAKE_GPUS_ENV", "discover_gpus", "fake
            "LaunchSpec", "LocalRunner",
            "LogRecord", "entrypoint_argv", "process_group_alive", "split_line",
            "DEFAULT_PRIORITY", "AllocationRequest", "Grant", "Scheduler",
-           "PortAllocator", "TRIAL_PORT_NAMES", "RayCluster", "RayRunner"]
+           "PortAllocator", "TRIAL_PORT_NAMES", "RayCluster", "RayRunner", "SparePool",
+           "plain_python_launch"]

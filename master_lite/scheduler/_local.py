@@ -1,5 +1,9 @@
 """Local resource manager: runs each trial run as a subprocess in its own process group.
 
+A `python3 <script.py>` entrypoint runs in a pre-started interpreter when one is ready (see
+`_prestart`): same process group, pipes and exit status, without the start-up on the trial's
+clock.
+
 Output is captured line by line by one reader thread per stream (both "\\n" and "\\r" end a
 line, so progress bars become lines), handed in batches to `log_sink`, and the exit status is
 reported on the event loop thread once every line has been handed over — so the exit event
@@ -20,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from master_lite.scheduler._prestart import (DEFAULT_SPARES, SPARES_ENV, PlainPythonLaunch,
+                                             Spare, SparePool, plain_python_launch, send_launch)
 from master_lite.scheduler._ray_container import MAX_LINE_BYTES, read_lines
 
 _RANK_PREFIX = re.compile(r"^\[rank=(\d+)\] ")
@@ -79,13 +85,21 @@ class _Running:
 
 class LocalRunner:
     def __init__(self, *, log_sink: Callable[[list[LogRecord]], None],
-                 on_exit: Callable[[str, int], None], loop: Any = None) -> None:
-        """`on_exit(allocation_id, exit_code)` runs on `loop` (call_soon_threadsafe) if given."""
+                 on_exit: Callable[[str, int], None], loop: Any = None,
+                 prestarted: int | None = None) -> None:
+        """`on_exit(allocation_id, exit_code)` runs on `loop` (call_soon_threadsafe) if given.
+
+        `prestarted`: how many pre-started interpreters to keep for `python3 <script.py>`
+        entrypoints (see `_prestart`); default $MASTER_LITE_PRESTARTED_INTERPRETERS, else 2;
+        0 turns them off."""
         self._log_sink = log_sink
         self._on_exit = on_exit
         self._loop = loop
         self._running: dict[str, _Running] = {}
         self._lock = threading.Lock()
+        if prestarted is None:
+            prestarted = _spares_from_environment()
+        self.spare_pool = SparePool(prestarted) if prestarted > 0 else None
 
     def running(self) -> list[str]:
         with self._lock:
@@ -98,9 +112,20 @@ class LocalRunner:
 
     def launch(self, spec: LaunchSpec) -> int:
         """Start the run; returns its pid (which is also its process group id)."""
-        process = subprocess.Popen(
-            spec.argv, cwd=spec.work_dir, env=spec.env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        handover: tuple[Spare, PlainPythonLaunch] | None = None
+        if self.spare_pool is not None:
+            plain = plain_python_launch(spec.argv, spec.env)
+            if plain is not None:
+                spare = self.spare_pool.take(plain, spec.env,
+                                             Path(spec.work_dir).resolve().parent)
+                if spare is not None:
+                    handover = (spare, plain)  # _wait hands it the allocation
+        if handover is not None:
+            process = handover[0].process
+        else:
+            process = subprocess.Popen(
+                spec.argv, cwd=spec.work_dir, env=spec.env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         readers = [
             threading.Thread(target=self._read_stream, args=(spec, process.stdout, "stdout"),
                              name=f"logs-{spec.allocation_id}-stdout", daemon=True),
@@ -111,7 +136,7 @@ class LocalRunner:
             self._running[spec.allocation_id] = _Running(spec, process, readers)
         for reader in readers:
             reader.start()
-        threading.Thread(target=self._wait, args=(spec.allocation_id,),
+        threading.Thread(target=self._wait, args=(spec.allocation_id, handover),
                          name=f"wait-{spec.allocation_id}", daemon=True).start()
         return process.pid
 
@@ -131,9 +156,18 @@ class LocalRunner:
         except Exception:  # a failing sink must not kill the capture (the process would block)
             pass
 
-    def _wait(self, allocation_id: str) -> None:
+    def _wait(self, allocation_id: str,
+              handover: tuple[Spare, PlainPythonLaunch] | None = None) -> None:
         with self._lock:
             running = self._running[allocation_id]
+        if handover is not None:
+            spare, plain = handover
+            try:
+                send_launch(spare, plain, running.spec.env, running.spec.work_dir)
+            except OSError as exc:  # it died between take() and now; its exit status follows
+                self._emit(running.spec, "master", [
+                    f"the pre-started interpreter for {allocation_id} exited before it was "
+                    f"handed the trial ({exc})".encode()])
         code = running.process.wait()
         # Children left behind in the group would hold the pipes open; the run is over.
         _killpg(running.process.pid, signal.SIGKILL)
@@ -149,6 +183,11 @@ class LocalRunner:
                 pass
         else:
             self._on_exit(allocation_id, exit_code)
+
+    def close(self) -> None:
+        """Retire the pre-started interpreters (running trials are not touched)."""
+        if self.spare_pool is not None:
+            self.spare_pool.close()
 
     def send_signal(self, allocation_id: str, sig: int) -> bool:
         pid = self.pid_of(allocation_id)
@@ -172,6 +211,17 @@ class LocalRunner:
         timer.daemon = True
         timer.start()
         return True
+
+
+def _spares_from_environment() -> int:
+    raw = os.environ.get(SPARES_ENV)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_SPARES
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise ValueError(f"{SPARES_ENV}={raw!r}: expected a number of interpreters (0 turns "
+                         "pre-started interpreters off)") from None
 
 
 def _killpg(pgid: int, sig: int) -> bool:

@@ -135,6 +135,9 @@ class FakeMaster:
                  "steps_completed": 10, "metrics": {"loss": 0.5},
                  "report_time": "2026-11-22T01:02:03.456Z"}]
 
+    def get_metrics_json(self, **kwargs):  # what the handlers call: get_metrics as JSON text
+        return json.dumps(self.get_metrics(**kwargs))
+
     def get_logs(self, trial_id, *, after_id=0, limit=None, tail=None, rank=None, stream=None):
         self._record("get_logs", trial_id, after_id=after_id, limit=limit, tail=tail, rank=rank,
                      stream=stream)

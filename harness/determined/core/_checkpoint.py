@@ -4,9 +4,15 @@ A checkpoint is a directory `<storage base>/<uuid>/` holding the user's files pl
 `metadata.json` (exactly the user's metadata dict). master_lite storage is always a local
 directory (shared_fs or directory), so `store_path` hands out the storage directory itself and
 `restore_path` reads from it in place.
+
+On the master, `store_path`/`upload` return once the files and `metadata.json` are written; the
+`POST /checkpoints` record goes out from a background `CheckpointReporter` thread (a synchronous
+round trip cost the training loop ~4 ms per checkpoint, bench/bench_harness_overhead.py).
 """
 from __future__ import annotations
 
+import atexit
+import collections
 import contextlib
 import datetime
 import enum
@@ -15,6 +21,8 @@ import json
 import logging
 import os
 import pathlib
+import threading
+import time
 import uuid
 from typing import Any, Callable, Iterator
 
@@ -75,12 +83,135 @@ def _md5(path: pathlib.Path) -> str:
 
 
 def _write_metadata(directory: pathlib.Path, metadata: dict) -> None:
+    text = json.dumps(metadata, indent=2)  # one write: json.dump writes every token separately
     with open(directory / METADATA_FILE, "w") as f:
-        json.dump(metadata, f, indent=2)
+        f.write(text)
+
+
+_DRAIN_LOG_INTERVAL_S = 10.0
+
+
+class CheckpointReporter:
+    """POSTs checkpoint records to the master from a background thread, in order.
+
+    The caller's thread only enqueues (the files are already in storage, so a reported checkpoint
+    always exists). `session_factory()` makes the thread's own `Session` (requests sessions are
+    not thread-safe). A failed POST is raised in the caller's thread by its next `submit`,
+    `flush` or `close`. `flush()` waits until everything submitted has been posted; `close()`
+    flushes and stops the thread; at interpreter exit whatever is queued is still posted.
+    Records are posted one at a time, in order: checkpoints are rare, so there is nothing to batch.
+    """
+
+    def __init__(self, session_factory: Callable[[], Any]) -> None:
+        self._session_factory = session_factory
+        self._pending: collections.deque = collections.deque()
+        self._unfinished = 0  # submitted, not yet posted (or failed)
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._error: tuple[str, BaseException] | None = None
+        self._closed = False
+
+    def submit(self, storage_id: str, payload: bytes) -> None:
+        """Queue one record (JSON, encoded by the caller: what it reports may not change later),
+        then raise a failure recorded so far (this record is still posted)."""
+        with self._changed:
+            if self._closed:
+                raise RuntimeError(
+                    f"checkpoint {storage_id} was saved after core.Context was closed, so it "
+                    "cannot be reported; save checkpoints inside `with det.core.init()`"
+                )
+            self._pending.append((storage_id, payload))
+            self._unfinished += 1
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="CheckpointReporterThread", daemon=True
+                )
+                self._thread.start()
+                # Daemon threads still run during atexit: a script that ends right after its
+                # last checkpoint (or never closes the context) still reports it.
+                atexit.register(self._drain_at_exit)
+            self._changed.notify_all()
+        self.raise_error()
+
+    def flush(self) -> None:
+        """Wait until every submitted record reached the master; raise a failure."""
+        with self._changed:
+            started = time.monotonic()
+            while self._unfinished:
+                if not self._changed.wait(timeout=_DRAIN_LOG_INTERVAL_S) and self._unfinished:
+                    logger.info(
+                        "waiting for %d checkpoint report(s) to reach the master (%.0f s so far)",
+                        self._unfinished,
+                        time.monotonic() - started,
+                    )
+        self.raise_error()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            with self._changed:
+                self._closed = True
+                self._changed.notify_all()
+                thread = self._thread
+            if thread is not None:
+                thread.join()
+                atexit.unregister(self._drain_at_exit)
+
+    def _drain_at_exit(self) -> None:
+        try:
+            self.close()
+        except Exception as e:  # noqa: BLE001 - nobody is left to raise to at exit
+            logger.error("%s", e)
+
+    def raise_error(self) -> None:
+        """Raise (once) the first failure of a record posted since the last call."""
+        with self._changed:
+            failure, self._error = self._error, None
+        if failure is None:
+            return
+        storage_id, error = failure
+        raise RuntimeError(
+            f"reporting checkpoint {storage_id} to the master failed: {error}; its files are in "
+            "checkpoint storage but the master does not list it (save a new checkpoint)"
+        ) from error
+
+    def _run(self) -> None:
+        session = None
+        try:
+            while True:
+                with self._changed:
+                    while not self._pending and not self._closed:
+                        self._changed.wait()
+                    if not self._pending:
+                        return
+                    storage_id, payload = self._pending.popleft()
+                failure = None
+                try:
+                    if session is None:
+                        session = self._session_factory()
+                    session.request("POST", "/checkpoints", data=payload,
+                                    headers={"Content-Type": "application/json"})
+                    logger.info("reported checkpoint %s to the master", storage_id)
+                except BaseException as e:  # noqa: BLE001 - every failure must reach the caller
+                    logger.warning("reporting checkpoint %s to the master failed: %s", storage_id, e)
+                    failure = (storage_id, e)
+                with self._changed:
+                    if failure is not None and self._error is None:
+                        self._error = failure
+                    self._unfinished -= 1
+                    self._changed.notify_all()
+        finally:
+            if session is not None and hasattr(session, "close"):
+                session.close()
 
 
 class CheckpointContext:
-    """Checkpoints of a trial on the master: files go to storage, records to `POST /checkpoints`."""
+    """Checkpoints of a trial on the master: files go to storage, records to `POST /checkpoints`
+    (from a `CheckpointReporter` thread; `session_factory` makes its session, by default a new
+    `Session` to the same master with the same token as `session`)."""
 
     def __init__(
         self,
@@ -90,6 +221,7 @@ class CheckpointContext:
         task_id: str | None = None,
         allocation_id: str | None = None,
         trial_id: int | None = None,
+        session_factory: Callable[[], Any] | None = None,
     ) -> None:
         self._dist = distributed
         self._storage_manager = storage_manager
@@ -97,6 +229,16 @@ class CheckpointContext:
         self._task_id = task_id
         self._allocation_id = allocation_id
         self._trial_id = trial_id
+        self._reporter = CheckpointReporter(session_factory or self._new_session)
+
+    def _new_session(self) -> Any:
+        from determined.common.api import Session
+
+        return Session(self._session.master_url, self._session.token)
+
+    def _close(self) -> None:
+        """Post every checkpoint record still queued; raise a reporting failure."""
+        self._reporter.close()
 
     # --- reporting (the dummy overrides these) ------------------------------------------------
     def _report_checkpoint(self, storage_id: str, resources: dict[str, int], metadata: dict) -> None:
@@ -115,13 +257,15 @@ class CheckpointContext:
             "reportTime": datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z"),
             "state": "COMPLETED",
         }
-        self._session.post("/checkpoints", body)
-        logger.info("reported checkpoint %s to the master", storage_id)
+        # Encoded now, in the caller's thread: the user may change nested metadata once we return
+        # (allow_nan=False as requests' json= would: the master's JSON has no NaN).
+        self._reporter.submit(storage_id, json.dumps(body, allow_nan=False).encode())
 
     def _report_deleted(self, storage_id: str, resources: dict[str, int]) -> None:
         self._session.patch("/checkpoints", {"checkpoints": [{"uuid": storage_id, "resources": resources}]})
 
     def get_metadata(self, storage_id: str) -> dict:
+        self._reporter.flush()  # a checkpoint this process just saved is readable at once
         answer = self._session.get(f"/checkpoints/{storage_id}")
         return dict((answer.get("checkpoint") or {}).get("metadata") or {})
 
@@ -148,6 +292,7 @@ class CheckpointContext:
         metadata = dict(metadata or {})
         if not shard:
             self._require_chief("upload")
+            self._reporter.raise_error()  # before this checkpoint is written
             if ckpt_dir is None:
                 raise ValueError("checkpoint.upload(ckpt_dir=None) is only valid with shard=True")
             storage_id = self._new_storage_id(shard=False)
@@ -225,6 +370,7 @@ class CheckpointContext:
         metadata = dict(metadata or {})
         if not shard:
             self._require_chief("store_path")
+            self._reporter.raise_error()  # before the user writes this checkpoint
         storage_id = self._new_storage_id(shard)
         with self._storage_manager.store_path(storage_id) as path:
             yield path, storage_id
@@ -285,6 +431,7 @@ class CheckpointContext:
         self._dist.broadcast_local(None)
 
     def delete(self, storage_id: str) -> None:
+        self._reporter.flush()  # the master must know a checkpoint before it is marked deleted
         resources = self._storage_manager.delete(storage_id)
         self._report_deleted(storage_id, resources)
 
@@ -294,6 +441,9 @@ class DummyCheckpointContext(CheckpointContext):
 
     def __init__(self, distributed: Any, storage_manager: storage.StorageManager) -> None:
         super().__init__(distributed, storage_manager)
+
+    def _close(self) -> None:
+        pass
 
     def _report_checkpoint(self, storage_id: str, resources: dict[str, int], metadata: dict) -> None:
         logger.info("saved checkpoint %s", storage_id)

@@ -81,6 +81,7 @@ class Context:
         try:
             self.profiler._close()
             self.train._close()  # drains queued metrics; raises a shipping error
+            self.checkpoint._close()  # drains queued checkpoint reports; raises a reporting error
         except Exception:
             if exc_type is None:
                 raise
@@ -220,6 +221,7 @@ def init(
             task_id=info.task_id,
             allocation_id=info.allocation_id,
             trial_id=trial.trial_id,
+            session_factory=session,
         ),
         distributed=distributed,
         preempt=preempt,

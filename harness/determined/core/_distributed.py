@@ -8,6 +8,7 @@ a temp dir, or ephemeral TCP on 127.0.0.1 with ``force_tcp``), used by the ``*_l
 These helpers coordinate small Python objects (a checkpoint uuid, a "should I stop" flag); they are
 not a replacement for framework collectives such as ``torch.distributed.all_reduce``.
 """
+from __future__ import annotations
 
 import logging
 import os
@@ -15,9 +16,10 @@ import pickle
 import shutil
 import tempfile
 import time
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
-import zmq
+if TYPE_CHECKING:
+    import zmq  # imported where sockets are made: a single-process trial never pays for it
 
 logger = logging.getLogger("determined.core")
 
@@ -76,6 +78,8 @@ class _Star:
         self.pull_endpoint = ""
 
     def _socket(self, kind: int, linger_ms: int) -> zmq.Socket:
+        import zmq
+
         sock = self.zmq_context.socket(kind)
         # A pending message must reach peers even when close() follows right after it.
         sock.setsockopt(zmq.LINGER, linger_ms)
@@ -84,6 +88,8 @@ class _Star:
 
     def bind(self, pub_endpoint: str, pull_endpoint: str) -> None:
         """Root only. Endpoints may end in ``:*`` (ephemeral port); see the endpoint attributes."""
+        import zmq
+
         assert self.is_root
         self.pub = self._socket(zmq.PUB, 2000)
         self.pull = self._socket(zmq.PULL, 0)
@@ -102,6 +108,8 @@ class _Star:
 
     def connect(self, pub_endpoint: str, pull_endpoint: str) -> None:
         """Members only. Connecting before the root binds is fine: ZMQ retries."""
+        import zmq
+
         assert not self.is_root
         self.sub = self._socket(zmq.SUB, 0)
         self.sub.setsockopt(zmq.SUBSCRIBE, b"")
@@ -328,6 +336,8 @@ class DistributedContext:
         self._closed = False
         if self.size < 2:
             return
+
+        import zmq
 
         self._zmq = zmq.Context()
         try:

@@ -42,6 +42,25 @@ def _take(structure: Any, index: np.ndarray) -> Any:
     return keras.tree.map_structure(lambda a: None if a is None else np.asarray(a)[index], structure)
 
 
+def _nbytes(structure: Any) -> int:
+    """Bytes held by the arrays/tensors of a structure (a batch)."""
+    total = 0
+    for leaf in _leaves(structure):
+        if leaf is None:
+            continue
+        if isinstance(leaf, np.ndarray):
+            total += leaf.nbytes
+            continue
+        dtype = getattr(leaf, "dtype", None)
+        itemsize = getattr(dtype, "size", None) or getattr(dtype, "itemsize", None)
+        shape = getattr(leaf, "shape", None)
+        if isinstance(itemsize, int) and shape is not None and None not in tuple(shape):
+            total += int(np.prod(tuple(shape), dtype=np.int64)) * itemsize
+        else:
+            total += np.asarray(leaf).nbytes
+    return total
+
+
 def _is_tf_dataset(data: Any) -> bool:
     try:
         import tensorflow as tf
@@ -74,9 +93,18 @@ class BatchSource:
     """Base: `fit_kwargs(start, end)` returns the data arguments for training batches [start, end)."""
 
     records: int | None = None  # records per epoch when known (arrays, sized datasets)
+    _batch_bytes: int = 0  # 0 until known
 
     def fit_kwargs(self, start: int, end: int) -> dict:
         raise NotImplementedError
+
+    def bytes_per_batch(self) -> int:
+        """The memory one batch takes when handed to `fit` (0: not known yet)."""
+        return self._batch_bytes
+
+    def _measure(self, batches: list) -> None:
+        if not self._batch_bytes and batches:
+            self._batch_bytes = _nbytes(batches[0])
 
     def sample_inputs(self) -> Any:
         """A batch of inputs, to build a model that has not seen data yet."""
@@ -95,6 +123,8 @@ class ArraySource(BatchSource):
         self.seed = seed
         self.records = _num_records(x)
         self._permutations: dict[int, np.ndarray] = {}
+        one = np.zeros(1, dtype=np.int64)
+        self._batch_bytes = batch_size * sum(_nbytes(_take(part, one)) for part in (x, y, sample_weight))
 
     def _permutation(self, epoch: int) -> np.ndarray:
         if not self.shuffle:
@@ -107,13 +137,16 @@ class ArraySource(BatchSource):
         return self._permutations[epoch]
 
     def indices(self, start: int, end: int) -> np.ndarray:
-        positions = np.arange(start * self.batch_size, end * self.batch_size)
-        epochs, offsets = np.divmod(positions, self.records)
-        index = np.empty_like(positions)
-        for epoch in np.unique(epochs):
-            mask = epochs == epoch
-            index[mask] = self._permutation(int(epoch))[offsets[mask]]
-        return index
+        """Record indices of stream positions [start * batch_size, end * batch_size): one slice of
+        each epoch's permutation that the range touches."""
+        position, last = start * self.batch_size, end * self.batch_size
+        parts = []
+        while position < last:
+            epoch, offset = divmod(position, self.records)
+            take = min(self.records - offset, last - position)
+            parts.append(self._permutation(epoch)[offset:offset + take])
+            position += take
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def fit_kwargs(self, start: int, end: int) -> dict:
         index = self.indices(start, end)
@@ -139,7 +172,8 @@ class SequenceSource(BatchSource):
             if k > start and k % self.length == 0 and hasattr(self.dataset, "on_epoch_end"):
                 self.dataset.on_epoch_end()
             batches.append(self.dataset[k % self.length])
-        return {"x": _BatchList(batches)}
+        self._measure(batches)
+        return {"x": _BatchList(batches), "shuffle": False}  # the order is batch k = f(k)
 
 
 class TFDatasetSource(BatchSource):
@@ -166,7 +200,8 @@ class TFDatasetSource(BatchSource):
         self._seek(start)
         batches = [next(self._iterator) for _ in range(end - start)]
         self._position = end
-        return {"x": _BatchList(batches)}
+        self._measure(batches)
+        return {"x": _BatchList(batches), "shuffle": False}  # the order is batch k = f(k)
 
 
 def training_source(

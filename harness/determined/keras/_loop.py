@@ -1,10 +1,19 @@
 """The managed Keras training loop: searcher lengths, validation, checkpoints, preemption, resume.
 
-Keras' own `fit` does the training, called once per chunk of batches. A chunk ends at the next
-multiple of `scheduling_unit`, the next validation or checkpoint boundary, or the end of the
-searcher operation, so chunk boundaries depend only on the step count: a resumed trial cuts
-its chunks where an uninterrupted one does, and (with data that is a function of the batch
-index, see `_data`) trains on the same batches with the same optimizer state.
+Keras' own `fit` does the training. A chunk ends at the next multiple of `scheduling_unit`, the
+next validation or checkpoint boundary, or the end of the searcher operation, so chunk
+boundaries depend only on the step count: a resumed trial cuts its chunks where an
+uninterrupted one does, and (with data that is a function of the batch index, see `_data`)
+trains on the same batches with the same optimizer state.
+
+Each chunk is one Keras epoch, and the work between chunks (metrics, validation, checkpoints,
+preemption) runs in `_ChunkDriver.on_epoch_end`. Consecutive chunks of the same length share
+one `fit` call (`steps_per_epoch` = the chunk length) as far as a memory budget for their
+training data allows: a `fit` call costs ~0.1 s of set-up (data adapter, tf.data pipeline,
+iterator), as much as ~100 training steps of a small model, so one call per chunk would
+double the time of such a model. Sharing needs the chunk length to be a multiple of the
+model's `steps_per_execution` (Keras runs whole executions); otherwise each chunk gets its own
+`fit` call, as before.
 """
 from __future__ import annotations
 
@@ -14,6 +23,7 @@ import json
 import logging
 import math
 import pathlib
+import time
 from typing import Any, Callable, Iterable
 
 import keras
@@ -26,6 +36,12 @@ from determined.keras._context import FitArguments, check_compiled, original_fit
 logger = logging.getLogger("determined.keras")
 
 MODEL_FILE = "model.keras"
+
+# The most training data (bytes) one `fit` call may be handed when chunks share it: the arrays
+# are gathered (copied) for the call, and tf.data copies them once more.
+FIT_DATA_BUDGET_BYTES = 64 * 1024 * 1024
+# The least time between two progress reports between chunks on the master.
+PROGRESS_INTERVAL_S = 1.0
 
 
 class LoopMode(str, enum.Enum):
@@ -83,6 +99,14 @@ class ChunkedCallbacks(keras.callbacks.Callback):
         self.inner = keras.callbacks.CallbackList(list(callbacks))
         self._began = False
         self._pending_epoch_end: tuple[int, dict] | None = None
+        # Keras runs batch-end hooks off the training thread ("async") only when every callback
+        # allows it; this wrapper overrides them, so it must say whether the wrapped ones allow it
+        # (else every batch would convert its logs to Python numbers on the training thread).
+        self.async_safe = all(
+            getattr(cb, "async_safe", False)
+            or (getattr(cb.on_train_batch_end, "_is_default", False) and getattr(cb.on_batch_end, "_is_default", False))
+            for cb in callbacks
+        )
 
     def set_model(self, model: Any) -> None:
         super().set_model(model)
@@ -121,6 +145,33 @@ class ChunkedCallbacks(keras.callbacks.Callback):
     def finish(self, logs: dict | None) -> None:
         if self._began:
             self.inner.on_train_end(logs)
+
+
+class _ChunkEnd(enum.Enum):
+    """Why `fit` was told to stop before its last epoch (chunk)."""
+
+    STOPPED = "stopped"  # model.stop_training or context.set_stop_requested(True)
+    PREEMPTED = "preempted"  # checkpointed; the trial exits
+    REPLAN = "replan"  # the next chunk is not the length this fit call was set up for
+
+
+class _ChunkDriver(keras.callbacks.Callback):
+    """Runs the loop's between-chunk work at each chunk's (Keras epoch's) end, inside `fit`."""
+
+    def __init__(self, loop: "ManagedLoop", op: Any, target: int, length: int, chunks: int) -> None:
+        super().__init__()
+        self.loop, self.op, self.target = loop, op, target
+        self.length, self.chunks_left = length, chunks
+        self.outcome: _ChunkEnd | None = None
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        self.chunks_left -= 1
+        outcome = self.loop._end_chunk(self.op, self.target, self.length, logs)
+        if outcome is None and self.chunks_left > 0 and self.loop._chunk_end(self.target) != self.loop.steps + self.length:
+            outcome = _ChunkEnd.REPLAN
+        if outcome is not None:
+            self.outcome = outcome
+            self.loop.model.stop_training = True
 
 
 class _LocalOperation:
@@ -233,6 +284,8 @@ class ManagedLoop:
         self.result = LoopResult(0, [], [])
         self._epoch = 0
         self.callbacks = ChunkedCallbacks(spec.callbacks) if spec.callbacks else None
+        self._warned_execution = False
+        self._last_progress_report = -math.inf
 
     # --- the loop -----------------------------------------------------------------------------
     def _operations(self) -> Iterable[Any]:
@@ -254,24 +307,11 @@ class ManagedLoop:
         for op in self._operations():
             target = self._op_target(op)
             while self.steps < target:
-                self._train_until(self._chunk_end(target))
-                validated = None
-                if self.validation_period and self.steps - self.last_validation >= self.validation_period:
-                    validated = self._validate()
-                elif self.steps == target:  # the op's own validation comes next: let callbacks see it
-                    validated = self._validate()
-                if self.callbacks is not None:
-                    self.callbacks.deliver_epoch_end(validated)
-                if self.checkpoint_period and self.steps - self.last_checkpoint >= self.checkpoint_period:
-                    self._checkpoint()
-                if self._user_stopped():
-                    break
-                if self.mode is LoopMode.CLUSTER and self.core.preempt.should_preempt():
-                    logger.info("preempted at step %d: checkpointing and exiting", self.steps)
-                    self._checkpoint_if_needed()
-                    self.result.preempted = True
+                outcome = self._train_chunks(op, target)
+                if outcome is _ChunkEnd.PREEMPTED:
                     return self._finish()
-                self._report_progress(op, target)
+                if outcome is _ChunkEnd.STOPPED:
+                    break
             metrics = self._validate() if self.last_validation != self.steps or self.last_validation_metrics is None \
                 else self.last_validation_metrics
             searcher_value = self._searcher_value(metrics)
@@ -295,12 +335,50 @@ class ManagedLoop:
         return self.result
 
     def _chunk_end(self, target: int) -> int:
-        end = min(target, (self.steps // self.scheduling_unit + 1) * self.scheduling_unit)
+        return self._chunk_end_from(self.steps, self.last_validation, self.last_checkpoint, target)
+
+    def _chunk_end_from(self, steps: int, last_validation: int, last_checkpoint: int, target: int) -> int:
+        end = min(target, (steps // self.scheduling_unit + 1) * self.scheduling_unit)
         if self.validation_period:
-            end = min(end, self.last_validation + self.validation_period)
+            end = min(end, last_validation + self.validation_period)
         if self.checkpoint_period:
-            end = min(end, self.last_checkpoint + self.checkpoint_period)
-        return max(end, self.steps + 1)
+            end = min(end, last_checkpoint + self.checkpoint_period)
+        return max(end, steps + 1)
+
+    def _next_chunk_lengths(self, target: int, most: int) -> list[int]:
+        """The lengths of the next (at most `most`) chunks as `_end_chunk` will cut them if
+        training is not stopped: the same bookkeeping, run ahead on copies."""
+        steps, last_validation, last_checkpoint = self.steps, self.last_validation, self.last_checkpoint
+        lengths: list[int] = []
+        while steps < target and len(lengths) < most:
+            end = self._chunk_end_from(steps, last_validation, last_checkpoint, target)
+            lengths.append(end - steps)
+            steps = end
+            if (self.validation_period and steps - last_validation >= self.validation_period) or steps == target:
+                last_validation = steps
+            if self.checkpoint_period and steps - last_checkpoint >= self.checkpoint_period:
+                last_checkpoint = steps
+        return lengths
+
+    def _chunks_per_fit(self, target: int) -> tuple[int, int]:
+        """(chunk length, number of chunks) for the next `fit` call."""
+        length = self._chunk_end(target) - self.steps
+        execution = max(1, int(getattr(self.model, "steps_per_execution", 1) or 1))
+        if length % execution:
+            if not self._warned_execution:
+                self._warned_execution = True
+                logger.warning(
+                    "chunks of %d batches are not a multiple of steps_per_execution=%d: training calls fit() "
+                    "once per chunk, which is slower; make scheduling_unit and the validation/checkpoint "
+                    "periods multiples of steps_per_execution", length, execution)
+            return length, 1
+        batch_bytes = self.spec.train.bytes_per_batch()
+        most = max(1, FIT_DATA_BUDGET_BYTES // max(1, length * batch_bytes)) if batch_bytes else 1
+        lengths = self._next_chunk_lengths(target, most)
+        chunks = 1
+        while chunks < len(lengths) and lengths[chunks] == length:
+            chunks += 1
+        return length, chunks
 
     def _user_stopped(self) -> bool:
         if getattr(self.model, "stop_training", False) or self.stop_requested():
@@ -309,33 +387,74 @@ class ManagedLoop:
         return self.result.stopped_early
 
     def _report_progress(self, op: Any, target: int) -> None:
+        # `op.report_progress` is a synchronous POST (~1-2 ms of this thread): at most once per
+        # PROGRESS_INTERVAL_S between chunks; run() reports the op's full length at its end.
         if self.mode is LoopMode.CLUSTER:
+            now = time.monotonic()
+            if now - self._last_progress_report < PROGRESS_INTERVAL_S:
+                return
+            self._last_progress_report = now
             done = self.lengths.to_units(self.lengths.searcher_unit(), self.steps)
             op.report_progress(min(float(op.length), done))
 
     # --- steps --------------------------------------------------------------------------------
-    def _train_until(self, end: int) -> None:
-        start = self.steps
-        data = self.spec.train.fit_kwargs(start, end)
-        history = original_fit(
+    def _train_chunks(self, op: Any, target: int) -> _ChunkEnd | None:
+        """One `fit` call training one or more chunks; the driver ends each chunk."""
+        length, chunks = self._chunks_per_fit(target)
+        data = self.spec.train.fit_kwargs(self.steps, self.steps + length * chunks)
+        driver = _ChunkDriver(self, op, target, length, chunks)
+        # The user's callbacks first: their on_epoch_end is held back until the driver validated.
+        callbacks = [self.callbacks, driver] if self.callbacks is not None else [driver]
+        original_fit(
             self.model,
             **data,
-            epochs=self._epoch + 1,
+            epochs=self._epoch + chunks,
             initial_epoch=self._epoch,
+            steps_per_epoch=length if chunks > 1 else None,
             verbose=0,
-            callbacks=[self.callbacks] if self.callbacks is not None else None,
+            callbacks=callbacks,
             class_weight=self.spec.class_weight,
         )
+        if driver.outcome in (_ChunkEnd.REPLAN, _ChunkEnd.PREEMPTED):
+            self.model.stop_training = False  # set by the driver, not by the user
+        if driver.chunks_left and driver.outcome is None:
+            # fit ended before its last epoch without our asking: treat it as a user stop.
+            self.result.stopped_early = True
+            return _ChunkEnd.STOPPED
+        return driver.outcome
+
+    def _end_chunk(self, op: Any, target: int, length: int, logs: Any) -> _ChunkEnd | None:
+        """After a chunk: report its training metrics, validate, checkpoint, check for a stop."""
+        start = self.steps
+        end = start + length
+        if getattr(self.model, "stop_training", False):
+            trained = int(self.model.optimizer.iterations.numpy())
+            if start <= trained < end:
+                end = trained  # a callback stopped training inside the chunk
         self._epoch += 1
-        trained = int(self.model.optimizer.iterations.numpy())
-        if getattr(self.model, "stop_training", False) and start <= trained < end:
-            end = trained  # a callback stopped training inside the chunk
-        elif trained != end:
-            logger.debug("optimizer.iterations is %d after training to step %d", trained, end)
         self.steps = end
-        metrics = {name: float(values[-1]) for name, values in history.history.items() if values}
+        metrics = {name: float(value) for name, value in (logs or {}).items() if _is_number(value)}
         self._report(Report("training", end, metrics))
         self.core.train.report_training_metrics(steps_completed=end, metrics=metrics)
+
+        validated = None
+        if self.validation_period and self.steps - self.last_validation >= self.validation_period:
+            validated = self._validate()
+        elif self.steps == target:  # the op's own validation comes next: let callbacks see it
+            validated = self._validate()
+        if self.callbacks is not None:
+            self.callbacks.deliver_epoch_end(validated)
+        if self.checkpoint_period and self.steps - self.last_checkpoint >= self.checkpoint_period:
+            self._checkpoint()
+        if self._user_stopped():
+            return _ChunkEnd.STOPPED
+        if self.mode is LoopMode.CLUSTER and self.core.preempt.should_preempt():
+            logger.info("preempted at step %d: checkpointing and exiting", self.steps)
+            self._checkpoint_if_needed()
+            self.result.preempted = True
+            return _ChunkEnd.PREEMPTED
+        self._report_progress(op, target)
+        return None
 
     def _validate(self) -> dict:
         results = self.model.evaluate(**self.spec.validation, return_dict=True, verbose=0)
@@ -400,6 +519,14 @@ class ManagedLoop:
         self.last_checkpoint = int(metadata.get("last_checkpoint_steps", self.steps))
         self.result.checkpoints.append(storage_id)
         logger.info("resumed from checkpoint %s at step %d", storage_id, self.steps)
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------

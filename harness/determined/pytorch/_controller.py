@@ -10,6 +10,7 @@ import enum
 import inspect
 import logging
 import math
+import time
 import warnings
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
@@ -24,6 +25,9 @@ from determined.pytorch._trial import PyTorchTrial, _overrides
 from determined.pytorch._units import Epoch, TrainUnit
 
 logger = logging.getLogger("determined.pytorch")
+
+# The least time between two progress reports at report boundaries on the master (see _progress_due).
+PROGRESS_INTERVAL_S = 1.0
 
 
 class Boundary(enum.Enum):
@@ -74,6 +78,7 @@ class _PyTorchTrialController:
         self._validation_loader: Any = None
         self._batches_this_fit = 0
         self._training_started = False
+        self._last_progress_report = -float("inf")
 
     # --- setup ---------------------------------------------------------------------------
     def setup(self) -> None:
@@ -128,7 +133,7 @@ class _PyTorchTrialController:
         while not self._train_reached(max_length, epoch_end=True):
             hits, batch_metrics = self._train_with_boundaries(max_length)
             self._report_training_metrics(batch_metrics)
-            if Boundary.TRAIN in hits or Boundary.REPORT in hits:
+            if Boundary.TRAIN in hits or (Boundary.REPORT in hits and self._progress_due()):
                 self._report_progress(progress_of or max_length)
             if Boundary.VALIDATE in hits and not self._validation_is_current():
                 self._validate()
@@ -207,6 +212,7 @@ class _PyTorchTrialController:
         return metrics
 
     def _report_training_metrics(self, batch_metrics: List[Dict[str, Any]]) -> None:
+        batch_metrics = _metric_values(batch_metrics)
         mine = per_slot_reduce(batch_metrics, Reducer.AVG) if batch_metrics else {}
         custom = [r.reducer.per_slot_reduce() for r in self.context._reducers if r.for_training]
         everyone = self.dist.allgather((mine, len(batch_metrics), custom))
@@ -233,6 +239,18 @@ class _PyTorchTrialController:
                     "reducer wrapped without name= must return a dict of metrics"
                 )
         return out
+
+    def _progress_due(self) -> bool:
+        """On the master a progress report is a POST of its own (the metrics shipper sends it at
+        once), ~1-2 ms of the training thread's time: at report boundaries, once a second is
+        plenty for a progress bar. Off the master every boundary reports (nothing is sent)."""
+        if not self.on_cluster:
+            return True
+        now = time.monotonic()
+        if now - self._last_progress_report < PROGRESS_INTERVAL_S:
+            return False
+        self._last_progress_report = now
+        return True
 
     def _report_progress(self, length: Optional[TrainUnit]) -> None:
         if not self.is_chief or length is None or not isinstance(length.value, int) or length.value <= 0:
@@ -418,11 +436,37 @@ class _PyTorchTrialController:
 
 
 def _training_metrics_dict(metrics: Any) -> Dict[str, Any]:
+    """One batch's metrics, tensors kept (detached) on their device: reading a tensor's value
+    waits for the device, so that happens once per report (`_metric_values`), not per batch."""
     if isinstance(metrics, torch.Tensor):
-        return {"loss": to_number(metrics)}
+        return {"loss": metrics.detach()}
     if not isinstance(metrics, dict):
         raise TypeError(f"train_batch must return a dict of metrics (or the loss tensor), got {type(metrics).__name__}")
-    return {k: to_number(v) for k, v in metrics.items()}
+    return {k: v.detach() if isinstance(v, torch.Tensor) else to_number(v) for k, v in metrics.items()}
+
+
+def _metric_values(batch_metrics: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """`batch_metrics` with every tensor replaced by its value (numbers, lists for non-scalars).
+
+    A metric whose values are scalar tensors of one dtype and device is read with one
+    `torch.stack(...).tolist()`, so the device is waited for once per metric, not per batch.
+    """
+    if not any(isinstance(v, torch.Tensor) for m in batch_metrics for v in m.values()):
+        return batch_metrics
+    keys: List[str] = []
+    for metrics in batch_metrics:
+        keys.extend(k for k in metrics if k not in keys)
+    read: Dict[str, List[Any]] = {}
+    for key in keys:
+        values = [m[key] for m in batch_metrics if key in m]
+        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        if (len(tensors) == len(values) and all(t.numel() == 1 for t in tensors)
+                and len({(t.dtype, t.device) for t in tensors}) == 1):
+            read[key] = torch.stack([t.reshape(()) for t in tensors]).cpu().tolist()
+        else:
+            read[key] = [to_number(v) for v in values]
+    positions = {key: iter(values) for key, values in read.items()}
+    return [{k: next(positions[k]) for k in metrics} for metrics in batch_metrics]
 
 
 def _is_better(value: Any, best: Optional[float], smaller_is_better: bool) -> bool:

@@ -28,29 +28,31 @@ from determined.common.expconf._schema import (
     SCHEMA,
     SEARCHER_NAMES,
 )
-from determined.common.expconf._validate import check, validate
+from determined.common.expconf._validate import check, import_jsonschema, prepare_validator, validate
 from determined.common.expconf._warnings import warnings
 
 __all__ = [
     "CHECKPOINT_STORAGE_TYPES",
     "DEFAULT_NAME",
     "HPARAM_TYPES",
-    "InvalidConfig",
     "LENGTH_UNITS",
     "MAX_SEED",
     "SCHEMA",
     "SEARCHER_NAMES",
+    "InvalidConfig",
     "apply_defaults",
     "apply_overrides",
     "check",
     "environment_variables",
     "hparam_leaves",
+    "import_jsonschema",
     "is_legacy_trial_entrypoint",
     "is_typed_hparam",
     "length_of",
     "load",
     "load_file",
     "normalize_hparams",
+    "prepare_validator",
     "searcher_metric",
     "validate",
     "warnings",

@@ -54,17 +54,31 @@ def check(config: dict) -> None:
 # structural errors from jsonschema
 
 
+def import_jsonschema() -> Any:
+    """The jsonschema module, imported without the grammar its optional format checkers build.
+
+    jsonschema's format checkers import rfc3987_syntax, which compiles lark grammars at import
+    (1-5 s of CPU here). Neither the config schema nor the API's request schemas use `format`,
+    so a process that has not loaded jsonschema yet (the CLI, a trial, a standalone master)
+    keeps that module out; where something else loaded jsonschema first, nothing changes.
+    """
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    import jsonschema
+
+    return jsonschema
+
+
+def prepare_validator() -> None:
+    """Import jsonschema and build the config validator now (a master calls this in a thread at
+    start), so that the first request to validate a config does not pay for it."""
+    _validator()
+
+
 def _validator() -> Any:
     global _validator_instance
     if _validator_instance is None:
-        if "jsonschema" not in sys.modules:
-            # jsonschema's optional format checkers import rfc3987_syntax, which compiles a
-            # grammar at import (over a second of CPU). Our schema uses no `format`, so a
-            # process that has not loaded jsonschema yet (the CLI, a trial) keeps it out.
-            sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-        import jsonschema
-
-        _validator_instance = jsonschema.Draft202012Validator(_schema.SCHEMA)
+        _validator_instance = import_jsonschema().Draft202012Validator(_schema.SCHEMA)
     return _validator_instance
 
 

@@ -1,0 +1,296 @@
+"""Trial API throughput: managed Keras and PyTorch training vs the same plain loop.
+
+Workload (every case): an MLP 64-128-10 on scikit-learn's digits (1,500 training images, 297
+validation images), batch 32, SGD lr 0.05, one framework thread (`torch.set_num_threads(1)`;
+TensorFlow intra/inter-op threads 1).
+
+* Keras, `keras-native-spe{1,10}` / `keras-trial-spe10`: BENCH_TRIAL_KERAS_BATCHES [12000]
+  batches. Baseline: plain `model.fit(x, y, batch_size=32, epochs=1, validation_data=...)` over
+  the same number of batches (the training arrays laid out epoch after epoch, each epoch
+  shuffled, inside the timed region as the managed loop does), then `model.save()` once, on a
+  model compiled with the same `steps_per_execution`.
+  Managed: the Native API (`det.experimental.keras.init()`, `context.wrap_model(model)`,
+  `model.fit(...)`) or a `TFKerasTrial` (`determined.keras.run_keras_trial(on_cluster=True)`, what
+  `determined.exec.harness` runs), both driven by the master's searcher operation of the same
+  length: training metrics every `scheduling_unit` (100) batches, validation at the end,
+  checkpoints every half of the run (2 checkpoints).
+* PyTorch, `torch-trainer`: BENCH_TRIAL_TORCH_BATCHES [20000] batches. Baseline: a hand-written
+  loop over a `torch.utils.data.DataLoader` (shuffling, batch 32) with the same optimizer, one
+  validation pass and one `torch.save` at the end. Managed: a `PyTorchTrial` under
+  `det.pytorch.Trainer(trial, context).fit(max_length=Batch(N), reporting_period=Batch(100),
+  checkpoint_period=Batch(N/2))` (training metrics every 100 batches, 2 checkpoints, validation
+  at the end) with `det.pytorch.DataLoader` of the same dataset and batch size.
+
+Every managed run is a real trial of a running master-lite: each trial process runs a short
+warm-up, then one baseline run and one managed run (in alternating order from one trial to the
+next), both timed with `time.perf_counter` in the trial, each building its model from scratch.
+BENCH_REPEATS [3] trials per case; ratio = median over trials of managed / baseline wall time.
+Also shown: the same ratio of the trial process's CPU time (all threads), which other load on a
+shared machine disturbs less than wall time.
+
+Ideal: the plain loop's time (ratio 1.00). Target ≤ 1.05 for every case.
+Run: PYTHONPATH=harness:. python bench/bench_trial_throughput.py
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import (context_tarball, marked_json, median, record, running_master,  # noqa: E402
+                     verdict, wait_for_experiment)
+
+KERAS_BATCHES = int(os.environ.get("BENCH_TRIAL_KERAS_BATCHES", "12000"))
+TORCH_BATCHES = int(os.environ.get("BENCH_TRIAL_TORCH_BATCHES", "20000"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+KERAS_CASES = [c for c in os.environ.get(
+    "BENCH_TRIAL_KERAS_CASES", "keras-native-spe1,keras-native-spe10,keras-trial-spe10").split(",") if c]
+RUN_TORCH = os.environ.get("BENCH_TRIAL_TORCH", "1") != "0"
+# "profile" (BENCH_TRIAL_PROFILE=1): each trial prints a cProfile of its managed run instead of
+# timing anything (the searcher operation is spent by then); the logs are printed, nothing recorded.
+PROFILE = "profile" if os.environ.get("BENCH_TRIAL_PROFILE") == "1" else "-"
+TARGET = 1.05
+REPORTING_PERIOD = 100  # scheduling_unit (Keras) and reporting_period (PyTorch)
+
+KERAS_SCRIPT = r'''
+import json, os, pathlib, sys, tempfile, time
+import tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+import keras
+import numpy as np
+from sklearn.datasets import load_digits
+import determined as det
+import determined.keras
+
+BATCHES = int(sys.argv[1])
+info = det.get_cluster_info()
+hparams = info.trial.hparams
+api, spe = hparams["case"].split("-")[1], int(hparams["case"].split("spe")[1])
+digits = load_digits()
+X = (digits.data / 16.0).astype("float32")
+Y = digits.target.astype("int64")
+x_train, y_train, x_val, y_val = X[:1500], Y[:1500], X[1500:], Y[1500:]
+
+def make_model():
+    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(128, activation="relu"),
+                              keras.layers.Dense(10)])
+    model.compile(optimizer=keras.optimizers.SGD(0.05),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"], steps_per_execution=spe)
+    return model
+
+def stream(batches):
+    """The training arrays epoch after epoch, each epoch shuffled: `batches` batches of 32."""
+    rows, epoch, parts = batches * 32, 0, []
+    while sum(len(p) for p in parts) < rows:
+        parts.append(np.random.default_rng([0, epoch]).permutation(len(x_train)))
+        epoch += 1
+    index = np.concatenate(parts)[:rows]
+    return x_train[index], y_train[index]
+
+def baseline(batches):
+    with tempfile.TemporaryDirectory() as tmp:
+        start, cpu = time.perf_counter(), time.process_time()
+        xs, ys = stream(batches)  # timed: the managed loop lays out its shuffled batches too
+        model = make_model()
+        model.fit(xs, ys, batch_size=32, epochs=1, shuffle=False, validation_data=(x_val, y_val), verbose=0)
+        model.save(pathlib.Path(tmp) / "model.keras")
+        return time.perf_counter() - start, time.process_time() - cpu
+
+class BenchTrial(det.keras.TFKerasTrial):
+    def build_model(self):
+        return self.context.wrap_model(make_model())
+    def build_training_data_loader(self):
+        return x_train, y_train
+    def build_validation_data_loader(self):
+        return x_val, y_val
+
+def managed():
+    start, cpu = time.perf_counter(), time.process_time()
+    if api == "native":
+        context = det.experimental.keras.init()
+        model = context.wrap_model(make_model())
+        model.fit(x_train, y_train, validation_data=(x_val, y_val))
+    else:
+        det.keras.run_keras_trial(BenchTrial, info.trial._config, hparams, on_cluster=True)
+    return time.perf_counter() - start, time.process_time() - cpu
+
+baseline(300)  # warm-up: TensorFlow's first tracing, allocators, page cache
+if sys.argv[2] == "profile":
+    import cProfile, pstats
+    cProfile.run("managed()", "/tmp/managed.prof")
+    pstats.Stats("/tmp/managed.prof").sort_stats("cumulative").print_stats(45)
+    sys.exit(0)  # the searcher operation is spent: nothing left to time
+if hparams["pair"] % 2 == 0:
+    times = {"baseline": baseline(BATCHES), "managed": managed()}
+else:
+    times = {"managed": managed(), "baseline": baseline(BATCHES)}
+print("BENCH_RESULT " + json.dumps({"case": hparams["case"], "pair": hparams["pair"], **times}), flush=True)
+'''
+
+TORCH_SCRIPT = r'''
+import json, pathlib, sys, tempfile, time
+import torch
+torch.set_num_threads(1)
+import torch.nn.functional as F
+from sklearn.datasets import load_digits
+import determined as det
+import determined.pytorch
+from determined.pytorch import Batch
+
+BATCHES = int(sys.argv[1])
+info = det.get_cluster_info()
+hparams = info.trial.hparams
+digits = load_digits()
+X = torch.tensor(digits.data, dtype=torch.float32) / 16.0
+Y = torch.tensor(digits.target, dtype=torch.long)
+train_ds = torch.utils.data.TensorDataset(X[:1500], Y[:1500])
+val_ds = torch.utils.data.TensorDataset(X[1500:], Y[1500:])
+
+def make_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+
+def baseline(batches):
+    with tempfile.TemporaryDirectory() as tmp:
+        start, cpu = time.perf_counter(), time.process_time()
+        model = make_model()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        loader = torch.utils.data.DataLoader(train_ds, batch_size=32, shuffle=True,
+                                             generator=torch.Generator().manual_seed(0))
+        done = 0
+        model.train()
+        while done < batches:
+            for x, y in loader:
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                done += 1
+                if done == batches:
+                    break
+        model.eval()
+        with torch.no_grad():
+            losses = [F.cross_entropy(model(x), y) for x, y in torch.utils.data.DataLoader(val_ds, batch_size=32)]
+        float(torch.stack(losses).mean())
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, pathlib.Path(tmp) / "state.pt")
+        return time.perf_counter() - start, time.process_time() - cpu
+
+class BenchTrial(det.pytorch.PyTorchTrial):
+    def __init__(self, context):
+        self.context = context
+        self.model = context.wrap_model(make_model())
+        self.opt = context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), lr=0.05))
+    def build_training_data_loader(self):
+        return det.pytorch.DataLoader(train_ds, batch_size=32, shuffle=True)
+    def build_validation_data_loader(self):
+        return det.pytorch.DataLoader(val_ds, batch_size=32)
+    def train_batch(self, batch, epoch_idx, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self.model(x), y)
+        self.context.backward(loss)
+        self.context.step_optimizer(self.opt)
+        return {"loss": loss}
+    def evaluate_batch(self, batch):
+        x, y = batch
+        return {"validation_loss": F.cross_entropy(self.model(x), y)}
+
+def managed(batches):
+    start, cpu = time.perf_counter(), time.process_time()
+    with det.pytorch.init() as context:
+        trial = BenchTrial(context)
+        det.pytorch.Trainer(trial, context).fit(
+            max_length=Batch(batches), reporting_period=Batch(100), checkpoint_period=Batch(batches // 2))
+    return time.perf_counter() - start, time.process_time() - cpu
+
+baseline(300)  # warm-up
+if sys.argv[2] == "profile":
+    import cProfile, pstats
+    cProfile.run("managed(BATCHES)", "/tmp/managed.prof")
+    pstats.Stats("/tmp/managed.prof").sort_stats("cumulative").print_stats(45)
+    sys.exit(0)  # the searcher operation is spent: nothing left to time
+if hparams["pair"] % 2 == 0:
+    times = {"baseline": baseline(BATCHES), "managed": managed(BATCHES)}
+else:
+    times = {"managed": managed(BATCHES), "baseline": baseline(BATCHES)}
+print("BENCH_RESULT " + json.dumps({"case": hparams["case"], "pair": hparams["pair"], **times}), flush=True)
+'''
+
+
+def _experiment(master, name: str, script: str, batches: int, cases: list[str], metric: str) -> list[dict]:
+    """Runs one trial per (case, pair), one at a time; returns their BENCH_RESULT lines."""
+    config = {
+        "name": name, "max_restarts": 0, "entrypoint": f"python3 train.py {batches} {PROFILE}",
+        "scheduling_unit": REPORTING_PERIOD,
+        "min_checkpoint_period": {"batches": batches // 2},
+        "searcher": {"name": "grid", "metric": metric, "smaller_is_better": True,
+                     "max_length": {"batches": batches}, "max_concurrent_trials": 1},
+        "hyperparameters": {"global_batch_size": 32,
+                            "case": {"type": "categorical", "vals": cases},
+                            "pair": {"type": "categorical", "vals": list(range(REPEATS))}},
+        "checkpoint_storage": {"save_trial_latest": 100},
+    }
+    exp_id = master.create_experiment(config, context_tarball({"train.py": script}))
+    experiment = wait_for_experiment(master, exp_id, timeout=3600)
+    found: list[dict] = []
+    for trial in master.trials(exp_id):
+        logs = "\n".join(master.logs(trial["id"]))
+        if PROFILE == "profile":
+            print(f"--- trial {trial['id']} log ---\n{logs[-12000:]}")
+            continue
+        result = marked_json(logs, "BENCH_RESULT")
+        if not result:
+            raise SystemExit(f"benchmark trial {trial['id']} failed ({experiment['state']}):\n{logs[-4000:]}")
+        found.extend(result)
+        training = master.series(trial["id"], "training")
+        expected = batches // REPORTING_PERIOD
+        if len(training) < expected:
+            raise SystemExit(f"trial {trial['id']}: {len(training)} training reports stored, expected {expected}")
+    if experiment["state"] != "COMPLETED":
+        raise SystemExit(f"experiment {exp_id} ended {experiment['state']}")
+    return found
+
+
+def main() -> None:
+    results: list[dict] = []
+    with running_master(cpu_slots=1) as master:
+        if KERAS_CASES:
+            results += _experiment(master, "bench-trial-throughput-keras", KERAS_SCRIPT, KERAS_BATCHES,
+                                   KERAS_CASES, "val_loss")
+        if RUN_TORCH:
+            results += _experiment(master, "bench-trial-throughput-torch", TORCH_SCRIPT, TORCH_BATCHES,
+                                   ["torch-trainer"], "validation_loss")
+    if PROFILE == "profile":
+        return  # diagnostics only: nothing timed, nothing recorded
+    rows = []
+    cases = list(dict.fromkeys(r["case"] for r in results))
+    for case in cases:
+        runs = sorted((r for r in results if r["case"] == case), key=lambda r: r["pair"])
+        base = [r["baseline"][0] for r in runs]
+        managed = [r["managed"][0] for r in runs]
+        ratio = median([m / b for b, m in zip(base, managed)])
+        # CPU time of the trial process (all its threads): less disturbed by other load than wall time.
+        cpu_ratio = median([r["managed"][1] / r["baseline"][1] for r in runs])
+        batches = TORCH_BATCHES if case.startswith("torch") else KERAS_BATCHES
+        print(f"{case}: baseline {median(base):.3f}s {[round(x, 3) for x in base]}, managed "
+              f"{median(managed):.3f}s {[round(x, 3) for x in managed]}, ratio {ratio:.3f} "
+              f"(CPU time ratio {cpu_ratio:.3f})", flush=True)
+        rows.append(f"| {case} | {batches} | {median(base):.3f} s | {median(managed):.3f} s | {ratio:.3f} | "
+                    f"{cpu_ratio:.3f} | ≤ {TARGET}: {verdict(ratio, TARGET, at_most=True)} |")
+    record("Trial API throughput (bench_trial_throughput.py)",
+           f"Workload: MLP 64-128-10 on digits, batch 32, SGD, one framework thread. Each case runs "
+           f"{REPEATS} trials on a running master-lite; each trial times one plain run (baseline) and "
+           f"one managed run (the Trial/Native API, training metrics every {REPORTING_PERIOD} batches, "
+           f"2 checkpoints, validation at the end), alternating which goes first; ratio = median of "
+           f"the trials' managed/baseline wall times (the target); the CPU time ratio (the trial "
+           f"process's CPU seconds, all threads) is shown because it is less disturbed by other load on "
+           f"the machine. `spe` = Keras `steps_per_execution`. See the script's docstring for the "
+           f"exact baselines.\n\n"
+           "| case | batches | baseline | managed | ratio | CPU time ratio | target |\n"
+           "|---|---|---|---|---|---|---|\n"
+           + "\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Read queries behind the API's metric and trial reads, answered mostly inside SQLite.
+
+A metric report's `metrics` is stored as JSON text, so SQLite can write each report's whole
+JSON object by splicing that text between the other fields: decoding and re-encoding it in
+Python (what a read of 1,000 reports spent most of its time on) gives the same text, NaN and
+Infinity included. The caller then decodes one string for all rows with one `json.loads`.
+
+JSON functions (json_extract, json()) are never applied to stored metrics: SQLite before 3.42
+rejects the NaN/Infinity tokens Python writes for non-finite floats, which Determined keeps.
+
+Downsampling (`max_datapoints`) is by position: of a series of n current reports of one trial
+and group, in id (= report) order, keep positions floor(k * (n - 1) / (m - 1)) for k = 0..m-1
+— the first, the last and evenly spaced ones between, exactly min(n, m) reports. Whole reports
+are kept (not points of one metric, as LTTB would pick), so every metric of a kept report is
+there and a chart of any metric gets the same steps.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ._store import Store
+
+MIN_DATAPOINTS = 2  # the first and the last report of a series
+
+
+def iso_time_sql(column: str) -> str:
+    """SQL for `_serialize.iso(column)` as a JSON value (a quoted string, or null).
+
+    Like `datetime.fromtimestamp`, the fraction of the second is rounded to microseconds on
+    its own (exact for epoch times), then cut to milliseconds.
+    """
+    whole = f"CAST({column} AS INTEGER)"
+    micros = f"({whole} * 1000000 + CAST(round(({column} - {whole}) * 1000000) AS INTEGER))"
+    return (f"CASE WHEN {column} IS NULL THEN 'null' ELSE "
+            f"'\"' || strftime('%Y-%m-%dT%H:%M:%S', {micros} / 1000000, 'unixepoch') || '.' || "
+            f"printf('%03d', {micros} % 1000000 / 1000) || 'Z\"' END")
+
+
+def metric_report_json_sql(alias: str) -> str:
+    """SQL for `_serialize.metric_json` of the metrics row `alias`, as JSON text."""
+    a = alias
+    return (f"""'{{"id":' || {a}.id || ',"trial_id":' || {a}.trial_id || """
+            f"""',"trial_run_id":' || {a}.trial_run_id || ',"group":' || """
+            f"""json_quote({a}.group_name) || ',"steps_completed":' || {a}.steps_completed || """
+            f"""',"metrics":' || {a}.metrics || ',"report_time":' || """
+            f"""{iso_time_sql(f'{a}.report_time')} || '}}'""")
+
+
+def metric_summary_json_sql(alias: str) -> str:
+    """SQL for `_serialize.metric_summary` of the (LEFT JOINed) metrics row `alias`."""
+    a = alias
+    return (f"""CASE WHEN {a}.id IS NULL THEN 'null' ELSE """
+            f"""'{{"steps_completed":' || {a}.steps_completed || ',"metrics":' || {a}.metrics """
+            f"""|| ',"report_time":' || {iso_time_sql(f'{a}.report_time')} || '}}' END""")
+
+
+def evenly_spaced_positions(n: int, m: int) -> range | list[int]:
+    """Positions kept of a series of n reports for at most m (>= 2): see the module doc."""
+    if m < MIN_DATAPOINTS:
+        raise ValueError(f"max_datapoints: must be at least {MIN_DATAPOINTS}, got {m}")
+    if n <= m:
+        return range(n)
+    return [k * (n - 1) // (m - 1) for k in range(m)]
+
+
+def _rows(store: Store, sql: str, params: Sequence[Any]) -> list[tuple]:
+    cursor = store._connection().cursor()
+    cursor.row_factory = None  # plain tuples: no sqlite3.Row per row
+    try:
+        return cursor.execute(sql, tuple(params)).fetchall()
+    finally:
+        cursor.close()
+
+
+def metric_reports_json(store: Store, where: str, params: Sequence[Any], *,
+                        limit: int | None = None, max_datapoints: int | None = None) -> str:
+    """The current (not superseded) reports matching `where`, as the JSON text of a list of
+    Metric objects in id order: downsampled per (trial, group) to `max_datapoints`, then cut
+    to the first `limit`."""
+    current = f"({where}) AND superseded_by_run IS NULL"
+    report = metric_report_json_sql("m")
+    if max_datapoints is None:
+        sql = f"SELECT {report} FROM metrics m WHERE {current} ORDER BY m.id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        fragments = _rows(store, sql, params)
+    else:
+        # Each series' ids, in id order, as one string from the covering index alone
+        # (metrics_current_by_trial_group): one row per series instead of one per report;
+        # only the ids kept become ints, and only the reports kept are read from the table.
+        series = _rows(store, "SELECT group_concat(id) FROM (SELECT trial_id, group_name, id "
+                              f"FROM metrics WHERE {current} ORDER BY trial_id, group_name, id) "
+                              "GROUP BY trial_id, group_name", params)
+        kept: list[int] = []
+        for (joined,) in series:
+            ids = joined.split(",")
+            kept.extend(int(ids[i]) for i in evenly_spaced_positions(len(ids), max_datapoints))
+        kept.sort()
+        if limit is not None:
+            kept = kept[:int(limit)]
+        fragments = _rows(store, f"SELECT {report} FROM metrics m WHERE m.id IN "
+                                 "(SELECT value FROM json_each(?)) ORDER BY m.id",
+                          (json.dumps(kept),)) if kept else []
+    return "[" + ",".join(row[0] for row in fragments) + "]"
+
+
+# Trials with their latest/best metric summaries, in one query. What goes into the JSON as
+# JSON (hparams, the three summaries, the ISO times) comes last, as one JSON array text.
+TRIAL_COLUMNS = ("id", "experiment_id", "request_id", "state", "seed", "restarts", "run_id",
+                 "steps_completed", "progress", "runner_state", "exit_code", "latest_checkpoint")
+TRIAL_JSON_PARTS = ("hparams", "latest_training", "latest_validation", "best_validation",
+                    "start_time", "end_time")
+TRIAL_ORDERS = {"id": "t.id", "-id": "t.id DESC"}
+
+
+def trial_rows(store: Store, where: str, params: Sequence[Any], *, order: str = "id",
+               limit: int | None = None, offset: int = 0) -> list[tuple[dict, list]]:
+    """(row of TRIAL_COLUMNS, [the TRIAL_JSON_PARTS decoded]) for each trial matching `where`
+    (on alias `t`), in `order` (a key of TRIAL_ORDERS)."""
+    columns = ", ".join(f"t.{name}" for name in TRIAL_COLUMNS)
+    sql = (f"SELECT {columns}, '[' || t.hparams || ',' || {metric_summary_json_sql('lt')} || ',' "
+           f"|| {metric_summary_json_sql('lv')} || ',' || {metric_summary_json_sql('bv')} || ',' "
+           f"|| {iso_time_sql('t.start_time')} || ',' || {iso_time_sql('t.end_time')} || ']' "
+           "FROM trials t "
+           "LEFT JOIN metrics lt ON lt.id = t.latest_training_id "
+           "LEFT JOIN metrics lv ON lv.id = t.latest_validation_id "
+           "LEFT JOIN metrics bv ON bv.id = t.best_validation_id "
+           f"WHERE {where} ORDER BY {TRIAL_ORDERS[order]}")
+    if limit is not None or offset:
+        sql += f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}"
+    rows = _rows(store, sql, params)
+    parts = json.loads("[" + ",".join(row[-1] for row in rows) + "]")
+    return [(dict(zip(TRIAL_COLUMNS, row)), json_parts) for row, json_parts in zip(rows, parts)]
+
+
+def best_validation_metrics(store: Store, experiment_id: int) -> list[tuple[int, str | None]]:
+    """(trial id, its best validation's `metrics` JSON text or None) of every trial of an
+    experiment: enough to order them by their best, without building every trial."""
+    return _rows(store, "SELECT t.id, bv.metrics FROM trials t "
+                        "LEFT JOIN metrics bv ON bv.id = t.best_validation_id "
+                        "WHERE t.experiment_id = ?", (int(experiment_id),))
+
+
+__all__ = ["best_validation_metrics", "metric_reports_json", "trial_rows", "evenly_spaced_positions", "iso_time_sql",
+           "MIN_DATAPOINTS", "TRIAL_ORDERS"]
