@@ -477,8 +477,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         return self._trial_json(self._trial_row(trial_id))
 
     # -- metric reads -------------------------------------------------------------------------
-    # This replaces TrialReports.get_metrics (the write path's module): reads are answered by
-    # store._queries, which builds the reports' JSON inside SQLite.
+    # Answered by store._queries, which builds the reports' JSON inside SQLite.
     def get_metrics(self, *, trial_id: int | None = None, experiment_id: int | None = None,
                     group: str | None = None, after_id: int = 0, limit: int | None = None,
                     trial_ids: list[int] | None = None,

@@ -23,24 +23,6 @@ EARLY_EXIT_REASONS = {"EXITED_REASON_INVALID_HP": "INVALID_HP", "INVALID_HP": "I
 
 class TrialReports:
     # -- metrics and logs ---------------------------------------------------------------------
-    def get_metrics(self, *, trial_id: int | None = None, experiment_id: int | None = None,
-                    group: str | None = None, after_id: int = 0,
-                    limit: int | None = None) -> list[dict]:
-        where, params = ["id > ?"], [int(after_id or 0)]
-        if trial_id is not None:
-            self._trial_row(trial_id)
-            where.append("trial_id = ?")
-            params.append(int(trial_id))
-        if experiment_id is not None:
-            self._experiment_row(experiment_id)
-            where.append("trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)")
-            params.append(int(experiment_id))
-        if group:
-            where.append("group_name = ?")
-            params.append(group)
-        rows = self.store.metric_rows(" AND ".join(where), params, limit=limit)
-        return [_serialize.metric_json(row) for row in rows]
-
     def get_logs(self, trial_id: int, *, after_id: int = 0, limit: int | None = None,
                  tail: int | None = None, rank: int | None = None,
                  stream: str | None = None) -> list[dict]:
