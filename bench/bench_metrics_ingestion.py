@@ -5,7 +5,8 @@ of 1,000 points in all per measurement, split evenly among the writers: for mast
 training reports x 10 scalar metrics (the form the harness's MetricsShipper sends), to its own
 trial; for MLflow a `MlflowClient.log_batch` of 1,000 `Metric`s (MLflow's per-call maximum) to
 its own run in an SQLite tracking store (`sqlite:///...`) on the same disk. A point is one
-(metric name, step, value). The clock runs from the writers' start until the last writer's
+(metric name, step, value). Each writer first makes one untimed call (imports, connection:
+a GET of its trial; MLflow's `get_run`). The clock runs from the writers' start until the last writer's
 last call returned; then the stored rows are counted (master-lite: the SQLite `metrics` table;
 MLflow: `get_metric_history`) and must all be there, else the run fails.
 
@@ -47,6 +48,9 @@ def _master_writer(url: str, token: str, trial_id: int, first_step: int, calls: 
             {"group": "training", "steps_completed": base + i,
              "metrics": {f"m{k}": (base + i) * 0.001 + k for k in range(METRICS_PER_REPORT)}}
             for i in range(reports_per_call)]})
+    # Untimed: the client's imports and connection (requests loads on a session's first
+    # request), as MLflow's client opens its store below; the clock measures ingestion.
+    session.get(f"/trials/{trial_id}")
     start.wait()
     try:
         for body in bodies:
@@ -73,6 +77,7 @@ def _mlflow_writer(tracking_uri: str, run_id: str, first_step: int, calls: int,
         base = first_step + batch * reports_per_call
         batches.append([Metric(f"m{k}", (base + i) * 0.001 + k, now, base + i)
                         for i in range(reports_per_call) for k in range(METRICS_PER_REPORT)])
+    client.get_run(run_id)  # untimed: opens the tracking store, as the master's writer connects
     start.wait()
     lock_retries = 0
     for metrics in batches:
