@@ -20,7 +20,7 @@ import pathlib
 import random
 import sys
 import tempfile
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from determined.common import expconf
 
@@ -275,3 +275,36 @@ def submit_current_notebook(
         notebook={k: v for k, v in (("path", notebook_path), ("cell_ids", list(cell_ids or [])),
                                       ("script", script)) if v is not None},
     )
+
+
+def submit_and_exit(
+    api: str,
+    config: dict | str | None,
+    context_dir: str,
+    command: list[str] | None,
+    *,
+    master_url: str | None,
+    test: bool,
+    defaults: dict,
+) -> NoReturn:
+    """The user-environment half of a Native API `init()` (`api` names it in errors): submit the
+    running script (or notebook) as an experiment that re-executes it, and stop here."""
+    if not context_dir:
+        raise ValueError(
+            f"{api}(context_dir=...): name the directory to upload with the "
+            "script (e.g. context_dir='.'), or pass local=True to train in this process"
+        )
+    if not command and is_jupyter():
+        # In a notebook there is no script to re-execute: export the notebook itself, and stop
+        # the cell (later cells, with fit(), run in the trials) instead of killing the kernel.
+        experiment_id = submit_current_notebook(
+            config, context_dir, master_url=master_url, test=test, defaults=defaults
+        )
+        from jupyter_determined import notebook_submitted
+
+        raise notebook_submitted(experiment_id)
+    command = list(command) if command else default_command(context_dir)
+    submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=defaults)
+    print("Exiting the program after submitting the experiment.", flush=True)
+    sys.exit(0)
+

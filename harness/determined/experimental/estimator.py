@@ -18,7 +18,6 @@ TensorFlow is imported by the availability check only when it is installed.
 from __future__ import annotations
 
 import copy
-import sys
 from typing import Any
 
 import determined as det
@@ -33,11 +32,8 @@ from determined.experimental._native import (
     NATIVE_DEFAULTS,
     RunpyGlobals,
     StopLoadingImplementation,
-    default_command,
-    is_jupyter,
     load_config,
-    submit_current_notebook,
-    submit_native,
+    submit_and_exit,
 )
 
 ESTIMATOR_DEFAULTS: dict = {
@@ -67,22 +63,8 @@ def init(
         return _direct_trial_context()
     if local:
         return _local_context(config, test=test)
-    if not context_dir:
-        raise ValueError(
-            "det.experimental.estimator.init(context_dir=...): name the directory to upload with the "
-            "script (e.g. context_dir='.'), or pass local=True to train in this process"
-        )
-    if not command and is_jupyter():
-        experiment_id = submit_current_notebook(
-            config, context_dir, master_url=master_url, test=test, defaults=ESTIMATOR_DEFAULTS
-        )
-        from jupyter_determined import notebook_submitted
-
-        raise notebook_submitted(experiment_id)
-    command = list(command) if command else default_command(context_dir)
-    submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=ESTIMATOR_DEFAULTS)
-    print("Exiting the program after submitting the experiment.", flush=True)
-    sys.exit(0)
+    submit_and_exit("det.experimental.estimator.init", config, context_dir, command, master_url=master_url, test=test,
+                    defaults=ESTIMATOR_DEFAULTS)
 
 
 def _new_context(config: dict, hparams: dict, **ids: Any) -> Any:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import sys
 from typing import Any
 
 import determined as det
@@ -27,11 +26,8 @@ from determined.experimental._native import (
     RunpyGlobals,
     StopLoadingImplementation,
     build_native_config,
-    default_command,
-    is_jupyter,
     load_config,
-    submit_current_notebook,
-    submit_native,
+    submit_and_exit,
 )
 
 logger = logging.getLogger("determined.experimental")
@@ -67,24 +63,8 @@ def init(
         return _direct_trial_context()
     if local:
         return _local_context(config, test=test)
-    if not context_dir:
-        raise ValueError(
-            "det.experimental.keras.init(context_dir=...): name the directory to upload with the "
-            "script (e.g. context_dir='.'), or pass local=True to train in this process"
-        )
-    if not command and is_jupyter():
-        # In a notebook there is no script to re-execute: export the notebook itself, and stop
-        # the cell (later cells, with fit(), run in the trials) instead of killing the kernel.
-        experiment_id = submit_current_notebook(
-            config, context_dir, master_url=master_url, test=test, defaults=KERAS_DEFAULTS
-        )
-        from jupyter_determined import notebook_submitted
-
-        raise notebook_submitted(experiment_id)
-    command = list(command) if command else default_command(context_dir)
-    submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=KERAS_DEFAULTS)
-    print("Exiting the program after submitting the experiment.", flush=True)
-    sys.exit(0)
+    submit_and_exit("det.experimental.keras.init", config, context_dir, command, master_url=master_url, test=test,
+                    defaults=KERAS_DEFAULTS)
 
 
 def _new_context(config: dict, hparams: dict, **ids: Any) -> Any:
