@@ -8,15 +8,13 @@
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import pathlib
 import random
-import tempfile
-from typing import Any, Iterator
+from typing import Any
 
 from determined import errors
+from determined.experimental._local import local_core_context
 from determined.estimator._availability import require_estimator
 from determined.estimator._context import EstimatorTrialContext
 from determined.estimator._loop import EstimatorLoop, EstimatorSpecs, LoopMode, LoopResult, Report, format_table
@@ -120,28 +118,6 @@ def train_trial_class(
 
 # ---------------------------------------------------------------------------------------------
 # local runs
-
-
-@contextlib.contextmanager
-def local_core_context(config: dict, *, test: bool) -> Iterator[Any]:
-    """A Core API context for in-process runs: checkpoints in a temp dir (test) or the config's storage."""
-    from determined import core
-    from determined.common import storage
-
-    if test:
-        with tempfile.TemporaryDirectory(prefix="det-local-test-") as tmp:
-            with core._dummy_init(checkpoint_storage=tmp) as core_context:
-                yield core_context
-        return
-    base: pathlib.Path | None = None
-    storage_config = config.get("checkpoint_storage") or {}
-    if storage_config.get("type") in ("shared_fs", "directory"):
-        try:
-            base = storage.checkpoint_base(storage_config)
-        except (KeyError, ValueError, TypeError):
-            base = None
-    with core._dummy_init(checkpoint_storage=str(base) if base else None) as core_context:
-        yield core_context
 
 
 def print_local_summary(result: LoopResult, *, test: bool, checkpoint_base: Any = None) -> None:

@@ -8,17 +8,14 @@ Entry points:
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import pathlib
-import tempfile
-from typing import Any, Iterator
+from typing import Any
 
 import keras
 
 from determined import errors
-from determined.common import storage
+from determined.experimental._local import local_core_context
 from determined.experimental._context import DistributedInfo
 from determined.keras import _data
 from determined.keras._context import FitArguments, TFKerasNativeContext, TFKerasTrialContext
@@ -116,31 +113,6 @@ def train_trial_class(
 
 # ---------------------------------------------------------------------------------------------
 # local runs
-
-
-@contextlib.contextmanager
-def local_core_context(config: dict, *, test: bool) -> Iterator[Any]:
-    """A Core API context for in-process runs: checkpoints in a temp dir (test) or local storage."""
-    from determined import core
-
-    if test:
-        with tempfile.TemporaryDirectory(prefix="det-local-test-") as tmp:
-            with core._dummy_init(checkpoint_storage=tmp) as core_context:
-                yield core_context
-        return
-    base = _local_checkpoint_dir(config)
-    with core._dummy_init(checkpoint_storage=str(base) if base else None) as core_context:
-        yield core_context
-
-
-def _local_checkpoint_dir(config: dict) -> pathlib.Path | None:
-    storage_config = config.get("checkpoint_storage") or {}
-    if storage_config.get("type") in ("shared_fs", "directory"):
-        try:
-            return storage.checkpoint_base(storage_config)
-        except (KeyError, ValueError, TypeError):
-            return None
-    return None
 
 
 def print_local_summary(result: LoopResult, *, test: bool, checkpoint_base: Any = None) -> None:
