@@ -12,9 +12,10 @@ a raw and a Core API run back to back, in alternating order (raw first, then Cor
 neither side always runs second. The headline ratio is the median of the pairs' ratios (a burst
 of load from elsewhere hits both runs of a pair); the spread of the pair ratios is reported with
 it. Load-insensitive diagnostics, per run: time spent inside the Core API calls, `torch.save`
-inside `store_path` (the raw run pays it too), CPU time of the training thread and of the Core
-API's background threads (metrics shipper, checkpoint reporter), and how often the training
-thread blocked (a GIL hand-off to a background thread or a wait on the master shows up there).
+inside `store_path` (the raw run pays it too), CPU time of the training thread, of the Core
+API's background threads and of the report courier process (which posts the reports), and how
+often the training thread blocked (a GIL hand-off to a background thread or a wait on the master
+shows up there).
 
 Ideal: the raw loop's time (ratio 1.00). Target ≤ 1.03.
 Run: PYTHONPATH=harness:. python bench/bench_harness_overhead.py
@@ -45,7 +46,12 @@ X = torch.tensor(digits.data, dtype=torch.float32) / 16.0
 Y = torch.tensor(digits.target, dtype=torch.long)
 batches = [(X[i:i + 32], Y[i:i + 32]) for i in range(0, len(X) - 32, 32)]
 TICK = os.sysconf("SC_CLK_TCK")
-BACKGROUND = ("MetricsShipperThread", "CheckpointReporterThread")
+BACKGROUND = ("MetricsShipperThread", "CheckpointReporterThread", "ReportCourierTail",
+              "ReportCourierReader")
+
+def stat_cpu(path):
+    fields = pathlib.Path(path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 def make():
     torch.manual_seed(0)
@@ -66,12 +72,15 @@ def background_cpu():
     for thread in threading.enumerate():
         if thread.name in BACKGROUND and thread.native_id is not None:
             try:
-                fields = pathlib.Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
+                total += stat_cpu(f"/proc/self/task/{thread.native_id}/stat")
             except OSError:
                 continue  # it just ended
-            fields = fields.rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / TICK
     return total
+
+def courier_cpu(core):
+    """CPU seconds used so far by the report courier's child process (it posts the reports)."""
+    proc = getattr(core.train._shipper, "_proc", None)
+    return stat_cpu(f"/proc/{proc.pid}/stat") if proc is not None else 0.0
 
 def blocking_waits():
     """Times the training thread has blocked so far (on the GIL, a socket, a lock...)."""
@@ -96,7 +105,7 @@ def raw(save_dir, spent):
 
 def core_loop(core, offset, spent):
     model, opt = make()
-    background, waits = background_cpu(), blocking_waits()
+    background, waits, child = background_cpu(), blocking_waits(), courier_cpu(core)
     cpu, start = time.thread_time(), time.perf_counter()
     for b in range(1, BATCHES + 1):
         loss = step(model, opt, b)
@@ -116,12 +125,13 @@ def core_loop(core, offset, spent):
     elapsed = time.perf_counter() - start
     spent["thread_cpu"] += time.thread_time() - cpu
     spent["background_cpu"] += background_cpu() - background
+    spent["courier_cpu"] += courier_cpu(core) - child
     spent["blocking_waits"] += blocking_waits() - waits
     return elapsed
 
 def new_spent():
     return {"report": 0.0, "checkpoint": 0.0, "torch_save": 0.0, "thread_cpu": 0.0,
-            "background_cpu": 0.0, "blocking_waits": 0}
+            "background_cpu": 0.0, "courier_cpu": 0.0, "blocking_waits": 0}
 
 results = {"raw": [], "core": [], "raw_spent": new_spent(), "core_spent": new_spent()}
 with det.core.init() as core, tempfile.TemporaryDirectory() as save_dir:
@@ -186,7 +196,8 @@ def main() -> None:
         f"({BATCHES // 500} checkpoints) of which torch.save {core_ms['torch_save']:.1f} ms "
         f"(raw run's torch.save: {raw_ms['torch_save']:.1f} ms); training-thread CPU "
         f"{core_ms['thread_cpu']:.0f} ms vs raw {raw_ms['thread_cpu']:.0f} ms "
-        f"(ratio {cpu_ratio:.3f}); background threads' CPU {core_ms['background_cpu']:.0f} ms; "
+        f"(ratio {cpu_ratio:.3f}); background threads' CPU {core_ms['background_cpu']:.0f} ms, "
+        f"the report courier process's {core_ms['courier_cpu']:.0f} ms; "
         f"the training thread blocked {results['core_spent']['blocking_waits'] / PAIRS:.0f} "
         f"times vs raw {results['raw_spent']['blocking_waits'] / PAIRS:.0f} (voluntary "
         f"context switches: GIL hand-offs, socket waits)")

@@ -3,16 +3,17 @@
 Workload: a master with 34 CPU slots runs 32 real trials of one experiment (and two sleeping
 trials the probes below post for); each trial is a Core API script that calls
 `report_training_metrics` every 10 ms for DURATION seconds (default 60) and then prints how
-many it sent. The Core API ships reports from a background thread in
-batches (harness/determined/core/_metrics.py), so the master sees one POST per trial per batch.
+many it sent. The Core API hands reports to a child process that posts them in batches
+(harness/determined/core/_courier.py), so the master sees one POST per trial per batch.
 
 Report latency, what it measures: the time from a `report_training_metrics`-style call until
 the master has acknowledged the POST that carried the report, which it does only after the
 report is committed to SQLite (durable across a master crash, docs/fault-tolerance.md). It is
 taken by a probe process that reports every 10 ms, like the trials, through the Core
-API's own shipper (`MetricsShipper`, the same batching and flush policy; its session is wrapped
-to stamp each report when its POST returned), to a trial of its own (a sleeping trial, so the
-user token may post for it). That includes the shipper's coalescing wait, the HTTP round trip,
+API's own report courier (`ReportCourier`, the same batching and flush policy; its child process
+says after each POST how many reports the master has stored, and the probe stamps them then),
+to a trial of its own (a sleeping trial, so the user token may post for it). That includes the
+courier's coalescing waits (in the trial and in its child), the pipe, the HTTP round trip,
 the master's queueing, handling and commit, and the CPU scheduling of a busy 2-core machine.
 For the master's share, a second probe process times plain one-report POSTs: the round trip,
 and the time the master itself spent on each (its `Server-Timing` answer header: from reading
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import multiprocessing
 import os
 import pathlib
@@ -82,24 +82,6 @@ def cpu_seconds(pid: int, *, children: bool = False) -> float:
     return (int(fields[first]) + int(fields[first + 1])) / os.sysconf("SC_CLK_TCK")
 
 
-class AckTimingSession:
-    """The session the probe's shipper posts through: stamps every report when the POST that
-    carried it returned (i.e. after the master committed it)."""
-
-    def __init__(self, session: Any, called_at: dict[int, float], latencies: list[float]) -> None:
-        self._session = session
-        self._called_at = called_at
-        self._latencies = latencies
-
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        answer = self._session.request(method, path, **kwargs)
-        acked = time.perf_counter()
-        if path.endswith("/metrics"):
-            for report in json.loads(kwargs["data"])["reports"]:
-                self._latencies.append(acked - self._called_at.pop(report["steps_completed"]))
-        return answer
-
-
 def every_10_ms(stop: Any, action: Any) -> None:
     next_time = time.perf_counter()
     while not stop.is_set():
@@ -109,29 +91,40 @@ def every_10_ms(stop: Any, action: Any) -> None:
 
 
 def core_api_probe(url: str, token: str, trial: dict, stop: Any, results: Any) -> None:
-    """Reports through the Core API's shipper every 10 ms until `stop` (in a process of its
-    own, as a trial's are); puts (reports sent, latencies in seconds) on `results`."""
-    from determined.common.api import Session
-    from determined.core._metrics import MetricsShipper
+    """Reports through the Core API's report courier every 10 ms until `stop` (in a process of
+    its own, as a trial's are); puts (reports sent, latencies in seconds) on `results`."""
+    import threading
 
-    session = Session(url, token)
+    from determined.core._courier import ReportCourier
+
     called_at: dict[int, float] = {}
     latencies: list[float] = []
-    shipper = MetricsShipper(AckTimingSession(session, called_at, latencies), trial["id"],
-                             trial["run_id"])
-    shipper.start()
+    lock = threading.Lock()
+    stamped = 0
+
+    def delivered(count: int) -> None:
+        # The courier's child says how many reports the master has stored (committed) so far;
+        # reports are numbered in order, so that covers steps stamped+1 .. count.
+        nonlocal stamped
+        now = time.perf_counter()
+        with lock:
+            for step in range(stamped + 1, count + 1):
+                latencies.append(now - called_at.pop(step))
+            stamped = max(stamped, count)
+
+    courier = ReportCourier(url, token, trial["id"], trial["run_id"], on_delivered=delivered)
     step = 0
 
     def report() -> None:
         nonlocal step
         step += 1
-        called_at[step] = time.perf_counter()
-        # What core.train.report_training_metrics enqueues (harness/determined/core/_train.py).
-        shipper.put(("training", step, {"x": 1.0}, None, time.time()))
+        with lock:
+            called_at[step] = time.perf_counter()
+        # What core.train.report_training_metrics hands over (harness/determined/core/_train.py).
+        courier.put(("training", step, {"x": 1.0}, None, time.time()))
 
     every_10_ms(stop, report)
-    shipper.close()  # ships the rest; raises if any POST failed
-    session.close()
+    courier.close()  # posts the rest; raises if any POST failed
     results.put((step, latencies))
 
 
@@ -279,7 +272,7 @@ def main() -> int:
     if not args.no_record:
         record("Soak: load (soak/soak_load.py)",
                "Targets: zero points lost, p99 report latency < 100 ms, master memory flat. "
-               "Report latency: from the report call (through the Core API's shipper) until "
+               "Report latency: from the report call (through the Core API's report courier) until "
                "the master acknowledged the POST carrying it, after committing it to SQLite "
                "(see the script's docstring).\n\n"
                f"{summary}.\n\nResult: {'PASS' if not failures else 'FAIL — ' + '; '.join(failures)}")

@@ -227,6 +227,9 @@ with det.core.init() as ctx:
         op.report_completed(0.25)
     results["preempt"] = ctx.preempt.should_preempt()
     results["kept"] = kept
+    results["reporter"] = type(ctx.train._shipper).__name__
+# Closing the context ended the report courier's child, after it posted everything.
+results["courier_exit"] = ctx.train._shipper._proc.poll()
 print("PROBE " + json.dumps(results), flush=True)
 """
 
@@ -252,6 +255,7 @@ def test_core_api_on_the_master(master, tmp_path):
     assert results["doomed_exists"] is False
     assert results["ops"] == [7]
     assert results["preempt"] is False
+    assert (results["reporter"], results["courier_exit"]) == ("ReportCourier", 0)
     (trial,) = trials(master, exp_id)
     assert series(master, trial["id"], "training") == [(7, {"loss": 0.5})]
     assert series(master, trial["id"], "validation") == [(7, {"loss": 0.25})]  # bytes dropped

@@ -222,6 +222,7 @@ class CheckpointContext:
         allocation_id: str | None = None,
         trial_id: int | None = None,
         session_factory: Callable[[], Any] | None = None,
+        reporter: Any = None,
     ) -> None:
         self._dist = distributed
         self._storage_manager = storage_manager
@@ -229,7 +230,8 @@ class CheckpointContext:
         self._task_id = task_id
         self._allocation_id = allocation_id
         self._trial_id = trial_id
-        self._reporter = CheckpointReporter(session_factory or self._new_session)
+        # `reporter`: anything with CheckpointReporter's interface (the report courier's).
+        self._reporter = reporter or CheckpointReporter(session_factory or self._new_session)
 
     def _new_session(self) -> Any:
         from determined.common.api import Session

@@ -12,6 +12,7 @@ from typing import Any
 from determined import _info
 from determined.common import storage
 from determined.core._checkpoint import CheckpointContext, DummyCheckpointContext
+from determined.core._courier import CourierCheckpointReporter, ReportCourier, courier_usable
 from determined.core._distributed import DistributedContext, DummyDistributedContext
 from determined.core._metrics import MetricsShipper
 from determined.core._preempt import DummyPreemptContext, PreemptContext, PreemptMode
@@ -204,7 +205,15 @@ def init(
         storage_manager = storage.StorageManager.from_config(config["checkpoint_storage"])
 
     main_session = session()
-    shipper = MetricsShipper(session(), trial.trial_id, trial._trial_run_id)
+    shipper: Any
+    checkpoint_reporter: Any = None
+    if courier_usable(info.master_url):
+        # Reports leave from a child process: the training thread never waits on HTTP or on
+        # the GIL for it (harness/determined/core/_courier.py).
+        shipper = ReportCourier(info.master_url, info.session_token, trial.trial_id, trial._trial_run_id)
+        checkpoint_reporter = CourierCheckpointReporter(shipper)
+    else:
+        shipper = MetricsShipper(session(), trial.trial_id, trial._trial_run_id)
     tensorboard = TensorboardManager(
         tensorboard_mode, storage_manager.base_path, trial.experiment_id, trial.trial_id, distributed.rank
     )
@@ -222,6 +231,7 @@ def init(
             allocation_id=info.allocation_id,
             trial_id=trial.trial_id,
             session_factory=session,
+            reporter=checkpoint_reporter,
         ),
         distributed=distributed,
         preempt=preempt,

@@ -6,9 +6,12 @@ import logging
 import operator
 import pathlib
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from determined.core._metrics import MetricsShipper
+
+if TYPE_CHECKING:
+    from determined.core._courier import ReportCourier
 from determined.core._tensorboard import TensorboardManager
 
 logger = logging.getLogger("determined.core")
@@ -64,7 +67,8 @@ def _check_progress(progress: float) -> float:
 
 
 class TrainContext:
-    """Reports of one trial run; metrics travel through a background `MetricsShipper`."""
+    """Reports of one trial run; metrics travel through a `ReportCourier` child process (or,
+    where it cannot be used, a background `MetricsShipper` thread): both have put/start/close."""
 
     def __init__(
         self,
@@ -72,7 +76,7 @@ class TrainContext:
         trial_id: int,
         trial_run_id: int,
         experiment_id: int,
-        shipper: MetricsShipper,
+        shipper: MetricsShipper | ReportCourier,
         tensorboard: TensorboardManager,
     ) -> None:
         self._session = session

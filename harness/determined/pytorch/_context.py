@@ -161,20 +161,23 @@ class PyTorchTrialContext:
             raise ValueError("step_optimizer: this optimizer was not wrapped with context.wrap_optimizer()")
         if not self._is_aggregation_boundary():
             return
-        params = [p for group in optimizer.param_groups for p in group["params"]]
+        # Built only when used: a list over every parameter on every batch is measurable for small models.
+        def params() -> List[torch.nn.Parameter]:
+            return [p for group in optimizer.param_groups for p in group["params"]]
+
         if self._aggregation_frequency > 1 and self._average_aggregated_gradients():
-            for p in params:
+            for p in params():
                 if p.grad is not None:
                     p.grad.div_(self._aggregation_frequency)
         if scaler is not None:
             if clip_grads is not None:
                 scaler.unscale_(optimizer)
-                clip_grads(params)
+                clip_grads(params())
             scaler.step(optimizer)
             scaler.update()
         else:
             if clip_grads is not None:
-                clip_grads(params)
+                clip_grads(params())
             optimizer.step()
         if auto_zero_grads:
             optimizer.zero_grad()
