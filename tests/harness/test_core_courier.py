@@ -278,6 +278,19 @@ def test_ctrl_c_in_the_terminal_does_not_stop_the_child(master):
     assert [r["steps_completed"] for r in master.reports()] == [1, 2]
 
 
+def test_a_prestarted_child_is_taken_by_the_first_courier(master):
+    _courier.prestart_child()  # what a pre-started trial interpreter does while it waits
+    spare = _courier._spare_child
+    first = ReportCourier(master.url, None, trial_id=1, trial_run_id=1)
+    first.put(training(1))
+    second = ReportCourier(master.url, None, trial_id=2, trial_run_id=1)
+    second.put(training(2))
+    first.close()
+    second.close()
+    assert first._proc is spare and second._proc is not spare
+    assert sorted(r["steps_completed"] for r in master.reports()) == [1, 2]
+
+
 def test_deliveries_are_counted_for_whoever_asks(master):
     delivered = []
     courier = ReportCourier(master.url, None, trial_id=1, trial_run_id=1, on_delivered=delivered.append)

@@ -25,6 +25,10 @@ def describe(stream):
             "line_buffering": stream.line_buffering, "write_through": stream.write_through,
             "kind": stat.S_IFMT(os.fstat(stream.fileno()).st_mode)}
 fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+# A pre-started interpreter already runs the Core API's report courier (its pipes: the known
+# difference); a fresh process starts one at its first report.
+courier = getattr(sys.modules.get("determined.core._courier"), "_spare_child", None)
+courier_fds = [courier.stdin.fileno(), courier.stdout.fileno()] if courier else []
 null = os.stat(os.devnull)
 stdin = os.fstat(0)
 report = {
@@ -39,7 +43,8 @@ report = {
     "group": os.getpgid(0), "session": os.getsid(0),
     "signals": {name: str(signal.getsignal(getattr(signal, name)))
                 for name in ("SIGINT", "SIGTERM", "SIGPIPE", "SIGUSR1", "SIGCHLD")},
-    "open_fds": len(fds) - 1,  # listdir's own fd
+    "open_fds": len(fds) - 1 - len(courier_fds),  # listdir's own fd, the courier's pipes
+    "courier_fds": courier_fds,
     "flags": list(sys.flags), "hash": hash("determined"), "pid": os.getpid(),
 }
 print("PROBE " + json.dumps(report), flush=True)
@@ -175,6 +180,7 @@ def test_a_prestarted_trial_sees_what_a_fresh_process_sees(runner, tmp_path):
             "open_fds", "flags")
     assert {k: prestarted[k] for k in same} == {k: fresh[k] for k in same}
     assert prestarted["argv"] == ["train.py"] and prestarted["stdin_is_devnull"]
+    assert len(prestarted["courier_fds"]) == 2 and fresh["courier_fds"] == []
     # Both run in the session and process group the runner signals (the pid it returned).
     assert (fresh["group"], fresh["session"]) == (fresh_pid, fresh_pid)
     assert (prestarted["group"], prestarted["session"]) == (spare_pid, spare_pid)

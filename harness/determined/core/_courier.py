@@ -78,6 +78,44 @@ def _check_json_scalars(metrics: dict) -> None:
             metrics[key] = _json_default(value)
 
 
+_spare_child: subprocess.Popen | None = None  # started ahead of need, see prestart_child
+_spare_lock = threading.Lock()
+
+
+def _start_child() -> subprocess.Popen:
+    import subprocess
+
+    # -I -S: the child needs only the standard library; no site-packages, no PYTHON* settings.
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", str(_CHILD)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        close_fds=True,
+    )
+
+
+def prestart_child() -> None:
+    """Start a courier child now, for the first `ReportCourier` of this process to use.
+
+    Pre-started trial interpreters (`determined.exec.prestarted`) call this while they wait for
+    a trial, so the child's own start-up (~40 ms: an interpreter and `http.client`) is not
+    between the trial's first report and the master. An unused child ends when this process
+    does (it reads the end of its input and exits)."""
+    global _spare_child
+    with _spare_lock:
+        if _spare_child is None:
+            _spare_child = _start_child()
+
+
+def _take_child() -> subprocess.Popen:
+    global _spare_child
+    with _spare_lock:
+        child, _spare_child = _spare_child, None
+    if child is None or child.poll() is not None:
+        child = _start_child()
+    return child
+
+
 class CourierGone(RuntimeError):
     """The child process ended before it was asked to."""
 
@@ -251,15 +289,7 @@ class ReportCourier:
             raise CourierGone(self._gone_text()) from None
 
     def _spawn(self) -> None:
-        import subprocess
-
-        # -I -S: the child needs only the standard library; no site-packages, no PYTHON* settings.
-        self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(_CHILD)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            close_fds=True,
-        )
+        self._proc = _take_child()
         assert self._proc.stdin is not None
         self._fd = self._proc.stdin.fileno()
         try:

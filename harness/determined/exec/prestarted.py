@@ -3,7 +3,8 @@
 The master's local runner starts this ahead of time, with the trial's environment minus the
 variables that name the allocation, so that the interpreter start-up and the imports every Core
 API trial pays for (`determined`, `determined.core`, `requests`: ~0.2 s of CPU) happen while the
-previous trial still runs. When a trial is launched, the runner writes the launch (its whole
+previous trial still runs (as is the Core API's report courier process,
+`determined.core._courier.prestart_child`). When a trial is launched, the runner writes the launch (its whole
 environment, working directory and argv) as JSON to the control pipe whose fd number is our
 argv[1]; from then on this process is the trial: its pid, process group, stdin/stdout/stderr
 pipes and exit status are the ones the runner gave it at start.
@@ -16,8 +17,9 @@ the script's, and the script runs as a new `__main__` module compiled from its f
 reads from the environment (PYTHON*, locale, HOME, ...) was the trial's already: the runner uses
 a pre-started interpreter only when those variables are identical; /proc/<pid>/environ shows the
 trial's environment too (the master finds its runs there). Known differences: the interpreter
-has `determined` and `requests` imported before the script starts, and the frame that runs the
-script is below the script's top-level frame.
+has `determined` and `requests` imported before the script starts, it already has one child
+process (the report courier, idle until the script's first report), and the frame that runs
+the script is below the script's top-level frame.
 
 An end of file on the control pipe before a launch (the master retired us, or died) exits 0.
 This file must import nothing at module level beyond what `python3 train.py` itself loads.
@@ -45,6 +47,10 @@ def _preload() -> None:
     import determined.common.api  # noqa: F401
     import determined.core  # noqa: F401
     import requests  # noqa: F401
+    from determined.core import _courier
+
+    # The process that will post the trial's reports, started now (its start-up is ~40 ms).
+    _courier.prestart_child()
 
     import ctypes  # noqa: F401 - `_show_environment_in_proc` needs it on the trial's clock
 
