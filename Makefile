@@ -46,9 +46,10 @@ master: install
 demo: install
 	$(PY) -m jupyter_determined._demo
 
-## test-deps: what only the tests need beyond the Python packages: Debian's chromium
+## test-deps: what only the tests need beyond the Python packages: Debian's chromium, and
+## openssl (the report courier's HTTPS tests make a self-signed certificate)
 test-deps:
-	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null && command -v openssl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openssl >/dev/null; }
 
 ## test: install test dependencies and run the whole suite (sidebar unit tests, pytest, then the
 ## Estimator tests in .venv-tf215)

@@ -10,6 +10,7 @@ import os
 import pathlib
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -25,11 +26,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class FakeMaster(http.server.ThreadingHTTPServer):
-    """Records every POST (path, parsed body, Authorization) in arrival order."""
+    """Records every POST (path, parsed body, Authorization) in arrival order; `tls`: a
+    (certificate, key) pair to serve HTTPS with."""
 
     daemon_threads = True
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, tls: tuple | None = None) -> None:
+        self.scheme = "https" if tls else "http"
         self.posts: list = []
         self.lock = threading.Lock()
         self.gate = threading.Event()
@@ -37,11 +40,15 @@ class FakeMaster(http.server.ThreadingHTTPServer):
         self.held = threading.Event()  # set once a POST waits at the closed gate
         self.fail: dict = {}  # path suffix -> (status, body)
         super().__init__(("127.0.0.1", port), _Handler)
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.socket = context.wrap_socket(self.socket, server_side=True)
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.server_address[1]}"
 
     def bodies(self, suffix: str) -> list:
         with self.lock:
@@ -298,6 +305,40 @@ def test_deliveries_are_counted_for_whoever_asks(master):
         courier.put(training(step))
     courier.close()
     assert delivered and delivered[-1] == 30 and delivered == sorted(delivered)
+
+
+@pytest.fixture
+def tls_master(tmp_path):
+    """An HTTPS stand-in with a self-signed certificate for 127.0.0.1."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    server = FakeMaster(tls=(str(cert), str(key)))
+    yield server, cert
+    server.shutdown()
+    server.server_close()
+
+
+def test_https_trusts_the_ca_bundle_requests_would(tls_master, monkeypatch):
+    server, cert = tls_master
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))  # the child inherits the environment
+    courier = ReportCourier(server.url, None, trial_id=1, trial_run_id=1)
+    courier.put(training(1))
+    courier.close()
+    assert [r["steps_completed"] for r in server.reports()] == [1]
+
+
+def test_https_with_an_untrusted_certificate_is_a_clear_error(tls_master, monkeypatch):
+    server, _ = tls_master
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    courier = ReportCourier(server.url, None, trial_id=1, trial_run_id=1)  # not retried
+    courier.put(training(1))
+    with pytest.raises(RuntimeError, match="cannot reach the master at https://127.0.0.1:.*CERTIFICATE_VERIFY_FAILED"):
+        courier.close()
+    assert server.reports() == []
 
 
 def test_the_courier_is_used_unless_a_proxy_or_the_switch_says_otherwise(monkeypatch):

@@ -28,6 +28,7 @@ import http.client
 import json
 import os
 import signal
+import ssl  # http.client imports it anyway
 import struct
 import sys
 import time
@@ -63,7 +64,8 @@ class Poster:
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
             if self._https:
-                self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout)
+                self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
+                                                         context=_tls_context())
             else:
                 self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
         return self._conn
@@ -89,6 +91,9 @@ class Poster:
                 self._drop_connection()
                 raise DeliveryError(f"the master at {self._master_url} did not answer within "
                                     f"{self._timeout:.0f} s") from e
+            except ssl.SSLError as e:  # an untrusted certificate does not get better by waiting
+                self._drop_connection()
+                raise DeliveryError(f"cannot reach the master at {self._master_url}: {e}") from e
             except (OSError, http.client.HTTPException) as e:
                 self._drop_connection()
                 if reused and attempt == 0 and isinstance(e, (http.client.RemoteDisconnected,
@@ -107,6 +112,15 @@ class Poster:
 
     def close(self) -> None:
         self._drop_connection()
+
+
+def _tls_context() -> Any:
+    """The certificates `requests` (the trial's other HTTP client) trusts: a CA bundle named by
+    REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE (a file or a directory), else the system's."""
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if bundle and os.path.isdir(bundle):
+        return ssl.create_default_context(capath=bundle)
+    return ssl.create_default_context(cafile=bundle or None)
 
 
 def _error_text(status: int, reason: str, answer: bytes) -> str:
