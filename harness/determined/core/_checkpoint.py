@@ -91,6 +91,14 @@ def _write_metadata(directory: pathlib.Path, metadata: dict) -> None:
 _DRAIN_LOG_INTERVAL_S = 10.0
 
 
+def report_failed(storage_id: str, error: Any) -> RuntimeError:
+    """The error a failed `POST /checkpoints` is raised as, in the thread that saved it."""
+    return RuntimeError(
+        f"reporting checkpoint {storage_id} to the master failed: {error}; its files are in "
+        "checkpoint storage but the master does not list it (save a new checkpoint)"
+    )
+
+
 class CheckpointReporter:
     """POSTs checkpoint records to the master from a background thread, in order.
 
@@ -173,10 +181,7 @@ class CheckpointReporter:
         if failure is None:
             return
         storage_id, error = failure
-        raise RuntimeError(
-            f"reporting checkpoint {storage_id} to the master failed: {error}; its files are in "
-            "checkpoint storage but the master does not list it (save a new checkpoint)"
-        ) from error
+        raise report_failed(storage_id, error) from error
 
     def _run(self) -> None:
         session = None

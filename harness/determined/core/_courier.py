@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     import subprocess
 
+from determined.core._checkpoint import report_failed
 from determined.core._metrics import SHIP_INTERVAL_S, _iso, _json_default
 
 logger = logging.getLogger("determined.core")
@@ -415,8 +416,4 @@ class CourierCheckpointReporter:
         failure = self._courier.take_checkpoint_error()
         if failure is None:
             return
-        storage_id, message = failure
-        raise RuntimeError(
-            f"reporting checkpoint {storage_id} to the master failed: {message}; its files are in "
-            "checkpoint storage but the master does not list it (save a new checkpoint)"
-        )
+        raise report_failed(*failure)

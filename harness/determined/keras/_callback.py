@@ -94,7 +94,7 @@ class DeterminedCallback(keras.callbacks.Callback):
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
         if self._report_period == "epoch":
             return
-        self._batch_logs.append({k: float(v) for k, v in (logs or {}).items() if _is_number(v)})
+        self._batch_logs.append(numeric_logs(logs))
         steps = self._steps()
         if steps % int(self._report_period) == 0:
             self._report_batches(steps)
@@ -108,7 +108,7 @@ class DeterminedCallback(keras.callbacks.Callback):
         self._batch_logs = []
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-        logs = {k: float(v) for k, v in (logs or {}).items() if _is_number(v)}
+        logs = numeric_logs(logs)
         steps = self._steps()
         self._epochs_completed = epoch + 1
         training = {k: v for k, v in logs.items() if not k.startswith("val_")}
@@ -144,6 +144,11 @@ class DeterminedCallback(keras.callbacks.Callback):
         self._last_checkpoint_epoch = self._epochs_completed
         self.last_checkpoint = storage_id
         return storage_id
+
+
+def numeric_logs(logs: Any) -> dict[str, float]:
+    """The entries of Keras `logs` that are numbers, as floats (the metrics Determined stores)."""
+    return {name: float(value) for name, value in (logs or {}).items() if _is_number(value)}
 
 
 def _is_number(value: Any) -> bool:

@@ -31,6 +31,7 @@ import keras
 from determined import errors
 from determined.common import expconf
 from determined.keras import _data
+from determined.keras._callback import numeric_logs
 from determined.keras._context import FitArguments, check_compiled, original_fit
 
 logger = logging.getLogger("determined.keras")
@@ -433,7 +434,7 @@ class ManagedLoop:
                 end = trained  # a callback stopped training inside the chunk
         self._epoch += 1
         self.steps = end
-        metrics = {name: float(value) for name, value in (logs or {}).items() if _is_number(value)}
+        metrics = numeric_logs(logs)
         self._report(Report("training", end, metrics))
         self.core.train.report_training_metrics(steps_completed=end, metrics=metrics)
 
@@ -519,14 +520,6 @@ class ManagedLoop:
         self.last_checkpoint = int(metadata.get("last_checkpoint_steps", self.steps))
         self.result.checkpoints.append(storage_id)
         logger.info("resumed from checkpoint %s at step %d", storage_id, self.steps)
-
-
-def _is_number(value: Any) -> bool:
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------
