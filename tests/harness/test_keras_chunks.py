@@ -133,3 +133,58 @@ def test_a_callback_stopping_inside_a_shared_fit_call_ends_training_at_that_batc
     assert calls == [10, 5]
     assert result.stopped_early and result.steps_completed == 23
     assert [r.steps_completed for r in result.reports] == [10, 20, 23, 23]  # training x3, then validation
+
+
+def _train_arrays(x, y, sample_weight, tmp_path, name, *, model):
+    spec = TrainingSpec(
+        model=model,
+        train=_data.training_source(x, y, sample_weight, batch_size=16, shuffle=True, seed=5),
+        validation={"x": x, "y": y, "batch_size": 16}, callbacks=[])
+    config = {"scheduling_unit": 10, "searcher": {"metric": "val_loss", "max_length": {"batches": 60}}}
+    with core._dummy_init(checkpoint_storage=str(tmp_path / name)) as core_context:
+        result = ManagedLoop(core_context, spec, config=config, global_batch_size=16, mode=LoopMode.LOCAL).run()
+    return result, model.get_weights()
+
+
+def _two_input_model():
+    keras.utils.set_random_seed(7)
+    pixels, extra = keras.Input((64,), name="pixels"), keras.Input((2,), name="extra")
+    hidden = keras.layers.Dense(16, activation="relu")(keras.layers.Concatenate()([pixels, extra]))
+    model = keras.Model({"pixels": pixels, "extra": extra}, keras.layers.Dense(10, activation="softmax")(hidden))
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"], steps_per_execution=5)
+    return model
+
+
+@pytest.mark.parametrize("inputs", ["float64 arrays with sample weights", "a dict of arrays"])
+def test_arrays_fed_by_index_train_exactly_like_arrays_gathered_in_numpy(inputs, digits, tmp_path, monkeypatch):
+    """Under TensorFlow, arrays reach `fit` as a dataset of batches gathered from tensors by index:
+    the same batches, dtype casts, sample weights and input structure as gathering the chunk's
+    rows in numpy (the path for other backends and for data TensorFlow cannot hold)."""
+    (x, y), _ = digits
+    if inputs == "a dict of arrays":
+        x = {"pixels": x, "extra": np.stack([x[:, 0], x[:, 5]], axis=1)}
+        weights, make = None, _two_input_model
+    else:
+        x, weights = x.astype("float64"), np.linspace(0.5, 1.5, len(y))
+
+        def make():
+            keras.utils.set_random_seed(7)
+            model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(16, activation="relu"),
+                                      keras.layers.Dense(10, activation="softmax")])
+            model.compile(optimizer=keras.optimizers.SGD(0.05), loss="sparse_categorical_crossentropy",
+                          metrics=["accuracy"], steps_per_execution=5)
+            return model
+
+    fed_calls = []
+    monkeypatch.setattr(_loop, "original_fit", lambda model, **kw: fed_calls.append(type(kw["x"]).__name__)
+                        or _KERAS_FIT(model, **kw))
+    fed, fed_weights = _train_arrays(x, y, weights, tmp_path, "fed", model=make())
+    assert fed_calls and all("Dataset" in kind for kind in fed_calls)  # fed by a dataset of batches
+    monkeypatch.setattr(_data.ArraySource, "_tf_tensors", lambda self: None)
+    gathered, gathered_weights = _train_arrays(x, y, weights, tmp_path, "gathered", model=make())
+    assert [(r.group, r.steps_completed) for r in fed.reports] == [(r.group, r.steps_completed) for r in gathered.reports]
+    for mine, theirs in zip(fed.reports, gathered.reports):
+        assert mine.metrics == pytest.approx(theirs.metrics, rel=1e-5, abs=1e-6)
+    for mine, theirs in zip(fed_weights, gathered_weights):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)

@@ -205,9 +205,13 @@ def test_resuming_from_a_checkpoint_continues_exactly(digits, tmp_path):
 def test_array_batches_depend_only_on_the_batch_index():
     x = np.arange(100, dtype="float32").reshape(50, 2)
     source = _data.ArraySource(x, np.arange(50), None, 8, shuffle=True, seed=5)
-    whole = source.fit_kwargs(0, 20)["y"]
-    parts = np.concatenate([source.fit_kwargs(0, 7)["y"], source.fit_kwargs(7, 13)["y"], source.fit_kwargs(13, 20)["y"]])
-    np.testing.assert_array_equal(whole, parts)
+
+    def labels(start, end):  # what fit() is fed: a tf.data pipeline of (x, y) batches
+        return np.concatenate([y.numpy() for _, y in source.fit_kwargs(start, end)["x"]])
+
+    whole = labels(0, 20)
+    np.testing.assert_array_equal(whole, source.indices(0, 20))  # y[i] == i: the records chosen
+    np.testing.assert_array_equal(whole, np.concatenate([labels(0, 7), labels(7, 13), labels(13, 20)]))
     # Each epoch (50 records) is a permutation of all records.
     assert sorted(whole[:50]) == list(range(50)) and sorted(whole[50:100]) == list(range(50))
 

@@ -33,6 +33,20 @@ def test_metric_values_reads_tensors_as_python_numbers_and_keeps_the_rest():
     assert _metric_values(plain) is plain
 
 
+def test_metric_values_reads_mixed_shapes_dtypes_and_gaps_correctly():
+    # One-element tensors of either rank are read together; mixed ranks, dtypes, numbers and
+    # batches without the metric are read one by one, each value where it was.
+    assert _metric_values([{"a": torch.tensor([1.5])}, {"a": torch.tensor([2.5])}]) == [{"a": 1.5}, {"a": 2.5}]
+    mixed_rank = [{"a": torch.tensor(1.0)}, {"a": torch.tensor([2.0])}, {"a": torch.tensor([[3.0]])}]
+    assert _metric_values(mixed_rank) == [{"a": 1.0}, {"a": 2.0}, {"a": 3.0}]
+    mixed_dtype = _metric_values([{"a": torch.tensor(1)}, {"a": torch.tensor(2.5)}, {"a": 4}])
+    assert mixed_dtype == [{"a": 1}, {"a": 2.5}, {"a": 4}] and type(mixed_dtype[0]["a"]) is int
+    gaps = _metric_values([{"a": torch.tensor(1.0)}, {}, {"a": torch.tensor(3.0)}])
+    assert gaps == [{"a": 1.0}, {}, {"a": 3.0}]
+    two_elements = _metric_values([{"a": torch.tensor([1.0, 2.0])}, {"a": torch.tensor([3.0])}])
+    assert two_elements == [{"a": [1.0, 2.0]}, {"a": 3.0}]
+
+
 class _Recording(core.DummyTrainContext):
     def __init__(self) -> None:
         self.training: list[tuple[int, dict]] = []

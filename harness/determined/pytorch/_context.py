@@ -157,7 +157,10 @@ class PyTorchTrialContext:
         scaler: Any = None,
     ) -> None:
         """Step `optimizer` (only every `aggregation_frequency` batches), then zero its gradients."""
-        if not any(optimizer is o for o in self.optimizers):
+        for wrapped in self.optimizers:  # (a loop, not any(genexpr): this runs on every batch)
+            if wrapped is optimizer:
+                break
+        else:
             raise ValueError("step_optimizer: this optimizer was not wrapped with context.wrap_optimizer()")
         if not self._is_aggregation_boundary():
             return

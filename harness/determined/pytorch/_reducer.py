@@ -49,6 +49,8 @@ class _WrappedReducer:
 
 def to_number(value: Any) -> Any:
     """A tensor/array/number as a plain Python number (or list for non-scalars)."""
+    if type(value) is float or type(value) is int:  # the common case, first: this runs per batch
+        return value
     if hasattr(value, "detach"):
         value = value.detach().cpu()
         return value.item() if value.numel() == 1 else value.numpy().tolist()
