@@ -164,7 +164,9 @@ class ArraySource(BatchSource):
         try:
             if any(leaf is None for part in parts for leaf in _leaves(part)):
                 return None
-            self._tensors = tuple(keras.tree.lists_to_tuples(keras.tree.map_structure(convert, part)) for part in parts)
+            with tf.device("CPU:0"):  # input data stays in host memory, as in Keras' own adapter
+                self._tensors = tuple(
+                    keras.tree.lists_to_tuples(keras.tree.map_structure(convert, part)) for part in parts)
         except (TypeError, ValueError, tf.errors.OpError) as err:
             logger.info("training arrays are gathered in numpy for each fit() call (%s)", err)
         return self._tensors
@@ -174,13 +176,14 @@ class ArraySource(BatchSource):
         one batch per element (no per-batch function, no background thread)."""
         import tensorflow as tf
 
-        index = tf.constant(self.indices(start, end))
-
         def gather(tensor: Any) -> Any:
             rows = tf.gather(tensor, index, axis=0)
             return tf.reshape(rows, [end - start, self.batch_size, *rows.shape[1:]])
 
-        return tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(gather, tensors))
+        with tf.device("CPU:0"):  # not on a GPU: tf.data reads its inputs from host memory
+            index = tf.constant(self.indices(start, end))
+            batches = tf.nest.map_structure(gather, tensors)
+        return tf.data.Dataset.from_tensor_slices(batches)
 
     def sample_inputs(self) -> Any:
         return _take(self.x, self.indices(0, 1))
