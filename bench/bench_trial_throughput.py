@@ -10,8 +10,9 @@ TensorFlow intra/inter-op threads 1).
   joined without partial batches, as in the managed loop) fed to `model.fit(dataset, epochs=1,
   steps_per_epoch=N, validation_data=...)`, then `model.save()` once, on a model compiled with
   the same `steps_per_execution`. (Until 2026-11-22 the baseline fed `fit` the shuffled epochs
-  laid out as arrays, which copies the whole stream; the managed loop no longer copies, so
-  that baseline flattered it.)
+  laid out as numpy arrays, which Keras' array adapter copies and then gathers batch by batch
+  with a mapped function; the managed loop stopped feeding arrays that way, so that baseline
+  flattered it.)
   Managed: the Native API (`det.experimental.keras.init()`, `context.wrap_model(model)`,
   `model.fit(...)`) or a `TFKerasTrial` (`determined.keras.run_keras_trial(on_cluster=True)`, what
   `determined.exec.harness` runs), both driven by the master's searcher operation of the same
