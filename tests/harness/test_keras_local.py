@@ -270,12 +270,13 @@ def test_dataset_and_pydataset_batches_depend_only_on_the_batch_index():
 
     dataset = tf.data.Dataset.range(10).batch(3)  # 4 batches per pass, the last one partial
 
-    def values(kwargs):
-        return [np.asarray(batch).tolist() for batch in kwargs["x"]._batches]
+    def values(kwargs):  # fit() is handed a dataset: what it yields
+        return [np.asarray(batch).tolist() for batch in kwargs["x"]]
 
     source = _data.TFDatasetSource(dataset)
     whole = values(source.fit_kwargs(0, 6))
     assert whole == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9], [0, 1, 2], [3, 4, 5]]
+    assert values(source.fit_kwargs(0, 2)) + values(source.fit_kwargs(2, 6)) == whole  # consecutive calls
     resumed = _data.TFDatasetSource(dataset)
     assert values(resumed.fit_kwargs(4, 6)) == whole[4:]  # a resume skips ahead
 

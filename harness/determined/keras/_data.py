@@ -14,8 +14,10 @@ it, so every source can produce the batches `[start, end)` directly:
   cannot hold (objects, `None` leaves), the rows are gathered in numpy and handed to Keras'
   own array adapter;
 * `keras.utils.PyDataset` / `Sequence`: batch k is `dataset[k % len(dataset)]`;
-* `tf.data.Dataset` (already batched): read in order from a repeating iterator; asking for an
-  earlier or later start (a resume) re-creates the iterator and skips ahead.
+* `tf.data.Dataset` (already batched): batch k is element k of `dataset.repeat()`; `fit` gets
+  `dataset.repeat().skip(start).take(n)`, so TensorFlow reads it without Python in the loop (a
+  `fit` call that starts mid-stream, e.g. on resume or at a later searcher operation, makes
+  tf.data produce and drop the elements before `start`).
 """
 from __future__ import annotations
 
@@ -108,8 +110,11 @@ class BatchSource:
         raise NotImplementedError
 
     def bytes_per_batch(self) -> int:
-        """The memory one batch takes when handed to `fit` (0: not known yet)."""
+        """The memory one batch takes when handed to `fit` (0: not known yet; a source that
+        streams its batches holds none and sets `streams`)."""
         return self._batch_bytes
+
+    streams = False  # True: `fit_kwargs` holds no batches in memory (no budget applies)
 
     def _measure(self, batches: list) -> None:
         if not self._batch_bytes and batches:
@@ -242,10 +247,10 @@ class SequenceSource(BatchSource):
 
 
 class TFDatasetSource(BatchSource):
+    streams = True
+
     def __init__(self, dataset: Any) -> None:
         self.dataset = dataset
-        self._iterator: Any = None
-        self._position = 0
         try:
             cardinality = int(dataset.cardinality())
         except Exception:  # noqa: BLE001 - unknown cardinality is fine
@@ -253,20 +258,14 @@ class TFDatasetSource(BatchSource):
         if cardinality == 0:
             raise errors.InvalidExperimentException("fit(): the training tf.data.Dataset is empty")
 
-    def _seek(self, start: int) -> None:
-        if self._iterator is None or self._position != start:
-            self._iterator = iter(self.dataset.repeat())
-            self._position = 0
-            for _ in range(start):
-                next(self._iterator)
-            self._position = start
-
     def fit_kwargs(self, start: int, end: int) -> dict:
-        self._seek(start)
-        batches = [next(self._iterator) for _ in range(end - start)]
-        self._position = end
-        self._measure(batches)
-        return {"x": _BatchList(batches), "shuffle": False}  # the order is batch k = f(k)
+        # Handing Keras the dataset (not batches read in Python) keeps the input pipeline in
+        # TensorFlow: reading each batch in Python made managed training ~2x slower than plain fit.
+        return {"x": self.dataset.repeat().skip(start).take(end - start), "shuffle": False}
+
+    def sample_inputs(self) -> Any:
+        batch = next(iter(self.dataset.take(1)))
+        return batch[0] if isinstance(batch, tuple) else batch
 
 
 def training_source(

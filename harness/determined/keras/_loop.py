@@ -374,7 +374,10 @@ class ManagedLoop:
                     "periods multiples of steps_per_execution", length, execution)
             return length, 1
         batch_bytes = self.spec.train.bytes_per_batch()
-        most = max(1, FIT_DATA_BUDGET_BYTES // max(1, length * batch_bytes)) if batch_bytes else 1
+        if self.spec.train.streams:
+            most = math.ceil((target - self.steps) / length)  # nothing held in memory: no budget
+        else:
+            most = max(1, FIT_DATA_BUDGET_BYTES // max(1, length * batch_bytes)) if batch_bytes else 1
         lengths = self._next_chunk_lengths(target, most)
         chunks = 1
         while chunks < len(lengths) and lengths[chunks] == length:
