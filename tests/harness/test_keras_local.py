@@ -280,6 +280,19 @@ def test_dataset_and_pydataset_batches_depend_only_on_the_batch_index():
     resumed = _data.TFDatasetSource(dataset)
     assert values(resumed.fit_kwargs(4, 6)) == whole[4:]  # a resume skips ahead
 
+    # A dataset that reshuffles each iteration: later fit calls continue the same iteration (each
+    # epoch a permutation across the calls), and a resume in a new process (the dataset built
+    # again with the same seed) gets the same batches.
+    def shuffled():
+        return tf.data.Dataset.range(10).shuffle(10, seed=4).batch(2)
+
+    uninterrupted = _data.TFDatasetSource(shuffled())
+    calls = [values(uninterrupted.fit_kwargs(a, b)) for a, b in ((0, 3), (3, 5), (5, 8))]
+    flat = [batch for call in calls for batch in call]
+    assert sorted(v for batch in flat[:5] for v in batch) == list(range(10))
+    assert flat[5:8] != flat[0:3]  # the second epoch is another permutation
+    assert values(_data.TFDatasetSource(shuffled()).fit_kwargs(3, 8)) == flat[3:8]
+
     class Squares(keras.utils.PyDataset):
         def __len__(self):
             return 3
