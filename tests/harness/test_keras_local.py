@@ -292,6 +292,11 @@ def test_dataset_and_pydataset_batches_depend_only_on_the_batch_index():
     assert sorted(v for batch in flat[:5] for v in batch) == list(range(10))
     assert flat[5:8] != flat[0:3]  # the second epoch is another permutation
     assert values(_data.TFDatasetSource(shuffled()).fit_kwargs(3, 8)) == flat[3:8]
+    # Building a model from sample inputs (a resume into an unbuilt model) reads nothing.
+    probed = _data.TFDatasetSource(shuffled())
+    assert probed.sample_inputs().shape == (1,) and values(probed.fit_kwargs(0, 8)) == flat
+    features = tf.data.Dataset.from_tensor_slices(({"a": np.ones((6, 3), "float32")}, np.arange(6))).batch(2)
+    assert _data.TFDatasetSource(features).sample_inputs()["a"].shape == (1, 3)
 
     class Squares(keras.utils.PyDataset):
         def __len__(self):

@@ -279,8 +279,19 @@ class TFDatasetSource(BatchSource):
         return {"x": batches, "shuffle": False}
 
     def sample_inputs(self) -> Any:
-        batch = next(iter(self.dataset.take(1)))
-        return batch[0] if isinstance(batch, tuple) else batch
+        # Zeros shaped like the dataset's elements: iterating the dataset here would advance a
+        # reshuffling dataset's seed, and the training iterator would not be the one an
+        # uninterrupted run reads.
+        import tensorflow as tf
+
+        spec = self.dataset.element_spec
+        inputs = spec[0] if isinstance(spec, tuple) else spec
+        try:
+            return tf.nest.map_structure(
+                lambda leaf: tf.zeros([1 if d is None else d for d in leaf.shape], leaf.dtype), inputs)
+        except (TypeError, ValueError):  # e.g. string or ragged inputs: read one batch
+            batch = next(iter(self.dataset.take(1)))
+            return batch[0] if isinstance(batch, tuple) else batch
 
 
 def training_source(
