@@ -105,28 +105,24 @@ class BatchSource:
     """Base: `fit_kwargs(start, end)` returns the data arguments for training batches [start, end)."""
 
     records: int | None = None  # records per epoch when known (arrays, sized datasets)
+    streams = False  # True: `fit_kwargs` holds no batches in memory (no data budget applies)
     _batch_bytes: int = 0  # 0 until known
 
     def fit_kwargs(self, start: int, end: int) -> dict:
         raise NotImplementedError
 
     def bytes_per_batch(self) -> int:
-        """The memory one batch takes when handed to `fit` (0: not known yet; a source that
-        streams its batches holds none and sets `streams`)."""
+        """The memory one batch takes when handed to `fit` (0: not known yet)."""
         return self._batch_bytes
-
-    streams = False  # True: `fit_kwargs` holds no batches in memory (no budget applies)
 
     def _measure(self, batches: list) -> None:
         if not self._batch_bytes and batches:
             self._batch_bytes = _nbytes(batches[0])
 
     def sample_inputs(self) -> Any:
-        """A batch of inputs, to build a model that has not seen data yet."""
-        data = self.fit_kwargs(0, 1)
-        if "x" in data and not isinstance(data["x"], _BatchList):
-            return data["x"]
-        batch = data["x"][0]
+        """A batch of inputs, to build a model that has not seen data yet (here: from a source
+        whose `fit_kwargs` hands `fit` a `_BatchList`; the others override this)."""
+        batch = self.fit_kwargs(0, 1)["x"][0]
         return batch[0] if isinstance(batch, tuple) else batch
 
 
