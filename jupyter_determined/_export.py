@@ -8,6 +8,9 @@ A notebook's code cells become one Python script that runs outside IPython (in a
   Dropped statements become `pass` so that indented blocks stay valid.
 * Cells tagged `det-skip`, other `%%det_submit` cells (training code of other experiments) and
   our own `%det ...` lines are left out.
+* Where each cell went is recorded (`ExportedCell`: id, index in the notebook, execution count,
+  line offset) in the experiment's `notebook` field and in the script's prelude, which installs
+  `determined.common.notebook_errors`: a trial's traceback names the notebook cell and line.
 
 Where the cells come from, in order of preference (`current_notebook_script`):
 1. the frontend: the labextension opens a comm to target `jupyter_determined.notebook` and
@@ -42,6 +45,29 @@ class NotebookExportError(ValueError):
     """The notebook cannot be turned into a script; the message names the cell."""
 
 
+@dataclasses.dataclass(frozen=True)
+class ExportedCell:
+    """Where one notebook cell went in the script (the trial's tracebacks name it from this).
+
+    `index` is 0-based among all the notebook's cells (markdown included); script line =
+    `line_offset` + line within the cell; `line_map` (the cell's line of each of its
+    `num_lines` script lines) only where IPython syntax made them differ (`%%time`, ...)."""
+
+    id: str | None
+    index: int
+    execution_count: int | None
+    line_offset: int
+    num_lines: int
+    line_map: list[int] | None = None
+
+    def to_json(self) -> dict:
+        data = {"id": self.id, "index": self.index, "execution_count": self.execution_count,
+                "line_offset": self.line_offset, "num_lines": self.num_lines}
+        if self.line_map is not None:
+            data["line_map"] = list(self.line_map)
+        return data
+
+
 @dataclasses.dataclass
 class ExportedScript:
     script: str
@@ -49,13 +75,15 @@ class ExportedScript:
     cell_ids: list[str]
     warnings: list[str]
     source: str  # "frontend" | "file" | "history" | "cells"
+    cells: list[ExportedCell] = dataclasses.field(default_factory=list)
 
     def as_tuple(self) -> tuple[str, str | None, list[str]]:
         return self.script, self.notebook_path, self.cell_ids
 
     def notebook_field(self) -> dict:
         """The `notebook` field of POST /experiments."""
-        field = {"path": self.notebook_path, "cell_ids": self.cell_ids, "script": self.script}
+        field = {"path": self.notebook_path, "cell_ids": self.cell_ids, "script": self.script,
+                 "cells": [cell.to_json() for cell in self.cells]}
         return {key: value for key, value in field.items() if value is not None}
 
 
@@ -70,6 +98,24 @@ def _cell_source(cell: dict) -> str:
 
 def _cell_tags(cell: dict) -> list[str]:
     return list((cell.get("metadata") or {}).get("tags") or [])
+
+
+def skip_reason(cell: dict) -> str | None:
+    """Why the export leaves `cell` out, or None if it exports it.
+
+    One of "markdown", "raw" (not code), "det-skip" (tagged), "empty", "det_submit" (another
+    experiment's training code). `cells_to_script` and the export preview both ask this."""
+    cell_type = str(cell.get("cell_type", "code"))
+    if cell_type != "code":
+        return "markdown" if cell_type == "markdown" else "raw"
+    source = _cell_source(cell)
+    if SKIP_TAG in _cell_tags(cell):
+        return "det-skip"
+    if not source.strip():
+        return "empty"
+    if cell_magic_name(source) == "det_submit":
+        return "det_submit"
+    return None
 
 
 def cell_magic_name(source: str) -> str | None:
@@ -101,6 +147,10 @@ class _CellConverter:
         self.label = label
         self.warnings: list[str] = []
         self.original_lines: list[str] = []
+        # The cell's own line (1-based) of each line `convert` returned: tracebacks of the
+        # trial name the line the user wrote, also where IPython syntax changed the count.
+        self.line_map: list[int] = []
+        self._nested_map: list[int] | None = None
 
     def warn(self, message: str) -> None:
         self.warnings.append(f"{self.label}: {message}")
@@ -119,16 +169,32 @@ class _CellConverter:
         source_lines = source.splitlines()
         # Line magics keep their line: name the user's own text in comments and warnings.
         self.original_lines = source_lines if len(source_lines) == len(lines) else lines
-        replacements: list[tuple[int, int, list[str]]] = []
+        origins = [min(number, max(len(source_lines), 1)) for number in range(1, len(lines) + 1)]
+        # A cell magic makes the whole cell one line; its body starts below the `%%` line.
+        magic_line = next((number for number, line in enumerate(source_lines, start=1)
+                           if line.strip()), 1)
+        replacements: list[tuple[int, int, list[str], list[int]]] = []
         for node in ast.walk(tree):
+            self._nested_map = None
             replacement = self._replacement(node, lines)
             if replacement is not None:
                 indent = " " * node.col_offset  # type: ignore[attr-defined]
                 body = [indent + line if line else line for line in replacement]
-                replacements.append((node.lineno, node.end_lineno, body))  # type: ignore
-        for start, end, body in sorted(replacements, reverse=True):
+                start, end = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+                if self._nested_map is not None and len(lines) < len(source_lines):
+                    body_origins = [magic_line + number for number in self._nested_map]
+                else:
+                    body_origins = [origins[start - 1 + min(i, end - start)]
+                                    for i in range(len(body))]
+                body_origins = (body_origins + body_origins[-1:] * len(body))[:len(body)]
+                replacements.append((start, end, body, body_origins))
+        for start, end, body, body_origins in sorted(replacements, key=lambda r: r[:2],
+                                                     reverse=True):
             lines[start - 1:end] = body
-        return "\n".join(lines).rstrip() + "\n" if lines else ""
+            origins[start - 1:end] = body_origins
+        code = "\n".join(lines).rstrip() + "\n" if lines else ""
+        self.line_map = origins[:len(code.splitlines())]
+        return code
 
     def _replacement(self, node: ast.AST, lines: list[str]) -> list[str] | None:
         if isinstance(node, ast.Expr):
@@ -154,6 +220,7 @@ class _CellConverter:
             self.warn(f"IPython call dropped: {original}")
             code = None
         if code is None:
+            self._nested_map = None
             return [f"{target} = None  # [det] dropped: {original}" if target else
                     f"pass  # [det] dropped: {original}"]
         if target is not None:
@@ -164,6 +231,7 @@ class _CellConverter:
         inner = _CellConverter(self.label)
         code = inner.convert(source)
         self.warnings.extend(inner.warnings)
+        self._nested_map = inner.line_map
         return code
 
     def _line_magic(self, name: str, line: str, original: str) -> str | None:
@@ -201,8 +269,15 @@ class _CellConverter:
 
 def convert_cell(source: str, label: str = "cell") -> tuple[str, list[str]]:
     """One cell's source as plain Python, and the warnings about what was dropped."""
+    code, warnings_, _ = _convert_with_lines(source, label)
+    return code, warnings_
+
+
+def _convert_with_lines(source: str, label: str) -> tuple[str, list[str], list[int]]:
+    """`convert_cell`, plus the cell's line (1-based) of each line of the code."""
     converter = _CellConverter(label)
-    return converter.convert(source), converter.warnings
+    code = converter.convert(source)
+    return code, converter.warnings, converter.line_map
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,6 +289,11 @@ _PRELUDE = (
     "    from IPython.display import display\n"
     "except ImportError:  # pragma: no cover\n"
     "    display = print\n"
+    "try:  # tracebacks name the notebook's cells, not this script's lines\n"
+    "    __import__('determined.common.notebook_errors').common.notebook_errors.install("
+    "globals().get('__file__'), {table})\n"
+    "except ImportError:  # pragma: no cover\n"
+    "    pass\n"
 )
 
 
@@ -222,38 +302,74 @@ def _cell_label(cell: dict, index: int) -> str:
     return f"cell {index + 1}" + (f" (id {cell_id})" if cell_id else "")
 
 
+def _execution_count(cell: dict) -> int | None:
+    count = cell.get("execution_count")
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
 def cells_to_script(cells: Iterable[dict], *, training_code: str | None = None,
-                    training_cell_id: str | None = None, origin: str = "a notebook",
+                    training_cell_id: str | None = None, training_cell_index: int | None = None,
+                    training_execution_count: int | None = None, training_line_offset: int = 0,
+                    origin: str = "a notebook",
                     notebook_path: str | None = None, source: str = "cells") -> ExportedScript:
     """The script of `cells` (nbformat cell dicts, in order), then `training_code` if given.
 
-    Non-code cells, cells tagged `det-skip` and `%%det_submit` cells are left out.
+    Non-code cells, cells tagged `det-skip` and `%%det_submit` cells are left out. The script
+    records where each cell went (`ExportedScript.cells`) and its prelude installs
+    `determined.common.notebook_errors`, so a trial's traceback names the notebook cell and
+    line. `training_cell_index` is the submitting cell's index in the notebook (default: after
+    the last of `cells`); `training_line_offset` the number of that cell's lines above the
+    training code (1 for a `%%det_submit` body: the magic's own line).
     """
-    parts: list[str] = [_PRELUDE.format(origin=origin)]
+    body: list[str] = []
+    body_lines = 0
     cell_ids: list[str] = []
+    exported: list[ExportedCell] = []
     collected: list[str] = []
+
+    def add(header: str, code: str, line_map: list[int], cell_id: str | None, index: int,
+            execution_count: int | None) -> None:
+        nonlocal body_lines
+        offset = body_lines + header.count("\n")
+        num_lines = len(code.splitlines())
+        identity = line_map == list(range(1, num_lines + 1))
+        exported.append(ExportedCell(cell_id, index, execution_count, offset, num_lines,
+                                     None if identity else line_map))
+        body.append(header + code)
+        body_lines += (header + code).count("\n")
+
+    count = 0
     for index, cell in enumerate(cells):
-        if cell.get("cell_type", "code") != "code":
+        count = index + 1
+        if skip_reason(cell) is not None:
             continue
         text = _cell_source(cell)
-        if SKIP_TAG in _cell_tags(cell) or not text.strip():
-            continue
-        if cell_magic_name(text) == "det_submit":
-            continue  # another experiment's training code
         label = _cell_label(cell, index)
-        code, cell_warnings = convert_cell(text, label)
+        code, cell_warnings, line_map = _convert_with_lines(text, label)
         collected.extend(cell_warnings)
-        parts.append(f"\n# --- {label}\n{code}")
-        if cell.get("id"):
-            cell_ids.append(str(cell["id"]))
+        cell_id = str(cell["id"]) if cell.get("id") else None
+        add(f"\n# --- {label}\n", code, line_map, cell_id, index, _execution_count(cell))
+        if cell_id:
+            cell_ids.append(cell_id)
     if training_code is not None:
         label = "the submitting cell" + (f" (id {training_cell_id})" if training_cell_id else "")
-        code, cell_warnings = convert_cell(training_code, label)
+        code, cell_warnings, line_map = _convert_with_lines(training_code, label)
         collected.extend(cell_warnings)
-        parts.append(f"\n# --- {label}: the training code\n{code}")
+        line_map = [line + training_line_offset for line in line_map]
+        index = training_cell_index if training_cell_index is not None else count
+        add(f"\n# --- {label}: the training code\n", code, line_map, training_cell_id, index,
+            training_execution_count)
         if training_cell_id:
             cell_ids.append(training_cell_id)
-    return ExportedScript("".join(parts), notebook_path, cell_ids, collected, source)
+    # The table is on one line (with the call), so the prelude's length does not depend on it.
+    placeholder = _PRELUDE.format(origin=origin.replace("\n", " "), table="{}")
+    prelude_lines = placeholder.count("\n")
+    exported = [dataclasses.replace(cell, line_offset=cell.line_offset + prelude_lines)
+                for cell in exported]
+    table = {"notebook": notebook_path, "cells": [cell.to_json() for cell in exported]}
+    prelude = _PRELUDE.format(origin=origin.replace("\n", " "), table=repr(table))
+    return ExportedScript(prelude + "".join(body), notebook_path, cell_ids, collected, source,
+                          exported)
 
 
 def read_notebook_cells(path: str | os.PathLike) -> list[dict]:
@@ -352,8 +468,12 @@ def _notebook_path(ipython: Any) -> str | None:
     return str(path) if path else None
 
 
-def _raw_history(ipython: Any) -> list[str]:
-    return [source for _, _, source in ipython.history_manager.get_range(session=0, raw=True)]
+def _raw_history(ipython: Any) -> list[tuple[int, str]]:
+    """(execution count, source) of each input this kernel ran, in order."""
+    return [(number, source) for _, number, source
+            in ipython.history_manager.get_range(session=0, raw=True)]
+
+
 
 
 def _locate(cells: list[dict], cell_id: str | None, current_source: str | None) -> int | None:
@@ -367,6 +487,16 @@ def _locate(cells: list[dict], cell_id: str | None, current_source: str | None) 
             if cell.get("cell_type", "code") == "code" and _cell_source(cell).strip() == wanted:
                 return index
     return None
+
+
+def _running(cells: list[dict], index: int, count: int | None) -> list[dict]:
+    """The running cell (if selected) with the kernel's execution count: the file's or the
+    frontend's count is the one of its previous run."""
+    if count is None or index >= len(cells):
+        return cells
+    cells = list(cells)
+    cells[index] = {**cells[index], "execution_count": count}
+    return cells
 
 
 def _select(cells: list[dict], index: int, which: Which) -> list[dict]:
@@ -384,6 +514,8 @@ class NotebookCells:
     source: str  # "frontend" | "file" | "history"
     current_cell_id: str | None
     notes: list[str]
+    current_cell_index: int | None = None  # among all the notebook's cells
+    current_execution_count: int | None = None
 
 
 def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> NotebookCells:
@@ -397,8 +529,11 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
         raise NotebookExportError("not running in IPython: there is no notebook to export")
     frontend_notebook.register(ipython)
     history = _raw_history(ipython)
-    current_source = history[-1] if history else None
+    current_source = history[-1][1] if history else None
     cell_id = _current_cell_id(ipython)
+    # The running cell is the last input in the history, under its execution count (by the
+    # time a cell's code runs, `ipython.execution_count` already names the next one).
+    count = history[-1][0] if history else None
     notes: list[str] = []
 
     snapshot = frontend_notebook.snapshot
@@ -406,8 +541,9 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
         cells = list(snapshot["cells"])
         index = _locate(cells, cell_id, current_source)
         if index is not None:
-            return NotebookCells(_select(cells, index, which), snapshot.get("path"), "frontend",
-                                 cells[index].get("id"), notes)
+            return NotebookCells(_running(_select(cells, index, which), index, count),
+                                 snapshot.get("path"), "frontend", cells[index].get("id"),
+                                 notes, index, count)
 
     path = _notebook_path(ipython)
     if path and os.path.isfile(path):
@@ -423,23 +559,26 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
                 if which != "above_current" and current_source is not None:
                     # The running cell as it ran, even if the file holds an older version.
                     selected[index] = {**selected[index], "source": current_source}
-                return NotebookCells(selected, str(Path(path).absolute()), "file",
-                                     cells[index].get("id"), notes)
+                return NotebookCells(_running(selected, index, count),
+                                     str(Path(path).absolute()), "file",
+                                     cells[index].get("id"), notes, index, count)
             notes.append(f"the running cell is not in the saved notebook {path} (unsaved "
                          "changes?): exporting the kernel's input history instead (save the "
                          "notebook to honour det-skip tags and export cells in notebook order)")
     elif path is None:
         notes.append("the notebook's path is unknown (JPY_SESSION_NAME is not set): exporting "
                      "the kernel's input history (the cells that ran, in the order they ran)")
-    cells = [{"cell_type": "code", "source": source, "id": f"history-{number}"}
-             for number, source in enumerate(history, start=1)]
+    cells = [{"cell_type": "code", "source": source, "id": f"history-{number}",
+              "execution_count": execution_count}
+             for number, (execution_count, source) in enumerate(history, start=1)]
     current_id = cells[-1]["id"] if cells else None
+    current_index = len(cells) - 1 if cells else None
     if which == "above_current":
         cells = cells[:-1]
     elif which == "all":
         notes.append("cells that have not run yet are not in the kernel's history, so they are "
                      "not part of the experiment")
-    return NotebookCells(cells, path, "history", current_id, notes)
+    return NotebookCells(cells, path, "history", current_id, notes, current_index, count)
 
 
 def current_notebook_export(ipython: Any = None, *, which: Which = "all",
@@ -447,9 +586,16 @@ def current_notebook_export(ipython: Any = None, *, which: Which = "all",
     """The running notebook as a script; `training_code` (a `%%det_submit` body) goes last,
     recorded under the running cell's id."""
     found = current_notebook_cells(ipython, which=which)
+    submitting = training_code is not None
     exported = cells_to_script(found.cells, training_code=training_code,
-                               training_cell_id=found.current_cell_id if training_code is not None
-                               else None, notebook_path=found.notebook_path,
+                               training_cell_id=found.current_cell_id if submitting else None,
+                               training_cell_index=found.current_cell_index if submitting
+                               else None,
+                               training_execution_count=found.current_execution_count
+                               if submitting else None,
+                               # The body of a `%%det_submit` cell: below the magic's line.
+                               training_line_offset=1 if submitting else 0,
+                               notebook_path=found.notebook_path,
                                origin=found.notebook_path or "the kernel's input history",
                                source=found.source)
     exported.warnings[:0] = found.notes
@@ -471,6 +617,6 @@ def current_notebook_script(*, which: Which = "all", warn: bool = True,
     return exported.as_tuple()
 
 
-__all__ = ["COMM_TARGET", "ExportedScript", "NotebookCells", "NotebookExportError", "SKIP_TAG", "cells_to_script",
-           "convert_cell", "current_notebook_cells", "current_notebook_export",
+__all__ = ["COMM_TARGET", "ExportedCell", "ExportedScript", "NotebookCells", "NotebookExportError",
+           "SKIP_TAG", "cells_to_script", "convert_cell", "current_notebook_cells", "current_notebook_export",
            "current_notebook_script", "export_notebook_script", "frontend_notebook"]

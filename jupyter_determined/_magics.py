@@ -32,6 +32,9 @@ DEFAULT_CONFIG: dict = {
 }
 
 
+# How long `--wait` keeps waiting for a master that stopped answering (a server restart).
+WAIT_MASTER_GONE_SECONDS = 120.0
+
 _last_experiment_id: int | None = None
 
 
@@ -78,10 +81,20 @@ def notebook_submitted(experiment_id: int, *, show_widget: bool = True) -> Noteb
 
 
 def _session() -> Any:
-    from determined.common.api import Session, discover_master
+    """A session with the master; a missing or unreachable master fails within about a second
+    with what was tried and how to start one (`determined.common.api.connect`)."""
+    from determined.common.api import connect
 
-    address = discover_master()
-    return Session(address.url, address.token)
+    return connect(interactive=True)
+
+
+def _master_problem(exc: Exception) -> str | None:
+    """The user-facing text of a missing or unreachable master, else None."""
+    from determined.common.api import MasterNotFound, MasterUnreachable
+
+    if isinstance(exc, (MasterNotFound, MasterUnreachable)):
+        return str(exc)
+    return None
 
 
 def resolve_config(spec: str | None, user_ns: dict) -> dict:
@@ -224,8 +237,13 @@ class DeterminedMagics(Magics):
         try:
             experiment = submit_exported(exported, config, context_dir=args.context,
                                          archived=args.test)
-        except APIError as exc:
-            raise UsageError(f"the master refused the experiment: {exc}") from None
+        except Exception as exc:
+            problem = _master_problem(exc)
+            if problem is not None:
+                raise UsageError(f"{prog}: the experiment was not submitted: {problem}") from None
+            if isinstance(exc, APIError):
+                raise UsageError(f"the master refused the experiment: {exc}") from None
+            raise
         remember_experiment(experiment["id"])
         kind = "test experiment" if args.test else "experiment"
         print(f"Created {kind} {experiment['id']}", flush=True)
@@ -239,25 +257,46 @@ class DeterminedMagics(Magics):
         return None
 
     def _wait(self, experiment_id: int, widget: Any) -> None:
+        """Block the cell until the experiment ends (Ctrl-C / interrupt stops waiting only).
+
+        The widget's buttons act from the browser through the master's API, so they keep
+        working while this waits; the loop only reads the state."""
         import time
 
         from determined.common.states import TERMINAL_EXPERIMENT_STATES
 
+        from determined.common.api import MasterUnreachable
+
         session = _session()
+        terminal = {str(state) for state in TERMINAL_EXPERIMENT_STATES}
+        lost_since: float | None = None
         try:
-            terminal = {str(state) for state in TERMINAL_EXPERIMENT_STATES}
             while True:
-                experiment = session.get(f"/experiments/{experiment_id}")["experiment"]
+                try:
+                    experiment = session.get(f"/experiments/{experiment_id}")["experiment"]
+                    lost_since = None
+                except MasterUnreachable:
+                    # A server restart is not the end of the experiment: keep waiting a while.
+                    lost_since = lost_since or time.monotonic()
+                    if time.monotonic() - lost_since > WAIT_MASTER_GONE_SECONDS:
+                        raise
+                    time.sleep(2.0)
+                    continue
                 if experiment["state"] in terminal:
                     break
                 time.sleep(0.5)
+        except KeyboardInterrupt:
+            print(f"Stopped waiting; experiment {experiment_id} goes on (kill it with the "
+                  f"widget's Kill button or %det kill {experiment_id}).", flush=True)
+            return
         finally:
             session.close()
         if widget is not None:
-            widget.wait(timeout=10)
+            widget.wait(timeout=30)
+        best = experiment.get("best_validation")
         print(f"Experiment {experiment_id} {experiment['state']}"
-              + (f", best validation {experiment['best_validation']}"
-                 if experiment.get("best_validation") is not None else ""), flush=True)
+              + (f", best validation {best:.6g}" if isinstance(best, (int, float)) else ""),
+              flush=True)
 
     @line_magic
     def det(self, line: str) -> Any:
@@ -268,7 +307,13 @@ class DeterminedMagics(Magics):
         if not words:
             raise UsageError(self.det.__doc__ or "")
         command, rest = words[0], words[1:]
-        session = _session()
+        try:
+            session = _session()
+        except Exception as exc:
+            problem = _master_problem(exc)
+            if problem is None:
+                raise
+            raise UsageError(f"%det {command}: {problem}") from None
         try:
             if command == "list":
                 return self._list(session)
@@ -302,7 +347,7 @@ class DeterminedMagics(Magics):
         except Exception as exc:
             from determined.common.api import APIError
 
-            if isinstance(exc, APIError):
+            if isinstance(exc, APIError):  # an unreachable master included (status 0)
                 raise UsageError(f"%det {command}: {exc}") from None
             raise
         finally:

@@ -17,11 +17,14 @@ from typing import Any
 
 import tornado.httpserver
 import tornado.netutil
+import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
 
 URL_SEGMENT = "determined"  # the API lives under <base_url>determined/api/v1
+# <base_url>determined/export-preview: a Jupyter endpoint (the labextension's), not the master's.
+EXPORT_PREVIEW_PATH = "export-preview"
 
 
 def user_is_logged_in(handler: Any) -> bool:
@@ -40,6 +43,38 @@ def _local_connection_url(serverapp: Any) -> str:
         host = f"[{host}]"
     scheme = "https" if serverapp.certfile else "http"
     return f"{scheme}://{host}:{serverapp.port}{serverapp.base_url}"
+
+
+class ExportPreviewHandler(APIHandler):
+    """POST `{"cells": [...], "submit_cell_id"?, "path"?}` → what a submission would export
+    (`jupyter_determined._preview.preview_export`); the labextension's export preview."""
+
+    @tornado.web.authenticated
+    async def post(self) -> None:
+        from jupyter_determined._export import NotebookExportError
+        from jupyter_determined._preview import preview_export
+
+        body = self.get_json_body()
+        if not isinstance(body, dict):
+            self._bad_request('expected a JSON object with "cells"')
+            return
+        submit_cell_id = body.get("submit_cell_id")
+        path = body.get("path")
+        try:
+            # IPython's transformer and ast work per cell: off the event loop for big notebooks.
+            preview = await asyncio.to_thread(
+                preview_export, body.get("cells"),
+                submit_cell_id=None if submit_cell_id is None else str(submit_cell_id),
+                notebook_path=None if path is None else str(path))
+        except (NotebookExportError, ValueError) as exc:
+            self._bad_request(str(exc))
+            return
+        self.finish(preview.to_json())
+
+    def _bad_request(self, message: str) -> None:
+        # Not HTTPError: its message is a %-format, and cell text is full of `%`.
+        self.set_status(400)
+        self.finish({"message": message})
 
 
 class DeterminedServerExtension(ExtensionApp):
@@ -83,6 +118,8 @@ class DeterminedServerExtension(ExtensionApp):
                                  user_auth=user_is_logged_in,
                                  context_size_limit=self.master_app.context_size_limit)
         self.serverapp.web_app.add_handlers(".*$", handlers)
+        self.serverapp.web_app.add_handlers(".*$", [(url_path_join(prefix, EXPORT_PREVIEW_PATH),
+                                                     ExportPreviewHandler)])
         # Contexts arrive base64 in JSON; ServerApp.max_body_size (512 MiB by default) must
         # exceed the API's own limit so that the API can answer 413 with a message.
         limit = max_body_bytes(self.master_app.context_size_limit)
@@ -165,4 +202,5 @@ def master_info(serverapp: Any) -> dict:
     return {"url": extension.master_url, "token": extension.master.user_token}
 
 
-__all__ = ["DeterminedServerExtension", "URL_SEGMENT", "master_info", "user_is_logged_in"]
+__all__ = ["DeterminedServerExtension", "EXPORT_PREVIEW_PATH", "ExportPreviewHandler",
+           "URL_SEGMENT", "master_info", "user_is_logged_in"]

@@ -1,41 +1,62 @@
-"""The live experiment widget: state as traitlets, fed by the master's event stream.
+"""The experiment widget under a notebook cell: live in the browser, a snapshot everywhere else.
 
-`ExperimentWidget` holds everything it shows in traitlets (experiment name and state, searcher
-progress, trials, learning curves, latest log lines) and renders them as HTML children (a
-table, an SVG chart), so it needs no custom frontend code. `apply_event(type, payload)` is
-the one way state changes: the background follower feeds it from `Session.events`, tests
-feed it directly. The displayed output also carries a `text/html` snapshot, refreshed when the
-experiment changes, so a saved notebook stays readable where widgets do not render.
+What a cell shows after a submission is one output with three representations:
+
+* `application/vnd.determined.experiment+json` (`MIME_TYPE`): the experiment id and a snapshot
+  (experiment, trials, downsampled curves, the latest log lines). The labextension renders it
+  as the live experiment view: it talks to the master's API from the browser, so Pause,
+  Activate and Kill work while the kernel is busy (a `--wait` cell, a long training cell) or
+  gone, and its state is reconciled with the API, so it cannot go stale after a flood of
+  output. With no master reachable it shows the snapshot and says so.
+* `text/html`: the same snapshot as a table and an SVG chart, for frontends without the
+  labextension (classic tools, nbconvert, GitHub) and for saved notebooks opened elsewhere.
+* `text/plain`: one line per trial.
+
+The kernel side (`ExperimentWidget`) only keeps that snapshot current: a background thread
+polls the experiment (a reconciliation loop, not the event stream, so no event can be missed),
+reloads the snapshot when something a person would see changed, updates the output by its
+display id, and stops when the experiment has ended — after writing its final state.
 """
 from __future__ import annotations
 
+import datetime
 import html
 import logging
+import math
 import threading
 import uuid
-from typing import Any
-
-import ipywidgets as widgets
-from traitlets import Dict, Float, Int, List, Unicode, observe
+from typing import Any, Callable
 
 from determined.common.states import TERMINAL_EXPERIMENT_STATES
 
 log = logging.getLogger("jupyter_determined.widgets")
 
-MAX_LOG_LINES = 12
-# The chart is CHART_WIDTH pixels wide: a few thousand points in all are plenty, so a large
-# experiment's curves are downsampled by the master (the first, last and evenly spaced
-# validations of each trial) instead of fetching every report.
+MIME_TYPE = "application/vnd.determined.experiment+json"
+TERMINAL = {str(state) for state in TERMINAL_EXPERIMENT_STATES}
+
+# The snapshot travels in the notebook file: its curves are downsampled by the master (first,
+# last and evenly spaced reports of each trial), a few thousand points in all.
 CURVE_POINTS_TOTAL = 5000
 CURVE_POINTS_PER_TRIAL = (10, 500)  # bounds per trial
-CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 420, 180, 34
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-          "#7f7f7f", "#bcbd22", "#17becf")
-TERMINAL = {str(state) for state in TERMINAL_EXPERIMENT_STATES}
+LOG_TAIL_TRIALS = 3  # the latest log lines of this many of the newest trials
+LOG_TAIL_LINES = 8
+LOG_LINE_MAX_CHARS = 400  # a 20,000-character line must not become a 20,000-character output
+
+POLL_SECONDS = 1.0  # how often the follower asks the master for the experiment's state
+RELOAD_SECONDS = 5.0  # at most this often the (larger) snapshot is reloaded while it runs
+
+CHART_WIDTH, CHART_HEIGHT = 640, 220
+CHART_MARGIN = {"left": 56, "right": 12, "top": 10, "bottom": 34}
+# Colours that read on light and dark backgrounds (Tableau 10, which JupyterLab users know).
+COLORS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+          "#ff9da7", "#9c755f", "#bab0ac")
+STATE_COLORS = {"COMPLETED": "#3a9a4a", "ERROR": "#d6393a", "CANCELED": "#888888",
+                "PAUSED": "#d8890b", "STOPPING_CANCELED": "#888888",
+                "STOPPING_ERROR": "#d6393a", "STOPPING_COMPLETED": "#3a9a4a"}
 
 
 def curve_points_per_trial(num_trials: int) -> int:
-    """`max_datapoints` for the validation curves of `num_trials` trials."""
+    """`max_datapoints` for the curves of `num_trials` trials in a snapshot."""
     low, high = CURVE_POINTS_PER_TRIAL
     return max(low, min(high, CURVE_POINTS_TOTAL // max(1, num_trials)))
 
@@ -44,270 +65,332 @@ def _esc(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def _format_number(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return _esc(value)
+def format_number(value: Any) -> str:
+    """A number as a person reads it: 4 significant digits, exponent form when tiny or huge."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value) or math.isinf(value):
+        return str(value)
+    if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e6):
+        return f"{value:.3e}"
+    return f"{value:.4g}"
+
+
+def cut_line(text: str, limit: int = LOG_LINE_MAX_CHARS) -> str:
+    """One log line, shortened to `limit` characters with a note of how much was cut."""
+    text = text.rstrip("\n")
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
 def _hparams_text(hparams: dict) -> str:
-    return ", ".join(f"{key}={_format_number(value)}" for key, value in sorted(hparams.items()))
+    return ", ".join(f"{key}={format_number(value)}" for key, value in sorted(hparams.items()))
+
+
+def _metric_of(trial: dict, which: str, metric: str) -> Any:
+    return ((trial.get(which) or {}).get("metrics") or {}).get(metric)
+
+
+def display_state(trial: dict) -> str:
+    """The state a person should see: a trial waiting for slots is QUEUED, not ACTIVE."""
+    state = str(trial.get("state") or "")
+    if state == "ACTIVE" and trial.get("run_state") == "QUEUED":
+        return "QUEUED"
+    return state
+
+
+# ---------------------------------------------------------------------------------------------
+# The static snapshot (HTML + SVG)
 
 
 def render_trials_table(trials: list[dict], metric: str) -> str:
+    """The trials as an HTML table: id, state, hyperparameters, steps, latest and best metric."""
     if not trials:
-        return "<div><i>no trials yet</i></div>"
+        return "<div class='det-empty'><i>no trials yet</i></div>"
+    cell = "padding:2px 10px 2px 0;text-align:left;vertical-align:top"
     rows = []
     for trial in trials:
-        rows.append(
-            "<tr>" + "".join(f"<td style='padding:2px 8px'>{cell}</td>" for cell in (
-                _esc(trial.get("id")), _esc(trial.get("state")),
-                _esc(_hparams_text(trial.get("hparams") or {})),
-                _esc(trial.get("steps_completed", 0)),
-                _format_number(trial.get("latest_metric")),
-                _format_number(trial.get("best_metric")))) + "</tr>")
-    header = "".join(f"<th style='padding:2px 8px;text-align:left'>{name}</th>" for name in (
+        state = display_state(trial)
+        note = trial.get("exit_summary") if state in ("ERROR", "CANCELED") else None
+        state_html = (f"<span style='color:{STATE_COLORS.get(state, 'inherit')}'>{_esc(state)}"
+                      "</span>" + (f"<br><small>{_esc(note)}</small>" if note else ""))
+        values = (_esc(trial.get("id")), state_html, _esc(_hparams_text(trial.get("hparams") or {})),
+                  _esc(trial.get("steps_completed", 0)),
+                  _esc(format_number(_metric_of(trial, "latest_validation", metric))),
+                  _esc(format_number(_metric_of(trial, "best_validation", metric))))
+        rows.append("<tr>" + "".join(f"<td style='{cell}'>{value}</td>" for value in values)
+                    + "</tr>")
+    header = "".join(f"<th style='{cell}'>{name}</th>" for name in (
         "trial", "state", "hyperparameters", "steps", f"latest {_esc(metric)}",
         f"best {_esc(metric)}"))
-    return (f"<table class='det-trials' style='border-collapse:collapse'><thead><tr>{header}"
-            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return (f"<table class='det-trials' style='border-collapse:collapse;font-size:12px'>"
+            f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def render_curve_svg(curves: dict[str, list[list[float]]], metric: str) -> str:
-    """An SVG line chart: one polyline per trial, steps on x, the searcher metric on y."""
-    points = [point for series in curves.values() for point in series]
-    if not points:
-        return f"<div><i>no validation {_esc(metric)} yet</i></div>"
-    xs = [p[0] for p in points]
-    ys = [p[1] for p in points]
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """About `count` round tick values covering [low, high] (1, 2, 2.5 or 5 times a power of 10)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return []
+    if high <= low:
+        return [low]
+    raw = (high - low) / max(1, count)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    first = math.ceil(low / step - 1e-9) * step
+    ticks = []
+    value = first
+    while value <= high + step * 1e-9:
+        ticks.append(round(value, 12))
+        value += step
+    return ticks
+
+
+def chart_range(values: list[float]) -> tuple[float, float]:
+    """A y range that holds the values with a little room, never padded past zero."""
+    low, high = min(values), max(values)
+    if high == low:
+        pad = abs(low) * 0.1 or 1.0
+    else:
+        pad = (high - low) * 0.08
+    bottom, top = low - pad, high + pad
+    if low >= 0 > bottom:  # losses and error rates are never negative: do not suggest they are
+        bottom = 0.0
+    if high <= 0 < top:
+        top = 0.0
+    return bottom, top
+
+
+def render_curve_svg(curves: dict[str, list[list[float]]], metric: str,
+                     best_trial: str | None = None, title: str = "validation") -> str:
+    """Learning curves as SVG: one line per trial (steps on x), markers, the best one bold.
+
+    The chart scales to the output's width (viewBox) and its legend sits beside the plot, so it
+    never covers the points; colours come from the palette, text from the page's colour."""
+    series = {key: sorted(points) for key, points in curves.items() if points}
+    if not series:
+        return f"<div class='det-empty'><i>no {_esc(title)} {_esc(metric)} yet</i></div>"
+    xs = [p[0] for points in series.values() for p in points]
+    ys = [p[1] for points in series.values() for p in points]
     x0, x1 = min(xs), max(xs)
-    y0, y1 = min(ys), max(ys)
     if x1 == x0:
         x0, x1 = x0 - 1, x1 + 1
-    if y1 == y0:
-        y0, y1 = y0 - 0.5, y1 + 0.5
-    inner_w = CHART_WIDTH - 2 * CHART_PAD
-    inner_h = CHART_HEIGHT - 2 * CHART_PAD
+    y0, y1 = chart_range(ys)
+    m = CHART_MARGIN
+    width, height = CHART_WIDTH, CHART_HEIGHT
+    inner_w, inner_h = width - m["left"] - m["right"], height - m["top"] - m["bottom"]
 
-    def xy(point: list[float]) -> str:
-        x = CHART_PAD + (point[0] - x0) / (x1 - x0) * inner_w
-        y = CHART_HEIGHT - CHART_PAD - (point[1] - y0) / (y1 - y0) * inner_h
-        return f"{x:.1f},{y:.1f}"
+    def sx(x: float) -> float:
+        return m["left"] + (x - x0) / (x1 - x0) * inner_w
 
-    lines = []
-    for index, (trial_id, series) in enumerate(sorted(curves.items(), key=lambda kv: int(kv[0]))):
+    def sy(y: float) -> float:
+        return m["top"] + (y1 - y) / (y1 - y0) * inner_h
+
+    parts = []
+    for tick in nice_ticks(y0, y1):
+        y = sy(tick)
+        parts.append(f"<line x1='{m['left']}' x2='{width - m['right']}' y1='{y:.1f}' y2='{y:.1f}' "
+                     "stroke='currentColor' stroke-opacity='0.12'/>"
+                     f"<text x='{m['left'] - 6}' y='{y + 3:.1f}' text-anchor='end' "
+                     f"font-size='10' fill='currentColor'>{_esc(format_number(tick))}</text>")
+    for tick in nice_ticks(x0, x1, 6):
+        x = sx(tick)
+        parts.append(f"<text x='{x:.1f}' y='{height - m['bottom'] + 14}' text-anchor='middle' "
+                     f"font-size='10' fill='currentColor'>{_esc(format_number(tick))}</text>")
+    parts.append(f"<line x1='{m['left']}' y1='{height - m['bottom']}' x2='{width - m['right']}' "
+                 f"y2='{height - m['bottom']}' stroke='currentColor' stroke-opacity='0.5'/>"
+                 f"<text x='{m['left'] + inner_w / 2:.0f}' y='{height - 4}' text-anchor='middle' "
+                 f"font-size='10' fill='currentColor'>steps</text>")
+    legend = []
+    ordered = sorted(series.items(), key=lambda item: int(item[0]) if item[0].isdigit() else 0)
+    for index, (key, points) in enumerate(ordered):
         color = COLORS[index % len(COLORS)]
-        ordered = sorted(series)
-        coords = " ".join(xy(point) for point in ordered)
-        lines.append(f"<polyline class='det-curve' data-trial='{_esc(trial_id)}' fill='none' "
-                     f"stroke='{color}' stroke-width='1.5' points='{coords}'/>")
-        for point in ordered:
-            x, y = xy(point).split(",")
-            lines.append(f"<circle cx='{x}' cy='{y}' r='2' fill='{color}'/>")
-        lines.append(f"<text x='{CHART_WIDTH - CHART_PAD + 4}' y='{12 + 12 * index}' "
-                     f"font-size='10' fill='{color}'>trial {_esc(trial_id)}</text>")
-    axes = (f"<line x1='{CHART_PAD}' y1='{CHART_HEIGHT - CHART_PAD}' x2='{CHART_WIDTH - CHART_PAD}'"
-            f" y2='{CHART_HEIGHT - CHART_PAD}' stroke='#888'/>"
-            f"<line x1='{CHART_PAD}' y1='{CHART_PAD}' x2='{CHART_PAD}' "
-            f"y2='{CHART_HEIGHT - CHART_PAD}' stroke='#888'/>"
-            f"<text x='2' y='{CHART_PAD}' font-size='10'>{_format_number(y1)}</text>"
-            f"<text x='2' y='{CHART_HEIGHT - CHART_PAD}' font-size='10'>{_format_number(y0)}</text>"
-            f"<text x='{CHART_PAD}' y='{CHART_HEIGHT - 18}' font-size='10'>{_format_number(x0)}</text>"
-            f"<text x='{CHART_WIDTH - CHART_PAD - 20}' y='{CHART_HEIGHT - 18}' font-size='10'>"
-            f"{_format_number(x1)}</text>"
-            f"<text x='{CHART_WIDTH / 2 - 40}' y='{CHART_HEIGHT - 4}' font-size='10'>"
-            f"steps · validation {_esc(metric)}</text>")
-    return (f"<svg class='det-chart' width='{CHART_WIDTH + 60}' height='{CHART_HEIGHT}' "
-            f"xmlns='http://www.w3.org/2000/svg'>{axes}{''.join(lines)}</svg>")
+        best = key == best_trial
+        coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
+        parts.append(f"<polyline class='det-curve' data-trial='{_esc(key)}' fill='none' "
+                     f"stroke='{color}' stroke-width='{3 if best else 1.5}' points='{coords}'>"
+                     f"<title>trial {_esc(key)}</title></polyline>")
+        if len(points) <= 60:  # markers where they help: sparse series, single points
+            parts.extend(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='{3.5 if best else 2.5}' "
+                         f"fill='{color}'><title>trial {_esc(key)} · step {format_number(x)} · "
+                         f"{_esc(metric)} {_esc(format_number(y))}</title></circle>"
+                         for x, y in points)
+        legend.append(f"<span style='white-space:nowrap;margin-right:10px;"
+                      f"{'font-weight:bold' if best else ''}'><span style='display:inline-block;"
+                      f"width:10px;height:3px;background:{color};vertical-align:middle;"
+                      f"margin-right:4px'></span>trial {_esc(key)}{' (best)' if best else ''}"
+                      "</span>")
+    svg = (f"<svg class='det-chart' viewBox='0 0 {width} {height}' width='100%' "
+           f"style='max-width:{width * 1.5:.0f}px;display:block' "
+           f"xmlns='http://www.w3.org/2000/svg' role='img'>"
+           f"<title>{_esc(title)} {_esc(metric)} by steps</title>{''.join(parts)}</svg>")
+    return (f"<div class='det-chart-box' style='margin:6px 0'><div style='font-size:12px'>"
+            f"{_esc(title)} {_esc(metric)}</div>{svg}<div class='det-legend' "
+            f"style='font-size:11px'>{''.join(legend)}</div></div>")
 
 
-class ExperimentWidget(widgets.VBox):
-    """Live view of one experiment: header, progress, trials, learning curves, logs, actions."""
+def _curves(metrics: list[dict], group: str, metric: str) -> dict[str, list[list[float]]]:
+    curves: dict[str, list[list[float]]] = {}
+    for report in metrics:
+        value = (report.get("metrics") or {}).get(metric)
+        if report.get("group") != group or isinstance(value, bool) \
+                or not isinstance(value, (int, float)):
+            continue
+        point = [float(report.get("steps_completed") or 0), float(value)]
+        series = curves.setdefault(str(report.get("trial_id")), [])
+        if point not in series:
+            series.append(point)
+    return curves
 
-    experiment_id = Int(0).tag(sync=True)
-    experiment_name = Unicode("").tag(sync=True)
-    state = Unicode("").tag(sync=True)
-    progress = Float(0.0).tag(sync=True)
-    metric = Unicode("").tag(sync=True)
-    smaller_is_better = Int(1).tag(sync=True)
-    # trial id (str) -> {id, state, hparams, steps_completed, latest_metric, best_metric}
-    trials = Dict().tag(sync=True)
-    # trial id (str) -> [[steps, value], ...] of validation reports of the searcher metric
-    curves = Dict().tag(sync=True)
-    log_lines = List(Unicode()).tag(sync=True)
-    error = Unicode("").tag(sync=True)
 
-    def __init__(self, experiment_id: int, *, session: Any = None, **kwargs: Any) -> None:
-        self._header = widgets.HTML()
-        self._progress_bar = widgets.FloatProgress(min=0.0, max=1.0, description="searcher")
-        self._table = widgets.HTML()
-        self._chart = widgets.HTML()
-        self._logs = widgets.HTML()
-        self.pause_button = widgets.Button(description="Pause", icon="pause")
-        self.activate_button = widgets.Button(description="Activate", icon="play")
-        self.kill_button = widgets.Button(description="Kill", icon="stop", button_style="danger")
-        buttons = widgets.HBox([self.pause_button, self.activate_button, self.kill_button])
-        super().__init__(children=[self._header, self._progress_bar, buttons, self._table,
-                                   self._chart, self._logs], **kwargs)
-        self.experiment_id = experiment_id
+def best_trial_id(trials: list[dict], metric: str, smaller_is_better: bool) -> str | None:
+    """The id (str) of the trial with the best validation of `metric`, or None."""
+    scored = [(value, str(trial.get("id"))) for trial in trials
+              if isinstance(value := _metric_of(trial, "best_validation", metric), (int, float))]
+    if not scored:
+        return None
+    return (min if smaller_is_better else max)(scored)[1]
+
+
+def snapshot_html(snapshot: dict) -> str:
+    """The snapshot as self-contained HTML (no scripts), readable in light and dark pages."""
+    experiment = snapshot.get("experiment") or {}
+    trials = snapshot.get("trials") or []
+    searcher = experiment.get("searcher") or {}
+    metric = str(searcher.get("metric") or "metric")
+    smaller = bool(searcher.get("smaller_is_better", True))
+    state = str(experiment.get("state") or "unknown")
+    progress = 1.0 if state == "COMPLETED" else float(experiment.get("progress") or 0.0)
+    color = STATE_COLORS.get(state, "#4e79a7")
+    best = best_trial_id(trials, metric, smaller)
+    metrics = snapshot.get("metrics") or []
+    charts = render_curve_svg(_curves(metrics, "validation", metric), metric, best)
+    training = _curves(metrics, "training", metric)
+    if training:
+        charts += render_curve_svg(training, metric, best, title="training")
+    logs = "\n".join(f"[trial {line.get('trial_id')}] {cut_line(str(line.get('line', '')))}"
+                     for line in snapshot.get("logs") or [])
+    taken = _esc(snapshot.get("taken_at") or "")
+    bar = (f"<div style='height:6px;background:rgba(127,127,127,0.25);border-radius:3px;"
+           f"margin:4px 0;max-width:640px'><div style='height:6px;border-radius:3px;"
+           f"width:{max(0.0, min(1.0, progress)) * 100:.0f}%;background:{color}'></div></div>")
+    return (f"<div class='det-experiment-snapshot' data-experiment-id='{_esc(experiment.get('id'))}'"
+            f" style='font-size:13px'>"
+            f"<div><b>Experiment {_esc(experiment.get('id'))}</b> {_esc(experiment.get('name'))} — "
+            f"<span class='det-state' style='color:{color};font-weight:bold'>{_esc(state)}</span>"
+            f" · {progress:.0%} · best {_esc(metric)} "
+            f"{_esc(format_number(experiment.get('best_validation')))}</div>{bar}"
+            f"{render_trials_table(trials, metric)}{charts}"
+            + (f"<pre class='det-logs' style='font-size:11px;max-height:12em;overflow:auto;"
+               f"margin:4px 0'>{_esc(logs)}</pre>" if logs else "")
+            + f"<div style='font-size:11px;opacity:0.7'>snapshot taken {taken}</div></div>")
+
+
+def snapshot_text(snapshot: dict) -> str:
+    """The snapshot as plain text: the experiment's line, then one line per trial."""
+    experiment = snapshot.get("experiment") or {}
+    metric = str((experiment.get("searcher") or {}).get("metric") or "metric")
+    state = str(experiment.get("state") or "unknown")
+    progress = 1.0 if state == "COMPLETED" else float(experiment.get("progress") or 0.0)
+    lines = [f"Experiment {experiment.get('id')} {experiment.get('name') or ''}: {state} "
+             f"({progress:.0%})"]
+    for trial in snapshot.get("trials") or []:
+        lines.append(f"  trial {trial.get('id')} {display_state(trial)} "
+                     f"steps={trial.get('steps_completed', 0)} best {metric}="
+                     f"{format_number(_metric_of(trial, 'best_validation', metric))}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel side
+
+
+class ExperimentWidget:
+    """The widget of one experiment under the running cell (see the module docstring).
+
+    `snapshot` is what the output carries: `{"experiment", "trials", "metrics", "logs",
+    "taken_at"}` as the master's API answers them. `load()` refreshes it; `show()` displays
+    it; `follow()` keeps it current from a background thread until the experiment ends.
+    """
+
+    def __init__(self, experiment_id: int, *, session: Any = None) -> None:
+        self.experiment_id = int(experiment_id)
         self.session = session
-        self.pause_button.on_click(lambda _: self.action("pause"))
-        self.activate_button.on_click(lambda _: self.action("activate"))
-        self.kill_button.on_click(lambda _: self.action("kill"))
-        self._lock = threading.RLock()
-        self._trial_ids: set[int] = set()
-        self._follower: threading.Thread | None = None
-        self._stop = threading.Event()
+        self.snapshot: dict = {"experiment": {"id": self.experiment_id}, "trials": [],
+                               "metrics": [], "logs": [], "taken_at": None}
+        self.error = ""
         self._display_id = f"det-experiment-{experiment_id}-{uuid.uuid4().hex[:8]}"
         self._displayed = False
-        self._render_all()
+        self._follower: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
 
-    # --- state changes --------------------------------------------------------------------------
+    # --- state ----------------------------------------------------------------------------------
 
-    def apply_experiment(self, experiment: dict) -> None:
-        with self._lock:
-            self.experiment_name = str(experiment.get("name") or "")
-            searcher = experiment.get("searcher") or {}
-            if searcher.get("metric"):
-                self.metric = str(searcher["metric"])
-            self.smaller_is_better = int(bool(searcher.get("smaller_is_better", True)))
-            self.progress = float(experiment.get("progress") or 0.0)
-            changed = self.state != str(experiment.get("state") or "")
-            self.state = str(experiment.get("state") or "")
-        if changed:
-            self.refresh_snapshot()
-
-    def apply_trial(self, trial: dict) -> None:
-        with self._lock:
-            key = str(trial["id"])
-            self._trial_ids.add(int(trial["id"]))
-            row = dict(self.trials.get(key) or {})
-            row.update({"id": trial["id"], "state": trial.get("state"),
-                        "hparams": trial.get("hparams") or {},
-                        "steps_completed": trial.get("steps_completed") or 0})
-            latest = (trial.get("latest_validation") or {}).get("metrics") or {}
-            if self.metric in latest:
-                row["latest_metric"] = latest[self.metric]
-            best = (trial.get("best_validation") or {}).get("metrics") or {}
-            if self.metric in best:
-                row["best_metric"] = best[self.metric]
-            self.trials = {**self.trials, key: row}
-
-    def apply_metric(self, report: dict) -> None:
-        if report.get("group") != "validation":
-            return
-        value = (report.get("metrics") or {}).get(self.metric)
-        if not isinstance(value, (int, float)):
-            return
-        with self._lock:
-            key = str(report["trial_id"])
-            series = list(self.curves.get(key) or [])
-            point = [float(report.get("steps_completed") or 0), float(value)]
-            if point not in series:
-                series.append(point)
-            self.curves = {**self.curves, key: series}
-            row = dict(self.trials.get(key) or {"id": report["trial_id"], "hparams": {}})
-            row["latest_metric"] = value
-            best = row.get("best_metric")
-            better = min if self.smaller_is_better else max
-            row["best_metric"] = value if best is None else better(best, value)
-            self.trials = {**self.trials, key: row}
-
-    def apply_log(self, line: dict) -> None:
-        with self._lock:
-            text = f"[trial {line.get('trial_id')}] {str(line.get('line', '')).rstrip()}"
-            self.log_lines = (list(self.log_lines) + [text])[-MAX_LOG_LINES:]
-
-    def apply_event(self, event_type: str, payload: dict) -> None:
-        """One event of the master's stream (`GET /events`)."""
-        if event_type == "experiment":
-            self.apply_experiment(payload)
-        elif event_type == "trial":
-            self.apply_trial(payload)
-        elif event_type == "metric":
-            self.apply_metric(payload)
-        elif event_type == "log":
-            self.apply_log(payload)
-
-    def concerns(self, event_type: str, payload: dict) -> bool:
-        """Whether an event of the master's whole stream is about this experiment.
-
-        The stream is not filtered by experiment on the server: its `experiment_id` filter
-        drops metric and log events, which carry only a trial id. Trial events come first
-        (a trial is announced before it runs), so its metrics and logs are recognised."""
-        if event_type == "experiment":
-            return payload.get("id") == self.experiment_id
-        if payload.get("experiment_id") is not None:
-            return payload.get("experiment_id") == self.experiment_id
-        return payload.get("trial_id") in self._trial_ids
+    @property
+    def state(self) -> str:
+        return str(self.snapshot["experiment"].get("state") or "")
 
     @property
     def finished(self) -> bool:
         return self.state in TERMINAL
 
-    # --- rendering ------------------------------------------------------------------------------
+    @property
+    def metric(self) -> str:
+        return str((self.snapshot["experiment"].get("searcher") or {}).get("metric") or "")
 
-    @observe("experiment_name", "state", "experiment_id", "error")
-    def _render_header(self, _: Any = None) -> None:
-        state_color = {"COMPLETED": "green", "ERROR": "red", "CANCELED": "gray",
-                       "PAUSED": "orange"}.get(self.state, "#1f77b4")
-        error = f" <span style='color:red'>{_esc(self.error)}</span>" if self.error else ""
-        self._header.value = (f"<b>Experiment {self.experiment_id}</b> {_esc(self.experiment_name)}"
-                              f" — <span class='det-state' style='color:{state_color}'>"
-                              f"{_esc(self.state or 'loading')}</span>{error}")
-        finished = self.finished
-        self.pause_button.disabled = finished or self.state == "PAUSED"
-        self.activate_button.disabled = finished or self.state != "PAUSED"
-        self.kill_button.disabled = finished
+    def curves(self, group: str = "validation") -> dict[str, list[list[float]]]:
+        """trial id (str) -> [[steps, value], ...] of `group` reports of the searcher metric."""
+        return _curves(self.snapshot["metrics"], group, self.metric)
 
-    @observe("progress")
-    def _render_progress(self, _: Any = None) -> None:
-        self._progress_bar.value = max(0.0, min(1.0, self.progress))
-        self._progress_bar.description = f"{self.progress:.0%}"
+    # --- talking to the master ------------------------------------------------------------------
 
-    @observe("trials", "metric")
-    def _render_table(self, _: Any = None) -> None:
-        rows = [self.trials[key] for key in sorted(self.trials, key=int)]
-        self._table.value = render_trials_table(rows, self.metric or "metric")
+    def _session(self) -> Any:
+        if self.session is None:
+            from determined.common.api import Session, discover_master
 
-    @observe("curves", "metric")
-    def _render_chart(self, _: Any = None) -> None:
-        self._chart.value = render_curve_svg(self.curves, self.metric or "metric")
+            address = discover_master()
+            # A widget must not hang a notebook on a master that went away: short timeouts.
+            self.session = Session(address.url, address.token, timeout=10.0, connect_retries=1)
+        return self.session
 
-    @observe("log_lines")
-    def _render_logs(self, _: Any = None) -> None:
-        text = "\n".join(self.log_lines)
-        self._logs.value = (f"<pre class='det-logs' style='font-size:11px;max-height:14em;"
-                            f"overflow:auto;margin:0'>{_esc(text)}</pre>")
+    def load(self) -> dict:
+        """Fetch the whole snapshot (experiment, trials, downsampled curves, latest logs)."""
+        session = self._session()
+        answer = session.get(f"/experiments/{self.experiment_id}")
+        trials = list(answer.get("trials") or [])
+        per_trial = curve_points_per_trial(len(trials))
+        metrics: list[dict] = []
+        for group in ("validation", "training"):
+            metrics.extend(session.get(f"/experiments/{self.experiment_id}/metrics", params={
+                "group": group, "max_datapoints": per_trial}).get("metrics", []))
+        logs: list[dict] = []
+        for trial in sorted(trials, key=lambda t: t["id"])[-LOG_TAIL_TRIALS:]:
+            for line in session.get(f"/trials/{trial['id']}/logs",
+                                    params={"tail": LOG_TAIL_LINES}).get("logs", []):
+                logs.append({**line, "line": cut_line(str(line.get("line", "")))})
+        snapshot = {"experiment": answer["experiment"], "trials": trials, "metrics": metrics,
+                    "logs": logs,
+                    "taken_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                        timespec="seconds")}
+        with self._lock:
+            self.snapshot = snapshot
+        return snapshot
 
-    def _render_all(self) -> None:
-        self._render_header()
-        self._render_progress()
-        self._render_table()
-        self._render_chart()
-        self._render_logs()
+    def action(self, name: str) -> dict:
+        """pause | activate | kill through the API (the browser's buttons do the same)."""
+        experiment = self._session().post(f"/experiments/{self.experiment_id}/{name}")
+        return experiment.get("experiment", experiment)
 
-    def snapshot_html(self) -> str:
-        """A static, self-contained view for saved notebooks and non-widget renderers."""
-        return (f"<div class='det-experiment-snapshot'>{self._header.value}<br>"
-                f"searcher progress: {self.progress:.0%}{self._table.value}{self._chart.value}"
-                f"{self._logs.value}</div>")
-
-    def snapshot_text(self) -> str:
-        lines = [f"Experiment {self.experiment_id} {self.experiment_name}: {self.state} "
-                 f"({self.progress:.0%})"]
-        for key in sorted(self.trials, key=int):
-            trial = self.trials[key]
-            lines.append(f"  trial {trial.get('id')} {trial.get('state')} steps="
-                         f"{trial.get('steps_completed', 0)} best {self.metric}="
-                         f"{trial.get('best_metric')}")
-        return "\n".join(lines)
+    # --- display --------------------------------------------------------------------------------
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = self.snapshot_text()
-        bundle["text/html"] = self.snapshot_html()
-        return bundle
+        with self._lock:
+            snapshot = self.snapshot
+        return {MIME_TYPE: {"experiment_id": self.experiment_id, "snapshot": snapshot},
+                "text/html": snapshot_html(snapshot), "text/plain": snapshot_text(snapshot)}
 
     def show(self) -> "ExperimentWidget":
         """Display under the running cell; later snapshots update this same output."""
@@ -317,7 +400,8 @@ class ExperimentWidget(widgets.VBox):
         self._displayed = True
         return self
 
-    def refresh_snapshot(self) -> None:
+    def refresh_display(self) -> None:
+        """Replace the displayed output with the current snapshot (no-op when not displayed)."""
         if not self._displayed:
             return
         try:
@@ -327,45 +411,10 @@ class ExperimentWidget(widgets.VBox):
         except Exception:  # a closed kernel channel must not kill the follower
             log.debug("could not refresh the experiment snapshot", exc_info=True)
 
-    # --- talking to the master ------------------------------------------------------------------
-
-    def _session(self) -> Any:
-        if self.session is None:
-            from determined.common.api import Session, discover_master
-
-            address = discover_master()
-            self.session = Session(address.url, address.token)
-        return self.session
-
-    def action(self, name: str) -> None:
-        """pause | activate | kill, through the API; the event stream brings the new state."""
-        try:
-            experiment = self._session().post(f"/experiments/{self.experiment_id}/{name}")
-            self.apply_experiment(experiment.get("experiment", experiment))
-            self.error = ""
-        except Exception as exc:
-            self.error = f"{name} failed: {exc}"
-
-    def load(self) -> None:
-        """Fetch the current state (used first, and after a reconnect)."""
-        session = self._session()
-        answer = session.get(f"/experiments/{self.experiment_id}")
-        self.apply_experiment(answer["experiment"])
-        for trial in answer.get("trials", []):
-            self.apply_trial(trial)
-        metrics = session.get(f"/experiments/{self.experiment_id}/metrics", params={
-            "group": "validation",
-            "max_datapoints": curve_points_per_trial(len(answer.get("trials", [])))},
-        ).get("metrics", [])
-        for report in metrics:
-            self.apply_metric(report)
-        for trial in answer.get("trials", [])[-3:]:
-            for line in session.get(f"/trials/{trial['id']}/logs",
-                                    params={"tail": 4}).get("logs", []):
-                self.apply_log(line)
+    # --- following ------------------------------------------------------------------------------
 
     def follow(self) -> "ExperimentWidget":
-        """Start the background thread that applies the event stream (returns at once)."""
+        """Start the background thread that keeps the snapshot current (returns at once)."""
         if self._follower is not None and self._follower.is_alive():
             return self
         self._stop.clear()
@@ -374,38 +423,43 @@ class ExperimentWidget(widgets.VBox):
         self._follower.start()
         return self
 
-    def _follow(self) -> None:
-        delay = 0.5
+    def _follow(self, clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        clock = clock or time.monotonic
+        seen: tuple | None = None
+        last_reload = -math.inf
+        delay = POLL_SECONDS
         while not self._stop.is_set():
             try:
-                self.load()
-                if self.finished:
-                    break
-                params = {"types": "experiment,trial,metric,log"}
-                for event_type, payload in self._session().events(params):
-                    if self._stop.is_set():
-                        return
-                    if not self.concerns(event_type, payload):
-                        continue
-                    self.apply_event(event_type, payload)
-                    if event_type == "experiment" and self.finished:
-                        break
-                    delay = 0.5
-                if self.finished:
-                    self.load()  # the last reports and log lines
-                    break
-            except Exception as exc:
-                log.debug("experiment %s: event stream failed: %s", self.experiment_id, exc)
-                if self._stop.wait(delay):
+                answer = self._session().get(f"/experiments/{self.experiment_id}")
+                experiment = answer["experiment"]
+                # What a person sees change: state, progress, trials and their states/steps.
+                now_seen = (experiment.get("state"), round(float(experiment.get("progress") or 0), 3),
+                            tuple((t["id"], t.get("state"), t.get("run_state"),
+                                   t.get("steps_completed")) for t in answer.get("trials") or []))
+                finished = str(experiment.get("state")) in TERMINAL
+                if now_seen != seen and (finished or seen is None
+                                         or clock() - last_reload >= RELOAD_SECONDS):
+                    self.load()
+                    self.refresh_display()
+                    seen, last_reload = now_seen, clock()
+                if finished:
                     return
+                self.error = ""
+                delay = POLL_SECONDS
+            except Exception as exc:
+                self.error = f"cannot reach the master: {exc}"
+                log.debug("experiment %s: poll failed: %s", self.experiment_id, exc)
                 delay = min(delay * 2, 10.0)
-        self.refresh_snapshot()
+            if self._stop.wait(delay):
+                return
 
     def stop_following(self) -> None:
         self._stop.set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the follower has seen the experiment finish; True when it has."""
+        """Block until the follower has written the final snapshot; True when it has."""
         if self._follower is None:
             return self.finished
         self._follower.join(timeout)
@@ -414,8 +468,22 @@ class ExperimentWidget(widgets.VBox):
 
 def show_experiment(experiment_id: int, *, session: Any = None, follow: bool = True,
                     display: bool = True) -> ExperimentWidget:
-    """The live widget of one experiment, displayed under the running cell."""
+    """The live widget of one experiment, displayed under the running cell.
+
+    Args:
+        experiment_id: the experiment to show.
+        session: a `determined.common.api.Session`; by default the master is discovered
+            (DET_MASTER, master.json) as the `det` CLI does.
+        follow: keep the output's snapshot current until the experiment ends.
+        display: display it now (False: only build it).
+    """
     widget = ExperimentWidget(int(experiment_id), session=session)
+    if follow or display:
+        try:
+            widget.load()
+        except Exception as exc:  # still show the live view: the browser may reach the master
+            widget.error = f"cannot load experiment {experiment_id}: {exc}"
+            log.debug("experiment %s: first load failed", experiment_id, exc_info=True)
     if display:
         widget.show()
     if follow:
@@ -423,4 +491,6 @@ def show_experiment(experiment_id: int, *, session: Any = None, follow: bool = T
     return widget
 
 
-__all__ = ["ExperimentWidget", "render_curve_svg", "render_trials_table", "show_experiment"]
+__all__ = ["ExperimentWidget", "MIME_TYPE", "best_trial_id", "chart_range", "cut_line",
+           "format_number", "nice_ticks", "render_curve_svg", "render_trials_table",
+           "show_experiment", "snapshot_html", "snapshot_text"]

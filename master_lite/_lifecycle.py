@@ -9,6 +9,9 @@ Exit semantics (spec §1.11), decided by the allocation's *end intent*:
 * "pause" -> PAUSED (resumed from its latest checkpoint on activate);
 * "master-stop" -> PAUSED, resumed when the master starts again;
 * "stop" (searcher early-stop) -> COMPLETED;  "cancel"/"kill"/"kill-trial" -> CANCELED.
+
+Each exit is also put in words (the trial's `exit_summary`, `_exits`): the signal that ended the
+run and, when the master sent it, why (each kill and termination records its reason).
 """
 from __future__ import annotations
 
@@ -19,15 +22,17 @@ import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from determined.common import notebook_errors
 from determined.common.states import TERMINAL_TRIAL_STATES, ExperimentState, TrialState
 
-from master_lite import _auth, _serialize
+from master_lite import _auth, _exits, _serialize
 from master_lite.scheduler import (DEFAULT_PRIORITY, AllocationRequest, Grant, LaunchSpec,
                                    entrypoint_argv)
 
@@ -222,7 +227,9 @@ class TrialLifecycle:
         argv = entrypoint_argv(config.get("entrypoint") or "", python=sys.executable)
         now = time.time()
         with self.store.transaction():
-            self.store.update("trials", trial_id, run_id=run_id, state=str(TrialState.ACTIVE))
+            # A new run: the previous run's notebook error no longer describes the trial.
+            self.store.update("trials", trial_id, run_id=run_id, state=str(TrialState.ACTIVE),
+                              notebook_error=None)
             self.store.insert("allocations", id=allocation_id, trial_id=trial_id, run_id=run_id,
                               state="RUNNING", slot_ids=slot_ids, start_time=now)
             self.store.insert("trial_tokens", token_hash=_auth.hash_token(token),
@@ -230,7 +237,7 @@ class TrialLifecycle:
         self._allocations[allocation_id] = {
             "id": allocation_id, "trial_id": trial_id, "experiment_id": experiment["id"],
             "slot_ids": slot_ids, "preempt": False, "acked": False, "intent": None,
-            "key": grant.request.allocation_key}
+            "key": grant.request.allocation_key, "signalled": {}}
         self._trial_allocation[trial_id] = allocation_id
         self._master_log(trial_id, f"starting {allocation_id} on slots {slot_ids}: "
                                    f"{' '.join(argv)}")
@@ -307,6 +314,11 @@ class TrialLifecycle:
     # -- preemption ---------------------------------------------------------------------------
     _INTENT_RANK = {None: 0, "stop": 1, "pause": 2, "master-stop": 2, "cancel": 3,
                     "kill-trial": 4, "kill": 4}
+    # Why a preempted run was asked to exit, for the exit summary of one that had to be killed.
+    _PREEMPTION_CAUSE = {"stop": "the searcher stopped the trial early",
+                         "pause": "the experiment was paused",
+                         "master-stop": "the master was shutting down",
+                         "cancel": "the experiment was canceled"}
 
     def _set_intent(self, allocation: dict, intent: str) -> None:
         if self._INTENT_RANK[intent] >= self._INTENT_RANK[allocation["intent"]]:
@@ -334,16 +346,29 @@ class TrialLifecycle:
         self._master_log(allocation["trial_id"],
                          f"{allocation_id} did not exit within {self.preemption_grace_seconds}s "
                          "of the preemption signal: terminating it")
+        cause = self._PREEMPTION_CAUSE.get(allocation["intent"], "the master preempted it")
+        why = (f"preempted ({cause}) and terminated by the master: it did not exit within "
+               f"{self.preemption_grace_seconds:g}s of the preemption signal")
+        self._signalled(allocation, signal.SIGTERM, why)
+        self._signalled(allocation, signal.SIGKILL,
+                        f"{why}, nor {self.terminate_grace_seconds:g}s after SIGTERM")
         self.runner.terminate(allocation_id, self.terminate_grace_seconds)
 
-    def _kill_allocation(self, allocation_id: str, intent: str) -> None:
+    def _kill_allocation(self, allocation_id: str, intent: str, because: str) -> None:
+        """SIGKILL the run now; `because` is what its exit summary will say."""
         allocation = self._allocations.get(allocation_id)
         if allocation is None:
             return
         self._set_intent(allocation, intent)
         allocation["preempt"] = True
         self._notify(("allocation", allocation_id))
+        self._signalled(allocation, signal.SIGKILL, because)
         self.runner.kill(allocation_id)
+
+    @staticmethod
+    def _signalled(allocation: dict, sig: signal.Signals, because: str) -> None:
+        # The first reason a signal was sent stays: it is what ended the run.
+        allocation["signalled"].setdefault(int(sig), because)
 
     def _stop_trial(self, trial: dict) -> None:
         """Searcher early-stop: the run is preempted and its exit means COMPLETED."""
@@ -395,7 +420,12 @@ class TrialLifecycle:
                                   end_time=time.time(), exit_code=exit_code)
                 self.store.execute("DELETE FROM trial_tokens WHERE allocation_id = ?",
                                    (allocation_id,))
-                self._master_log(trial_id, f"{allocation_id} exited with code {exit_code}")
+                sig = _exits.signal_of(exit_code)
+                because = allocation["signalled"].get(int(sig)) if sig is not None else None
+                summary = _exits.exit_summary(exit_code, signalled_because=because)
+                self.store.update("trials", trial_id, exit_summary=summary)
+                self._master_log(trial_id, f"{allocation_id} exited with code {exit_code}"
+                                 + (f": {summary}" if sig is not None else ""))
                 self._handle_trial_exit(trial_id, allocation, exit_code)
                 trial = self.store.get("trials", trial_id)
                 self._maybe_finish_experiment(trial["experiment_id"])
@@ -497,7 +527,8 @@ class TrialLifecycle:
             self._master_log(trial["id"], message)
             allocation_id = self._trial_allocation.get(trial["id"])
             if allocation_id is not None:
-                self._kill_allocation(allocation_id, "kill")
+                self._kill_allocation(allocation_id, "kill",
+                                      f"killed by the master (the experiment failed: {message})")
         self._set_experiment_state(exp_id, ExperimentState.STOPPING_ERROR)
         self._maybe_finish_experiment(exp_id)
 
@@ -528,10 +559,21 @@ class TrialLifecycle:
 
     # -- logs ---------------------------------------------------------------------------------
     def _store_logs(self, records: list) -> None:
-        """Log sink of the runner: called from its reader threads."""
+        """Log sink of the runner: called from its reader threads (through the log writer).
+
+        A run's `DET_NOTEBOOK_ERROR {...}` line (determined.common.notebook_errors) becomes
+        its trial's `notebook_error`; the first of a run is kept (later ones, of other ranks,
+        are usually consequences). The exit is handled after these lines are stored."""
         if self._closed:
             return
         ids = self.store.insert_logs(records)
+        for trial_id, _, stream, _, line in records:
+            if stream == "master" or not line.startswith(notebook_errors.MARKER):
+                continue
+            record = notebook_errors.parse_marker(line)
+            if record is not None:
+                self.store.execute("UPDATE trials SET notebook_error = ? WHERE id = ? AND "
+                                   "notebook_error IS NULL", (json.dumps(record), trial_id))
         if not self.events.has_subscribers("log"):
             return
         for log_id, (trial_id, rank, stream, timestamp, line) in zip(ids, records):

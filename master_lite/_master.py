@@ -129,13 +129,16 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             if pause_running:
                 self._preempt(allocation_id, "master-stop")
             else:
-                self._kill_allocation(allocation_id, "master-stop")
+                self._kill_allocation(allocation_id, "master-stop",
+                                      "killed by the master (it was shutting down)")
         deadline = self._loop.time() + self.preemption_grace_seconds + \
             self.terminate_grace_seconds + 5
         while self._allocations and self._loop.time() < deadline:
             await asyncio.sleep(0.05)
         for allocation_id in list(self._allocations):  # still there: out of patience
-            self.runner.kill(allocation_id)
+            self._kill_allocation(allocation_id, "master-stop",
+                                  "killed by the master (it was shutting down, and the run "
+                                  "did not exit after the preemption signal)")
         while self._allocations and self._loop.time() < deadline + 5:
             await asyncio.sleep(0.05)
         for timer in self._grace_timers.values():
@@ -385,7 +388,8 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             self.store.update("trials", trial["id"], state=str(stopping))
             self._publish_trial(trial["id"])
             if kill:
-                self._kill_allocation(allocation_id, "kill")
+                self._kill_allocation(allocation_id, "kill",
+                                      f"killed by the user (experiment {exp_id} kill)")
             else:
                 self._preempt(allocation_id, "cancel")
         self._maybe_finish_experiment(exp_id)
@@ -409,9 +413,10 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         take hundreds of milliseconds)."""
         trials = []
         for row, (hparams, latest_training, latest_validation, best_validation, start_time,
-                  end_time) in _queries.trial_rows(self.store, where, params, order=order,
-                                                   limit=limit, offset=offset):
+                  end_time, notebook_error) in _queries.trial_rows(
+                      self.store, where, params, order=order, limit=limit, offset=offset):
             row["hparams"] = hparams
+            row["notebook_error"] = notebook_error
             allocation_id = self._trial_allocation.get(row["id"])
             trials.append(_serialize.trial_json_from_summaries(
                 row, allocation=self._allocations.get(allocation_id) if allocation_id else None,
@@ -558,7 +563,8 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         allocation_id = self._trial_allocation.get(trial["id"])
         if allocation_id is not None:
             self.store.update("trials", trial["id"], state=str(TrialState.STOPPING_KILLED))
-            self._kill_allocation(allocation_id, "kill-trial")
+            self._kill_allocation(allocation_id, "kill-trial",
+                                  f"killed by the user (trial {trial_id} kill)")
             return self.get_trial(trial_id)
         with self._atomic():  # the trial's end and the searcher's hearing of it, together
             self.scheduler.cancel(f"trial-{trial['id']}")

@@ -83,6 +83,14 @@ def trial_json(row: dict, *, allocation: dict | None, latest_training: dict | No
         start_time=iso(row["start_time"]), end_time=iso(row["end_time"]))
 
 
+def run_state(state: str, allocation: dict | None) -> str | None:
+    """What an ACTIVE trial is doing: "RUNNING" while an allocation holds its slots, "QUEUED"
+    while it waits for them (the scheduler has not granted its request yet); None otherwise."""
+    if state != "ACTIVE":
+        return None
+    return "RUNNING" if allocation is not None else "QUEUED"
+
+
 def trial_json_from_summaries(row: dict, *, allocation: dict | None,
                               latest_training: dict | None, latest_validation: dict | None,
                               best_validation: dict | None, searcher_metric: float | None,
@@ -104,6 +112,9 @@ def trial_json_from_summaries(row: dict, *, allocation: dict | None,
         "start_time": start_time,
         "end_time": end_time,
         "exit_code": row["exit_code"],
+        "exit_summary": row.get("exit_summary"),
+        "run_state": run_state(row["state"], allocation),
+        "notebook_error": row.get("notebook_error"),
         "allocation_id": allocation["id"] if allocation else None,
         "slot_ids": allocation["slot_ids"] if allocation else [],
         "latest_checkpoint": row["latest_checkpoint"],

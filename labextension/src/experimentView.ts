@@ -6,8 +6,10 @@ import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
 import { DeterminedClient, EventHub, describeError } from './api';
+import { progressText, stateBadge, stateProgressBar } from './badges';
 import { Chart } from './chart';
-import { errorBox, h, progressBar, replaceChildren, select } from './dom';
+import { CompareSection } from './compareView';
+import { errorBox, h, replaceChildren, select } from './dom';
 import {
   ExperimentAction,
   LOG_LEVELS,
@@ -15,30 +17,36 @@ import {
   alignSeries,
   allowedActions,
   bestSearcherMetric,
+  bestTrialId,
+  defaultPlottedTrials,
   filterLogs,
   flattenHparams,
   formatBytes,
   formatLogLine,
   formatMetric,
-  formatPercent,
   formatStartTime,
   hparamColumns,
-  hparamScatter,
+  isTerminal,
   latestSearcherMetric,
   logLevel,
   metricNames,
-  sortTrials
+  runCounts,
+  sortTrials,
+  trialDisplayState,
+  trialExitNote
 } from './format';
+import { HparamsSection } from './hparamsView';
 import { ExperimentDataModel, LogBuffer, ViewPart } from './model';
-import { stateBadge } from './sidebar';
-import type { EventType, ILogLine, ITrial } from './types';
+import { isLightTheme, trialColor } from './theme';
+import type { EventType, ILogLine } from './types';
 
-type Section = 'trials' | 'curves' | 'hparams' | 'logs' | 'checkpoints' | 'config';
+type Section = 'trials' | 'curves' | 'hparams' | 'compare' | 'logs' | 'checkpoints' | 'config';
 
 const SECTIONS: [Section, string][] = [
   ['trials', 'Trials'],
   ['curves', 'Learning curves'],
   ['hparams', 'Hyperparameters'],
+  ['compare', 'Compare'],
   ['logs', 'Logs'],
   ['checkpoints', 'Checkpoints'],
   ['config', 'Config']
@@ -55,6 +63,9 @@ const ACTION_TEXT: Record<ExperimentAction, { label: string; confirm: string; da
 /** How many trials the curves show until the user picks. */
 const DEFAULT_SELECTED_TRIALS = 8;
 
+/** How many trials "select all" takes (curves of more are a blur, and each one is fetched). */
+const MAX_SELECTED_TRIALS = 50;
+
 /** Reports per trial and group a chart loads at first (downsampled by the server). */
 const CURVE_POINTS = 1000;
 
@@ -64,6 +75,8 @@ export class ExperimentView extends Widget {
   private _sectionNodes = new Map<Section, HTMLElement>();
   private _tabButtons = new Map<Section, HTMLButtonElement>();
   private _header: HTMLElement;
+  /** What the header was last drawn from: it is redrawn only when that changes. */
+  private _headerKey = '';
   private _message: HTMLElement;
   private _unsubscribe: (() => void) | null = null;
   private _unsubscribeLogs: (() => void) | null = null;
@@ -84,8 +97,8 @@ export class ExperimentView extends Widget {
   private _validationChart = new Chart('line', 'steps', 'validation');
   private _trainingMetric = '';
   private _validationMetric = '';
-  private _scatter = new Chart('scatter', 'hyperparameter', 'metric');
-  private _scatterHparam = '';
+  private _hparams = new HparamsSection(id => this._toggleTrial(id));
+  private _compare = new CompareSection();
 
   // logs
   private _logTrial: number | null = null;
@@ -126,6 +139,11 @@ export class ExperimentView extends Widget {
       tabs.appendChild(button);
       const node = h('div', { class: `jp-Det-section jp-Det-section-${section}`, attrs: { 'data-section': section } });
       this._sectionNodes.set(section, node);
+      if (section === 'hparams') {
+        node.appendChild(this._hparams.node);
+      } else if (section === 'compare') {
+        node.appendChild(this._compare.node);
+      }
       sections.appendChild(node);
     }
     this.node.append(this._header, this._message, tabs, sections);
@@ -183,42 +201,85 @@ export class ExperimentView extends Widget {
    * Fetch the metrics of the plotted trials only, downsampled: a large experiment has far more
    * reports than a chart shows. A trial's first fetch starts at the beginning; later ones ask
    * what is newer than everything seen (events bring the rest while the stream is live).
+   * `freshOnly`: fetch only trials never fetched (after the selection grew).
    */
-  private async _loadCurves(): Promise<void> {
+  private async _loadCurves(freshOnly = false): Promise<void> {
     const selected = this._selectedTrialIds();
     const fresh = selected.filter(id => !this._curvesLoaded.has(id));
-    const loaded = selected.filter(id => this._curvesLoaded.has(id));
-    const answers = await Promise.all([
-      this._client.experimentMetrics(this.experimentId, '', 0, { trialIds: fresh, maxDatapoints: CURVE_POINTS }),
-      this._client.experimentMetrics(this.experimentId, '', this.model.lastMetricId, {
-        trialIds: loaded,
-        maxDatapoints: CURVE_POINTS
-      })
-    ]);
-    fresh.forEach(id => this._curvesLoaded.add(id));
-    this.model.addMetrics(answers.flat());
-  }
-
-  private _selectDefaultTrials(): void {
-    if (this._userSelected) {
+    const loaded = freshOnly ? [] : selected.filter(id => this._curvesLoaded.has(id));
+    if (!fresh.length && !loaded.length) {
       return;
     }
-    for (const id of [...this.model.trials.keys()].sort((a, b) => a - b)) {
-      if (this._selected.size >= DEFAULT_SELECTED_TRIALS) {
-        break;
-      }
-      this._selected.add(id);
+    // Marked before the answer: a second call meanwhile must not fetch them again.
+    fresh.forEach(id => this._curvesLoaded.add(id));
+    try {
+      const answers = await Promise.all([
+        this._client.experimentMetrics(this.experimentId, '', 0, { trialIds: fresh, maxDatapoints: CURVE_POINTS }),
+        this._client.experimentMetrics(this.experimentId, '', this.model.lastMetricId, {
+          trialIds: loaded,
+          maxDatapoints: CURVE_POINTS
+        })
+      ]);
+      this.model.addMetrics(answers.flat());
+    } catch (error) {
+      fresh.forEach(id => this._curvesLoaded.delete(id));
+      throw error;
     }
+  }
+
+  /** Fetch the curves of trials that just joined the selection (errors shown, not thrown). */
+  private _loadNewCurves(): void {
+    this._loadCurves(true).catch(error =>
+      replaceChildren(this._message, errorBox(`Cannot load the learning curves: ${describeError(error)}`))
+    );
+  }
+
+  /**
+   * Until the user picks, plot all trials of a small search and the best ones of a large one
+   * (the best trial is always among them). Returns whether the selection changed.
+   */
+  private _selectDefaultTrials(): boolean {
+    if (this._userSelected) {
+      return false;
+    }
+    const experiment = this.model.experiment;
+    const wanted = defaultPlottedTrials(
+      this.model.trials.values(),
+      this._metric(),
+      experiment?.searcher?.smaller_is_better !== false,
+      DEFAULT_SELECTED_TRIALS
+    );
+    if (wanted.length === this._selected.size && wanted.every(id => this._selected.has(id))) {
+      return false;
+    }
+    this._selected = new Set(wanted);
+    return true;
+  }
+
+  /** Add or remove one trial from the selection (the curves and the comparison). */
+  private _toggleTrial(trialId: number, on = !this._selected.has(trialId)): void {
+    this._userSelected = true;
+    if (on) {
+      this._selected.add(trialId);
+      this._loadNewCurves();
+    } else {
+      this._selected.delete(trialId);
+    }
+    this._queue('trials');
+    this._queue('metrics');
+  }
+
+  /** Replace the selection (the Trials toolbar's buttons). */
+  private _setSelection(ids: number[]): void {
+    this._userSelected = true;
+    this._selected = new Set(ids.slice(0, MAX_SELECTED_TRIALS));
+    this._loadNewCurves();
+    this._queue('trials');
+    this._queue('metrics');
   }
 
   private _onEvent(type: EventType, payload: unknown): void {
     const part = this.model.applyEvent(type, payload);
-    if (type === 'trial' && part === 'trials') {
-      const trial = payload as ITrial;
-      if (!this._userSelected && this._selected.size < DEFAULT_SELECTED_TRIALS) {
-        this._selected.add(trial.id);
-      }
-    }
     if (type === 'log' && part === 'logs' && this._logs) {
       this._logs.add([payload as ILogLine]);
     }
@@ -253,12 +314,17 @@ export class ExperimentView extends Widget {
   }
 
   private _render(parts: Set<ViewPart>): void {
-    if (parts.has('experiment')) {
+    const trialsChanged = parts.has('trials') || parts.has('experiment');
+    if (trialsChanged && this._selectDefaultTrials()) {
+      this._loadNewCurves();
+    }
+    if (trialsChanged) {
       this._renderHeader();
+    }
+    if (parts.has('experiment')) {
       this._renderConfig();
     }
-    if (parts.has('trials') || parts.has('experiment')) {
-      this._selectDefaultTrials();
+    if (trialsChanged) {
       if (this._section === 'trials') {
         this._renderTrials();
       }
@@ -269,8 +335,11 @@ export class ExperimentView extends Widget {
         this._renderLogControls();
       }
     }
-    if ((parts.has('metrics') || parts.has('trials')) && this._section === 'curves') {
+    if ((parts.has('metrics') || trialsChanged) && this._section === 'curves') {
       this._renderCurves();
+    }
+    if ((parts.has('metrics') || trialsChanged) && this._section === 'compare') {
+      this._renderCompare();
     }
     if (parts.has('checkpoints') && this._section === 'checkpoints') {
       this._renderCheckpoints();
@@ -285,6 +354,14 @@ export class ExperimentView extends Widget {
     if (!experiment) {
       return;
     }
+    const counts = runCounts(this.model.trials.values());
+    // Rebuilt only when something it shows changed: a header redrawn under the pointer on
+    // every trial event would swallow clicks on its buttons.
+    const key = JSON.stringify([experiment, counts]);
+    if (key === this._headerKey) {
+      return;
+    }
+    this._headerKey = key;
     this.title.label = `${experiment.id}: ${experiment.name || 'experiment'}`;
     this.title.caption = `Determined experiment ${experiment.id} (${experiment.state})`;
     const allowed = allowedActions(experiment);
@@ -307,6 +384,14 @@ export class ExperimentView extends Widget {
       );
     }
     const searcher = experiment.searcher;
+    const running =
+      experiment.state === 'ACTIVE' && (counts.running || counts.queued)
+        ? h(
+            'span',
+            { class: 'jp-Det-runCounts', title: 'Trials holding slots, and trials waiting for a free slot' },
+            `${counts.running} running${counts.queued ? ` · ${counts.queued} queued` : ''}`
+          )
+        : null;
     replaceChildren(
       this._header,
       h(
@@ -321,9 +406,9 @@ export class ExperimentView extends Widget {
       h(
         'div',
         { class: 'jp-Det-expHeader-meta' },
-        progressBar(experiment.progress, `progress ${formatPercent(experiment.progress)}`),
-        h('span', null, formatPercent(experiment.progress)),
-        h('span', null, `searcher ${searcher?.name ?? '?'} on ${searcher?.metric ?? '?'} (${searcher?.smaller_is_better ? 'smaller' : 'larger'} is better)`),
+        h('span', { class: 'jp-Det-expProgress' }, stateProgressBar(experiment.state, experiment.progress), progressText(experiment.state, experiment.progress)),
+        running,
+        h('span', null, `${searcher?.name ?? '?'} search on ${searcher?.metric ?? '?'} (${searcher?.smaller_is_better === false ? 'larger' : 'smaller'} is better)`),
         h('span', { class: 'jp-Det-expBest' }, `best: ${formatMetric(experiment.best_validation)}`),
         h('span', null, `${experiment.num_trials} trial${experiment.num_trials === 1 ? '' : 's'}`),
         h('span', { title: experiment.start_time }, `started ${formatStartTime(experiment.start_time)}`),
@@ -338,16 +423,16 @@ export class ExperimentView extends Widget {
     const experiment = this.model.experiment;
     const name = experiment ? `experiment ${experiment.id} (${experiment.name})` : `experiment ${this.experimentId}`;
     const text = ACTION_TEXT[action];
-    const result = await showDialog({
-      title: `${text.label} ${name}`,
-      body: text.confirm,
-      buttons: [
-        Dialog.cancelButton(),
-        text.danger ? Dialog.warnButton({ label: text.label }) : Dialog.okButton({ label: text.label })
-      ]
-    });
-    if (!result.button.accept) {
-      return;
+    // Only what cannot be undone asks first: Pause and Activate undo each other, Kill does not.
+    if (text.danger) {
+      const result = await showDialog({
+        title: `${text.label} ${name}`,
+        body: text.confirm,
+        buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: text.label })]
+      });
+      if (!result.button.accept) {
+        return;
+      }
     }
     try {
       const updated = await this._client.experimentAction(this.experimentId, action);
@@ -362,6 +447,14 @@ export class ExperimentView extends Widget {
     return this.model.experiment?.searcher?.metric ?? 'loss';
   }
 
+  private _smallerIsBetter(): boolean {
+    return this.model.experiment?.searcher?.smaller_is_better !== false;
+  }
+
+  private _bestTrialId(): number | null {
+    return bestTrialId(this.model.trials.values(), this._metric(), this._smallerIsBetter());
+  }
+
   private _renderTrials(): void {
     const node = this._sectionNodes.get('trials')!;
     const trials = [...this.model.trials.values()];
@@ -370,6 +463,8 @@ export class ExperimentView extends Widget {
       return;
     }
     const metric = this._metric();
+    const best = this._bestTrialId();
+    const light = isLightTheme();
     const hparams = hparamColumns(trials);
     const columns: [string, string][] = [
       ['id', 'Trial'],
@@ -380,7 +475,7 @@ export class ExperimentView extends Widget {
       ['latest', `latest ${metric}`],
       ['best', `best ${metric}`]
     ];
-    const headRow = h('tr', null, h('th', { title: 'Show in the learning curves' }, 'Plot'));
+    const headRow = h('tr', null, h('th', { title: 'Select: plot in the learning curves, and compare' }, 'Plot'));
     for (const [key, label] of columns) {
       const sorted = this._sortKey === key;
       headRow.appendChild(
@@ -401,43 +496,78 @@ export class ExperimentView extends Widget {
           sorted ? (this._sortAscending ? ' ▲' : ' ▼') : ''
         )
       );
+      if (key === 'state') {
+        headRow.appendChild(h('th', null, 'Progress'));
+      }
     }
     const body = h('tbody');
     for (const trial of sortTrials(trials, this._sortKey, this._sortAscending, metric)) {
       const flat = flattenHparams(trial.hparams);
+      const selected = this._selected.has(trial.id);
       const checkbox = h('input', {
-        props: { type: 'checkbox', checked: this._selected.has(trial.id) },
+        props: { type: 'checkbox', checked: selected },
         attrs: { 'aria-label': `plot trial ${trial.id}` },
-        on: {
-          change: () => {
-            this._userSelected = true;
-            if (checkbox.checked) {
-              this._selected.add(trial.id);
-              this._loadCurves().catch(error =>
-                replaceChildren(this._message, errorBox(`Cannot load the curves of trial ${trial.id}: ${describeError(error)}`))
-              );
-            } else {
-              this._selected.delete(trial.id);
-            }
-          }
-        }
+        on: { change: () => this._toggleTrial(trial.id, checkbox.checked) }
       });
+      const state = trialDisplayState(trial);
+      const note = trialExitNote(trial);
+      const stateTitle =
+        state === 'QUEUED' ? 'Active, waiting for a free slot' : note ? `${trial.state}: ${note}` : trial.state;
       body.appendChild(
         h(
           'tr',
-          { attrs: { 'data-trial-id': String(trial.id) } },
+          {
+            class: `${trial.id === best ? 'jp-mod-best' : ''}${selected ? ' jp-mod-selected' : ''}`,
+            attrs: { 'data-trial-id': String(trial.id), 'data-state': state }
+          },
           h('td', null, checkbox),
-          h('td', null, String(trial.id)),
-          h('td', null, stateBadge(trial.state)),
+          h(
+            'td',
+            { class: 'jp-Det-trialId' },
+            h('span', { class: 'jp-Det-swatch', style: { background: selected ? trialColor(trial.id, light) : 'transparent' } }),
+            String(trial.id),
+            trial.id === best ? h('span', { class: 'jp-Det-bestMark', title: `best ${metric}` }, ' ★') : null
+          ),
+          h(
+            'td',
+            { class: 'jp-Det-trialState' },
+            stateBadge(state, stateTitle),
+            note ? h('div', { class: 'jp-Det-exitNote', title: note }, note) : null
+          ),
+          h('td', { class: 'jp-Det-trialProgress' }, stateProgressBar(trial.state, trial.progress)),
           h('td', null, String(trial.steps_completed)),
           h('td', null, String(trial.restarts)),
-          ...hparams.map(name => h('td', null, formatMetric(flat[name]))),
+          ...hparams.map(name => h('td', { title: String(flat[name] ?? '') }, formatMetric(flat[name]))),
           h('td', { class: 'jp-Det-latest' }, formatMetric(latestSearcherMetric(trial, metric))),
           h('td', { class: 'jp-Det-best' }, formatMetric(bestSearcherMetric(trial, metric)))
         )
       );
     }
-    replaceChildren(node, h('table', { class: 'jp-Det-table jp-Det-trialsTable' }, h('thead', null, headRow), body));
+    const selectedCount = this._selectedTrialIds().length;
+    const ranked = sortTrials(trials, 'best', this._smallerIsBetter(), metric).map(t => t.id);
+    const toolbar = h(
+      'div',
+      { class: 'jp-Det-trialsToolbar' },
+      h('span', { class: 'jp-Det-selectedCount' }, `${selectedCount} of ${trials.length} selected`),
+      h(
+        'button',
+        {
+          class: 'jp-Det-button jp-Det-compareButton',
+          props: { disabled: selectedCount < 2 },
+          title: selectedCount < 2 ? 'Select two or more trials to compare them' : 'Compare the selected trials side by side',
+          on: { click: () => this.showSection('compare') }
+        },
+        'Compare'
+      ),
+      h('button', { class: 'jp-Det-button', title: `The 5 trials with the best ${metric}`, on: { click: () => this._setSelection(ranked.slice(0, 5)) } }, 'Best 5'),
+      h('button', { class: 'jp-Det-button', on: { click: () => this._setSelection(trials.map(t => t.id)) } }, trials.length > MAX_SELECTED_TRIALS ? `First ${MAX_SELECTED_TRIALS}` : 'All'),
+      h('button', { class: 'jp-Det-button', on: { click: () => this._setSelection([]) } }, 'None')
+    );
+    replaceChildren(
+      node,
+      toolbar,
+      h('div', { class: 'jp-Det-tableScroll' }, h('table', { class: 'jp-Det-table jp-Det-trialsTable' }, h('thead', null, headRow), body))
+    );
   }
 
   private _selectedTrialIds(): number[] {
@@ -447,6 +577,9 @@ export class ExperimentView extends Widget {
   private _renderCurves(): void {
     const node = this._sectionNodes.get('curves')!;
     const trialIds = this._selectedTrialIds();
+    const best = this._bestTrialId();
+    const experiment = this.model.experiment;
+    const finished = !!experiment && isTerminal(experiment.state);
     const parts: HTMLElement[] = [];
     for (const [group, chart] of [
       ['training', this._trainingChart],
@@ -463,68 +596,64 @@ export class ExperimentView extends Widget {
           this._validationMetric = metric;
         }
       }
-      const picker = select(
-        names.map(n => [n, n] as [string, string]),
-        metric,
-        value => {
-          if (group === 'training') {
-            this._trainingMetric = value;
-          } else {
-            this._validationMetric = value;
-          }
-          this._renderCurves();
-        },
-        `jp-Det-select jp-Det-metricSelect-${group}`
-      );
-      chart.yLabel = `${group} ${metric}`;
+      const picker = names.length
+        ? select(
+            names.map(n => [n, n] as [string, string]),
+            metric,
+            value => {
+              if (group === 'training') {
+                this._trainingMetric = value;
+              } else {
+                this._validationMetric = value;
+              }
+              this._renderCurves();
+            },
+            `jp-Det-select jp-Det-metricSelect-${group}`
+          )
+        : null;
+      chart.yLabel = metric ? `${group} ${metric}` : group;
       chart.node.dataset.group = group;
+      chart.emptyText = !trialIds.length
+        ? 'No trial selected.'
+        : finished
+          ? `The selected trials reported no ${group} metrics.`
+          : `Waiting for the first ${group} metrics…`;
       const data = alignSeries(reports, trialIds, metric);
-      chart.update({ ...data, labels: trialIds.map(id => `trial ${id}`) });
+      chart.update({
+        ...data,
+        labels: trialIds.map(id => `trial ${id}`),
+        colorKeys: trialIds,
+        highlight: best === null ? -1 : trialIds.indexOf(best)
+      });
       parts.push(
         h('div', { class: 'jp-Det-chartBlock' }, h('div', { class: 'jp-Det-chartTitle' }, `${group} `, picker), chart.node)
       );
     }
-    const hint = trialIds.length ? null : h('div', { class: 'jp-Det-empty' }, 'Select trials in the Trials tab to plot them.');
+    const total = this.model.trials.size;
+    const hint = !trialIds.length
+      ? h('div', { class: 'jp-Det-empty' }, 'Select trials in the Trials tab to plot them.')
+      : trialIds.length < total
+        ? h('div', { class: 'jp-Det-hint' }, `Showing ${trialIds.length} of ${total} trials${this._userSelected ? '' : ' (the best ones)'}; pick others in the Trials tab.`)
+        : null;
     // Keep chart nodes attached (uPlot redraws in place); rebuild only the surroundings.
     replaceChildren(node, hint, ...parts);
   }
 
   private _renderHparams(): void {
-    const node = this._sectionNodes.get('hparams')!;
-    const trials = [...this.model.trials.values()];
-    const hparams = hparamColumns(trials);
-    if (!hparams.length) {
-      replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No hyperparameters in this experiment.'));
-      return;
-    }
-    if (!hparams.includes(this._scatterHparam)) {
-      this._scatterHparam = hparams[0];
-    }
-    const metric = this._metric();
-    const data = hparamScatter(trials, this._scatterHparam, metric);
-    this._scatter.xLabel = this._scatterHparam;
-    this._scatter.yLabel = `best ${metric}`;
-    this._scatter.update({
-      x: data.points.map(p => p.x),
-      ys: [data.points.map(p => p.y)],
-      labels: [`best ${metric}`],
-      categories: data.categories
+    this._hparams.render({
+      experiment: this.model.experiment,
+      trials: [...this.model.trials.values()],
+      selected: new Set(this._selectedTrialIds())
     });
-    const picker = select(
-      hparams.map(n => [n, n] as [string, string]),
-      this._scatterHparam,
-      value => {
-        this._scatterHparam = value;
-        this._scatter.destroyPlot();
-        this._renderHparams();
-      },
-      'jp-Det-select jp-Det-hparamSelect'
-    );
-    replaceChildren(
-      node,
-      h('div', { class: 'jp-Det-chartTitle' }, 'hyperparameter ', picker, ` vs best ${metric} (one point per trial with a validation)`),
-      this._scatter.node
-    );
+  }
+
+  private _renderCompare(): void {
+    const ids = this._selectedTrialIds();
+    this._compare.render({
+      experiment: this.model.experiment,
+      trials: ids.map(id => this.model.trials.get(id)!),
+      metricsOf: group => this.model.metricsOf(group)
+    });
   }
 
   // ---- logs ---------------------------------------------------------------------------------
@@ -707,6 +836,12 @@ export class ExperimentView extends Widget {
     );
   }
 
+  /** Open the Logs section on one trial (the notebook widget's error banner links here). */
+  showTrialLogs(trialId: number): void {
+    this.showSection('logs');
+    void this._selectLogTrial(trialId);
+  }
+
   dispose(): void {
     if (this.isDisposed) {
       return;
@@ -718,7 +853,8 @@ export class ExperimentView extends Widget {
     }
     this._trainingChart.dispose();
     this._validationChart.dispose();
-    this._scatter.dispose();
+    this._hparams.dispose();
+    this._compare.dispose();
     super.dispose();
   }
 }

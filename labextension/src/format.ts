@@ -15,8 +15,11 @@ export function isTerminal(state: string): boolean {
 
 /** The colour family of a state, used as a CSS modifier (`jp-Det-state-<category>`). */
 export function stateCategory(state: string): string {
-  if (state === 'ACTIVE') {
+  if (state === 'ACTIVE' || state === 'RUNNING') {
     return 'active';
+  }
+  if (state === 'QUEUED') {
+    return 'queued';
   }
   if (state === 'PAUSED') {
     return 'paused';
@@ -36,6 +39,61 @@ export function stateCategory(state: string): string {
   return 'unknown';
 }
 
+/**
+ * The state a trial shows: an ACTIVE trial still waiting for slots reads QUEUED (the master's
+ * `run_state`), so a search that runs 2 of 6 trials does not look like 6 running ones.
+ */
+export function trialDisplayState(trial: Pick<ITrial, 'state' | 'run_state'>): string {
+  if (trial.state === 'ACTIVE' && trial.run_state === 'QUEUED') {
+    return 'QUEUED';
+  }
+  return trial.state;
+}
+
+/**
+ * The fraction a progress bar shows: a COMPLETED experiment or trial is done whatever its
+ * last reported progress said (the searcher may finish early, and the master does not
+ * rewrite the last progress at completion); anything else shows what was reported, clamped.
+ */
+export function displayProgress(state: string, progress: number | null | undefined): number | null {
+  if (state === 'COMPLETED') {
+    return 1;
+  }
+  if (typeof progress !== 'number' || !Number.isFinite(progress)) {
+    return null;
+  }
+  return Math.min(1, Math.max(0, progress));
+}
+
+/** The one-line reason a trial ended badly (shown for ERROR and CANCELED trials), or ''. */
+export function trialExitNote(trial: Pick<ITrial, 'state' | 'exit_summary' | 'exit_code'>): string {
+  if (trial.state !== 'ERROR' && trial.state !== 'CANCELED') {
+    return '';
+  }
+  if (trial.exit_summary) {
+    return trial.exit_summary;
+  }
+  if (trial.state === 'ERROR' && typeof trial.exit_code === 'number') {
+    return `exited with code ${trial.exit_code}`;
+  }
+  return '';
+}
+
+/** How many of these trials hold slots and how many wait for them (for a one-line summary). */
+export function runCounts(trials: Iterable<Pick<ITrial, 'state' | 'run_state'>>): { running: number; queued: number } {
+  let running = 0;
+  let queued = 0;
+  for (const trial of trials) {
+    const state = trialDisplayState(trial);
+    if (state === 'QUEUED') {
+      queued += 1;
+    } else if (state === 'ACTIVE') {
+      running += 1;
+    }
+  }
+  return { running, queued };
+}
+
 /** `0.4567` -> `"46%"`; anything not a finite number -> `"—"`. */
 export function formatPercent(fraction: number | null | undefined): string {
   if (typeof fraction !== 'number' || !Number.isFinite(fraction)) {
@@ -45,23 +103,45 @@ export function formatPercent(fraction: number | null | undefined): string {
   return `${Math.round(clamped * 100)}%`;
 }
 
+/** `"1.500e-4"` -> `"1.5e-4"`, `"2.000e+6"` -> `"2e6"`. */
+function tidyExponent(text: string): string {
+  const [mantissa, exponent] = text.split('e');
+  const tidy = mantissa.includes('.') ? mantissa.replace(/0+$/, '').replace(/\.$/, '') : mantissa;
+  return exponent === undefined ? tidy : `${tidy}e${exponent.replace(/^\+/, '')}`;
+}
+
+/**
+ * A number for people: at most `digits` significant digits, exponent form for tiny
+ * (< 0.001) and huge (>= 1e6) magnitudes, no trailing zeros: `0.30000000000000004` -> `0.3`,
+ * `0.000123456` -> `1.235e-4`, `1234567.8` -> `1.235e6`. Integers below 1e9 stay exact
+ * (steps, ids, batch sizes).
+ */
+export function formatNumber(value: number, digits = 4): string {
+  if (!Number.isFinite(value)) {
+    return String(value);
+  }
+  if (Number.isInteger(value) && Math.abs(value) < 1e9) {
+    return String(value);
+  }
+  const abs = Math.abs(value);
+  if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) {
+    return tidyExponent(value.toExponential(digits - 1));
+  }
+  const rounded = Number(value.toPrecision(digits));
+  // toPrecision may round up into the next magnitude (999999.9 -> 1e6): keep the rule.
+  if (Math.abs(rounded) >= 1e6) {
+    return tidyExponent(rounded.toExponential(digits - 1));
+  }
+  return String(rounded);
+}
+
 /** A metric value in at most 4 significant digits; integers stay integers. */
 export function formatMetric(value: unknown): string {
   if (value === null || value === undefined) {
     return '—';
   }
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) {
-      return String(value);
-    }
-    if (Number.isInteger(value) && Math.abs(value) < 1e9) {
-      return String(value);
-    }
-    const abs = Math.abs(value);
-    if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) {
-      return value.toExponential(3);
-    }
-    return String(Number(value.toPrecision(4)));
+    return formatNumber(value);
   }
   if (typeof value === 'string' || typeof value === 'boolean') {
     return String(value);
@@ -240,12 +320,49 @@ export function bestSearcherMetric(trial: ITrial, metric: string): number | null
   return typeof trial.searcher_metric === 'number' ? trial.searcher_metric : null;
 }
 
+/**
+ * The trial with the best searcher metric (by its best validation), or null when none has
+ * one yet; ties go to the lower id.
+ */
+export function bestTrialId(trials: Iterable<ITrial>, metric: string, smallerIsBetter = true): number | null {
+  let bestId: number | null = null;
+  let bestValue = 0;
+  for (const trial of trials) {
+    const value = bestSearcherMetric(trial, metric);
+    if (value === null || Number.isNaN(value)) {
+      continue;
+    }
+    const better = bestId === null || (smallerIsBetter ? value < bestValue : value > bestValue) || (value === bestValue && trial.id < bestId);
+    if (better) {
+      bestId = trial.id;
+      bestValue = value;
+    }
+  }
+  return bestId;
+}
+
+/**
+ * The trials plotted until the user picks: all of them when there are few, else the `limit`
+ * with the best searcher metric (then the lowest ids), so the best trial is always drawn.
+ */
+export function defaultPlottedTrials(trials: Iterable<ITrial>, metric: string, smallerIsBetter = true, limit = 8): number[] {
+  const all = [...trials];
+  if (all.length <= limit) {
+    return all.map(t => t.id).sort((a, b) => a - b);
+  }
+  const ranked = sortTrials(all, 'best', smallerIsBetter, metric);
+  return ranked
+    .slice(0, limit)
+    .map(t => t.id)
+    .sort((a, b) => a - b);
+}
+
 function sortValue(trial: ITrial, key: TrialSortKey, metric: string): unknown {
   switch (key) {
     case 'id':
       return trial.id;
     case 'state':
-      return trial.state;
+      return trialDisplayState(trial);
     case 'steps':
       return trial.steps_completed;
     case 'restarts':

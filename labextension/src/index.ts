@@ -5,10 +5,14 @@
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { DeterminedClient, EventHub } from './api';
 import { ExperimentView } from './experimentView';
+import { activateExportTools } from './exportTools';
+import { experimentRendererFactory } from './notebookWidget';
 import { DeterminedSidebar } from './sidebar';
 import { SubmitButtonExtension } from './submit';
 
@@ -25,8 +29,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-determined:plugin',
   description: 'Determined experiments in JupyterLab: sidebar, experiment views, notebook submission.',
   autoStart: true,
-  optional: [ILayoutRestorer, ICommandPalette],
-  activate: (app: JupyterFrontEnd, restorer: ILayoutRestorer | null, palette: ICommandPalette | null) => {
+  optional: [ILayoutRestorer, ICommandPalette, IRenderMimeRegistry, INotebookTracker],
+  activate: (
+    app: JupyterFrontEnd,
+    restorer: ILayoutRestorer | null,
+    palette: ICommandPalette | null,
+    rendermime: IRenderMimeRegistry | null,
+    notebooks: INotebookTracker | null
+  ) => {
     const client = new DeterminedClient(app.serviceManager.serverSettings);
     const hub = new EventHub(client);
     const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({ namespace: 'jupyter-determined' });
@@ -65,6 +75,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
 
+    // The experiment widget under notebook cells (outputs of jupyter_determined's widget). The
+    // registry is the app's: notebooks opened from now on clone it with this renderer in.
+    rendermime?.addFactory(experimentRendererFactory(client, hub, notebooks));
+
     const sidebar = new DeterminedSidebar(client, hub, openExperiment);
     sidebar.title.icon = determinedIcon;
     app.shell.add(sidebar, 'left', { rank: 600 });
@@ -89,6 +103,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
 
     app.docRegistry.addWidgetExtension('Notebook', new SubmitButtonExtension(app.serviceManager.contents, openExperiment));
+    activateExportTools(app, notebooks, palette); // Preview Export, det-skip toggles (exportTools.ts)
   }
 };
 

@@ -35,6 +35,12 @@ export function sameListFields(a: IExperiment, b: IExperiment): boolean {
 export class ExperimentListModel {
   readonly changed = new Emitter<void>();
   private _experiments = new Map<number, IExperiment>();
+  private _loaded = false;
+
+  /** Whether a list answer arrived (an empty master is loaded and empty, not loading). */
+  get loaded(): boolean {
+    return this._loaded;
+  }
 
   get experiments(): Iterable<IExperiment> {
     return this._experiments.values();
@@ -55,7 +61,9 @@ export class ExperimentListModel {
    */
   replaceAll(experiments: IExperiment[]): void {
     const next = new Map<number, IExperiment>();
-    let changed = experiments.length !== this._experiments.size;
+    // The first answer always changes the view, even an empty one: it ends "Loading…".
+    let changed = !this._loaded || experiments.length !== this._experiments.size;
+    this._loaded = true;
     for (const experiment of experiments) {
       const known = this._experiments.get(experiment.id);
       if (known && sameListFields(known, experiment)) {

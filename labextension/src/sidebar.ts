@@ -7,15 +7,9 @@ import { Widget } from '@lumino/widgets';
 
 import { DeterminedClient, EventHub, FeedMode, describeError } from './api';
 import { ClusterStrip } from './cluster';
-import { errorBox, h, progressBar, replaceChildren, select } from './dom';
-import {
-  IExperimentFilter,
-  filterExperiments,
-  formatMetric,
-  formatPercent,
-  formatStartTime,
-  stateCategory
-} from './format';
+import { progressText, stateBadge, stateProgressBar } from './badges';
+import { errorBox, h, replaceChildren, select } from './dom';
+import { IExperimentFilter, filterExperiments, formatMetric, formatStartTime } from './format';
 import { ExperimentListModel } from './model';
 import type { IExperiment, ITrial } from './types';
 
@@ -23,9 +17,12 @@ export const SIDEBAR_ID = 'jupyter-determined-sidebar';
 
 const STATES = ['ACTIVE', 'PAUSED', 'STOPPING_CANCELED', 'STOPPING_COMPLETED', 'STOPPING_ERROR', 'COMPLETED', 'CANCELED', 'ERROR'];
 
-export function stateBadge(state: string): HTMLElement {
-  return h('span', { class: `jp-Det-state jp-Det-state-${stateCategory(state)}`, attrs: { 'data-state': state } }, state);
-}
+export { stateBadge };
+
+/** What the list says when the master has no experiment: what to do to get one. */
+export const EMPTY_LIST_TEXT = 'No experiments yet.';
+export const EMPTY_LIST_HINT =
+  'Submit one with `det experiment create config.yaml .` in a terminal, %%det_submit in a notebook, or the notebook toolbar’s “Submit to Determined” button.';
 
 /** One row of the list; rebuilt only when its experiment object changes. */
 function experimentRow(experiment: IExperiment, open: (id: number) => void): HTMLElement {
@@ -56,8 +53,8 @@ function experimentRow(experiment: IExperiment, open: (id: number) => void): HTM
     h(
       'div',
       { class: 'jp-Det-expRow-progress' },
-      progressBar(experiment.progress, `progress ${formatPercent(experiment.progress)}`),
-      h('span', { class: 'jp-Det-expPercent' }, formatPercent(experiment.progress))
+      stateProgressBar(experiment.state, experiment.progress),
+      progressText(experiment.state, experiment.progress, 'jp-Det-expPercent')
     ),
     h(
       'div',
@@ -170,6 +167,9 @@ export class DeterminedSidebar extends Widget {
       try {
         this.model.replaceAll(await this._client.listExperiments());
         replaceChildren(this._message);
+        // The status line changes from "Loading…" even when the answer changed nothing
+        // (an empty master answers an empty list).
+        this._queueRender();
       } catch (error) {
         replaceChildren(this._message, errorBox(`Cannot load experiments: ${describeError(error)}`));
         this._status.textContent = '';
@@ -212,12 +212,19 @@ export class DeterminedSidebar extends Widget {
   render(): void {
     const visible = filterExperiments(this.model.experiments, this._filter);
     const total = this.model.size;
-    this._status.textContent =
-      total === 0
-        ? 'No experiments yet. Submit one from a notebook (%%det_submit, or the “Submit to Determined” toolbar button) or with `det experiment create`.'
-        : visible.length === total
-          ? `${total} experiment${total === 1 ? '' : 's'}`
-          : `${visible.length} of ${total} experiments`;
+    if (!this.model.loaded) {
+      // still "Loading experiments…" (or the error of the first load)
+    } else if (total === 0) {
+      replaceChildren(
+        this._status,
+        h('div', { class: 'jp-Det-emptyTitle' }, EMPTY_LIST_TEXT),
+        h('div', { class: 'jp-Det-hint' }, EMPTY_LIST_HINT)
+      );
+    } else {
+      this._status.textContent =
+        visible.length === total ? `${total} experiment${total === 1 ? '' : 's'}` : `${visible.length} of ${total} experiments`;
+    }
+    this._status.dataset.empty = String(this.model.loaded && total === 0);
     const keep = new Set<number>();
     const fragment = document.createDocumentFragment();
     for (const experiment of visible) {

@@ -5,17 +5,20 @@
  *   `jupyter_determined.notebook` (protocol in jupyter_determined/_export.py), so `%%det_submit`
  *   exports the cells as the user sees them, unsaved edits and tags included.
  * * The toolbar button "Submit to Determined": pick a config (a `*.yaml` beside the notebook,
- *   editable), then run `%det_submit` in the notebook's kernel and show what it answered.
+ *   editable) while the export preview shows which cells go in (a row's button adds or removes
+ *   `det-skip`), then run `%det_submit` in the notebook's kernel and show what it answered.
  */
 import { Dialog, ToolbarButton, showDialog } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
 import { INotebookModel, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
-import { Contents, Kernel, KernelMessage } from '@jupyterlab/services';
+import { Contents, Kernel, KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { Widget } from '@lumino/widgets';
 
 import { h, replaceChildren } from './dom';
+import { ExportPreviewView } from './exportPreview';
+import { setSkipped } from './skipToggle';
 
 export const COMM_TARGET = 'jupyter_determined.notebook';
 /** The id of the stand-in cell the toolbar submission runs as (see `submitNotebook`). */
@@ -158,17 +161,20 @@ async function execute(kernel: Kernel.IKernelConnection, code: string, metadata?
   return { ok: !failed, output: chunks.join('').replace(/\u001b\[[0-9;]*m/g, '') };
 }
 
-/** The dialog body: a config picker and an editable text area. */
+/** The dialog body: a config picker and an editable text area, beside the export preview. */
 class SubmitDialogBody extends Widget {
   readonly picker: HTMLSelectElement;
   readonly textarea: HTMLTextAreaElement;
+  readonly preview: ExportPreviewView;
   private _original = '';
   private _fileName = '';
 
   constructor(
     private readonly _contents: Contents.IManager,
     private readonly _directory: string,
-    files: string[]
+    files: string[],
+    private readonly _panel: NotebookPanel,
+    private readonly _settings: ServerConnection.ISettings
   ) {
     super();
     this.addClass('jp-Det-submitDialog');
@@ -181,12 +187,39 @@ class SubmitDialogBody extends Widget {
       class: 'jp-Det-configText',
       props: { rows: 14, spellcheck: false, placeholder: 'searcher:\n  name: single\n  metric: loss\n  max_length: 1' }
     });
+    // The toolbar submits the whole notebook: preview that (no submitting cell).
+    this.preview = new ExportPreviewView({
+      onToggleSkip: id => {
+        const model = this._panel.content.model;
+        for (let i = 0; model && i < model.cells.length; i++) {
+          if (model.cells.get(i).id === id) {
+            setSkipped(model.cells.get(i));
+          }
+        }
+        this.loadPreview();
+      }
+    });
     this.node.append(
-      h('label', null, 'Config from this folder: ', this.picker),
-      h('div', { class: 'jp-Det-hint' }, 'Edit below if needed; the notebook’s code cells become the training script.'),
-      this.textarea
+      h(
+        'div',
+        { class: 'jp-Det-submitConfig' },
+        h('label', null, 'Config from this folder: ', this.picker),
+        h('div', { class: 'jp-Det-hint' }, 'Edit below if needed; the code cells listed on the right become the training script.'),
+        this.textarea
+      ),
+      h('div', { class: 'jp-Det-submitPreview' }, this.preview.node)
     );
     void this._load(files[0] ?? '');
+    this.loadPreview();
+  }
+
+  loadPreview(): void {
+    void this.preview.load(notebookSnapshot(this._panel), this._settings);
+  }
+
+  dispose(): void {
+    this.preview.dispose();
+    super.dispose();
   }
 
   private async _load(file: string): Promise<void> {
@@ -234,7 +267,7 @@ export async function submitNotebook(
   openExperiment: (id: number) => void
 ): Promise<void> {
   const directory = PathExt.dirname(panel.context.path);
-  const body = new SubmitDialogBody(contents, directory, await configFiles(contents, directory));
+  const body = new SubmitDialogBody(contents, directory, await configFiles(contents, directory), panel, contents.serverSettings);
   const choice = await showDialog({
     title: 'Submit to Determined',
     body,

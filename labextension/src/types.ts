@@ -58,6 +58,10 @@ export interface ITrial {
   start_time: string;
   end_time: string | null;
   exit_code?: number | null;
+  /** Why the trial ended, in words (e.g. "killed by SIGKILL: the user killed the experiment"). */
+  exit_summary?: string | null;
+  /** What an ACTIVE trial is doing: holding slots (RUNNING) or waiting for them (QUEUED). */
+  run_state?: 'QUEUED' | 'RUNNING' | null;
   allocation_id?: string | null;
   slot_ids?: number[];
   latest_checkpoint?: string | null;

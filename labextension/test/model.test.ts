@@ -105,6 +105,20 @@ describe('ExperimentListModel.replaceAll', () => {
   });
 });
 
+describe('ExperimentListModel on an empty master', () => {
+  test('the first answer is a change even when it is empty: the list stops "loading"', () => {
+    const model = new ExperimentListModel();
+    let changes = 0;
+    model.changed.connect(() => (changes += 1));
+    assert.equal(model.loaded, false);
+    model.replaceAll([]);
+    assert.equal(model.loaded, true);
+    assert.equal(changes, 1);
+    model.replaceAll([]);
+    assert.equal(changes, 1, 'a second empty answer changes nothing');
+  });
+});
+
 describe('ExperimentDataModel', () => {
   test('events of other experiments are ignored', () => {
     const model = new ExperimentDataModel(7);

@@ -44,6 +44,11 @@ TRIAL_STATES = ["ACTIVE", "PAUSED", "STOPPING_CANCELED", "STOPPING_KILLED", "STO
                 "STOPPING_ERROR", "COMPLETED", "CANCELED", "ERROR"]
 
 _METRIC_SUMMARY = nullable(obj(steps_completed=INTEGER, metrics=OBJECT, report_time=TIME))
+_NOTEBOOK_ERROR = obj(
+    ["cell_index", "line", "exception"], notebook=nullable(STRING), cell_id=nullable(STRING),
+    cell_index={**INTEGER, "description": "0-based among all the notebook's cells"},
+    line={**INTEGER, "description": "1-based within the cell"},
+    exception={**STRING, "description": "e.g. 'ValueError: boom'"})
 
 SCHEMAS: dict[str, dict] = {
     "Error": obj(["message"], message=STRING, errors=array(STRING)),
@@ -61,7 +66,18 @@ SCHEMAS: dict[str, dict] = {
         state={"type": "string", "enum": TRIAL_STATES}, hparams=OBJECT, seed=INTEGER,
         restarts=INTEGER, run_id=INTEGER, steps_completed=INTEGER, progress=NUMBER,
         runner_state=STRING, start_time=TIME, end_time=nullable(TIME),
-        exit_code=nullable(INTEGER), allocation_id=nullable(STRING), slot_ids=array(INTEGER),
+        exit_code=nullable(INTEGER),
+        exit_summary=nullable({**STRING, "description": (
+            "the last run's exit in words: 'exited with code N', or 'killed by signal NAME (N): "
+            "why' (killed by the user, preempted, possibly out of memory, reason unknown); "
+            "null after a clean exit")}),
+        run_state=nullable({"type": "string", "enum": ["QUEUED", "RUNNING"], "description": (
+            "of an ACTIVE trial: QUEUED while it waits for slots, RUNNING while an allocation "
+            "holds them; null when the trial is not ACTIVE")}),
+        notebook_error=nullable({**_NOTEBOOK_ERROR, "description": (
+            "where an exported notebook's code failed in the last run (from its "
+            "DET_NOTEBOOK_ERROR log line); null otherwise")}),
+        allocation_id=nullable(STRING), slot_ids=array(INTEGER),
         latest_checkpoint=nullable(STRING), latest_training=_METRIC_SUMMARY,
         latest_validation=_METRIC_SUMMARY, best_validation=_METRIC_SUMMARY,
         searcher_metric=nullable(NUMBER)),

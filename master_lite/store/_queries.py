@@ -109,9 +109,10 @@ def metric_reports_json(store: Store, where: str, params: Sequence[Any], *,
 # Trials with their latest/best metric summaries, in one query. What goes into the JSON as
 # JSON (hparams, the three summaries, the ISO times) comes last, as one JSON array text.
 TRIAL_COLUMNS = ("id", "experiment_id", "request_id", "state", "seed", "restarts", "run_id",
-                 "steps_completed", "progress", "runner_state", "exit_code", "latest_checkpoint")
+                 "steps_completed", "progress", "runner_state", "exit_code", "exit_summary",
+                 "latest_checkpoint")
 TRIAL_JSON_PARTS = ("hparams", "latest_training", "latest_validation", "best_validation",
-                    "start_time", "end_time")
+                    "start_time", "end_time", "notebook_error")
 TRIAL_ORDERS = {"id": "t.id", "-id": "t.id DESC"}
 
 
@@ -122,7 +123,8 @@ def trial_rows(store: Store, where: str, params: Sequence[Any], *, order: str = 
     columns = ", ".join(f"t.{name}" for name in TRIAL_COLUMNS)
     sql = (f"SELECT {columns}, '[' || t.hparams || ',' || {metric_summary_json_sql('lt')} || ',' "
            f"|| {metric_summary_json_sql('lv')} || ',' || {metric_summary_json_sql('bv')} || ',' "
-           f"|| {iso_time_sql('t.start_time')} || ',' || {iso_time_sql('t.end_time')} || ']' "
+           f"|| {iso_time_sql('t.start_time')} || ',' || {iso_time_sql('t.end_time')} || ',' "
+           "|| coalesce(t.notebook_error, 'null') || ']' "
            "FROM trials t "
            "LEFT JOIN metrics lt ON lt.id = t.latest_training_id "
            "LEFT JOIN metrics lv ON lv.id = t.latest_validation_id "

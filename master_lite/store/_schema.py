@@ -137,13 +137,23 @@ DROP INDEX IF EXISTS metrics_by_trial_group;
 CREATE INDEX metrics_current_by_trial_group ON metrics (trial_id, group_name, superseded_by_run, id)
 """
 
+# What a person needs to see why a trial stopped (docs/rest-api.md, "Trial"):
+# * trials.exit_summary: its last run's exit in words ("killed by signal SIGKILL (9): possibly
+#   out of memory ..."), NULL after a clean exit;
+# * trials.notebook_error: the notebook cell and line where an exported notebook's code failed,
+#   from the run's DET_NOTEBOOK_ERROR log line (determined.common.notebook_errors), JSON.
+MIGRATION_4_TRIAL_EXIT_DETAILS = """
+ALTER TABLE trials ADD COLUMN exit_summary TEXT;
+ALTER TABLE trials ADD COLUMN notebook_error TEXT
+"""
+
 MIGRATIONS: list[str] = [MIGRATION_1_INITIAL, MIGRATION_2_FAULT_TOLERANCE,
-                         MIGRATION_3_CURRENT_SERIES_INDEX]
+                         MIGRATION_3_CURRENT_SERIES_INDEX, MIGRATION_4_TRIAL_EXIT_DETAILS]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.
 JSON_COLUMNS: dict[str, frozenset[str]] = {
     "experiments": frozenset({"labels", "config", "notebook", "searcher_snapshot"}),
-    "trials": frozenset({"hparams", "op_queue"}),
+    "trials": frozenset({"hparams", "op_queue", "notebook_error"}),
     "metrics": frozenset({"metrics", "batch_metrics"}),
     "checkpoints": frozenset({"metadata", "resources"}),
     "allocations": frozenset({"slot_ids"}),

@@ -73,6 +73,8 @@ class Lab:
     token: str
     notebook_dir: Path
     log_path: Path
+    tmp: Path
+    port: int
 
     def api(self, method: str, path: str, **kwargs: Any) -> Any:
         response = requests.request(method, f"{self.base}determined/api/v1/{path.lstrip('/')}",
@@ -142,6 +144,12 @@ class Lab:
         path.write_text(json.dumps(notebook, indent=1))
         return path
 
+    def restart(self) -> "Lab":
+        """Stop this server and start it again on the same port, token and directories."""
+        self.stop()
+        self.process = start_lab(self.tmp, port=self.port, token=self.token).process
+        return self
+
     def stop(self, timeout: float = 60) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -152,27 +160,30 @@ class Lab:
             self.process.wait()
 
 
-def start_lab(tmp: Path, *, timeout: float = 120) -> Lab:
+def start_lab(tmp: Path, *, timeout: float = 120, port: int | None = None,
+              token: str | None = None) -> Lab:
+    """JupyterLab + the extension on loopback; again on the same `tmp` to restart it."""
     # The labextension is found through JUPYTER_PATH, as `pip install` would place it.
     data_dir = tmp / "jupyter-data"
-    (data_dir / "labextensions").mkdir(parents=True)
-    (data_dir / "labextensions" / "jupyter-determined").symlink_to(BUILT_EXTENSION,
-                                                                   target_is_directory=True)
+    (data_dir / "labextensions").mkdir(parents=True, exist_ok=True)
+    link = data_dir / "labextensions" / "jupyter-determined"
+    if not link.exists():
+        link.symlink_to(BUILT_EXTENSION, target_is_directory=True)
     config_dir = tmp / "jupyter-config"
-    config_dir.mkdir()
+    config_dir.mkdir(exist_ok=True)
     (config_dir / "jupyter_server_config.json").write_text(json.dumps({
         "ServerApp": {"jpserver_extensions": {"jupyter_determined": True}},
         "MasterLite": {"root_dir": str(tmp / "det-root"), "cpu_slots": 2,
                        "preemption_grace_seconds": 30},
     }))
     # No "get Jupyter news?" toast over the screenshots.
-    (config_dir / "labconfig").mkdir()
+    (config_dir / "labconfig").mkdir(exist_ok=True)
     (config_dir / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
     notebook_dir = tmp / "notebooks"
-    notebook_dir.mkdir()
-    port = free_port()
-    token = "browser-test-" + os.urandom(6).hex()
+    notebook_dir.mkdir(exist_ok=True)
+    port = port or free_port()
+    token = token or "browser-test-" + os.urandom(6).hex()
     env = {key: value for key, value in os.environ.items() if not key.startswith("DET_")}
     env.update(PYTHONPATH=os.pathsep.join([str(REPO / "harness"), str(REPO)]),
                PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
@@ -190,7 +201,7 @@ def start_lab(tmp: Path, *, timeout: float = 120) -> Lab:
     log_path = tmp / "jupyterlab.log"
     process = subprocess.Popen(argv, env=env, stdout=open(log_path, "ab"),
                                stderr=subprocess.STDOUT, start_new_session=True)
-    lab = Lab(process, f"http://127.0.0.1:{port}/jl/", token, notebook_dir, log_path)
+    lab = Lab(process, f"http://127.0.0.1:{port}/jl/", token, notebook_dir, log_path, tmp, port)
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:

@@ -138,13 +138,11 @@ def test_cell_magic_submission_live_progress_chart_pause_and_logs(page, lab: Lab
             return bar && Number(bar.getAttribute('aria-valuenow')) > 0;
         }""", arg=experiment_id, timeout=90_000)
     screenshot(page, "02-sidebar-experiment-running")
-    # The live widget renders under the submitting cell (ipywidgets in the real frontend), with
+    # The live widget renders under the submitting cell (the labextension's renderer), with
     # its state and the action buttons, the hostile name inert there too.
-    page.wait_for_function(
-        """id => [...document.querySelectorAll('.jp-OutputArea-output')].some(out =>
-               out.innerText.includes(`Experiment ${id}`) && out.querySelector('.det-state')
-               && [...out.querySelectorAll('button')].some(b => b.innerText.includes('Pause')))""",
-        arg=experiment_id, timeout=90_000)
+    widget = f'.jp-OutputArea-output .jp-Det-notebookWidget[data-experiment-id="{experiment_id}"]'
+    page.wait_for_selector(f"{widget} .jp-Det-action-pause:not([disabled])", timeout=90_000)
+    assert page.inner_text(f"{widget} .jp-Det-expTitle") == HOSTILE_NAME
     assert page.evaluate("() => window.__detInjected") is None
     screenshot(page, "02b-notebook-live-widget")
 

@@ -159,12 +159,16 @@ def no_master(monkeypatch, tmp_path):
     return tmp_path
 
 
-def test_no_master_is_one_line_and_exit_1(no_master, capsys):
+def test_no_master_says_what_was_tried_and_exits_1(no_master, capsys):
     assert main(["e", "list"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and "no master found" in lines[0] and "master-lite" in lines[0]
+    assert lines[0] == "no master found; looked at:"
+    assert "  DET_MASTER: not set" in lines
+    assert f"  {no_master / 'empty-root' / 'master.json'}: not found" in lines
+    assert lines[-1].startswith("to fix:") and "master-lite" in lines[-1]
+    assert "Traceback" not in captured.err
 
 
 def test_invalid_config_prints_every_error_before_contacting_a_master(no_master, capsys):

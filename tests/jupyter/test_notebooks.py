@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_determined._widgets import MIME_TYPE
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
@@ -89,17 +91,21 @@ def test_search_widget(lab_server, tmp_path) -> None:
     snapshots = ["".join(out["data"]["text/html"]) for out in submit_cell["outputs"]
                  if "text/html" in out.get("data", {})]
     assert snapshots and "COMPLETED" in snapshots[-1] and "det-chart" in snapshots[-1]
-    assert all(out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
-               for out in submit_cell["outputs"] if "text/html" in out.get("data", {}))
+    # ... beside the live view's data: the experiment id and the same final snapshot.
+    [live] = [out["data"][MIME_TYPE] for out in submit_cell["outputs"]
+              if MIME_TYPE in out.get("data", {})]
+    assert live["experiment_id"] == experiment["id"]
+    assert live["snapshot"]["experiment"]["state"] == "COMPLETED"
+    assert len(live["snapshot"]["trials"]) == 4
 
 
 def _native_notebook(lab_server, tmp_path, name: str, experiment_name: str) -> dict:
     executed, log = run_notebook(lab_server, name, tmp_path / "work")
     error = cell_error(executed)
-    if error is not None:
-        # The submitting cell stops the notebook with one line and no traceback.
-        assert error["ename"] == "NotebookSubmitted", log
-        assert len(error["traceback"]) == 1 and "Submitted experiment" in error["traceback"][0]
+    # The submitting cell (keras.init() or create()) stops the notebook with one line and no
+    # traceback: the cells after it run in the trials.
+    assert error is not None and error["ename"] == "NotebookSubmitted", log
+    assert len(error["traceback"]) == 1 and "Submitted experiment" in error["traceback"][0]
     experiment = experiment_named(lab_server, experiment_name)
     answer = lab_server.wait_experiment(experiment["id"], timeout=400)
     trial = answer["trials"][0]

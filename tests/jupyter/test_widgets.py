@@ -1,118 +1,135 @@
-"""The experiment widget without a browser: a recording comm, assertions on widget state."""
+"""The experiment widget's kernel side: the snapshot it displays, its renderers, its follower.
+
+The live view is the labextension's (tests/browser/test_notebook_widget_e2e.py); here the
+output bundle, the static HTML/SVG snapshot and the reconciliation loop are checked.
+"""
 from __future__ import annotations
 
 import base64
 import io
+import re
 import tarfile
 import time
 
-import comm
-import ipywidgets
 import pytest
 
-from jupyter_determined._widgets import (ExperimentWidget, render_curve_svg,
-                                         render_trials_table)
+from jupyter_determined._widgets import (MIME_TYPE, ExperimentWidget, chart_range, cut_line,
+                                         format_number, nice_ticks, render_curve_svg,
+                                         render_trials_table, snapshot_html, snapshot_text)
 
-
-class RecordingComm(comm.DummyComm):
-    """Stands in for the kernel's comm: keeps every message the widget would send."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        self.messages: list[tuple[str, dict]] = []
-        super().__init__(*args, **kwargs)
-
-    def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys) -> None:
-        self.messages.append((msg_type, data or {}))
-
-
-@pytest.fixture
-def comms(monkeypatch) -> list[RecordingComm]:
-    created: list[RecordingComm] = []
-
-    def create_comm(*args, **kwargs):
-        created.append(RecordingComm(*args, **kwargs))
-        return created[-1]
-
-    monkeypatch.setattr(ipywidgets.comm, "create_comm", create_comm)
-    return created
-
-
-EXPERIMENT = {"id": 7, "name": "digits", "state": "ACTIVE", "progress": 0.25,
+EXPERIMENT = {"id": 7, "name": "digits", "state": "COMPLETED", "progress": 0.75,
+              "best_validation": 0.25,
               "searcher": {"name": "adaptive_asha", "metric": "val_error",
                            "smaller_is_better": True}}
+TRIALS = [{"id": 1, "experiment_id": 7, "state": "COMPLETED", "hparams": {"lr": 0.0001},
+           "steps_completed": 4, "latest_validation": {"metrics": {"val_error": 0.3}},
+           "best_validation": {"metrics": {"val_error": 0.25}}},
+          {"id": 2, "experiment_id": 7, "state": "ERROR", "hparams": {"lr": 0.1},
+           "steps_completed": 1, "exit_summary": "killed by SIGKILL (signal 9)",
+           "best_validation": {"metrics": {"val_error": 0.9}}},
+          {"id": 3, "experiment_id": 7, "state": "ACTIVE", "run_state": "QUEUED",
+           "hparams": {"lr": 0.01}, "steps_completed": 0}]
+METRICS = [{"id": 1, "trial_id": 1, "group": "validation", "steps_completed": 2,
+            "metrics": {"val_error": 0.4}},
+           {"id": 2, "trial_id": 1, "group": "validation", "steps_completed": 4,
+            "metrics": {"val_error": 0.25}},
+           {"id": 3, "trial_id": 2, "group": "validation", "steps_completed": 1,
+            "metrics": {"val_error": 0.9}},
+           {"id": 4, "trial_id": 1, "group": "training", "steps_completed": 4,
+            "metrics": {"val_error": 0.2}}]
+SNAPSHOT = {"experiment": EXPERIMENT, "trials": TRIALS, "metrics": METRICS,
+            "logs": [{"id": 9, "trial_id": 1, "line": "<b>epoch 1</b>\n"}],
+            "taken_at": "2026-11-23T10:00:00+00:00"}
 
 
-def _sent_updates(comms: list[RecordingComm], model_id: str) -> list[dict]:
-    return [data["state"] for c in comms if c.comm_id == model_id
-            for kind, data in c.messages if data.get("method") == "update"]
-
-
-def test_events_update_traitlets_and_reach_the_frontend(comms) -> None:
+def test_the_output_carries_the_live_view_a_snapshot_and_text() -> None:
     widget = ExperimentWidget(7)
-    widget.apply_event("experiment", EXPERIMENT)
-    widget.apply_event("trial", {"id": 1, "state": "ACTIVE", "hparams": {"alpha": 0.01},
-                                 "steps_completed": 2})
-    widget.apply_event("metric", {"trial_id": 1, "group": "validation", "steps_completed": 2,
-                                  "metrics": {"val_error": 0.4}})
-    widget.apply_event("metric", {"trial_id": 1, "group": "validation", "steps_completed": 4,
-                                  "metrics": {"val_error": 0.3}})
-    widget.apply_event("metric", {"trial_id": 1, "group": "training", "steps_completed": 4,
-                                  "metrics": {"val_error": 99.0}})  # not a validation: ignored
-    widget.apply_event("log", {"trial_id": 1, "line": "epoch 1 <done>\n"})
-
-    assert (widget.experiment_name, widget.state, widget.metric) == ("digits", "ACTIVE",
-                                                                     "val_error")
-    assert widget.progress == 0.25
-    assert widget.curves == {"1": [[2.0, 0.4], [4.0, 0.3]]}
-    assert widget.trials["1"]["best_metric"] == 0.3
-    assert widget.trials["1"]["latest_metric"] == 0.3
-    assert widget.log_lines == ["[trial 1] epoch 1 <done>"]
-    # The frontend was told: state as synced traitlets, views re-rendered from them.
-    updates = _sent_updates(comms, widget.model_id)
-    assert {"state": "ACTIVE"} in updates
-    assert any(u.get("curves") == {"1": [[2.0, 0.4], [4.0, 0.3]]} for u in updates)
-    assert "epoch 1 &lt;done&gt;" in widget._logs.value  # escaped, never raw HTML
-    assert "det-curve" in widget._chart.value
-    assert not widget.pause_button.disabled and widget.activate_button.disabled
-
-
-def test_larger_is_better_keeps_the_maximum_and_finished_disables_buttons(comms) -> None:
-    widget = ExperimentWidget(7)
-    widget.apply_experiment({**EXPERIMENT, "searcher": {"metric": "acc",
-                                                        "smaller_is_better": False}})
-    for steps, value in ((1, 0.5), (2, 0.9), (3, 0.7)):
-        widget.apply_metric({"trial_id": 3, "group": "validation", "steps_completed": steps,
-                             "metrics": {"acc": value}})
-    assert widget.trials["3"]["best_metric"] == 0.9
-    assert widget.trials["3"]["latest_metric"] == 0.7
-    widget.apply_experiment({**EXPERIMENT, "state": "PAUSED"})
-    assert widget.pause_button.disabled and not widget.activate_button.disabled
-    widget.apply_experiment({**EXPERIMENT, "state": "COMPLETED", "progress": 1.0})
-    assert widget.finished
-    assert widget.pause_button.disabled and widget.activate_button.disabled
-    assert widget.kill_button.disabled
-
-
-def test_static_snapshot_is_readable_without_widgets(comms) -> None:
-    widget = ExperimentWidget(7)
-    widget.apply_experiment({**EXPERIMENT, "state": "COMPLETED", "progress": 1.0})
-    widget.apply_trial({"id": 1, "state": "COMPLETED", "hparams": {"alpha": 0.01},
-                        "steps_completed": 4,
-                        "best_validation": {"metrics": {"val_error": 0.25}}})
+    widget.snapshot = SNAPSHOT
     bundle = widget._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert "COMPLETED" in bundle["text/html"] and "alpha=0.01" in bundle["text/html"]
+    assert bundle[MIME_TYPE] == {"experiment_id": 7, "snapshot": SNAPSHOT}
+    # No ipywidget model: a saved notebook never shows "model not found".
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
     assert bundle["text/plain"].splitlines() == [
-        "Experiment 7 digits: COMPLETED (100%)",
-        "  trial 1 COMPLETED steps=4 best val_error=0.25"]
+        "Experiment 7 digits: COMPLETED (100%)",  # COMPLETED is 100 %, whatever progress said
+        "  trial 1 COMPLETED steps=4 best val_error=0.25",
+        "  trial 2 ERROR steps=1 best val_error=0.9",
+        "  trial 3 QUEUED steps=0 best val_error="]
+    assert widget.curves() == {"1": [[2.0, 0.4], [4.0, 0.25]], "2": [[1.0, 0.9]]}
+    assert widget.curves("training") == {"1": [[4.0, 0.2]]}
 
 
-def test_renderers() -> None:
-    assert "no trials yet" in render_trials_table([], "loss")
-    svg = render_curve_svg({"2": [[1.0, 0.5], [2.0, 0.5]], "10": [[1.0, 0.1]]}, "loss")
+def test_the_html_snapshot_is_escaped_rounded_and_names_states() -> None:
+    page = snapshot_html(SNAPSHOT)
+    assert "&lt;b&gt;epoch 1&lt;/b&gt;" in page and "<b>epoch 1</b>" not in page
+    assert "lr=1.000e-04" in page  # not "0.0001000000000000000020816681711721685"
+    assert "QUEUED" in page and "killed by SIGKILL (signal 9)" in page
+    assert "width:100%" in page  # the progress of a COMPLETED experiment is full
+    assert page.count("class='det-chart'") == 2  # validation and training curves
+    assert "<script" not in page
+
+
+def test_numbers_read_as_a_person_reads_them() -> None:
+    assert [format_number(v) for v in (0.0001, 0.12345678, 3, 1234567.0, None, "x")] == [
+        "1.000e-04", "0.1235", "3", "1.235e+06", "", "x"]
+    assert cut_line("x" * 20_000, 400) == "x" * 400 + "… (19,600 more characters)"
+    assert cut_line("short\n") == "short"
+
+
+def test_chart_ranges_hold_the_data_and_never_go_below_zero_for_positive_metrics() -> None:
+    bottom, top = chart_range([0.01, 0.02, 0.9])
+    assert bottom == 0.0 and top > 0.9
+    assert chart_range([0.5])[0] < 0.5 < chart_range([0.5])[1]
+    assert chart_range([-3.0, -0.05])[1] == 0.0  # nor above zero for negative ones
+    assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert nice_ticks(0.0001, 0.0005, 4) == [0.0001, 0.0002, 0.0003, 0.0004, 0.0005]
+
+
+def test_curves_draw_single_points_and_mark_the_best_trial() -> None:
+    svg = render_curve_svg({"2": [[1.0, 0.5], [2.0, 0.5]], "10": [[3.0, 0.1]]}, "loss",
+                           best_trial="10")
     assert svg.count("<polyline") == 2  # one line per trial, even with flat values
     assert svg.index("data-trial='2'") < svg.index("data-trial='10'")  # numeric order
+    # The one-point series is a visible marker, and the best line is the thick one.
+    assert re.search(r"<circle cx='[\d.]+' cy='[\d.]+' r='3.5'", svg)
+    assert "stroke-width='3'" in svg and "trial 10 (best)" in svg
+    # The y axis holds the data (0.1..0.5) without going below zero.
+    labels = [float(t) for t in re.findall(r"text-anchor='end' font-size='10' "
+                                           r"fill='currentColor'>([-\d.e+]+)<", svg)]
+    assert labels and min(labels) >= 0 and max(labels) >= 0.5
     assert "no validation loss yet" in render_curve_svg({}, "loss")
+    assert "no trials yet" in render_trials_table([], "loss")
+
+
+class FakeMaster:
+    """Answers the widget's GETs from a script of experiment states (one per poll)."""
+
+    def __init__(self, states: list[str]) -> None:
+        self.states = states
+        self.polls = 0
+
+    def get(self, path: str, params: dict | None = None) -> dict:
+        if path.endswith("/metrics"):
+            return {"metrics": [m for m in METRICS if m["group"] == params["group"]]}
+        if path.endswith("/logs"):
+            return {"logs": [{"id": 1, "trial_id": 1, "line": "y" * 5000}]}
+        state = self.states[min(self.polls, len(self.states) - 1)]
+        self.polls += 1
+        return {"experiment": {**EXPERIMENT, "state": state}, "trials": TRIALS[:1]}
+
+
+def test_the_follower_writes_the_final_state_and_stops(monkeypatch) -> None:
+    master = FakeMaster(["ACTIVE", "ACTIVE", "COMPLETED"])
+    widget = ExperimentWidget(7, session=master)
+    shown: list[dict] = []
+    widget._displayed = True
+    monkeypatch.setattr(widget, "refresh_display", lambda: shown.append(widget.snapshot))
+    monkeypatch.setattr("jupyter_determined._widgets.POLL_SECONDS", 0.01)
+    widget.follow()
+    assert widget.wait(timeout=30)
+    assert widget.state == "COMPLETED"
+    assert shown[-1]["experiment"]["state"] == "COMPLETED"  # the saved output is final
+    assert [line["line"] for line in shown[-1]["logs"]] == [cut_line("y" * 5000)]
+    assert not widget._follower.is_alive()
 
 
 # --- against a real hosted master ------------------------------------------------------------
@@ -160,7 +177,7 @@ def _create(server, length: int) -> int:
 
 
 @pytest.mark.slow
-def test_widget_follows_the_event_stream_and_its_buttons_act(start_jupyter, comms) -> None:
+def test_widget_follows_a_real_master_and_acts(start_jupyter) -> None:
     from determined.common.api import Session
 
     server = start_jupyter(app="jupyter_server")
@@ -169,21 +186,16 @@ def test_widget_follows_the_event_stream_and_its_buttons_act(start_jupyter, comm
     finished = ExperimentWidget(_create(server, 4), session=session).follow()
     assert finished.wait(timeout=120), finished.state
     assert finished.state == "COMPLETED"
-    assert finished.curves == {"1": [[2.0, 0.5], [4.0, 0.25]]}
-    assert finished.trials["1"]["state"] == "COMPLETED"
-    assert any("step 4" in line for line in finished.log_lines)
+    assert finished.curves() == {"1": [[2.0, 0.5], [4.0, 0.25]]}
+    assert finished.snapshot["trials"][0]["state"] == "COMPLETED"
+    assert any("step 4" in line["line"] for line in finished.snapshot["logs"])
 
     long_running = ExperimentWidget(_create(server, 400), session=session).follow()
     deadline = time.monotonic() + 60
-    while not long_running.curves and time.monotonic() < deadline:
+    while long_running.state != "ACTIVE" and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert long_running.curves, "no validation arrived through the event stream"
-    long_running.pause_button.click()
-    deadline = time.monotonic() + 60
-    while long_running.state != "PAUSED" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert long_running.state == "PAUSED"
-    long_running.kill_button.click()
+    assert long_running.action("pause")["state"] == "PAUSED"
+    assert long_running.action("kill")["state"] in ("STOPPING_CANCELED", "CANCELED")
     assert long_running.wait(timeout=60)
     assert long_running.state == "CANCELED"
     assert long_running.error == ""

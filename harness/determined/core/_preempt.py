@@ -71,6 +71,13 @@ class _PreemptionWatcher:
 
 
 class PreemptContext:
+    """`core_context.preempt`: whether the master wants this trial to stop (pause, kill, scheduler).
+
+    Built by `det.core.init()`; users do not construct it. Each process that needs the answer (the
+    chief, or every rank in `PreemptMode.WorkersAskMaster`) runs a `_PreemptionWatcher` thread from
+    `start()` to `close()`.
+    """
+
     def __init__(
         self,
         session: Any,
@@ -95,16 +102,36 @@ class PreemptContext:
         return self._distributed.rank == 0 or self._mode is PreemptMode.WorkersAskMaster
 
     def start(self) -> None:
+        """Start watching for the preemption signal (called by `core.Context.__enter__`)."""
         self._started = True
         if self._needs_watcher():
             self._watcher = _PreemptionWatcher(self._watcher_session, self._allocation_id, self._retry_after_error_s)
             self._watcher.start()
 
     def close(self) -> None:
+        """Stop watching (called when the `core.Context` closes)."""
         if self._watcher is not None:
             self._watcher.close()
 
     def should_preempt(self, auto_ack: bool = True) -> bool:
+        """Whether the master asked this trial to stop; if so, checkpoint and exit soon.
+
+        The first call waits for the master's first answer; later calls read the answer the
+        watcher thread keeps current. In `PreemptMode.WorkersAskChief` (the default) every rank
+        must call it in step: the chief's answer is broadcast to the others.
+
+        Args:
+            auto_ack: when preempted, acknowledge the signal at once (on the chief), telling the
+                master this process will exit and expects to be resumed later. Pass False to
+                call `acknowledge_preemption_signal()` yourself, e.g. after a final checkpoint.
+
+        Returns:
+            True once the master has asked the trial to stop; it stays True.
+
+        Raises:
+            RuntimeError: called before the core context started (outside
+                `with det.core.init()`), or on a non-chief rank with `PreemptMode.ChiefOnly`.
+        """
         if not self._started:
             raise RuntimeError(
                 "should_preempt() was called before the core context started; "
@@ -116,53 +143,54 @@ class PreemptContext:
                 "PreemptMode.ChiefOnly; only the chief (rank 0) may call it"
             )
         if self._mode is PreemptMode.WorkersAskChief:
-            answer = None
-            if self._distributed.rank == 0:
-                assert self._watcher is not None
-                answer = self._watcher.preempted()
+            answer = self._preempted() if self._distributed.rank == 0 else None
             preempted = bool(self._distributed.broadcast(answer))
         else:
-            assert self._watcher is not None
-            preempted = self._watcher.preempted()
+            preempted = self._preempted()
         if preempted and auto_ack and self._distributed.rank == 0:
             self.acknowledge_preemption_signal()
         return preempted
 
+    def _preempted(self) -> bool:
+        """This process's own answer: the watcher's (waits for the master's first answer)."""
+        assert self._watcher is not None
+        return self._watcher.preempted()
+
     def acknowledge_preemption_signal(self) -> None:
+        """Tell the master this process is about to exit and expects to be resumed.
+
+        Only needed after `should_preempt(auto_ack=False)`; sending it twice is harmless (the
+        second call does nothing).
+
+        Also sent, with no preemption at all, when the searcher has no more operations for this
+        trial (the master then starts it again if the searcher later has more): only a real
+        preemption is logged, so a normal end does not read as one.
+
+        Raises:
+            determined.common.api.APIError: the master refused the acknowledgement.
+        """
         if self._acked:
             return
         self._acked = True
-        logger.info("acknowledging the preemption signal: this process will exit and resume later")
+        if self._preemption_requested():
+            logger.info("acknowledging the preemption signal: this process will exit and resume later")
         self._session.post(f"/allocations/{self._allocation_id}/signals/ack_preemption")
 
+    def _preemption_requested(self) -> bool:
+        """Whether the master has asked this process to stop (a cached read, never a wait)."""
+        return self._watcher is not None and self._watcher._preempted
 
-class DummyPreemptContext:
+
+class DummyPreemptContext(PreemptContext):
     """Off the master: never preempted, but the same rank rules and synchronization."""
 
     def __init__(self, distributed: Any, preempt_mode: PreemptMode = PreemptMode.WorkersAskChief) -> None:
-        self._distributed = distributed
-        self._mode = PreemptMode(preempt_mode)
-        self._started = False
+        super().__init__(session=None, allocation_id="", distributed=distributed, preempt_mode=preempt_mode)
 
-    def start(self) -> None:
-        self._started = True
+    def _needs_watcher(self) -> bool:
+        return False  # there is no master to watch
 
-    def close(self) -> None:
-        pass
-
-    def should_preempt(self, auto_ack: bool = True) -> bool:
-        if not self._started:
-            raise RuntimeError(
-                "should_preempt() was called before the core context started; "
-                "call it inside `with det.core.init() as core_context:`"
-            )
-        if self._mode is PreemptMode.ChiefOnly and self._distributed.rank != 0:
-            raise RuntimeError(
-                f"should_preempt() was called on rank {self._distributed.rank} with "
-                "PreemptMode.ChiefOnly; only the chief (rank 0) may call it"
-            )
-        if self._mode is PreemptMode.WorkersAskChief:
-            self._distributed.broadcast(False)
+    def _preempted(self) -> bool:
         return False
 
     def acknowledge_preemption_signal(self) -> None:

@@ -67,8 +67,12 @@ def _check_progress(progress: float) -> float:
 
 
 class TrainContext:
-    """Reports of one trial run; metrics travel through a `ReportCourier` child process (or,
-    where it cannot be used, a background `MetricsShipper` thread): both have put/start/close."""
+    """`core_context.train`: reports of one trial run to the master.
+
+    Built by `det.core.init()`; users do not construct it. Metrics travel through a
+    `ReportCourier` child process (or, where it cannot be used, a background `MetricsShipper`
+    thread): both have put/start/close, so a report returns before it reaches the master.
+    """
 
     def __init__(
         self,
@@ -93,6 +97,20 @@ class TrainContext:
         self._shipper.close()
 
     def report_metrics(self, group: str, steps_completed: int, metrics: dict) -> None:
+        """Report metrics of any group; "training" and "validation" are the built-in series.
+
+        Args:
+            group: the series the metrics belong to, e.g. "training", "validation" or "test";
+                a non-empty string without ".".
+            steps_completed: the global step the metrics were taken at (e.g. batches trained).
+            metrics: metric name to value; must be JSON-serializable. Reports of one group at one
+                step must not repeat a key.
+
+        Raises:
+            ValueError: `group` is empty, not a string, or contains ".".
+            TypeError: `steps_completed` is not an integer or `metrics` is not a dict.
+            RuntimeError: a "validation" metric is None.
+        """
         if group != "training" and group != "validation":
             _check_group(group)
         self._report(group, steps_completed, metrics, None)
@@ -100,9 +118,32 @@ class TrainContext:
     def report_training_metrics(
         self, steps_completed: int, metrics: dict, batch_metrics: list[dict] | None = None
     ) -> None:
+        """Report training metrics (the "training" group).
+
+        Args:
+            steps_completed: the global step the metrics were taken at (e.g. batches trained).
+            metrics: metric name to value, e.g. `{"loss": 0.1}`; must be JSON-serializable.
+            batch_metrics: optional per-batch metrics; stored with the report, not charted.
+
+        Raises:
+            TypeError: `steps_completed` is not an integer or `metrics` is not a dict.
+        """
         self._report("training", steps_completed, metrics, batch_metrics)
 
     def report_validation_metrics(self, steps_completed: int, metrics: dict) -> None:
+        """Report validation metrics (the "validation" group); the searcher reads these.
+
+        A metric whose value is bytes is dropped with a warning (it cannot be stored).
+
+        Args:
+            steps_completed: the global step the metrics were taken at (e.g. batches trained).
+            metrics: metric name to value; must include the experiment's `searcher.metric` for
+                the searcher to see it.
+
+        Raises:
+            TypeError: `steps_completed` is not an integer or `metrics` is not a dict.
+            RuntimeError: a metric is None.
+        """
         self._report("validation", steps_completed, metrics, None)
 
     def _report(self, group: str, steps_completed: int, metrics: dict, batch_metrics: list | None) -> None:
@@ -110,14 +151,38 @@ class TrainContext:
         metrics = _check_metrics(group, metrics)
         if logger.isEnabledFor(logging.INFO):
             logger.info("report_%s_metrics(steps_completed=%s, metrics=%s)", group, steps_completed, metrics)
+        self._send(group, steps_completed, metrics, batch_metrics)
+
+    def _send(self, group: str, steps_completed: int, metrics: dict, batch_metrics: list | None) -> None:
+        """Hand checked metrics to the shipper (and TensorBoard); the dummy overrides this."""
         self._shipper.put((group, steps_completed, metrics, batch_metrics, time.time()))
         if group == "training" or group == "validation":
             self._tensorboard.on_metrics(group, steps_completed, metrics)
 
     def report_progress(self, progress: float) -> None:
+        """Report how far training has got, for the experiment's progress bar.
+
+        Args:
+            progress: the fraction of training done, in [0, 1] (e.g. `step / max_steps`).
+
+        Raises:
+            ValueError: `progress` is outside [0, 1].
+        """
         self._shipper.put(("__progress__", _check_progress(progress)))
 
     def report_early_exit(self, reason: EarlyExitReason) -> None:
+        """Tell the master this trial is ending early, and why.
+
+        `core.Context` reports `EarlyExitReason.INVALID_HP` itself when `det.InvalidHP` leaves
+        its `with` block. A second report for the same trial is ignored with a warning.
+
+        Args:
+            reason: an `EarlyExitReason` (or its string value).
+
+        Raises:
+            ValueError: `reason` is not an `EarlyExitReason`.
+            determined.common.api.APIError: the master refused the report for another reason.
+        """
         from determined.common.api import APIError
 
         reason = EarlyExitReason(reason)
@@ -130,6 +195,13 @@ class TrainContext:
             logger.warning("early exit was not recorded: %s", e.message)
 
     def get_experiment_best_validation(self) -> float | None:
+        """The best value of `searcher.metric` reported so far by any trial of the experiment.
+
+        "Best" follows `searcher.smaller_is_better`.
+
+        Returns:
+            The best value, or None while no trial has reported that metric.
+        """
         from determined.common.api import NotFound
 
         try:
@@ -142,9 +214,19 @@ class TrainContext:
         return None if metric is None else float(metric)
 
     def set_status(self, status: str) -> None:
+        """Show a short line saying what the trial is doing (e.g. "validating") in the UI.
+
+        Args:
+            status: the text to show.
+        """
         self._session.post(f"/trials/{self._trial_id}/runner/metadata", {"state": str(status)})
 
     def get_tensorboard_path(self) -> pathlib.Path:
+        """The directory whose TensorBoard event files are uploaded to checkpoint storage.
+
+        Returns:
+            The local directory to write TensorBoard files to.
+        """
         return self._tensorboard.path
 
     def upload_tensorboard_files(
@@ -152,17 +234,41 @@ class TrainContext:
         selector: Callable[[pathlib.Path], bool] = lambda _: True,
         mangler: Callable[[pathlib.Path, int], pathlib.Path] = lambda p, __: p,
     ) -> None:
+        """Upload the files under `get_tensorboard_path()` to checkpoint storage (MANUAL mode).
+
+        Args:
+            selector: called with the path of each file under `get_tensorboard_path()`;
+                returns True to upload it. By default every file is uploaded.
+            mangler: maps (relative path, rank) to the name it is stored under, so ranks writing
+                the same file names do not overwrite each other; by default the path unchanged.
+
+        Raises:
+            RuntimeError: called with `TensorboardMode.AUTO`, which uploads by itself.
+        """
         self._tensorboard.upload(selector, mangler)
 
     def set_metadata(self, metadata: dict) -> None:
+        """Not supported by master_lite (Determined stores it as run metadata).
+
+        Raises:
+            NotImplementedError: always.
+        """
         raise NotImplementedError("run metadata (set_metadata/get_metadata) is not supported by master_lite")
 
     def get_metadata(self) -> dict:
+        """Not supported by master_lite (Determined reads the run metadata).
+
+        Raises:
+            NotImplementedError: always.
+        """
         raise NotImplementedError("run metadata (set_metadata/get_metadata) is not supported by master_lite")
 
 
-class DummyTrainContext:
+class DummyTrainContext(TrainContext):
     """Off the master: every report is only logged, with the same validation as on the master."""
+
+    def __init__(self) -> None:
+        pass  # no session, shipper or TensorBoard: nothing leaves this process
 
     def _start(self) -> None:
         pass
@@ -170,22 +276,8 @@ class DummyTrainContext:
     def _close(self) -> None:
         pass
 
-    def report_metrics(self, group: str, steps_completed: int, metrics: dict) -> None:
-        _check_group(group)
-        self._report(group, steps_completed, metrics)
-
-    def report_training_metrics(
-        self, steps_completed: int, metrics: dict, batch_metrics: list[dict] | None = None
-    ) -> None:
-        self._report("training", steps_completed, metrics)
-
-    def report_validation_metrics(self, steps_completed: int, metrics: dict) -> None:
-        self._report("validation", steps_completed, metrics)
-
-    def _report(self, group: str, steps_completed: int, metrics: dict) -> None:
-        steps_completed = _check_steps(steps_completed)
-        metrics = _check_metrics(group, metrics)
-        logger.info("report_%s_metrics(steps_completed=%s, metrics=%s)", group, steps_completed, metrics)
+    def _send(self, group: str, steps_completed: int, metrics: dict, batch_metrics: list | None) -> None:
+        pass  # `_report` has logged it
 
     def report_progress(self, progress: float) -> None:
         # Determined's dummy does no range check; we keep that so off-cluster runs never fail here.
@@ -200,7 +292,7 @@ class DummyTrainContext:
     def set_status(self, status: str) -> None:
         logger.info("set_status(status=%s)", status)
 
-    def get_tensorboard_path(self) -> None:
+    def get_tensorboard_path(self) -> None:  # type: ignore[override]
         return None
 
     def upload_tensorboard_files(self, selector: Any = None, mangler: Any = None) -> None:

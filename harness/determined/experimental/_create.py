@@ -11,8 +11,8 @@ from determined.experimental._native import (
     StopLoadingImplementation,
     default_command,
     is_jupyter,
-    submit_current_notebook,
     submit_native,
+    submit_notebook_and_stop,
 )
 
 logger = logging.getLogger("determined.experimental")
@@ -70,7 +70,10 @@ def create(
     """Submit a Trial class as an experiment (returns its id), or run it in this process.
 
     * `local=False`: packs `context_dir`, submits (a test experiment with `test=True`) and returns;
-      the trial re-executes this script, which registers `trial_def` here and stops;
+      the trial re-executes this script, which registers `trial_def` here and stops. In a
+      notebook (no `command`) the whole notebook is submitted, its widget shown, and the cell
+      stopped with one line (`jupyter_determined.notebook_submitted`), as
+      `det.experimental.keras.init()` does;
     * `local=True, test=True`: one batch, validation and checkpoint in-process;
     * `local=True, test=False`: real training in-process for `searcher.max_length`.
     """
@@ -134,7 +137,8 @@ def create(
 
         defaults = ESTIMATOR_DEFAULTS
     if not command and is_jupyter():
-        return submit_current_notebook(config, context_dir, master_url=master_url, test=test, defaults=defaults)
+        # As keras.init() in a notebook: the widget appears, `last` is set, the cell stops.
+        submit_notebook_and_stop(config, context_dir, master_url=master_url, test=test, defaults=defaults)
     command = list(command) if command else default_command(context_dir)
     return submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=defaults)
 

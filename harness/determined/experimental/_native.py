@@ -227,12 +227,13 @@ def submit_native(
     `test=True` submits an archived test experiment (one batch, validation, checkpoint).
     `notebook` (`{path, cell_ids, script}`) records where an exported notebook script came from.
     """
-    from determined.common.api import Session, discover_master
+    from determined.common.api import connect
 
     native_config = build_native_config(config, command, test=test, defaults=defaults)
     packed = pack_context(context_dir, extra_files)
-    address = discover_master(master_url)
-    session = Session(address.url, address.token)
+    # The user waits for this: a missing or unreachable master is reported at once, with
+    # where the address came from and how to start one.
+    session = connect(master_url, interactive=True, given_as="master_url=")
     try:
         body = {
             "config": native_config,
@@ -277,6 +278,27 @@ def submit_current_notebook(
     )
 
 
+def submit_notebook_and_stop(
+    config: dict | str | None,
+    context_dir: str,
+    *,
+    master_url: str | None,
+    test: bool,
+    defaults: dict | None,
+) -> NoReturn:
+    """A Native API call in a notebook: export and submit the notebook, show the experiment's
+    widget, remember it as `last` (`%det ... last`), and stop the cell.
+
+    In a notebook there is no script to re-execute: the notebook itself is the script, and the
+    cells after the call (`fit()`, ...) run in the trials, so the cell is stopped with one line
+    (`jupyter_determined.notebook_submitted`) instead of killing the kernel.
+    """
+    experiment_id = submit_current_notebook(config, context_dir, master_url=master_url, test=test, defaults=defaults)
+    from jupyter_determined import notebook_submitted
+
+    raise notebook_submitted(experiment_id)
+
+
 def submit_and_exit(
     api: str,
     config: dict | str | None,
@@ -295,14 +317,7 @@ def submit_and_exit(
             "script (e.g. context_dir='.'), or pass local=True to train in this process"
         )
     if not command and is_jupyter():
-        # In a notebook there is no script to re-execute: export the notebook itself, and stop
-        # the cell (later cells, with fit(), run in the trials) instead of killing the kernel.
-        experiment_id = submit_current_notebook(
-            config, context_dir, master_url=master_url, test=test, defaults=defaults
-        )
-        from jupyter_determined import notebook_submitted
-
-        raise notebook_submitted(experiment_id)
+        submit_notebook_and_stop(config, context_dir, master_url=master_url, test=test, defaults=defaults)
     command = list(command) if command else default_command(context_dir)
     submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=defaults)
     print("Exiting the program after submitting the experiment.", flush=True)

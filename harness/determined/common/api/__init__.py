@@ -1,16 +1,25 @@
 """Talking to a master: an authenticated HTTP session and master discovery."""
-from determined.common.api._errors import APIError, Forbidden, MasterNotFound, NotFound, Unauthorized
+from determined.common.api._errors import (
+    APIError,
+    Forbidden,
+    MasterNotFound,
+    MasterUnreachable,
+    NotFound,
+    Unauthorized,
+)
 from determined.common.api._master import MasterAddress, discover_master, read_master_file
-from determined.common.api._session import Session
+from determined.common.api._session import Session, connect
 
 __all__ = [
     "APIError",
     "Forbidden",
     "MasterAddress",
     "MasterNotFound",
+    "MasterUnreachable",
     "NotFound",
     "Session",
     "Unauthorized",
+    "connect",
     "discover_master",
     "read_master_file",
 ]

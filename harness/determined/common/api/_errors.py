@@ -27,5 +27,10 @@ class NotFound(APIError):
     """404: the object does not exist."""
 
 
+class MasterUnreachable(APIError):
+    """The master's address is known but nothing answers there (status 0); the message says
+    where the address came from and what to do."""
+
+
 class MasterNotFound(RuntimeError):
     """No master address could be found (no -m, DET_MASTER or master.json)."""

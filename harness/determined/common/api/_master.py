@@ -1,4 +1,8 @@
-"""Where is the master? `-m`, else DET_MASTER (+ DET_MASTER_TOKEN), else <root_dir>/master.json."""
+"""Where is the master? `-m`, else DET_MASTER (+ DET_MASTER_TOKEN), else <root_dir>/master.json.
+
+Every place looked at is remembered (`MasterAddress.tried`), so that "no master" and "cannot
+reach the master" errors say what was tried and what to do, instead of a bare connection error.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -9,8 +13,9 @@ import pathlib
 from determined.common.api._errors import MasterNotFound
 
 HOW_TO_START = (
-    "no master found: start one with `master-lite` (or `make lab` for JupyterLab with the "
-    "embedded master), or point at one with `det -m URL` / DET_MASTER=URL"
+    "start JupyterLab with the jupyter_determined extension enabled (it runs the master and gives "
+    "its kernels DET_MASTER), or run `master-lite` in a terminal; or point at a running master "
+    "with DET_MASTER=URL (and DET_MASTER_TOKEN) or `det -m URL`"
 )
 
 
@@ -19,6 +24,7 @@ class MasterAddress:
     url: str  # API root without /api/v1, e.g. http://127.0.0.1:8080
     token: str | None
     source: str  # where the address came from, for error messages
+    tried: tuple[str, ...] = ()  # every place discovery looked at, in order, for error messages
 
 
 def default_root_dir() -> pathlib.Path:
@@ -42,33 +48,87 @@ def canonical_url(url: str) -> str:
     return url
 
 
-def read_master_file(root_dir: str | os.PathLike | None = None) -> MasterAddress | None:
-    path = pathlib.Path(root_dir) if root_dir is not None else default_root_dir()
-    path = path / "master.json"
+def _process_running(pid: object) -> bool | None:
+    """Whether process `pid` (of this machine) runs; None when that cannot be told."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return None
+    return True
+
+
+def _look_at_master_file(path: pathlib.Path) -> tuple[MasterAddress | None, str]:
+    """(the address in master.json or None, a note on what was found there)."""
     try:
         info = json.loads(path.read_text())
+        url = canonical_url(info["url"])
     except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise MasterNotFound(f"{path}: unreadable master file ({e})") from e
-    return MasterAddress(canonical_url(info["url"]), info.get("token"), str(path))
+        return None, f"{path}: not found"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise MasterNotFound(f"{path}: unreadable master file ({e}); remove it, then "
+                             f"{HOW_TO_START}") from e
+    note = f"{path}: names {url}"
+    if _process_running(info.get("pid")) is False:
+        note += (f" (written by process {info['pid']}, which is no longer running: that master "
+                 "stopped without removing the file)")
+    return MasterAddress(url, info.get("token"), str(path)), note
 
 
-def discover_master(master: str | None = None, token: str | None = None) -> MasterAddress:
-    """Resolve the master in the documented order; raise MasterNotFound with a how-to line."""
+def master_file_path(root_dir: str | os.PathLike | None = None) -> pathlib.Path:
+    """`<root_dir>/master.json`: where a running master-lite publishes its address."""
+    return (pathlib.Path(root_dir) if root_dir is not None else default_root_dir()) / "master.json"
+
+
+def read_master_file(root_dir: str | os.PathLike | None = None) -> MasterAddress | None:
+    """The address a running master-lite published in `<root_dir>/master.json`, if any."""
+    found, _ = _look_at_master_file(master_file_path(root_dir))
+    return found
+
+
+def discover_master(master: str | None = None, token: str | None = None, *,
+                    given_as: str = "-m") -> MasterAddress:
+    """Resolve the master in the documented order; raise MasterNotFound saying what was tried.
+
+    `given_as` names the `master` argument in messages (`-m` for the CLI, `master_url=` for
+    the Native API).
+    """
     token = token or os.environ.get("DET_MASTER_TOKEN") or os.environ.get("DET_SESSION_TOKEN")
+    path = master_file_path()
+    env_name = "DET_MASTER" if os.environ.get("DET_MASTER") else "DET_MASTER_ADDR"
+    env = os.environ.get(env_name)
     if master:
-        found = read_master_file()
+        found, note = _look_at_master_file(path)
         if token is None and found is not None and found.url == canonical_url(master):
             token = found.token
-        return MasterAddress(canonical_url(master), token, "-m")
-    env = os.environ.get("DET_MASTER") or os.environ.get("DET_MASTER_ADDR")
+        return MasterAddress(canonical_url(master), token, given_as, (f"{given_as} {master}", note))
     if env:
-        found = read_master_file()
+        found, note = _look_at_master_file(path)
         if token is None and found is not None and found.url == canonical_url(env):
             token = found.token
-        return MasterAddress(canonical_url(env), token, "DET_MASTER")
-    found = read_master_file()
+        return MasterAddress(canonical_url(env), token, env_name, (f"{env_name}={env}", note))
+    found, note = _look_at_master_file(path)
+    tried = ("DET_MASTER: not set", note)
     if found is None:
-        raise MasterNotFound(HOW_TO_START)
-    return found
+        raise MasterNotFound(not_found_message(tried))
+    return dataclasses.replace(found, tried=tried)
+
+
+def not_found_message(tried: tuple[str, ...] | list[str]) -> str:
+    """`no master found`, what was looked at, and how to start one."""
+    return "\n".join(["no master found; looked at:", *(f"  {place}" for place in tried),
+                      f"to fix: {HOW_TO_START}"])
+
+
+def unreachable_message(url: str, reason: str, address: MasterAddress | None) -> str:
+    """`cannot reach the master at URL: REASON`, then (for a discovered address) where the
+    address came from, what else was looked at, and what to do."""
+    lines = [f"cannot reach the master at {url}: {reason}"]
+    if address is not None and address.tried:
+        lines.append("looked at:")
+        lines.extend(f"  {place}" for place in address.tried)
+        lines.append(f"to fix: {HOW_TO_START}")
+    return "\n".join(lines)

@@ -7,15 +7,22 @@ watcher), so `det.core.init()` and the user's code never wait for it.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import TYPE_CHECKING, Any, Iterator
 
-from determined.common.api._errors import APIError, Forbidden, NotFound, Unauthorized
+from determined.common.api._errors import APIError, Forbidden, MasterUnreachable, NotFound, Unauthorized
+from determined.common.api._master import MasterAddress, discover_master, unreachable_message
 
 if TYPE_CHECKING:
     import requests
 
 _ERROR_TYPES = {401: Unauthorized, 403: Forbidden, 404: NotFound}
+# Someone is waiting (a notebook cell, a `det` command): a refused connection is reported after
+# two quick retries (0.6 s, enough for a master that is just restarting), not after ~6 s.
+INTERACTIVE_CONNECT_RETRIES = 2
+INTERACTIVE_CONNECT_TIMEOUT_S = 10.0
+_ERRNO_REASON = re.compile(r"\[Errno -?\d+\] [^'\")\]]+")
 
 
 class Session:
@@ -28,11 +35,17 @@ class Session:
         *,
         timeout: float = 60.0,
         connect_retries: int = 5,
+        connect_timeout: float | None = None,
+        address: MasterAddress | None = None,
     ) -> None:
+        """`connect_timeout` bounds establishing a connection (default: `timeout`); `address`
+        (from `discover_master`) lets a connection failure say where the URL came from."""
         self.master_url = master_url.rstrip("/")
         self.token = token
         self.timeout = timeout
         self.connect_retries = connect_retries
+        self.connect_timeout = connect_timeout
+        self.address = address
         self._http: requests.Session | None = None  # made by the first request
         self._pool: Any = None  # urllib3 pool of the fast path, made with _http
         self._origin = ""  # scheme://host:port of master_url (the pool's)
@@ -117,6 +130,7 @@ class Session:
                     response = self._send_bytes(method, self.url(path), data, headers,
                                                 timeout if timeout is not None else self.timeout)
                     break
+                read_timeout = timeout if timeout is not None else self.timeout
                 response = http.request(
                     method,
                     self.url(path),
@@ -124,14 +138,16 @@ class Session:
                     json=json_body,
                     data=data,
                     headers=headers,
-                    timeout=timeout if timeout is not None else self.timeout,
+                    timeout=read_timeout if self.connect_timeout is None
+                    else (self.connect_timeout, read_timeout),
                     stream=stream,
                 )
                 break
             except requests.ConnectionError as e:
                 # The master may be restarting (JupyterLab restart, recovery): retry briefly.
                 if attempt == self.connect_retries:
-                    raise APIError(0, f"cannot reach the master at {self.master_url}: {e}") from e
+                    raise MasterUnreachable(
+                        0, unreachable_message(self.master_url, _reason(e), self.address)) from e
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
         if response.status_code >= 400:
@@ -173,6 +189,29 @@ class Session:
             self._pool.close()
         if self._http is not None:
             self._http.close()
+
+
+def connect(master: str | None = None, *, interactive: bool = False,
+            given_as: str = "-m") -> Session:
+    """A session with the discovered master (`discover_master(master)`).
+
+    `interactive=True` (someone waits: a notebook cell, a CLI command) gives up on an
+    unreachable master within about a second; either way the error says where the address
+    came from and how to start a master.
+    """
+    address = discover_master(master, given_as=given_as)
+    if interactive:
+        return Session(address.url, address.token, address=address,
+                       connect_retries=INTERACTIVE_CONNECT_RETRIES,
+                       connect_timeout=INTERACTIVE_CONNECT_TIMEOUT_S)
+    return Session(address.url, address.token, address=address)
+
+
+def _reason(error: Exception) -> str:
+    """`[Errno 111] Connection refused` out of requests' long ConnectionError text."""
+    text = str(error)
+    found = _ERRNO_REASON.findall(text)
+    return found[-1].strip() if found else text
 
 
 def _json(response: requests.Response) -> Any:

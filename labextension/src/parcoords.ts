@@ -1,0 +1,392 @@
+/**
+ * Parallel coordinates of a search: one vertical axis per hyperparameter and one for the
+ * searcher metric, one line per trial, coloured by its metric (as optuna-dashboard and W&B
+ * draw them). Log-sampled hyperparameters get log axes, categorical ones category axes.
+ *
+ * The model (axes, positions, colours) is plain functions the unit tests run under node; the
+ * view draws it as SVG, shows the trial under the pointer, and reports clicks (to select
+ * trials for comparison).
+ */
+import { formatTicks, logTicks } from './chartMath';
+import { h } from './dom';
+import { bestSearcherMetric, flattenHparams, formatMetric, trialDisplayState } from './format';
+import { HparamType, hparamType } from './hparams';
+import { isLightTheme, onThemeChange, rampColor } from './theme';
+import type { ITrial } from './types';
+
+export type AxisKind = 'linear' | 'log' | 'categorical';
+
+export interface IParcoordsAxis {
+  /** `hp:<dotted name>` or `metric`. */
+  key: string;
+  label: string;
+  kind: AxisKind;
+  /** The smallest and largest value (numeric axes). */
+  min: number;
+  max: number;
+  /** The categories, in axis order (categorical axes). */
+  categories: string[];
+}
+
+export interface IParcoordsLine {
+  trialId: number;
+  /** Where the trial crosses each axis: 0 (bottom) .. 1 (top); null where it has no value. */
+  positions: (number | null)[];
+  metric: number | null;
+  /** 0 (the worst metric) .. 1 (the best); NaN without a metric. */
+  score: number;
+}
+
+export interface IParcoordsModel {
+  axes: IParcoordsAxis[];
+  lines: IParcoordsLine[];
+  bestTrialId: number | null;
+}
+
+export interface ITick {
+  pos: number;
+  label: string;
+}
+
+function compareCategories(a: unknown, b: unknown): number {
+  if (typeof a === 'number' && typeof b === 'number') {
+    return a - b;
+  }
+  return formatMetric(a).localeCompare(formatMetric(b), undefined, { numeric: true });
+}
+
+/**
+ * An axis for these values: categorical when the config says so or a value is not a number,
+ * log when the config says `log` and every value is positive, linear otherwise.
+ */
+export function axisFor(key: string, label: string, values: unknown[], type: HparamType = 'unknown'): IParcoordsAxis {
+  const present = values.filter(v => v !== undefined);
+  const numeric = present.every(v => typeof v === 'number' && Number.isFinite(v));
+  if (type === 'categorical' || !numeric) {
+    const unique: unknown[] = [];
+    const seen = new Set<string>();
+    for (const value of present) {
+      const text = formatMetric(value);
+      if (!seen.has(text)) {
+        seen.add(text);
+        unique.push(value);
+      }
+    }
+    unique.sort(compareCategories);
+    return { key, label, kind: 'categorical', min: 0, max: Math.max(0, unique.length - 1), categories: unique.map(v => formatMetric(v)) };
+  }
+  const numbers = present as number[];
+  const min = numbers.length ? Math.min(...numbers) : 0;
+  const max = numbers.length ? Math.max(...numbers) : 1;
+  const kind: AxisKind = type === 'log' && numbers.length > 0 && min > 0 ? 'log' : 'linear';
+  return { key, label, kind, min, max, categories: [] };
+}
+
+/** Where `value` sits on the axis: 0 (bottom) .. 1 (top), or null when it cannot be placed. */
+export function axisPosition(axis: IParcoordsAxis, value: unknown): number | null {
+  if (value === undefined || value === null) {
+    return null;
+  }
+  if (axis.kind === 'categorical') {
+    const index = axis.categories.indexOf(formatMetric(value));
+    return index < 0 ? null : (index + 0.5) / axis.categories.length;
+  }
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    return null;
+  }
+  if (axis.kind === 'log') {
+    if (value <= 0) {
+      return null;
+    }
+    const lo = Math.log10(axis.min);
+    const hi = Math.log10(axis.max);
+    return hi === lo ? 0.5 : (Math.log10(value) - lo) / (hi - lo);
+  }
+  return axis.max === axis.min ? 0.5 : (value - axis.min) / (axis.max - axis.min);
+}
+
+/** A 1-2-5 step that cuts `span` into about `count` parts. */
+function niceStep(span: number, count: number): number {
+  const raw = span / count;
+  const magnitude = Math.pow(10, Math.floor(Math.log10(raw)));
+  const fraction = raw / magnitude;
+  const nice = fraction < 1.5 ? 1 : fraction < 3 ? 2 : fraction < 7 ? 5 : 10;
+  return nice * magnitude;
+}
+
+/** The labelled ticks of an axis (positions 0..1, labels as short as stay distinct). */
+export function axisTicks(axis: IParcoordsAxis, maxTicks = 5): ITick[] {
+  if (axis.kind === 'categorical') {
+    const n = axis.categories.length;
+    const every = Math.max(1, Math.ceil(n / 10));
+    return axis.categories
+      .map((label, i) => ({ pos: (i + 0.5) / n, label }))
+      .filter((_, i) => i % every === 0);
+  }
+  if (axis.min === axis.max) {
+    return [{ pos: 0.5, label: formatTicks([axis.min])[0] }];
+  }
+  let values: number[];
+  if (axis.kind === 'log') {
+    values = logTicks(axis.min, axis.max, maxTicks);
+    if (values.length < 2) {
+      values = [axis.min, axis.max];
+    }
+  } else {
+    const step = niceStep(axis.max - axis.min, maxTicks - 1);
+    values = [];
+    for (let v = Math.ceil(axis.min / step) * step; v <= axis.max + step * 1e-9; v += step) {
+      values.push(Number(v.toPrecision(12)));
+    }
+    if (values.length < 2) {
+      values = [axis.min, axis.max];
+    }
+  }
+  const labels = formatTicks(values);
+  return values
+    .map((value, i) => ({ pos: axisPosition(axis, value) ?? 0, label: labels[i] }))
+    .filter(tick => tick.pos >= -1e-9 && tick.pos <= 1 + 1e-9);
+}
+
+/**
+ * The whole picture of a search: an axis per hyperparameter that varies (all of them when none
+ * does), the metric axis last, and a line per trial, scored so 1 is the best metric.
+ */
+export function parcoordsModel(
+  trials: Iterable<ITrial>,
+  hparams: string[],
+  metric: string,
+  config: Record<string, unknown> | null | undefined,
+  smallerIsBetter = true
+): IParcoordsModel {
+  const rows = [...trials].map(trial => ({ trial, flat: flattenHparams(trial.hparams), metric: bestSearcherMetric(trial, metric) }));
+  const varying = hparams.filter(name => new Set(rows.map(r => formatMetric(r.flat[name]))).size > 1);
+  const shown = varying.length ? varying : hparams;
+  const axes = shown.map(name => axisFor(`hp:${name}`, name, rows.map(r => r.flat[name]), hparamType(config, name)));
+  const metrics = rows.map(r => r.metric).filter((v): v is number => v !== null && Number.isFinite(v));
+  axes.push(axisFor('metric', `best ${metric}`, metrics));
+  const lo = metrics.length ? Math.min(...metrics) : 0;
+  const hi = metrics.length ? Math.max(...metrics) : 0;
+  let bestTrialId: number | null = null;
+  let bestScore = -1;
+  const lines = rows.map(({ trial, flat, metric: value }) => {
+    const positions = axes.map(axis => axisPosition(axis, axis.key === 'metric' ? value : flat[axis.key.slice(3)]));
+    let score = Number.NaN;
+    if (value !== null && Number.isFinite(value)) {
+      score = hi === lo ? 1 : smallerIsBetter ? (hi - value) / (hi - lo) : (value - lo) / (hi - lo);
+      if (score > bestScore || (score === bestScore && bestTrialId !== null && trial.id < bestTrialId)) {
+        bestScore = score;
+        bestTrialId = trial.id;
+      }
+    }
+    return { trialId: trial.id, positions, metric: value, score };
+  });
+  return { axes, lines, bestTrialId };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The SVG view
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number> = {}): SVGElementTagNameMap[K] {
+  const element = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    element.setAttribute(name, String(value));
+  }
+  return element;
+}
+
+function shorten(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+export interface IParcoordsInput {
+  trials: ITrial[];
+  hparams: string[];
+  metric: string;
+  config: Record<string, unknown> | null | undefined;
+  smallerIsBetter: boolean;
+  /** Trials selected for comparison (drawn emphasised). */
+  selected: Set<number>;
+}
+
+const HEIGHT = 300;
+const MARGIN = { top: 34, right: 56, bottom: 14, left: 64 };
+
+/** The parallel-coordinates view; `onToggle` hears clicks on a trial's line. */
+export class ParallelCoordinates {
+  readonly node: HTMLElement;
+  private _svgHost = h('div', { class: 'jp-Det-parcoords-plot' });
+  private _tooltip = h('div', { class: 'jp-Det-chart-tooltip', attrs: { role: 'tooltip' } });
+  private _legend = h('div', { class: 'jp-Det-parcoords-legend' });
+  private _input: IParcoordsInput | null = null;
+  private _width = 0;
+  private _resizeObserver: ResizeObserver;
+  private _disconnectTheme: () => void;
+
+  constructor(private readonly _onToggle: (trialId: number) => void) {
+    this._tooltip.hidden = true;
+    this.node = h('div', { class: 'jp-Det-parcoords' }, this._svgHost, this._tooltip, this._legend);
+    this._resizeObserver = new ResizeObserver(() => {
+      if (this.node.clientWidth && this.node.clientWidth !== this._width) {
+        this._render();
+      }
+    });
+    this._resizeObserver.observe(this.node);
+    this._disconnectTheme = onThemeChange(() => this._render());
+  }
+
+  update(input: IParcoordsInput): void {
+    this._input = input;
+    this._render();
+  }
+
+  private _render(): void {
+    const input = this._input;
+    if (!input) {
+      return;
+    }
+    const model = parcoordsModel(input.trials, input.hparams, input.metric, input.config, input.smallerIsBetter);
+    const light = isLightTheme();
+    this._width = this.node.clientWidth;
+    const width = Math.max(420, this._width || 800);
+    const plotWidth = width - MARGIN.left - MARGIN.right;
+    const plotHeight = HEIGHT - MARGIN.top - MARGIN.bottom;
+    const n = model.axes.length;
+    const xOf = (i: number): number => MARGIN.left + (n === 1 ? plotWidth / 2 : (i * plotWidth) / (n - 1));
+    const yOf = (pos: number): number => MARGIN.top + (1 - pos) * plotHeight;
+    const root = svg('svg', { width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, class: 'jp-Det-parcoords-svg' });
+    this.node.dataset.axes = model.axes.map(a => `${a.label}:${a.kind}`).join(',');
+    this.node.dataset.lines = String(model.lines.length);
+
+    const lines = svg('g', { class: 'jp-Det-parcoords-lines' });
+    // Trials without a metric first, then worst to best: the best lies on top.
+    const order = [...model.lines].sort((a, b) => {
+      const sa = Number.isNaN(a.score) ? -1 : a.score;
+      const sb = Number.isNaN(b.score) ? -1 : b.score;
+      const emphasis = (l: IParcoordsLine): number => (l.trialId === model.bestTrialId ? 2 : input.selected.has(l.trialId) ? 1 : 0);
+      return emphasis(a) - emphasis(b) || sa - sb || a.trialId - b.trialId;
+    });
+    const trialsById = new Map(input.trials.map(t => [t.id, t]));
+    for (const line of order) {
+      let d = '';
+      let pen = false;
+      line.positions.forEach((pos, i) => {
+        if (pos === null) {
+          pen = false;
+          return;
+        }
+        d += `${pen ? 'L' : 'M'}${xOf(i).toFixed(1)},${yOf(pos).toFixed(1)}`;
+        pen = true;
+      });
+      if (!d) {
+        continue;
+      }
+      const best = line.trialId === model.bestTrialId;
+      const selected = input.selected.has(line.trialId);
+      const group = svg('g', {
+        class: `jp-Det-parcoords-line${best ? ' jp-mod-best' : ''}${selected ? ' jp-mod-selected' : ''}${Number.isNaN(line.score) ? ' jp-mod-nometric' : ''}`,
+        'data-trial-id': line.trialId
+      });
+      group.append(
+        svg('path', { d, class: 'jp-Det-parcoords-stroke', stroke: rampColor(line.score, light), fill: 'none' }),
+        svg('path', { d, class: 'jp-Det-parcoords-hit', stroke: 'transparent', fill: 'none' })
+      );
+      const trial = trialsById.get(line.trialId);
+      group.addEventListener('mouseenter', event => this._hover(root, group, line, trial, model, event));
+      group.addEventListener('mousemove', event => this._moveTooltip(event));
+      group.addEventListener('mouseleave', () => this._unhover(root, group));
+
+      group.addEventListener('click', () => this._onToggle(line.trialId));
+      lines.appendChild(group);
+    }
+
+    const axes = svg('g', { class: 'jp-Det-parcoords-axes' });
+    model.axes.forEach((axis, i) => {
+      const x = xOf(i);
+      const g = svg('g', { class: `jp-Det-parcoords-axis jp-Det-parcoords-axis-${axis.kind}`, 'data-axis': axis.label });
+      g.appendChild(svg('line', { x1: x, x2: x, y1: MARGIN.top, y2: MARGIN.top + plotHeight, class: 'jp-Det-parcoords-axisLine' }));
+      const maxChars = Math.max(6, Math.floor(plotWidth / Math.max(1, n - 1) / 7));
+      const title = svg('text', { x, y: MARGIN.top - 18, 'text-anchor': i === 0 && n > 1 ? 'start' : 'middle', class: 'jp-Det-parcoords-title' });
+      title.textContent = shorten(axis.label, maxChars) + (axis.kind === 'log' ? ' (log)' : '');
+      const tooltip = svg('title');
+      tooltip.textContent = `${axis.label}${axis.kind === 'log' ? ' (log scale)' : axis.kind === 'categorical' ? ' (categories)' : ''}`;
+      title.appendChild(tooltip);
+      g.appendChild(title);
+      // The metric axis is the last: its labels go right, outside the lines.
+      const right = axis.key === 'metric';
+      for (const tick of axisTicks(axis)) {
+        const y = yOf(tick.pos);
+        g.appendChild(svg('line', { x1: right ? x + 3 : x - 3, x2: x, y1: y, y2: y, class: 'jp-Det-parcoords-tick' }));
+        const label = svg('text', { x: right ? x + 5 : x - 5, y: y + 3.5, 'text-anchor': right ? 'start' : 'end', class: 'jp-Det-parcoords-tickLabel' });
+        label.textContent = shorten(tick.label, 12);
+        g.appendChild(label);
+      }
+      axes.appendChild(g);
+    });
+    // The hovered line is copied here, above the others, so the stacking of the rest stays.
+    const hoverLayer = svg('g', { class: 'jp-Det-parcoords-hoverLayer' });
+    root.append(lines, hoverLayer, axes);
+    this._svgHost.replaceChildren(root);
+
+    const stops = [0, 0.25, 0.5, 0.75, 1].map(t => `${rampColor(t, light)} ${t * 100}%`).join(', ');
+    const withMetric = model.lines.filter(l => !Number.isNaN(l.score)).length;
+    this._legend.replaceChildren(
+      h('span', null, `colour: best ${input.metric}`),
+      h('span', { class: 'jp-Det-parcoords-ramp', style: { background: `linear-gradient(to right, ${stops})` } }),
+      h('span', null, 'worse → better'),
+      h(
+        'span',
+        { class: 'jp-Det-parcoords-count' },
+        `${withMetric} of ${model.lines.length} trials with a validation${withMetric < model.lines.length ? ' (grey: none yet)' : ''} · click a line to select the trial`
+      )
+    );
+  }
+
+  private _hover(root: SVGElement, group: SVGElement, line: IParcoordsLine, trial: ITrial | undefined, model: IParcoordsModel, event: MouseEvent): void {
+    root.classList.add('jp-mod-hovering');
+    group.classList.add('jp-mod-hover');
+    const stroke = group.querySelector('.jp-Det-parcoords-stroke');
+    const layer = root.querySelector('.jp-Det-parcoords-hoverLayer');
+    if (stroke && layer) {
+      const copy = stroke.cloneNode() as SVGPathElement;
+      copy.setAttribute('class', 'jp-Det-parcoords-hoverStroke');
+      layer.replaceChildren(copy);
+    }
+    const flat = flattenHparams(trial?.hparams);
+    const parts = [`trial ${line.trialId}${line.trialId === model.bestTrialId ? ' ★ best' : ''}`];
+    if (trial) {
+      parts.push(trialDisplayState(trial));
+    }
+    parts.push(`${model.axes[model.axes.length - 1].label} ${formatMetric(line.metric)}`);
+    for (const axis of model.axes.slice(0, -1)) {
+      parts.push(`${axis.label} ${formatMetric(flat[axis.key.slice(3)])}`);
+    }
+    this._tooltip.textContent = parts.join(' · ');
+    this._tooltip.hidden = false;
+    this._moveTooltip(event);
+  }
+
+  private _moveTooltip(event: MouseEvent): void {
+    const box = this.node.getBoundingClientRect();
+    const x = event.clientX - box.left;
+    const y = event.clientY - box.top;
+    const flip = x > box.width * 0.6;
+    this._tooltip.style.left = flip ? '' : `${x + 14}px`;
+    this._tooltip.style.right = flip ? `${box.width - x + 14}px` : '';
+    this._tooltip.style.top = `${Math.max(0, y - 34)}px`;
+  }
+
+  private _unhover(root: SVGElement, group: SVGElement): void {
+    root.classList.remove('jp-mod-hovering');
+    group.classList.remove('jp-mod-hover');
+    root.querySelector('.jp-Det-parcoords-hoverLayer')?.replaceChildren();
+    this._tooltip.hidden = true;
+  }
+
+  dispose(): void {
+    this._resizeObserver.disconnect();
+    this._disconnectTheme();
+  }
+}

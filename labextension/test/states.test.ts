@@ -1,0 +1,175 @@
+/**
+ * Unit tests of what states, progress and numbers look like, and of the trial comparison.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { comparisonRows } from '../src/compare';
+import {
+  bestTrialId,
+  defaultPlottedTrials,
+  displayProgress,
+  formatMetric,
+  formatNumber,
+  runCounts,
+  sortTrials,
+  stateCategory,
+  trialDisplayState,
+  trialExitNote
+} from '../src/format';
+import type { ITrial } from '../src/types';
+
+function trial(id: number, overrides: Partial<ITrial> = {}): ITrial {
+  return {
+    id,
+    experiment_id: 1,
+    state: 'ACTIVE',
+    hparams: {},
+    restarts: 0,
+    steps_completed: 0,
+    start_time: '2026-11-22T01:00:00.000Z',
+    end_time: null,
+    ...overrides
+  };
+}
+
+describe('states', () => {
+  test('an active trial waiting for slots shows QUEUED', () => {
+    assert.equal(trialDisplayState(trial(1, { run_state: 'QUEUED' })), 'QUEUED');
+    assert.equal(trialDisplayState(trial(1, { run_state: 'RUNNING' })), 'ACTIVE');
+    assert.equal(trialDisplayState(trial(1, { run_state: null })), 'ACTIVE');
+    assert.equal(trialDisplayState(trial(1)), 'ACTIVE', 'a master without run_state');
+    // A stale run_state never hides a final state.
+    assert.equal(trialDisplayState(trial(1, { state: 'COMPLETED', run_state: 'QUEUED' })), 'COMPLETED');
+    assert.equal(stateCategory('QUEUED'), 'queued');
+  });
+
+  test('running and queued trials are counted apart', () => {
+    const trials = [
+      trial(1, { run_state: 'RUNNING' }),
+      trial(2, { run_state: 'QUEUED' }),
+      trial(3, { run_state: 'QUEUED' }),
+      trial(4, { state: 'COMPLETED' })
+    ];
+    assert.deepEqual(runCounts(trials), { running: 1, queued: 2 });
+  });
+
+  test('sorting by state puts queued trials together', () => {
+    const trials = [trial(1, { run_state: 'QUEUED' }), trial(2, { run_state: 'RUNNING' }), trial(3, { run_state: 'QUEUED' })];
+    assert.deepEqual(sortTrials(trials, 'state', true, 'loss').map(t => t.id), [2, 1, 3]);
+  });
+
+  test('why a trial ended is shown for ERROR and CANCELED only', () => {
+    const summary = 'killed by SIGKILL: the user killed the experiment';
+    assert.equal(trialExitNote(trial(1, { state: 'CANCELED', exit_summary: summary })), summary);
+    assert.equal(trialExitNote(trial(1, { state: 'ERROR', exit_summary: null, exit_code: 3 })), 'exited with code 3');
+    assert.equal(trialExitNote(trial(1, { state: 'COMPLETED', exit_summary: summary })), '');
+    assert.equal(trialExitNote(trial(1, { state: 'CANCELED' })), '');
+  });
+});
+
+describe('progress', () => {
+  test('COMPLETED is 100 % whatever the last report said', () => {
+    assert.equal(displayProgress('COMPLETED', 0.75), 1);
+    assert.equal(displayProgress('COMPLETED', null), 1);
+  });
+
+  test('other states show what was reported, clamped; nothing reported is null', () => {
+    assert.equal(displayProgress('ACTIVE', 0.4), 0.4);
+    assert.equal(displayProgress('ERROR', 0.4), 0.4);
+    assert.equal(displayProgress('ACTIVE', 1.3), 1);
+    assert.equal(displayProgress('ACTIVE', -1), 0);
+    assert.equal(displayProgress('ACTIVE', null), null);
+    assert.equal(displayProgress('ERROR', Number.NaN), null);
+  });
+});
+
+describe('numbers for people', () => {
+  test('4 significant digits, no float noise, no trailing zeros', () => {
+    assert.equal(formatNumber(0.30000000000000004), '0.3');
+    assert.equal(formatNumber(0.123456789), '0.1235');
+    assert.equal(formatNumber(2.5), '2.5');
+    assert.equal(formatNumber(-12.3456), '-12.35');
+  });
+
+  test('exponent form for tiny and huge magnitudes', () => {
+    assert.equal(formatNumber(0.0001), '1e-4');
+    assert.equal(formatNumber(0.000123456), '1.235e-4');
+    assert.equal(formatNumber(1234567.8), '1.235e6');
+    assert.equal(formatNumber(999999.99), '1e6');
+    assert.equal(formatNumber(1.5e-7), '1.5e-7');
+  });
+
+  test('integers stay exact; metrics use the same rule', () => {
+    assert.equal(formatNumber(123456), '123456');
+    assert.equal(formatNumber(0), '0');
+    assert.equal(formatMetric(0.00031622776601683794), '3.162e-4');
+    assert.equal(formatMetric(0.1 + 0.2), '0.3');
+  });
+});
+
+describe('best and default trials', () => {
+  const trials = [
+    trial(1, { searcher_metric: 0.5 }),
+    trial(2, { searcher_metric: 0.2 }),
+    trial(3, { searcher_metric: 0.9 }),
+    trial(4),
+    trial(5, { searcher_metric: 0.2 })
+  ];
+
+  test('the best trial follows the searcher direction; ties go to the lower id', () => {
+    assert.equal(bestTrialId(trials, 'loss', true), 2);
+    assert.equal(bestTrialId(trials, 'loss', false), 3);
+    assert.equal(bestTrialId([trial(1)], 'loss'), null);
+  });
+
+  test('a small search plots every trial, a large one its best (the best always in)', () => {
+    assert.deepEqual(defaultPlottedTrials(trials, 'loss', true, 8), [1, 2, 3, 4, 5]);
+    assert.deepEqual(defaultPlottedTrials(trials, 'loss', true, 2), [2, 5]);
+    assert.deepEqual(defaultPlottedTrials(trials, 'loss', false, 2), [1, 3]);
+  });
+});
+
+describe('trial comparison', () => {
+  const a = trial(1, {
+    state: 'COMPLETED',
+    hparams: { lr: 0.001, layers: 2 },
+    steps_completed: 100,
+    start_time: '2026-11-22T01:00:00.000Z',
+    end_time: '2026-11-22T01:02:05.000Z',
+    best_validation: { steps_completed: 100, metrics: { loss: 0.2 }, report_time: '' },
+    latest_validation: { steps_completed: 100, metrics: { loss: 0.25, accuracy: 0.9 }, report_time: '' }
+  });
+  const b = trial(2, {
+    state: 'ERROR',
+    exit_summary: 'exited with code 1',
+    hparams: { lr: 0.01, layers: 2 },
+    steps_completed: 40,
+    best_validation: { steps_completed: 40, metrics: { loss: 0.6 }, report_time: '' },
+    latest_validation: { steps_completed: 40, metrics: { loss: 0.6, accuracy: 0.7 }, report_time: '' }
+  });
+
+  test('rows of trial facts, metrics and hyperparameters, differences marked', () => {
+    const rows = comparisonRows([a, b], 'loss', true);
+    const byLabel = new Map(rows.map(r => [r.label, r]));
+    assert.deepEqual(byLabel.get('state')?.cells, ['COMPLETED', 'ERROR']);
+    assert.deepEqual(byLabel.get('steps')?.cells, ['100', '40']);
+    assert.deepEqual(byLabel.get('duration')?.cells, ['2m 05s', '—']);
+    assert.deepEqual(byLabel.get('ended')?.cells, ['—', 'exited with code 1']);
+    assert.deepEqual(byLabel.get('best loss')?.cells, ['0.2', '0.6']);
+    assert.equal(byLabel.get('best loss')?.bestIndex, 0);
+    assert.deepEqual(byLabel.get('latest validation accuracy')?.cells, ['0.9', '0.7']);
+    assert.equal(byLabel.get('latest validation accuracy')?.bestIndex, -1, 'no direction known for other metrics');
+    assert.equal(byLabel.get('lr')?.differs, true);
+    assert.equal(byLabel.get('layers')?.differs, false);
+    assert.deepEqual(
+      rows.map(r => r.section),
+      ['trial', 'trial', 'trial', 'trial', 'trial', 'metric', 'metric', 'metric', 'hparam', 'hparam']
+    );
+  });
+
+  test('larger is better flips the best column', () => {
+    const rows = comparisonRows([a, b], 'loss', false);
+    assert.equal(rows.find(r => r.label === 'best loss')?.bestIndex, 1);
+  });
+});

@@ -1,0 +1,50 @@
+"""A run's exit status in words: which signal ended it, and why when the master knows.
+
+The runners report a run killed by signal N as exit code 128 + N (what a shell reports for a
+child it ran, so `sh -c "python3 train.py"` reads the same as a bare interpreter). The master
+records why it signalled a run (its kill and preemption paths); a SIGKILL it did not send is
+most often the kernel's OOM killer.
+"""
+from __future__ import annotations
+
+import signal
+
+OOM_HINT = "possibly out of memory (the kernel's OOM killer sends SIGKILL)"
+UNKNOWN = "reason unknown"
+
+
+def signal_of(exit_code: int | None) -> signal.Signals | None:
+    """The signal behind an exit code: -N (a Popen return code) or 128 + N (a shell's)."""
+    if exit_code is None:
+        return None
+    number = -exit_code if exit_code < 0 else exit_code - 128 if exit_code > 128 else None
+    if number is None:
+        return None
+    try:
+        return signal.Signals(number)
+    except ValueError:
+        return None
+
+
+def exit_summary(exit_code: int | None, *, signalled_because: str | None = None) -> str | None:
+    """`exited with code 3`, `killed by signal SIGKILL (9): killed by the user (experiment
+    kill)`, ...; None for a clean exit (0) or no exit code.
+
+    `signalled_because`: why the master signalled the run, if it did (see `Master`'s kill and
+    preemption paths); without it a SIGKILL is reported as possibly out of memory.
+    """
+    if exit_code is None or exit_code == 0:
+        return None
+    sig = signal_of(exit_code)
+    if sig is None:
+        return f"exited with code {exit_code}"
+    if signalled_because:
+        why = signalled_because
+    elif sig == signal.SIGKILL:
+        why = OOM_HINT
+    else:
+        why = UNKNOWN
+    return f"killed by signal {sig.name} ({int(sig)}): {why}"
+
+
+__all__ = ["OOM_HINT", "UNKNOWN", "exit_summary", "signal_of"]

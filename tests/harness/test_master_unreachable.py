@@ -1,0 +1,89 @@
+"""No master reachable: the error says what was tried and what to do, and comes quickly."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from determined.cli.main import main
+from determined.common import api
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again: nothing listens there
+
+
+@pytest.fixture
+def environment(monkeypatch, tmp_path):
+    for name in ("DET_MASTER", "DET_MASTER_ADDR", "DET_MASTER_TOKEN", "DET_SESSION_TOKEN",
+                 "DET_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    root = tmp_path / "root"
+    monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(root))
+    return root
+
+
+def test_a_refused_det_master_names_the_variable_the_file_and_the_fix(environment, monkeypatch):
+    url = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("DET_MASTER", url)
+    session = api.connect(interactive=True)
+    started = time.monotonic()
+    with pytest.raises(api.MasterUnreachable) as raised:
+        session.get("/experiments")
+    elapsed = time.monotonic() - started
+    assert elapsed < 3, f"an interactive session retried a refused connection for {elapsed:.1f}s"
+    message = str(raised.value)
+    assert raised.value.status == 0 and isinstance(raised.value, api.APIError)
+    lines = message.splitlines()
+    assert lines[0] == f"cannot reach the master at {url}: [Errno 111] Connection refused"
+    assert f"  DET_MASTER={url}" in lines
+    assert f"  {environment / 'master.json'}: not found" in lines
+    assert lines[-1].startswith("to fix:") and "master-lite" in lines[-1] and \
+        "JupyterLab" in lines[-1]
+
+
+def test_a_stale_master_file_says_its_master_is_gone(environment):
+    environment.mkdir()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    url = f"http://127.0.0.1:{closed_port()}"
+    (environment / "master.json").write_text(json.dumps({"url": url, "token": "t",
+                                                         "pid": gone.pid}))
+    with pytest.raises(api.MasterUnreachable) as raised:
+        api.connect(interactive=True).get("/experiments")
+    message = str(raised.value)
+    assert "  DET_MASTER: not set" in message.splitlines()
+    assert f"master.json: names {url} (written by process {gone.pid}, which is no longer " \
+           "running" in message
+
+
+def test_without_any_master_the_error_lists_what_was_looked_at(environment):
+    with pytest.raises(api.MasterNotFound) as raised:
+        api.connect(interactive=True)
+    assert str(raised.value).splitlines()[:3] == [
+        "no master found; looked at:", "  DET_MASTER: not set",
+        f"  {environment / 'master.json'}: not found"]
+
+
+def test_det_cli_reports_an_unreachable_master_quickly(environment, monkeypatch, capsys):
+    url = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("DET_MASTER", url)
+    started = time.monotonic()
+    assert main(["e", "list"]) == 1
+    assert time.monotonic() - started < 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"Error: cannot reach the master at {url}: [Errno 111] Connection "
+                          "refused")
+    assert f"DET_MASTER={url}" in err and "master-lite" in err and "Traceback" not in err
+
+
+def test_non_interactive_sessions_keep_retrying_longer(environment, monkeypatch):
+    """Trials (and other background clients) ride out a master restart of a few seconds."""
+    monkeypatch.setenv("DET_MASTER", f"http://127.0.0.1:{closed_port()}")
+    assert api.connect().connect_retries > api.connect(interactive=True).connect_retries

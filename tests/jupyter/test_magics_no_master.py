@@ -1,0 +1,68 @@
+"""The magics without a reachable master: a usage error that says what was tried and what to
+do, in about a second (no Jupyter server needed)."""
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from IPython.core.error import UsageError
+from traitlets.config import Config
+
+from jupyter_determined._export import frontend_notebook
+
+
+@pytest.fixture
+def shell(monkeypatch, tmp_path):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    for name in ("DET_MASTER", "DET_MASTER_ADDR", "DET_MASTER_TOKEN", "DET_SESSION_TOKEN",
+                 "JPY_SESSION_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(tmp_path / "root"))
+    monkeypatch.setattr(frontend_notebook, "snapshot", None)
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    InteractiveShell.clear_instance()
+    instance = InteractiveShell.instance(config=config)
+    (tmp_path / "ctx").mkdir()
+    instance.user_ns["CTX"] = str(tmp_path / "ctx")
+    assert instance.run_cell("%load_ext jupyter_determined").success
+    yield instance
+    InteractiveShell.clear_instance()
+
+
+def run(shell, source: str) -> None:
+    result = shell.run_cell(source, store_history=True)
+    if not result.success:
+        raise result.error_in_exec or result.error_before_exec
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_det_submit_to_a_refused_master_says_what_was_tried(shell, monkeypatch, tmp_path):
+    url = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("DET_MASTER", url)
+    started = time.monotonic()
+    with pytest.raises(UsageError) as refused:
+        run(shell, "%%det_submit --context $CTX --no-widget\nprint('training')")
+    assert time.monotonic() - started < 4
+    message = str(refused.value)
+    assert message.startswith("%%det_submit: the experiment was not submitted: cannot reach the "
+                              f"master at {url}: [Errno 111] Connection refused")
+    assert f"DET_MASTER={url}" in message
+    assert str(tmp_path / "root" / "master.json") in message
+    assert "master-lite" in message and "JupyterLab" in message
+    assert "refused the experiment" not in message
+
+
+def test_det_commands_without_any_master_are_a_usage_error(shell):
+    with pytest.raises(UsageError) as refused:
+        run(shell, "%det list")
+    message = str(refused.value)
+    assert message.startswith("%det list: no master found; looked at:")
+    assert "DET_MASTER: not set" in message and "master-lite" in message
