@@ -78,8 +78,9 @@ $(TF215_STAMP): pyproject.toml
 test-fast: install
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
-## bench: benchmarks against baselines measured in the same run (not part of `make test`)
-bench: $(VENV)/.bench-installed
+## bench: benchmarks against baselines measured in the same run (not part of `make test`); the
+## render benchmarks (bench_sidebar_render.py, bench_widget_render.py) drive Debian's chromium
+bench: $(VENV)/.bench-installed test-deps
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 $(VENV)/.bench-installed: $(STAMP)

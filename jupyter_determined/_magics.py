@@ -134,9 +134,7 @@ def build_config(config: dict, *, name: str | None, notebook_path: str | None,
     elif not config.get("name") and notebook_path:
         config["name"] = Path(notebook_path).stem
     if test:
-        from determined.cli._experiment import test_mode_config
-
-        config = test_mode_config(config)
+        config = expconf.test_mode_config(config)
     expconf.check(config)
     return config
 

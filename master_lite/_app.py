@@ -26,11 +26,12 @@ from traitlets import Any as AnyTrait
 from traitlets import Enum, Float, Integer, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
+from determined.common import context as context_mod
+
 from master_lite.api import make_handlers, max_body_bytes
 
 log = logging.getLogger("master_lite")
 
-MIB = 1024 * 1024
 MASTER_JSON = "master.json"
 
 
@@ -139,7 +140,7 @@ class MasterLite(Configurable):
 
     @default("context_size_limit")
     def _default_context_size_limit(self) -> int:
-        return _from_env("MASTER_LITE_CONTEXT_SIZE_LIMIT", int, 96 * MIB)
+        return _from_env("MASTER_LITE_CONTEXT_SIZE_LIMIT", int, context_mod.DEFAULT_LIMIT_BYTES)
 
     @default("preemption_grace_seconds")
     def _default_preemption_grace_seconds(self) -> float:

@@ -1,4 +1,4 @@
-"""Checkpoint garbage collection after an experiment ends (spec §5.5).
+"""Checkpoint garbage collection after an experiment ends (rules: docs/fault-tolerance.md).
 
 Kept: the union of the `save_experiment_best` best checkpoints of the experiment, the
 `save_trial_best` best of each trial and the `save_trial_latest` latest of each trial (numbers

@@ -3,7 +3,8 @@
 A mixin of `Master` (kept apart only to keep files small). Everything here runs on the event
 loop thread; the runner's threads hand exits over with `call_soon_threadsafe`.
 
-Exit semantics (spec §1.11), decided by the allocation's *end intent*:
+Exit semantics are Determined's (docs/fault-tolerance.md), decided by the allocation's *end
+intent*:
 * none, exit 0 -> COMPLETED (searcher: trial closed); exit != 0 -> restart from the latest
   checkpoint while restarts < max_restarts, else ERROR (searcher: exited early, ERRORED);
 * "pause" -> PAUSED (resumed from its latest checkpoint on activate);
@@ -553,7 +554,9 @@ class TrialLifecycle:
                                        else float(t["progress"] or 0.0)) for t in trials}
         try:
             progress = float(searcher.progress(per_trial))
-        except Exception:
+        except Exception:  # only the progress bar depends on it: the experiment keeps running
+            logger.warning("experiment %d: the searcher's progress() failed; the experiment's "
+                           "progress stays at its last value", exp_id, exc_info=True)
             return
         self.store.update("experiments", exp_id, progress=max(0.0, min(1.0, progress)))
 

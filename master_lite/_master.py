@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from determined.common import context as context_mod
 from determined.common import expconf
 from determined.common.states import (TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES,
                                       CheckpointState, ExperimentState, TrialState)
@@ -38,14 +39,13 @@ from master_lite.scheduler import PortAllocator, RayCluster, RayRunner
 from master_lite.store import Store
 from master_lite.store import _queries
 
-DEFAULT_CONTEXT_LIMIT = 96 * 1024 * 1024
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 
 
 class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
     def __init__(self, root_dir: str | os.PathLike, *, cpu_slots: int = 2,
                  gpus: list[GPU] | int | None = None,
-                 context_size_limit: int = DEFAULT_CONTEXT_LIMIT,
+                 context_size_limit: int = context_mod.DEFAULT_LIMIT_BYTES,
                  resource_manager: str = "local", user_token: str | None = None,
                  preemption_grace_seconds: float = 30.0, terminate_grace_seconds: float = 10.0,
                  cluster_id: str = "master-lite", ray_address: str | None = None) -> None:
@@ -167,8 +167,6 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
     def create_experiment(self, config: dict | str, context: bytes | None, *,
                           activate: bool = True, archived: bool = False,
                           notebook: dict | None = None, parent_id: int | None = None) -> dict:
-        from determined.common import context as context_mod
-
         if isinstance(config, str):
             original_text = config
             try:

@@ -10,9 +10,8 @@ from typing import Any
 
 from determined._hparams import Categorical, Constant, Double, Integer, Log
 from determined._info import ClusterInfo, RendezvousInfo, ResourcesInfo, TrialInfo, get_cluster_info
+from determined.common.harness import VERSION as __version__
 from determined.errors import InvalidHP
-
-__version__ = "0.1.0"
 
 # The WebUI/log viewer parses "<LEVEL>: [pid] logger: message" to filter by level.
 LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"

@@ -56,7 +56,10 @@ export function paddedRange(min: number | null, max: number | null, options: IRa
   return [lo, hi];
 }
 
-/** The x range of a line chart over steps: the data exactly, a window around a single step. */
+/**
+ * The x range of a line chart over steps: the data with 2 % room on each side (so a marker on
+ * the first or last step is not cut in half), never below 0; a window around a single step.
+ */
 export function stepRange(min: number | null, max: number | null): [number, number] {
   if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) {
     return [0, 1];
@@ -64,7 +67,8 @@ export function stepRange(min: number | null, max: number | null): [number, numb
   if (min === max) {
     return [Math.max(0, min - 1), max + 1];
   }
-  return [min, max];
+  const room = (max - min) * 0.02;
+  return [min >= 0 ? Math.max(0, min - room) : min - room, max + room];
 }
 
 /**

@@ -16,28 +16,22 @@ import {
   LogLevel,
   alignSeries,
   allowedActions,
-  bestSearcherMetric,
   bestTrialId,
   defaultPlottedTrials,
   filterLogs,
-  flattenHparams,
   formatBytes,
   formatLogLine,
   formatMetric,
   formatStartTime,
-  hparamColumns,
   isTerminal,
-  latestSearcherMetric,
   logLevel,
   metricNames,
-  runCounts,
-  sortTrials,
-  trialDisplayState,
-  trialExitNote
+  runCounts
 } from './format';
 import { HparamsSection } from './hparamsView';
 import { ExperimentDataModel, LogBuffer, ViewPart } from './model';
-import { isLightTheme, trialColor } from './theme';
+import { onThemeChange } from './theme';
+import { trialsTable } from './trialsView';
 import type { EventType, ILogLine } from './types';
 
 type Section = 'trials' | 'curves' | 'hparams' | 'compare' | 'logs' | 'checkpoints' | 'config';
@@ -83,6 +77,8 @@ export class ExperimentView extends Widget {
   private _renderQueued = new Set<ViewPart>();
   private _frame = 0;
   private _refreshing: Promise<void> | null = null;
+  /** Trial colours in tables follow the theme, as the charts do. */
+  private _disconnectTheme: () => void;
 
   // trials
   private _sortKey = 'id';
@@ -148,6 +144,10 @@ export class ExperimentView extends Widget {
     }
     this.node.append(this._header, this._message, tabs, sections);
     this.model.changed.connect(part => this._queue(part));
+    this._disconnectTheme = onThemeChange(() => {
+      this._queue('trials');
+      this._queue('metrics');
+    });
     this.showSection('trials');
   }
 
@@ -462,111 +462,25 @@ export class ExperimentView extends Widget {
       replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No trials yet: the searcher creates them once the experiment is scheduled.'));
       return;
     }
-    const metric = this._metric();
-    const best = this._bestTrialId();
-    const light = isLightTheme();
-    const hparams = hparamColumns(trials);
-    const columns: [string, string][] = [
-      ['id', 'Trial'],
-      ['state', 'State'],
-      ['steps', 'Steps'],
-      ['restarts', 'Restarts'],
-      ...hparams.map(name => [`hp:${name}`, name] as [string, string]),
-      ['latest', `latest ${metric}`],
-      ['best', `best ${metric}`]
-    ];
-    const headRow = h('tr', null, h('th', { title: 'Select: plot in the learning curves, and compare' }, 'Plot'));
-    for (const [key, label] of columns) {
-      const sorted = this._sortKey === key;
-      headRow.appendChild(
-        h(
-          'th',
-          {
-            class: `jp-Det-sortable${sorted ? ' jp-mod-sorted' : ''}`,
-            attrs: { 'data-sort-key': key, 'aria-sort': sorted ? (this._sortAscending ? 'ascending' : 'descending') : 'none' },
-            on: {
-              click: () => {
-                this._sortAscending = this._sortKey === key ? !this._sortAscending : true;
-                this._sortKey = key;
-                this._renderTrials();
-              }
-            }
-          },
-          label,
-          sorted ? (this._sortAscending ? ' ▲' : ' ▼') : ''
-        )
-      );
-      if (key === 'state') {
-        headRow.appendChild(h('th', null, 'Progress'));
-      }
-    }
-    const body = h('tbody');
-    for (const trial of sortTrials(trials, this._sortKey, this._sortAscending, metric)) {
-      const flat = flattenHparams(trial.hparams);
-      const selected = this._selected.has(trial.id);
-      const checkbox = h('input', {
-        props: { type: 'checkbox', checked: selected },
-        attrs: { 'aria-label': `plot trial ${trial.id}` },
-        on: { change: () => this._toggleTrial(trial.id, checkbox.checked) }
-      });
-      const state = trialDisplayState(trial);
-      const note = trialExitNote(trial);
-      const stateTitle =
-        state === 'QUEUED' ? 'Active, waiting for a free slot' : note ? `${trial.state}: ${note}` : trial.state;
-      body.appendChild(
-        h(
-          'tr',
-          {
-            class: `${trial.id === best ? 'jp-mod-best' : ''}${selected ? ' jp-mod-selected' : ''}`,
-            attrs: { 'data-trial-id': String(trial.id), 'data-state': state }
-          },
-          h('td', null, checkbox),
-          h(
-            'td',
-            { class: 'jp-Det-trialId' },
-            h('span', { class: 'jp-Det-swatch', style: { background: selected ? trialColor(trial.id, light) : 'transparent' } }),
-            String(trial.id),
-            trial.id === best ? h('span', { class: 'jp-Det-bestMark', title: `best ${metric}` }, ' ★') : null
-          ),
-          h(
-            'td',
-            { class: 'jp-Det-trialState' },
-            stateBadge(state, stateTitle),
-            note ? h('div', { class: 'jp-Det-exitNote', title: note }, note) : null
-          ),
-          h('td', { class: 'jp-Det-trialProgress' }, stateProgressBar(trial.state, trial.progress)),
-          h('td', null, String(trial.steps_completed)),
-          h('td', null, String(trial.restarts)),
-          ...hparams.map(name => h('td', { title: String(flat[name] ?? '') }, formatMetric(flat[name]))),
-          h('td', { class: 'jp-Det-latest' }, formatMetric(latestSearcherMetric(trial, metric))),
-          h('td', { class: 'jp-Det-best' }, formatMetric(bestSearcherMetric(trial, metric)))
-        )
-      );
-    }
-    const selectedCount = this._selectedTrialIds().length;
-    const ranked = sortTrials(trials, 'best', this._smallerIsBetter(), metric).map(t => t.id);
-    const toolbar = h(
-      'div',
-      { class: 'jp-Det-trialsToolbar' },
-      h('span', { class: 'jp-Det-selectedCount' }, `${selectedCount} of ${trials.length} selected`),
-      h(
-        'button',
-        {
-          class: 'jp-Det-button jp-Det-compareButton',
-          props: { disabled: selectedCount < 2 },
-          title: selectedCount < 2 ? 'Select two or more trials to compare them' : 'Compare the selected trials side by side',
-          on: { click: () => this.showSection('compare') }
-        },
-        'Compare'
-      ),
-      h('button', { class: 'jp-Det-button', title: `The 5 trials with the best ${metric}`, on: { click: () => this._setSelection(ranked.slice(0, 5)) } }, 'Best 5'),
-      h('button', { class: 'jp-Det-button', on: { click: () => this._setSelection(trials.map(t => t.id)) } }, trials.length > MAX_SELECTED_TRIALS ? `First ${MAX_SELECTED_TRIALS}` : 'All'),
-      h('button', { class: 'jp-Det-button', on: { click: () => this._setSelection([]) } }, 'None')
-    );
     replaceChildren(
       node,
-      toolbar,
-      h('div', { class: 'jp-Det-tableScroll' }, h('table', { class: 'jp-Det-table jp-Det-trialsTable' }, h('thead', null, headRow), body))
+      ...trialsTable({
+        trials,
+        metric: this._metric(),
+        smallerIsBetter: this._smallerIsBetter(),
+        sortKey: this._sortKey,
+        sortAscending: this._sortAscending,
+        selected: new Set(this._selectedTrialIds()),
+        maxSelected: MAX_SELECTED_TRIALS,
+        onSort: key => {
+          this._sortAscending = this._sortKey === key ? !this._sortAscending : true;
+          this._sortKey = key;
+          this._renderTrials();
+        },
+        onToggle: (trialId, on) => this._toggleTrial(trialId, on),
+        onSelect: ids => this._setSelection(ids),
+        onCompare: () => this.showSection('compare')
+      })
     );
   }
 
@@ -623,7 +537,8 @@ export class ExperimentView extends Widget {
         ...data,
         labels: trialIds.map(id => `trial ${id}`),
         colorKeys: trialIds,
-        highlight: best === null ? -1 : trialIds.indexOf(best)
+        // "Best" of one trial says nothing.
+        highlight: best === null || trialIds.length < 2 ? -1 : trialIds.indexOf(best)
       });
       parts.push(
         h('div', { class: 'jp-Det-chartBlock' }, h('div', { class: 'jp-Det-chartTitle' }, `${group} `, picker), chart.node)
@@ -848,6 +763,7 @@ export class ExperimentView extends Widget {
     }
     this._unsubscribe?.();
     this._unsubscribeLogs?.();
+    this._disconnectTheme();
     if (this._frame) {
       cancelAnimationFrame(this._frame);
     }

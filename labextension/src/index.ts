@@ -59,7 +59,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
         const content = new ExperimentView(id, client, hub);
         const widget = new MainAreaWidget({ content });
-        widget.id = content.id;
+        widget.id = `${content.id}-tab`; // ids are unique in the page: the view keeps its own
         widget.title.icon = determinedIcon;
         content.title.changed.connect(() => {
           widget.title.label = content.title.label;

@@ -35,6 +35,9 @@ export const RECONCILE_MS = 2000;
 /** The longest wait between reconnection attempts (ms). */
 const MAX_RETRY_MS = 10000;
 
+/** Outputs rendered so far in this page (their views need distinct DOM ids). */
+let outputCount = 0;
+
 /** The live widget of one experiment in a notebook output. */
 export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
   private _view: ExperimentView | null = null;
@@ -86,6 +89,7 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     this._experimentId = id;
     this._view = new ExperimentView(id, this._client, this._hub);
     this._view.addClass('jp-Det-embedded');
+    this._view.id = `${this._view.id}-output-${++outputCount}`; // the tab's view has the plain id
     this._view.model.changed.connect(() => this._onModelChanged());
     this.node.dataset.experimentId = String(id);
     this._applySnapshot(data!);

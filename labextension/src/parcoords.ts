@@ -249,6 +249,8 @@ export class ParallelCoordinates {
     }
     const model = parcoordsModel(input.trials, input.hparams, input.metric, input.config, input.smallerIsBetter);
     const light = isLightTheme();
+    // The lines are redrawn: a pointer still over one enters it again and shows it again.
+    this._tooltip.hidden = true;
     this._width = this.node.clientWidth;
     const width = Math.max(420, this._width || 800);
     const plotWidth = width - MARGIN.left - MARGIN.right;

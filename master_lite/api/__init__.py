@@ -12,18 +12,18 @@ from typing import Any
 
 import tornado.web
 
+from determined.common import context as context_mod
+
 from master_lite.api._base import ApiError, ApiHandlerMixin, NotFoundHandlerMixin, max_body_bytes
 from master_lite.api._declarations import Operation, Param, PathParam, Route, TrialScope
 from master_lite.api._openapi import build_document
 from master_lite.api._routes import ROUTES
 
-DEFAULT_CONTEXT_SIZE_LIMIT = 96 * 1024 * 1024
-
 
 def make_handlers(master: Any, prefix: str = "", *,
                   base_handler: type[tornado.web.RequestHandler] = tornado.web.RequestHandler,
                   user_auth: Callable[[tornado.web.RequestHandler], bool] | None = None,
-                  context_size_limit: int = DEFAULT_CONTEXT_SIZE_LIMIT,
+                  context_size_limit: int = context_mod.DEFAULT_LIMIT_BYTES,
                   ) -> list[tuple[str, type, dict]]:
     """Tornado `(pattern, handler class, kwargs)` for every route, under `prefix/api/v1`.
 

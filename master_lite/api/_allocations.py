@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from determined.common import harness
 from master_lite.api._base import ApiHandlerMixin
 
 
 def master_info(master: Any) -> dict:
-    import determined  # the harness's version is the API version we implement
-
-    return {"version": determined.__version__, "root_dir": str(master.root_dir),
+    # The harness's version is the API version we implement.
+    return {"version": harness.VERSION, "root_dir": str(master.root_dir),
             "cluster_id": master.cluster_id}
 
 

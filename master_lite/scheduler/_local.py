@@ -36,7 +36,11 @@ LogRecord = tuple[int, "int | None", str, float, str]
 
 
 def entrypoint_argv(entrypoint: str | list[str], python: str = sys.executable) -> list[str]:
-    """The command that runs a config's `entrypoint` (spec §5.1)."""
+    """The command that runs a config's `entrypoint`, the way Determined reads it.
+
+    A list is exec'd as given; a string is run by `sh -c`, except a legacy Trial class
+    (`model_def:MyTrial`), which the harness runs, and a lone `.ipynb` path, which papermill runs.
+    """
     if isinstance(entrypoint, list):
         if not entrypoint:
             raise ValueError("entrypoint: an empty list cannot be run")

@@ -29,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+from determined.common import harness
 from master_lite.scheduler._ports import TRIAL_PORT_NAMES
 
 # Two spares cover two launches arriving together (two slots freed at once); more only cost
@@ -36,8 +37,8 @@ from master_lite.scheduler._ports import TRIAL_PORT_NAMES
 DEFAULT_SPARES = 2
 SPARES_ENV = "MASTER_LITE_PRESTARTED_INTERPRETERS"
 IDLE_RETIRE_S = 30.0
-PRESTARTED_SCRIPT = str(Path(__file__).resolve().parents[2] / "harness" / "determined" / "exec"
-                        / "prestarted.py")
+# The spare's program, from the `determined` package the master itself uses.
+PRESTARTED_SCRIPT = harness.PRESTARTED_SCRIPT
 # Room the spare's exec-time environment block keeps for the trial's DET_* variables (the
 # experiment config among them), so that /proc/<pid>/environ can show the trial's environment.
 ENV_RESERVE_VARIABLE = "DET_PRESTARTED_ENV_RESERVE"
@@ -45,16 +46,6 @@ ENV_RESERVE_BYTES = 64 * 1024
 _INTERPRETERS = ("python3", "python")
 _PLAIN_WORD = re.compile(r"^[A-Za-z0-9_./@%+=:,-]+$")
 _PER_ALLOCATION = frozenset({"CUDA_VISIBLE_DEVICES", *TRIAL_PORT_NAMES})
-
-
-def prestarted_script() -> str:
-    """The spare's program, from the `determined` package the master itself uses."""
-    try:
-        import determined.exec
-
-        return str(Path(determined.exec.__file__).resolve().parent / "prestarted.py")
-    except ImportError:
-        return PRESTARTED_SCRIPT
 
 
 def per_allocation_variable(name: str) -> bool:
@@ -133,7 +124,7 @@ class SparePool:
         self._refilling = False
         self._last_use = 0.0
         self._retirer: threading.Thread | None = None
-        self.script = prestarted_script()
+        self.script = PRESTARTED_SCRIPT
 
     def spares(self) -> list[Spare]:
         with self._lock:
@@ -260,4 +251,4 @@ class SparePool:
 
 __all__ = ["DEFAULT_SPARES", "ENV_RESERVE_BYTES", "ENV_RESERVE_VARIABLE", "IDLE_RETIRE_S",
            "SPARES_ENV", "PlainPythonLaunch", "Spare", "SparePool", "environment_block_size",
-           "per_allocation_variable", "plain_python_launch", "prestarted_script", "send_launch"]
+           "per_allocation_variable", "plain_python_launch", "send_launch"]

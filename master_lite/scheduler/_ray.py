@@ -262,7 +262,7 @@ class RayRunner:
     def _master_line(self, run: _Run, text: str) -> None:
         try:
             self._log_sink([(run.spec.trial_id, None, "master", time.time(), text)])
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - as in _emit: a failing sink must not stop the run
             pass
 
     def _cleanup(self, run: _Run) -> None:
@@ -277,7 +277,7 @@ class RayRunner:
         if run.placement_group is not None:
             try:
                 remove_placement_group(run.placement_group)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - already removed, or Ray is gone: nothing to free
                 pass
 
     # -- signals ------------------------------------------------------------------------------

@@ -96,12 +96,12 @@ def _gpu_uuids(indices: list[int]) -> list[str]:
             uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(index))
             uuids.append(uuid.decode() if isinstance(uuid, bytes) else str(uuid))
         return uuids
-    except Exception:
+    except Exception:  # uuids only inform (DET_GPU_UUIDS): the container runs without them
         return []
     finally:
         try:
             pynvml.nvmlShutdown()
-        except Exception:
+        except Exception:  # nothing is left to release if shutting NVML down fails
             pass
 
 

@@ -55,7 +55,7 @@ def run_all(page: Any) -> None:
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
-def wait_for_widget(page: Any, lab: Lab, timeout: float = 120) -> int:
+def wait_for_widget(page: Any, lab: Lab, timeout: float = 240) -> int:
     """The experiment id of the widget that appears under a cell."""
     page.wait_for_selector(WIDGET, timeout=timeout * 1000)
     return int(page.get_attribute(WIDGET, "data-experiment-id"))

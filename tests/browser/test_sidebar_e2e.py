@@ -140,14 +140,15 @@ def test_cell_magic_submission_live_progress_chart_pause_and_logs(page, lab: Lab
     screenshot(page, "02-sidebar-experiment-running")
     # The live widget renders under the submitting cell (the labextension's renderer), with
     # its state and the action buttons, the hostile name inert there too.
-    widget = f'.jp-OutputArea-output .jp-Det-notebookWidget[data-experiment-id="{experiment_id}"]'
+    widget = f'.jp-OutputArea-output.jp-Det-notebookWidget[data-experiment-id="{experiment_id}"]'
     page.wait_for_selector(f"{widget} .jp-Det-action-pause:not([disabled])", timeout=90_000)
     assert page.inner_text(f"{widget} .jp-Det-expTitle") == HOSTILE_NAME
     assert page.evaluate("() => window.__detInjected") is None
     screenshot(page, "02b-notebook-live-widget")
 
     page.click(row)
-    view = f'.jp-Det-experimentView[data-experiment-id="{experiment_id}"]'
+    # The tab's view (the notebook's widget embeds one too).
+    view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{experiment_id}"]'
     page.wait_for_selector(f'{view} .jp-Det-expHeader [data-state="ACTIVE"]')
     assert page.inner_text(f"{view} .jp-Det-expTitle") == HOSTILE_NAME
     page.wait_for_selector(f'{view} .jp-Det-trialsTable tr[data-trial-id]')
@@ -161,8 +162,7 @@ def test_cell_magic_submission_live_progress_chart_pause_and_logs(page, lab: Lab
         arg=training_chart, timeout=90_000)
     assert page.query_selector(f"{training_chart} canvas") is not None
 
-    page.click(f'{view} .jp-Det-action-pause')
-    page.click(".jp-Dialog-button.jp-mod-accept")
+    page.click(f'{view} .jp-Det-action-pause')  # Pause acts at once (Activate undoes it)
     page.wait_for_selector(f'{view} .jp-Det-expHeader [data-state="PAUSED"]', timeout=30_000)
     page.wait_for_selector(
         f'.jp-Det-expRow[data-experiment-id="{experiment_id}"][data-state="PAUSED"]')
@@ -226,7 +226,8 @@ def test_toolbar_button_submits_the_notebook(page, lab: Lab, screenshot) -> None
     screenshot(page, "07-submit-result")
     page.click(".jp-Det-openCreated")
     page.click(".jp-Dialog-button.jp-mod-accept")
-    view = f'.jp-Det-experimentView[data-experiment-id="{experiment_id}"]'
+    # The tab's view (the notebook's widget embeds one too).
+    view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{experiment_id}"]'
     page.wait_for_selector(f'{view} .jp-Det-expHeader [data-state="COMPLETED"]', timeout=120_000)
     page.wait_for_selector(
         f'.jp-Det-expRow[data-experiment-id="{experiment_id}"][data-state="COMPLETED"]')

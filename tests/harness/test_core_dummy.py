@@ -241,3 +241,70 @@ def test_import_is_framework_free(tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+NULL_CONTEXTS = [
+    ("distributed", core.DummyDistributedContext, core.DistributedContext),
+    ("checkpoint", core.DummyCheckpointContext, core.CheckpointContext),
+    ("preempt", core.DummyPreemptContext, core.PreemptContext),
+    ("train", core.DummyTrainContext, core.TrainContext),
+    ("searcher", core.DummySearcherContext, core.SearcherContext),
+    ("profiler", core.DummyProfilerContext, core.ProfilerContext),
+]
+
+
+@pytest.mark.parametrize("attribute, dummy, real", NULL_CONTEXTS, ids=[a for a, _, _ in NULL_CONTEXTS])
+def test_null_contexts_are_the_real_contexts(tmp_path, attribute, dummy, real):
+    """Off the master, code checking `isinstance(ctx.preempt, core.PreemptContext)` still works."""
+    assert issubclass(dummy, real)
+    with det.core.init(checkpoint_storage=str(tmp_path / "ckpts")) as ctx:
+        assert type(getattr(ctx, attribute)) is dummy
+        assert isinstance(getattr(ctx, attribute), real)
+
+
+def test_null_searcher_operations_and_the_missing_searcher_are_the_real_ones():
+    assert issubclass(core.DummySearcherOperation, core.SearcherOperation)
+    with det.core.init() as ctx:
+        for op in ctx.searcher.operations():
+            assert isinstance(op, core.SearcherOperation)
+            op.report_completed(0.5)
+    missing = core.SearcherContextMissing()
+    assert isinstance(missing, core.SearcherContext)
+    with pytest.raises(ValueError, match="only in trials started by the master"):
+        missing.operations()
+
+
+class RecordingDistributed:
+    """A rank of a multi-process job whose broadcasts return what the chief would send."""
+
+    def __init__(self, rank, from_chief=()):
+        self.rank = rank
+        self.from_chief = list(from_chief)
+        self.broadcasts = []
+
+    def broadcast(self, stuff):
+        self.broadcasts.append(stuff)
+        return stuff if self.rank == 0 else self.from_chief.pop(0)
+
+
+def test_null_contexts_keep_the_rank_rules_and_synchronization():
+    chief = RecordingDistributed(rank=0)
+    preempt = core.DummyPreemptContext(chief)
+    preempt.start()
+    assert preempt.should_preempt() is False
+    assert chief.broadcasts == [False]  # WorkersAskChief: the chief's answer goes to the workers
+
+    worker = RecordingDistributed(rank=1, from_chief=[1, None])
+    lengths = []
+    for op in core.DummySearcherContext(worker).operations():
+        lengths.append(op.length)
+        with pytest.raises(RuntimeError, match="only be called by the chief"):
+            op.report_completed(0.5)
+    assert lengths == [1] and worker.broadcasts == [None, None]
+
+    only_chief = core.DummyPreemptContext(RecordingDistributed(rank=1), core.PreemptMode.ChiefOnly)
+    only_chief.start()
+    with pytest.raises(RuntimeError, match="only the chief"):
+        only_chief.should_preempt()
+    with pytest.raises(RuntimeError, match="only the chief may iterate"):
+        next(core.DummySearcherContext(RecordingDistributed(rank=1)).operations(core.SearcherMode.ChiefOnly))

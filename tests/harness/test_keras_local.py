@@ -100,6 +100,50 @@ def test_local_training_runs_the_configured_length_and_prints_a_table(digits, ca
     assert model.evaluate(*val, verbose=0, return_dict=True)["accuracy"] > 0.9
 
 
+def test_the_fit_interception_lasts_from_init_to_the_managed_run(digits):
+    (x, y), val = digits
+    keras_fit = keras.Model.fit
+    assert "fit" not in vars(keras.Model)  # Keras defines fit on a base class
+    context = native_keras.init(_config(10), local=True, test=True)
+    assert keras.Model.fit is not keras_fit
+    model = context.wrap_model(_model(context))
+    with pytest.raises(errors.InvalidExperimentException, match=r"before compile\(\)"):
+        model.fit(x, y, validation_data=val)
+    assert keras.Model.fit is not keras_fit  # a refused fit() may be retried
+    _compile(model)
+    model.fit(x, y, validation_data=val)
+    assert keras.Model.fit is keras_fit
+    assert "fit" not in vars(keras.Model)
+    model.fit(x[:64], y[:64], batch_size=32, epochs=1, verbose=0)  # plain Keras again
+    assert int(model.optimizer.iterations.numpy()) == 1 + 2
+
+
+def test_the_fit_interception_is_removed_when_the_managed_run_fails(digits):
+    (x, y), val = digits
+    keras_fit = keras.Model.fit
+    context = native_keras.init(_config(10), local=True, test=True)
+    model = context.wrap_model(_model(context))
+    _compile(model)
+
+    def failing_run():
+        assert keras.Model.fit is keras_fit  # the run itself sees Keras' own fit
+        raise RuntimeError("the run failed")
+
+    context._set_train_fn(failing_run)
+    with pytest.raises(RuntimeError, match="the run failed"):
+        model.fit(x, y, validation_data=val)
+    assert keras.Model.fit is keras_fit
+
+
+def test_deactivating_restores_fit_without_a_run():
+    keras_fit = keras.Model.fit
+    native_keras.init(_config(10), local=True, test=True)
+    det_keras.activate_native_context(None)
+    assert keras.Model.fit is keras_fit and "fit" not in vars(keras.Model)
+    det_keras.activate_native_context(None)  # idempotent
+    assert keras.Model.fit is keras_fit
+
+
 def test_fit_before_compile_is_a_clear_error(digits):
     (x, y), val = digits
     context = native_keras.init(_config(10), local=True, test=True)

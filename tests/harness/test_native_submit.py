@@ -212,3 +212,35 @@ def test_importing_the_native_api_does_not_import_tensorflow():
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "harness"), str(ROOT)])}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_in_a_notebook_the_jupyter_hooks_export_submit_and_stop(monkeypatch):
+    """The harness reaches jupyter_determined only through determined.common.hooks."""
+    from determined.common import hooks
+
+    registered = {hooks.NOTEBOOK_SCRIPT: lambda: ("x = 1\n", "/nb/demo.ipynb", ["c1"]),
+                  hooks.NOTEBOOK_SUBMITTED: lambda experiment_id: _Stopped(experiment_id)}
+    monkeypatch.setattr(hooks, "get", registered.get)
+    submitted = []
+    monkeypatch.setattr(_native, "submit_native",
+                        lambda *args, **kwargs: submitted.append((args, kwargs)) or 7)
+    with pytest.raises(_Stopped) as stopped:
+        _native.submit_notebook_and_stop({}, ".", master_url=None, test=False, defaults=None)
+    assert stopped.value.args == (7,)
+    [(args, kwargs)] = submitted
+    assert args[2] == ["demo__det__.py"]
+    assert kwargs["extra_files"] == {"demo__det__.py": b"x = 1\n"}
+    assert kwargs["notebook"] == {"path": "/nb/demo.ipynb", "cell_ids": ["c1"], "script": "x = 1\n"}
+
+
+def test_in_a_notebook_without_jupyter_determined_nothing_is_submitted(monkeypatch):
+    from determined.common import hooks
+
+    monkeypatch.setattr(hooks, "get", lambda name: None)
+    monkeypatch.setattr(_native, "submit_native", lambda *a, **k: pytest.fail("submitted"))
+    with pytest.raises(ValueError, match=r"pass command=\['my_notebook.ipynb'\]"):
+        _native.submit_notebook_and_stop({}, ".", master_url=None, test=False, defaults=None)

@@ -1,5 +1,5 @@
-"""`core_context.profiler`: system metric groups (spec §1.8), sampled for real, and stored by a
-real master so that `GET /trials/{id}/metrics?group=cpu` returns them."""
+"""`core_context.profiler`: system metric groups (docs/gpus-and-distributed.md, "Profiler"), sampled
+for real, and stored by a real master so that `GET /trials/{id}/metrics?group=cpu` returns them."""
 from __future__ import annotations
 
 import pathlib

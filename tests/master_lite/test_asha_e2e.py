@@ -34,7 +34,7 @@ def tutorial_config() -> str:
     return text + "\nreproducibility:\n  experiment_seed: 20261122\n"
 
 
-# -- the tutorial's worked plan (spec §2 stage 3), computed by hand -----------------------------
+# -- the Core API tutorial's stage 3 search plan (Determined's ASHA defaults), by hand --------
 # Bracket A = trials 1-7, rungs at 25 and 100; bracket B = trials 8-10, one rung at 100. Every
 # trial starts at once and trains at the same pace, so rung-0 results arrive in request-id order.
 RUNG0_METRIC = {1: 5.0, 2: 3.0, 3: 4.0, 4: 1.0, 5: 2.0, 6: 6.0, 7: 0.5}

@@ -60,7 +60,7 @@ class EventWaker:
         if response is not None:
             try:
                 response.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - the reader thread may be closing it at the same time
                 pass
 
 

@@ -5,7 +5,7 @@ import argparse
 from typing import Any
 
 from determined.cli._base import CliError, Context
-from determined.common import expconf
+from determined.common import expconf, hooks
 
 
 def preview(args: argparse.Namespace, ctx: Context) -> int:
@@ -13,13 +13,14 @@ def preview(args: argparse.Namespace, ctx: Context) -> int:
     if args.config:
         config = expconf.apply_overrides(config, args.config)
     expconf.check(config)
-    try:
-        # The searchers live with the master; the preview is the one CLI command that runs them
-        # in-process, so the import stays here and lazy.
-        from master_lite import searcher
-    except ImportError as e:
-        raise CliError(f"preview-search needs the master_lite package, which is not importable ({e})") from e
-    print(searcher.format_preview(expconf.apply_defaults(config)))
+    # The searchers live with the master; the preview is the one CLI command that runs them
+    # in-process, through the hook the master package registers.
+    search_preview = hooks.get(hooks.SEARCH_PREVIEW)
+    if search_preview is None:
+        raise CliError("preview-search runs the master's searchers, and no master package "
+                       "(master_lite, part of jupyter-determined) is importable here: install "
+                       "jupyter-determined in this environment")
+    print(search_preview(expconf.apply_defaults(config)))
     return 0
 
 

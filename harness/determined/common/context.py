@@ -20,6 +20,8 @@ import tarfile
 import zlib
 from typing import Iterable, Iterator, Sequence
 
+# The largest context (file content, before compression): `pack` refuses more, and the master's
+# default `context_size_limit` (upload check, `unpack`, HTTP body limit) is this same number.
 DEFAULT_LIMIT_BYTES = 96 * 1024 * 1024
 DETIGNORE = ".detignore"
 

@@ -214,9 +214,12 @@ class CheckpointReporter:
 
 
 class CheckpointContext:
-    """Checkpoints of a trial on the master: files go to storage, records to `POST /checkpoints`
-    (from a `CheckpointReporter` thread; `session_factory` makes its session, by default a new
-    `Session` to the same master with the same token as `session`)."""
+    """`core_context.checkpoint`: save, load and delete checkpoints of a trial on the master.
+
+    Built by `det.core.init()`; users do not construct it. Files go to checkpoint storage, records
+    to `POST /checkpoints` (from a `CheckpointReporter` thread; `session_factory` makes its
+    session, by default a new `Session` to the same master with the same token as `session`).
+    """
 
     def __init__(
         self,
@@ -272,6 +275,18 @@ class CheckpointContext:
         self._session.patch("/checkpoints", {"checkpoints": [{"uuid": storage_id, "resources": resources}]})
 
     def get_metadata(self, storage_id: str) -> dict:
+        """The metadata a checkpoint was saved with, as the master recorded it.
+
+        Args:
+            storage_id: the checkpoint's id (as returned by `upload()` or `store_path()`).
+
+        Returns:
+            The metadata dict (a copy).
+
+        Raises:
+            determined.common.api.NotFound: the master knows no such checkpoint.
+            RuntimeError: reporting an earlier checkpoint of this process to the master failed.
+        """
         self._reporter.flush()  # a checkpoint this process just saved is readable at once
         answer = self._session.get(f"/checkpoints/{storage_id}")
         return dict((answer.get("checkpoint") or {}).get("metadata") or {})
@@ -296,6 +311,33 @@ class CheckpointContext:
         shard: bool = False,
         selector: Selector | None = None,
     ) -> str:
+        """Copy a directory into checkpoint storage as a new checkpoint and report it.
+
+        The checkpoint gets a new random id; the name of `ckpt_dir` is not kept. Its
+        `metadata.json` holds `metadata` (with `shard=False` it is also written into `ckpt_dir`).
+        On the master the record is sent in the background: this returns once the files are in
+        storage.
+
+        Args:
+            ckpt_dir: the directory to upload. With `shard=True`, a rank with nothing to upload
+                passes None.
+            metadata: JSON-serializable metadata; on the master it must contain
+                "steps_completed". With `shard=True` the ranks' dicts are merged.
+            shard: False: only the chief (rank 0) calls this. True: every rank must call it (a
+                synchronization point); the checkpoint is the union of every rank's files.
+            selector: called with each path relative to `ckpt_dir`; returns True to upload it.
+                By default everything is uploaded.
+
+        Returns:
+            The new checkpoint's storage id (the same on every rank with `shard=True`).
+
+        Raises:
+            RuntimeError: `shard=False` on a rank other than 0; with `shard=True`, ranks
+                uploading different contents for one file or conflicting metadata values; or
+                reporting an earlier checkpoint to the master failed.
+            ValueError: `ckpt_dir=None` without `shard=True`, or (on the master) no
+                "steps_completed" in `metadata` (the files are then in storage, unreported).
+        """
         metadata = dict(metadata or {})
         if not shard:
             self._require_chief("upload")
@@ -374,6 +416,33 @@ class CheckpointContext:
     def store_path(
         self, metadata: dict | None = None, *, shard: bool = False
     ) -> Iterator[tuple[pathlib.Path, str]]:
+        """A context manager giving a directory to save a new checkpoint into.
+
+        Write your files into the yielded directory; when the `with` block ends normally, the
+        checkpoint's `metadata.json` is written and the checkpoint is reported. The directory is
+        the checkpoint's place in storage itself (master_lite storage is a local directory), so
+        nothing is copied. If the block raises, the checkpoint is not reported.
+
+        Args:
+            metadata: JSON-serializable metadata; on the master it must contain
+                "steps_completed". With `shard=True` the ranks' dicts are merged.
+            shard: False: only the chief (rank 0) calls this. True: every rank must call it (a
+                synchronization point), even ranks that write nothing; all write into one
+                directory.
+
+        Yields:
+            `(path, storage_id)`: the directory to write into and the checkpoint's id.
+
+        Raises:
+            RuntimeError: `shard=False` on a rank other than 0; conflicting metadata values
+                with `shard=True`; or reporting an earlier checkpoint to the master failed.
+            ValueError: (on the master) no "steps_completed" in `metadata`.
+
+        Example::
+
+            with core_context.checkpoint.store_path({"steps_completed": steps}) as (path, _):
+                torch.save(model.state_dict(), path / "model.pt")
+        """
         metadata = dict(metadata or {})
         if not shard:
             self._require_chief("store_path")
@@ -403,6 +472,28 @@ class CheckpointContext:
         *,
         selector: Selector | None = None,
     ) -> Iterator[pathlib.Path]:
+        """A context manager giving the directory of a checkpoint, to read it.
+
+        master_lite storage is a local directory, so every rank reads the checkpoint in place:
+        nothing is downloaded and no rank waits for another.
+
+        Args:
+            storage_id: the checkpoint's id (e.g. `det.get_cluster_info().latest_checkpoint`).
+            download_mode: accepted for compatibility (nothing is downloaded).
+            selector: accepted for compatibility; every file is visible.
+
+        Yields:
+            The checkpoint's directory. Do not modify it.
+
+        Raises:
+            determined.errors.CheckpointNotFound: no checkpoint `storage_id` in storage.
+            ValueError: `download_mode` is not a `DownloadMode`.
+
+        Example::
+
+            with core_context.checkpoint.restore_path(latest_checkpoint) as path:
+                model.load_state_dict(torch.load(path / "model.pt"))
+        """
         DownloadMode(download_mode)
         # Storage is a local directory: every rank reads it in place (selectors don't apply).
         with self._storage_manager.restore_path(storage_id) as path:
@@ -416,6 +507,22 @@ class CheckpointContext:
         *,
         selector: Selector | None = None,
     ) -> None:
+        """Copy a checkpoint's files into a local directory (created if missing).
+
+        Args:
+            storage_id: the checkpoint's id.
+            ckpt_dir: where to put the files.
+            download_mode: `LocalWorkersShareDownload` (default): every process on a node must
+                call this (a synchronization point); local rank 0 copies, once, every file that
+                any of their selectors wants, into a directory they share. `NoSharedDownload`:
+                each process copies for itself and calls it alone.
+            selector: called with each path relative to the checkpoint; returns True to copy
+                it. By default everything is copied.
+
+        Raises:
+            determined.errors.CheckpointNotFound: no checkpoint `storage_id` in storage.
+            ValueError: `download_mode` is not a `DownloadMode`.
+        """
         download_mode = DownloadMode(download_mode)
         if download_mode is DownloadMode.NoSharedDownload:
             self._storage_manager.download(storage_id, ckpt_dir, selector)
@@ -438,6 +545,17 @@ class CheckpointContext:
         self._dist.broadcast_local(None)
 
     def delete(self, storage_id: str) -> None:
+        """Delete a checkpoint's files from storage and tell the master it is gone.
+
+        A checkpoint that is not in storage is only reported as deleted.
+
+        Args:
+            storage_id: the checkpoint's id.
+
+        Raises:
+            RuntimeError: reporting an earlier checkpoint of this process to the master failed.
+            determined.common.api.APIError: the master refused the deletion report.
+        """
         self._reporter.flush()  # the master must know a checkpoint before it is marked deleted
         resources = self._storage_manager.delete(storage_id)
         self._report_deleted(storage_id, resources)

@@ -37,14 +37,37 @@ class ExperimentalCoreContext:
         logger.info("%s: nothing to report off the master", what)
 
     def report_task_using_checkpoint(self, checkpoint: Any) -> None:
+        """Record that this task uses a checkpoint (Determined links them in its model registry).
+
+        Args:
+            checkpoint: the checkpoint used.
+
+        Raises:
+            NotImplementedError: on the master (master_lite has no model registry); off the
+                master this only logs.
+        """
         self._unsupported("report_task_using_checkpoint")
 
     def report_task_using_model_version(self, model_version: Any) -> None:
+        """Record that this task uses a model version (Determined's model registry).
+
+        Args:
+            model_version: the model version used.
+
+        Raises:
+            NotImplementedError: on the master (master_lite has no model registry); off the
+                master this only logs.
+        """
         self._unsupported("report_task_using_model_version")
 
 
 class Context:
-    """What `det.core.init()` returns; use it as a context manager."""
+    """What `det.core.init()` returns; use it as a context manager.
+
+    Its attributes are the Core API contexts: `checkpoint`, `distributed`, `preempt`, `train`,
+    `searcher`, `profiler`, `experimental`, and `info` (the `ClusterInfo`, None off the master).
+    Off the master they are the `Dummy*` subclasses of the same classes.
+    """
 
     def __init__(
         self,
@@ -69,6 +92,10 @@ class Context:
         self._closed = False
 
     def start(self) -> None:
+        """Start the background work (preemption watching, metric shipping); idempotent.
+
+        `with det.core.init() as core_context:` calls it; call it yourself only without `with`.
+        """
         if self._started:
             return
         self._started = True
@@ -76,6 +103,17 @@ class Context:
         self.train._start()
 
     def close(self, exc_type: Any = None, exc_val: Any = None, exc_tb: Any = None) -> None:
+        """Send every queued report, then stop the background work; idempotent.
+
+        Leaving the `with` block calls it; call it yourself only without `with`.
+
+        Args:
+            exc_type, exc_val, exc_tb: the exception being handled, if any (as `__exit__` gets
+                them). While one is handled, a failure to close is logged instead of raised.
+
+        Raises:
+            RuntimeError: queued metrics or checkpoint records could not be sent to the master.
+        """
         if self._closed:
             return
         self._closed = True
@@ -106,6 +144,17 @@ class Context:
         self.close(exc_type, exc_val, exc_tb)
 
     def alert(self, title: str | None = None, description: str | None = None, level: str = "info") -> None:
+        """Send a webhook alert about this trial (Determined posts a custom webhook event).
+
+        Args:
+            title: the alert's title.
+            description: the alert's text.
+            level: one of "warn", "info", "debug", "error".
+
+        Raises:
+            ValueError: an unknown `level`, or called outside a trial run by the master.
+            NotImplementedError: in a trial (master_lite has no webhooks).
+        """
         if level not in ("warn", "info", "debug", "error"):
             raise ValueError(f"alert(level=...): must be one of warn, info, debug, error; got {level!r}")
         if self.info is None or self.info.task_type != "TRIAL":
@@ -139,7 +188,8 @@ def _dummy_init(
 ) -> Context:
     """Off the master: the same interface, backed by local files and log lines."""
     distributed = distributed or DummyDistributedContext()
-    # Determined ignores preempt_mode and tensorboard_mode here; so do we (Appendix B, quirk 2).
+    # Determined's off-cluster init ignores preempt_mode and tensorboard_mode (its dummy preempt
+    # context always uses WorkersAskChief); we match it so code behaves the same on either side.
     return Context(
         checkpoint=DummyCheckpointContext(distributed, _default_storage(checkpoint_storage)),
         distributed=distributed,
@@ -159,7 +209,35 @@ def init(
     preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
     tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
 ) -> Context:
-    """The Core API entry point: `with det.core.init() as core_context: ...`."""
+    """The Core API entry point: `with det.core.init() as core_context: ...`.
+
+    In a trial started by the master, the contexts talk to the master; anywhere else (a laptop,
+    a notebook, a test) they are the `Dummy*` contexts: reports are logged and checkpoints go to
+    local storage, so the same training code runs in both places.
+
+    Args:
+        distributed: how this process talks to the trial's other processes, e.g.
+            `core.DistributedContext.from_torch_distributed()`; required when the task has
+            several slots. By default a single process.
+        checkpoint_storage: where checkpoints go, overriding the experiment config's
+            `checkpoint_storage`: a directory path (or file:// URL), or a storage dict such as
+            `{"type": "directory", "container_path": PATH}`. Off the master the default is the
+            user's data directory ($XDG_DATA_HOME/determined, ~/.local/share/determined).
+        preempt_mode: who asks the master about preemption (see `PreemptMode`); ignored off the
+            master.
+        tensorboard_mode: `AUTO` or `MANUAL` (upload with
+            `train.upload_tensorboard_files()`); ignored off the master.
+
+    Returns:
+        A `core.Context`; enter it (`with`) before use.
+
+    Raises:
+        ValueError: an invalid `checkpoint_storage` (e.g. s3:// or a shared_fs dict); on the
+            master also a multi-slot task without `distributed`, a trial whose config has no
+            `checkpoint_storage` and none is passed, or an invalid
+            `preempt_mode`/`tensorboard_mode`.
+        TypeError: `checkpoint_storage` is neither a str, a dict nor None.
+    """
     info = _info.get_cluster_info()
     if info is None:
         return _dummy_init(distributed=distributed, checkpoint_storage=checkpoint_storage)

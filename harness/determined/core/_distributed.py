@@ -255,8 +255,9 @@ class DistributedContext:
         force_tcp: bool = False,
         timeout: Optional[float] = None,
     ) -> None:
-        """
-        Arguments:
+        """Connect this process to the other processes of the trial.
+
+        Args:
             rank, size, local_rank, local_size, cross_rank, cross_size: this process's place in
                 the job (``cross_*`` = node index / node count). Pass all six, or all six as None
                 for a single process.
@@ -269,6 +270,12 @@ class DistributedContext:
             timeout: seconds a collective waits for its peers before raising
                 ``DistributedTimeout`` (None: wait forever, as Determined does, except that
                 construction gives up after 600 s).
+
+        Raises:
+            ValueError: only some of the six rank arguments were given, or one is out of range.
+            AssertionError: a multi-node job without ``chief_ip``.
+            RuntimeError: the chief could not bind its ports.
+            DistributedTimeout: the peers did not all connect within the startup timeout.
         """
         given = [rank, size, local_rank, local_size, cross_rank, cross_size]
         if all(v is None for v in given):
@@ -395,24 +402,31 @@ class DistributedContext:
     # -- getters (Determined's API has both attributes and getters) ---------------------------
 
     def get_rank(self) -> int:
+        """This process's rank among all processes of the trial (0 is the chief)."""
         return self.rank
 
     def get_local_rank(self) -> int:
+        """This process's rank among the trial's processes on this node."""
         return self.local_rank
 
     def get_size(self) -> int:
+        """How many processes the trial has in all."""
         return self.size
 
     def get_local_size(self) -> int:
+        """How many of the trial's processes run on this node."""
         return self.local_size
 
     def get_cross_rank(self) -> int:
+        """This node's index among the trial's nodes."""
         return self.cross_rank
 
     def get_cross_size(self) -> int:
+        """How many nodes the trial runs on."""
         return self.cross_size
 
     def get_num_agents(self) -> int:
+        """How many nodes (agents) the trial runs on; the same as `get_cross_size()`."""
         return self.cross_size
 
     # -- collectives -------------------------------------------------------------------------
@@ -422,7 +436,18 @@ class DistributedContext:
             raise RuntimeError("DistributedContext: used after close()")
 
     def allgather(self, stuff: Any) -> List[Any]:
-        """Every rank gets the list of every rank's ``stuff``, ordered by rank."""
+        """Every rank gets every rank's ``stuff``; every rank must call it.
+
+        Args:
+            stuff: any picklable object.
+
+        Returns:
+            The objects of all ranks, ordered by rank.
+
+        Raises:
+            DistributedTimeout: a peer did not join within the context's `timeout`.
+            RuntimeError: the context is closed, or ranks called different collectives.
+        """
         self._require_open()
         if self.size < 2:
             return [stuff]
@@ -430,7 +455,18 @@ class DistributedContext:
         return self._global.allgather(stuff)
 
     def gather(self, stuff: Any) -> Optional[List[Any]]:
-        """The chief gets the list of every rank's ``stuff`` ordered by rank; others get None."""
+        """The chief gets every rank's ``stuff``; every rank must call it.
+
+        Args:
+            stuff: any picklable object.
+
+        Returns:
+            On the chief, the objects of all ranks ordered by rank; None on the other ranks.
+
+        Raises:
+            DistributedTimeout: a peer did not join within the context's `timeout`.
+            RuntimeError: the context is closed, or ranks called different collectives.
+        """
         self._require_open()
         if self.size < 2:
             return [stuff]
@@ -438,7 +474,18 @@ class DistributedContext:
         return self._global.gather_with_release(stuff)
 
     def broadcast(self, stuff: Any) -> Any:
-        """Everyone gets the chief's ``stuff`` (the argument is ignored on other ranks)."""
+        """Every rank gets the chief's ``stuff``; every rank must call it.
+
+        Args:
+            stuff: on the chief, any picklable object; ignored on the other ranks.
+
+        Returns:
+            The chief's object.
+
+        Raises:
+            DistributedTimeout: a peer did not join within the context's `timeout`.
+            RuntimeError: the context is closed, or ranks called different collectives.
+        """
         self._require_open()
         if self.size < 2:
             return stuff
@@ -446,7 +493,18 @@ class DistributedContext:
         return self._global.broadcast(stuff)
 
     def allgather_local(self, stuff: Any) -> List[Any]:
-        """Like allgather, within this node, ordered by local_rank."""
+        """Like `allgather`, among the processes of this node only.
+
+        Args:
+            stuff: any picklable object.
+
+        Returns:
+            The objects of this node's processes, ordered by local rank.
+
+        Raises:
+            DistributedTimeout: a peer did not join within the context's `timeout`.
+            RuntimeError: the context is closed, or ranks called different collectives.
+        """
         self._require_open()
         if self.local_size < 2:
             return [stuff]
@@ -454,7 +512,19 @@ class DistributedContext:
         return self._local.allgather(stuff)
 
     def gather_local(self, stuff: Any) -> Optional[List[Any]]:
-        """Like gather, within this node, rooted at local_rank 0."""
+        """Like `gather`, among the processes of this node only, to local rank 0.
+
+        Args:
+            stuff: any picklable object.
+
+        Returns:
+            On local rank 0, the objects of this node's processes ordered by local rank; None
+            on the others.
+
+        Raises:
+            DistributedTimeout: a peer did not join within the context's `timeout`.
+            RuntimeError: the context is closed, or ranks called different collectives.
+        """
         self._require_open()
         if self.local_size < 2:
             return [stuff]
@@ -462,7 +532,18 @@ class DistributedContext:
         return self._local.gather_with_release(stuff)
 
     def broadcast_local(self, stuff: Any = None) -> Any:
-        """Like broadcast, within this node, from local_rank 0."""
+        """Like `broadcast`, among the processes of this node only, from local rank 0.
+
+        Args:
+            stuff: on local rank 0, any picklable object; ignored on the others.
+
+        Returns:
+            Local rank 0's object.
+
+        Raises:
+            DistributedTimeout: a peer did not join within the context's `timeout`.
+            RuntimeError: the context is closed, or ranks called different collectives.
+        """
         self._require_open()
         if self.local_size < 2:
             return stuff
@@ -470,7 +551,7 @@ class DistributedContext:
         return self._local.broadcast(stuff)
 
     def close(self) -> None:
-        """Close the sockets and the temp dir. Idempotent."""
+        """Close the sockets and the temp dir; collectives fail afterwards. Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -501,7 +582,19 @@ class DistributedContext:
 
     @classmethod
     def from_torch_distributed(cls, chief_ip: Optional[str] = None) -> "DistributedContext":
-        """Build from the environment torchrun gives each worker."""
+        """Build from the environment torchrun gives each worker.
+
+        Args:
+            chief_ip: the address of the rank-0 node; by default $DET_CHIEF_IP (only needed
+                when the trial spans several nodes).
+
+        Returns:
+            A `DistributedContext` (constructing it is a collective: every rank must do it).
+
+        Raises:
+            RuntimeError: a needed environment variable is not set.
+            ValueError: one of them is not an integer.
+        """
         env = _require_env(
             ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
              "GROUP_WORLD_SIZE"],
@@ -520,7 +613,19 @@ class DistributedContext:
 
     @classmethod
     def from_deepspeed(cls, chief_ip: Optional[str] = None) -> "DistributedContext":
-        """Build from the environment the DeepSpeed launcher gives each worker."""
+        """Build from the environment the DeepSpeed launcher gives each worker.
+
+        Args:
+            chief_ip: the address of the rank-0 node; by default $DET_CHIEF_IP (only needed
+                when the trial spans several nodes).
+
+        Returns:
+            A `DistributedContext` (constructing it is a collective: every rank must do it).
+
+        Raises:
+            RuntimeError: a needed environment variable is not set.
+            ValueError: one of them is not an integer.
+        """
         env = _require_env(
             ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE"],
             "from_deepspeed() must run in a process started by the deepspeed launcher",
@@ -537,7 +642,20 @@ class DistributedContext:
 
     @classmethod
     def from_horovod(cls, hvd: Any, chief_ip: Optional[str] = None) -> "DistributedContext":
-        """Build from an initialized ``horovod.<framework>`` module."""
+        """Build from an initialized ``horovod.<framework>`` module.
+
+        Args:
+            hvd: the initialized module, e.g. ``horovod.torch`` after ``hvd.init()``.
+            chief_ip: the address of the rank-0 node; by default $DET_CHIEF_IP (only needed
+                when the trial spans several nodes).
+
+        Returns:
+            A `DistributedContext` (constructing it is a collective: every rank must do it).
+
+        Raises:
+            ValueError: ``hvd`` has no ``cross_rank()``/``cross_size()`` and
+                $HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE are not set.
+        """
 
         def cross(method: str, env_name: str) -> int:
             if hasattr(hvd, method):
@@ -560,7 +678,16 @@ class DistributedContext:
 
     @classmethod
     def from_tf_config(cls) -> Tuple["DistributedContext", Any]:
-        """Build from ``TF_CONFIG``; returns ``(context, tf.distribute.Strategy)``."""
+        """Build from ``TF_CONFIG`` (as set for ``MultiWorkerMirroredStrategy``).
+
+        Returns:
+            ``(context, strategy)``: ``MultiWorkerMirroredStrategy`` when ``TF_CONFIG`` lists
+            several workers, ``MirroredStrategy`` with several local GPUs, else TensorFlow's
+            default strategy.
+
+        Raises:
+            ValueError: ``TF_CONFIG`` is not valid JSON.
+        """
         import json
 
         import tensorflow as tf  # only the caller who asks for it pays for the import

@@ -191,7 +191,12 @@ class _Sampler:
 
 
 class ProfilerContext:
-    """`on()`/`off()` start and stop sampling; only local rank 0 collects (one per machine)."""
+    """`core_context.profiler`: system metrics (CPU, memory, disk, network, GPU) of the trial's
+    machine, sampled by a background thread while on.
+
+    Built by `det.core.init()`; users do not construct it. Only local rank 0 collects (one
+    collector per machine); on other ranks `on()` only checks its arguments.
+    """
 
     def __init__(self, report: Callable[[str, dict], None], agent_id: str, local_rank: int = 0) -> None:
         self._report = report  # report(group, metrics) -> None, e.g. through the metrics shipper
@@ -200,9 +205,22 @@ class ProfilerContext:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
+    def _collects(self) -> bool:
+        return self._local_rank == 0
+
     def on(self, sampling_interval: float = 1, samples_per_report: int = 10) -> None:
+        """Start sampling system metrics; does nothing if already on.
+
+        Args:
+            sampling_interval: seconds between samples, at least 0.1.
+            samples_per_report: how many samples are averaged into one report (an int >= 1).
+
+        Raises:
+            ValueError: `sampling_interval` is below 0.1 or `samples_per_report` is not an
+                int >= 1.
+        """
         _validate(sampling_interval, samples_per_report)
-        if self._local_rank != 0 or self._thread is not None:
+        if not self._collects() or self._thread is not None:
             return
         self._stop.clear()
         self._thread = threading.Thread(
@@ -211,6 +229,10 @@ class ProfilerContext:
         self._thread.start()
 
     def off(self) -> None:
+        """Stop sampling (samples not yet reported are dropped); does nothing if already off.
+
+        Also done when the core context closes.
+        """
         if self._thread is None:
             return
         self._stop.set()
@@ -238,12 +260,11 @@ class ProfilerContext:
                 sums, count = {}, 0
 
 
-class DummyProfilerContext:
-    def on(self, sampling_interval: float = 1, samples_per_report: int = 10) -> None:
-        _validate(sampling_interval, samples_per_report)
+class DummyProfilerContext(ProfilerContext):
+    """Off the master: `on()` checks its arguments, nothing is sampled."""
 
-    def off(self) -> None:
-        pass
+    def __init__(self) -> None:
+        super().__init__(report=lambda group, metrics: None, agent_id="")
 
-    def _close(self) -> None:
-        pass
+    def _collects(self) -> bool:
+        return False  # there is no master to report to

@@ -42,7 +42,12 @@ def configured_units(config: dict) -> Unit | None:
 
 
 class SearcherOperation:
-    """One "train to `length`, then validate" request from the master's searcher."""
+    """One "train to `length`, then validate" request from the master's searcher.
+
+    `length` is absolute, not incremental: ops of length 10 then 20 mean "train until 10 units
+    in total, validate; then until 20 in total, validate". The unit is the one of the config's
+    `searcher.max_length` (see `SearcherContext.get_configured_units()`).
+    """
 
     def __init__(self, session: Any, trial_id: int, length: int, is_chief: bool) -> None:
         self._session = session
@@ -53,23 +58,48 @@ class SearcherOperation:
 
     @property
     def length(self) -> int:
+        """The total amount of training to reach before validating and `report_completed()`."""
         return self._length
 
     def report_progress(self, length: float) -> None:
+        """Report how far training towards this op's `length` has got (for the progress bar).
+
+        Args:
+            length: the training done so far, in the unit of `length` (not a fraction).
+
+        Raises:
+            RuntimeError: called on a rank other than the chief, or after `report_completed()`
+                with a value other than `length`.
+        """
         if not self._is_chief:
             raise RuntimeError("op.report_progress() may only be called by the chief (rank 0)")
         if self._completed and length != self._length:
             raise RuntimeError("op.report_progress() after op.report_completed() must equal op.length")
+        self._send_progress(length)
+
+    def _send_progress(self, length: float) -> None:
         fraction = min(1.0, max(0.0, float(length) / self._length)) if self._length else 1.0
         logger.debug("op.report_progress(%s) -> %.4f", length, fraction)
         self._session.post(f"/trials/{self._trial_id}/progress", {"progress": fraction, "is_raw": True})
 
     def report_completed(self, searcher_metric: Any) -> None:
+        """Finish this op: training reached `length` and was validated.
+
+        Args:
+            searcher_metric: the value of the experiment's `searcher.metric` at `length`
+                (usually a float; numpy and tensor scalars are converted).
+
+        Raises:
+            RuntimeError: called on a rank other than the chief, or twice for one op.
+        """
         if not self._is_chief:
             raise RuntimeError("op.report_completed() may only be called by the chief (rank 0)")
         if self._completed:
             raise RuntimeError("op.report_completed() may only be called once per operation")
         self._completed = True
+        self._send_completed(searcher_metric)
+
+    def _send_completed(self, searcher_metric: Any) -> None:
         body = {"op": {"length": self._length}, "searcherMetric": _metric_value(searcher_metric)}
         self._session.post(f"/trials/{self._trial_id}/searcher/completed_operation", body)
 
@@ -82,6 +112,13 @@ def _metric_value(metric: Any) -> Any:
 
 
 class SearcherContext:
+    """`core_context.searcher`: the operations the master's searcher asks this trial to run.
+
+    Built by `det.core.init()`; users do not construct it. `on_out_of_ops` is called when the
+    searcher has no more operations for the trial (`det.core.init()` passes the preempt
+    context's `acknowledge_preemption_signal`).
+    """
+
     def __init__(
         self,
         session: Any,
@@ -96,7 +133,7 @@ class SearcherContext:
         self._distributed = distributed
         self._trial_id = trial_id
         self._config = config
-        self._on_out_of_ops = on_out_of_ops  # callable posting ack_preemption (the preempt context's)
+        self._on_out_of_ops = on_out_of_ops
         self._poll_s = poll_s
 
     def _next_length(self) -> int | None:
@@ -112,21 +149,54 @@ class SearcherContext:
             if op:
                 return int(op["validateAfter"]["length"])
 
+    def _lengths(self) -> Iterator[int]:
+        """The chief's op lengths, in order, until the searcher has no more for this trial."""
+        while True:
+            length = self._next_length()
+            if length is None:
+                return
+            yield length
+
+    def _operation(self, length: int, is_chief: bool) -> SearcherOperation:
+        return SearcherOperation(self._session, self._trial_id, length, is_chief=is_chief)
+
     def operations(
         self, searcher_mode: SearcherMode = SearcherMode.WorkersAskChief, auto_ack: bool = True
     ) -> Iterator[SearcherOperation]:
+        """Iterate over the searcher's operations for this trial; each must be completed.
+
+        The chief asks the master for the next op (waiting while the searcher decides).
+
+        Args:
+            searcher_mode: `WorkersAskChief` (default): every rank iterates in step and receives
+                the chief's ops (a synchronization point). `ChiefOnly`: only the chief iterates;
+                tell the workers what to do yourself.
+            auto_ack: when the ops run out, tell the master (on the chief) that this process
+                exits without the trial being finished for good, so the trial is started again
+                if the searcher later has more ops (e.g. an ASHA promotion).
+
+        Yields:
+            `SearcherOperation`s with increasing `length`; the chief must call
+            `op.report_completed()` on each before asking for the next.
+
+        Raises:
+            RuntimeError: iterated on a non-chief rank with `SearcherMode.ChiefOnly`, or the
+                chief asked for the next op without completing the previous one.
+            ValueError: `searcher_mode` is not a `SearcherMode`.
+        """
         searcher_mode = SearcherMode(searcher_mode)
         rank = self._distributed.rank
         if searcher_mode is SearcherMode.ChiefOnly and rank != 0:
             raise RuntimeError(f"searcher.operations() on rank {rank} with SearcherMode.ChiefOnly: only the chief may iterate")
         chief = rank == 0
+        lengths = self._lengths() if chief else None
         while True:
-            length = self._next_length() if chief else None
+            length = next(lengths, None) if lengths is not None else None
             if searcher_mode is SearcherMode.WorkersAskChief:
                 length = self._distributed.broadcast(length)
             if length is None:
                 break
-            op = SearcherOperation(self._session, self._trial_id, length, is_chief=chief)
+            op = self._operation(length, is_chief=chief)
             yield op
             if chief and not op._completed:
                 raise RuntimeError("you must call op.report_completed() on each operation")
@@ -134,69 +204,60 @@ class SearcherContext:
             self.acknowledge_out_of_ops()
 
     def acknowledge_out_of_ops(self) -> None:
-        # Tells the master this process exits without being finished for good: if the searcher
-        # later hands out more ops (ASHA promotion), the trial is started again.
+        """Tell the master this process exits because the searcher had no more ops for it.
+
+        The trial is not finished for good: if the searcher later hands out more ops (an ASHA
+        promotion), the master starts it again. `operations(auto_ack=True)` calls this itself.
+        """
         if self._on_out_of_ops is not None:
             self._on_out_of_ops()
 
     def get_configured_units(self) -> Unit | None:
+        """The unit of the config's `searcher.max_length`, which op lengths are counted in.
+
+        Returns:
+            `Unit.BATCHES`, `Unit.RECORDS` or `Unit.EPOCHS` for e.g. `max_length: {epochs: 5}`;
+            None when the length has no unit (`max_length: 5`).
+        """
         return configured_units(self._config)
 
 
-class DummySearcherOperation:
+class DummySearcherOperation(SearcherOperation):
+    """Off the master: the op's reports are only logged."""
+
     def __init__(self, length: int, is_chief: bool) -> None:
-        self._length = length
-        self._is_chief = is_chief
-        self._completed = False
+        super().__init__(session=None, trial_id=0, length=length, is_chief=is_chief)
 
-    @property
-    def length(self) -> int:
-        return self._length
-
-    def report_progress(self, length: float) -> None:
-        if not self._is_chief:
-            raise RuntimeError("op.report_progress() may only be called by the chief (rank 0)")
-        if self._completed and length != self._length:
-            raise RuntimeError("op.report_progress() after op.report_completed() must equal op.length")
+    def _send_progress(self, length: float) -> None:
         logger.info("op.report_progress(%s)", length)
 
-    def report_completed(self, searcher_metric: Any) -> None:
-        if not self._is_chief:
-            raise RuntimeError("op.report_completed() may only be called by the chief (rank 0)")
-        if self._completed:
-            raise RuntimeError("op.report_completed() may only be called once per operation")
-        self._completed = True
+    def _send_completed(self, searcher_metric: Any) -> None:
         logger.info("op.report_completed(%s)", searcher_metric)
 
 
-class DummySearcherContext:
+class DummySearcherContext(SearcherContext):
     """Off the master: exactly one operation of length 1 (Determined's behaviour)."""
 
     def __init__(self, distributed: Any, length: int = 1) -> None:
-        self._distributed = distributed
+        # No session, trial or config: the ops come from `_lengths`, the units are fixed.
+        super().__init__(session=None, distributed=distributed, trial_id=0, config={})
         self._length = length
 
-    def operations(
-        self, searcher_mode: SearcherMode = SearcherMode.WorkersAskChief, auto_ack: bool = True
-    ) -> Iterator[DummySearcherOperation]:
-        searcher_mode = SearcherMode(searcher_mode)
-        rank = self._distributed.rank
-        if searcher_mode is SearcherMode.ChiefOnly and rank != 0:
-            raise RuntimeError(f"searcher.operations() on rank {rank} with SearcherMode.ChiefOnly: only the chief may iterate")
-        op = DummySearcherOperation(self._length, is_chief=rank == 0)
-        yield op
-        if rank == 0 and not op._completed:
-            raise RuntimeError("you must call op.report_completed() on each operation")
+    def _lengths(self) -> Iterator[int]:
+        yield self._length
 
-    def acknowledge_out_of_ops(self) -> None:
-        pass
+    def _operation(self, length: int, is_chief: bool) -> SearcherOperation:
+        return DummySearcherOperation(length, is_chief=is_chief)
 
     def get_configured_units(self) -> Unit:
         return Unit.EPOCHS
 
 
-class SearcherContextMissing:
+class SearcherContextMissing(SearcherContext):
     """Stands in where there is no searcher (non-trial tasks); every use explains why."""
+
+    def __init__(self) -> None:
+        pass  # nothing to hold: every method fails
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         raise ValueError(
@@ -204,4 +265,4 @@ class SearcherContextMissing:
             "in trials started by the master"
         )
 
-    operations = acknowledge_out_of_ops = get_configured_units = _fail
+    operations = acknowledge_out_of_ops = get_configured_units = _fail  # type: ignore[assignment]

@@ -250,6 +250,9 @@ class TrainContext:
     def set_metadata(self, metadata: dict) -> None:
         """Not supported by master_lite (Determined stores it as run metadata).
 
+        Args:
+            metadata: the run metadata to store.
+
         Raises:
             NotImplementedError: always.
         """

@@ -57,9 +57,7 @@ def plain_hparams(hparams: dict) -> dict:
 
 def sample_hparams(hparams: dict, seed: int | None = None) -> dict:
     """One random point of the search space, as plain values (what a trial would receive)."""
-    from determined.cli._experiment import sample_hparams as sample_specs  # the CLI's --test sampler
-
-    specs = sample_specs(expconf.normalize_hparams(hparams or {}), random.Random(seed))
+    specs = expconf.sample_hparam_specs(expconf.normalize_hparams(hparams or {}), random.Random(seed))
     return plain_hparams(specs)
 
 

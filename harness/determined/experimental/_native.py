@@ -22,7 +22,7 @@ import sys
 import tempfile
 from typing import Any, Callable, NoReturn, Sequence
 
-from determined.common import expconf
+from determined.common import expconf, hooks
 
 NATIVE_ENTRYPOINT = "python3 -m determined.exec.native"
 
@@ -178,9 +178,7 @@ def build_native_config(
     merged["internal"] = internal
     merged["entrypoint"] = NATIVE_ENTRYPOINT
     if test:
-        from determined.cli._experiment import test_mode_config
-
-        merged = test_mode_config(merged, rng)
+        merged = expconf.test_mode_config(merged, rng)
     expconf.check(merged)
     return merged
 
@@ -251,6 +249,18 @@ def submit_native(
     return int(experiment["id"])
 
 
+def notebook_hook(name: str) -> Callable[..., Any]:
+    """A hook that jupyter_determined registers for the Native API in a notebook
+    (`determined.common.hooks`): the harness never imports it."""
+    hook = hooks.get(name)
+    if hook is None:
+        raise ValueError(
+            "command=: in a notebook, pass command=['my_notebook.ipynb'] relative to context_dir "
+            "(install jupyter_determined to have the running notebook exported automatically)"
+        )
+    return hook
+
+
 def submit_current_notebook(
     config: dict | str | None,
     context_dir: str,
@@ -259,15 +269,9 @@ def submit_current_notebook(
     test: bool = False,
     defaults: dict | None = None,
 ) -> int:
-    """Export the notebook this kernel runs (jupyter_determined) and submit it as the native script."""
-    try:
-        from jupyter_determined import current_notebook_script
-    except ImportError:
-        raise ValueError(
-            "command=: in a notebook, pass command=['my_notebook.ipynb'] relative to context_dir "
-            "(install jupyter_determined to have the running notebook exported automatically)"
-        ) from None
-    script, notebook_path, cell_ids = current_notebook_script()
+    """Export the notebook this kernel runs (the `notebook_script` hook of jupyter_determined)
+    and submit it as the native script."""
+    script, notebook_path, cell_ids = notebook_hook(hooks.NOTEBOOK_SCRIPT)()
     stem = pathlib.Path(notebook_path).stem if notebook_path else "notebook"
     name = f"{stem}__det__.py"
     return submit_native(
@@ -291,11 +295,11 @@ def submit_notebook_and_stop(
 
     In a notebook there is no script to re-execute: the notebook itself is the script, and the
     cells after the call (`fit()`, ...) run in the trials, so the cell is stopped with one line
-    (`jupyter_determined.notebook_submitted`) instead of killing the kernel.
+    (`jupyter_determined.notebook_submitted`, the `notebook_submitted` hook) instead of killing
+    the kernel.
     """
+    notebook_submitted = notebook_hook(hooks.NOTEBOOK_SUBMITTED)  # missing: fail before submitting
     experiment_id = submit_current_notebook(config, context_dir, master_url=master_url, test=test, defaults=defaults)
-    from jupyter_determined import notebook_submitted
-
     raise notebook_submitted(experiment_id)
 
 

@@ -147,8 +147,8 @@ def _local_context(config: dict | str | None, *, test: bool) -> Any:
     context = _new_context(expanded, hparams, trial_seed=seed)
 
     def train_locally() -> Any:
-        # fit() trains once; afterwards the model (and any other) is plain Keras again.
-        det_keras.activate_native_context(None)
+        # fit() trains once: the interception is already removed, so afterwards the model (and
+        # any other) is plain Keras again.
         with _run.local_core_context(expanded, test=test) as core_context:
             result = det_keras.train_native(
                 core_context, context, mode=det_keras.LoopMode.TEST if test else det_keras.LoopMode.LOCAL

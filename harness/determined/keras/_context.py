@@ -4,6 +4,11 @@
 the Native API intercepts `keras.Model.fit` itself, which catches `keras` and `tf.keras` models
 alike). While a Native context is active, `fit()` on its model records its arguments and hands
 them to the context's training function instead of training for `epochs`.
+
+The interception is scoped: `activate_native_context(context)` (at `det.experimental.keras.init()`)
+installs it, and it is removed again, leaving `keras.Model.fit` exactly as it was, when that
+`fit()` starts the managed run or on `activate_native_context(None)`. Other models' `fit()` calls
+in between pass straight through.
 """
 from __future__ import annotations
 
@@ -21,7 +26,6 @@ logger = logging.getLogger("determined.keras")
 
 _ORIGINAL_FIT: Callable[..., Any] = keras.Model.fit
 _FIT_SIGNATURE = inspect.signature(_ORIGINAL_FIT)
-_active_native_context: "TFKerasNativeContext | None" = None
 
 
 def original_fit(model: Any, **kwargs: Any) -> Any:
@@ -82,10 +86,51 @@ def check_compiled(model: Any) -> None:
         )
 
 
+class _FitInterception:
+    """`keras.Model.fit` replaced by `_managed_fit` for one Native context, until `restore()`.
+
+    Keras defines `fit` on a base class of `keras.Model` (the backend's trainer), so installing
+    puts an attribute on `keras.Model` itself; restoring removes it again rather than copying the
+    inherited function onto `keras.Model`, so the class is left exactly as it was found.
+    """
+
+    _INHERITED = object()
+
+    def __init__(self) -> None:
+        self.context: "TFKerasNativeContext | None" = None
+        self._found: Any = self._INHERITED  # keras.Model's own `fit` before install, if it had one
+        self._passthrough: Callable[..., Any] = _ORIGINAL_FIT  # what other models' fit() runs
+
+    def install(self, context: "TFKerasNativeContext") -> None:
+        self.context = context
+        if keras.Model.fit is _managed_fit:
+            return
+        self._found = vars(keras.Model).get("fit", self._INHERITED)
+        self._passthrough = keras.Model.fit
+        keras.Model.fit = _managed_fit
+
+    def restore(self) -> None:
+        self.context = None
+        if keras.Model.fit is not _managed_fit:
+            return  # never installed, already restored, or replaced by someone else since
+        if self._found is self._INHERITED:
+            del keras.Model.fit
+        else:
+            keras.Model.fit = self._found
+        self._found = self._INHERITED
+        self._passthrough = _ORIGINAL_FIT
+
+    def passthrough(self, model: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._passthrough(model, *args, **kwargs)
+
+
+_interception = _FitInterception()
+
+
 def _managed_fit(self: Any, *args: Any, **kwargs: Any) -> Any:
-    context = _active_native_context
+    context = _interception.context
     if context is None or (context._model is not None and self is not context._model):
-        return _ORIGINAL_FIT(self, *args, **kwargs)
+        return _interception.passthrough(self, *args, **kwargs)
     if context._model is None:
         logger.info("fit() on a model that was not passed to context.wrap_model(): managing it anyway")
         context._model = self
@@ -99,15 +144,20 @@ def _managed_fit(self: Any, *args: Any, **kwargs: Any) -> Any:
     if context._train_fn is None:
         raise errors.InternalException("the Native context has no training function")
     context._fit_arguments = fit_args
+    # This fit() starts the managed run: from here on fit() is Keras' own again, for the run
+    # itself (its callbacks may call fit) and for whatever the script does afterwards. A fit()
+    # refused above keeps the interception, so the user can fix the call and try again.
+    _interception.restore()
     return context._train_fn()
 
 
 def activate_native_context(context: "TFKerasNativeContext | None") -> None:
-    """Route `fit()` of the context's model to its training function (None: back to plain Keras)."""
-    global _active_native_context
-    _active_native_context = context
-    if keras.Model.fit is not _managed_fit:
-        keras.Model.fit = _managed_fit
+    """Route `fit()` of the context's model to its training function, until that `fit()` starts
+    the managed run; None removes the interception (`keras.Model.fit` is as it was before)."""
+    if context is None:
+        _interception.restore()
+    else:
+        _interception.install(context)
 
 
 class _KerasContextMixin:

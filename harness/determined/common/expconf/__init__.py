@@ -28,6 +28,7 @@ from determined.common.expconf._schema import (
     SCHEMA,
     SEARCHER_NAMES,
 )
+from determined.common.expconf._test_mode import sample_hparam_specs, test_mode_config
 from determined.common.expconf._validate import check, import_jsonschema, prepare_validator, validate
 from determined.common.expconf._warnings import warnings
 
@@ -53,7 +54,9 @@ __all__ = [
     "load_file",
     "normalize_hparams",
     "prepare_validator",
+    "sample_hparam_specs",
     "searcher_metric",
+    "test_mode_config",
     "validate",
     "warnings",
 ]
