@@ -34,10 +34,17 @@ log = logging.getLogger("jupyter_determined.widgets")
 MIME_TYPE = "application/vnd.determined.experiment+json"
 TERMINAL = {str(state) for state in TERMINAL_EXPERIMENT_STATES}
 
-# The snapshot travels in the notebook file: its curves are downsampled by the master (first,
-# last and evenly spaced reports of each trial), a few thousand points in all.
-CURVE_POINTS_TOTAL = 5000
-CURVE_POINTS_PER_TRIAL = (10, 500)  # bounds per trial
+# The snapshot travels in the notebook file and JupyterLab copies an output's data whenever it
+# reads it: its curves are downsampled by the master (first, last and evenly spaced reports of
+# each trial), about 2,000 points per group in all; the live view fetches the rest.
+CURVE_POINTS_TOTAL = 2000
+CURVE_POINTS_PER_TRIAL = (5, 200)  # bounds per trial
+# The text/html fallback is sanitized by JupyterLab (table of contents) after every change of the
+# notebook: it shows the best trials and a few hundred points, not the whole search.
+HTML_MAX_TRIALS = 25
+HTML_MAX_SERIES = 10
+HTML_POINTS_PER_SERIES = 60
+SPARSE_SERIES_POINTS = 12  # a series this short gets a marker per point (one point: no line)
 LOG_TAIL_TRIALS = 3  # the latest log lines of this many of the newest trials
 LOG_TAIL_LINES = 8
 LOG_LINE_MAX_CHARS = 400  # a 20,000-character line must not become a 20,000-character output
@@ -163,13 +170,22 @@ def chart_range(values: list[float]) -> tuple[float, float]:
     return bottom, top
 
 
+def thin(points: list[list[float]], limit: int) -> list[list[float]]:
+    """At most `limit` of `points`, evenly spaced, the first and the last always kept."""
+    if len(points) <= limit or limit < 2:
+        return points
+    step = (len(points) - 1) / (limit - 1)
+    return [points[round(i * step)] for i in range(limit)]
+
+
 def render_curve_svg(curves: dict[str, list[list[float]]], metric: str,
                      best_trial: str | None = None, title: str = "validation") -> str:
     """Learning curves as SVG: one line per trial (steps on x), markers, the best one bold.
 
     The chart scales to the output's width (viewBox) and its legend sits beside the plot, so it
     never covers the points; colours come from the palette, text from the page's colour."""
-    series = {key: sorted(points) for key, points in curves.items() if points}
+    series = {key: thin(sorted(points), HTML_POINTS_PER_SERIES)
+              for key, points in curves.items() if points}
     if not series:
         return f"<div class='det-empty'><i>no {_esc(title)} {_esc(metric)} yet</i></div>"
     xs = [p[0] for points in series.values() for p in points]
@@ -212,7 +228,7 @@ def render_curve_svg(curves: dict[str, list[list[float]]], metric: str,
         parts.append(f"<polyline class='det-curve' data-trial='{_esc(key)}' fill='none' "
                      f"stroke='{color}' stroke-width='{3 if best else 1.5}' points='{coords}'>"
                      f"<title>trial {_esc(key)}</title></polyline>")
-        if len(points) <= 60:  # markers where they help: sparse series, single points
+        if len(points) <= SPARSE_SERIES_POINTS:  # markers where lines alone hide the data
             parts.extend(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='{3.5 if best else 2.5}' "
                          f"fill='{color}'><title>trial {_esc(key)} · step {format_number(x)} · "
                          f"{_esc(metric)} {_esc(format_number(y))}</title></circle>"
@@ -254,6 +270,19 @@ def best_trial_id(trials: list[dict], metric: str, smaller_is_better: bool) -> s
     return (min if smaller_is_better else max)(scored)[1]
 
 
+def top_trials(trials: list[dict], metric: str, smaller_is_better: bool,
+               limit: int) -> list[dict]:
+    """The `limit` trials with the best validation of `metric` (then the rest by id), by id."""
+    def rank(trial: dict) -> tuple:
+        value = _metric_of(trial, "best_validation", metric)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return (1, 0.0, trial.get("id") or 0)
+        return (0, value if smaller_is_better else -value, trial.get("id") or 0)
+
+    chosen = sorted(trials, key=rank)[:limit]
+    return sorted(chosen, key=lambda trial: trial.get("id") or 0)
+
+
 def snapshot_html(snapshot: dict) -> str:
     """The snapshot as self-contained HTML (no scripts), readable in light and dark pages."""
     experiment = snapshot.get("experiment") or {}
@@ -265,11 +294,20 @@ def snapshot_html(snapshot: dict) -> str:
     progress = 1.0 if state == "COMPLETED" else float(experiment.get("progress") or 0.0)
     color = STATE_COLORS.get(state, "#4e79a7")
     best = best_trial_id(trials, metric, smaller)
+    shown = top_trials(trials, metric, smaller, HTML_MAX_TRIALS)
+    plotted = {str(trial.get("id"))
+               for trial in top_trials(trials, metric, smaller, HTML_MAX_SERIES)}
     metrics = snapshot.get("metrics") or []
-    charts = render_curve_svg(_curves(metrics, "validation", metric), metric, best)
-    training = _curves(metrics, "training", metric)
-    if training:
-        charts += render_curve_svg(training, metric, best, title="training")
+    charts = ""
+    for group in ("validation", "training"):
+        curves = {key: points for key, points in _curves(metrics, group, metric).items()
+                  if key in plotted}
+        if curves or group == "validation":
+            charts += render_curve_svg(curves, metric, best, title=group)
+    more = len(trials) - len(shown)
+    table = render_trials_table(shown, metric) + (
+        f"<div style='font-size:11px;opacity:0.7'>{more} more trials (best {len(shown)} shown; "
+        f"curves of the best {len(plotted)})</div>" if more > 0 else "")
     logs = "\n".join(f"[trial {line.get('trial_id')}] {cut_line(str(line.get('line', '')))}"
                      for line in snapshot.get("logs") or [])
     taken = _esc(snapshot.get("taken_at") or "")
@@ -282,7 +320,7 @@ def snapshot_html(snapshot: dict) -> str:
             f"<span class='det-state' style='color:{color};font-weight:bold'>{_esc(state)}</span>"
             f" · {progress:.0%} · best {_esc(metric)} "
             f"{_esc(format_number(experiment.get('best_validation')))}</div>{bar}"
-            f"{render_trials_table(trials, metric)}{charts}"
+            f"{table}{charts}"
             + (f"<pre class='det-logs' style='font-size:11px;max-height:12em;overflow:auto;"
                f"margin:4px 0'>{_esc(logs)}</pre>" if logs else "")
             + f"<div style='font-size:11px;opacity:0.7'>snapshot taken {taken}</div></div>")
@@ -493,4 +531,4 @@ def show_experiment(experiment_id: int, *, session: Any = None, follow: bool = T
 
 __all__ = ["ExperimentWidget", "MIME_TYPE", "best_trial_id", "chart_range", "cut_line",
            "format_number", "nice_ticks", "render_curve_svg", "render_trials_table",
-           "show_experiment", "snapshot_html", "snapshot_text"]
+           "show_experiment", "snapshot_html", "snapshot_text", "thin", "top_trials"]

@@ -87,6 +87,12 @@ def test_a_search_of_single_point_series_log_axes_and_comparison(page, lab: Lab)
     view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{experiment_id}"]'
     page.wait_for_selector(f"{view} .jp-Det-trialsTable tr[data-trial-id]")
     _shoot(page, "sidebar-trials", view)
+    # Clicking it again brings its tab forward: one tab per experiment, however many clicks.
+    for _ in range(3):
+        page.click(row)
+    tabs = page.locator("#jp-main-dock-panel .lm-TabBar-tab:has-text('one-point-search')")
+    assert tabs.count() == 1
+    assert page.locator(view).count() == 1
 
     # Every trial's one validation point is plotted (4 points, 4 series) and visible.
     page.click(f'{view} .jp-Det-tab[data-section="curves"]')

@@ -100,6 +100,24 @@ def test_curves_draw_single_points_and_mark_the_best_trial() -> None:
     assert "no trials yet" in render_trials_table([], "loss")
 
 
+def test_a_large_search_keeps_the_fallback_small_and_shows_the_best() -> None:
+    # 100 trials x 200 points: JupyterLab sanitizes text/html outputs after every change of the
+    # notebook, so the fallback shows the best trials and a thinned chart, not everything.
+    trials = [{"id": i, "experiment_id": 7, "state": "COMPLETED", "hparams": {"lr": i / 1000},
+               "steps_completed": 200,
+               "best_validation": {"metrics": {"val_error": 1.0 - i / 100}}}
+              for i in range(1, 101)]
+    metrics = [{"id": i * 1000 + step, "trial_id": i, "group": group, "steps_completed": step,
+                "metrics": {"val_error": 1.0 / step}}
+               for i in range(1, 101) for step in range(1, 201)
+               for group in ("validation", "training")]
+    page = snapshot_html({**SNAPSHOT, "trials": trials, "metrics": metrics})
+    assert len(page) < 60_000, len(page)
+    assert "75 more trials (best 25 shown; curves of the best 10)" in page
+    assert "data-trial='100'" in page and "data-trial='1'" not in page  # the best, not the first
+    assert page.count("<polyline") == 20  # 10 trials, validation and training
+
+
 class FakeMaster:
     """Answers the widget's GETs from a script of experiment states (one per poll)."""
 

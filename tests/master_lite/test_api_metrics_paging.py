@@ -430,5 +430,5 @@ async def test_widget_loads_downsampled_validation_curves(api: Api, ids: dict) -
     asked = [params for path, params in session.asked if path.endswith("/metrics")]
     assert asked == [{"group": group, "max_datapoints": curve_points_per_trial(4)}
                      for group in ("validation", "training")]
-    assert len(widget.curves()[str(ids["trials"]["long"])]) == 10  # 10 validations < 500
-    assert curve_points_per_trial(1000) == 10 and curve_points_per_trial(1) == 500
+    assert len(widget.curves()[str(ids["trials"]["long"])]) == 10  # 10 validations < 200
+    assert curve_points_per_trial(1000) == 5 and curve_points_per_trial(1) == 200
