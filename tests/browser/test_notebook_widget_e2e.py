@@ -61,6 +61,15 @@ def wait_for_widget(page: Any, lab: Lab, timeout: float = 240) -> int:
     return int(page.get_attribute(WIDGET, "data-experiment-id"))
 
 
+def run_in_notebook(page: Any, lab: Lab, name: str, cells: list[str],
+                    timeout: float = 240) -> int:
+    """Write a notebook of `cells`, open it, run all, and return the id its widget shows."""
+    lab.write_notebook(name, cells)
+    lab.open_notebook(page, name)
+    run_all(page)
+    return wait_for_widget(page, lab, timeout)
+
+
 def experiment(lab: Lab, experiment_id: int) -> dict:
     return lab.api("GET", f"experiments/{experiment_id}")
 
@@ -79,12 +88,10 @@ def header_state(page: Any) -> str:
 
 
 def test_buttons_act_while_a_wait_cell_blocks_the_kernel(page, lab: Lab) -> None:
-    lab.write_notebook("wait.ipynb", ["%load_ext jupyter_determined",
-                                      config_cell("pausable", 100_000),
-                                      "%%det_submit config --wait\n" + PAUSABLE])
-    lab.open_notebook(page, "wait.ipynb")
-    run_all(page)
-    experiment_id = wait_for_widget(page, lab)
+    experiment_id = run_in_notebook(page, lab, "wait.ipynb", [
+        "%load_ext jupyter_determined",
+        config_cell("pausable", 100_000),
+        "%%det_submit config --wait\n" + PAUSABLE])
     lab.wait_for("the trial to report", lambda: any(
         t["steps_completed"] > 0 for t in experiment(lab, experiment_id)["trials"]), timeout=90)
     page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus[data-connection='live']")
@@ -133,11 +140,10 @@ with det.core.init() as core_context:
 
 
 def test_after_a_flood_of_output_the_widget_shows_the_end(page, lab: Lab) -> None:
-    lab.write_notebook("flood.ipynb", ["%load_ext jupyter_determined", config_cell("flood", 1),
-                                       "%%det_submit config\n" + FLOOD])
-    lab.open_notebook(page, "flood.ipynb")
-    run_all(page)
-    experiment_id = wait_for_widget(page, lab)
+    experiment_id = run_in_notebook(page, lab, "flood.ipynb", [
+        "%load_ext jupyter_determined",
+        config_cell("flood", 1),
+        "%%det_submit config\n" + FLOOD])
     page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (COMPLETED)')",
                            timeout=300_000)
     assert experiment(lab, experiment_id)["experiment"]["state"] == "COMPLETED"
@@ -155,12 +161,10 @@ def test_after_a_flood_of_output_the_widget_shows_the_end(page, lab: Lab) -> Non
 
 
 def test_disconnected_while_the_server_is_down_and_back_after_restart(page, lab: Lab) -> None:
-    lab.write_notebook("restart.ipynb", ["%load_ext jupyter_determined",
-                                         config_cell("survives", 100_000),
-                                         "%%det_submit config\n" + PAUSABLE])
-    lab.open_notebook(page, "restart.ipynb")
-    run_all(page)
-    experiment_id = wait_for_widget(page, lab)
+    experiment_id = run_in_notebook(page, lab, "restart.ipynb", [
+        "%load_ext jupyter_determined",
+        config_cell("survives", 100_000),
+        "%%det_submit config\n" + PAUSABLE])
     page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus[data-connection='live']", timeout=60_000)
     lab.stop()
     page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus[data-connection='disconnected']",
@@ -175,11 +179,10 @@ def test_disconnected_while_the_server_is_down_and_back_after_restart(page, lab:
 
 
 def test_a_saved_notebook_shows_the_widget_without_its_kernel(page, lab: Lab) -> None:
-    lab.write_notebook("saved.ipynb", ["%load_ext jupyter_determined", config_cell("saved", 10),
-                                       "%%det_submit config --wait\n" + PAUSABLE])
-    lab.open_notebook(page, "saved.ipynb")
-    run_all(page)
-    experiment_id = wait_for_widget(page, lab)
+    experiment_id = run_in_notebook(page, lab, "saved.ipynb", [
+        "%load_ext jupyter_determined",
+        config_cell("saved", 10),
+        "%%det_submit config --wait\n" + PAUSABLE])
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
     page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
     shut_down_kernels(lab)
@@ -224,12 +227,10 @@ def saved_snapshot(lab: Lab, name: str, cell: int) -> dict:
 
 
 def test_the_browser_saves_the_final_state_when_the_kernel_is_gone(page, lab: Lab) -> None:
-    lab.write_notebook("orphan.ipynb", ["%load_ext jupyter_determined",
-                                        config_cell("orphan", 60),
-                                        "%%det_submit config\n" + PAUSABLE])
-    lab.open_notebook(page, "orphan.ipynb")
-    run_all(page)
-    experiment_id = wait_for_widget(page, lab)
+    experiment_id = run_in_notebook(page, lab, "orphan.ipynb", [
+        "%load_ext jupyter_determined",
+        config_cell("orphan", 60),
+        "%%det_submit config\n" + PAUSABLE])
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
     shut_down_kernels(lab)  # the kernel that displayed it never sees the end
     assert experiment(lab, experiment_id)["experiment"]["state"] == "ACTIVE"
@@ -242,16 +243,12 @@ def test_the_browser_saves_the_final_state_when_the_kernel_is_gone(page, lab: La
 
 
 def test_a_failing_trial_names_the_notebook_cell_and_line(page, lab: Lab) -> None:
-    lab.write_notebook("fails.ipynb", [
+    experiment_id = run_in_notebook(page, lab, "fails.ipynb", [
         "%load_ext jupyter_determined",
         "def rate(x):\n    return 1 / x",
         config_cell("fails", 10),
         "%%det_submit config\nimport determined as det\n"
-        "with det.core.init() as core_context:\n    rate(0)",
-    ])
-    lab.open_notebook(page, "fails.ipynb")
-    run_all(page)
-    experiment_id = wait_for_widget(page, lab)
+        "with det.core.init() as core_context:\n    rate(0)"])
     banner = page.wait_for_selector(f"{WIDGET} .jp-Det-nbBanner-line", timeout=120_000)
     # The second cell (index 1), its second line: where the exception was raised.
     assert re.search(r"Trial \d+ failed in cell 2, line 2: ZeroDivisionError: division by zero",
