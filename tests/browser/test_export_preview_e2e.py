@@ -6,7 +6,6 @@ cells the preview listed. Screenshots (light and dark) go to docs/images/ for do
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,21 +38,22 @@ def notebook_cell(page: Any, index: int) -> Any:
 
 
 def shoot(page: Any, name: str) -> Path:
-    """A screenshot of the whole window, into test-output/screenshots/ and docs/images/."""
-    from conftest import save_screenshot
-
-    path = save_screenshot(page, name)
+    """A screenshot of the whole window, into docs/images/ (docs/jupyter.md shows it)."""
+    # Not conftest's helper: in a whole-suite run `import conftest` may name another folder's.
     DOC_IMAGES.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(path, DOC_IMAGES / f"{name}.png")
+    path = DOC_IMAGES / f"{name}.png"
+    page.screenshot(path=str(path))
     return path
 
 
 def set_theme(page: Any, theme: str) -> None:
     page.evaluate("theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})",
                   theme)
-    page.wait_for_function("theme => document.body.dataset.jpThemeName === theme", arg=theme,
-                           timeout=15_000)
-    page.wait_for_timeout(500)  # the theme's CSS is applied after the attribute changes
+    # The attribute changes before the theme's CSS applies: wait for the page's colour too.
+    page.wait_for_function(
+        """theme => document.body.dataset.jpThemeName === theme && (
+               getComputedStyle(document.body).getPropertyValue('--jp-layout-color0').trim()
+               === (theme.includes('Dark') ? '#111' : 'white'))""", arg=theme, timeout=15_000)
 
 
 def test_det_skip_toggle_and_preview(page, lab: Lab) -> None:
