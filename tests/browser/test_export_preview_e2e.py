@@ -56,7 +56,7 @@ def set_theme(page: Any, theme: str) -> None:
                === (theme.includes('Dark') ? '#111' : 'white'))""", arg=theme, timeout=15_000)
 
 
-def test_det_skip_toggle_and_preview(page, lab: Lab) -> None:
+def test_det_skip_toggle_and_preview(page, lab: Lab, extension_page_errors) -> None:
     lab.write_notebook("preview.ipynb", CELLS)
     lab.open_notebook(page, "preview.ipynb")
     page.click(".jp-Det-previewButton")
@@ -100,7 +100,7 @@ def test_det_skip_toggle_and_preview(page, lab: Lab) -> None:
     page.click(row(PANEL, "cell-1") + " .jp-Det-xpIndex")
     page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell')[1]"
                            ".classList.contains('jp-mod-active')", timeout=10_000)
-    assert not [line for line in page.console_messages if "pageerror" in line]
+    assert not extension_page_errors()
 
 
 def test_the_submit_dialog_previews_what_it_submits(page, lab: Lab) -> None:

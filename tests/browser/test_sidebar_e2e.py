@@ -13,7 +13,6 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-import pytest
 
 if TYPE_CHECKING:  # the fixtures come from this folder's conftest.py
     from conftest import Lab
@@ -101,17 +100,18 @@ def _server_env(lab: Lab) -> dict:
     return env
 
 
-def test_api_errors_are_readable(page, lab: Lab, screenshot) -> None:
+def test_api_errors_are_readable(page, lab: Lab, screenshot, extension_page_errors) -> None:
     lab.open_in(page)
     show_sidebar(page)
     run_command(page, "determined:open-experiment", {"id": 987654})
     error = page.wait_for_selector(".jp-Det-experimentView .jp-Det-error")
     assert "experiment 987654 not found" in error.inner_text()
     screenshot(page, "01-error-for-missing-experiment")
-    assert not [m for m in page.console_messages if m.startswith("pageerror")]
+    assert not extension_page_errors()
 
 
-def test_cell_magic_submission_live_progress_chart_pause_and_logs(page, lab: Lab, screenshot) -> None:
+def test_cell_magic_submission_live_progress_chart_pause_and_logs(page, lab: Lab, screenshot,
+                                                                  extension_page_errors) -> None:
     (lab.notebook_dir / "config.yaml").write_text(CONFIG)
     lab.write_notebook("magic.ipynb", [
         "%load_ext jupyter_determined",
@@ -197,7 +197,7 @@ def test_cell_magic_submission_live_progress_chart_pause_and_logs(page, lab: Lab
     page.click(f'{view} .jp-Det-action-kill')
     page.click(".jp-Dialog-button.jp-mod-accept")
     page.wait_for_selector(f'{view} .jp-Det-expHeader [data-state="CANCELED"]', timeout=60_000)
-    assert not [m for m in page.console_messages if m.startswith("pageerror")]
+    assert not extension_page_errors()
 
 
 def test_toolbar_button_submits_the_notebook(page, lab: Lab, screenshot) -> None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -13,10 +12,6 @@ from determined.cli.main import main
 from determined.common import api
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]  # closed again: nothing listens there
 
 
 @pytest.fixture
@@ -29,8 +24,9 @@ def environment(monkeypatch, tmp_path):
     return root
 
 
-def test_a_refused_det_master_names_the_variable_the_file_and_the_fix(environment, monkeypatch):
-    url = f"http://127.0.0.1:{closed_port()}"
+def test_a_refused_det_master_names_the_variable_the_file_and_the_fix(environment, monkeypatch,
+                                                                      refused_port):
+    url = f"http://127.0.0.1:{refused_port}"
     monkeypatch.setenv("DET_MASTER", url)
     session = api.connect(interactive=True)
     started = time.monotonic()
@@ -48,11 +44,11 @@ def test_a_refused_det_master_names_the_variable_the_file_and_the_fix(environmen
         "JupyterLab" in lines[-1]
 
 
-def test_a_stale_master_file_says_its_master_is_gone(environment):
+def test_a_stale_master_file_says_its_master_is_gone(environment, refused_port):
     environment.mkdir()
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    url = f"http://127.0.0.1:{closed_port()}"
+    url = f"http://127.0.0.1:{refused_port}"
     (environment / "master.json").write_text(json.dumps({"url": url, "token": "t",
                                                          "pid": gone.pid}))
     with pytest.raises(api.MasterUnreachable) as raised:
@@ -71,8 +67,9 @@ def test_without_any_master_the_error_lists_what_was_looked_at(environment):
         f"  {environment / 'master.json'}: not found"]
 
 
-def test_det_cli_reports_an_unreachable_master_quickly(environment, monkeypatch, capsys):
-    url = f"http://127.0.0.1:{closed_port()}"
+def test_det_cli_reports_an_unreachable_master_quickly(environment, monkeypatch, capsys,
+                                                       refused_port):
+    url = f"http://127.0.0.1:{refused_port}"
     monkeypatch.setenv("DET_MASTER", url)
     started = time.monotonic()
     assert main(["e", "list"]) == 1
@@ -83,7 +80,7 @@ def test_det_cli_reports_an_unreachable_master_quickly(environment, monkeypatch,
     assert f"DET_MASTER={url}" in err and "master-lite" in err and "Traceback" not in err
 
 
-def test_non_interactive_sessions_keep_retrying_longer(environment, monkeypatch):
+def test_non_interactive_sessions_keep_retrying_longer(environment, monkeypatch, refused_port):
     """Trials (and other background clients) ride out a master restart of a few seconds."""
-    monkeypatch.setenv("DET_MASTER", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("DET_MASTER", f"http://127.0.0.1:{refused_port}")
     assert api.connect().connect_retries > api.connect(interactive=True).connect_retries

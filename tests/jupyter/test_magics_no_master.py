@@ -2,7 +2,6 @@
 do, in about a second (no Jupyter server needed)."""
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -38,14 +37,11 @@ def run(shell, source: str) -> None:
         raise result.error_in_exec or result.error_before_exec
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
-def test_det_submit_to_a_refused_master_says_what_was_tried(shell, monkeypatch, tmp_path):
-    url = f"http://127.0.0.1:{closed_port()}"
+def test_det_submit_to_a_refused_master_says_what_was_tried(shell, monkeypatch, tmp_path,
+                                                            refused_port):
+    url = f"http://127.0.0.1:{refused_port}"
     monkeypatch.setenv("DET_MASTER", url)
     started = time.monotonic()
     with pytest.raises(UsageError) as refused:
