@@ -7,7 +7,6 @@ import sys
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from traitlets.config import Config
 
 from jupyter_determined import NotebookExportError, cells_to_script, export_notebook_script
 from jupyter_determined._export import convert_cell, frontend_notebook
@@ -107,20 +106,6 @@ def test_export_notebook_script_from_a_file(tmp_path) -> None:
 
 
 # --- the running kernel's notebook (an in-process IPython shell) ------------------------------
-
-
-@pytest.fixture
-def shell(monkeypatch):
-    from IPython.core.interactiveshell import InteractiveShell
-
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    monkeypatch.setattr(frontend_notebook, "snapshot", None)
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    InteractiveShell.clear_instance()
-    instance = InteractiveShell.instance(config=config)
-    yield instance
-    InteractiveShell.clear_instance()
 
 
 EXPORT_ABOVE = ("from jupyter_determined._export import current_notebook_export\n"

@@ -7,10 +7,8 @@ import time
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from traitlets.config import Config
 
 from jupyter_determined import cells_to_script
-from jupyter_determined._export import current_notebook_export, frontend_notebook
 
 
 def cell(source: str, cell_id: str, tags: list[str] | None = None, count: int | None = None):
@@ -56,20 +54,6 @@ def test_each_cell_records_its_index_count_and_place_in_the_script() -> None:
     # The prelude carries the same table to the trial.
     assert "notebook_errors" in exported.script and "'line_map': [2, 3, 4]" in exported.script
     compile(exported.script, "_det_notebook_cell.py", "exec")
-
-
-@pytest.fixture
-def shell(monkeypatch):
-    from IPython.core.interactiveshell import InteractiveShell
-
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    monkeypatch.setattr(frontend_notebook, "snapshot", None)
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    InteractiveShell.clear_instance()
-    instance = InteractiveShell.instance(config=config)
-    yield instance
-    InteractiveShell.clear_instance()
 
 
 def run(shell, source: str) -> None:

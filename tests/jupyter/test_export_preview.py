@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import tornado.httpclient
-from traitlets.config import Config
 
 from jupyter_determined._export import current_notebook_export, frontend_notebook
 from jupyter_determined._preview import det_submit_body, preview_export, skip_reason
@@ -115,20 +114,6 @@ def test_helpers() -> None:
 
 
 # --- the same script as the magic -------------------------------------------------------------
-
-
-@pytest.fixture
-def shell(monkeypatch):
-    from IPython.core.interactiveshell import InteractiveShell
-
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    monkeypatch.setattr(frontend_notebook, "snapshot", None)
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    InteractiveShell.clear_instance()
-    instance = InteractiveShell.instance(config=config)
-    yield instance
-    InteractiveShell.clear_instance()
 
 
 def test_the_preview_is_what_det_submit_exports(shell) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from jupyter_determined._widgets import (MIME_TYPE, ExperimentWidget, chart_range, cut_line,
                                          format_number, nice_ticks, render_curve_svg,
-                                         render_trials_table, snapshot_html, snapshot_text)
+                                         render_trials_table, snapshot_html)
 
 EXPERIMENT = {"id": 7, "name": "digits", "state": "COMPLETED", "progress": 0.75,
               "best_validation": 0.25,
