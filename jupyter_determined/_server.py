@@ -18,6 +18,7 @@ from typing import Any
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
@@ -27,9 +28,33 @@ URL_SEGMENT = "determined"  # the API lives under <base_url>determined/api/v1
 EXPORT_PREVIEW_PATH = "export-preview"
 
 
-def user_is_logged_in(handler: Any) -> bool:
-    """Jupyter's own authentication (token, cookie) accepted as the master's user."""
-    return handler.current_user is not None
+# The resource jupyter_server's Authorizer is asked about for everything the master serves:
+# "read" for GETs, "write" for actions and reports, "execute" for creating an experiment (it
+# runs the uploaded code, as a kernel would). See docs/jupyter.md, "Authorization".
+AUTH_RESOURCE = "determined"
+AUTH_ACTIONS = ("read", "write", "execute")
+
+
+async def _allowed(handler: Any) -> None:
+    """Nothing: `authorized` below raises 403 before it runs when the authorizer refuses."""
+
+
+# jupyter_server's own decorator, one per action: it asks `handler.authorizer.is_authorized`
+# (whatever Authorizer the deployment configured: JupyterHub's roles, a read-only policy...).
+_AUTHORIZE = {action: authorized(action, AUTH_RESOURCE)(_allowed) for action in AUTH_ACTIONS}
+
+
+async def authorize_jupyter_user(handler: Any, action: str) -> bool:
+    """The master's `user_auth`: Jupyter's logged-in user (token, cookie) is the master's user
+    when the server's Authorizer allows `action` on `AUTH_RESOURCE`.
+
+    Returns False when nobody is logged in (the API answers 401); raises a 403 HTTPError when
+    the authorizer refuses.
+    """
+    if handler.current_user is None:
+        return False
+    await _AUTHORIZE[action](handler)
+    return True
 
 
 def _local_connection_url(serverapp: Any) -> str:
@@ -49,7 +74,10 @@ class ExportPreviewHandler(APIHandler):
     """POST `{"cells": [...], "submit_cell_id"?, "path"?}` → what a submission would export
     (`jupyter_determined._preview.preview_export`); the labextension's export preview."""
 
+    auth_resource = AUTH_RESOURCE
+
     @tornado.web.authenticated
+    @authorized("read")  # a preview changes nothing
     async def post(self) -> None:
         from jupyter_determined._export import NotebookExportError
         from jupyter_determined._preview import preview_export
@@ -115,7 +143,7 @@ class DeterminedServerExtension(ExtensionApp):
 
         prefix = url_path_join(self.serverapp.base_url, URL_SEGMENT).rstrip("/")
         handlers = make_handlers(self.master, prefix, base_handler=APIHandler,
-                                 user_auth=user_is_logged_in,
+                                 user_auth=authorize_jupyter_user,
                                  context_size_limit=self.master_app.context_size_limit)
         self.serverapp.web_app.add_handlers(".*$", handlers)
         self.serverapp.web_app.add_handlers(".*$", [(url_path_join(prefix, EXPORT_PREVIEW_PATH),
@@ -203,4 +231,4 @@ def master_info(serverapp: Any) -> dict:
 
 
 __all__ = ["DeterminedServerExtension", "EXPORT_PREVIEW_PATH", "ExportPreviewHandler",
-           "URL_SEGMENT", "master_info", "user_is_logged_in"]
+           "URL_SEGMENT", "master_info", "authorize_jupyter_user", "AUTH_RESOURCE"]

@@ -2,19 +2,25 @@
 
 `make_handlers(master, prefix)` returns tornado route specs for every endpoint under
 `prefix + "/api/v1/"`. Standalone, callers authenticate with the master token; inside
-jupyter_server pass `base_handler=APIHandler` and a `user_auth(handler) -> bool` that accepts
-Jupyter's logged-in user.
+jupyter_server pass `base_handler=APIHandler` and a `user_auth(handler, action)` that accepts
+Jupyter's logged-in user when the server's authorizer allows the operation's action
+(`Operation.action_for`).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import tornado.web
 
 from determined.common import context as context_mod
 
-from master_lite.api._base import ApiError, ApiHandlerMixin, NotFoundHandlerMixin, max_body_bytes
+from master_lite.api._base import (
+    ApiError,
+    ApiHandlerMixin,
+    NotFoundHandlerMixin,
+    UserAuth,
+    max_body_bytes,
+)
 from master_lite.api._declarations import Operation, Param, PathParam, Route, TrialScope
 from master_lite.api._openapi import build_document
 from master_lite.api._routes import ROUTES
@@ -22,7 +28,7 @@ from master_lite.api._routes import ROUTES
 
 def make_handlers(master: Any, prefix: str = "", *,
                   base_handler: type[tornado.web.RequestHandler] = tornado.web.RequestHandler,
-                  user_auth: Callable[[tornado.web.RequestHandler], bool] | None = None,
+                  user_auth: UserAuth | None = None,
                   context_size_limit: int = context_mod.DEFAULT_LIMIT_BYTES,
                   ) -> list[tuple[str, type, dict]]:
     """Tornado `(pattern, handler class, kwargs)` for every route, under `prefix/api/v1`.
@@ -50,4 +56,4 @@ def make_handlers(master: Any, prefix: str = "", *,
 
 
 __all__ = ["make_handlers", "build_document", "ROUTES", "Route", "Operation", "Param",
-           "PathParam", "TrialScope", "ApiError", "ApiHandlerMixin", "max_body_bytes"]
+           "PathParam", "TrialScope", "ApiError", "ApiHandlerMixin", "UserAuth", "max_body_bytes"]

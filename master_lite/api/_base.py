@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import tornado.web
@@ -32,6 +32,11 @@ log = logging.getLogger("master_lite.api")
 
 # Users send contexts base64-encoded inside JSON: 4 bytes per 3, plus room for the config.
 BODY_OVERHEAD_BYTES = 1024 * 1024
+
+# How a host (jupyter_server) vouches for its logged-in user: `(handler, action)` → True when
+# the user may do `action` ("read", "write", "execute"), False when nobody is logged in; it
+# raises a 403 HTTPError when the host's authorizer refuses.
+UserAuth = Callable[[Any, str], bool | Awaitable[bool]]
 
 
 def max_body_bytes(context_size_limit: int) -> int:
@@ -157,7 +162,7 @@ class ApiHandlerMixin:
     # Set by `initialize` from the route's kwargs.
     master: Any
     route: Route
-    user_auth: Callable[[Any], bool] | None
+    user_auth: UserAuth | None
     body_limit: int
 
     # Set on each concrete class by `make_handlers` (the OpenAPI handler reads them).
@@ -168,7 +173,7 @@ class ApiHandlerMixin:
     args: dict[str, Any]
     body: Any = None
 
-    def initialize(self, *, master: Any, route: Route, user_auth: Callable[[Any], bool] | None,
+    def initialize(self, *, master: Any, route: Route, user_auth: UserAuth | None,
                    body_limit: int, **kwargs: Any) -> None:
         self.master = master
         self.route = route
@@ -199,12 +204,18 @@ class ApiHandlerMixin:
             return None
         return super().check_xsrf_cookie()  # type: ignore[misc]
 
-    def _authenticate(self) -> UserPrincipal | TrialPrincipal:
+    async def _authenticate(self, action: str) -> UserPrincipal | TrialPrincipal:
         principal = self._principal_from_token()
         if principal is not None:
             return principal
-        if self.user_auth is not None and self.user_auth(self):
-            return UserPrincipal()
+        if self.user_auth is not None:
+            # The host's user (Jupyter's login): `user_auth` answers False for nobody logged
+            # in, and raises a 403 when the host's authorizer refuses `action`.
+            allowed = self.user_auth(self, action)
+            if inspect.isawaitable(allowed):
+                allowed = await allowed
+            if allowed:
+                return UserPrincipal()
         if self.request_token():
             raise ApiError(401, "missing or invalid token: the token given is not the master's "
                                 "token nor a live trial's session token")
@@ -229,7 +240,7 @@ class ApiHandlerMixin:
                                 f"of {self.body_limit} bytes (context_size_limit, base64-encoded, "
                                 "plus the config); shrink the context with a .detignore file")
         if operation.auth:
-            self.principal = self._authenticate()
+            self.principal = await self._authenticate(operation.action_for(method))
         trial = self.principal if isinstance(self.principal, TrialPrincipal) else None
         if trial is not None:
             self._check_path_scope(trial, operation)

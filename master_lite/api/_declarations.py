@@ -53,6 +53,15 @@ class Operation:
     fast_accept: Callable[[Any], bool] | None = None
     content_type: str = "application/json"
     description: str = ""
+    # What a host's authorizer is asked for a logged-in user (jupyter_server's actions: "read",
+    # "write", "execute"); None: "read" for GET, "write" for the other methods.
+    auth_action: str | None = None
+
+    def action_for(self, method: str) -> str:
+        """The authorization action of this operation called with HTTP `method`."""
+        if self.auth_action is not None:
+            return self.auth_action
+        return "read" if method.lower() in ("get", "head", "options") else "write"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -116,6 +116,8 @@ ROUTES: tuple[Route, ...] = (
                              Param("archived", "boolean", "only (un)archived experiments"))),
         "post": Operation("Create an experiment", EXPERIMENT_ANSWER, status=201,
                           request=CREATE_EXPERIMENT_BODY,
+                          # It runs the uploaded code on this machine, as a kernel would.
+                          auth_action="execute",
                           description="400 lists every config error with its path; 413 when "
                                       "the context is larger than context_size_limit")}),
     Route("/experiments/{experiment_id}", _experiments.ExperimentHandler, {

@@ -782,7 +782,7 @@ def test_handlers_mount_inside_jupyter_server(fake: FakeMaster, tmp_path: Any,
         prefix = url_path_join(serverapp.base_url, "determined")
         serverapp.web_app.add_handlers(".*$", make_handlers(
             fake, prefix, base_handler=APIHandler,
-            user_auth=lambda handler: handler.current_user is not None))
+            user_auth=lambda handler, action: handler.current_user is not None))
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen(16)
