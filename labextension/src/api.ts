@@ -117,13 +117,21 @@ export class DeterminedClient {
     return URLExt.join(this.settings.baseUrl, API_PATH, path) + queryString(query);
   }
 
-  async request<T>(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<T> {
+  async request<T>(
+    method: string,
+    path: string,
+    options: { query?: Query; body?: unknown } = {}
+  ): Promise<T> {
     const init: RequestInit = { method };
     if (options.body !== undefined) {
       init.body = JSON.stringify(options.body);
       init.headers = { 'Content-Type': 'application/json' };
     }
-    const response = await ServerConnection.makeRequest(this.url(path, options.query), init, this.settings);
+    const response = await ServerConnection.makeRequest(
+      this.url(path, options.query),
+      init,
+      this.settings
+    );
     if (!response.ok) {
       throw await errorFromResponse(response, `${method} ${path}`);
     }
@@ -134,7 +142,10 @@ export class DeterminedClient {
     try {
       return JSON.parse(text) as T;
     } catch (error) {
-      throw new DeterminedApiError(`${method} ${path}: the answer is not JSON (${String(error)})`, response.status);
+      throw new DeterminedApiError(
+        `${method} ${path}: the answer is not JSON (${String(error)})`,
+        response.status
+      );
     }
   }
 
@@ -147,18 +158,26 @@ export class DeterminedClient {
   }
 
   async listTrials(experimentId: number): Promise<ITrial[]> {
-    return (await this.request<{ trials: ITrial[] }>('GET', `experiments/${experimentId}/trials`)).trials;
+    return (await this.request<{ trials: ITrial[] }>('GET', `experiments/${experimentId}/trials`))
+      .trials;
   }
 
   /** One page of an experiment's trials (with their latest/best metrics) and how many there are. */
-  async trialsPage(experimentId: number, page: ITrialsPageQuery = {}): Promise<{ trials: ITrial[]; total: number }> {
+  async trialsPage(
+    experimentId: number,
+    page: ITrialsPageQuery = {}
+  ): Promise<{ trials: ITrial[]; total: number }> {
     const query = { limit: page.limit, offset: page.offset, order_by: page.orderBy };
     return this.request('GET', `experiments/${experimentId}/trials`, { query });
   }
 
   async listCheckpoints(experimentId: number): Promise<ICheckpoint[]> {
-    return (await this.request<{ checkpoints: ICheckpoint[] }>('GET', `experiments/${experimentId}/checkpoints`))
-      .checkpoints;
+    return (
+      await this.request<{ checkpoints: ICheckpoint[] }>(
+        'GET',
+        `experiments/${experimentId}/checkpoints`
+      )
+    ).checkpoints;
   }
 
   /**
@@ -179,20 +198,36 @@ export class DeterminedClient {
     if (sample.trialIds) {
       query.trial_ids = sample.trialIds.join(',');
     }
-    return (await this.request<{ metrics: IMetricReport[] }>('GET', `experiments/${experimentId}/metrics`, { query }))
-      .metrics;
+    return (
+      await this.request<{ metrics: IMetricReport[] }>(
+        'GET',
+        `experiments/${experimentId}/metrics`,
+        { query }
+      )
+    ).metrics;
   }
 
   async trialLogs(
     trialId: number,
-    query: { after_id?: number; tail?: number; limit?: number; rank?: number | null; stream?: string } = {}
+    query: {
+      after_id?: number;
+      tail?: number;
+      limit?: number;
+      rank?: number | null;
+      stream?: string;
+    } = {}
   ): Promise<ILogLine[]> {
-    return (await this.request<{ logs: ILogLine[] }>('GET', `trials/${trialId}/logs`, { query })).logs;
+    return (await this.request<{ logs: ILogLine[] }>('GET', `trials/${trialId}/logs`, { query }))
+      .logs;
   }
 
   async experimentAction(experimentId: number, action: string): Promise<IExperiment> {
-    return (await this.request<{ experiment: IExperiment }>('POST', `experiments/${experimentId}/${action}`))
-      .experiment;
+    return (
+      await this.request<{ experiment: IExperiment }>(
+        'POST',
+        `experiments/${experimentId}/${action}`
+      )
+    ).experiment;
   }
 
   async resources(): Promise<IResources> {

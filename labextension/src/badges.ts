@@ -9,7 +9,11 @@ import { displayProgress, formatPercent, stateCategory } from './format';
 export function stateBadge(state: string, title?: string): HTMLElement {
   return h(
     'span',
-    { class: `jp-Det-state jp-Det-state-${stateCategory(state)}`, title: title ?? '', attrs: { 'data-state': state } },
+    {
+      class: `jp-Det-state jp-Det-state-${stateCategory(state)}`,
+      title: title ?? '',
+      attrs: { 'data-state': state }
+    },
     state
   );
 }
@@ -21,7 +25,10 @@ export function stateProgressBar(state: string, progress: number | null | undefi
   // ERROR fills the bar with red stripes whatever was reported: the master may leave a failed
   // experiment at 100 %, and a full bar must not read as "done".
   const width = state === 'ERROR' ? 1 : percent;
-  const label = state === 'ERROR' ? `ended in ERROR at ${formatPercent(fraction)}` : `progress ${formatPercent(fraction)}`;
+  const label =
+    state === 'ERROR'
+      ? `ended in ERROR at ${formatPercent(fraction)}`
+      : `progress ${formatPercent(fraction)}`;
   return h(
     'div',
     {
@@ -41,13 +48,20 @@ export function stateProgressBar(state: string, progress: number | null | undefi
 }
 
 /** The percentage next to a bar; "failed" (in red) for ERROR. */
-export function progressText(state: string, progress: number | null | undefined, className = ''): HTMLElement {
+export function progressText(
+  state: string,
+  progress: number | null | undefined,
+  className = ''
+): HTMLElement {
   const percent = formatPercent(displayProgress(state, progress));
   return h(
     'span',
     {
       class: `jp-Det-percent jp-Det-percent-${stateCategory(state)} ${className}`.trim(),
-      title: state === 'ERROR' ? `ended in ERROR (last reported progress ${percent})` : `progress ${percent}`
+      title:
+        state === 'ERROR'
+          ? `ended in ERROR (last reported progress ${percent})`
+          : `progress ${percent}`
     },
     state === 'ERROR' ? 'failed' : percent
   );

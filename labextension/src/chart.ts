@@ -13,7 +13,16 @@
  */
 import uPlot from 'uplot';
 
-import { INTEGER_INCRS, countPresent, formatTicks, logTicks, nearestPresent, paddedRange, showMarkers, stepRange } from './chartMath';
+import {
+  INTEGER_INCRS,
+  countPresent,
+  formatTicks,
+  logTicks,
+  nearestPresent,
+  paddedRange,
+  showMarkers,
+  stepRange
+} from './chartMath';
 import { h } from './dom';
 import { formatNumber } from './format';
 import { IChartTheme, onThemeChange, readChartTheme, trialColor } from './theme';
@@ -77,7 +86,10 @@ export class Chart {
     this._tooltip.hidden = true;
     this.node = h(
       'div',
-      { class: `jp-Det-chart jp-Det-chart-${kind}`, attrs: { 'data-points': '0', 'data-series': '' } },
+      {
+        class: `jp-Det-chart jp-Det-chart-${kind}`,
+        attrs: { 'data-points': '0', 'data-series': '' }
+      },
       this._empty
     );
     this._resizeObserver = new ResizeObserver(() => this._resize());
@@ -195,7 +207,8 @@ export class Chart {
     const series: uPlot.Series[] = [
       {
         label: this._xLabel,
-        value: (_u, value) => (value === null || value === undefined ? '—' : this._formatX(value, data))
+        value: (_u, value) =>
+          value === null || value === undefined ? '—' : this._formatX(value, data)
       }
     ];
     const highlight = data.highlight ?? -1;
@@ -214,7 +227,10 @@ export class Chart {
           ? { show: true, size: 8, width: 1, stroke: color, fill: `${color}99` }
           : {
               show: (u, seriesIdx, idx0, idx1) =>
-                showMarkers(countPresent(u.data[seriesIdx] as (number | null)[], idx0, idx1), u.over.clientWidth || u.width),
+                showMarkers(
+                  countPresent(u.data[seriesIdx] as (number | null)[], idx0, idx1),
+                  u.over.clientWidth || u.width
+                ),
               size: best ? 8 : 6,
               width: 1.5,
               stroke: color,
@@ -267,14 +283,20 @@ export class Chart {
           return 40;
         }
         u.ctx.font = font;
-        const widest = Math.max(...values.map(v => u.ctx.measureText(String(v)).width)) / (uPlot.pxRatio || 1);
+        const widest =
+          Math.max(...values.map(v => u.ctx.measureText(String(v)).width)) / (uPlot.pxRatio || 1);
         return Math.ceil(widest) + 14;
       }
     };
     const xScale: uPlot.Scale = categories
       ? { time: false, range: () => [-0.5, categories.length - 0.5] }
       : xLog
-        ? { time: false, distr: 3, log: 10, range: (_u, min, max) => paddedRange(min, max, { log: true }) }
+        ? {
+            time: false,
+            distr: 3,
+            log: 10,
+            range: (_u, min, max) => paddedRange(min, max, { log: true })
+          }
         : scatter
           ? { time: false, range: (_u, min, max) => paddedRange(min, max) }
           : { time: false, range: (_u, min, max) => stepRange(min, max) };
@@ -296,7 +318,9 @@ export class Chart {
         drag: { x: !categories, y: false },
         points: { size: 7, width: 2, fill: theme.background },
         dataIdx: (u, seriesIdx, closestIdx, xValue) =>
-          seriesIdx === 0 ? closestIdx : nearestPresent(u.data[seriesIdx] as (number | null)[], u.data[0], closestIdx, xValue)
+          seriesIdx === 0
+            ? closestIdx
+            : nearestPresent(u.data[seriesIdx] as (number | null)[], u.data[0], closestIdx, xValue)
       },
       hooks: scatter ? { setCursor: [u => this._scatterTooltip(u)] } : {}
     };

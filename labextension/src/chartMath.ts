@@ -16,7 +16,11 @@ export interface IRangeOptions {
  * never below 0 when no value is (a loss or an error rate must not get a negative axis), and a
  * sensible window around a single value.
  */
-export function paddedRange(min: number | null, max: number | null, options: IRangeOptions = {}): [number, number] {
+export function paddedRange(
+  min: number | null,
+  max: number | null,
+  options: IRangeOptions = {}
+): [number, number] {
   const pad = options.pad ?? 0.06;
   if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) {
     return options.log ? [1, 10] : [0, 1];
@@ -210,7 +214,11 @@ export function showMarkers(pointCount: number, plotWidthPx: number, minSpacingP
 }
 
 /** How many values of `ys` between `from` and `to` (inclusive) are present. */
-export function countPresent(ys: ArrayLike<number | null | undefined>, from = 0, to = ys.length - 1): number {
+export function countPresent(
+  ys: ArrayLike<number | null | undefined>,
+  from = 0,
+  to = ys.length - 1
+): number {
   let count = 0;
   for (let i = Math.max(0, from); i <= Math.min(to, ys.length - 1); i++) {
     const value = ys[i];

@@ -18,7 +18,12 @@ export class ClusterStrip {
     readonly intervalMs = 10000
   ) {
     this._body = h('div', { class: 'jp-Det-cluster-body' }, 'Loading cluster…');
-    this.node = h('div', { class: 'jp-Det-cluster' }, h('div', { class: 'jp-Det-cluster-title' }, 'Cluster'), this._body);
+    this.node = h(
+      'div',
+      { class: 'jp-Det-cluster' },
+      h('div', { class: 'jp-Det-cluster-title' }, 'Cluster'),
+      this._body
+    );
   }
 
   start(): void {
@@ -43,7 +48,14 @@ export class ClusterStrip {
     try {
       this.render(await this._client.resources());
     } catch (error) {
-      replaceChildren(this._body, h('div', { class: 'jp-Det-error' }, `Cannot load cluster resources: ${describeError(error)}`));
+      replaceChildren(
+        this._body,
+        h(
+          'div',
+          { class: 'jp-Det-error' },
+          `Cannot load cluster resources: ${describeError(error)}`
+        )
+      );
     }
   }
 
@@ -56,13 +68,16 @@ export class ClusterStrip {
     );
     const slots = h('div', { class: 'jp-Det-slots' });
     for (const slot of resources.slots) {
-      const holder = slot.trial_id !== null && slot.trial_id !== undefined ? `trial ${slot.trial_id}` : 'free';
+      const holder =
+        slot.trial_id !== null && slot.trial_id !== undefined ? `trial ${slot.trial_id}` : 'free';
       slots.appendChild(
         h(
           'span',
           {
             class: `jp-Det-slot ${slot.allocation_id ? 'jp-Det-slot-busy' : 'jp-Det-slot-free'}`,
-            title: slot.allocation_id ? `slot ${slot.id} (${slot.type}) held by allocation ${slot.allocation_id}` : `slot ${slot.id} (${slot.type}) is free`,
+            title: slot.allocation_id
+              ? `slot ${slot.id} (${slot.type}) held by allocation ${slot.allocation_id}`
+              : `slot ${slot.id} (${slot.type}) is free`,
             attrs: { 'data-slot-id': String(slot.id) }
           },
           `${slot.type} ${slot.id}: ${holder}`

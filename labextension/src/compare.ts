@@ -35,7 +35,10 @@ function bestIndexOf(values: (number | null)[], smallerIsBetter: boolean): numbe
     if (value === null || !Number.isFinite(value)) {
       return;
     }
-    if (best < 0 || (smallerIsBetter ? value < (values[best] as number) : value > (values[best] as number))) {
+    if (
+      best < 0 ||
+      (smallerIsBetter ? value < (values[best] as number) : value > (values[best] as number))
+    ) {
       best = i;
     }
   });
@@ -54,7 +57,9 @@ function numberOrNull(value: unknown): number | null {
 function durationOf(trial: ITrial): string {
   const start = Date.parse(trial.start_time);
   const end = trial.end_time ? Date.parse(trial.end_time) : Number.NaN;
-  return Number.isFinite(start) && Number.isFinite(end) ? formatDuration((end - start) / 1000) : '—';
+  return Number.isFinite(start) && Number.isFinite(end)
+    ? formatDuration((end - start) / 1000)
+    : '—';
 }
 
 /**
@@ -62,21 +67,52 @@ function durationOf(trial: ITrial): string {
  * their metrics (best first: the searcher metric's best and latest, then every other latest
  * validation and training metric) and their hyperparameters.
  */
-export function comparisonRows(trials: ITrial[], metric: string, smallerIsBetter = true): ICompareRow[] {
+export function comparisonRows(
+  trials: ITrial[],
+  metric: string,
+  smallerIsBetter = true
+): ICompareRow[] {
   const rows: ICompareRow[] = [];
   rows.push(row('trial', 'state', trials.map(trialDisplayState)));
-  rows.push(row('trial', 'steps', trials.map(t => String(t.steps_completed))));
-  rows.push(row('trial', 'restarts', trials.map(t => String(t.restarts))));
+  rows.push(
+    row(
+      'trial',
+      'steps',
+      trials.map(t => String(t.steps_completed))
+    )
+  );
+  rows.push(
+    row(
+      'trial',
+      'restarts',
+      trials.map(t => String(t.restarts))
+    )
+  );
   rows.push(row('trial', 'duration', trials.map(durationOf)));
   const notes = trials.map(trialExitNote);
   if (notes.some(Boolean)) {
-    rows.push(row('trial', 'ended', notes.map(n => n || '—')));
+    rows.push(
+      row(
+        'trial',
+        'ended',
+        notes.map(n => n || '—')
+      )
+    );
   }
 
   const best = trials.map(t => bestSearcherMetric(t, metric));
-  rows.push(row('metric', `best ${metric}`, best.map(formatMetric), bestIndexOf(best, smallerIsBetter)));
+  rows.push(
+    row('metric', `best ${metric}`, best.map(formatMetric), bestIndexOf(best, smallerIsBetter))
+  );
   const latest = trials.map(t => latestSearcherMetric(t, metric));
-  rows.push(row('metric', `latest ${metric}`, latest.map(formatMetric), bestIndexOf(latest, smallerIsBetter)));
+  rows.push(
+    row(
+      'metric',
+      `latest ${metric}`,
+      latest.map(formatMetric),
+      bestIndexOf(latest, smallerIsBetter)
+    )
+  );
   for (const group of ['validation', 'training'] as const) {
     const names = new Set<string>();
     for (const trial of trials) {
@@ -88,7 +124,11 @@ export function comparisonRows(trials: ITrial[], metric: string, smallerIsBetter
       }
     }
     for (const name of [...names].sort()) {
-      const values = trials.map(t => numberOrNull((group === 'validation' ? t.latest_validation : t.latest_training)?.metrics?.[name]));
+      const values = trials.map(t =>
+        numberOrNull(
+          (group === 'validation' ? t.latest_validation : t.latest_training)?.metrics?.[name]
+        )
+      );
       // Only the searcher metric says which way is better; other rows are not ranked.
       const ranked = name === metric ? bestIndexOf(values, smallerIsBetter) : -1;
       rows.push(row('metric', `latest ${group} ${name}`, values.map(formatMetric), ranked));
@@ -97,7 +137,13 @@ export function comparisonRows(trials: ITrial[], metric: string, smallerIsBetter
 
   const flat = trials.map(t => flattenHparams(t.hparams));
   for (const name of hparamColumns(trials)) {
-    rows.push(row('hparam', name, flat.map(f => formatMetric(f[name]))));
+    rows.push(
+      row(
+        'hparam',
+        name,
+        flat.map(f => formatMetric(f[name]))
+      )
+    );
   }
   return rows;
 }
@@ -122,9 +168,14 @@ export function comparisonTable(
       h(
         'th',
         { attrs: { 'data-trial-id': String(trial.id) } },
-        h('span', { class: 'jp-Det-swatch', style: { background: trialColor(trial.id, options.light) } }),
+        h('span', {
+          class: 'jp-Det-swatch',
+          style: { background: trialColor(trial.id, options.light) }
+        }),
         `trial ${trial.id}`,
-        trial.id === options.bestTrialId ? h('span', { class: 'jp-Det-bestMark', title: 'best trial' }, ' ★') : null
+        trial.id === options.bestTrialId
+          ? h('span', { class: 'jp-Det-bestMark', title: 'best trial' }, ' ★')
+          : null
       )
     )
   );
@@ -136,14 +187,25 @@ export function comparisonTable(
     }
     if (item.section !== section) {
       section = item.section;
-      body.appendChild(h('tr', { class: 'jp-Det-compareSection' }, h('th', { attrs: { colspan: String(trials.length + 1) } }, SECTION_TITLES[section])));
+      body.appendChild(
+        h(
+          'tr',
+          { class: 'jp-Det-compareSection' },
+          h('th', { attrs: { colspan: String(trials.length + 1) } }, SECTION_TITLES[section])
+        )
+      );
     }
     body.appendChild(
       h(
         'tr',
-        { class: item.differs ? 'jp-mod-differs' : '', attrs: { 'data-row': item.label, 'data-section': item.section } },
+        {
+          class: item.differs ? 'jp-mod-differs' : '',
+          attrs: { 'data-row': item.label, 'data-section': item.section }
+        },
         h('th', { class: 'jp-Det-compareLabel' }, item.label),
-        ...item.cells.map((cell, i) => h('td', { class: i === item.bestIndex ? 'jp-mod-bestValue' : '', title: cell }, cell))
+        ...item.cells.map((cell, i) =>
+          h('td', { class: i === item.bestIndex ? 'jp-mod-bestValue' : '', title: cell }, cell)
+        )
       )
     );
   }

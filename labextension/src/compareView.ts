@@ -47,7 +47,11 @@ export class CompareSection {
     const best = bestTrialId(trials, metric, smallerIsBetter);
     const light = isLightTheme();
     const rows = comparisonRows(trials, metric, smallerIsBetter);
-    const table = comparisonTable(trials, rows, { bestTrialId: best, light, onlyDifferences: this._onlyDifferences });
+    const table = comparisonTable(trials, rows, {
+      bestTrialId: best,
+      light,
+      onlyDifferences: this._onlyDifferences
+    });
 
     const options: [string, string][] = [];
     for (const group of GROUPS) {
@@ -57,14 +61,22 @@ export class CompareSection {
     }
     if (!options.some(([value]) => value === this._curve)) {
       const preferred = [`validation:${metric}`, `training:${metric}`, 'training:loss'];
-      this._curve = preferred.find(p => options.some(([value]) => value === p)) ?? options[0]?.[0] ?? '';
+      this._curve =
+        preferred.find(p => options.some(([value]) => value === p)) ?? options[0]?.[0] ?? '';
     }
-    const [group, name] = this._curve ? [this._curve.slice(0, this._curve.indexOf(':')), this._curve.slice(this._curve.indexOf(':') + 1)] : ['validation', metric];
+    const [group, name] = this._curve
+      ? [
+          this._curve.slice(0, this._curve.indexOf(':')),
+          this._curve.slice(this._curve.indexOf(':') + 1)
+        ]
+      : ['validation', metric];
     const ids = trials.map(t => t.id);
     const data = alignSeries(input.metricsOf(group), ids, name);
     this._chart.yLabel = `${group} ${name}`;
     this._chart.emptyText =
-      experiment && isTerminal(experiment.state) ? 'These trials reported no metrics.' : 'No metrics from these trials yet.';
+      experiment && isTerminal(experiment.state)
+        ? 'These trials reported no metrics.'
+        : 'No metrics from these trials yet.';
     this._chart.update({
       ...data,
       labels: ids.map(id => `trial ${id}`),
@@ -96,7 +108,12 @@ export class CompareSection {
         'div',
         { class: 'jp-Det-compareControls' },
         h('span', { class: 'jp-Det-chartTitle' }, `${trials.length} trials`),
-        h('label', { class: 'jp-Det-checkbox' }, onlyDifferences, 'only hyperparameters that differ')
+        h(
+          'label',
+          { class: 'jp-Det-checkbox' },
+          onlyDifferences,
+          'only hyperparameters that differ'
+        )
       ),
       h('div', { class: 'jp-Det-tableScroll' }, table),
       h('div', { class: 'jp-Det-chartTitle' }, 'curves: ', picker),

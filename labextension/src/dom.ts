@@ -87,10 +87,17 @@ export function errorBox(message: string): HTMLElement {
 
 /** The progress bar of an experiment or trial. */
 export function progressBar(fraction: number | null | undefined, label: string): HTMLElement {
-  const percent = typeof fraction === 'number' && Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : 0;
+  const percent =
+    typeof fraction === 'number' && Number.isFinite(fraction)
+      ? Math.min(1, Math.max(0, fraction))
+      : 0;
   return h(
     'div',
-    { class: 'jp-Det-progress', title: label, attrs: { role: 'progressbar', 'aria-valuenow': String(Math.round(percent * 100)) } },
+    {
+      class: 'jp-Det-progress',
+      title: label,
+      attrs: { role: 'progressbar', 'aria-valuenow': String(Math.round(percent * 100)) }
+    },
     h('div', { class: 'jp-Det-progress-fill', style: { width: `${(percent * 100).toFixed(1)}%` } })
   );
 }

@@ -47,11 +47,32 @@ const SECTIONS: [Section, string][] = [
 ];
 
 const ACTION_TEXT: Record<ExperimentAction, { label: string; confirm: string; danger: boolean }> = {
-  pause: { label: 'Pause', confirm: 'Pause it? Running trials checkpoint and stop; Activate resumes them.', danger: false },
-  activate: { label: 'Activate', confirm: 'Activate it? Its trials are scheduled again.', danger: false },
-  kill: { label: 'Kill', confirm: 'Kill it? Running trials are stopped at once, without a checkpoint. This cannot be undone.', danger: true },
-  archive: { label: 'Archive', confirm: 'Archive it? It is hidden from the list (show archived to see it again).', danger: false },
-  unarchive: { label: 'Unarchive', confirm: 'Unarchive it? It shows in the list again.', danger: false }
+  pause: {
+    label: 'Pause',
+    confirm: 'Pause it? Running trials checkpoint and stop; Activate resumes them.',
+    danger: false
+  },
+  activate: {
+    label: 'Activate',
+    confirm: 'Activate it? Its trials are scheduled again.',
+    danger: false
+  },
+  kill: {
+    label: 'Kill',
+    confirm:
+      'Kill it? Running trials are stopped at once, without a checkpoint. This cannot be undone.',
+    danger: true
+  },
+  archive: {
+    label: 'Archive',
+    confirm: 'Archive it? It is hidden from the list (show archived to see it again).',
+    danger: false
+  },
+  unarchive: {
+    label: 'Unarchive',
+    confirm: 'Unarchive it? It shows in the list again.',
+    danger: false
+  }
 };
 
 /** How many trials the curves show until the user picks. */
@@ -133,7 +154,10 @@ export class ExperimentView extends Widget {
       );
       this._tabButtons.set(section, button);
       tabs.appendChild(button);
-      const node = h('div', { class: `jp-Det-section jp-Det-section-${section}`, attrs: { 'data-section': section } });
+      const node = h('div', {
+        class: `jp-Det-section jp-Det-section-${section}`,
+        attrs: { 'data-section': section }
+      });
       this._sectionNodes.set(section, node);
       if (section === 'hparams') {
         node.appendChild(this._hparams.node);
@@ -186,10 +210,16 @@ export class ExperimentView extends Widget {
       } catch (error) {
         if (!this.model.experiment) {
           // Nothing to show but the error: no "loading…" header, no empty tabs.
-          replaceChildren(this._header, h('span', { class: 'jp-Det-expTitle' }, `Experiment ${this.experimentId}`));
+          replaceChildren(
+            this._header,
+            h('span', { class: 'jp-Det-expTitle' }, `Experiment ${this.experimentId}`)
+          );
           this.node.classList.add('jp-Det-mod-failed');
         }
-        replaceChildren(this._message, errorBox(`Cannot load experiment ${this.experimentId}: ${describeError(error)}`));
+        replaceChildren(
+          this._message,
+          errorBox(`Cannot load experiment ${this.experimentId}: ${describeError(error)}`)
+        );
       } finally {
         this._refreshing = null;
       }
@@ -214,7 +244,10 @@ export class ExperimentView extends Widget {
     fresh.forEach(id => this._curvesLoaded.add(id));
     try {
       const answers = await Promise.all([
-        this._client.experimentMetrics(this.experimentId, '', 0, { trialIds: fresh, maxDatapoints: CURVE_POINTS }),
+        this._client.experimentMetrics(this.experimentId, '', 0, {
+          trialIds: fresh,
+          maxDatapoints: CURVE_POINTS
+        }),
         this._client.experimentMetrics(this.experimentId, '', this.model.lastMetricId, {
           trialIds: loaded,
           maxDatapoints: CURVE_POINTS
@@ -230,7 +263,10 @@ export class ExperimentView extends Widget {
   /** Fetch the curves of trials that just joined the selection (errors shown, not thrown). */
   private _loadNewCurves(): void {
     this._loadCurves(true).catch(error =>
-      replaceChildren(this._message, errorBox(`Cannot load the learning curves: ${describeError(error)}`))
+      replaceChildren(
+        this._message,
+        errorBox(`Cannot load the learning curves: ${describeError(error)}`)
+      )
     );
   }
 
@@ -293,7 +329,9 @@ export class ExperimentView extends Widget {
       this._tabButtons.get(name)?.setAttribute('aria-selected', String(name === section));
     }
     this._updateLogSubscription();
-    this._queue(section === 'logs' ? 'logs' : section === 'checkpoints' ? 'checkpoints' : 'metrics');
+    this._queue(
+      section === 'logs' ? 'logs' : section === 'checkpoints' ? 'checkpoints' : 'metrics'
+    );
     this._queue('trials');
   }
 
@@ -366,8 +404,17 @@ export class ExperimentView extends Widget {
     this.title.caption = `Determined experiment ${experiment.id} (${experiment.state})`;
     const allowed = allowedActions(experiment);
     const actions = h('div', { class: 'jp-Det-actions' });
-    for (const action of ['pause', 'activate', 'kill', 'archive', 'unarchive'] as ExperimentAction[]) {
-      if ((action === 'archive' && experiment.archived) || (action === 'unarchive' && !experiment.archived)) {
+    for (const action of [
+      'pause',
+      'activate',
+      'kill',
+      'archive',
+      'unarchive'
+    ] as ExperimentAction[]) {
+      if (
+        (action === 'archive' && experiment.archived) ||
+        (action === 'unarchive' && !experiment.archived)
+      ) {
         continue;
       }
       actions.appendChild(
@@ -388,7 +435,10 @@ export class ExperimentView extends Widget {
       experiment.state === 'ACTIVE' && (counts.running || counts.queued)
         ? h(
             'span',
-            { class: 'jp-Det-runCounts', title: 'Trials holding slots, and trials waiting for a free slot' },
+            {
+              class: 'jp-Det-runCounts',
+              title: 'Trials holding slots, and trials waiting for a free slot'
+            },
             `${counts.running} running${counts.queued ? ` · ${counts.queued} queued` : ''}`
           )
         : null;
@@ -406,22 +456,41 @@ export class ExperimentView extends Widget {
       h(
         'div',
         { class: 'jp-Det-expHeader-meta' },
-        h('span', { class: 'jp-Det-expProgress' }, stateProgressBar(experiment.state, experiment.progress), progressText(experiment.state, experiment.progress)),
+        h(
+          'span',
+          { class: 'jp-Det-expProgress' },
+          stateProgressBar(experiment.state, experiment.progress),
+          progressText(experiment.state, experiment.progress)
+        ),
         running,
-        h('span', null, `${searcher?.name ?? '?'} search on ${searcher?.metric ?? '?'} (${searcher?.smaller_is_better === false ? 'larger' : 'smaller'} is better)`),
+        h(
+          'span',
+          null,
+          `${searcher?.name ?? '?'} search on ${searcher?.metric ?? '?'} (${searcher?.smaller_is_better === false ? 'larger' : 'smaller'} is better)`
+        ),
         h('span', { class: 'jp-Det-expBest' }, `best: ${formatMetric(experiment.best_validation)}`),
         h('span', null, `${experiment.num_trials} trial${experiment.num_trials === 1 ? '' : 's'}`),
-        h('span', { title: experiment.start_time }, `started ${formatStartTime(experiment.start_time)}`),
-        experiment.notebook?.path ? h('span', { title: experiment.notebook.path }, `notebook ${experiment.notebook.path}`) : null
+        h(
+          'span',
+          { title: experiment.start_time },
+          `started ${formatStartTime(experiment.start_time)}`
+        ),
+        experiment.notebook?.path
+          ? h('span', { title: experiment.notebook.path }, `notebook ${experiment.notebook.path}`)
+          : null
       ),
-      experiment.description ? h('div', { class: 'jp-Det-expDescription' }, experiment.description) : null
+      experiment.description
+        ? h('div', { class: 'jp-Det-expDescription' }, experiment.description)
+        : null
     );
   }
 
   /** Confirm, run one action, and show the outcome (the state arrives by event or refresh). */
   async runAction(action: ExperimentAction): Promise<void> {
     const experiment = this.model.experiment;
-    const name = experiment ? `experiment ${experiment.id} (${experiment.name})` : `experiment ${this.experimentId}`;
+    const name = experiment
+      ? `experiment ${experiment.id} (${experiment.name})`
+      : `experiment ${this.experimentId}`;
     const text = ACTION_TEXT[action];
     // Only what cannot be undone asks first: Pause and Activate undo each other, Kill does not.
     if (text.danger) {
@@ -459,7 +528,14 @@ export class ExperimentView extends Widget {
     const node = this._sectionNodes.get('trials')!;
     const trials = [...this.model.trials.values()];
     if (!trials.length) {
-      replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No trials yet: the searcher creates them once the experiment is scheduled.'));
+      replaceChildren(
+        node,
+        h(
+          'div',
+          { class: 'jp-Det-empty' },
+          'No trials yet: the searcher creates them once the experiment is scheduled.'
+        )
+      );
       return;
     }
     replaceChildren(
@@ -503,7 +579,11 @@ export class ExperimentView extends Widget {
       const names = metricNames([...reports.values()].flat());
       let metric = group === 'training' ? this._trainingMetric : this._validationMetric;
       if (!names.includes(metric)) {
-        metric = names.includes(this._metric()) ? this._metric() : names.includes('loss') ? 'loss' : (names[0] ?? '');
+        metric = names.includes(this._metric())
+          ? this._metric()
+          : names.includes('loss')
+            ? 'loss'
+            : (names[0] ?? '');
         if (group === 'training') {
           this._trainingMetric = metric;
         } else {
@@ -541,14 +621,23 @@ export class ExperimentView extends Widget {
         highlight: best === null || trialIds.length < 2 ? -1 : trialIds.indexOf(best)
       });
       parts.push(
-        h('div', { class: 'jp-Det-chartBlock' }, h('div', { class: 'jp-Det-chartTitle' }, `${group} `, picker), chart.node)
+        h(
+          'div',
+          { class: 'jp-Det-chartBlock' },
+          h('div', { class: 'jp-Det-chartTitle' }, `${group} `, picker),
+          chart.node
+        )
       );
     }
     const total = this.model.trials.size;
     const hint = !trialIds.length
       ? h('div', { class: 'jp-Det-empty' }, 'Select trials in the Trials tab to plot them.')
       : trialIds.length < total
-        ? h('div', { class: 'jp-Det-hint' }, `Showing ${trialIds.length} of ${total} trials${this._userSelected ? '' : ' (the best ones)'}; pick others in the Trials tab.`)
+        ? h(
+            'div',
+            { class: 'jp-Det-hint' },
+            `Showing ${trialIds.length} of ${total} trials${this._userSelected ? '' : ' (the best ones)'}; pick others in the Trials tab.`
+          )
         : null;
     // Keep chart nodes attached (uPlot redraws in place); rebuild only the surroundings.
     replaceChildren(node, hint, ...parts);
@@ -598,7 +687,10 @@ export class ExperimentView extends Widget {
       try {
         this._logs!.add(await this._client.trialLogs(trialId, { tail: 2000 }));
       } catch (error) {
-        replaceChildren(this._logPre, errorBox(`Cannot load the logs of trial ${trialId}: ${describeError(error)}`));
+        replaceChildren(
+          this._logPre,
+          errorBox(`Cannot load the logs of trial ${trialId}: ${describeError(error)}`)
+        );
       }
     }
   }
@@ -667,7 +759,11 @@ export class ExperimentView extends Widget {
       rankPicker,
       levelPicker,
       h('label', { class: 'jp-Det-checkbox' }, follow, 'follow'),
-      h('button', { class: 'jp-Det-button', on: { click: () => void this._catchUpLogs() } }, 'Refresh')
+      h(
+        'button',
+        { class: 'jp-Det-button', on: { click: () => void this._catchUpLogs() } },
+        'Refresh'
+      )
     );
     if (!trialIds.length) {
       replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No trials yet, so no logs.'));
@@ -685,11 +781,23 @@ export class ExperimentView extends Widget {
     const fragment = document.createDocumentFragment();
     for (const line of lines) {
       fragment.appendChild(
-        h('div', { class: `jp-Det-logLine jp-Det-log-${logLevel(line).toLowerCase()} jp-Det-log-${line.stream}` }, formatLogLine(line))
+        h(
+          'div',
+          {
+            class: `jp-Det-logLine jp-Det-log-${logLevel(line).toLowerCase()} jp-Det-log-${line.stream}`
+          },
+          formatLogLine(line)
+        )
       );
     }
     if (!lines.length) {
-      fragment.appendChild(h('div', { class: 'jp-Det-empty' }, this._logs.lines.length ? 'No lines match the filter.' : 'No log lines yet.'));
+      fragment.appendChild(
+        h(
+          'div',
+          { class: 'jp-Det-empty' },
+          this._logs.lines.length ? 'No lines match the filter.' : 'No log lines yet.'
+        )
+      );
     }
     replaceChildren(this._logPre, fragment);
     if (this._follow) {
@@ -711,7 +819,10 @@ export class ExperimentView extends Widget {
     const metric = this._metric();
     const body = h('tbody');
     for (const checkpoint of checkpoints) {
-      const size = Object.values(checkpoint.resources ?? {}).reduce((sum, n) => sum + (Number(n) || 0), 0);
+      const size = Object.values(checkpoint.resources ?? {}).reduce(
+        (sum, n) => sum + (Number(n) || 0),
+        0
+      );
       const metrics = checkpoint.validation_metrics ?? {};
       body.appendChild(
         h(
@@ -721,7 +832,11 @@ export class ExperimentView extends Widget {
           h('td', null, String(checkpoint.trial_id)),
           h('td', null, String(checkpoint.steps_completed)),
           h('td', null, checkpoint.state),
-          h('td', { title: JSON.stringify(metrics) }, formatMetric((metrics as Record<string, unknown>)[metric])),
+          h(
+            'td',
+            { title: JSON.stringify(metrics) },
+            formatMetric((metrics as Record<string, unknown>)[metric])
+          ),
           h('td', null, formatBytes(size)),
           h('td', { class: 'jp-Det-mono' }, checkpoint.path ?? '')
         )
@@ -735,7 +850,13 @@ export class ExperimentView extends Widget {
         h(
           'thead',
           null,
-          h('tr', null, ...['UUID', 'Trial', 'Steps', 'State', `validation ${metric}`, 'Size', 'Path'].map(t => h('th', null, t)))
+          h(
+            'tr',
+            null,
+            ...['UUID', 'Trial', 'Steps', 'State', `validation ${metric}`, 'Size', 'Path'].map(t =>
+              h('th', null, t)
+            )
+          )
         ),
         body
       )
@@ -747,7 +868,9 @@ export class ExperimentView extends Widget {
     const config = this.model.experiment?.config;
     replaceChildren(
       node,
-      config ? h('pre', { class: 'jp-Det-config' }, JSON.stringify(config, null, 2)) : h('div', { class: 'jp-Det-empty' }, 'Loading the config…')
+      config
+        ? h('pre', { class: 'jp-Det-config' }, JSON.stringify(config, null, 2))
+        : h('div', { class: 'jp-Det-empty' }, 'Loading the config…')
     );
   }
 

@@ -70,11 +70,17 @@ export class ExportPreviewView extends Widget {
   }
 
   /** Ask the server and show its answer; an older request answering late is ignored. */
-  async load(request: IPreviewRequest, settings: ServerConnection.ISettings): Promise<IExportPreview | null> {
+  async load(
+    request: IPreviewRequest,
+    settings: ServerConnection.ISettings
+  ): Promise<IExportPreview | null> {
     const id = ++this._request;
     this.node.dataset.state = 'loading';
     if (!this._preview) {
-      replaceChildren(this._body, h('div', { class: 'jp-Det-xpLoading' }, 'Exporting the notebook…'));
+      replaceChildren(
+        this._body,
+        h('div', { class: 'jp-Det-xpLoading' }, 'Exporting the notebook…')
+      );
     }
     try {
       const preview = await fetchExportPreview(request, settings);
@@ -88,7 +94,11 @@ export class ExportPreviewView extends Widget {
         this.node.dataset.state = 'error';
         replaceChildren(
           this._body,
-          h('div', { class: 'jp-Det-error', attrs: { role: 'alert' } }, `Cannot preview the export: ${error instanceof Error ? error.message : String(error)}`)
+          h(
+            'div',
+            { class: 'jp-Det-error', attrs: { role: 'alert' } },
+            `Cannot preview the export: ${error instanceof Error ? error.message : String(error)}`
+          )
         );
       }
       return null;
@@ -119,7 +129,11 @@ export class ExportPreviewView extends Widget {
         : h(
             'details',
             { class: 'jp-Det-xpScript', props: { open: scriptOpen } },
-            h('summary', null, `The exported script (${lineCount(preview.script)} lines, _det_notebook_cell.py)`),
+            h(
+              'summary',
+              null,
+              `The exported script (${lineCount(preview.script)} lines, _det_notebook_cell.py)`
+            ),
             h('pre', null, preview.script)
           )
     );
@@ -130,7 +144,7 @@ export class ExportPreviewView extends Widget {
     const onToggle = this._options.onToggleSkip;
     const onReveal = this._options.onReveal;
     const label = cellLabel(cell);
-    let detail: string | null = null;
+    let detail: string | null;
     if (cell.status === 'exported' || cell.status === 'training') {
       detail = scriptLines(cell);
       if (cell.status === 'training') {
@@ -154,17 +168,36 @@ export class ExportPreviewView extends Widget {
         'div',
         { class: 'jp-Det-xpRow' },
         onReveal
-          ? h('button', { class: 'jp-Det-xpIndex jp-Det-link', title: 'Show this cell in the notebook', on: { click: () => onReveal(cell) } }, label)
+          ? h(
+              'button',
+              {
+                class: 'jp-Det-xpIndex jp-Det-link',
+                title: 'Show this cell in the notebook',
+                on: { click: () => onReveal(cell) }
+              },
+              label
+            )
           : h('span', { class: 'jp-Det-xpIndex' }, label),
-        h('span', { class: 'jp-Det-xpChip', attrs: { 'data-status': cell.status } }, statusLabel(cell)),
-        h('code', { class: 'jp-Det-xpSource', title: cell.summary }, cell.summary || (cell.cell_type === 'code' ? '(empty)' : '')),
+        h(
+          'span',
+          { class: 'jp-Det-xpChip', attrs: { 'data-status': cell.status } },
+          statusLabel(cell)
+        ),
+        h(
+          'code',
+          { class: 'jp-Det-xpSource', title: cell.summary },
+          cell.summary || (cell.cell_type === 'code' ? '(empty)' : '')
+        ),
         action && onToggle && cell.id
           ? h(
               'button',
               {
                 class: 'jp-Det-button jp-Det-xpSkip',
                 attrs: { 'data-action': action },
-                title: action === 'skip' ? `Tag this cell ${SKIP_TAG}: leave it out of experiments` : `Remove the ${SKIP_TAG} tag: export this cell again`,
+                title:
+                  action === 'skip'
+                    ? `Tag this cell ${SKIP_TAG}: leave it out of experiments`
+                    : `Remove the ${SKIP_TAG} tag: export this cell again`,
                 on: { click: () => onToggle(cell.id as string) }
               },
               action === 'skip' ? `Skip (${SKIP_TAG})` : 'Include'
@@ -172,7 +205,13 @@ export class ExportPreviewView extends Widget {
           : null
       ),
       detail ? h('div', { class: 'jp-Det-xpNote' }, detail) : null,
-      cell.warnings.length ? h('ul', { class: 'jp-Det-xpWarnings' }, ...cell.warnings.map(warning => h('li', null, warning))) : null
+      cell.warnings.length
+        ? h(
+            'ul',
+            { class: 'jp-Det-xpWarnings' },
+            ...cell.warnings.map(warning => h('li', null, warning))
+          )
+        : null
     );
   }
 }

@@ -84,8 +84,13 @@ export function submitKind(source: string): 'cell' | 'line' | null {
  * Which submission to preview: the active cell when it submits, else the notebook's only
  * submitting cell, else none (the whole notebook, as the toolbar's "Submit to Determined").
  */
-export function previewTarget(cells: ReadonlyArray<Pick<ICellInput, 'id' | 'cell_type' | 'source'>>, activeIndex: number): string | null {
-  const submitting = cells.filter(cell => cell.cell_type === 'code' && submitKind(cell.source) !== null);
+export function previewTarget(
+  cells: ReadonlyArray<Pick<ICellInput, 'id' | 'cell_type' | 'source'>>,
+  activeIndex: number
+): string | null {
+  const submitting = cells.filter(
+    cell => cell.cell_type === 'code' && submitKind(cell.source) !== null
+  );
   const active = cells[activeIndex];
   if (active && submitting.includes(active)) {
     return active.id;
@@ -100,7 +105,9 @@ function plural(count: number, one: string, many: string = `${one}s`): string {
 /** One line: what goes in, what is left out, how many IPython lines are dropped. */
 export function previewSummary(preview: IExportPreview): string {
   const counts = preview.counts;
-  const parts = [`${plural(counts.exported + counts.training, 'cell')} go${counts.exported + counts.training === 1 ? 'es' : ''} in`];
+  const parts = [
+    `${plural(counts.exported + counts.training, 'cell')} go${counts.exported + counts.training === 1 ? 'es' : ''} in`
+  ];
   parts.push(`${counts.left_out} left out`);
   const dropped = preview.cells.reduce((sum, cell) => sum + cell.warnings.length, 0);
   if (dropped) {
@@ -144,29 +151,40 @@ export function previewHeading(preview: IExportPreview): string {
 }
 
 /** Ask the server's exporter. Errors carry the server's one-line message. */
-export async function fetchExportPreview(request: IPreviewRequest, settings: ServerConnection.ISettings): Promise<IExportPreview> {
+export async function fetchExportPreview(
+  request: IPreviewRequest,
+  settings: ServerConnection.ISettings
+): Promise<IExportPreview> {
   const url = URLExt.join(settings.baseUrl, EXPORT_PREVIEW_PATH);
   const response = await ServerConnection.makeRequest(
     url,
-    { method: 'POST', body: JSON.stringify(request), headers: { 'Content-Type': 'application/json' } },
+    {
+      method: 'POST',
+      body: JSON.stringify(request),
+      headers: { 'Content-Type': 'application/json' }
+    },
     settings
   );
   const text = await response.text();
-  let body: any = null;
+  let body: { message?: unknown; cells?: unknown } | null = null;
   try {
-    body = text ? JSON.parse(text) : null;
+    const parsed: unknown = text ? JSON.parse(text) : null;
+    body = parsed && typeof parsed === 'object' ? parsed : null;
   } catch {
     // not JSON: described below
   }
   if (!response.ok) {
-    const message = body && typeof body.message === 'string' ? body.message : text.replace(/\s+/g, ' ').slice(0, 200);
-    if (response.status === 404 && !(body && body.message)) {
-      throw new Error('the export preview is not served here (404): is the jupyter_determined server extension enabled? (jupyter server extension list)');
+    const message =
+      typeof body?.message === 'string' ? body.message : text.replace(/\s+/g, ' ').slice(0, 200);
+    if (response.status === 404 && !body?.message) {
+      throw new Error(
+        'the export preview is not served here (404): is the jupyter_determined server extension enabled? (jupyter server extension list)'
+      );
     }
     throw new Error(`export preview: HTTP ${response.status}${message ? ` — ${message}` : ''}`);
   }
   if (!body || !Array.isArray(body.cells)) {
     throw new Error('export preview: the server answered something else than a preview');
   }
-  return body as IExportPreview;
+  return body as unknown as IExportPreview;
 }

@@ -18,10 +18,10 @@ import { ICellPreview, cellLabel, previewTarget, submitKind } from './exportPrev
 import { NotebookWatcher, SkipMarkers, isSkipped, setSkipped } from './skipToggle';
 import { notebookSnapshot } from './submit';
 
-export namespace ExportCommandIDs {
-  export const previewExport = 'determined:preview-export';
-  export const toggleSkip = 'determined:toggle-det-skip';
-}
+export const ExportCommandIDs = {
+  previewExport: 'determined:preview-export',
+  toggleSkip: 'determined:toggle-det-skip'
+} as const;
 
 const REFRESH_DELAY_MS = 300;
 const WHOLE_NOTEBOOK = '';
@@ -79,13 +79,24 @@ export class ExportPreviewPanel extends Widget {
       title: 'Which submission to preview',
       on: { change: () => this.setTarget(this._picker.value) }
     });
-    const refresh = h('button', { class: 'jp-Det-button', title: 'Export again now', on: { click: () => void this.refresh() } }, 'Refresh');
+    const refresh = h(
+      'button',
+      {
+        class: 'jp-Det-button',
+        title: 'Export again now',
+        on: { click: () => void this.refresh() }
+      },
+      'Refresh'
+    );
     this.view = new ExportPreviewView({
       onToggleSkip: id => toggleSkipById(notebook, id),
       onReveal: cell => revealCell(app, notebook, cell),
       scriptOpen: false
     });
-    this.node.append(h('div', { class: 'jp-Det-xpToolbar' }, h('label', null, 'Preview: ', this._picker), refresh), this.view.node);
+    this.node.append(
+      h('div', { class: 'jp-Det-xpToolbar' }, h('label', null, 'Preview: ', this._picker), refresh),
+      this.view.node
+    );
     this._watcher = new NotebookWatcher(notebook, () => this.schedule());
     notebook.disposed.connect(() => this.dispose());
   }
@@ -127,19 +138,30 @@ export class ExportPreviewPanel extends Widget {
     if (this._target && !submitting.some(({ cell }) => cell.id === this._target)) {
       this._target = WHOLE_NOTEBOOK; // the cell was deleted or no longer submits
     }
-    const options: [string, string][] = [[WHOLE_NOTEBOOK, 'The whole notebook (toolbar “Submit to Determined”)']];
+    const options: [string, string][] = [
+      [WHOLE_NOTEBOOK, 'The whole notebook (toolbar “Submit to Determined”)']
+    ];
     for (const { cell, index } of submitting) {
       const first = cell.source.split('\n').find(line => line.trim()) ?? '';
       options.push([cell.id, `${cellLabel({ index })}: ${first.trim().slice(0, 60)}`]);
     }
-    replaceChildren(this._picker, ...options.map(([value, label]) => h('option', { props: { value, selected: value === this._target } }, label)));
+    replaceChildren(
+      this._picker,
+      ...options.map(([value, label]) =>
+        h('option', { props: { value, selected: value === this._target } }, label)
+      )
+    );
     this._picker.value = this._target;
     await this.view.load({ ...snapshot, submit_cell_id: this._target || null }, this._settings);
   }
 }
 
 /** Registers the commands, menu items, toolbar button and cell toggles. */
-export function activateExportTools(app: JupyterFrontEnd, notebooks: INotebookTracker | null, palette: ICommandPalette | null): void {
+export function activateExportTools(
+  app: JupyterFrontEnd,
+  notebooks: INotebookTracker | null,
+  palette: ICommandPalette | null
+): void {
   if (!notebooks) {
     return;
   }
@@ -148,7 +170,10 @@ export function activateExportTools(app: JupyterFrontEnd, notebooks: INotebookTr
 
   const notebookOf = (args: Record<string, unknown>): NotebookPanel | null => {
     const id = args.notebookId;
-    return (typeof id === 'string' && notebooks.find(panel => panel.id === id)) || notebooks.currentWidget;
+    return (
+      (typeof id === 'string' && notebooks.find(panel => panel.id === id)) ||
+      notebooks.currentWidget
+    );
   };
 
   /** The cells a command acts on: the right-clicked cell, else the selected ones. */
@@ -163,7 +188,8 @@ export function activateExportTools(app: JupyterFrontEnd, notebooks: INotebookTr
 
   app.commands.addCommand(ExportCommandIDs.previewExport, {
     label: 'Determined: Preview Export',
-    caption: 'Which cells a Determined submission exports into the trial script, and why the others are left out',
+    caption:
+      'Which cells a Determined submission exports into the trial script, and why the others are left out',
     isEnabled: () => notebooks.currentWidget !== null,
     execute: async args => {
       const panel = notebookOf(args);
@@ -197,14 +223,18 @@ export function activateExportTools(app: JupyterFrontEnd, notebooks: INotebookTr
 
   app.commands.addCommand(ExportCommandIDs.toggleSkip, {
     label: 'Determined: Toggle det-skip',
-    caption: 'Add or remove the det-skip tag: a cell tagged det-skip is left out of Determined experiments',
+    caption:
+      'Add or remove the det-skip tag: a cell tagged det-skip is left out of Determined experiments',
     isEnabled: () => !!notebooks.currentWidget?.content.activeCell,
     execute: args => {
       const panel = notebookOf(args);
       if (!panel) {
         return;
       }
-      const cells = typeof args.cellId === 'string' ? [cellById(panel, args.cellId)].filter((c): c is Cell => !!c) : targetCells(panel);
+      const cells =
+        typeof args.cellId === 'string'
+          ? [cellById(panel, args.cellId)].filter((c): c is Cell => !!c)
+          : targetCells(panel);
       const code = cells.filter(cell => cell.model.type === 'code');
       // Several cells: all skipped → include them all; otherwise skip them all.
       const skip = !code.every(cell => isSkipped(cell.model));
@@ -218,8 +248,16 @@ export function activateExportTools(app: JupyterFrontEnd, notebooks: INotebookTr
     palette.addItem({ command: ExportCommandIDs.previewExport, category: 'Determined' });
     palette.addItem({ command: ExportCommandIDs.toggleSkip, category: 'Determined' });
   }
-  app.contextMenu.addItem({ command: ExportCommandIDs.toggleSkip, selector: '.jp-Notebook .jp-CodeCell', rank: 60 });
-  app.contextMenu.addItem({ command: ExportCommandIDs.previewExport, selector: '.jp-Notebook .jp-Cell', rank: 61 });
+  app.contextMenu.addItem({
+    command: ExportCommandIDs.toggleSkip,
+    selector: '.jp-Notebook .jp-CodeCell',
+    rank: 60
+  });
+  app.contextMenu.addItem({
+    command: ExportCommandIDs.previewExport,
+    selector: '.jp-Notebook .jp-Cell',
+    rank: 61
+  });
 
   app.docRegistry.addWidgetExtension('Notebook', {
     createNew: (panel: NotebookPanel) => {
@@ -228,7 +266,8 @@ export function activateExportTools(app: JupyterFrontEnd, notebooks: INotebookTr
         className: 'jp-Det-previewButton',
         label: 'Preview export',
         tooltip: 'Which cells a Determined submission exports, and why the others are left out',
-        onClick: () => void app.commands.execute(ExportCommandIDs.previewExport, { notebookId: panel.id })
+        onClick: () =>
+          void app.commands.execute(ExportCommandIDs.previewExport, { notebookId: panel.id })
       });
       panel.toolbar.insertItem(11, 'determinedPreviewExport', button);
       return new DisposableDelegate(() => {

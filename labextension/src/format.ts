@@ -80,7 +80,10 @@ export function trialExitNote(trial: Pick<ITrial, 'state' | 'exit_summary' | 'ex
 }
 
 /** How many of these trials hold slots and how many wait for them (for a one-line summary). */
-export function runCounts(trials: Iterable<Pick<ITrial, 'state' | 'run_state'>>): { running: number; queued: number } {
+export function runCounts(trials: Iterable<Pick<ITrial, 'state' | 'run_state'>>): {
+  running: number;
+  queued: number;
+} {
   let running = 0;
   let queued = 0;
   for (const trial of trials) {
@@ -249,7 +252,9 @@ export function filterExperiments(
 export type ExperimentAction = 'pause' | 'activate' | 'kill' | 'archive' | 'unarchive';
 
 /** The actions the master accepts in this state (the others answer 409). */
-export function allowedActions(experiment: Pick<IExperiment, 'state' | 'archived'>): Set<ExperimentAction> {
+export function allowedActions(
+  experiment: Pick<IExperiment, 'state' | 'archived'>
+): Set<ExperimentAction> {
   const actions = new Set<ExperimentAction>();
   const state = experiment.state;
   if (state === 'ACTIVE') {
@@ -324,7 +329,11 @@ export function bestSearcherMetric(trial: ITrial, metric: string): number | null
  * The trial with the best searcher metric (by its best validation), or null when none has
  * one yet; ties go to the lower id.
  */
-export function bestTrialId(trials: Iterable<ITrial>, metric: string, smallerIsBetter = true): number | null {
+export function bestTrialId(
+  trials: Iterable<ITrial>,
+  metric: string,
+  smallerIsBetter = true
+): number | null {
   let bestId: number | null = null;
   let bestValue = 0;
   for (const trial of trials) {
@@ -332,7 +341,10 @@ export function bestTrialId(trials: Iterable<ITrial>, metric: string, smallerIsB
     if (value === null || Number.isNaN(value)) {
       continue;
     }
-    const better = bestId === null || (smallerIsBetter ? value < bestValue : value > bestValue) || (value === bestValue && trial.id < bestId);
+    const better =
+      bestId === null ||
+      (smallerIsBetter ? value < bestValue : value > bestValue) ||
+      (value === bestValue && trial.id < bestId);
     if (better) {
       bestId = trial.id;
       bestValue = value;
@@ -345,7 +357,12 @@ export function bestTrialId(trials: Iterable<ITrial>, metric: string, smallerIsB
  * The trials plotted until the user picks: all of them when there are few, else the `limit`
  * with the best searcher metric (then the lowest ids), so the best trial is always drawn.
  */
-export function defaultPlottedTrials(trials: Iterable<ITrial>, metric: string, smallerIsBetter = true, limit = 8): number[] {
+export function defaultPlottedTrials(
+  trials: Iterable<ITrial>,
+  metric: string,
+  smallerIsBetter = true,
+  limit = 8
+): number[] {
   const all = [...trials];
   if (all.length <= limit) {
     return all.map(t => t.id).sort((a, b) => a - b);
@@ -509,7 +526,11 @@ export interface IScatterData {
  * Each trial's value of one hyperparameter against its best searcher metric. Trials without
  * a validation yet are left out. Non-numeric values become categories on an integer axis.
  */
-export function hparamScatter(trials: Iterable<ITrial>, hparam: string, metric: string): IScatterData {
+export function hparamScatter(
+  trials: Iterable<ITrial>,
+  hparam: string,
+  metric: string
+): IScatterData {
   const rows: { trialId: number; raw: unknown; y: number }[] = [];
   let numeric = true;
   for (const trial of trials) {
@@ -530,7 +551,11 @@ export function hparamScatter(trials: Iterable<ITrial>, hparam: string, metric: 
   }
   const categories = [...new Set(rows.map(r => formatMetric(r.raw)))].sort();
   const index = new Map(categories.map((c, i) => [c, i]));
-  const points = rows.map(r => ({ trialId: r.trialId, x: index.get(formatMetric(r.raw)) as number, y: r.y }));
+  const points = rows.map(r => ({
+    trialId: r.trialId,
+    x: index.get(formatMetric(r.raw)) as number,
+    y: r.y
+  }));
   points.sort((a, b) => a.x - b.x || a.trialId - b.trialId);
   return { points, categories };
 }

@@ -17,7 +17,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * the experiment config's `hyperparameters` section. A bare value is a constant (Determined's
  * shorthand); a missing config or name is 'unknown'.
  */
-export function hparamType(config: Record<string, unknown> | null | undefined, name: string): HparamType {
+export function hparamType(
+  config: Record<string, unknown> | null | undefined,
+  name: string
+): HparamType {
   let node: unknown = config?.hyperparameters;
   for (const part of name.split('.')) {
     if (!isPlainObject(node) || typeof node.type === 'string') {
@@ -30,7 +33,9 @@ export function hparamType(config: Record<string, unknown> | null | undefined, n
   }
   if (isPlainObject(node)) {
     const type = node.type;
-    return typeof type === 'string' && KNOWN_TYPES.has(type as HparamType) ? (type as HparamType) : 'unknown';
+    return typeof type === 'string' && KNOWN_TYPES.has(type as HparamType)
+      ? (type as HparamType)
+      : 'unknown';
   }
   return node === undefined ? 'unknown' : 'const';
 }
@@ -39,7 +44,11 @@ export function hparamType(config: Record<string, unknown> | null | undefined, n
  * Whether to plot this hyperparameter on a log axis: its config type is `log` and every value
  * is positive (a log axis cannot place 0 or a negative value).
  */
-export function useLogAxis(config: Record<string, unknown> | null | undefined, name: string, values: Iterable<number>): boolean {
+export function useLogAxis(
+  config: Record<string, unknown> | null | undefined,
+  name: string,
+  values: Iterable<number>
+): boolean {
   if (hparamType(config, name) !== 'log') {
     return false;
   }

@@ -34,7 +34,11 @@ export class HparamsSection {
     if (!hparams.length) {
       replaceChildren(
         this.node,
-        h('div', { class: 'jp-Det-empty' }, trials.length ? 'No hyperparameters in this experiment.' : 'No trials yet.')
+        h(
+          'div',
+          { class: 'jp-Det-empty' },
+          trials.length ? 'No hyperparameters in this experiment.' : 'No trials yet.'
+        )
       );
       return;
     }
@@ -48,7 +52,14 @@ export class HparamsSection {
 
     const parts: HTMLElement[] = [];
     if (trials.length >= 2) {
-      this._parcoords.update({ trials, hparams, metric, config, smallerIsBetter, selected: input.selected });
+      this._parcoords.update({
+        trials,
+        hparams,
+        metric,
+        config,
+        smallerIsBetter,
+        selected: input.selected
+      });
       parts.push(
         h('div', { class: 'jp-Det-chartTitle' }, `All trials: hyperparameters and best ${metric}`),
         this._parcoords.node

@@ -20,14 +20,15 @@ const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g
 
 export const determinedIcon = new LabIcon({ name: 'jupyter-determined:logo', svgstr: ICON_SVG });
 
-export namespace CommandIDs {
-  export const openExperiment = 'determined:open-experiment';
-  export const showSidebar = 'determined:show-sidebar';
-}
+export const CommandIDs = {
+  openExperiment: 'determined:open-experiment',
+  showSidebar: 'determined:show-sidebar'
+} as const;
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-determined:plugin',
-  description: 'Determined experiments in JupyterLab: sidebar, experiment views, notebook submission.',
+  description:
+    'Determined experiments in JupyterLab: sidebar, experiment views, notebook submission.',
   autoStart: true,
   optional: [ILayoutRestorer, ICommandPalette, IRenderMimeRegistry, INotebookTracker],
   activate: (
@@ -39,18 +40,25 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const client = new DeterminedClient(app.serviceManager.serverSettings);
     const hub = new EventHub(client);
-    const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({ namespace: 'jupyter-determined' });
+    const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({
+      namespace: 'jupyter-determined'
+    });
 
     const openExperiment = (id: number): void => {
       app.commands.execute(CommandIDs.openExperiment, { id }).catch(error => console.error(error));
     };
 
     app.commands.addCommand(CommandIDs.openExperiment, {
-      label: args => (args.id !== undefined ? `Open Determined Experiment ${args.id}` : 'Open Determined Experiment'),
+      label: args =>
+        args.id !== undefined
+          ? `Open Determined Experiment ${args.id}`
+          : 'Open Determined Experiment',
       execute: async args => {
         const id = Number(args.id);
         if (!Number.isInteger(id)) {
-          throw new Error(`${CommandIDs.openExperiment}: expected an integer "id", got ${JSON.stringify(args.id)}`);
+          throw new Error(
+            `${CommandIDs.openExperiment}: expected an integer "id", got ${JSON.stringify(args.id)}`
+          );
         }
         const existing = tracker.find(w => w.content.experimentId === id);
         if (existing) {
@@ -102,7 +110,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       });
     }
 
-    app.docRegistry.addWidgetExtension('Notebook', new SubmitButtonExtension(app.serviceManager.contents, openExperiment));
+    app.docRegistry.addWidgetExtension(
+      'Notebook',
+      new SubmitButtonExtension(app.serviceManager.contents, openExperiment)
+    );
     activateExportTools(app, notebooks, palette); // Preview Export, det-skip toggles (exportTools.ts)
   }
 };

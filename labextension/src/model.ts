@@ -24,11 +24,22 @@ export class Emitter<T> {
   }
 }
 
-const LIST_FIELDS = ['name', 'state', 'archived', 'progress', 'num_trials', 'best_validation', 'start_time', 'end_time'] as const;
+const LIST_FIELDS = [
+  'name',
+  'state',
+  'archived',
+  'progress',
+  'num_trials',
+  'best_validation',
+  'start_time',
+  'end_time'
+] as const;
 
 /** True when two versions of an experiment look the same in the list. */
 export function sameListFields(a: IExperiment, b: IExperiment): boolean {
-  return LIST_FIELDS.every(field => a[field] === b[field]) && a.searcher?.metric === b.searcher?.metric;
+  return (
+    LIST_FIELDS.every(field => a[field] === b[field]) && a.searcher?.metric === b.searcher?.metric
+  );
 }
 
 /** The experiments the sidebar lists. */
@@ -94,7 +105,8 @@ export class ExperimentListModel {
   upsert(experiment: IExperiment): void {
     const known = this._experiments.get(experiment.id);
     // Event payloads omit the config; keep one we already have.
-    const merged = known?.config && !experiment.config ? { ...experiment, config: known.config } : experiment;
+    const merged =
+      known?.config && !experiment.config ? { ...experiment, config: known.config } : experiment;
     this._experiments.set(experiment.id, merged);
     this.changed.emit();
   }

@@ -23,7 +23,14 @@ import { DeterminedClient, EventHub, describeError } from './api';
 import { h, replaceChildren } from './dom';
 import { ExperimentView } from './experimentView';
 import type { IExperiment, ILogLine, IMetricReport, ITrial } from './types';
-import { IExperimentOutputData, LOG_TAIL_LINES, LogTail, TrialWithErrors, errorBannerLines } from './widgetModel';
+import {
+  IBannerLine,
+  IExperimentOutputData,
+  LOG_TAIL_LINES,
+  LogTail,
+  TrialWithErrors,
+  errorBannerLines
+} from './widgetModel';
 
 export const EXPERIMENT_MIME_TYPE = 'application/vnd.determined.experiment+json';
 
@@ -75,7 +82,11 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     this._model = model;
     const id = Number(data?.experiment_id);
     if (!Number.isInteger(id)) {
-      this.addWidget(new Widget({ node: h('div', { class: 'jp-Det-error' }, 'This Determined output names no experiment.') }));
+      this.addWidget(
+        new Widget({
+          node: h('div', { class: 'jp-Det-error' }, 'This Determined output names no experiment.')
+        })
+      );
       return;
     }
     if (this._experimentId === id && this._view) {
@@ -142,7 +153,12 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       // Ids are per master: a notebook opened against another master may find a different
       // experiment under the same id. Its start time tells them apart.
       const saved = this._savedExperiment;
-      if (!this._live && saved?.start_time && experiment.start_time && saved.start_time !== experiment.start_time) {
+      if (
+        !this._live &&
+        saved?.start_time &&
+        experiment.start_time &&
+        saved.start_time !== experiment.start_time
+      ) {
         this._setConnected(
           false,
           `Experiment ${id} on this master is not the one this notebook ran (started ${experiment.start_time}, not ${saved.start_time}); showing the snapshot saved in the notebook.`
@@ -151,10 +167,15 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       }
       // Only what changed goes in: every change re-renders, and a header rebuilt under the
       // pointer every two seconds would swallow clicks on its buttons.
-      if (JSON.stringify(view.model.experiment) !== JSON.stringify({ ...view.model.experiment, ...experiment })) {
+      if (
+        JSON.stringify(view.model.experiment) !==
+        JSON.stringify({ ...view.model.experiment, ...experiment })
+      ) {
         view.model.setExperiment(experiment);
       }
-      const changed = trials.filter(trial => JSON.stringify(view.model.trials.get(trial.id)) !== JSON.stringify(trial));
+      const changed = trials.filter(
+        trial => JSON.stringify(view.model.trials.get(trial.id)) !== JSON.stringify(trial)
+      );
       if (changed.length) {
         view.model.setTrials(changed);
       }
@@ -181,10 +202,16 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       }
       const status = (error as { status?: number }).status;
       if (status === 404) {
-        this._setConnected(false, `Experiment ${id} is not on this master (it was run elsewhere, or deleted); showing the snapshot saved in the notebook.`);
+        this._setConnected(
+          false,
+          `Experiment ${id} is not on this master (it was run elsewhere, or deleted); showing the snapshot saved in the notebook.`
+        );
         return; // no point retrying
       }
-      this._setConnected(false, `Disconnected from the master (${describeError(error)}) — reconnecting…`);
+      this._setConnected(
+        false,
+        `Disconnected from the master (${describeError(error)}) — reconnecting…`
+      );
       this._retryMs = Math.min(this._retryMs * 2, MAX_RETRY_MS);
       next = this._retryMs;
     }
@@ -197,7 +224,11 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     let changed = false;
     for (const trial of recent) {
       try {
-        changed = this._tail.add(trial.id, await this._client.trialLogs(trial.id, { tail: LOG_TAIL_LINES })) || changed;
+        changed =
+          this._tail.add(
+            trial.id,
+            await this._client.trialLogs(trial.id, { tail: LOG_TAIL_LINES })
+          ) || changed;
       } catch {
         // the next round tries again; the status line reports a lost master
       }
@@ -231,11 +262,17 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     const done = TERMINAL.has(state);
     replaceChildren(
       this._status,
-      h('span', { class: `jp-Det-nbStatus-dot ${done ? 'jp-mod-done' : this._connected ? 'jp-mod-live' : ''}` }),
+      h('span', {
+        class: `jp-Det-nbStatus-dot ${done ? 'jp-mod-done' : this._connected ? 'jp-mod-live' : ''}`
+      }),
       h(
         'span',
         { class: 'jp-Det-nbStatus-text' },
-        this._connected === null ? 'Connecting to the master…' : done ? `Finished (${state}); updated ${when}.` : `Live; updated ${when}.`
+        this._connected === null
+          ? 'Connecting to the master…'
+          : done
+            ? `Finished (${state}); updated ${when}.`
+            : `Live; updated ${when}.`
       )
     );
     this._status.dataset.connection = this._connected === null ? 'connecting' : 'live';
@@ -253,7 +290,11 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     const lines = errorBannerLines(view.model.trials.values() as Iterable<TrialWithErrors>);
     const experiment = view.model.experiment;
     if (experiment?.state === 'ERROR' && !lines.length) {
-      lines.push({ trialId: -1, text: `Experiment ${experiment.id} ended in ERROR.`, cellId: null });
+      lines.push({
+        trialId: -1,
+        text: `Experiment ${experiment.id} ended in ERROR.`,
+        cellId: null
+      });
     }
     if (!lines.length) {
       replaceChildren(this._banner);
@@ -261,27 +302,50 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       return;
     }
     this._banner.hidden = false;
-    replaceChildren(
-      this._banner,
-      ...lines.slice(0, 4).map(line =>
-        h(
-          'div',
-          { class: 'jp-Det-nbBanner-line', attrs: { role: 'alert' } },
-          h('span', { class: 'jp-Det-nbBanner-text' }, line.text),
-          line.cellId && this._notebooks
-            ? h('button', { class: 'jp-Det-button jp-Det-nbGoToCell', on: { click: () => this._goToCell(line.cellId!) } }, 'Go to cell')
-            : null,
-          line.trialId >= 0
-            ? h('button', { class: 'jp-Det-button jp-Det-nbShowLogs', on: { click: () => view.showTrialLogs(line.trialId) } }, 'Show logs')
-            : null
-        )
-      ),
-      lines.length > 4 ? h('div', null, `… and ${lines.length - 4} more failed trials (see Trials).`) : null
+    const shown = lines.slice(0, 4).map(line => this._bannerLine(line, view));
+    const more =
+      lines.length > 4
+        ? h('div', null, `… and ${lines.length - 4} more failed trials (see Trials).`)
+        : null;
+    replaceChildren(this._banner, ...shown, more);
+  }
+
+  private _bannerLine(line: IBannerLine, view: ExperimentView): HTMLElement {
+    const cellId = line.cellId;
+    const goToCell =
+      cellId && this._notebooks
+        ? h(
+            'button',
+            {
+              class: 'jp-Det-button jp-Det-nbGoToCell',
+              on: { click: () => this._goToCell(cellId) }
+            },
+            'Go to cell'
+          )
+        : null;
+    const showLogs =
+      line.trialId >= 0
+        ? h(
+            'button',
+            {
+              class: 'jp-Det-button jp-Det-nbShowLogs',
+              on: { click: () => view.showTrialLogs(line.trialId) }
+            },
+            'Show logs'
+          )
+        : null;
+    return h(
+      'div',
+      { class: 'jp-Det-nbBanner-line', attrs: { role: 'alert' } },
+      h('span', { class: 'jp-Det-nbBanner-text' }, line.text),
+      goToCell,
+      showLogs
     );
   }
 
   private _goToCell(cellId: string): void {
-    const panel = this._notebooks?.find(p => p.node.contains(this.node)) ?? this._notebooks?.currentWidget;
+    const panel =
+      this._notebooks?.find(p => p.node.contains(this.node)) ?? this._notebooks?.currentWidget;
     const notebook = panel?.content;
     if (!notebook) {
       return;
@@ -310,7 +374,9 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       return;
     }
     this._wroteFinal = true;
-    const previous = (model.data[EXPERIMENT_MIME_TYPE] as unknown as IExperimentOutputData | undefined)?.snapshot;
+    const previous = (
+      model.data[EXPERIMENT_MIME_TYPE] as unknown as IExperimentOutputData | undefined
+    )?.snapshot;
     if (previous?.experiment?.state === view.model.experiment.state) {
       return; // the kernel already wrote it
     }
@@ -330,7 +396,10 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     model.setData({
       data: {
         ...model.data,
-        [EXPERIMENT_MIME_TYPE]: { experiment_id: view.experimentId, snapshot } as unknown as IRenderMime.IMimeModel['data'][string]
+        [EXPERIMENT_MIME_TYPE]: {
+          experiment_id: view.experimentId,
+          snapshot
+        } as unknown as IRenderMime.IMimeModel['data'][string]
       }
     });
   }

@@ -59,7 +59,12 @@ function compareCategories(a: unknown, b: unknown): number {
  * An axis for these values: categorical when the config says so or a value is not a number,
  * log when the config says `log` and every value is positive, linear otherwise.
  */
-export function axisFor(key: string, label: string, values: unknown[], type: HparamType = 'unknown'): IParcoordsAxis {
+export function axisFor(
+  key: string,
+  label: string,
+  values: unknown[],
+  type: HparamType = 'unknown'
+): IParcoordsAxis {
   const present = values.filter(v => v !== undefined);
   const numeric = present.every(v => typeof v === 'number' && Number.isFinite(v));
   if (type === 'categorical' || !numeric) {
@@ -73,7 +78,14 @@ export function axisFor(key: string, label: string, values: unknown[], type: Hpa
       }
     }
     unique.sort(compareCategories);
-    return { key, label, kind: 'categorical', min: 0, max: Math.max(0, unique.length - 1), categories: unique.map(v => formatMetric(v)) };
+    return {
+      key,
+      label,
+      kind: 'categorical',
+      min: 0,
+      max: Math.max(0, unique.length - 1),
+      categories: unique.map(v => formatMetric(v))
+    };
   }
   const numbers = present as number[];
   const min = numbers.length ? Math.min(...numbers) : 0;
@@ -159,22 +171,42 @@ export function parcoordsModel(
   config: Record<string, unknown> | null | undefined,
   smallerIsBetter = true
 ): IParcoordsModel {
-  const rows = [...trials].map(trial => ({ trial, flat: flattenHparams(trial.hparams), metric: bestSearcherMetric(trial, metric) }));
-  const varying = hparams.filter(name => new Set(rows.map(r => formatMetric(r.flat[name]))).size > 1);
+  const rows = [...trials].map(trial => ({
+    trial,
+    flat: flattenHparams(trial.hparams),
+    metric: bestSearcherMetric(trial, metric)
+  }));
+  const varying = hparams.filter(
+    name => new Set(rows.map(r => formatMetric(r.flat[name]))).size > 1
+  );
   const shown = varying.length ? varying : hparams;
-  const axes = shown.map(name => axisFor(`hp:${name}`, name, rows.map(r => r.flat[name]), hparamType(config, name)));
-  const metrics = rows.map(r => r.metric).filter((v): v is number => v !== null && Number.isFinite(v));
+  const axes = shown.map(name =>
+    axisFor(
+      `hp:${name}`,
+      name,
+      rows.map(r => r.flat[name]),
+      hparamType(config, name)
+    )
+  );
+  const metrics = rows
+    .map(r => r.metric)
+    .filter((v): v is number => v !== null && Number.isFinite(v));
   axes.push(axisFor('metric', `best ${metric}`, metrics));
   const lo = metrics.length ? Math.min(...metrics) : 0;
   const hi = metrics.length ? Math.max(...metrics) : 0;
   let bestTrialId: number | null = null;
   let bestScore = -1;
   const lines = rows.map(({ trial, flat, metric: value }) => {
-    const positions = axes.map(axis => axisPosition(axis, axis.key === 'metric' ? value : flat[axis.key.slice(3)]));
+    const positions = axes.map(axis =>
+      axisPosition(axis, axis.key === 'metric' ? value : flat[axis.key.slice(3)])
+    );
     let score = Number.NaN;
     if (value !== null && Number.isFinite(value)) {
       score = hi === lo ? 1 : smallerIsBetter ? (hi - value) / (hi - lo) : (value - lo) / (hi - lo);
-      if (score > bestScore || (score === bestScore && bestTrialId !== null && trial.id < bestTrialId)) {
+      if (
+        score > bestScore ||
+        (score === bestScore && bestTrialId !== null && trial.id < bestTrialId)
+      ) {
         bestScore = score;
         bestTrialId = trial.id;
       }
@@ -189,7 +221,10 @@ export function parcoordsModel(
 
 const SVG = 'http://www.w3.org/2000/svg';
 
-function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number> = {}): SVGElementTagNameMap[K] {
+function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string | number> = {}
+): SVGElementTagNameMap[K] {
   const element = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attrs)) {
     element.setAttribute(name, String(value));
@@ -247,7 +282,13 @@ export class ParallelCoordinates {
     if (!input) {
       return;
     }
-    const model = parcoordsModel(input.trials, input.hparams, input.metric, input.config, input.smallerIsBetter);
+    const model = parcoordsModel(
+      input.trials,
+      input.hparams,
+      input.metric,
+      input.config,
+      input.smallerIsBetter
+    );
     const light = isLightTheme();
     // The lines are redrawn: a pointer still over one enters it again and shows it again.
     this._tooltip.hidden = true;
@@ -256,9 +297,15 @@ export class ParallelCoordinates {
     const plotWidth = width - MARGIN.left - MARGIN.right;
     const plotHeight = HEIGHT - MARGIN.top - MARGIN.bottom;
     const n = model.axes.length;
-    const xOf = (i: number): number => MARGIN.left + (n === 1 ? plotWidth / 2 : (i * plotWidth) / (n - 1));
+    const xOf = (i: number): number =>
+      MARGIN.left + (n === 1 ? plotWidth / 2 : (i * plotWidth) / (n - 1));
     const yOf = (pos: number): number => MARGIN.top + (1 - pos) * plotHeight;
-    const root = svg('svg', { width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, class: 'jp-Det-parcoords-svg' });
+    const root = svg('svg', {
+      width,
+      height: HEIGHT,
+      viewBox: `0 0 ${width} ${HEIGHT}`,
+      class: 'jp-Det-parcoords-svg'
+    });
     this.node.dataset.axes = model.axes.map(a => `${a.label}:${a.kind}`).join(',');
     this.node.dataset.lines = String(model.lines.length);
 
@@ -267,7 +314,8 @@ export class ParallelCoordinates {
     const order = [...model.lines].sort((a, b) => {
       const sa = Number.isNaN(a.score) ? -1 : a.score;
       const sb = Number.isNaN(b.score) ? -1 : b.score;
-      const emphasis = (l: IParcoordsLine): number => (l.trialId === model.bestTrialId ? 2 : input.selected.has(l.trialId) ? 1 : 0);
+      const emphasis = (l: IParcoordsLine): number =>
+        l.trialId === model.bestTrialId ? 2 : input.selected.has(l.trialId) ? 1 : 0;
       return emphasis(a) - emphasis(b) || sa - sb || a.trialId - b.trialId;
     });
     const trialsById = new Map(input.trials.map(t => [t.id, t]));
@@ -292,11 +340,18 @@ export class ParallelCoordinates {
         'data-trial-id': line.trialId
       });
       group.append(
-        svg('path', { d, class: 'jp-Det-parcoords-stroke', stroke: rampColor(line.score, light), fill: 'none' }),
+        svg('path', {
+          d,
+          class: 'jp-Det-parcoords-stroke',
+          stroke: rampColor(line.score, light),
+          fill: 'none'
+        }),
         svg('path', { d, class: 'jp-Det-parcoords-hit', stroke: 'transparent', fill: 'none' })
       );
       const trial = trialsById.get(line.trialId);
-      group.addEventListener('mouseenter', event => this._hover(root, group, line, trial, model, event));
+      group.addEventListener('mouseenter', event =>
+        this._hover(root, group, line, trial, model, event)
+      );
       group.addEventListener('mousemove', event => this._moveTooltip(event));
       group.addEventListener('mouseleave', () => this._unhover(root, group));
 
@@ -307,10 +362,26 @@ export class ParallelCoordinates {
     const axes = svg('g', { class: 'jp-Det-parcoords-axes' });
     model.axes.forEach((axis, i) => {
       const x = xOf(i);
-      const g = svg('g', { class: `jp-Det-parcoords-axis jp-Det-parcoords-axis-${axis.kind}`, 'data-axis': axis.label });
-      g.appendChild(svg('line', { x1: x, x2: x, y1: MARGIN.top, y2: MARGIN.top + plotHeight, class: 'jp-Det-parcoords-axisLine' }));
+      const g = svg('g', {
+        class: `jp-Det-parcoords-axis jp-Det-parcoords-axis-${axis.kind}`,
+        'data-axis': axis.label
+      });
+      g.appendChild(
+        svg('line', {
+          x1: x,
+          x2: x,
+          y1: MARGIN.top,
+          y2: MARGIN.top + plotHeight,
+          class: 'jp-Det-parcoords-axisLine'
+        })
+      );
       const maxChars = Math.max(6, Math.floor(plotWidth / Math.max(1, n - 1) / 7));
-      const title = svg('text', { x, y: MARGIN.top - 18, 'text-anchor': i === 0 && n > 1 ? 'start' : 'middle', class: 'jp-Det-parcoords-title' });
+      const title = svg('text', {
+        x,
+        y: MARGIN.top - 18,
+        'text-anchor': i === 0 && n > 1 ? 'start' : 'middle',
+        class: 'jp-Det-parcoords-title'
+      });
       title.textContent = shorten(axis.label, maxChars) + (axis.kind === 'log' ? ' (log)' : '');
       const tooltip = svg('title');
       tooltip.textContent = `${axis.label}${axis.kind === 'log' ? ' (log scale)' : axis.kind === 'categorical' ? ' (categories)' : ''}`;
@@ -320,8 +391,21 @@ export class ParallelCoordinates {
       const right = axis.key === 'metric';
       for (const tick of axisTicks(axis)) {
         const y = yOf(tick.pos);
-        g.appendChild(svg('line', { x1: right ? x + 3 : x - 3, x2: x, y1: y, y2: y, class: 'jp-Det-parcoords-tick' }));
-        const label = svg('text', { x: right ? x + 5 : x - 5, y: y + 3.5, 'text-anchor': right ? 'start' : 'end', class: 'jp-Det-parcoords-tickLabel' });
+        g.appendChild(
+          svg('line', {
+            x1: right ? x + 3 : x - 3,
+            x2: x,
+            y1: y,
+            y2: y,
+            class: 'jp-Det-parcoords-tick'
+          })
+        );
+        const label = svg('text', {
+          x: right ? x + 5 : x - 5,
+          y: y + 3.5,
+          'text-anchor': right ? 'start' : 'end',
+          class: 'jp-Det-parcoords-tickLabel'
+        });
         label.textContent = shorten(tick.label, 12);
         g.appendChild(label);
       }
@@ -336,7 +420,10 @@ export class ParallelCoordinates {
     const withMetric = model.lines.filter(l => !Number.isNaN(l.score)).length;
     this._legend.replaceChildren(
       h('span', null, `colour: best ${input.metric}`),
-      h('span', { class: 'jp-Det-parcoords-ramp', style: { background: `linear-gradient(to right, ${stops})` } }),
+      h('span', {
+        class: 'jp-Det-parcoords-ramp',
+        style: { background: `linear-gradient(to right, ${stops})` }
+      }),
       h('span', null, 'worse → better'),
       h(
         'span',
@@ -346,7 +433,14 @@ export class ParallelCoordinates {
     );
   }
 
-  private _hover(root: SVGElement, group: SVGElement, line: IParcoordsLine, trial: ITrial | undefined, model: IParcoordsModel, event: MouseEvent): void {
+  private _hover(
+    root: SVGElement,
+    group: SVGElement,
+    line: IParcoordsLine,
+    trial: ITrial | undefined,
+    model: IParcoordsModel,
+    event: MouseEvent
+  ): void {
     root.classList.add('jp-mod-hovering');
     group.classList.add('jp-mod-hover');
     const stroke = group.querySelector('.jp-Det-parcoords-stroke');

@@ -15,7 +15,16 @@ import type { IExperiment, ITrial } from './types';
 
 export const SIDEBAR_ID = 'jupyter-determined-sidebar';
 
-const STATES = ['ACTIVE', 'PAUSED', 'STOPPING_CANCELED', 'STOPPING_COMPLETED', 'STOPPING_ERROR', 'COMPLETED', 'CANCELED', 'ERROR'];
+const STATES = [
+  'ACTIVE',
+  'PAUSED',
+  'STOPPING_CANCELED',
+  'STOPPING_COMPLETED',
+  'STOPPING_ERROR',
+  'COMPLETED',
+  'CANCELED',
+  'ERROR'
+];
 
 export { stateBadge };
 
@@ -33,7 +42,11 @@ function experimentRow(experiment: IExperiment, open: (id: number) => void): HTM
     {
       class: 'jp-Det-expRow',
       title: `Open experiment ${experiment.id}`,
-      attrs: { 'data-experiment-id': String(experiment.id), 'data-state': experiment.state, tabindex: '0' },
+      attrs: {
+        'data-experiment-id': String(experiment.id),
+        'data-state': experiment.state,
+        tabindex: '0'
+      },
       on: {
         click: () => open(experiment.id),
         keydown: (event: KeyboardEvent) => {
@@ -59,9 +72,21 @@ function experimentRow(experiment: IExperiment, open: (id: number) => void): HTM
     h(
       'div',
       { class: 'jp-Det-expRow-meta' },
-      h('span', { class: 'jp-Det-expBest', title: `best ${metric}` }, `best ${metric}: ${formatMetric(best)}`),
-      h('span', { class: 'jp-Det-expTrials' }, `${experiment.num_trials} trial${experiment.num_trials === 1 ? '' : 's'}`),
-      h('span', { class: 'jp-Det-expStart', title: experiment.start_time }, formatStartTime(experiment.start_time))
+      h(
+        'span',
+        { class: 'jp-Det-expBest', title: `best ${metric}` },
+        `best ${metric}: ${formatMetric(best)}`
+      ),
+      h(
+        'span',
+        { class: 'jp-Det-expTrials' },
+        `${experiment.num_trials} trial${experiment.num_trials === 1 ? '' : 's'}`
+      ),
+      h(
+        'span',
+        { class: 'jp-Det-expStart', title: experiment.start_time },
+        formatStartTime(experiment.start_time)
+      )
     )
   );
 }
@@ -89,13 +114,25 @@ export class DeterminedSidebar extends Widget {
     this.addClass('jp-Det-sidebar');
     this.title.caption = 'Determined experiments';
 
-    this._feedBadge = h('span', { class: 'jp-Det-feed', attrs: { 'data-mode': 'connecting' } }, 'connecting');
+    this._feedBadge = h(
+      'span',
+      { class: 'jp-Det-feed', attrs: { 'data-mode': 'connecting' } },
+      'connecting'
+    );
     const header = h(
       'div',
       { class: 'jp-Det-sidebar-header' },
       h('h2', { class: 'jp-Det-title' }, 'Determined'),
       this._feedBadge,
-      h('button', { class: 'jp-Det-button jp-Det-refresh', title: 'Reload the experiment list', on: { click: () => void this.refresh() } }, 'Refresh')
+      h(
+        'button',
+        {
+          class: 'jp-Det-button jp-Det-refresh',
+          title: 'Reload the experiment list',
+          on: { click: () => void this.refresh() }
+        },
+        'Refresh'
+      )
     );
     const stateSelect = select(
       [['', 'All states'], ...STATES.map(s => [s, s] as [string, string])],
@@ -124,7 +161,14 @@ export class DeterminedSidebar extends Widget {
     this._status = h('div', { class: 'jp-Det-listStatus' }, 'Loading experiments…');
     this._list = h('ul', { class: 'jp-Det-expList' });
     this._cluster = new ClusterStrip(_client);
-    const body = h('div', { class: 'jp-Det-sidebar-body' }, filters, this._message, this._status, this._list);
+    const body = h(
+      'div',
+      { class: 'jp-Det-sidebar-body' },
+      filters,
+      this._message,
+      this._status,
+      this._list
+    );
     this.node.append(header, body, this._cluster.node);
 
     this.model.changed.connect(() => this._queueRender());
@@ -171,7 +215,10 @@ export class DeterminedSidebar extends Widget {
         // (an empty master answers an empty list).
         this._queueRender();
       } catch (error) {
-        replaceChildren(this._message, errorBox(`Cannot load experiments: ${describeError(error)}`));
+        replaceChildren(
+          this._message,
+          errorBox(`Cannot load experiments: ${describeError(error)}`)
+        );
         this._status.textContent = '';
       } finally {
         this._loading = null;
@@ -187,7 +234,8 @@ export class DeterminedSidebar extends Widget {
 
   private _showFeedMode(mode: FeedMode): void {
     this._feedBadge.dataset.mode = mode;
-    this._feedBadge.textContent = mode === 'live' ? '● live' : mode === 'polling' ? 'polling' : 'connecting';
+    this._feedBadge.textContent =
+      mode === 'live' ? '● live' : mode === 'polling' ? 'polling' : 'connecting';
     this._feedBadge.title =
       mode === 'polling'
         ? 'The live event stream is unavailable; refreshing every few seconds.'
@@ -222,7 +270,9 @@ export class DeterminedSidebar extends Widget {
       );
     } else {
       this._status.textContent =
-        visible.length === total ? `${total} experiment${total === 1 ? '' : 's'}` : `${visible.length} of ${total} experiments`;
+        visible.length === total
+          ? `${total} experiment${total === 1 ? '' : 's'}`
+          : `${visible.length} of ${total} experiments`;
     }
     this._status.dataset.empty = String(this.model.loaded && total === 0);
     const keep = new Set<number>();

@@ -14,6 +14,7 @@ import { DocumentRegistry } from '@jupyterlab/docregistry';
 import { INotebookModel, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Contents, Kernel, KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+import { JSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
 
 import { h, replaceChildren } from './dom';
@@ -25,15 +26,20 @@ export const COMM_TARGET = 'jupyter_determined.notebook';
 export const TOOLBAR_CELL_ID = 'jupyter-determined-toolbar-submit';
 const CONFIG_VARIABLE = '_det_toolbar_config';
 
-interface ICellSnapshot {
+// Type aliases, not interfaces: they are JSON objects as they are (comm data is a JSONObject).
+type ICellSnapshot = {
   id: string;
   cell_type: string;
   source: string;
   metadata: { tags: string[] };
-}
+};
+type INotebookSnapshot = { path: string; cells: ICellSnapshot[] };
 
 /** The notebook as the kernel-side exporter wants it. */
-export function notebookSnapshot(panel: NotebookPanel, extraCells: ICellSnapshot[] = []): { path: string; cells: ICellSnapshot[] } {
+export function notebookSnapshot(
+  panel: NotebookPanel,
+  extraCells: ICellSnapshot[] = []
+): INotebookSnapshot {
   const cells: ICellSnapshot[] = [];
   const model = panel.content.model;
   if (model) {
@@ -86,14 +92,14 @@ class NotebookSync implements IDisposable {
   }
 
   /** Send a snapshot now (before the execute request that needs it: shell messages keep order). */
-  send(snapshot: object): void {
+  send(snapshot: INotebookSnapshot): void {
     const kernel = this._panel.sessionContext.session?.kernel;
     if (!kernel) {
       return;
     }
     try {
       if (this._comm && this._commKernel === kernel && !this._comm.isDisposed) {
-        this._comm.send(snapshot as any);
+        this._comm.send(snapshot);
         return;
       }
       // The target exists once `%load_ext jupyter_determined` ran; until then the kernel
@@ -104,7 +110,7 @@ class NotebookSync implements IDisposable {
           this._comm = null;
         }
       };
-      comm.open(snapshot as any);
+      comm.open(snapshot);
       this._comm = comm;
       this._commKernel = kernel;
     } catch (error) {
@@ -134,30 +140,40 @@ interface IExecution {
   output: string;
 }
 
-async function execute(kernel: Kernel.IKernelConnection, code: string, metadata?: Record<string, unknown>): Promise<IExecution> {
-  const future = kernel.requestExecute({ code, stop_on_error: true, store_history: false }, true, metadata as any);
+async function execute(
+  kernel: Kernel.IKernelConnection,
+  code: string,
+  metadata?: JSONObject
+): Promise<IExecution> {
+  const future = kernel.requestExecute(
+    { code, stop_on_error: true, store_history: false },
+    true,
+    metadata
+  );
   const chunks: string[] = [];
   let failed = false;
   future.onIOPub = (msg: KernelMessage.IIOPubMessage) => {
-    const type = msg.header.msg_type;
-    const content = msg.content as any;
-    if (type === 'stream') {
-      chunks.push(String(content.text));
-    } else if (type === 'error') {
+    if (KernelMessage.isStreamMsg(msg)) {
+      chunks.push(String(msg.content.text));
+    } else if (KernelMessage.isErrorMsg(msg)) {
       failed = true;
-      chunks.push(`${content.ename}: ${content.evalue}\n`);
-    } else if ((type === 'execute_result' || type === 'display_data') && content.data?.['text/plain']) {
-      const text = String(content.data['text/plain']);
+      chunks.push(`${msg.content.ename}: ${msg.content.evalue}\n`);
+    } else if (
+      (KernelMessage.isExecuteResultMsg(msg) || KernelMessage.isDisplayDataMsg(msg)) &&
+      msg.content.data['text/plain']
+    ) {
+      const text = String(msg.content.data['text/plain']);
       if (!text.startsWith('Experiment') && !text.includes('Widget')) {
         chunks.push(`${text}\n`);
       }
     }
   };
   const reply = await future.done;
-  if ((reply.content as any).status !== 'ok') {
+  if (reply.content.status !== 'ok') {
     failed = true;
   }
   // ANSI colour codes from IPython tracebacks would show as junk in a dialog.
+  // eslint-disable-next-line no-control-regex -- the ESC character is what is matched
   return { ok: !failed, output: chunks.join('').replace(/\u001b\[[0-9;]*m/g, '') };
 }
 
@@ -178,14 +194,21 @@ class SubmitDialogBody extends Widget {
   ) {
     super();
     this.addClass('jp-Det-submitDialog');
-    this.picker = h('select', { class: 'jp-Det-select jp-Det-configPicker', on: { change: () => void this._load(this.picker.value) } });
+    this.picker = h('select', {
+      class: 'jp-Det-select jp-Det-configPicker',
+      on: { change: () => void this._load(this.picker.value) }
+    });
     for (const file of files) {
       this.picker.appendChild(h('option', { props: { value: file } }, file));
     }
     this.picker.appendChild(h('option', { props: { value: '' } }, '(write a config here)'));
     this.textarea = h('textarea', {
       class: 'jp-Det-configText',
-      props: { rows: 14, spellcheck: false, placeholder: 'searcher:\n  name: single\n  metric: loss\n  max_length: 1' }
+      props: {
+        rows: 14,
+        spellcheck: false,
+        placeholder: 'searcher:\n  name: single\n  metric: loss\n  max_length: 1'
+      }
     });
     // The toolbar submits the whole notebook: preview that (no submitting cell).
     this.preview = new ExportPreviewView({
@@ -204,7 +227,11 @@ class SubmitDialogBody extends Widget {
         'div',
         { class: 'jp-Det-submitConfig' },
         h('label', null, 'Config from this folder: ', this.picker),
-        h('div', { class: 'jp-Det-hint' }, 'Edit below if needed; the code cells listed on the right become the training script.'),
+        h(
+          'div',
+          { class: 'jp-Det-hint' },
+          'Edit below if needed; the code cells listed on the right become the training script.'
+        ),
         this.textarea
       ),
       h('div', { class: 'jp-Det-submitPreview' }, this.preview.node)
@@ -226,11 +253,15 @@ class SubmitDialogBody extends Widget {
     this._fileName = file;
     if (!file) {
       this._original = '';
-      this.textarea.value = 'searcher:\n  name: single\n  metric: loss\n  smaller_is_better: true\n  max_length: 1\nmax_restarts: 0\n';
+      this.textarea.value =
+        'searcher:\n  name: single\n  metric: loss\n  smaller_is_better: true\n  max_length: 1\nmax_restarts: 0\n';
       return;
     }
     try {
-      const model = await this._contents.get(PathExt.join(this._directory, file), { content: true, format: 'text' });
+      const model = await this._contents.get(PathExt.join(this._directory, file), {
+        content: true,
+        format: 'text'
+      });
       this._original = String(model.content ?? '');
       this.textarea.value = this._original;
     } catch (error) {
@@ -267,7 +298,13 @@ export async function submitNotebook(
   openExperiment: (id: number) => void
 ): Promise<void> {
   const directory = PathExt.dirname(panel.context.path);
-  const body = new SubmitDialogBody(contents, directory, await configFiles(contents, directory), panel, contents.serverSettings);
+  const body = new SubmitDialogBody(
+    contents,
+    directory,
+    await configFiles(contents, directory),
+    panel,
+    contents.serverSettings
+  );
   const choice = await showDialog({
     title: 'Submit to Determined',
     body,
@@ -282,20 +319,34 @@ export async function submitNotebook(
   await session.ready;
   const kernel = session.session?.kernel;
   if (!kernel) {
-    await showDialog({ title: 'Submit to Determined', body: 'This notebook has no running kernel: start one (Kernel menu) and try again.', buttons: [Dialog.okButton()] });
+    await showDialog({
+      title: 'Submit to Determined',
+      body: 'This notebook has no running kernel: start one (Kernel menu) and try again.',
+      buttons: [Dialog.okButton()]
+    });
     return;
   }
   const status = h('pre', { class: 'jp-Det-submitOutput' }, 'Submitting…');
   const statusWidget = new Widget({ node: h('div', null, status) });
-  const progress = showDialog({ title: 'Submit to Determined', body: statusWidget, buttons: [Dialog.okButton({ label: 'Close' })] });
+  const progress = showDialog({
+    title: 'Submit to Determined',
+    body: statusWidget,
+    buttons: [Dialog.okButton({ label: 'Close' })]
+  });
   let result: IExecution;
   try {
     // Load the extension (silently), then hand over the notebook with a stand-in last cell
     // that the submission runs as: `%det_submit` exports the code cells above the running
     // cell, which is then the whole notebook.
-    const loaded = await execute(kernel, "get_ipython().extension_manager.load_extension('jupyter_determined')");
+    const loaded = await execute(
+      kernel,
+      "get_ipython().extension_manager.load_extension('jupyter_determined')"
+    );
     if (!loaded.ok) {
-      result = { ok: false, output: `Cannot load jupyter_determined in this kernel:\n${loaded.output}` };
+      result = {
+        ok: false,
+        output: `Cannot load jupyter_determined in this kernel:\n${loaded.output}`
+      };
     } else {
       const code = submitCode(config);
       let sync = syncs.get(panel);
@@ -303,7 +354,11 @@ export async function submitNotebook(
         sync = new NotebookSync(panel);
         syncs.set(panel, sync);
       }
-      sync.send(notebookSnapshot(panel, [{ id: TOOLBAR_CELL_ID, cell_type: 'code', source: code, metadata: { tags: [] } }]));
+      sync.send(
+        notebookSnapshot(panel, [
+          { id: TOOLBAR_CELL_ID, cell_type: 'code', source: code, metadata: { tags: [] } }
+        ])
+      );
       result = await execute(kernel, code, { cellId: TOOLBAR_CELL_ID });
     }
   } catch (error) {
@@ -312,20 +367,28 @@ export async function submitNotebook(
   const created = /Created (?:test )?experiment (\d+)/.exec(result.output);
   replaceChildren(
     status,
-    result.output.trim() || (result.ok ? 'Submitted.' : 'The kernel reported an error without a message.')
+    result.output.trim() ||
+      (result.ok ? 'Submitted.' : 'The kernel reported an error without a message.')
   );
   status.dataset.ok = String(result.ok && !!created);
   if (created) {
     const id = Number(created[1]);
     statusWidget.node.appendChild(
-      h('button', { class: 'jp-Det-button jp-Det-openCreated', on: { click: () => openExperiment(id) } }, `Open experiment ${id}`)
+      h(
+        'button',
+        { class: 'jp-Det-button jp-Det-openCreated', on: { click: () => openExperiment(id) } },
+        `Open experiment ${id}`
+      )
     );
   }
   await progress;
 }
 
 /** Adds the button to every notebook's toolbar and the sync to every notebook. */
-export class SubmitButtonExtension implements DocumentRegistry.IWidgetExtension<NotebookPanel, INotebookModel> {
+export class SubmitButtonExtension implements DocumentRegistry.IWidgetExtension<
+  NotebookPanel,
+  INotebookModel
+> {
   constructor(
     private readonly _contents: Contents.IManager,
     private readonly _openExperiment: (id: number) => void

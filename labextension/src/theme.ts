@@ -5,10 +5,32 @@
  */
 
 /** Series colours on a light background (strong, mid-dark shades: legible on white). */
-export const LIGHT_PALETTE = ['#2563eb', '#ea580c', '#16a34a', '#dc2626', '#9333ea', '#0891b2', '#db2777', '#65a30d', '#b45309', '#475569'];
+export const LIGHT_PALETTE = [
+  '#2563eb',
+  '#ea580c',
+  '#16a34a',
+  '#dc2626',
+  '#9333ea',
+  '#0891b2',
+  '#db2777',
+  '#65a30d',
+  '#b45309',
+  '#475569'
+];
 
 /** The same hues, lighter: legible on the dark theme's near-black. */
-export const DARK_PALETTE = ['#60a5fa', '#fb923c', '#4ade80', '#f87171', '#c084fc', '#22d3ee', '#f472b6', '#a3e635', '#fbbf24', '#cbd5e1'];
+export const DARK_PALETTE = [
+  '#60a5fa',
+  '#fb923c',
+  '#4ade80',
+  '#f87171',
+  '#c084fc',
+  '#22d3ee',
+  '#f472b6',
+  '#a3e635',
+  '#fbbf24',
+  '#cbd5e1'
+];
 
 export function paletteFor(light: boolean): string[] {
   return light ? LIGHT_PALETTE : DARK_PALETTE;
@@ -22,7 +44,19 @@ export function trialColor(trialId: number, light: boolean): string {
 
 // matplotlib's "plasma", sampled every 0.1: perceptually even, and readable when cut at the
 // end that vanishes into the background (the dark end on black, the yellow end on white).
-const PLASMA = ['#0d0887', '#41049d', '#6a00a8', '#8f0da4', '#b12a90', '#cc4778', '#e16462', '#f2844b', '#fca636', '#fcce25', '#f0f921'];
+const PLASMA = [
+  '#0d0887',
+  '#41049d',
+  '#6a00a8',
+  '#8f0da4',
+  '#b12a90',
+  '#cc4778',
+  '#e16462',
+  '#f2844b',
+  '#fca636',
+  '#fcce25',
+  '#f0f921'
+];
 
 function hexToRgb(hex: string): [number, number, number] {
   const n = parseInt(hex.slice(1), 16);
@@ -71,12 +105,17 @@ export function isLightTheme(): boolean {
 /** The chart colours of the current theme, read from JupyterLab's CSS variables. */
 export function readChartTheme(): IChartTheme {
   const light = isLightTheme();
-  const style = typeof document !== 'undefined' && document.body ? getComputedStyle(document.body) : null;
-  const read = (name: string, fallback: string): string => style?.getPropertyValue(name).trim() || fallback;
+  const style =
+    typeof document !== 'undefined' && document.body ? getComputedStyle(document.body) : null;
+  const read = (name: string, fallback: string): string =>
+    style?.getPropertyValue(name).trim() || fallback;
   return {
     light,
     text: read('--jp-ui-font-color1', light ? 'rgba(0, 0, 0, 0.87)' : 'rgba(255, 255, 255, 1)'),
-    textMuted: read('--jp-ui-font-color2', light ? 'rgba(0, 0, 0, 0.54)' : 'rgba(255, 255, 255, 0.72)'),
+    textMuted: read(
+      '--jp-ui-font-color2',
+      light ? 'rgba(0, 0, 0, 0.54)' : 'rgba(255, 255, 255, 0.72)'
+    ),
     axis: read('--jp-border-color1', light ? '#bdbdbd' : '#616161'),
     grid: read('--jp-border-color2', light ? '#e0e0e0' : '#424242'),
     background: read('--jp-layout-color0', light ? 'white' : '#111111'),
@@ -122,7 +161,10 @@ export function onThemeChange(listener: () => void): () => void {
       requestAnimationFrame(checkTheme);
       window.setTimeout(checkTheme, 400);
     });
-    observer.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name'] });
+    observer.observe(document.body, {
+      attributes: true,
+      attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name']
+    });
   }
   return () => {
     listeners.delete(listener);

@@ -51,7 +51,11 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
     ['latest', `latest ${metric}`],
     ['best', `best ${metric}`]
   ];
-  const headRow = h('tr', null, h('th', { title: 'Select: plot in the learning curves, and compare' }, 'Plot'));
+  const headRow = h(
+    'tr',
+    null,
+    h('th', { title: 'Select: plot in the learning curves, and compare' }, 'Plot')
+  );
   for (const [key, label] of columns) {
     const sorted = input.sortKey === key;
     headRow.appendChild(
@@ -59,7 +63,10 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
         'th',
         {
           class: `jp-Det-sortable${sorted ? ' jp-mod-sorted' : ''}`,
-          attrs: { 'data-sort-key': key, 'aria-sort': sorted ? (input.sortAscending ? 'ascending' : 'descending') : 'none' },
+          attrs: {
+            'data-sort-key': key,
+            'aria-sort': sorted ? (input.sortAscending ? 'ascending' : 'descending') : 'none'
+          },
           on: { click: () => input.onSort(key) }
         },
         label,
@@ -81,7 +88,12 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
     });
     const state = trialDisplayState(trial);
     const note = trialExitNote(trial);
-    const stateTitle = state === 'QUEUED' ? 'Active, waiting for a free slot' : note ? `${trial.state}: ${note}` : trial.state;
+    const stateTitle =
+      state === 'QUEUED'
+        ? 'Active, waiting for a free slot'
+        : note
+          ? `${trial.state}: ${note}`
+          : trial.state;
     body.appendChild(
       h(
         'tr',
@@ -93,9 +105,14 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
         h(
           'td',
           { class: 'jp-Det-trialId' },
-          h('span', { class: 'jp-Det-swatch', style: { background: isSelected ? trialColor(trial.id, light) : 'transparent' } }),
+          h('span', {
+            class: 'jp-Det-swatch',
+            style: { background: isSelected ? trialColor(trial.id, light) : 'transparent' }
+          }),
           String(trial.id),
-          trial.id === best ? h('span', { class: 'jp-Det-bestMark', title: `best ${metric}` }, ' ★') : null
+          trial.id === best
+            ? h('span', { class: 'jp-Det-bestMark', title: `best ${metric}` }, ' ★')
+            : null
         ),
         h(
           'td',
@@ -106,11 +123,18 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
         h(
           'td',
           { class: 'jp-Det-trialProgress' },
-          h('span', { class: 'jp-Det-trialProgressInner' }, stateProgressBar(trial.state, trial.progress), progressText(trial.state, trial.progress))
+          h(
+            'span',
+            { class: 'jp-Det-trialProgressInner' },
+            stateProgressBar(trial.state, trial.progress),
+            progressText(trial.state, trial.progress)
+          )
         ),
         h('td', null, String(trial.steps_completed)),
         h('td', null, String(trial.restarts)),
-        ...hparams.map(name => h('td', { title: String(flat[name] ?? '') }, formatMetric(flat[name]))),
+        ...hparams.map(name =>
+          h('td', { title: String(flat[name] ?? '') }, formatMetric(flat[name]))
+        ),
         h('td', { class: 'jp-Det-latest' }, formatMetric(latestSearcherMetric(trial, metric))),
         h('td', { class: 'jp-Det-best' }, formatMetric(bestSearcherMetric(trial, metric)))
       )
@@ -127,21 +151,39 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
       {
         class: 'jp-Det-button jp-Det-compareButton',
         props: { disabled: selectedCount < 2 },
-        title: selectedCount < 2 ? 'Select two or more trials to compare them' : 'Compare the selected trials side by side',
+        title:
+          selectedCount < 2
+            ? 'Select two or more trials to compare them'
+            : 'Compare the selected trials side by side',
         on: { click: () => input.onCompare() }
       },
       'Compare'
     ),
-    h('button', { class: 'jp-Det-button', title: `The 5 trials with the best ${metric}`, on: { click: () => input.onSelect(ranked.slice(0, 5)) } }, 'Best 5'),
     h(
       'button',
-      { class: 'jp-Det-button', on: { click: () => input.onSelect(trials.map(t => t.id).sort((a, b) => a - b)) } },
+      {
+        class: 'jp-Det-button',
+        title: `The 5 trials with the best ${metric}`,
+        on: { click: () => input.onSelect(ranked.slice(0, 5)) }
+      },
+      'Best 5'
+    ),
+    h(
+      'button',
+      {
+        class: 'jp-Det-button',
+        on: { click: () => input.onSelect(trials.map(t => t.id).sort((a, b) => a - b)) }
+      },
       trials.length > input.maxSelected ? `First ${input.maxSelected}` : 'All'
     ),
     h('button', { class: 'jp-Det-button', on: { click: () => input.onSelect([]) } }, 'None')
   );
   return [
     toolbar,
-    h('div', { class: 'jp-Det-tableScroll' }, h('table', { class: 'jp-Det-table jp-Det-trialsTable' }, h('thead', null, headRow), body))
+    h(
+      'div',
+      { class: 'jp-Det-tableScroll' },
+      h('table', { class: 'jp-Det-table jp-Det-trialsTable' }, h('thead', null, headRow), body)
+    )
   ];
 }

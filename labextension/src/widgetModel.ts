@@ -19,7 +19,10 @@ export interface INotebookError {
   exception?: string | null;
 }
 
-export type TrialWithErrors = ITrial & { notebook_error?: INotebookError | null; exit_summary?: string | null };
+export type TrialWithErrors = ITrial & {
+  notebook_error?: INotebookError | null;
+  exit_summary?: string | null;
+};
 
 /** What the kernel puts in the output. */
 export interface IExperimentOutputData {
@@ -48,7 +51,9 @@ export function cutLine(text: string, limit = LOG_LINE_MAX_CHARS): string {
  * shipped to the browser).
  */
 export class LogTail {
-  private _entries: ({ kind: 'line'; line: ILogLine } | { kind: 'skipped'; count: number; trialId: number })[] = [];
+  private _entries: (
+    { kind: 'line'; line: ILogLine } | { kind: 'skipped'; count: number; trialId: number }
+  )[] = [];
   private _lastId = new Map<number, number>();
 
   constructor(readonly max = LOG_TAIL_LINES) {}
@@ -57,7 +62,9 @@ export class LogTail {
   add(trialId: number, lines: ILogLine[]): boolean {
     const last = this._lastId.get(trialId);
     // The notebook-error marker is for machines (the banner shows it); the Logs tab keeps it.
-    const fresh = lines.filter(line => (last === undefined || line.id > last) && !line.line.startsWith(NOTEBOOK_ERROR_MARKER));
+    const fresh = lines.filter(
+      line => (last === undefined || line.id > last) && !line.line.startsWith(NOTEBOOK_ERROR_MARKER)
+    );
     if (!fresh.length) {
       return false;
     }
@@ -90,9 +97,16 @@ export class LogTail {
   }
 }
 
+/** One line of the widget's error banner: a failed trial (or -1: the experiment). */
+export interface IBannerLine {
+  trialId: number;
+  text: string;
+  cellId: string | null;
+}
+
 /** The banner lines for failed trials: where in the notebook, and why. */
-export function errorBannerLines(trials: Iterable<TrialWithErrors>): { trialId: number; text: string; cellId: string | null }[] {
-  const lines = [];
+export function errorBannerLines(trials: Iterable<TrialWithErrors>): IBannerLine[] {
+  const lines: IBannerLine[] = [];
   for (const trial of trials) {
     const error = trial.notebook_error;
     if (trial.state !== 'ERROR' && !error) {
@@ -102,7 +116,11 @@ export function errorBannerLines(trials: Iterable<TrialWithErrors>): { trialId: 
     let cellId: string | null = null;
     if (error) {
       const where =
-        typeof error.cell_index === 'number' ? `cell ${error.cell_index + 1}` : error.cell_id ? `cell ${error.cell_id}` : 'a notebook cell';
+        typeof error.cell_index === 'number'
+          ? `cell ${error.cell_index + 1}`
+          : error.cell_id
+            ? `cell ${error.cell_id}`
+            : 'a notebook cell';
       text += ` in ${where}${typeof error.line === 'number' ? `, line ${error.line}` : ''}`;
       if (error.exception) {
         text += `: ${cutLine(error.exception, 300)}`;
@@ -115,4 +133,3 @@ export function errorBannerLines(trials: Iterable<TrialWithErrors>): { trialId: 
   }
   return lines;
 }
-

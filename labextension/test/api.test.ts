@@ -24,16 +24,26 @@ function recordingClient(answer: unknown): { client: DeterminedClient; urls: str
 
 /** The query the client chose (ServerConnection adds a numeric cache-buster to GETs). */
 function query(url: string): Record<string, string> {
-  return Object.fromEntries([...new URL(url).searchParams.entries()].filter(([key]) => !/^\d+$/.test(key)));
+  return Object.fromEntries(
+    [...new URL(url).searchParams.entries()].filter(([key]) => !/^\d+$/.test(key))
+  );
 }
 
 describe('experimentMetrics', () => {
   test('asks for the given trials, downsampled', async () => {
     const { client, urls } = recordingClient({ metrics: [{ id: 1 }] });
-    const metrics = await client.experimentMetrics(7, 'validation', 12, { trialIds: [3, 5], maxDatapoints: 500 });
+    const metrics = await client.experimentMetrics(7, 'validation', 12, {
+      trialIds: [3, 5],
+      maxDatapoints: 500
+    });
     assert.deepEqual(metrics, [{ id: 1 }]);
     assert.equal(new URL(urls[0]).pathname, '/determined/api/v1/experiments/7/metrics');
-    assert.deepEqual(query(urls[0]), { group: 'validation', after_id: '12', trial_ids: '3,5', max_datapoints: '500' });
+    assert.deepEqual(query(urls[0]), {
+      group: 'validation',
+      after_id: '12',
+      trial_ids: '3,5',
+      max_datapoints: '500'
+    });
   });
 
   test('without options it asks for everything, as before', async () => {
@@ -44,7 +54,10 @@ describe('experimentMetrics', () => {
 
   test('no trial asked for sends no request (an empty trial_ids would mean every trial)', async () => {
     const { client, urls } = recordingClient({ metrics: [{ id: 1 }] });
-    assert.deepEqual(await client.experimentMetrics(7, '', 0, { trialIds: [], maxDatapoints: 10 }), []);
+    assert.deepEqual(
+      await client.experimentMetrics(7, '', 0, { trialIds: [], maxDatapoints: 10 }),
+      []
+    );
     assert.equal(urls.length, 0);
   });
 });

@@ -5,7 +5,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { countPresent, formatTicks, logTicks, nearestPresent, paddedRange, showMarkers, stepRange } from '../src/chartMath';
+import {
+  countPresent,
+  formatTicks,
+  logTicks,
+  nearestPresent,
+  paddedRange,
+  showMarkers,
+  stepRange
+} from '../src/chartMath';
 import { hparamType, useLogAxis } from '../src/hparams';
 import { DARK_PALETTE, LIGHT_PALETTE, rampColor, trialColor } from '../src/theme';
 
@@ -88,7 +96,10 @@ describe('ticks', () => {
   test('log ticks: 1-2-5 inside a single decade, and never float noise', () => {
     const ticks = logTicks(2e-4, 3e-3);
     assert.deepEqual(ticks, [2e-4, 5e-4, 1e-3, 2e-3]);
-    assert.ok(ticks.every(t => String(t).length < 8), String(ticks));
+    assert.ok(
+      ticks.every(t => String(t).length < 8),
+      String(ticks)
+    );
   });
 
   test('log ticks: many decades are thinned', () => {
@@ -143,7 +154,10 @@ describe('log axis from the experiment config', () => {
       layers: { type: 'int', minval: 1, maxval: 4 },
       optimizer: { type: 'categorical', vals: ['adam', 'sgd'] },
       dropout: 0.2,
-      nested: { wd: { type: 'log', minval: -6, maxval: -2 }, momentum: { type: 'double', minval: 0, maxval: 1 } }
+      nested: {
+        wd: { type: 'log', minval: -6, maxval: -2 },
+        momentum: { type: 'double', minval: 0, maxval: 1 }
+      }
     }
   };
 

@@ -40,7 +40,17 @@ function preview(cells: ICellPreview[], overrides: Partial<IExportPreview> = {})
   for (const cell of cells) {
     counts[cell.status] += 1;
   }
-  return { mode: 'notebook', notebook_path: 'a.ipynb', submit_cell_id: null, cells, script: '', warnings: [], errors: [], counts, ...overrides };
+  return {
+    mode: 'notebook',
+    notebook_path: 'a.ipynb',
+    submit_cell_id: null,
+    cells,
+    script: '',
+    warnings: [],
+    errors: [],
+    counts,
+    ...overrides
+  };
 }
 
 describe('det-skip tags', () => {
@@ -99,7 +109,10 @@ describe('wording', () => {
       row(2, { status: 'left_out', reason: 'det-skip' }),
       row(3, { warnings: ['IPython magic dropped: %matplotlib inline'] })
     ];
-    assert.equal(previewSummary(preview(cells)), '3 cells go in · 1 left out · 2 IPython lines dropped or replaced');
+    assert.equal(
+      previewSummary(preview(cells)),
+      '3 cells go in · 1 left out · 2 IPython lines dropped or replaced'
+    );
     assert.equal(previewSummary(preview([row(0)])), '1 cell goes in · 0 left out');
     const failing = preview([row(0, { status: 'error' })]);
     assert.match(previewSummary(failing), /1 cell with errors: the submission would fail/);
@@ -110,21 +123,45 @@ describe('wording', () => {
     assert.equal(statusLabel(row(0, { status: 'left_out' })), 'left out');
     assert.equal(statusLabel(row(0, { status: 'training' })), 'training code');
     assert.match(previewHeading(preview([row(0)])), /whole notebook/);
-    const cellMode = preview([row(0), row(1, { status: 'training' })], { mode: 'cell', submit_cell_id: 'c1' });
-    assert.equal(previewHeading(cellMode), 'What %%det_submit in cell 2 exports: the cells above it and its body');
-    const lineMode = preview([row(0), row(1, { status: 'left_out', reason: 'submitting' })], { mode: 'cell', submit_cell_id: 'c1' });
-    assert.equal(previewHeading(lineMode), 'What %det_submit in cell 2 exports: the cells above it');
+    const cellMode = preview([row(0), row(1, { status: 'training' })], {
+      mode: 'cell',
+      submit_cell_id: 'c1'
+    });
+    assert.equal(
+      previewHeading(cellMode),
+      'What %%det_submit in cell 2 exports: the cells above it and its body'
+    );
+    const lineMode = preview([row(0), row(1, { status: 'left_out', reason: 'submitting' })], {
+      mode: 'cell',
+      submit_cell_id: 'c1'
+    });
+    assert.equal(
+      previewHeading(lineMode),
+      'What %det_submit in cell 2 exports: the cells above it'
+    );
   });
 });
 
 describe('fetchExportPreview', () => {
-  function settingsAnswering(status: number, body: string, seen: { url?: string; init?: RequestInit }[]): ServerConnection.ISettings {
+  function settingsAnswering(
+    status: number,
+    body: string,
+    seen: { url?: string; init?: RequestInit }[]
+  ): ServerConnection.ISettings {
     return ServerConnection.makeSettings({
       baseUrl: 'http://lab.test/jl/',
       token: '',
       fetch: async (input: RequestInfo | URL, init?: RequestInit) => {
-        const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-        seen.push({ url, init: init ?? (input instanceof Request ? { method: input.method, body: await input.text() } : undefined) });
+        const url =
+          typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+        seen.push({
+          url,
+          init:
+            init ??
+            (input instanceof Request
+              ? { method: input.method, body: await input.text() }
+              : undefined)
+        });
         return new Response(body, { status });
       }
     });
@@ -133,8 +170,15 @@ describe('fetchExportPreview', () => {
   test('posts the cells to <base_url>determined/export-preview', async () => {
     const seen: { url?: string; init?: RequestInit }[] = [];
     const answer = preview([row(0)]);
-    const request = { path: 'a.ipynb', cells: [{ id: 'c0', cell_type: 'code', source: 'x = 1', metadata: { tags: [] } }], submit_cell_id: null };
-    const result = await fetchExportPreview(request, settingsAnswering(200, JSON.stringify(answer), seen));
+    const request = {
+      path: 'a.ipynb',
+      cells: [{ id: 'c0', cell_type: 'code', source: 'x = 1', metadata: { tags: [] } }],
+      submit_cell_id: null
+    };
+    const result = await fetchExportPreview(
+      request,
+      settingsAnswering(200, JSON.stringify(answer), seen)
+    );
     assert.deepEqual(result, answer);
     assert.equal(new URL(seen[0].url as string).pathname, '/jl/determined/export-preview');
     assert.equal(seen[0].init?.method, 'POST');
@@ -142,12 +186,22 @@ describe('fetchExportPreview', () => {
   });
 
   test("an error carries the server's message", async () => {
-    const settings = settingsAnswering(400, JSON.stringify({ message: "submit_cell_id: no cell with id 'x'" }), []);
-    await assert.rejects(fetchExportPreview({ path: 'a.ipynb', cells: [] }, settings), /HTTP 400 — submit_cell_id: no cell with id 'x'/);
+    const settings = settingsAnswering(
+      400,
+      JSON.stringify({ message: "submit_cell_id: no cell with id 'x'" }),
+      []
+    );
+    await assert.rejects(
+      fetchExportPreview({ path: 'a.ipynb', cells: [] }, settings),
+      /HTTP 400 — submit_cell_id: no cell with id 'x'/
+    );
   });
 
   test('a server without the extension says what to check', async () => {
     const settings = settingsAnswering(404, '<html>Not Found</html>', []);
-    await assert.rejects(fetchExportPreview({ path: 'a.ipynb', cells: [] }, settings), /server extension enabled/);
+    await assert.rejects(
+      fetchExportPreview({ path: 'a.ipynb', cells: [] }, settings),
+      /server extension enabled/
+    );
   });
 });

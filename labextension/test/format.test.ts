@@ -55,12 +55,33 @@ function trial(id: number, overrides: Partial<ITrial> = {}): ITrial {
   };
 }
 
-function report(id: number, trialId: number, step: number, metrics: Record<string, unknown>, group = 'training'): IMetricReport {
-  return { id, trial_id: trialId, group, steps_completed: step, metrics, report_time: '2026-11-22T01:02:03Z' };
+function report(
+  id: number,
+  trialId: number,
+  step: number,
+  metrics: Record<string, unknown>,
+  group = 'training'
+): IMetricReport {
+  return {
+    id,
+    trial_id: trialId,
+    group,
+    steps_completed: step,
+    metrics,
+    report_time: '2026-11-22T01:02:03Z'
+  };
 }
 
 function logLine(id: number, line: string, overrides: Partial<ILogLine> = {}): ILogLine {
-  return { id, trial_id: 1, rank: 0, stream: 'stdout', time: '2026-11-22T01:02:03Z', line, ...overrides };
+  return {
+    id,
+    trial_id: 1,
+    rank: 0,
+    stream: 'stdout',
+    time: '2026-11-22T01:02:03Z',
+    line,
+    ...overrides
+  };
 }
 
 describe('formatting', () => {
@@ -88,7 +109,10 @@ describe('formatting', () => {
   test('start time shows the clock today and the date otherwise', () => {
     const when = new Date(2026, 10, 22, 9, 5, 7);
     assert.equal(formatStartTime(when.toISOString(), new Date(2026, 10, 22, 23, 0, 0)), '09:05:07');
-    assert.equal(formatStartTime(when.toISOString(), new Date(2026, 10, 23, 1, 0, 0)), '2026-11-22 09:05');
+    assert.equal(
+      formatStartTime(when.toISOString(), new Date(2026, 10, 23, 1, 0, 0)),
+      '2026-11-22 09:05'
+    );
     assert.equal(formatStartTime(null), '—');
     assert.equal(formatStartTime('not a time'), 'not a time');
   });
@@ -123,60 +147,136 @@ describe('experiment list', () => {
 
   test('newest first, archived hidden by default', () => {
     const shown = filterExperiments(experiments, { state: '', name: '', showArchived: false });
-    assert.deepEqual(shown.map(e => e.id), [3, 2, 1]);
+    assert.deepEqual(
+      shown.map(e => e.id),
+      [3, 2, 1]
+    );
   });
 
   test('name filter is a case-insensitive substring, or the id', () => {
-    assert.deepEqual(filterExperiments(experiments, { state: '', name: 'mnist', showArchived: false }).map(e => e.id), [2, 1]);
-    assert.deepEqual(filterExperiments(experiments, { state: '', name: 'mnist', showArchived: true }).map(e => e.id), [4, 2, 1]);
-    assert.deepEqual(filterExperiments(experiments, { state: '', name: ' 3 ', showArchived: false }).map(e => e.id), [3]);
+    assert.deepEqual(
+      filterExperiments(experiments, { state: '', name: 'mnist', showArchived: false }).map(
+        e => e.id
+      ),
+      [2, 1]
+    );
+    assert.deepEqual(
+      filterExperiments(experiments, { state: '', name: 'mnist', showArchived: true }).map(
+        e => e.id
+      ),
+      [4, 2, 1]
+    );
+    assert.deepEqual(
+      filterExperiments(experiments, { state: '', name: ' 3 ', showArchived: false }).map(
+        e => e.id
+      ),
+      [3]
+    );
   });
 
   test('state filter', () => {
-    assert.deepEqual(filterExperiments(experiments, { state: 'COMPLETED', name: '', showArchived: false }).map(e => e.id), [1]);
-    assert.deepEqual(filterExperiments(experiments, { state: 'ERROR', name: '', showArchived: true }), []);
+    assert.deepEqual(
+      filterExperiments(experiments, { state: 'COMPLETED', name: '', showArchived: false }).map(
+        e => e.id
+      ),
+      [1]
+    );
+    assert.deepEqual(
+      filterExperiments(experiments, { state: 'ERROR', name: '', showArchived: true }),
+      []
+    );
   });
 
   test('actions allowed in each state match the master (409 otherwise)', () => {
-    assert.deepEqual([...allowedActions({ state: 'ACTIVE', archived: false })].sort(), ['kill', 'pause']);
-    assert.deepEqual([...allowedActions({ state: 'PAUSED', archived: false })].sort(), ['activate', 'kill']);
-    assert.deepEqual([...allowedActions({ state: 'STOPPING_CANCELED', archived: false })].sort(), ['kill']);
-    assert.deepEqual([...allowedActions({ state: 'COMPLETED', archived: false })].sort(), ['archive']);
+    assert.deepEqual([...allowedActions({ state: 'ACTIVE', archived: false })].sort(), [
+      'kill',
+      'pause'
+    ]);
+    assert.deepEqual([...allowedActions({ state: 'PAUSED', archived: false })].sort(), [
+      'activate',
+      'kill'
+    ]);
+    assert.deepEqual([...allowedActions({ state: 'STOPPING_CANCELED', archived: false })].sort(), [
+      'kill'
+    ]);
+    assert.deepEqual([...allowedActions({ state: 'COMPLETED', archived: false })].sort(), [
+      'archive'
+    ]);
     assert.deepEqual([...allowedActions({ state: 'ERROR', archived: true })].sort(), ['unarchive']);
   });
 });
 
 describe('trials table', () => {
   const trials = [
-    trial(1, { hparams: { lr: 0.1, optimizer: { name: 'sgd', momentum: 0.9 } }, steps_completed: 30, searcher_metric: 0.5, latest_validation: { steps_completed: 30, metrics: { loss: 0.6 }, report_time: '' } }),
-    trial(2, { hparams: { lr: 0.01, optimizer: { name: 'adam' } }, steps_completed: 10, searcher_metric: 0.2 }),
+    trial(1, {
+      hparams: { lr: 0.1, optimizer: { name: 'sgd', momentum: 0.9 } },
+      steps_completed: 30,
+      searcher_metric: 0.5,
+      latest_validation: { steps_completed: 30, metrics: { loss: 0.6 }, report_time: '' }
+    }),
+    trial(2, {
+      hparams: { lr: 0.01, optimizer: { name: 'adam' } },
+      steps_completed: 10,
+      searcher_metric: 0.2
+    }),
     trial(3, { hparams: { lr: 0.05 }, steps_completed: 20 })
   ];
 
   test('nested hyperparameters flatten to dotted columns', () => {
-    assert.deepEqual(flattenHparams({ a: 1, b: { c: 'x', d: { e: [1, 2] } } }), { a: 1, 'b.c': 'x', 'b.d.e': [1, 2] });
+    assert.deepEqual(flattenHparams({ a: 1, b: { c: 'x', d: { e: [1, 2] } } }), {
+      a: 1,
+      'b.c': 'x',
+      'b.d.e': [1, 2]
+    });
     assert.deepEqual(hparamColumns(trials), ['lr', 'optimizer.momentum', 'optimizer.name']);
   });
 
   test('sort by a hyperparameter both ways', () => {
-    assert.deepEqual(sortTrials(trials, 'hp:lr', true, 'loss').map(t => t.id), [2, 3, 1]);
-    assert.deepEqual(sortTrials(trials, 'hp:lr', false, 'loss').map(t => t.id), [1, 3, 2]);
+    assert.deepEqual(
+      sortTrials(trials, 'hp:lr', true, 'loss').map(t => t.id),
+      [2, 3, 1]
+    );
+    assert.deepEqual(
+      sortTrials(trials, 'hp:lr', false, 'loss').map(t => t.id),
+      [1, 3, 2]
+    );
   });
 
   test('missing values sort last in either direction', () => {
-    assert.deepEqual(sortTrials(trials, 'best', true, 'loss').map(t => t.id), [2, 1, 3]);
-    assert.deepEqual(sortTrials(trials, 'best', false, 'loss').map(t => t.id), [1, 2, 3]);
-    assert.deepEqual(sortTrials(trials, 'hp:optimizer.momentum', false, 'loss').map(t => t.id), [1, 2, 3]);
+    assert.deepEqual(
+      sortTrials(trials, 'best', true, 'loss').map(t => t.id),
+      [2, 1, 3]
+    );
+    assert.deepEqual(
+      sortTrials(trials, 'best', false, 'loss').map(t => t.id),
+      [1, 2, 3]
+    );
+    assert.deepEqual(
+      sortTrials(trials, 'hp:optimizer.momentum', false, 'loss').map(t => t.id),
+      [1, 2, 3]
+    );
   });
 
   test('sort by steps and state; strings compare naturally', () => {
-    assert.deepEqual(sortTrials(trials, 'steps', true, 'loss').map(t => t.id), [2, 3, 1]);
-    const named = [trial(1, { state: 'PAUSED' }), trial(2, { state: 'ACTIVE' }), trial(3, { state: 'COMPLETED' })];
-    assert.deepEqual(sortTrials(named, 'state', true, 'loss').map(t => t.id), [2, 3, 1]);
+    assert.deepEqual(
+      sortTrials(trials, 'steps', true, 'loss').map(t => t.id),
+      [2, 3, 1]
+    );
+    const named = [
+      trial(1, { state: 'PAUSED' }),
+      trial(2, { state: 'ACTIVE' }),
+      trial(3, { state: 'COMPLETED' })
+    ];
+    assert.deepEqual(
+      sortTrials(named, 'state', true, 'loss').map(t => t.id),
+      [2, 3, 1]
+    );
   });
 
   test('best metric reads the best validation of the trial, else its searcher_metric', () => {
-    const t = trial(9, { best_validation: { steps_completed: 5, metrics: { loss: 0.3 }, report_time: '' } });
+    const t = trial(9, {
+      best_validation: { steps_completed: 5, metrics: { loss: 0.3 }, report_time: '' }
+    });
     assert.equal(bestSearcherMetric(t, 'loss'), 0.3);
     assert.equal(bestSearcherMetric(trial(10), 'loss'), null);
   });
@@ -184,14 +284,24 @@ describe('trials table', () => {
 
 describe('charts', () => {
   test('metric names are the numeric ones only', () => {
-    const reports = [report(1, 1, 1, { loss: 1, acc: 0.5, note: 'x' }), report(2, 1, 2, { lr: 0.1 })];
+    const reports = [
+      report(1, 1, 1, { loss: 1, acc: 0.5, note: 'x' }),
+      report(2, 1, 2, { lr: 0.1 })
+    ];
     assert.deepEqual(metricNames(reports), ['acc', 'loss', 'lr']);
   });
 
   test('series of several trials align on the union of steps with nulls for gaps', () => {
     const byTrial = new Map<number, IMetricReport[]>([
       [1, [report(1, 1, 10, { loss: 1.0 }), report(3, 1, 20, { loss: 0.8 })]],
-      [2, [report(2, 2, 10, { loss: 2.0 }), report(4, 2, 30, { loss: 1.5 }), report(5, 2, 40, { acc: 1 })]]
+      [
+        2,
+        [
+          report(2, 2, 10, { loss: 2.0 }),
+          report(4, 2, 30, { loss: 1.5 }),
+          report(5, 2, 40, { acc: 1 })
+        ]
+      ]
     ]);
     assert.deepEqual(alignSeries(byTrial, [1, 2], 'loss'), {
       x: [10, 20, 30],
@@ -203,7 +313,9 @@ describe('charts', () => {
   });
 
   test('a replayed step keeps the latest report', () => {
-    const byTrial = new Map([[1, [report(1, 1, 10, { loss: 1.0 }), report(2, 1, 10, { loss: 0.9 })]]]);
+    const byTrial = new Map([
+      [1, [report(1, 1, 10, { loss: 1.0 }), report(2, 1, 10, { loss: 0.9 })]]
+    ]);
     assert.deepEqual(alignSeries(byTrial, [1], 'loss'), { x: [10], ys: [[0.9]] });
   });
 
@@ -258,7 +370,10 @@ describe('logs', () => {
     assert.equal(logLevel(logLine(1, 'DEBUG details')), 'DEBUG');
     assert.equal(logLevel(logLine(1, 'plain output')), 'INFO');
     assert.equal(logLevel(logLine(1, 'plain stderr', { stream: 'stderr' })), 'WARNING');
-    assert.equal(logLevel(logLine(1, 'Traceback (most recent call last):', { stream: 'stderr' })), 'ERROR');
+    assert.equal(
+      logLevel(logLine(1, 'Traceback (most recent call last):', { stream: 'stderr' })),
+      'ERROR'
+    );
     assert.equal(logLevel(logLine(1, 'INFORMATION is not a level')), 'INFO');
   });
 
@@ -270,9 +385,21 @@ describe('logs', () => {
       logLine(4, 'WARNING d', { rank: 1 }),
       logLine(5, 'master says hi', { rank: null, stream: 'master' })
     ];
-    assert.deepEqual(filterLogs(lines, { rank: null, minLevel: 'DEBUG' }).map(l => l.id), [1, 2, 3, 4, 5]);
-    assert.deepEqual(filterLogs(lines, { rank: 0, minLevel: 'DEBUG' }).map(l => l.id), [1, 3]);
-    assert.deepEqual(filterLogs(lines, { rank: null, minLevel: 'WARNING' }).map(l => l.id), [3, 4]);
-    assert.deepEqual(filterLogs(lines, { rank: 1, minLevel: 'INFO' }).map(l => l.id), [2, 4]);
+    assert.deepEqual(
+      filterLogs(lines, { rank: null, minLevel: 'DEBUG' }).map(l => l.id),
+      [1, 2, 3, 4, 5]
+    );
+    assert.deepEqual(
+      filterLogs(lines, { rank: 0, minLevel: 'DEBUG' }).map(l => l.id),
+      [1, 3]
+    );
+    assert.deepEqual(
+      filterLogs(lines, { rank: null, minLevel: 'WARNING' }).map(l => l.id),
+      [3, 4]
+    );
+    assert.deepEqual(
+      filterLogs(lines, { rank: 1, minLevel: 'INFO' }).map(l => l.id),
+      [2, 4]
+    );
   });
 });

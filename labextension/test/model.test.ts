@@ -24,11 +24,27 @@ function experiment(id: number, overrides: Partial<IExperiment> = {}): IExperime
 }
 
 function trial(id: number, experimentId = 7): ITrial {
-  return { id, experiment_id: experimentId, state: 'ACTIVE', hparams: {}, restarts: 0, steps_completed: 0, start_time: '', end_time: null };
+  return {
+    id,
+    experiment_id: experimentId,
+    state: 'ACTIVE',
+    hparams: {},
+    restarts: 0,
+    steps_completed: 0,
+    start_time: '',
+    end_time: null
+  };
 }
 
 function metric(id: number, trialId: number, step: number, group = 'training'): IMetricReport {
-  return { id, trial_id: trialId, group, steps_completed: step, metrics: { loss: 1 / step }, report_time: '' };
+  return {
+    id,
+    trial_id: trialId,
+    group,
+    steps_completed: step,
+    metrics: { loss: 1 / step },
+    report_time: ''
+  };
 }
 
 function log(id: number, trialId = 1, rank: number | null = 0): ILogLine {
@@ -52,7 +68,11 @@ describe('ExperimentListModel', () => {
 
 describe('best validation from trial events', () => {
   function withBest(id: number, best: number | null, steps = 10): ITrial {
-    return { ...trial(id, 1), best_validation: best === null ? null : { steps_completed: steps, metrics: { loss: best }, report_time: '' } };
+    return {
+      ...trial(id, 1),
+      best_validation:
+        best === null ? null : { steps_completed: steps, metrics: { loss: best }, report_time: '' }
+    };
   }
 
   test('the list takes a better validation from a trial event, and ignores a worse one', () => {
@@ -68,7 +88,9 @@ describe('best validation from trial events', () => {
 
   test('larger is better when the searcher says so; a first validation always counts', () => {
     const model = new ExperimentListModel();
-    model.replaceAll([experiment(1, { searcher: { name: 'single', metric: 'loss', smaller_is_better: false } })]);
+    model.replaceAll([
+      experiment(1, { searcher: { name: 'single', metric: 'loss', smaller_is_better: false } })
+    ]);
     model.applyTrial(withBest(1, 0.3));
     assert.equal(model.get(1)?.best_validation, 0.3);
     model.applyTrial(withBest(1, 0.2));
@@ -124,7 +146,17 @@ describe('ExperimentDataModel', () => {
     const model = new ExperimentDataModel(7);
     assert.equal(model.applyEvent('experiment', experiment(8)), null);
     assert.equal(model.applyEvent('trial', trial(1, 8)), null);
-    assert.equal(model.applyEvent('checkpoint', { uuid: 'u', experiment_id: 8, trial_id: 1, steps_completed: 1, state: 'COMPLETED', report_time: '' }), null);
+    assert.equal(
+      model.applyEvent('checkpoint', {
+        uuid: 'u',
+        experiment_id: 8,
+        trial_id: 1,
+        steps_completed: 1,
+        state: 'COMPLETED',
+        report_time: ''
+      }),
+      null
+    );
     assert.equal(model.experiment, null);
     assert.equal(model.trials.size, 0);
     assert.equal(model.checkpoints.size, 0);
@@ -136,9 +168,24 @@ describe('ExperimentDataModel', () => {
     assert.equal(model.addMetrics([metric(1, 1, 10), metric(2, 2, 10), metric(4, 1, 30)]), 3);
     // an event that overtook the fetch, then the fetch page that holds it again
     assert.equal(model.applyEvent('metric', metric(3, 1, 20)), 'metrics');
-    assert.equal(model.addMetrics([metric(3, 1, 20), metric(4, 1, 30), metric(5, 1, 10, 'validation')]), 1);
-    assert.deepEqual(model.metricsOf('training').get(1)?.map(r => r.id), [1, 3, 4]);
-    assert.deepEqual(model.metricsOf('validation').get(1)?.map(r => r.id), [5]);
+    assert.equal(
+      model.addMetrics([metric(3, 1, 20), metric(4, 1, 30), metric(5, 1, 10, 'validation')]),
+      1
+    );
+    assert.deepEqual(
+      model
+        .metricsOf('training')
+        .get(1)
+        ?.map(r => r.id),
+      [1, 3, 4]
+    );
+    assert.deepEqual(
+      model
+        .metricsOf('validation')
+        .get(1)
+        ?.map(r => r.id),
+      [5]
+    );
     assert.equal(model.lastMetricId, 5);
   });
 
@@ -170,13 +217,22 @@ describe('LogBuffer', () => {
   test('dedupes, orders, ignores other trials, and stays bounded', () => {
     const buffer = new LogBuffer(1, 3);
     assert.equal(buffer.add([log(2), log(1), log(2), log(9, 2)]), 2);
-    assert.deepEqual(buffer.lines.map(l => l.id), [1, 2]);
+    assert.deepEqual(
+      buffer.lines.map(l => l.id),
+      [1, 2]
+    );
     buffer.add([log(3, 1, 1), log(4, 1, 1)]);
-    assert.deepEqual(buffer.lines.map(l => l.id), [2, 3, 4]);
+    assert.deepEqual(
+      buffer.lines.map(l => l.id),
+      [2, 3, 4]
+    );
     assert.equal(buffer.lastId, 4);
     assert.deepEqual(buffer.ranks(), [0, 1]);
     // a dropped line may come back from a re-fetch; it is old, and kept in order
     buffer.add([log(1)]);
-    assert.deepEqual(buffer.lines.map(l => l.id), [2, 3, 4]);
+    assert.deepEqual(
+      buffer.lines.map(l => l.id),
+      [2, 3, 4]
+    );
   });
 });

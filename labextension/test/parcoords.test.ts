@@ -81,7 +81,10 @@ describe('parallel coordinates axes', () => {
     );
     const linear = axisFor('hp:x', 'x', [0, 1]);
     const ticks = axisTicks(linear);
-    assert.deepEqual(ticks.map(t => t.label), ['0', '0.2', '0.4', '0.6', '0.8', '1']);
+    assert.deepEqual(
+      ticks.map(t => t.label),
+      ['0', '0.2', '0.4', '0.6', '0.8', '1']
+    );
     assert.ok(ticks.every(t => t.pos >= 0 && t.pos <= 1));
   });
 });
@@ -94,7 +97,13 @@ describe('parallel coordinates model', () => {
   ];
 
   test('one axis per varying hyperparameter, then the metric; constants left out', () => {
-    const model = parcoordsModel(trials, ['batch', 'layers', 'lr', 'opt', 'seed'], 'loss', config, true);
+    const model = parcoordsModel(
+      trials,
+      ['batch', 'layers', 'lr', 'opt', 'seed'],
+      'loss',
+      config,
+      true
+    );
     assert.deepEqual(
       model.axes.map(a => [a.label, a.kind]),
       [
@@ -125,7 +134,16 @@ describe('parallel coordinates model', () => {
   });
 
   test('when no hyperparameter varies, all are shown', () => {
-    const model = parcoordsModel([trial(1, { seed: 7 }, 1), trial(2, { seed: 7 }, 2)], ['seed'], 'loss', config, true);
-    assert.deepEqual(model.axes.map(a => a.label), ['seed', 'best loss']);
+    const model = parcoordsModel(
+      [trial(1, { seed: 7 }, 1), trial(2, { seed: 7 }, 2)],
+      ['seed'],
+      'loss',
+      config,
+      true
+    );
+    assert.deepEqual(
+      model.axes.map(a => a.label),
+      ['seed', 'best loss']
+    );
   });
 });

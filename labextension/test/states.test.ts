@@ -40,7 +40,10 @@ describe('states', () => {
     assert.equal(trialDisplayState(trial(1, { run_state: null })), 'ACTIVE');
     assert.equal(trialDisplayState(trial(1)), 'ACTIVE', 'a master without run_state');
     // A stale run_state never hides a final state.
-    assert.equal(trialDisplayState(trial(1, { state: 'COMPLETED', run_state: 'QUEUED' })), 'COMPLETED');
+    assert.equal(
+      trialDisplayState(trial(1, { state: 'COMPLETED', run_state: 'QUEUED' })),
+      'COMPLETED'
+    );
     assert.equal(stateCategory('QUEUED'), 'queued');
   });
 
@@ -55,14 +58,24 @@ describe('states', () => {
   });
 
   test('sorting by state puts queued trials together', () => {
-    const trials = [trial(1, { run_state: 'QUEUED' }), trial(2, { run_state: 'RUNNING' }), trial(3, { run_state: 'QUEUED' })];
-    assert.deepEqual(sortTrials(trials, 'state', true, 'loss').map(t => t.id), [2, 1, 3]);
+    const trials = [
+      trial(1, { run_state: 'QUEUED' }),
+      trial(2, { run_state: 'RUNNING' }),
+      trial(3, { run_state: 'QUEUED' })
+    ];
+    assert.deepEqual(
+      sortTrials(trials, 'state', true, 'loss').map(t => t.id),
+      [2, 1, 3]
+    );
   });
 
   test('why a trial ended is shown for ERROR and CANCELED only', () => {
     const summary = 'killed by SIGKILL: the user killed the experiment';
     assert.equal(trialExitNote(trial(1, { state: 'CANCELED', exit_summary: summary })), summary);
-    assert.equal(trialExitNote(trial(1, { state: 'ERROR', exit_summary: null, exit_code: 3 })), 'exited with code 3');
+    assert.equal(
+      trialExitNote(trial(1, { state: 'ERROR', exit_summary: null, exit_code: 3 })),
+      'exited with code 3'
+    );
     assert.equal(trialExitNote(trial(1, { state: 'COMPLETED', exit_summary: summary })), '');
     assert.equal(trialExitNote(trial(1, { state: 'CANCELED' })), '');
   });
@@ -138,7 +151,11 @@ describe('trial comparison', () => {
     start_time: '2026-11-22T01:00:00.000Z',
     end_time: '2026-11-22T01:02:05.000Z',
     best_validation: { steps_completed: 100, metrics: { loss: 0.2 }, report_time: '' },
-    latest_validation: { steps_completed: 100, metrics: { loss: 0.25, accuracy: 0.9 }, report_time: '' }
+    latest_validation: {
+      steps_completed: 100,
+      metrics: { loss: 0.25, accuracy: 0.9 },
+      report_time: ''
+    }
   });
   const b = trial(2, {
     state: 'ERROR',
@@ -146,7 +163,11 @@ describe('trial comparison', () => {
     hparams: { lr: 0.01, layers: 2 },
     steps_completed: 40,
     best_validation: { steps_completed: 40, metrics: { loss: 0.6 }, report_time: '' },
-    latest_validation: { steps_completed: 40, metrics: { loss: 0.6, accuracy: 0.7 }, report_time: '' }
+    latest_validation: {
+      steps_completed: 40,
+      metrics: { loss: 0.6, accuracy: 0.7 },
+      report_time: ''
+    }
   });
 
   test('rows of trial facts, metrics and hyperparameters, differences marked', () => {
@@ -159,12 +180,27 @@ describe('trial comparison', () => {
     assert.deepEqual(byLabel.get('best loss')?.cells, ['0.2', '0.6']);
     assert.equal(byLabel.get('best loss')?.bestIndex, 0);
     assert.deepEqual(byLabel.get('latest validation accuracy')?.cells, ['0.9', '0.7']);
-    assert.equal(byLabel.get('latest validation accuracy')?.bestIndex, -1, 'no direction known for other metrics');
+    assert.equal(
+      byLabel.get('latest validation accuracy')?.bestIndex,
+      -1,
+      'no direction known for other metrics'
+    );
     assert.equal(byLabel.get('lr')?.differs, true);
     assert.equal(byLabel.get('layers')?.differs, false);
     assert.deepEqual(
       rows.map(r => r.section),
-      ['trial', 'trial', 'trial', 'trial', 'trial', 'metric', 'metric', 'metric', 'hparam', 'hparam']
+      [
+        'trial',
+        'trial',
+        'trial',
+        'trial',
+        'trial',
+        'metric',
+        'metric',
+        'metric',
+        'hparam',
+        'hparam'
+      ]
     );
   });
 

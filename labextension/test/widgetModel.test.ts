@@ -12,7 +12,14 @@ function line(id: number, text: string, trialId = 1): ILogLine {
 }
 
 function trial(id: number, overrides: Partial<TrialWithErrors> = {}): TrialWithErrors {
-  return { id, experiment_id: 1, state: 'COMPLETED', hparams: {}, steps_completed: 0, ...overrides } as TrialWithErrors;
+  return {
+    id,
+    experiment_id: 1,
+    state: 'COMPLETED',
+    hparams: {},
+    steps_completed: 0,
+    ...overrides
+  } as TrialWithErrors;
 }
 
 describe('cutLine', () => {
@@ -35,12 +42,19 @@ describe('LogTail', () => {
     const tail = new LogTail(3);
     tail.add(1, [line(1, 'a')]);
     tail.add(1, [line(50, 'x'), line(51, 'y'), line(52, 'z')]);
-    assert.deepEqual(tail.text(), ['[trial 1] … more lines not shown (see Logs)', '[trial 1] y', '[trial 1] z']);
+    assert.deepEqual(tail.text(), [
+      '[trial 1] … more lines not shown (see Logs)',
+      '[trial 1] y',
+      '[trial 1] z'
+    ]);
   });
 
   test('the notebook-error marker stays out of the tail', () => {
     const tail = new LogTail();
-    tail.add(1, [line(1, 'ZeroDivisionError: division by zero'), line(2, 'DET_NOTEBOOK_ERROR {"line": 2}')]);
+    tail.add(1, [
+      line(1, 'ZeroDivisionError: division by zero'),
+      line(2, 'DET_NOTEBOOK_ERROR {"line": 2}')
+    ]);
     assert.deepEqual(tail.text(), ['[trial 1] ZeroDivisionError: division by zero']);
   });
 });
@@ -49,13 +63,32 @@ describe('errorBannerLines', () => {
   test('names the notebook cell (1-based) and line, else the exit summary', () => {
     const lines = errorBannerLines([
       trial(1),
-      trial(2, { state: 'ERROR', notebook_error: { cell_id: 'c2', cell_index: 1, line: 2, exception: 'ZeroDivisionError: division by zero' } }),
-      trial(3, { state: 'ERROR', exit_summary: 'killed by SIGKILL (signal 9): possibly out of memory' }),
+      trial(2, {
+        state: 'ERROR',
+        notebook_error: {
+          cell_id: 'c2',
+          cell_index: 1,
+          line: 2,
+          exception: 'ZeroDivisionError: division by zero'
+        }
+      }),
+      trial(3, {
+        state: 'ERROR',
+        exit_summary: 'killed by SIGKILL (signal 9): possibly out of memory'
+      }),
       trial(4, { state: 'ERROR' })
     ] as ITrial[]);
     assert.deepEqual(lines, [
-      { trialId: 2, text: 'Trial 2 failed in cell 2, line 2: ZeroDivisionError: division by zero', cellId: 'c2' },
-      { trialId: 3, text: 'Trial 3 failed: killed by SIGKILL (signal 9): possibly out of memory', cellId: null },
+      {
+        trialId: 2,
+        text: 'Trial 2 failed in cell 2, line 2: ZeroDivisionError: division by zero',
+        cellId: 'c2'
+      },
+      {
+        trialId: 3,
+        text: 'Trial 3 failed: killed by SIGKILL (signal 9): possibly out of memory',
+        cellId: null
+      },
       { trialId: 4, text: 'Trial 4 failed', cellId: null }
     ]);
   });
