@@ -27,6 +27,7 @@ trial downsampled. The unbounded reads are reported, not targeted: they are what
 ones replace.
 Run: PYTHONPATH=harness:. python bench/bench_api_read_latency.py
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,15 @@ import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (median, percentile, record, running_master,  # noqa: E402
-                     sleeping_trials, verdict, wait_for_experiment)
+from _common import (  # noqa: E402
+    median,
+    percentile,
+    record,
+    running_master,
+    sleeping_trials,
+    verdict,
+    wait_for_experiment,
+)
 
 TRIALS = int(os.environ.get("BENCH_READ_TRIALS", "1000"))
 POINTS = int(os.environ.get("BENCH_READ_POINTS", "1000"))
@@ -53,18 +61,28 @@ def populate(root: pathlib.Path) -> int:
     """A COMPLETED experiment of TRIALS trials x POINTS reports, through master-lite's Store."""
     from determined.common import expconf
     from master_lite.store import Store
+
     store = Store(root / "master.db")
     config = expconf.apply_defaults(
-        {"name": "bench-read", "entrypoint": "true",
-         "searcher": {"name": "random", "metric": "loss", "max_trials": TRIALS,
-                      "max_length": 1},
-         "hyperparameters": {"lr": {"type": "double", "minval": 0.001, "maxval": 0.1}}},
-        default_checkpoint_storage={"type": "shared_fs",
-                                    "host_path": str(root / "checkpoints")})
+        {
+            "name": "bench-read",
+            "entrypoint": "true",
+            "searcher": {"name": "random", "metric": "loss", "max_trials": TRIALS, "max_length": 1},
+            "hyperparameters": {"lr": {"type": "double", "minval": 0.001, "maxval": 0.1}},
+        },
+        default_checkpoint_storage={"type": "shared_fs", "host_path": str(root / "checkpoints")},
+    )
     now = time.time() - 3600
-    exp_id = store.insert("experiments", name="bench-read", state="COMPLETED", config=config,
-                          progress=1.0, start_time=now, end_time=now + 1800,
-                          searcher_shutdown=1)
+    exp_id = store.insert(
+        "experiments",
+        name="bench-read",
+        state="COMPLETED",
+        config=config,
+        progress=1.0,
+        start_time=now,
+        end_time=now + 1800,
+        searcher_shutdown=1,
+    )
     validation_every = POINTS // 100 or 1
     with store.transaction() as conn:
         for index in range(TRIALS):
@@ -72,37 +90,72 @@ def populate(root: pathlib.Path) -> int:
                 "INSERT INTO trials (experiment_id, request_id, state, hparams, seed, run_id, "
                 "steps_completed, progress, start_time, end_time, closed) "
                 "VALUES (?, ?, 'COMPLETED', ?, ?, 1, ?, 1.0, ?, ?, 1)",
-                (exp_id, index + 1, json.dumps({"lr": 0.001 + index * 1e-4}), index, POINTS,
-                 now, now + 60)).lastrowid
-            rows = [(trial_id, 1, "validation" if step % validation_every == 0 else "training",
-                     step, json.dumps({"loss": 1.0 / step + index * 1e-6}), None, now + step)
-                    for step in range(1, POINTS + 1)]
+                (
+                    exp_id,
+                    index + 1,
+                    json.dumps({"lr": 0.001 + index * 1e-4}),
+                    index,
+                    POINTS,
+                    now,
+                    now + 60,
+                ),
+            ).lastrowid
+            rows = [
+                (
+                    trial_id,
+                    1,
+                    "validation" if step % validation_every == 0 else "training",
+                    step,
+                    json.dumps({"loss": 1.0 / step + index * 1e-6}),
+                    None,
+                    now + step,
+                )
+                for step in range(1, POINTS + 1)
+            ]
             conn.executemany(
                 "INSERT INTO metrics (trial_id, trial_run_id, group_name, steps_completed, "
-                "metrics, batch_metrics, report_time) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-            latest = {group: conn.execute(
-                "SELECT MAX(id) FROM metrics WHERE trial_id = ? AND group_name = ?",
-                (trial_id, group)).fetchone()[0] for group in ("training", "validation")}
+                "metrics, batch_metrics, report_time) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            latest = {
+                group: conn.execute(
+                    "SELECT MAX(id) FROM metrics WHERE trial_id = ? AND group_name = ?",
+                    (trial_id, group),
+                ).fetchone()[0]
+                for group in ("training", "validation")
+            }
             best = conn.execute(
                 "SELECT id FROM metrics WHERE trial_id = ? AND group_name = 'validation' "
-                "ORDER BY json_extract(metrics, '$.loss') LIMIT 1", (trial_id,)).fetchone()[0]
-            conn.execute("UPDATE trials SET latest_training_id = ?, latest_validation_id = ?, "
-                         "best_validation_id = ? WHERE id = ?",
-                         (latest["training"], latest["validation"], best, trial_id))
+                "ORDER BY json_extract(metrics, '$.loss') LIMIT 1",
+                (trial_id,),
+            ).fetchone()[0]
+            conn.execute(
+                "UPDATE trials SET latest_training_id = ?, latest_validation_id = ?, "
+                "best_validation_id = ? WHERE id = ?",
+                (latest["training"], latest["validation"], best, trial_id),
+            )
     store.close()
     return exp_id
 
 
-def _writer(url: str, token: str, trial_id: int, stop: multiprocessing.Event,
-            counts: multiprocessing.Queue) -> None:
+def _writer(
+    url: str, token: str, trial_id: int, stop: multiprocessing.Event, counts: multiprocessing.Queue
+) -> None:
     from determined.common.api import Session
+
     session = Session(url, token)
     step = 0
     next_time = time.monotonic()
     while not stop.is_set():
         step += 1
-        session.post(f"/trials/{trial_id}/metrics", {"reports": [
-            {"group": "training", "steps_completed": step, "metrics": {"loss": 1.0 / step}}]})
+        session.post(
+            f"/trials/{trial_id}/metrics",
+            {
+                "reports": [
+                    {"group": "training", "steps_completed": step, "metrics": {"loss": 1.0 / step}}
+                ]
+            },
+        )
         next_time += 0.01
         time.sleep(max(0.0, next_time - time.monotonic()))
     counts.put(step)
@@ -115,19 +168,43 @@ def _views(exp_id: int, trials: list[int]) -> list[tuple[str, str, dict, float |
     one = trials[0]
     return [
         ("experiment with its trials", f"/experiments/{exp_id}", {}, 0.300, "sidebar"),
-        ("curves of 8 plotted trials", f"/experiments/{exp_id}/metrics",
-         {"trial_ids": plotted, "max_datapoints": 1000}, 0.300, "sidebar"),
-        ("validation curves, 10 per trial", f"/experiments/{exp_id}/metrics",
-         {"group": "validation", "max_datapoints": 10}, 0.300, "widget"),
-        ("page of 50 trials, best first", f"/experiments/{exp_id}/trials",
-         {"limit": 50, "order_by": "best"}, 0.100, "API"),
-        ("one trial, 200 per group", f"/trials/{one}/metrics", {"max_datapoints": 200}, 0.100,
-         "API"),
+        (
+            "curves of 8 plotted trials",
+            f"/experiments/{exp_id}/metrics",
+            {"trial_ids": plotted, "max_datapoints": 1000},
+            0.300,
+            "sidebar",
+        ),
+        (
+            "validation curves, 10 per trial",
+            f"/experiments/{exp_id}/metrics",
+            {"group": "validation", "max_datapoints": 10},
+            0.300,
+            "widget",
+        ),
+        (
+            "page of 50 trials, best first",
+            f"/experiments/{exp_id}/trials",
+            {"limit": 50, "order_by": "best"},
+            0.100,
+            "API",
+        ),
+        (
+            "one trial, 200 per group",
+            f"/trials/{one}/metrics",
+            {"max_datapoints": 200},
+            0.100,
+            "API",
+        ),
         ("every trial (unbounded)", f"/experiments/{exp_id}/trials", {}, None, "reference"),
-        ("one trial's 1,000 reports (unbounded)", f"/trials/{one}/metrics", {}, None,
-         "reference"),
-        ("every validation (unbounded)", f"/experiments/{exp_id}/metrics",
-         {"group": "validation"}, None, "reference"),
+        ("one trial's 1,000 reports (unbounded)", f"/trials/{one}/metrics", {}, None, "reference"),
+        (
+            "every validation (unbounded)",
+            f"/experiments/{exp_id}/metrics",
+            {"group": "validation"},
+            None,
+            "reference",
+        ),
     ]
 
 
@@ -137,10 +214,15 @@ def _floor_query(answer: dict) -> Callable[[sqlite3.Connection], list]:
         ids = json.dumps([report["id"] for report in answer["metrics"]])
 
         def metrics_rows(conn: sqlite3.Connection) -> list:
-            return [(*row[:-1], json.loads(row[-1])) for row in conn.execute(
-                "SELECT id, trial_id, trial_run_id, group_name, steps_completed, report_time, "
-                "metrics FROM metrics WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
-                (ids,))]
+            return [
+                (*row[:-1], json.loads(row[-1]))
+                for row in conn.execute(
+                    "SELECT id, trial_id, trial_run_id, group_name, steps_completed, report_time, "
+                    "metrics FROM metrics WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                    (ids,),
+                )
+            ]
+
         return metrics_rows
     ids = json.dumps([trial["id"] for trial in answer["trials"]])
 
@@ -150,9 +232,11 @@ def _floor_query(answer: dict) -> Callable[[sqlite3.Connection], list]:
             "LEFT JOIN metrics lt ON lt.id = t.latest_training_id "
             "LEFT JOIN metrics lv ON lv.id = t.latest_validation_id "
             "LEFT JOIN metrics bv ON bv.id = t.best_validation_id "
-            "WHERE t.id IN (SELECT value FROM json_each(?)) ORDER BY t.id", (ids,)).fetchall()
-        return [list(row[:-4]) + [json.loads(v) if v else None for v in row[-4:]]
-                for row in rows]
+            "WHERE t.id IN (SELECT value FROM json_each(?)) ORDER BY t.id",
+            (ids,),
+        ).fetchall()
+        return [list(row[:-4]) + [json.loads(v) if v else None for v in row[-4:]] for row in rows]
+
     return trial_rows
 
 
@@ -169,8 +253,10 @@ def main() -> None:
             writer_trials, writer_exp = sleeping_trials(master, WRITERS)
             ctx = multiprocessing.get_context("spawn")
             stop, counts = ctx.Event(), ctx.Queue()
-            writers = [ctx.Process(target=_writer, args=(master.url, master.token, t, stop, counts))
-                       for t in writer_trials]
+            writers = [
+                ctx.Process(target=_writer, args=(master.url, master.token, t, stop, counts))
+                for t in writer_trials
+            ]
             try:
                 for process in writers:
                     process.start()
@@ -190,9 +276,12 @@ def main() -> None:
                         floor_query(conn)
                         floor.append(time.perf_counter() - t)
                     results[name] = (api, floor, target, client, size)
-                    print(f"{client}: {name} ({size} objects): API p50 {median(api) * 1000:.0f} ms "
-                          f"p95 {percentile(api, 95) * 1000:.0f} ms; floor p50 "
-                          f"{median(floor) * 1000:.1f} ms", flush=True)
+                    print(
+                        f"{client}: {name} ({size} objects): API p50 {median(api) * 1000:.0f} ms "
+                        f"p95 {percentile(api, 95) * 1000:.0f} ms; floor p50 "
+                        f"{median(floor) * 1000:.1f} ms",
+                        flush=True,
+                    )
                 conn.close()
             finally:
                 stop.set()
@@ -201,8 +290,11 @@ def main() -> None:
                     process.join(30)
                 master.session.post(f"/experiments/{writer_exp}/kill", {})
                 wait_for_experiment(master, writer_exp)
-    lines = ["| client | view | objects | API p50 | API p95 | target p95 | floor p50 | floor p95 "
-             "| p50 ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| client | view | objects | API p50 | API p95 | target p95 | floor p50 | floor p95 "
+        "| p50 ratio |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     misses = []
     for name, (api, floor, target, client, size) in results.items():
         p95 = percentile(api, 95)
@@ -212,20 +304,25 @@ def main() -> None:
             goal = f"{target * 1000:.0f} ms: {verdict(p95, target, at_most=True)}"
             if p95 > target:
                 misses.append(name)
-        lines.append(f"| {client} | {name} | {size} | {median(api) * 1000:.0f} ms | "
-                     f"{p95 * 1000:.0f} ms | {goal} | {median(floor) * 1000:.1f} ms | "
-                     f"{percentile(floor, 95) * 1000:.1f} ms | "
-                     f"{median(api) / median(floor):.1f}x |")
-    result = "Result: PASS" if not misses else \
-        f"Result: FAIL — p95 over target: {', '.join(misses)}"
-    record("API read latency (bench_api_read_latency.py)",
-           f"Targets: p95 <= 300 ms for what the sidebar and the widget request, <= 100 ms for a "
-           f"page of trials and one trial downsampled (unbounded reads: reference only).\n\n"
-           f"Workload: a finished experiment of {TRIALS} trials x {POINTS} reports, read "
-           f"{REQUESTS} times per view while {WRITERS} writers each POST a report every 10 ms "
-           f"({reported} reports written during the run). Floor: SQLite reading the rows the "
-           f"answer holds straight from sqlite3, JSON decoded, interleaved with the API calls."
-           f"\n\n" + "\n".join(lines) + f"\n\n{result}")
+        lines.append(
+            f"| {client} | {name} | {size} | {median(api) * 1000:.0f} ms | "
+            f"{p95 * 1000:.0f} ms | {goal} | {median(floor) * 1000:.1f} ms | "
+            f"{percentile(floor, 95) * 1000:.1f} ms | "
+            f"{median(api) / median(floor):.1f}x |"
+        )
+    result = (
+        "Result: PASS" if not misses else f"Result: FAIL — p95 over target: {', '.join(misses)}"
+    )
+    record(
+        "API read latency (bench_api_read_latency.py)",
+        f"Targets: p95 <= 300 ms for what the sidebar and the widget request, <= 100 ms for a "
+        f"page of trials and one trial downsampled (unbounded reads: reference only).\n\n"
+        f"Workload: a finished experiment of {TRIALS} trials x {POINTS} reports, read "
+        f"{REQUESTS} times per view while {WRITERS} writers each POST a report every 10 ms "
+        f"({reported} reports written during the run). Floor: SQLite reading the rows the "
+        f"answer holds straight from sqlite3, JSON decoded, interleaved with the API calls."
+        f"\n\n" + "\n".join(lines) + f"\n\n{result}",
+    )
 
 
 if __name__ == "__main__":

@@ -21,14 +21,23 @@ Ideal: the raw loop's time (ratio 1.00). Target ≤ 1.03.
 Run: PYTHONPATH=harness:. python bench/bench_harness_overhead.py
      (BENCH_REPEATS=pairs, default 10; BENCH_OVERHEAD_BATCHES for a quick try only)
 """
+
 from __future__ import annotations
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (context_tarball, marked_json, median, percentile, record,  # noqa: E402
-                     running_master, verdict, wait_for_experiment)
+from _common import (  # noqa: E402
+    context_tarball,
+    marked_json,
+    median,
+    percentile,
+    record,
+    running_master,
+    verdict,
+    wait_for_experiment,
+)
 
 BATCHES = int(os.environ.get("BENCH_OVERHEAD_BATCHES", "5000"))
 PAIRS = int(os.environ.get("BENCH_REPEATS", "10"))
@@ -157,10 +166,13 @@ def per_run_ms(spent: dict, runs: int) -> dict:
 
 def main() -> None:
     with running_master(cpu_slots=1) as master:
-        config = {"name": "bench-harness-overhead", "max_restarts": 0,
-                  "entrypoint": f"python3 train.py {BATCHES} {PAIRS}",
-                  "searcher": {"name": "single", "metric": "loss", "max_length": 1},
-                  "checkpoint_storage": {"save_trial_latest": 100}}
+        config = {
+            "name": "bench-harness-overhead",
+            "max_restarts": 0,
+            "entrypoint": f"python3 train.py {BATCHES} {PAIRS}",
+            "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+            "checkpoint_storage": {"save_trial_latest": 100},
+        }
         exp_id = master.create_experiment(config, context_tarball({"train.py": TRIAL_SCRIPT}))
         experiment = wait_for_experiment(master, exp_id, timeout=1800)
         trial = master.trials(exp_id)[0]
@@ -170,23 +182,27 @@ def main() -> None:
             raise SystemExit(f"the benchmark trial failed ({experiment['state']}):\n{logs[-3000:]}")
         stored = len(master.series(trial["id"], "training"))
         # Every reported checkpoint keeps its row (GC after the end only marks it DELETED).
-        checkpoints = len(master.db_rows("SELECT uuid FROM checkpoints WHERE trial_id = ?",
-                                         (trial["id"],)))
+        checkpoints = len(
+            master.db_rows("SELECT uuid FROM checkpoints WHERE trial_id = ?", (trial["id"],))
+        )
     results = found[0]
     raw_runs, core_runs = results["raw"], results["core"]
     raw, core = median(raw_runs), median(core_runs)
     # Each pair ran back to back under the same load: the median of the pairs' ratios is
     # steadier than the ratio of medians when the machine's load swings.
-    ratios = [c / r for r, c in zip(raw_runs, core_runs)]
+    ratios = [c / r for r, c in zip(raw_runs, core_runs, strict=True)]
     ratio = median(ratios)
-    spread = (f"pair ratios: min {min(ratios):.3f}, quartiles {percentile(ratios, 25):.3f} / "
-              f"{percentile(ratios, 75):.3f}, max {max(ratios):.3f}")
+    spread = (
+        f"pair ratios: min {min(ratios):.3f}, quartiles {percentile(ratios, 25):.3f} / "
+        f"{percentile(ratios, 75):.3f}, max {max(ratios):.3f}"
+    )
     # The warm-up core run reports and checkpoints too.
     expected_reports = (PAIRS + 1) * (BATCHES // 10)
     expected_checkpoints = (PAIRS + 1) * (BATCHES // 500)
     assert stored == expected_reports, f"{stored} of {expected_reports} training reports stored"
     assert checkpoints == expected_checkpoints, (
-        f"{checkpoints} of {expected_checkpoints} checkpoints reported")
+        f"{checkpoints} of {expected_checkpoints} checkpoints reported"
+    )
     raw_ms = per_run_ms(results["raw_spent"], PAIRS)
     core_ms = per_run_ms(results["core_spent"], PAIRS)
     cpu_ratio = core_ms["thread_cpu"] / raw_ms["thread_cpu"]
@@ -200,22 +216,25 @@ def main() -> None:
         f"the report courier process's {core_ms['courier_cpu']:.0f} ms; "
         f"the training thread blocked {results['core_spent']['blocking_waits'] / PAIRS:.0f} "
         f"times vs raw {results['raw_spent']['blocking_waits'] / PAIRS:.0f} (voluntary "
-        f"context switches: GIL hand-offs, socket waits)")
+        f"context switches: GIL hand-offs, socket waits)"
+    )
     print(f"raw {raw:.3f}s (runs {[round(x, 3) for x in raw_runs]})")
     print(f"core API {core:.3f}s (runs {[round(x, 3) for x in core_runs]})")
     print(f"ratio {ratio:.3f} ({spread}); ratio of medians {core / raw:.3f}")
     print(diagnostics)
-    record("Harness overhead (bench_harness_overhead.py)",
-           f"Workload: MLP 64-128-10 on digits, batch 32, {BATCHES} batches, 1 torch thread; "
-           f"Core API run reports training metrics every 10 batches and checkpoints every 500 "
-           f"through a running master (all {expected_reports} reports and "
-           f"{expected_checkpoints} checkpoints verified stored); raw run does the same "
-           f"`torch.save` every 500. One warm-up run of each discarded, then {PAIRS} pairs "
-           f"in one trial process, alternating which side runs first; ratio = median of the "
-           f"pairs' ratios ({spread}). Load-insensitive diagnostics, {diagnostics}.\n\n"
-           f"| raw loop | under Core API | ratio | target |\n|---|---|---|---|\n"
-           f"| {raw:.3f} s | {core:.3f} s | {ratio:.3f} | ≤ 1.03: "
-           f"{verdict(ratio, 1.03, at_most=True)} |")
+    record(
+        "Harness overhead (bench_harness_overhead.py)",
+        f"Workload: MLP 64-128-10 on digits, batch 32, {BATCHES} batches, 1 torch thread; "
+        f"Core API run reports training metrics every 10 batches and checkpoints every 500 "
+        f"through a running master (all {expected_reports} reports and "
+        f"{expected_checkpoints} checkpoints verified stored); raw run does the same "
+        f"`torch.save` every 500. One warm-up run of each discarded, then {PAIRS} pairs "
+        f"in one trial process, alternating which side runs first; ratio = median of the "
+        f"pairs' ratios ({spread}). Load-insensitive diagnostics, {diagnostics}.\n\n"
+        f"| raw loop | under Core API | ratio | target |\n|---|---|---|---|\n"
+        f"| {raw:.3f} s | {core:.3f} s | {ratio:.3f} | ≤ 1.03: "
+        f"{verdict(ratio, 1.03, at_most=True)} |",
+    )
 
 
 if __name__ == "__main__":

@@ -1,19 +1,20 @@
 """Metrics ingestion: points per second accepted and durably stored, master-lite vs MLflow.
 
-Workload: 1 and 16 concurrent writers (separate processes, as trials are), CALLS (32) requests
-of 1,000 points in all per measurement, split evenly among the writers: for master-lite a `POST /trials/{id}/metrics` batch of 100
-training reports x 10 scalar metrics (the form the harness's MetricsShipper sends), to its own
-trial; for MLflow a `MlflowClient.log_batch` of 1,000 `Metric`s (MLflow's per-call maximum) to
-its own run in an SQLite tracking store (`sqlite:///...`) on the same disk. A point is one
-(metric name, step, value). Each writer first makes one untimed call (imports, connection:
-a GET of its trial; MLflow's `get_run`). The clock runs from the writers' start until the last writer's
-last call returned; then the stored rows are counted (master-lite: the SQLite `metrics` table;
-MLflow: `get_metric_history`) and must all be there, else the run fails.
+Workload: 1 and 16 concurrent writers (separate processes, as trials are), CALLS (32) requests of
+1,000 points in all per measurement, split evenly among the writers: for master-lite a `POST
+/trials/{id}/metrics` batch of 100 training reports x 10 scalar metrics (the form the harness's
+MetricsShipper sends), to its own trial; for MLflow a `MlflowClient.log_batch` of 1,000 `Metric`s
+(MLflow's per-call maximum) to its own run in an SQLite tracking store (`sqlite:///...`) on the same
+disk. A point is one (metric name, step, value). Each writer first makes one untimed call (imports,
+connection: a GET of its trial; MLflow's `get_run`). The clock runs from the writers' start until
+the last writer's last call returned; then the stored rows are counted (master-lite: the SQLite
+`metrics` table; MLflow: `get_metric_history`) and must all be there, else the run fails.
 
 Ideal: the targets of issue 9 — ≥ 100k points/s and ≥ 10x MLflow's rate, from 1 and from 16
 writers. Both sides run in this process run, alternating, median of REPEATS.
 Run: PYTHONPATH=harness:. python bench/bench_metrics_ingestion.py  (needs mlflow==3.17.2)
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -24,8 +25,15 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (interleaved, median, package_version, record, running_master,  # noqa: E402
-                     sleeping_trials, verdict, wait_for_experiment)
+from _common import (  # noqa: E402
+    interleaved,
+    median,
+    package_version,
+    record,
+    running_master,
+    sleeping_trials,
+    wait_for_experiment,
+)
 
 POINTS_PER_CALL = 1000
 METRICS_PER_REPORT = 10
@@ -36,18 +44,36 @@ WRITER_COUNTS = (1, 16)
 
 
 # -- writers (child processes) ----------------------------------------------------------------
-def _master_writer(url: str, token: str, trial_id: int, first_step: int, calls: int,
-                   start: multiprocessing.Event, done: multiprocessing.Queue) -> None:
+def _master_writer(
+    url: str,
+    token: str,
+    trial_id: int,
+    first_step: int,
+    calls: int,
+    start: multiprocessing.Event,
+    done: multiprocessing.Queue,
+) -> None:
     from determined.common.api import Session
+
     session = Session(url, token)
     reports_per_call = POINTS_PER_CALL // METRICS_PER_REPORT
     bodies = []
     for batch in range(calls):
         base = first_step + batch * reports_per_call
-        bodies.append({"reports": [
-            {"group": "training", "steps_completed": base + i,
-             "metrics": {f"m{k}": (base + i) * 0.001 + k for k in range(METRICS_PER_REPORT)}}
-            for i in range(reports_per_call)]})
+        bodies.append(
+            {
+                "reports": [
+                    {
+                        "group": "training",
+                        "steps_completed": base + i,
+                        "metrics": {
+                            f"m{k}": (base + i) * 0.001 + k for k in range(METRICS_PER_REPORT)
+                        },
+                    }
+                    for i in range(reports_per_call)
+                ]
+            }
+        )
     # Untimed: the client's imports and connection (requests loads on a session's first
     # request), as MLflow's client opens its store below; the clock measures ingestion.
     session.get(f"/trials/{trial_id}")
@@ -63,20 +89,33 @@ def _master_writer(url: str, token: str, trial_id: int, first_step: int, calls: 
     session.close()
 
 
-def _mlflow_writer(tracking_uri: str, run_id: str, first_step: int, calls: int,
-                   start: multiprocessing.Event, done: multiprocessing.Queue) -> None:
+def _mlflow_writer(
+    tracking_uri: str,
+    run_id: str,
+    first_step: int,
+    calls: int,
+    start: multiprocessing.Event,
+    done: multiprocessing.Queue,
+) -> None:
     import logging
+
     logging.getLogger("mlflow").setLevel(logging.CRITICAL)  # lock retries are counted instead
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
+
     client = MlflowClient(tracking_uri)
     reports_per_call = POINTS_PER_CALL // METRICS_PER_REPORT
     now = int(time.time() * 1000)
     batches = []
     for batch in range(calls):
         base = first_step + batch * reports_per_call
-        batches.append([Metric(f"m{k}", (base + i) * 0.001 + k, now, base + i)
-                        for i in range(reports_per_call) for k in range(METRICS_PER_REPORT)])
+        batches.append(
+            [
+                Metric(f"m{k}", (base + i) * 0.001 + k, now, base + i)
+                for i in range(reports_per_call)
+                for k in range(METRICS_PER_REPORT)
+            ]
+        )
     client.get_run(run_id)  # untimed: opens the tracking store, as the master's writer connects
     start.wait()
     lock_retries = 0
@@ -126,9 +165,19 @@ class MasterSide:
         self.round += 1
         first_step = self.round * 10_000_000  # fresh steps each round: nothing is a repeat
         before = self._stored()
-        seconds, _ = _run_writers(_master_writer, [
-            (self.master.url, self.master.token, self.trial_ids[i], first_step, CALLS // writers)
-            for i in range(writers)])
+        seconds, _ = _run_writers(
+            _master_writer,
+            [
+                (
+                    self.master.url,
+                    self.master.token,
+                    self.trial_ids[i],
+                    first_step,
+                    CALLS // writers,
+                )
+                for i in range(writers)
+            ],
+        )
         points = writers * (CALLS // writers) * POINTS_PER_CALL
         stored = (self._stored() - before) * METRICS_PER_REPORT
         if stored != points:
@@ -142,61 +191,82 @@ class MasterSide:
 class MlflowSide:
     def __init__(self, directory: pathlib.Path) -> None:
         from mlflow.tracking import MlflowClient
+
         self.uri = f"sqlite:///{directory / 'mlflow.db'}"
         self.client = MlflowClient(self.uri)
         self.experiment_id = self.client.create_experiment(
-            "bench", artifact_location=(directory / "artifacts").as_uri())
+            "bench", artifact_location=(directory / "artifacts").as_uri()
+        )
         self.round = 0
         self.lock_retries = 0
 
     def measure(self, writers: int) -> float:
         self.round += 1
         runs = [self.client.create_run(self.experiment_id).info.run_id for _ in range(writers)]
-        seconds, retries = _run_writers(_mlflow_writer, [(self.uri, run, 0, CALLS // writers)
-                                                         for run in runs])
+        seconds, retries = _run_writers(
+            _mlflow_writer, [(self.uri, run, 0, CALLS // writers) for run in runs]
+        )
         self.lock_retries += retries
         points = writers * (CALLS // writers) * POINTS_PER_CALL
-        stored = sum(len(self.client.get_metric_history(run, f"m{k}"))
-                     for run in runs for k in range(METRICS_PER_REPORT))
+        stored = sum(
+            len(self.client.get_metric_history(run, f"m{k}"))
+            for run in runs
+            for k in range(METRICS_PER_REPORT)
+        )
         if stored != points:
             raise AssertionError(f"MLflow stored {stored} of {points} points")
         return points / seconds
 
 
 def main() -> None:
-    lines = ["| writers | master-lite points/s | MLflow points/s | ratio | target |",
-             "|---|---|---|---|---|"]
-    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp, \
-            running_master(cpu_slots=max(WRITER_COUNTS)) as master:
+    lines = [
+        "| writers | master-lite points/s | MLflow points/s | ratio | target |",
+        "|---|---|---|---|---|",
+    ]
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp,
+        running_master(cpu_slots=max(WRITER_COUNTS)) as master,
+    ):
         trial_ids, exp_id = sleeping_trials(master, max(WRITER_COUNTS))
         try:
             ours, mlflow = MasterSide(master, trial_ids), MlflowSide(pathlib.Path(tmp))
             # Warm-up (imports, SQLite page cache, the master's first requests), not counted.
             ours.measure(16)  # MLflow: its store was created and migrated in MlflowSide()
             for writers in WRITER_COUNTS:
-                rates = interleaved({"ours": lambda: ours.measure(writers),
-                                     "mlflow": lambda: mlflow.measure(writers)}, REPEATS)
+                rates = interleaved(
+                    {
+                        "ours": lambda n=writers: ours.measure(n),
+                        "mlflow": lambda n=writers: mlflow.measure(n),
+                    },
+                    REPEATS,
+                )
                 rate, base = median(rates["ours"]), median(rates["mlflow"])
                 ratio = rate / base
                 ok = rate >= 100_000 and ratio >= 10
-                print(f"{writers:2d} writers: master-lite {rate:,.0f} points/s "
-                      f"(runs {[round(r) for r in rates['ours']]}), MLflow {base:,.0f} points/s "
-                      f"(runs {[round(r) for r in rates['mlflow']]}), ratio {ratio:.1f}x",
-                      flush=True)
-                lines.append(f"| {writers} | {rate:,.0f} | {base:,.0f} | {ratio:.1f}x | "
-                             f"≥ 100k and ≥ 10x: {'meets target' if ok else 'MISSES target'} |")
+                print(
+                    f"{writers:2d} writers: master-lite {rate:,.0f} points/s "
+                    f"(runs {[round(r) for r in rates['ours']]}), MLflow {base:,.0f} points/s "
+                    f"(runs {[round(r) for r in rates['mlflow']]}), ratio {ratio:.1f}x",
+                    flush=True,
+                )
+                lines.append(
+                    f"| {writers} | {rate:,.0f} | {base:,.0f} | {ratio:.1f}x | "
+                    f"≥ 100k and ≥ 10x: {'meets target' if ok else 'MISSES target'} |"
+                )
         finally:
             master.session.post(f"/experiments/{exp_id}/kill", {})
             wait_for_experiment(master, exp_id)
-    record("Metrics ingestion (bench_metrics_ingestion.py)",
-           f"Workload: {CALLS} calls x {POINTS_PER_CALL} points per measurement, split among the "
-           f"writer processes "
-           f"({POINTS_PER_CALL // METRICS_PER_REPORT} reports x {METRICS_PER_REPORT} metrics); "
-           f"every point is verified stored afterwards. Baseline: MLflow "
-           f"{package_version('mlflow')} `log_batch` into an SQLite tracking store. Median of "
-           f"{REPEATS} alternating runs. MLflow's concurrent writers hit SQLite's \"database is "
-           f"locked\" {mlflow.lock_retries} times in all and retried (50 ms pause), as its "
-           f"users must.\n\n" + "\n".join(lines))
+    record(
+        "Metrics ingestion (bench_metrics_ingestion.py)",
+        f"Workload: {CALLS} calls x {POINTS_PER_CALL} points per measurement, split among the "
+        f"writer processes "
+        f"({POINTS_PER_CALL // METRICS_PER_REPORT} reports x {METRICS_PER_REPORT} metrics); "
+        f"every point is verified stored afterwards. Baseline: MLflow "
+        f"{package_version('mlflow')} `log_batch` into an SQLite tracking store. Median of "
+        f"{REPEATS} alternating runs. MLflow's concurrent writers hit SQLite's \"database is "
+        f'locked" {mlflow.lock_retries} times in all and retried (50 ms pause), as its '
+        f"users must.\n\n" + "\n".join(lines),
+    )
 
 
 if __name__ == "__main__":

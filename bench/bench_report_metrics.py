@@ -12,6 +12,7 @@ Ideal: the least work any asynchronous reporter must do in the caller's thread: 
 and put one tuple on a queue.Queue, measured in the same process as the baseline.
 Run: PYTHONPATH=harness python bench/bench_report_metrics.py
 """
+
 from __future__ import annotations
 
 import json
@@ -70,12 +71,16 @@ def measure_courier() -> float:
     try:
         url = f"http://127.0.0.1:{int(sink.stdout.readline())}"
         courier = ReportCourier(url, None, trial_id=1, trial_run_id=1)
-        train = TrainContext(None, 1, 1, 1, courier, TensorboardManager(TensorboardMode.AUTO, None, 1, 1))
+        train = TrainContext(
+            None, 1, 1, 1, courier, TensorboardManager(TensorboardMode.AUTO, None, 1, 1)
+        )
         train._start()
         train.report_training_metrics(steps_completed=0, metrics={"loss": 0.5})  # starts the child
         start = time.perf_counter()
         for step in range(1, CALLS + 1):
-            train.report_training_metrics(steps_completed=step, metrics={"loss": 0.5, "accuracy": 0.9})
+            train.report_training_metrics(
+                steps_completed=step, metrics={"loss": 0.5, "accuracy": 0.9}
+            )
         elapsed = time.perf_counter() - start
         train._close()
         with urllib.request.urlopen(url) as answer:
@@ -90,7 +95,9 @@ def measure_courier() -> float:
 def measure_report_metrics() -> float:
     session = EncodingSession()
     shipper = MetricsShipper(session, trial_id=1, trial_run_id=1)
-    train = TrainContext(session, 1, 1, 1, shipper, TensorboardManager(TensorboardMode.AUTO, None, 1, 1))
+    train = TrainContext(
+        session, 1, 1, 1, shipper, TensorboardManager(TensorboardMode.AUTO, None, 1, 1)
+    )
     train._start()
     start = time.perf_counter()
     for step in range(CALLS):
@@ -122,11 +129,16 @@ def measure_ideal() -> float:
 
 def main() -> None:
     ideal = measure_ideal()
-    for name, measure in (("report courier", measure_courier), ("thread shipper", measure_report_metrics)):
+    for name, measure in (
+        ("report courier", measure_courier),
+        ("thread shipper", measure_report_metrics),
+    ):
         measured = measure()
-        print(f"report_training_metrics ({name}): measured {measured * 1e6:.2f} µs/call, ideal "
-              f"{ideal * 1e6:.2f} µs/call, ratio {measured / ideal:.2f} "
-              f"(target < 20 µs/call: {'OK' if measured < 20e-6 else 'MISSED'})")
+        print(
+            f"report_training_metrics ({name}): measured {measured * 1e6:.2f} µs/call, ideal "
+            f"{ideal * 1e6:.2f} µs/call, ratio {measured / ideal:.2f} "
+            f"(target < 20 µs/call: {'OK' if measured < 20e-6 else 'MISSED'})"
+        )
 
 
 if __name__ == "__main__":

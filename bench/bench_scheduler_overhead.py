@@ -15,6 +15,7 @@ environment turns them off, to compare with fresh processes. The clock includes 
 master's one-off work on its first request (module imports: ~2 s on a busy 2-core machine).
 Run: PYTHONPATH=harness:. python bench/bench_scheduler_overhead.py  (BENCH_SCHED_TRIALS=N)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,21 +27,27 @@ import time
 from collections.abc import Iterator
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (MasterProcess, context_tarball, record, running_master,  # noqa: E402
-                     verdict, wait_for_experiment)
+from _common import (  # noqa: E402
+    MasterProcess,
+    context_tarball,
+    record,
+    running_master,
+    verdict,
+    wait_for_experiment,
+)
 
 TRIALS = int(os.environ.get("BENCH_SCHED_TRIALS", "200"))
 SLOTS = 2
 WORK_S = 1.0
 PRESTARTED_ENV = "MASTER_LITE_PRESTARTED_INTERPRETERS"
 
-TRIAL_SCRIPT = """
+TRIAL_SCRIPT = f"""
 import time
 import determined as det
 with det.core.init() as core:
-    time.sleep(%r)
-    core.train.report_validation_metrics(steps_completed=1, metrics={"loss": 1.0})
-""" % WORK_S
+    time.sleep({WORK_S!r})
+    core.train.report_validation_metrics(steps_completed=1, metrics={{"loss": 1.0}})
+"""
 
 
 @contextlib.contextmanager
@@ -52,18 +59,31 @@ def bench_master() -> Iterator[MasterProcess]:
         with running_master(cpu_slots=SLOTS) as master:
             yield master
         return
-    with tempfile.TemporaryDirectory(prefix="bench-master-") as tmp, MasterProcess(
-            pathlib.Path(tmp) / "root", cpu_slots=SLOTS,
-            env={"MASTER_LITE_PREEMPTION_GRACE_SECONDS": "3",
-                 PRESTARTED_ENV: prestarted}) as master:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-master-") as tmp,
+        MasterProcess(
+            pathlib.Path(tmp) / "root",
+            cpu_slots=SLOTS,
+            env={"MASTER_LITE_PREEMPTION_GRACE_SECONDS": "3", PRESTARTED_ENV: prestarted},
+        ) as master,
+    ):
         yield master
 
 
 def main() -> None:
-    config = {"name": "bench-scheduler", "entrypoint": "python3 train.py", "max_restarts": 0,
-              "searcher": {"name": "random", "metric": "loss", "max_trials": TRIALS,
-                           "max_length": 1, "max_concurrent_trials": 0},
-              "hyperparameters": {"x": {"type": "double", "minval": 0, "maxval": 1}}}
+    config = {
+        "name": "bench-scheduler",
+        "entrypoint": "python3 train.py",
+        "max_restarts": 0,
+        "searcher": {
+            "name": "random",
+            "metric": "loss",
+            "max_trials": TRIALS,
+            "max_length": 1,
+            "max_concurrent_trials": 0,
+        },
+        "hyperparameters": {"x": {"type": "double", "minval": 0, "maxval": 1}},
+    }
     with bench_master() as master:
         context = context_tarball({"train.py": TRIAL_SCRIPT})
         start = time.perf_counter()
@@ -77,17 +97,24 @@ def main() -> None:
     ideal = TRIALS * WORK_S / SLOTS
     ratio = elapsed / ideal
     per_trial = (elapsed - ideal) * SLOTS / TRIALS
-    setting = "" if os.environ.get(PRESTARTED_ENV) is None else \
-        f"; {PRESTARTED_ENV}={os.environ[PRESTARTED_ENV]}"
-    print(f"{TRIALS} trials of {WORK_S:.0f}s on {SLOTS} slots: {elapsed:.1f}s, ideal {ideal:.0f}s, "
-          f"ratio {ratio:.3f} ({per_trial * 1000:.0f} ms overhead per trial)")
-    record("Scheduler overhead (bench_scheduler_overhead.py)",
-           f"Workload: {TRIALS} Core API trials that each sleep {WORK_S:.0f} s and report one "
-           f"metric, `random` searcher, {SLOTS} CPU slots; from `POST /experiments` to "
-           f"COMPLETED. Single run (it is long and its own average){setting}.\n\n"
-           f"| wall time | ideal | ratio | overhead per trial | target |\n|---|---|---|---|---|\n"
-           f"| {elapsed:.1f} s | {ideal:.0f} s | {ratio:.3f} | {per_trial * 1000:.0f} ms | "
-           f"≤ 1.10: {verdict(ratio, 1.10, at_most=True)} |")
+    setting = (
+        ""
+        if os.environ.get(PRESTARTED_ENV) is None
+        else f"; {PRESTARTED_ENV}={os.environ[PRESTARTED_ENV]}"
+    )
+    print(
+        f"{TRIALS} trials of {WORK_S:.0f}s on {SLOTS} slots: {elapsed:.1f}s, ideal {ideal:.0f}s, "
+        f"ratio {ratio:.3f} ({per_trial * 1000:.0f} ms overhead per trial)"
+    )
+    record(
+        "Scheduler overhead (bench_scheduler_overhead.py)",
+        f"Workload: {TRIALS} Core API trials that each sleep {WORK_S:.0f} s and report one "
+        f"metric, `random` searcher, {SLOTS} CPU slots; from `POST /experiments` to "
+        f"COMPLETED. Single run (it is long and its own average){setting}.\n\n"
+        f"| wall time | ideal | ratio | overhead per trial | target |\n|---|---|---|---|---|\n"
+        f"| {elapsed:.1f} s | {ideal:.0f} s | {ratio:.3f} | {per_trial * 1000:.0f} ms | "
+        f"≤ 1.10: {verdict(ratio, 1.10, at_most=True)} |",
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ Run: python bench/bench_search_quality.py [--seeds 5] [--max-trials 243] [--no-r
 (needs scikit-learn, and optuna for the Optuna column: `pip install optuna`); writes its section
 of bench/RESULTS.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,16 +38,16 @@ import random
 import statistics
 import time
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
+from _common import machine_description, package_version, record, verdict  # noqa: E402  (sets sys.path)
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import SGDClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from _common import machine_description, package_version, record, verdict  # noqa: E402  (sets sys.path)
 from master_lite.searcher import sample_hparams, simulate  # noqa: E402
 
 MAX_EPOCHS = 81
@@ -54,10 +55,14 @@ DIVISOR = 3
 HYPERPARAMETERS: dict[str, Any] = {
     "alpha": {"type": "log", "base": 10, "minval": -7.0, "maxval": -1.0},
     "eta0": {"type": "log", "base": 10, "minval": -5.0, "maxval": 0.0},
-    "learning_rate": {"type": "categorical",
-                      "vals": ["optimal", "constant", "invscaling", "adaptive"]},
-    "loss": {"type": "categorical", "vals": ["hinge", "log_loss", "modified_huber", "perceptron",
-                                             "squared_hinge"]},
+    "learning_rate": {
+        "type": "categorical",
+        "vals": ["optimal", "constant", "invscaling", "adaptive"],
+    },
+    "loss": {
+        "type": "categorical",
+        "vals": ["hinge", "log_loss", "modified_huber", "perceptron", "squared_hinge"],
+    },
     "penalty": {"type": "categorical", "vals": ["l2", "l1", "elasticnet"]},
     "l1_ratio": {"type": "double", "minval": 0.0, "maxval": 1.0},
     "average": {"type": "categorical", "vals": [False, True]},
@@ -68,7 +73,8 @@ class Data:
     def __init__(self) -> None:
         digits = load_digits()
         x_train, x_val, y_train, y_val = train_test_split(
-            digits.data, digits.target, test_size=1 / 3, random_state=0, stratify=digits.target)
+            digits.data, digits.target, test_size=1 / 3, random_state=0, stratify=digits.target
+        )
         scaler = StandardScaler().fit(x_train)
         self.x_train, self.x_val = scaler.transform(x_train), scaler.transform(x_val)
         self.y_train, self.y_val = y_train, y_val
@@ -83,17 +89,24 @@ class Model:
         self.epochs = 0
         self.shuffle = np.random.RandomState(seed)
         self.clf = SGDClassifier(
-            alpha=hparams["alpha"], eta0=hparams["eta0"], learning_rate=hparams["learning_rate"],
-            loss=hparams["loss"], penalty=hparams["penalty"], l1_ratio=hparams["l1_ratio"],
-            average=hparams["average"], random_state=seed)
+            alpha=hparams["alpha"],
+            eta0=hparams["eta0"],
+            learning_rate=hparams["learning_rate"],
+            loss=hparams["loss"],
+            penalty=hparams["penalty"],
+            l1_ratio=hparams["l1_ratio"],
+            average=hparams["average"],
+            random_state=seed,
+        )
 
     def train_to(self, epochs: int) -> int:
         """Train up to `epochs` in total; returns the epochs this call trained."""
         done = 0
         while self.epochs < epochs:
             order = self.shuffle.permutation(len(self.data.y_train))
-            self.clf.partial_fit(self.data.x_train[order], self.data.y_train[order],
-                                 classes=self.data.classes)
+            self.clf.partial_fit(
+                self.data.x_train[order], self.data.y_train[order], classes=self.data.classes
+            )
             self.epochs += 1
             done += 1
         return done
@@ -144,11 +157,21 @@ def run_asha(data: Data, seed: int, max_trials: int) -> Trace:
         trace.record(trained, error)
         return error
 
-    config = {"searcher": {"name": "adaptive_asha", "metric": "validation_error",
-                           "smaller_is_better": True, "max_trials": max_trials,
-                           "max_length": MAX_EPOCHS, "divisor": DIVISOR, "max_rungs": 5,
-                           "mode": "standard", "max_concurrent_trials": 16},
-              "hyperparameters": HYPERPARAMETERS, "reproducibility": {"experiment_seed": seed}}
+    config = {
+        "searcher": {
+            "name": "adaptive_asha",
+            "metric": "validation_error",
+            "smaller_is_better": True,
+            "max_trials": max_trials,
+            "max_length": MAX_EPOCHS,
+            "divisor": DIVISOR,
+            "max_rungs": 5,
+            "mode": "standard",
+            "max_concurrent_trials": 16,
+        },
+        "hyperparameters": HYPERPARAMETERS,
+        "reproducibility": {"experiment_seed": seed},
+    }
     simulation = simulate(config, metric=metric)
     assert simulation.total_length == trace.epochs, (simulation.total_length, trace.epochs)
     return trace
@@ -177,8 +200,9 @@ def run_optuna(data: Data, seed: int, budget: int) -> Trace | None:
         hparams = {
             "alpha": 10 ** trial.suggest_float("log_alpha", -7.0, -1.0),
             "eta0": 10 ** trial.suggest_float("log_eta0", -5.0, 0.0),
-            "learning_rate": trial.suggest_categorical("learning_rate",
-                                                       HYPERPARAMETERS["learning_rate"]["vals"]),
+            "learning_rate": trial.suggest_categorical(
+                "learning_rate", HYPERPARAMETERS["learning_rate"]["vals"]
+            ),
             "loss": trial.suggest_categorical("loss", HYPERPARAMETERS["loss"]["vals"]),
             "penalty": trial.suggest_categorical("penalty", HYPERPARAMETERS["penalty"]["vals"]),
             "l1_ratio": trial.suggest_float("l1_ratio", 0.0, 1.0),
@@ -199,10 +223,13 @@ def run_optuna(data: Data, seed: int, budget: int) -> Trace | None:
 
     # A fixed study name: the Hyperband pruner assigns trials to brackets by hashing it.
     study = optuna.create_study(
-        study_name=f"bench-search-quality-{seed}", direction="minimize",
+        study_name=f"bench-search-quality-{seed}",
+        direction="minimize",
         sampler=optuna.samplers.TPESampler(seed=seed),
-        pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=MAX_EPOCHS,
-                                              reduction_factor=DIVISOR))
+        pruner=optuna.pruners.HyperbandPruner(
+            min_resource=1, max_resource=MAX_EPOCHS, reduction_factor=DIVISOR
+        ),
+    )
     while trace.epochs < budget:
         study.optimize(objective, n_trials=1)
     return trace
@@ -216,8 +243,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--max-trials", type=int, default=243)
-    parser.add_argument("--no-record", dest="record", action="store_false",
-                        help="do not write the section of bench/RESULTS.md")
+    parser.add_argument(
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="do not write the section of bench/RESULTS.md",
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
@@ -234,72 +265,100 @@ def main() -> None:
         target = rand.best  # random search's final best
         asha_reach = asha.epochs_to_reach(target)
         optuna_reach = optuna_trace.epochs_to_reach(target) if optuna_trace else None
-        rows.append({
-            "seed": seed, "budget": budget, "random_epochs": rand.epochs,
-            "random_best": rand.best, "asha_best": asha.best,
-            "optuna_best": optuna_trace.best if optuna_trace else None,
-            "asha_ratio": None if asha_reach is None else asha_reach / rand.epochs,
-            "optuna_ratio": None if optuna_reach is None else optuna_reach / rand.epochs,
-            "curves": {name: [trace.best_at(int(budget * f)) for f in (0.1, 0.25, 0.5, 1.0)]
-                       for name, trace in (("asha", asha), ("random", rand),
-                                           ("optuna", optuna_trace)) if trace is not None},
-            "seconds": time.perf_counter() - t0})
-        print(f"seed {seed} done in {rows[-1]['seconds']:.0f} s (budget {budget} epochs)",
-              flush=True)
+        rows.append(
+            {
+                "seed": seed,
+                "budget": budget,
+                "random_epochs": rand.epochs,
+                "random_best": rand.best,
+                "asha_best": asha.best,
+                "optuna_best": optuna_trace.best if optuna_trace else None,
+                "asha_ratio": None if asha_reach is None else asha_reach / rand.epochs,
+                "optuna_ratio": None if optuna_reach is None else optuna_reach / rand.epochs,
+                "curves": {
+                    name: [trace.best_at(int(budget * f)) for f in (0.1, 0.25, 0.5, 1.0)]
+                    for name, trace in (("asha", asha), ("random", rand), ("optuna", optuna_trace))
+                    if trace is not None
+                },
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+        print(
+            f"seed {seed} done in {rows[-1]['seconds']:.0f} s (budget {budget} epochs)", flush=True
+        )
 
-    lines = [f"Digits, SGDClassifier, 7 hyperparameters; adaptive_asha max_trials "
-             f"{args.max_trials}, max_length {MAX_EPOCHS} epochs, divisor {DIVISOR}, mode "
-             f"standard; budget = ASHA's total epochs (random and Optuna get the same); "
-             f"{args.seeds} seeds; scikit-learn {package_version('scikit-learn')}, optuna "
-             f"{package_version('optuna')}.",
-             "",
-             "Best validation error (1 - accuracy) after a fraction of the budget, and the "
-             "epochs needed to reach random search's final best as a fraction of random "
-             "search's epochs:",
-             "",
-             "| seed | budget (epochs) | method | @10% | @25% | @50% | @100% | to reach random's best |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Digits, SGDClassifier, 7 hyperparameters; adaptive_asha max_trials "
+        f"{args.max_trials}, max_length {MAX_EPOCHS} epochs, divisor {DIVISOR}, mode "
+        f"standard; budget = ASHA's total epochs (random and Optuna get the same); "
+        f"{args.seeds} seeds; scikit-learn {package_version('scikit-learn')}, optuna "
+        f"{package_version('optuna')}.",
+        "",
+        "Best validation error (1 - accuracy) after a fraction of the budget, and the "
+        "epochs needed to reach random search's final best as a fraction of random "
+        "search's epochs:",
+        "",
+        "| seed | budget (epochs) | method | @10% | @25% | @50% | @100% | to reach random's best |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         for name in ("asha", "random", "optuna"):
             if name not in row["curves"]:
                 continue
             curve = " | ".join(f"{v:.4f}" for v in row["curves"][name])
-            ratio = {"asha": fmt_ratio(row["asha_ratio"]), "random": "1.000",
-                     "optuna": fmt_ratio(row["optuna_ratio"])}[name]
+            ratio = {
+                "asha": fmt_ratio(row["asha_ratio"]),
+                "random": "1.000",
+                "optuna": fmt_ratio(row["optuna_ratio"]),
+            }[name]
             lines.append(f"| {row['seed']} | {row['budget']} | {name} | {curve} | {ratio} |")
     lines.append("")
     for name in ("asha", "random", "optuna"):
         bests = [r[f"{name}_best"] for r in rows if r.get(f"{name}_best") is not None]
         if bests:
-            lines.append(f"* {name} final best error: mean {statistics.mean(bests):.4f}, "
-                         f"median {statistics.median(bests):.4f}")
+            lines.append(
+                f"* {name} final best error: mean {statistics.mean(bests):.4f}, "
+                f"median {statistics.median(bests):.4f}"
+            )
     summary = {}
     for name in ("asha", "optuna"):
         ratios = [r[f"{name}_ratio"] for r in rows]
         reached = [r for r in ratios if r is not None]
-        summary[name] = (statistics.median(reached) if reached else None,
-                         max(reached) if len(reached) == len(ratios) else None)
+        summary[name] = (
+            statistics.median(reached) if reached else None,
+            max(reached) if len(reached) == len(ratios) else None,
+        )
         if reached:
-            lines.append(f"* {name} epochs to reach random's final best / random's epochs: "
-                         f"median {statistics.median(reached):.3f}, max {max(reached):.3f} "
-                         f"(reached in {len(reached)}/{len(ratios)} seeds)")
+            lines.append(
+                f"* {name} epochs to reach random's final best / random's epochs: "
+                f"median {statistics.median(reached):.3f}, max {max(reached):.3f} "
+                f"(reached in {len(reached)}/{len(ratios)} seeds)"
+            )
     ideal = MAX_EPOCHS / statistics.mean(r["budget"] for r in rows)
-    lines.append(f"* ideal: an oracle training only the best configuration needs at most one "
-                 f"full trial, a ratio <= {ideal:.3f}")
+    lines.append(
+        f"* ideal: an oracle training only the best configuration needs at most one "
+        f"full trial, a ratio <= {ideal:.3f}"
+    )
     asha_ratio = summary["asha"][1]
     if asha_ratio is not None:
-        lines.append(f"* target ASHA ratio <= 0.333 in every seed: worst seed {asha_ratio:.3f} "
-                     f"-> {verdict(asha_ratio, 1 / 3, at_most=True)}")
+        lines.append(
+            f"* target ASHA ratio <= 0.333 in every seed: worst seed {asha_ratio:.3f} "
+            f"-> {verdict(asha_ratio, 1 / 3, at_most=True)}"
+        )
     optuna_bests = [r["optuna_best"] for r in rows if r["optuna_best"] is not None]
     if len(optuna_bests) == len(rows):
         asha_mean = statistics.mean(r["asha_best"] for r in rows)
         optuna_mean = statistics.mean(optuna_bests)
         wins = sum(r["asha_best"] <= r["optuna_best"] for r in rows)
-        lines.append(f"* target ASHA final best no worse than Optuna's: mean {asha_mean:.4f} vs "
-                     f"{optuna_mean:.4f} -> {verdict(asha_mean, optuna_mean, at_most=True)} "
-                     f"(ASHA <= Optuna in {wins}/{len(rows)} seeds)")
-    lines.append(f"* resolution: the validation set has {len(data.y_val)} images, so one image "
-                 f"is {1 / len(data.y_val):.4f} of error")
+        lines.append(
+            f"* target ASHA final best no worse than Optuna's: mean {asha_mean:.4f} vs "
+            f"{optuna_mean:.4f} -> {verdict(asha_mean, optuna_mean, at_most=True)} "
+            f"(ASHA <= Optuna in {wins}/{len(rows)} seeds)"
+        )
+    lines.append(
+        f"* resolution: the validation set has {len(data.y_val)} images, so one image "
+        f"is {1 / len(data.y_val):.4f} of error"
+    )
     lines.append(f"* wall time {time.perf_counter() - started:.0f} s")
     text = "\n".join(lines)
     print("\n" + text)

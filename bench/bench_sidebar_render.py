@@ -21,6 +21,7 @@ median and spread of the repeats, and writes its section of bench/RESULTS.md.
 Run: `.venv/bin/python bench/bench_sidebar_render.py` (needs /usr/bin/chromium, playwright
 from PyPI, and the labextension built: `cd labextension && jlpm install && jlpm build`).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -52,31 +53,75 @@ def _browser_test_support():
 
 def synthetic_experiments(n: int) -> list[dict]:
     states = ["ACTIVE", "PAUSED", "COMPLETED", "CANCELED", "ERROR"]
-    return [{
-        "id": i, "name": f"experiment number {i} with a longish name", "description": "",
-        "labels": [], "state": states[i % len(states)], "archived": False,
-        "progress": (i % 100) / 100, "start_time": "2026-11-22T01:02:03.456Z", "end_time": None,
-        "searcher": {"name": "random", "metric": "validation_loss", "smaller_is_better": True},
-        "num_trials": i % 17, "best_validation": 1 / i, "context_hash": None, "notebook": None,
-        "parent_id": None} for i in range(1, n + 1)]
+    return [
+        {
+            "id": i,
+            "name": f"experiment number {i} with a longish name",
+            "description": "",
+            "labels": [],
+            "state": states[i % len(states)],
+            "archived": False,
+            "progress": (i % 100) / 100,
+            "start_time": "2026-11-22T01:02:03.456Z",
+            "end_time": None,
+            "searcher": {"name": "random", "metric": "validation_loss", "smaller_is_better": True},
+            "num_trials": i % 17,
+            "best_validation": 1 / i,
+            "context_hash": None,
+            "notebook": None,
+            "parent_id": None,
+        }
+        for i in range(1, n + 1)
+    ]
 
 
 def chart_answers(n_points: int) -> dict[str, dict]:
-    experiment = synthetic_experiments(1)[0] | {"name": "big curve", "state": "ACTIVE",
-                                                 "config": {"searcher": {"name": "single"}}}
-    trial = {"id": 1, "experiment_id": 1, "request_id": 1, "state": "ACTIVE",
-             "hparams": {"lr": 0.1}, "seed": 0, "restarts": 0, "run_id": 1,
-             "steps_completed": n_points, "progress": 0.5, "runner_state": "",
-             "start_time": "2026-11-22T01:02:03.456Z", "end_time": None, "exit_code": None,
-             "allocation_id": None, "slot_ids": [], "latest_checkpoint": None,
-             "latest_training": None, "latest_validation": None, "best_validation": None,
-             "searcher_metric": None}
-    metrics = [{"id": i, "trial_id": 1, "trial_run_id": 1, "group": "training",
-                "steps_completed": i, "metrics": {"loss": 1.0 / i + (i % 7) * 1e-4},
-                "report_time": "2026-11-22T01:02:03.456Z"} for i in range(1, n_points + 1)]
-    return {"experiment": {"experiment": experiment, "trials": [trial]},
-            "trials": {"trials": [trial]}, "metrics": {"metrics": metrics},
-            "checkpoints": {"checkpoints": []}}
+    experiment = synthetic_experiments(1)[0] | {
+        "name": "big curve",
+        "state": "ACTIVE",
+        "config": {"searcher": {"name": "single"}},
+    }
+    trial = {
+        "id": 1,
+        "experiment_id": 1,
+        "request_id": 1,
+        "state": "ACTIVE",
+        "hparams": {"lr": 0.1},
+        "seed": 0,
+        "restarts": 0,
+        "run_id": 1,
+        "steps_completed": n_points,
+        "progress": 0.5,
+        "runner_state": "",
+        "start_time": "2026-11-22T01:02:03.456Z",
+        "end_time": None,
+        "exit_code": None,
+        "allocation_id": None,
+        "slot_ids": [],
+        "latest_checkpoint": None,
+        "latest_training": None,
+        "latest_validation": None,
+        "best_validation": None,
+        "searcher_metric": None,
+    }
+    metrics = [
+        {
+            "id": i,
+            "trial_id": 1,
+            "trial_run_id": 1,
+            "group": "training",
+            "steps_completed": i,
+            "metrics": {"loss": 1.0 / i + (i % 7) * 1e-4},
+            "report_time": "2026-11-22T01:02:03.456Z",
+        }
+        for i in range(1, n_points + 1)
+    ]
+    return {
+        "experiment": {"experiment": experiment, "trials": [trial]},
+        "trials": {"trials": [trial]},
+        "metrics": {"metrics": metrics},
+        "checkpoints": {"checkpoints": []},
+    }
 
 
 # The measuring scripts return at once and leave their result in `window.__detBench`: the
@@ -165,8 +210,10 @@ BASELINE_CHART = """(n) => {
 
 def json_answer(body: str):
     """A route handler answering `body` (Playwright passes the request too when it can)."""
+
     def handler(route) -> None:
         route.fulfill(status=200, content_type="application/json", body=body)
+
     return handler
 
 
@@ -186,13 +233,16 @@ def main() -> int:
         lab = support.start_lab(Path(tmp))
         try:
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=support.CHROMIUM,
-                                                     args=support.CHROMIUM_ARGS)
+                browser = playwright.chromium.launch(
+                    executable_path=support.CHROMIUM, args=support.CHROMIUM_ARGS
+                )
                 for _ in range(REPEATS):
                     page = browser.new_page(viewport={"width": 1500, "height": 950})
                     # JupyterLab adds a cache-busting `?<number>` to GET requests.
-                    page.route(re.compile(r".*/determined/api/v1/experiments(\?\d*)?$"),
-                               json_answer(experiments_body))
+                    page.route(
+                        re.compile(r".*/determined/api/v1/experiments(\?\d*)?$"),
+                        json_answer(experiments_body),
+                    )
                     lab.open_in(page)
                     page.evaluate(START_LIST, N_EXPERIMENTS)
                     page.click(SIDEBAR_TAB)
@@ -204,21 +254,29 @@ def main() -> int:
                     page.close()
 
                     page = browser.new_page(viewport={"width": 1500, "height": 950})
-                    routes = {r"/experiments/1": "experiment", r"/experiments/1/trials": "trials",
-                              r"/experiments/1/metrics": "metrics",
-                              r"/experiments/1/checkpoints": "checkpoints"}
+                    routes = {
+                        r"/experiments/1": "experiment",
+                        r"/experiments/1/trials": "trials",
+                        r"/experiments/1/metrics": "metrics",
+                        r"/experiments/1/checkpoints": "checkpoints",
+                    }
                     for pattern, key in routes.items():
-                        page.route(re.compile(r".*/determined/api/v1" + pattern + r"(\?.*)?$"),
-                                   json_answer(answers[key]))
+                        page.route(
+                            re.compile(r".*/determined/api/v1" + pattern + r"(\?.*)?$"),
+                            json_answer(answers[key]),
+                        )
                     lab.open_in(page)
-                    page.evaluate("() => { window.jupyterapp.commands.execute("
-                                  "'determined:open-experiment', {id: 1}); }")
+                    page.evaluate(
+                        "() => { window.jupyterapp.commands.execute("
+                        "'determined:open-experiment', {id: 1}); }"
+                    )
                     page.wait_for_selector(".jp-Det-trialsTable tr[data-trial-id]", timeout=60_000)
                     # The 100k reports have arrived once the curves' data is in the model.
                     page.wait_for_function(
                         "() => performance.getEntriesByType('resource').some("
                         "e => /experiments\\/1\\/metrics/.test(e.name) && e.responseEnd > 0)",
-                        timeout=60_000)
+                        timeout=60_000,
+                    )
                     page.wait_for_timeout(500)  # the answer parsed into the model
                     page.evaluate(START_CHART, N_POINTS)
                     page.wait_for_function(WAIT_RESULT, timeout=60_000)
@@ -232,48 +290,65 @@ def main() -> int:
     def runs(values: list[float]) -> str:
         return ", ".join(f"{x * 1000:.0f}" for x in values)
 
-    table = ["| view | measured (median) | runs (ms) | ideal (median) | ideal runs (ms) | ratio | target |",
-             "|---|---|---|---|---|---|---|"]
+    table = [
+        "| view | measured (median) | runs (ms) | ideal (median) | ideal runs (ms) | ratio | target |",
+        "|---|---|---|---|---|---|---|",
+    ]
 
     def report(label: str, measured: list[float], ideal: list[float]) -> bool:
         m, i = statistics.median(measured), statistics.median(ideal)
         ok = m < TARGET_SECONDS
-        print(f"{label}: measured {m * 1000:.1f} ms  ideal {i * 1000:.1f} ms  "
-              f"ratio {m / i:.1f}x  (target < {TARGET_SECONDS * 1000:.0f} ms: "
-              f"{'ok' if ok else 'MISSED'}; runs {runs(measured)} ms)")
-        table.append(f"| {label} | {m * 1000:.0f} ms | {runs(measured)} | {i * 1000:.0f} ms | "
-                     f"{runs(ideal)} | {m / i:.1f}x | < {TARGET_SECONDS * 1000:.0f} ms: "
-                     f"{'meets target' if ok else 'MISSES target'} |")
+        print(
+            f"{label}: measured {m * 1000:.1f} ms  ideal {i * 1000:.1f} ms  "
+            f"ratio {m / i:.1f}x  (target < {TARGET_SECONDS * 1000:.0f} ms: "
+            f"{'ok' if ok else 'MISSED'}; runs {runs(measured)} ms)"
+        )
+        table.append(
+            f"| {label} | {m * 1000:.0f} ms | {runs(measured)} | {i * 1000:.0f} ms | "
+            f"{runs(ideal)} | {m / i:.1f}x | < {TARGET_SECONDS * 1000:.0f} ms: "
+            f"{'meets target' if ok else 'MISSES target'} |"
+        )
         return ok
 
-    ok = report(f"list of {N_EXPERIMENTS:,} experiments (response -> rows laid out)",
-                list_times, list_ideals)
-    print(f"    (click -> rows, including the request: {statistics.median(list_totals) * 1000:.1f} ms)")
+    ok = report(
+        f"list of {N_EXPERIMENTS:,} experiments (response -> rows laid out)",
+        list_times,
+        list_ideals,
+    )
+    print(
+        f"    (click -> rows, including the request: {statistics.median(list_totals) * 1000:.1f} ms)"
+    )
     ok &= report(f"chart of {N_POINTS:,} points (tab click -> drawn)", chart_times, chart_ideals)
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import record
-    record("Sidebar render (bench_sidebar_render.py)", "\n".join([
-        f"Workload: a real JupyterLab with the built labextension in Debian's Chromium (headless, "
-        f"via Playwright), API answers synthetic (request interception). **list**: the Determined "
-        f"panel opened on {N_EXPERIMENTS:,} experiments, from the end of the `GET /experiments` "
-        f"response until all rows are in the DOM and laid out; ideal: the same number of list "
-        f"rows (3 lines x 3 spans each) built with bare `createElement` and laid out. **chart**: "
-        f"an experiment view whose one trial has {N_POINTS:,} training reports (the synthetic "
-        f"answer ignores `max_datapoints`), from the click on \"Learning curves\" until the chart "
-        f"reports {N_POINTS:,} drawn points and the next frame; ideal: one canvas path of the "
-        f"same points stroked with the 2D API. Median of {REPEATS} repeats, a fresh page each.",
-        "",
-        *table,
-        "",
-        f"* list, from the click on the tab (including the request): median "
-        f"{statistics.median(list_totals) * 1000:.0f} ms, runs {runs(list_totals)} ms",
-        f"* load: 1-minute load average {load_at_start:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end (the cores are shared with other work; "
-        f"the ideals run in the same pages between the measurements, so load hits both)",
-        "",
-        f"Result: {'PASS' if ok else 'FAIL'} (target < {TARGET_SECONDS * 1000:.0f} ms each)",
-    ]))
+
+    record(
+        "Sidebar render (bench_sidebar_render.py)",
+        "\n".join(
+            [
+                f"Workload: a real JupyterLab with the built labextension in Debian's Chromium (headless, "
+                f"via Playwright), API answers synthetic (request interception). **list**: the Determined "
+                f"panel opened on {N_EXPERIMENTS:,} experiments, from the end of the `GET /experiments` "
+                f"response until all rows are in the DOM and laid out; ideal: the same number of list "
+                f"rows (3 lines x 3 spans each) built with bare `createElement` and laid out. **chart**: "
+                f"an experiment view whose one trial has {N_POINTS:,} training reports (the synthetic "
+                f'answer ignores `max_datapoints`), from the click on "Learning curves" until the chart '
+                f"reports {N_POINTS:,} drawn points and the next frame; ideal: one canvas path of the "
+                f"same points stroked with the 2D API. Median of {REPEATS} repeats, a fresh page each.",
+                "",
+                *table,
+                "",
+                f"* list, from the click on the tab (including the request): median "
+                f"{statistics.median(list_totals) * 1000:.0f} ms, runs {runs(list_totals)} ms",
+                f"* load: 1-minute load average {load_at_start:.1f} at the start, "
+                f"{os.getloadavg()[0]:.1f} at the end (the cores are shared with other work; "
+                f"the ideals run in the same pages between the measurements, so load hits both)",
+                "",
+                f"Result: {'PASS' if ok else 'FAIL'} (target < {TARGET_SECONDS * 1000:.0f} ms each)",
+            ]
+        ),
+    )
     return 0 if ok else 1
 
 

@@ -19,6 +19,7 @@ each of ours (page cache, the master's first-request imports); medians.
 Ideal: ≤ 1.5 s for ours and ≥ 5x faster than Ray Tune.
 Run: PYTHONPATH=harness:. python bench/bench_submit_latency.py
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,16 @@ import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (cli_env, interleaved, master_env, median, package_version,  # noqa: E402
-                     record, running_master, wait_for_experiment)
+from _common import (  # noqa: E402
+    child_env,
+    cli_env,
+    interleaved,
+    median,
+    package_version,
+    record,
+    running_master,
+    wait_for_experiment,
+)
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
 
@@ -78,8 +87,9 @@ def experiment_ids(master) -> set[int]:
     return {e["id"] for e in master.session.get("/experiments")["experiments"]}
 
 
-def first_metric_stored(master, before: set[int], start: float,
-                        what_failed: Callable[[], str]) -> tuple[int, float]:
+def first_metric_stored(
+    master, before: set[int], start: float, what_failed: Callable[[], str]
+) -> tuple[int, float]:
     """(experiment id, seconds from `start`) once the new experiment's trial has a metric."""
     exp_id = None
     while True:
@@ -88,8 +98,12 @@ def first_metric_stored(master, before: set[int], start: float,
             exp_id = new[0] if new else None
         if exp_id is not None:
             trials = master.trials(exp_id)
-            if trials and master.session.get(f"/trials/{trials[0]['id']}/metrics",
-                                             {"limit": 1})["metrics"]:
+            if (
+                trials
+                and master.session.get(f"/trials/{trials[0]['id']}/metrics", {"limit": 1})[
+                    "metrics"
+                ]
+            ):
                 return exp_id, time.time() - start
         if time.time() - start > 300:
             raise RuntimeError("no metric after 300 s:\n" + what_failed())
@@ -102,12 +116,22 @@ def measure_cli(master, workdir: pathlib.Path) -> float:
     (workdir / "config.yaml").write_text(CONFIG)
     before = experiment_ids(master)
     start = time.time()
-    cli = subprocess.Popen([sys.executable, "-m", "determined.cli", "experiment", "create",
-                            str(workdir / "config.yaml"), str(workdir / "ctx")],
-                           env=cli_env(master), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True)
-    exp_id, elapsed = first_metric_stored(master, before, start,
-                                          lambda: cli.stdout.read() or "")
+    cli = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "determined.cli",
+            "experiment",
+            "create",
+            str(workdir / "config.yaml"),
+            str(workdir / "ctx"),
+        ],
+        env=cli_env(master),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    exp_id, elapsed = first_metric_stored(master, before, start, lambda: cli.stdout.read() or "")
     output, _ = cli.communicate(timeout=60)
     if cli.returncode != 0:
         raise RuntimeError(f"det e create failed:\n{output}")
@@ -168,8 +192,9 @@ def measure_notebook(kernel: NotebookKernel) -> float:
     before = experiment_ids(master)
     start = time.time()
     msg_id = kernel.send(DET_SUBMIT_CELL)
-    exp_id, elapsed = first_metric_stored(master, before, start,
-                                          lambda: "".join(kernel.output[-20:]))
+    exp_id, elapsed = first_metric_stored(
+        master, before, start, lambda: "".join(kernel.output[-20:])
+    )
     kernel.finish(msg_id)
     wait_for_experiment(master, exp_id)
     return elapsed
@@ -184,28 +209,35 @@ def measure_ray(workdir: pathlib.Path) -> float:
     that a busy machine can miss) is retried up to RAY_ATTEMPTS times and counted."""
     global ray_start_failures
     marker = workdir / "ray-first-result"
-    env = master_env()
+    env = child_env()
     env.pop("RAY_ADDRESS", None)  # a fresh local Ray instance, as in a new session
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     for attempt in range(RAY_ATTEMPTS):
         marker.unlink(missing_ok=True)
         start = time.time()
-        result = subprocess.run([sys.executable, "-c", RAY_SCRIPT, str(marker),
-                                 str(workdir / "ray-results")], env=env, capture_output=True,
-                                text=True, timeout=600)
+        result = subprocess.run(
+            [sys.executable, "-c", RAY_SCRIPT, str(marker), str(workdir / "ray-results")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if marker.exists():
             return float(marker.read_text()) - start
         if "timed out during startup" in result.stderr and attempt + 1 < RAY_ATTEMPTS:
             ray_start_failures += 1
             continue
-        raise RuntimeError(f"Ray Tune reported no result:\n{result.stdout[-2000:]}"
-                           f"\n{result.stderr[-3000:]}")
+        raise RuntimeError(
+            f"Ray Tune reported no result:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+        )
     raise AssertionError("unreachable")
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="bench-submit-") as tmp, \
-            running_master(cpu_slots=2) as master:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-submit-") as tmp,
+        running_master(cpu_slots=2) as master,
+    ):
         workdir = pathlib.Path(tmp)
         kernel = NotebookKernel(master, workdir)
         try:
@@ -213,9 +245,14 @@ def main() -> None:
             # and the master's first-request imports.
             measure_cli(master, workdir)
             measure_notebook(kernel)
-            times = interleaved({"cli": lambda: measure_cli(master, workdir),
-                                 "notebook": lambda: measure_notebook(kernel),
-                                 "ray": lambda: measure_ray(workdir)}, REPEATS)
+            times = interleaved(
+                {
+                    "cli": lambda: measure_cli(master, workdir),
+                    "notebook": lambda: measure_notebook(kernel),
+                    "ray": lambda: measure_ray(workdir),
+                },
+                REPEATS,
+            )
         finally:
             kernel.close()
     ray = median(times["ray"])
@@ -224,24 +261,35 @@ def main() -> None:
         ours = median(times[key])
         speedup = ray / ours
         ok = ours <= 1.5 and speedup >= 5
-        print(f"{label} -> first metric: {ours:.2f}s (runs "
-              f"{[round(t, 2) for t in times[key]]}); {speedup:.1f}x faster than Ray Tune")
-        rows.append(f"| {label} | {ours:.2f} s | {', '.join(f'{t:.2f}' for t in times[key])} | "
-                    f"{ray:.2f} s | {speedup:.1f}x | ≤ 1.5 s and ≥ 5x: "
-                    f"{'meets target' if ok else 'MISSES target'} |")
+        print(
+            f"{label} -> first metric: {ours:.2f}s (runs "
+            f"{[round(t, 2) for t in times[key]]}); {speedup:.1f}x faster than Ray Tune"
+        )
+        rows.append(
+            f"| {label} | {ours:.2f} s | {', '.join(f'{t:.2f}' for t in times[key])} | "
+            f"{ray:.2f} s | {speedup:.1f}x | ≤ 1.5 s and ≥ 5x: "
+            f"{'meets target' if ok else 'MISSES target'} |"
+        )
     print(f"Ray Tune fit -> first result: {ray:.2f}s (runs {[round(t, 2) for t in times['ray']]})")
-    record("Submit latency (bench_submit_latency.py)",
-           f"Workload: a one-metric script submitted to an idle master-lite until the metric is "
-           f"stored, two ways: `det e create` (a fresh CLI process) and a `%%det_submit` cell "
-           f"executed by a running IPython kernel with `%load_ext jupyter_determined` (clock "
-           f"from the execute request); vs a fresh process running Ray Tune "
-           f"{package_version('ray')} `Tuner.fit()` of a one-result trainable to its first "
-           f"result at the driver. Median of {REPEATS} alternating runs after one unmeasured "
-           f"submission of each of ours"
-           + (f"; Ray's node failed to start {ray_start_failures} time(s) on this busy machine "
-              "and was run again" if ray_start_failures else "") + ".\n\n"
-           "| submission | median | runs (s) | Ray Tune median | speed-up | target |\n"
-           "|---|---|---|---|---|---|\n" + "\n".join(rows))
+    record(
+        "Submit latency (bench_submit_latency.py)",
+        f"Workload: a one-metric script submitted to an idle master-lite until the metric is "
+        f"stored, two ways: `det e create` (a fresh CLI process) and a `%%det_submit` cell "
+        f"executed by a running IPython kernel with `%load_ext jupyter_determined` (clock "
+        f"from the execute request); vs a fresh process running Ray Tune "
+        f"{package_version('ray')} `Tuner.fit()` of a one-result trainable to its first "
+        f"result at the driver. Median of {REPEATS} alternating runs after one unmeasured "
+        f"submission of each of ours"
+        + (
+            f"; Ray's node failed to start {ray_start_failures} time(s) on this busy machine "
+            "and was run again"
+            if ray_start_failures
+            else ""
+        )
+        + ".\n\n"
+        "| submission | median | runs (s) | Ray Tune median | speed-up | target |\n"
+        "|---|---|---|---|---|---|\n" + "\n".join(rows),
+    )
 
 
 if __name__ == "__main__":

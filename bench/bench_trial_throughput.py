@@ -42,20 +42,33 @@ TensorFlow's executor, tf.data and Keras' callback threads), PyTorch's by ~2%.
 Ideal: the plain loop's time (ratio 1.00). Target ≤ 1.05 for every case.
 Run: PYTHONPATH=harness:. python bench/bench_trial_throughput.py
 """
+
 from __future__ import annotations
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (context_tarball, marked_json, median, record, running_master,  # noqa: E402
-                     verdict, wait_for_experiment)
+from _common import (  # noqa: E402
+    context_tarball,
+    marked_json,
+    median,
+    record,
+    running_master,
+    verdict,
+    wait_for_experiment,
+)
 
 KERAS_BATCHES = int(os.environ.get("BENCH_TRIAL_KERAS_BATCHES", "12000"))
 TORCH_BATCHES = int(os.environ.get("BENCH_TRIAL_TORCH_BATCHES", "20000"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
-KERAS_CASES = [c for c in os.environ.get(
-    "BENCH_TRIAL_KERAS_CASES", "keras-native-spe1,keras-native-spe10,keras-trial-spe10").split(",") if c]
+KERAS_CASES = [
+    c
+    for c in os.environ.get(
+        "BENCH_TRIAL_KERAS_CASES", "keras-native-spe1,keras-native-spe10,keras-trial-spe10"
+    ).split(",")
+    if c
+]
 RUN_TORCH = os.environ.get("BENCH_TRIAL_TORCH", "1") != "0"
 # "profile" (BENCH_TRIAL_PROFILE=1): each trial prints a cProfile of its managed run instead of
 # timing anything (the searcher operation is spent by then); the logs are printed, nothing recorded.
@@ -63,7 +76,7 @@ PROFILE = "profile" if os.environ.get("BENCH_TRIAL_PROFILE") == "1" else "-"
 TARGET = 1.05
 REPORTING_PERIOD = 100  # scheduling_unit (Keras) and reporting_period (PyTorch)
 
-KERAS_SCRIPT = r'''
+KERAS_SCRIPT = r"""
 import json, os, pathlib, sys, tempfile, time
 import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -127,9 +140,9 @@ if sys.argv[2] == "profile":
 times = {"baseline": [baseline(BATCHES)], "managed": managed()}
 times["baseline"].append(baseline(BATCHES))
 print("BENCH_RESULT " + json.dumps({"case": hparams["case"], "repeat": hparams["repeat"], **times}), flush=True)
-'''
+"""
 
-TORCH_SCRIPT = r'''
+TORCH_SCRIPT = r"""
 import json, pathlib, sys, tempfile, time
 import torch
 torch.set_num_threads(1)
@@ -213,19 +226,30 @@ if sys.argv[2] == "profile":
 times = {"baseline": [baseline(BATCHES)], "managed": managed(BATCHES)}
 times["baseline"].append(baseline(BATCHES))
 print("BENCH_RESULT " + json.dumps({"case": hparams["case"], "repeat": hparams["repeat"], **times}), flush=True)
-'''
+"""
 
 
-def _experiment(master, name: str, script: str, batches: int, cases: list[str], metric: str) -> list[dict]:
+def _experiment(
+    master, name: str, script: str, batches: int, cases: list[str], metric: str
+) -> list[dict]:
     """Runs one trial per (case, repeat), one at a time; returns their BENCH_RESULT lines."""
     config = {
-        "name": name, "max_restarts": 0, "entrypoint": f"python3 train.py {batches} {PROFILE}",
+        "name": name,
+        "max_restarts": 0,
+        "entrypoint": f"python3 train.py {batches} {PROFILE}",
         "scheduling_unit": REPORTING_PERIOD,
-        "searcher": {"name": "grid", "metric": metric, "smaller_is_better": True,
-                     "max_length": {"batches": batches}, "max_concurrent_trials": 1},
-        "hyperparameters": {"global_batch_size": 32,
-                            "case": {"type": "categorical", "vals": cases},
-                            "repeat": {"type": "categorical", "vals": list(range(REPEATS))}},
+        "searcher": {
+            "name": "grid",
+            "metric": metric,
+            "smaller_is_better": True,
+            "max_length": {"batches": batches},
+            "max_concurrent_trials": 1,
+        },
+        "hyperparameters": {
+            "global_batch_size": 32,
+            "case": {"type": "categorical", "vals": cases},
+            "repeat": {"type": "categorical", "vals": list(range(REPEATS))},
+        },
         "checkpoint_storage": {"save_trial_latest": 100},
     }
     exp_id = master.create_experiment(config, context_tarball({"train.py": script}))
@@ -238,12 +262,16 @@ def _experiment(master, name: str, script: str, batches: int, cases: list[str], 
             continue
         result = marked_json(logs, "BENCH_RESULT")
         if not result:
-            raise SystemExit(f"benchmark trial {trial['id']} failed ({experiment['state']}):\n{logs[-4000:]}")
+            raise SystemExit(
+                f"benchmark trial {trial['id']} failed ({experiment['state']}):\n{logs[-4000:]}"
+            )
         found.extend(result)
         training = master.series(trial["id"], "training")
         expected = batches // REPORTING_PERIOD
         if len(training) < expected:
-            raise SystemExit(f"trial {trial['id']}: {len(training)} training reports stored, expected {expected}")
+            raise SystemExit(
+                f"trial {trial['id']}: {len(training)} training reports stored, expected {expected}"
+            )
     if experiment["state"] != "COMPLETED":
         raise SystemExit(f"experiment {exp_id} ended {experiment['state']}")
     return found
@@ -257,16 +285,24 @@ def _table_rows(results: list[dict]) -> list[str]:
         # Each trial: baseline, managed, baseline; its ratio is against the mean of its baselines.
         base = [(r["baseline"][0][0] + r["baseline"][1][0]) / 2 for r in runs]
         managed = [r["managed"][0] for r in runs]
-        ratio = median([m / b for b, m in zip(base, managed)])
+        ratio = median([m / b for b, m in zip(base, managed, strict=True)])
         # CPU time of the trial process (all its threads).
-        cpu_ratio = median([2 * r["managed"][1] / (r["baseline"][0][1] + r["baseline"][1][1]) for r in runs])
+        cpu_ratio = median(
+            [2 * r["managed"][1] / (r["baseline"][0][1] + r["baseline"][1][1]) for r in runs]
+        )
         batches = TORCH_BATCHES if case.startswith("torch") else KERAS_BATCHES
-        print(f"{case}: baseline {median(base):.3f}s {[round(x, 3) for x in base]}, managed "
-              f"{median(managed):.3f}s {[round(x, 3) for x in managed]}, ratio {ratio:.3f} "
-              f"(CPU time ratio {cpu_ratio:.3f})", flush=True)
-        each = ", ".join(f"{m / b:.2f}" for b, m in zip(base, managed))  # the spread: a noisy run shows
-        rows.append(f"| {case} | {batches} | {median(base):.3f} s | {median(managed):.3f} s | {ratio:.3f} "
-                    f"({each}) | {cpu_ratio:.3f} | ≤ {TARGET}: {verdict(ratio, TARGET, at_most=True)} |")
+        print(
+            f"{case}: baseline {median(base):.3f}s {[round(x, 3) for x in base]}, managed "
+            f"{median(managed):.3f}s {[round(x, 3) for x in managed]}, ratio {ratio:.3f} "
+            f"(CPU time ratio {cpu_ratio:.3f})",
+            flush=True,
+        )
+        # the spread: a noisy run shows
+        each = ", ".join(f"{m / b:.2f}" for b, m in zip(base, managed, strict=True))
+        rows.append(
+            f"| {case} | {batches} | {median(base):.3f} s | {median(managed):.3f} s | {ratio:.3f} "
+            f"({each}) | {cpu_ratio:.3f} | ≤ {TARGET}: {verdict(ratio, TARGET, at_most=True)} |"
+        )
     return rows
 
 
@@ -274,30 +310,43 @@ def main() -> None:
     rows: list[str] = []
     with running_master(cpu_slots=1) as master:
         if KERAS_CASES:
-            results = _experiment(master, "bench-trial-throughput-keras", KERAS_SCRIPT, KERAS_BATCHES,
-                                  KERAS_CASES, "val_loss")
+            results = _experiment(
+                master,
+                "bench-trial-throughput-keras",
+                KERAS_SCRIPT,
+                KERAS_BATCHES,
+                KERAS_CASES,
+                "val_loss",
+            )
             rows += [] if PROFILE == "profile" else _table_rows(results)
         if RUN_TORCH:
-            results = _experiment(master, "bench-trial-throughput-torch", TORCH_SCRIPT, TORCH_BATCHES,
-                                  ["torch-trainer"], "validation_loss")
+            results = _experiment(
+                master,
+                "bench-trial-throughput-torch",
+                TORCH_SCRIPT,
+                TORCH_BATCHES,
+                ["torch-trainer"],
+                "validation_loss",
+            )
             rows += [] if PROFILE == "profile" else _table_rows(results)
     if PROFILE == "profile":
         return  # diagnostics only: nothing timed, nothing recorded
-    record("Trial API throughput (bench_trial_throughput.py)",
-           f"Workload: MLP 64-128-10 on digits, batch 32, SGD, one framework thread. Each case runs "
-           f"{REPEATS} trials on a running master-lite; each trial times a plain run (baseline), a "
-           f"managed run (the Trial/Native API, training metrics every {REPORTING_PERIOD} batches) and "
-           f"the plain run again; both arms validate once and checkpoint once, at the end. A trial's "
-           f"ratio = its managed wall time / the mean of its two baselines; ratio = median over "
-           f"trials (the target). The CPU time ratio (the trial process's CPU seconds, all threads) "
-           f"is shown too. `spe` = Keras `steps_per_execution`. Keras' managed runs can use less CPU "
-           f"than the baseline: the managed loop feeds training arrays as batches gathered once per "
-           f"`fit` call and sliced, a leaner input pipeline than tf.data's shuffle/batch, which pays "
-           f"for the loop's own work (a Keras epoch and a report per 100 batches). See the script's "
-           f"docstring for the exact baselines and why so many runs.\n\n"
-           "| case | batches | baseline | managed | ratio (each trial's) | CPU time ratio | target |\n"
-           "|---|---|---|---|---|---|---|\n"
-           + "\n".join(rows))
+    record(
+        "Trial API throughput (bench_trial_throughput.py)",
+        f"Workload: MLP 64-128-10 on digits, batch 32, SGD, one framework thread. Each case runs "
+        f"{REPEATS} trials on a running master-lite; each trial times a plain run (baseline), a "
+        f"managed run (the Trial/Native API, training metrics every {REPORTING_PERIOD} batches) and "
+        f"the plain run again; both arms validate once and checkpoint once, at the end. A trial's "
+        f"ratio = its managed wall time / the mean of its two baselines; ratio = median over "
+        f"trials (the target). The CPU time ratio (the trial process's CPU seconds, all threads) "
+        f"is shown too. `spe` = Keras `steps_per_execution`. Keras' managed runs can use less CPU "
+        f"than the baseline: the managed loop feeds training arrays as batches gathered once per "
+        f"`fit` call and sliced, a leaner input pipeline than tf.data's shuffle/batch, which pays "
+        f"for the loop's own work (a Keras epoch and a report per 100 batches). See the script's "
+        f"docstring for the exact baselines and why so many runs.\n\n"
+        "| case | batches | baseline | managed | ratio (each trial's) | CPU time ratio | target |\n"
+        "|---|---|---|---|---|---|---|\n" + "\n".join(rows),
+    )
 
 
 if __name__ == "__main__":

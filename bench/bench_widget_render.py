@@ -43,6 +43,7 @@ Run: `.venv/bin/python bench/bench_widget_render.py` (needs /usr/bin/chromium, p
 PyPI, and the labextension built: `cd labextension && jlpm install && jlpm build`). Knobs:
 `BENCH_REPEATS` [3], `BENCH_WIDGET_TRIALS` [100], `BENCH_WIDGET_POINTS` [1000].
 """
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,12 @@ from urllib.parse import parse_qs, urlsplit
 from _common import record  # noqa: E402  (also puts harness/ and the repository on sys.path)
 from bench_sidebar_render import _browser_test_support, json_answer
 
-from jupyter_determined._widgets import (MIME_TYPE, curve_points_per_trial, snapshot_html,
-                                         snapshot_text)
+from jupyter_determined._widgets import (
+    MIME_TYPE,
+    curve_points_per_trial,
+    snapshot_html,
+    snapshot_text,
+)
 
 N_TRIALS = int(os.environ.get("BENCH_WIDGET_TRIALS", "100"))
 N_POINTS = int(os.environ.get("BENCH_WIDGET_POINTS", "1000"))
@@ -91,30 +96,60 @@ def validation_loss(trial: int, step: int) -> float:
 
 
 def report(report_id: int, trial: int, group: str, step: int) -> dict:
-    metrics = ({"loss": training_loss(trial, step)} if group == "training" else
-               {"validation_loss": validation_loss(trial, step),
-                "accuracy": round(1 - validation_loss(trial, step) / 20, 6)})
-    return {"id": report_id, "trial_id": trial, "trial_run_id": 1, "group": group,
-            "steps_completed": step, "metrics": metrics, "report_time": TIME}
+    metrics = (
+        {"loss": training_loss(trial, step)}
+        if group == "training"
+        else {
+            "validation_loss": validation_loss(trial, step),
+            "accuracy": round(1 - validation_loss(trial, step) / 20, 6),
+        }
+    )
+    return {
+        "id": report_id,
+        "trial_id": trial,
+        "trial_run_id": 1,
+        "group": group,
+        "steps_completed": step,
+        "metrics": metrics,
+        "report_time": TIME,
+    }
 
 
 def synthetic_experiment(n_trials: int, n_points: int) -> dict:
     """The experiment, its trials and every report (by trial and group), as the API shows them."""
     experiment = {
-        "id": EXPERIMENT_ID, "name": f"widget bench: {n_trials} trials", "description": "",
-        "labels": [], "state": "COMPLETED", "archived": False, "progress": 1.0,
-        "start_time": TIME, "end_time": "2026-11-22T03:04:05.678Z",
+        "id": EXPERIMENT_ID,
+        "name": f"widget bench: {n_trials} trials",
+        "description": "",
+        "labels": [],
+        "state": "COMPLETED",
+        "archived": False,
+        "progress": 1.0,
+        "start_time": TIME,
+        "end_time": "2026-11-22T03:04:05.678Z",
         "searcher": {"name": "random", "metric": "validation_loss", "smaller_is_better": True},
-        "num_trials": n_trials, "best_validation": None, "context_hash": None,
-        "notebook": "bench.ipynb", "parent_id": None,
-        "config": {"name": f"widget bench: {n_trials} trials", "entrypoint": "python train.py",
-                   "searcher": {"name": "random", "metric": "validation_loss",
-                                "smaller_is_better": True, "max_trials": n_trials,
-                                "max_length": n_points},
-                   "hyperparameters": {"lr": {"type": "log", "minval": -5, "maxval": -1, "base": 10},
-                                       "layers": {"type": "int", "minval": 1, "maxval": 8},
-                                       "dropout": {"type": "double", "minval": 0, "maxval": 0.5},
-                                       "optimizer": {"type": "categorical", "vals": ["adam", "sgd"]}}},
+        "num_trials": n_trials,
+        "best_validation": None,
+        "context_hash": None,
+        "notebook": "bench.ipynb",
+        "parent_id": None,
+        "config": {
+            "name": f"widget bench: {n_trials} trials",
+            "entrypoint": "python train.py",
+            "searcher": {
+                "name": "random",
+                "metric": "validation_loss",
+                "smaller_is_better": True,
+                "max_trials": n_trials,
+                "max_length": n_points,
+            },
+            "hyperparameters": {
+                "lr": {"type": "log", "minval": -5, "maxval": -1, "base": 10},
+                "layers": {"type": "int", "minval": 1, "maxval": 8},
+                "dropout": {"type": "double", "minval": 0, "maxval": 0.5},
+                "optimizer": {"type": "categorical", "vals": ["adam", "sgd"]},
+            },
+        },
     }
     trials, reports = [], {}
     for t in range(1, n_trials + 1):
@@ -127,29 +162,61 @@ def synthetic_experiment(n_trials: int, n_points: int) -> dict:
         best = min(series["validation"], key=lambda r: r["metrics"]["validation_loss"])
 
         def summary(r: dict) -> dict:
-            return {"steps_completed": r["steps_completed"], "metrics": r["metrics"],
-                    "report_time": r["report_time"]}
+            return {
+                "steps_completed": r["steps_completed"],
+                "metrics": r["metrics"],
+                "report_time": r["report_time"],
+            }
 
-        trials.append({
-            "id": t, "experiment_id": EXPERIMENT_ID, "request_id": t, "state": "COMPLETED",
-            "hparams": {"lr": round(10 ** -(1 + (t * 7) % 40 / 10), 8), "layers": 1 + t % 8,
-                        "dropout": round((t % 10) / 20, 3), "optimizer": ("adam", "sgd")[t % 2]},
-            "seed": t, "restarts": 0, "run_id": 1, "steps_completed": n_points, "progress": 1.0,
-            "runner_state": "", "start_time": TIME, "end_time": "2026-11-22T03:04:05.678Z",
-            "exit_code": 0, "exit_summary": None, "run_state": None, "notebook_error": None,
-            "allocation_id": None, "slot_ids": [], "latest_checkpoint": None,
-            "latest_training": summary(series["training"][-1]),
-            "latest_validation": summary(series["validation"][-1]),
-            "best_validation": summary(best),
-            "searcher_metric": best["metrics"]["validation_loss"]})
+        trials.append(
+            {
+                "id": t,
+                "experiment_id": EXPERIMENT_ID,
+                "request_id": t,
+                "state": "COMPLETED",
+                "hparams": {
+                    "lr": round(10 ** -(1 + (t * 7) % 40 / 10), 8),
+                    "layers": 1 + t % 8,
+                    "dropout": round((t % 10) / 20, 3),
+                    "optimizer": ("adam", "sgd")[t % 2],
+                },
+                "seed": t,
+                "restarts": 0,
+                "run_id": 1,
+                "steps_completed": n_points,
+                "progress": 1.0,
+                "runner_state": "",
+                "start_time": TIME,
+                "end_time": "2026-11-22T03:04:05.678Z",
+                "exit_code": 0,
+                "exit_summary": None,
+                "run_state": None,
+                "notebook_error": None,
+                "allocation_id": None,
+                "slot_ids": [],
+                "latest_checkpoint": None,
+                "latest_training": summary(series["training"][-1]),
+                "latest_validation": summary(series["validation"][-1]),
+                "best_validation": summary(best),
+                "searcher_metric": best["metrics"]["validation_loss"],
+            }
+        )
     experiment["best_validation"] = min(t["searcher_metric"] for t in trials)
     return {"experiment": experiment, "trials": trials, "reports": reports}
 
 
 def log_lines(trial: int, count: int = 8) -> list[dict]:
-    return [{"id": trial * 100 + i, "trial_id": trial, "rank": 0, "stream": "stdout",
-             "time": TIME, "line": f"epoch {i}: loss {training_loss(trial, i * 100):.4f}\n"}
-            for i in range(count)]
+    return [
+        {
+            "id": trial * 100 + i,
+            "trial_id": trial,
+            "rank": 0,
+            "stream": "stdout",
+            "time": TIME,
+            "line": f"epoch {i}: loss {training_loss(trial, i * 100):.4f}\n",
+        }
+        for i in range(count)
+    ]
 
 
 def output_bundle(data: dict) -> dict:
@@ -162,10 +229,18 @@ def output_bundle(data: dict) -> dict:
             series = data["reports"][t][group]
             metrics.extend(series[i] for i in evenly_spaced_positions(len(series), per_trial))
     logs = [line for t in sorted(data["reports"])[-3:] for line in log_lines(t)]
-    snapshot = {"experiment": data["experiment"], "trials": trials, "metrics": metrics,
-                "logs": logs, "taken_at": "2026-11-22T03:04:06+00:00"}
-    return {MIME_TYPE: {"experiment_id": EXPERIMENT_ID, "snapshot": snapshot},
-            "text/html": snapshot_html(snapshot), "text/plain": snapshot_text(snapshot)}
+    snapshot = {
+        "experiment": data["experiment"],
+        "trials": trials,
+        "metrics": metrics,
+        "logs": logs,
+        "taken_at": "2026-11-22T03:04:06+00:00",
+    }
+    return {
+        MIME_TYPE: {"experiment_id": EXPERIMENT_ID, "snapshot": snapshot},
+        "text/html": snapshot_html(snapshot),
+        "text/plain": snapshot_text(snapshot),
+    }
 
 
 class SyntheticApi:
@@ -173,12 +248,15 @@ class SyntheticApi:
 
     def __init__(self, data: dict) -> None:
         self.data = data
-        self.experiment_body = json.dumps({"experiment": data["experiment"],
-                                           "trials": data["trials"]})
+        self.experiment_body = json.dumps(
+            {"experiment": data["experiment"], "trials": data["trials"]}
+        )
         self.trials_body = json.dumps({"trials": data["trials"], "total": len(data["trials"])})
         # Each report serialized once: an answer is a join of the kept ones.
-        self.encoded = {t: {g: [json.dumps(r) for r in s] for g, s in series.items()}
-                        for t, series in data["reports"].items()}
+        self.encoded = {
+            t: {g: [json.dumps(r) for r in s] for g, s in series.items()}
+            for t, series in data["reports"].items()
+        }
         self.metrics_bytes: list[int] = []
 
     def metrics_body(self, query: dict[str, list[str]]) -> str:
@@ -216,14 +294,19 @@ class SyntheticApi:
         elif m := re.fullmatch(r"trials/(\d+)/logs", path):
             body = json.dumps({"logs": log_lines(int(m.group(1)))})
         else:
-            route.fulfill(status=404, content_type="application/json",
-                          body=json.dumps({"error": f"not in the benchmark: {path}"}))
+            route.fulfill(
+                status=404,
+                content_type="application/json",
+                body=json.dumps({"error": f"not in the benchmark: {path}"}),
+            )
             return
         json_answer(body)(route)
 
 
-API_ROUTE = re.compile(rf".*/determined/api/v1/(experiments/{EXPERIMENT_ID}(/[a-z]+)?|"
-                       r"trials/\d+/logs)(\?.*)?$")
+API_ROUTE = re.compile(
+    rf".*/determined/api/v1/(experiments/{EXPERIMENT_ID}(/[a-z]+)?|"
+    r"trials/\d+/logs)(\?.*)?$"
+)
 
 
 # -- in-page measurements ---------------------------------------------------------------------
@@ -254,7 +337,8 @@ HELPERS = """() => {
     };
     window.__detCurvesReady = (points) => {
         const charts = document.querySelectorAll('.jp-Det-notebookWidget .jp-Det-section-curves .jp-Det-chart');
-        const drawn = [...charts].filter(c => Number(c.getAttribute('data-points')) === points && c.querySelector('canvas'));
+        const drawn = [...charts].filter(
+            c => Number(c.getAttribute('data-points')) === points && c.querySelector('canvas'));
         return charts.length >= 2 && drawn.length === charts.length ? charts : null;
     };
     window.__detApiEnd = (pattern) => {
@@ -420,12 +504,26 @@ WAIT_RESULT = "() => window.__detBench !== undefined"
 
 def write_notebook(directory: Path, name: str, outputs: list[dict]) -> Path:
     notebook = {
-        "cells": [{"cell_type": "code", "execution_count": 1 if outputs else None,
-                   "id": "cell-0", "metadata": {}, "outputs": outputs,
-                   "source": "show_experiment(1)" if outputs else ""}],
-        "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                    "name": "python3"}, "language_info": {"name": "python"}},
-        "nbformat": 4, "nbformat_minor": 5,
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": 1 if outputs else None,
+                "id": "cell-0",
+                "metadata": {},
+                "outputs": outputs,
+                "source": "show_experiment(1)" if outputs else "",
+            }
+        ],
+        "metadata": {
+            "kernelspec": {
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+                "name": "python3",
+            },
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
     }
     path = directory / name
     path.write_text(json.dumps(notebook))
@@ -450,10 +548,25 @@ def main() -> int:
     curve_points = plotted * min(N_POINTS, CURVE_POINTS)  # per chart
     # Plot, Trial, State, Progress, Steps, Restarts, the hparams, latest, best.
     columns = 6 + len(HPARAMS) + 2
-    times: dict[str, list[float]] = {k: [] for k in (
-        "first", "first_laid_out", "first_attached", "e2e_blocked", "e2e_no_html",
-        "e2e_no_html_blocked", "curves", "e2e", "e2e_first_curves", "e2e_metrics",
-        "open_widget", "open_static", "ideal_table", "ideal_curves")}
+    times: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "first",
+            "first_laid_out",
+            "first_attached",
+            "e2e_blocked",
+            "e2e_no_html",
+            "e2e_no_html_blocked",
+            "curves",
+            "e2e",
+            "e2e_first_curves",
+            "e2e_metrics",
+            "open_widget",
+            "open_static",
+            "ideal_table",
+            "ideal_curves",
+        )
+    }
     before_api: list[bool] = []
 
     with tempfile.TemporaryDirectory(prefix="bench-widget-") as tmp:
@@ -461,15 +574,21 @@ def main() -> int:
         write_notebook(lab.notebook_dir, "bench.ipynb", [])
         display = {"output_type": "display_data", "data": bundle, "metadata": {}}
         nb_widget = write_notebook(lab.notebook_dir, "saved-widget.ipynb", [display])
-        nb_static = write_notebook(lab.notebook_dir, "saved-static.ipynb",
-                                   [dict(display, data=static_bundle)])
-        sizes = {"output": len(json.dumps(bundle)), "snapshot": len(json.dumps(bundle[MIME_TYPE])),
-                 "html": len(bundle["text/html"]), "nb_widget": nb_widget.stat().st_size,
-                 "nb_static": nb_static.stat().st_size}
+        nb_static = write_notebook(
+            lab.notebook_dir, "saved-static.ipynb", [dict(display, data=static_bundle)]
+        )
+        sizes = {
+            "output": len(json.dumps(bundle)),
+            "snapshot": len(json.dumps(bundle[MIME_TYPE])),
+            "html": len(bundle["text/html"]),
+            "nb_widget": nb_widget.stat().st_size,
+            "nb_static": nb_static.stat().st_size,
+        }
         try:
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=support.CHROMIUM,
-                                                     args=support.CHROMIUM_ARGS)
+                browser = playwright.chromium.launch(
+                    executable_path=support.CHROMIUM, args=support.CHROMIUM_ARGS
+                )
 
                 def new_page():
                     page = browser.new_page(viewport={"width": 1500, "height": 950})
@@ -486,7 +605,8 @@ def main() -> int:
                     page.wait_for_function(
                         "() => performance.getEntriesByType('resource').some("
                         "e => /experiments\\/1\\/metrics/.test(e.name) && e.responseEnd > 0)",
-                        timeout=60_000)
+                        timeout=60_000,
+                    )
                     page.wait_for_timeout(500)  # the answer parsed into the model
 
                 def output_page(path: str, data: dict):
@@ -494,8 +614,10 @@ def main() -> int:
                     lab.open_notebook(page, path)
                     page.evaluate(HELPERS)
                     # An autosave must not have kept an earlier run's output.
-                    page.evaluate("(p) => window.__detNotebook(p).content.model.cells.get(0)"
-                                  ".outputs.clear()", path)
+                    page.evaluate(
+                        "(p) => window.__detNotebook(p).content.model.cells.get(0).outputs.clear()",
+                        path,
+                    )
                     page.evaluate("(b) => { window.__detBundle = b; }", data)
                     page.wait_for_timeout(1000)  # Lab's own start-up work settles
                     return page
@@ -505,9 +627,15 @@ def main() -> int:
                     lab.open_in(page)
                     page.evaluate(HELPERS)
                     page.wait_for_timeout(1000)  # Lab's own start-up work settles
-                    result = measure(page, START_OPEN, {
-                        "path": "saved-widget.ipynb" if widget else "saved-static.ipynb",
-                        "widget": widget, "trials": N_TRIALS})
+                    result = measure(
+                        page,
+                        START_OPEN,
+                        {
+                            "path": "saved-widget.ipynb" if widget else "saved-static.ipynb",
+                            "widget": widget,
+                            "trials": N_TRIALS,
+                        },
+                    )
                     page.close()
                     return result["paint"] / 1000
 
@@ -521,27 +649,43 @@ def main() -> int:
                 for repeat in range(REPEATS):
                     # 1 + 2: first paint, then the curves after the data arrived.
                     page = output_page("bench.ipynb", bundle)
-                    result = measure(page, START_OUTPUT, {"path": "bench.ipynb",
-                                                          "trials": N_TRIALS})
+                    result = measure(
+                        page, START_OUTPUT, {"path": "bench.ipynb", "trials": N_TRIALS}
+                    )
                     times["first"].append(result["paint"] / 1000)
                     times["first_laid_out"].append(result["laidOut"] / 1000)
                     times["first_attached"].append((result["attached"] or 0) / 1000)
                     before_api.append(result["beforeApi"])
                     wait_for_curves_data(page)
                     # The ideal once the widget is idle: its loading must not slow the ideal.
-                    times["ideal_table"].append(measure(page, IDEAL_TABLE, {
-                        "trials": N_TRIALS, "columns": columns})["paint"] / 1000)
-                    times["curves"].append(measure(page, START_CURVES, curve_points)["paint"] / 1000)
-                    times["ideal_curves"].append(measure(page, IDEAL_CURVES, {
-                        "series": plotted, "points": min(N_POINTS, CURVE_POINTS)})["paint"] / 1000)
+                    times["ideal_table"].append(
+                        measure(page, IDEAL_TABLE, {"trials": N_TRIALS, "columns": columns})[
+                            "paint"
+                        ]
+                        / 1000
+                    )
+                    times["curves"].append(
+                        measure(page, START_CURVES, curve_points)["paint"] / 1000
+                    )
+                    times["ideal_curves"].append(
+                        measure(
+                            page,
+                            IDEAL_CURVES,
+                            {"series": plotted, "points": min(N_POINTS, CURVE_POINTS)},
+                        )["paint"]
+                        / 1000
+                    )
                     page.close()
 
                     # 3: end to end; and, to show what the text/html fallback costs, the same
                     # output without it (alternating which goes first).
-                    for html in ((True, False) if repeat % 2 == 0 else (False, True)):
+                    for html in (True, False) if repeat % 2 == 0 else (False, True):
                         page = output_page("bench.ipynb", bundle if html else no_html_bundle)
-                        result = measure(page, START_END_TO_END, {
-                            "path": "bench.ipynb", "trials": N_TRIALS, "points": curve_points})
+                        result = measure(
+                            page,
+                            START_END_TO_END,
+                            {"path": "bench.ipynb", "trials": N_TRIALS, "points": curve_points},
+                        )
                         key = "e2e" if html else "e2e_no_html"
                         times[key].append(result["paint"] / 1000)
                         times[key + "_blocked"].append(result["blocked"] / 1000)
@@ -567,30 +711,57 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in times.items() if v}
     ideal_e2e = med["ideal_table"] + med["ideal_curves"]
     rows = [
-        ("first paint: output added -> header + 100-row Trials table painted", "first",
-         med["ideal_table"], True),
-        (f"curves: \"Learning curves\" click -> 2 charts x {curve_points:,} points painted",
-         "curves", med["ideal_curves"], True),
+        (
+            "first paint: output added -> header + 100-row Trials table painted",
+            "first",
+            med["ideal_table"],
+            True,
+        ),
+        (
+            f'curves: "Learning curves" click -> 2 charts x {curve_points:,} points painted',
+            "curves",
+            med["ideal_curves"],
+            True,
+        ),
         ("end to end: output added -> header, then full curves painted", "e2e", ideal_e2e, True),
-        ("diagnostic: end to end, the same output without its text/html fallback "
-         "(baseline: end to end with it)", "e2e_no_html", med["e2e"], False),
-        ("saved notebook opened -> widget header + table painted (baseline: the text/html "
-         "snapshot's table)", "open_widget", med["open_static"], False),
+        (
+            "diagnostic: end to end, the same output without its text/html fallback "
+            "(baseline: end to end with it)",
+            "e2e_no_html",
+            med["e2e"],
+            False,
+        ),
+        (
+            "saved notebook opened -> widget header + table painted (baseline: the text/html "
+            "snapshot's table)",
+            "open_widget",
+            med["open_static"],
+            False,
+        ),
     ]
     ok = True
-    table = ["| scenario | measured (median) | runs | ideal / baseline (median) | ratio | target |",
-             "|---|---|---|---|---|---|"]
+    table = [
+        "| scenario | measured (median) | runs | ideal / baseline (median) | ratio | target |",
+        "|---|---|---|---|---|---|",
+    ]
     for label, key, ideal, targeted in rows:
         m = med[key]
         met = m < TARGET_SECONDS
         if targeted:
             ok &= met
-        verdict = (f"< {TARGET_SECONDS * 1000:.0f} ms: {'meets target' if met else 'MISSES target'}"
-                   if targeted else "reference")
-        print(f"{label}: measured {m * 1000:.1f} ms  ideal {ideal * 1000:.1f} ms  "
-              f"ratio {m / ideal:.1f}x  ({verdict}; runs {', '.join(ms(x) for x in times[key])} ms)")
-        table.append(f"| {label} | {m * 1000:.0f} ms | {', '.join(ms(x) for x in times[key])} "
-                     f"({spread(times[key])}) | {ideal * 1000:.0f} ms | {m / ideal:.1f}x | {verdict} |")
+        verdict = (
+            f"< {TARGET_SECONDS * 1000:.0f} ms: {'meets target' if met else 'MISSES target'}"
+            if targeted
+            else "reference"
+        )
+        print(
+            f"{label}: measured {m * 1000:.1f} ms  ideal {ideal * 1000:.1f} ms  "
+            f"ratio {m / ideal:.1f}x  ({verdict}; runs {', '.join(ms(x) for x in times[key])} ms)"
+        )
+        table.append(
+            f"| {label} | {m * 1000:.0f} ms | {', '.join(ms(x) for x in times[key])} "
+            f"({spread(times[key])}) | {ideal * 1000:.0f} ms | {m / ideal:.1f}x | {verdict} |"
+        )
     notes = [
         f"first paint: the widget's node was in the output area at median "
         f"{ms(med['first_attached'])} ms (JupyterLab's output handling + the renderer's "
@@ -617,28 +788,33 @@ def main() -> int:
     for note in notes:
         print("    " + note)
 
-    record("Notebook widget render (bench_widget_render.py)", "\n".join([
-        f"Workload: the experiment widget (`{MIME_TYPE}` output, as `show_experiment` writes it) "
-        f"for a COMPLETED experiment of {N_TRIALS} trials x {N_POINTS:,} training and "
-        f"{N_POINTS:,} validation reports each, in a real JupyterLab with Debian's Chromium "
-        f"(headless, via Playwright); API answers synthetic (request interception, downsampled "
-        f"like master-lite: the view asks for the {plotted} best trials' curves, at most "
-        f"{CURVE_POINTS:,} reports per trial and group). Ideals: the same header and "
-        f"{N_TRIALS}-row table built with bare `createElement`, and {plotted} x "
-        f"{min(N_POINTS, CURVE_POINTS):,}-point paths stroked on 2 canvases with the 2D API, "
-        f"in the same page; each measured until the next animation frame. Median of {REPEATS} "
-        f"repeats, a fresh page each (see the script's docstring).",
-        "",
-        *table,
-        "",
-        *[f"* {note}" for note in notes],
-        f"* load: 1-minute load average {load_at_start:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end (the cores are shared with other work; "
-        f"the ideals run in the same pages between the measurements, so load hits both)",
-        "",
-        f"Result: {'PASS' if ok else 'FAIL'} (target < {TARGET_SECONDS * 1000:.0f} ms for the "
-        f"first three)",
-    ]))
+    record(
+        "Notebook widget render (bench_widget_render.py)",
+        "\n".join(
+            [
+                f"Workload: the experiment widget (`{MIME_TYPE}` output, as `show_experiment` writes it) "
+                f"for a COMPLETED experiment of {N_TRIALS} trials x {N_POINTS:,} training and "
+                f"{N_POINTS:,} validation reports each, in a real JupyterLab with Debian's Chromium "
+                f"(headless, via Playwright); API answers synthetic (request interception, downsampled "
+                f"like master-lite: the view asks for the {plotted} best trials' curves, at most "
+                f"{CURVE_POINTS:,} reports per trial and group). Ideals: the same header and "
+                f"{N_TRIALS}-row table built with bare `createElement`, and {plotted} x "
+                f"{min(N_POINTS, CURVE_POINTS):,}-point paths stroked on 2 canvases with the 2D API, "
+                f"in the same page; each measured until the next animation frame. Median of {REPEATS} "
+                f"repeats, a fresh page each (see the script's docstring).",
+                "",
+                *table,
+                "",
+                *[f"* {note}" for note in notes],
+                f"* load: 1-minute load average {load_at_start:.1f} at the start, "
+                f"{os.getloadavg()[0]:.1f} at the end (the cores are shared with other work; "
+                f"the ideals run in the same pages between the measurements, so load hits both)",
+                "",
+                f"Result: {'PASS' if ok else 'FAIL'} (target < {TARGET_SECONDS * 1000:.0f} ms for the "
+                f"first three)",
+            ]
+        ),
+    )
     return 0 if ok else 1
 
 

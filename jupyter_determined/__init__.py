@@ -1,11 +1,17 @@
 """Jupyter glue for Determined: the master inside the Jupyter server, IPython magics
 (`%load_ext jupyter_determined`), notebook export, live widgets, papermill notebook trials."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from jupyter_determined._export import (ExportedScript, NotebookExportError, cells_to_script,
-                                        current_notebook_script, export_notebook_script)
+from jupyter_determined._export import (
+    ExportedScript,
+    NotebookExportError,
+    cells_to_script,
+    current_notebook_script,
+    export_notebook_script,
+)
 
 __version__ = "0.1.0"
 
@@ -50,5 +56,13 @@ def show_experiment(experiment_id: int, **kwargs: Any) -> Any:
     return show(experiment_id, **kwargs)
 
 
-__all__ = ["ExportedScript", "NotebookExportError", "cells_to_script", "current_notebook_script",
-           "export_notebook_script", "load_ipython_extension", "notebook_submitted", "show_experiment"]
+__all__ = [
+    "ExportedScript",
+    "NotebookExportError",
+    "cells_to_script",
+    "current_notebook_script",
+    "export_notebook_script",
+    "load_ipython_extension",
+    "notebook_submitted",
+    "show_experiment",
+]

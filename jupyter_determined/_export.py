@@ -18,6 +18,7 @@ Where the cells come from, in order of preference (`current_notebook_script`):
 2. the saved notebook file (`JPY_SESSION_NAME` / `__session__`), if it holds the running cell;
 3. the kernel's raw input history (what ran, in the order it ran; no tags, no later cells).
 """
+
 from __future__ import annotations
 
 import ast
@@ -27,8 +28,9 @@ import os
 import re
 import time
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 SKIP_TAG = "det-skip"
 COMM_TARGET = "jupyter_determined.notebook"
@@ -61,8 +63,13 @@ class ExportedCell:
     line_map: list[int] | None = None
 
     def to_json(self) -> dict:
-        data = {"id": self.id, "index": self.index, "execution_count": self.execution_count,
-                "line_offset": self.line_offset, "num_lines": self.num_lines}
+        data: dict[str, Any] = {
+            "id": self.id,
+            "index": self.index,
+            "execution_count": self.execution_count,
+            "line_offset": self.line_offset,
+            "num_lines": self.num_lines,
+        }
         if self.line_map is not None:
             data["line_map"] = list(self.line_map)
         return data
@@ -82,8 +89,12 @@ class ExportedScript:
 
     def notebook_field(self) -> dict:
         """The `notebook` field of POST /experiments."""
-        field = {"path": self.notebook_path, "cell_ids": self.cell_ids, "script": self.script,
-                 "cells": [cell.to_json() for cell in self.cells]}
+        field = {
+            "path": self.notebook_path,
+            "cell_ids": self.cell_ids,
+            "script": self.script,
+            "cells": [cell.to_json() for cell in self.cells],
+        }
         return {key: value for key, value in field.items() if value is not None}
 
 
@@ -132,8 +143,11 @@ def _ipython_call(node: ast.AST) -> tuple[str, list[Any]] | None:
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
         return None
     owner = node.func.value
-    if not (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name)
-            and owner.func.id == "get_ipython"):
+    if not (
+        isinstance(owner, ast.Call)
+        and isinstance(owner.func, ast.Name)
+        and owner.func.id == "get_ipython"
+    ):
         return None
     try:
         args = [ast.literal_eval(arg) for arg in node.args]
@@ -164,15 +178,17 @@ class _CellConverter:
         except SyntaxError as exc:
             raise NotebookExportError(
                 f"{self.label}: line {exc.lineno}: {exc.msg} (fix the cell, or tag it "
-                f"'{SKIP_TAG}' to leave it out of the experiment)") from None
+                f"'{SKIP_TAG}' to leave it out of the experiment)"
+            ) from None
         lines = transformed.splitlines()
         source_lines = source.splitlines()
         # Line magics keep their line: name the user's own text in comments and warnings.
         self.original_lines = source_lines if len(source_lines) == len(lines) else lines
         origins = [min(number, max(len(source_lines), 1)) for number in range(1, len(lines) + 1)]
         # A cell magic makes the whole cell one line; its body starts below the `%%` line.
-        magic_line = next((number for number, line in enumerate(source_lines, start=1)
-                           if line.strip()), 1)
+        magic_line = next(
+            (number for number, line in enumerate(source_lines, start=1) if line.strip()), 1
+        )
         replacements: list[tuple[int, int, list[str], list[int]]] = []
         for node in ast.walk(tree):
             self._nested_map = None
@@ -184,16 +200,18 @@ class _CellConverter:
                 if self._nested_map is not None and len(lines) < len(source_lines):
                     body_origins = [magic_line + number for number in self._nested_map]
                 else:
-                    body_origins = [origins[start - 1 + min(i, end - start)]
-                                    for i in range(len(body))]
-                body_origins = (body_origins + body_origins[-1:] * len(body))[:len(body)]
+                    body_origins = [
+                        origins[start - 1 + min(i, end - start)] for i in range(len(body))
+                    ]
+                body_origins = (body_origins + body_origins[-1:] * len(body))[: len(body)]
                 replacements.append((start, end, body, body_origins))
-        for start, end, body, body_origins in sorted(replacements, key=lambda r: r[:2],
-                                                     reverse=True):
-            lines[start - 1:end] = body
-            origins[start - 1:end] = body_origins
+        for start, end, body, body_origins in sorted(
+            replacements, key=lambda r: r[:2], reverse=True
+        ):
+            lines[start - 1 : end] = body
+            origins[start - 1 : end] = body_origins
         code = "\n".join(lines).rstrip() + "\n" if lines else ""
-        self.line_map = origins[:len(code.splitlines())]
+        self.line_map = origins[: len(code.splitlines())]
         return code
 
     def _replacement(self, node: ast.AST, lines: list[str]) -> list[str] | None:
@@ -208,7 +226,7 @@ class _CellConverter:
         if call is None:
             return None
         method, args = call
-        original = self.original_lines[node.lineno - 1].strip()  # type: ignore[attr-defined]
+        original = self.original_lines[node.lineno - 1].strip()
         if method == "run_line_magic" and len(args) >= 2:
             code = self._line_magic(str(args[0]).lstrip("%"), str(args[1]), original)
         elif method == "run_cell_magic" and len(args) >= 3:
@@ -221,8 +239,11 @@ class _CellConverter:
             code = None
         if code is None:
             self._nested_map = None
-            return [f"{target} = None  # [det] dropped: {original}" if target else
-                    f"pass  # [det] dropped: {original}"]
+            return [
+                f"{target} = None  # [det] dropped: {original}"
+                if target
+                else f"pass  # [det] dropped: {original}"
+            ]
         if target is not None:
             code = f"{target} = {code}" if "\n" not in code else code
         return code.splitlines() or ["pass"]
@@ -307,11 +328,18 @@ def _execution_count(cell: dict) -> int | None:
     return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
-def cells_to_script(cells: Iterable[dict], *, training_code: str | None = None,
-                    training_cell_id: str | None = None, training_cell_index: int | None = None,
-                    training_execution_count: int | None = None, training_line_offset: int = 0,
-                    origin: str = "a notebook",
-                    notebook_path: str | None = None, source: str = "cells") -> ExportedScript:
+def cells_to_script(
+    cells: Iterable[dict],
+    *,
+    training_code: str | None = None,
+    training_cell_id: str | None = None,
+    training_cell_index: int | None = None,
+    training_execution_count: int | None = None,
+    training_line_offset: int = 0,
+    origin: str = "a notebook",
+    notebook_path: str | None = None,
+    source: str = "cells",
+) -> ExportedScript:
     """The script of `cells` (nbformat cell dicts, in order), then `training_code` if given.
 
     Non-code cells, cells tagged `det-skip` and `%%det_submit` cells are left out. The script
@@ -327,14 +355,23 @@ def cells_to_script(cells: Iterable[dict], *, training_code: str | None = None,
     exported: list[ExportedCell] = []
     collected: list[str] = []
 
-    def add(header: str, code: str, line_map: list[int], cell_id: str | None, index: int,
-            execution_count: int | None) -> None:
+    def add(
+        header: str,
+        code: str,
+        line_map: list[int],
+        cell_id: str | None,
+        index: int,
+        execution_count: int | None,
+    ) -> None:
         nonlocal body_lines
         offset = body_lines + header.count("\n")
         num_lines = len(code.splitlines())
         identity = line_map == list(range(1, num_lines + 1))
-        exported.append(ExportedCell(cell_id, index, execution_count, offset, num_lines,
-                                     None if identity else line_map))
+        exported.append(
+            ExportedCell(
+                cell_id, index, execution_count, offset, num_lines, None if identity else line_map
+            )
+        )
         body.append(header + code)
         body_lines += (header + code).count("\n")
 
@@ -357,19 +394,27 @@ def cells_to_script(cells: Iterable[dict], *, training_code: str | None = None,
         collected.extend(cell_warnings)
         line_map = [line + training_line_offset for line in line_map]
         index = training_cell_index if training_cell_index is not None else count
-        add(f"\n# --- {label}: the training code\n", code, line_map, training_cell_id, index,
-            training_execution_count)
+        add(
+            f"\n# --- {label}: the training code\n",
+            code,
+            line_map,
+            training_cell_id,
+            index,
+            training_execution_count,
+        )
         if training_cell_id:
             cell_ids.append(training_cell_id)
     # The table is on one line (with the call), so the prelude's length does not depend on it.
     placeholder = _PRELUDE.format(origin=origin.replace("\n", " "), table="{}")
     prelude_lines = placeholder.count("\n")
-    exported = [dataclasses.replace(cell, line_offset=cell.line_offset + prelude_lines)
-                for cell in exported]
+    exported = [
+        dataclasses.replace(cell, line_offset=cell.line_offset + prelude_lines) for cell in exported
+    ]
     table = {"notebook": notebook_path, "cells": [cell.to_json() for cell in exported]}
     prelude = _PRELUDE.format(origin=origin.replace("\n", " "), table=repr(table))
-    return ExportedScript(prelude + "".join(body), notebook_path, cell_ids, collected, source,
-                          exported)
+    return ExportedScript(
+        prelude + "".join(body), notebook_path, cell_ids, collected, source, exported
+    )
 
 
 def read_notebook_cells(path: str | os.PathLike) -> list[dict]:
@@ -378,9 +423,12 @@ def read_notebook_cells(path: str | os.PathLike) -> list[dict]:
     return list(notebook.get("cells") or [])
 
 
-def export_notebook_script(notebook: str | os.PathLike | dict | list, *,
-                           stop_before_cell: str | None = None,
-                           training_code: str | None = None) -> ExportedScript:
+def export_notebook_script(
+    notebook: str | os.PathLike | dict | list,
+    *,
+    stop_before_cell: str | None = None,
+    training_code: str | None = None,
+) -> ExportedScript:
     """Export a notebook (a path, an nbformat dict, or a list of cells) as a training script.
 
     `stop_before_cell` (a cell id) exports only the cells above that cell; `training_code` is
@@ -398,9 +446,10 @@ def export_notebook_script(notebook: str | os.PathLike | dict | list, *,
         ids = [cell.get("id") for cell in cells]
         if stop_before_cell not in ids:
             raise NotebookExportError(f"no cell with id {stop_before_cell!r} in the notebook")
-        cells = cells[:ids.index(stop_before_cell)]
-    return cells_to_script(cells, training_code=training_code, notebook_path=path,
-                           origin=path or "a notebook")
+        cells = cells[: ids.index(stop_before_cell)]
+    return cells_to_script(
+        cells, training_code=training_code, notebook_path=path, origin=path or "a notebook"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,17 +512,18 @@ def _current_cell_id(ipython: Any) -> str | None:
 
 
 def _notebook_path(ipython: Any) -> str | None:
-    path = os.environ.get("JPY_SESSION_NAME") or (ipython.user_ns.get("__session__")
-                                                  if ipython is not None else None)
+    path = os.environ.get("JPY_SESSION_NAME") or (
+        ipython.user_ns.get("__session__") if ipython is not None else None
+    )
     return str(path) if path else None
 
 
 def _raw_history(ipython: Any) -> list[tuple[int, str]]:
     """(execution count, source) of each input this kernel ran, in order."""
-    return [(number, source) for _, number, source
-            in ipython.history_manager.get_range(session=0, raw=True)]
-
-
+    return [
+        (number, source)
+        for _, number, source in ipython.history_manager.get_range(session=0, raw=True)
+    ]
 
 
 def _locate(cells: list[dict], cell_id: str | None, current_source: str | None) -> int | None:
@@ -503,7 +553,7 @@ def _select(cells: list[dict], index: int, which: Which) -> list[dict]:
     if which == "above_current":
         return cells[:index]
     if which == "through_current":
-        return cells[:index + 1]
+        return cells[: index + 1]
     return cells
 
 
@@ -541,17 +591,25 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
         cells = list(snapshot["cells"])
         index = _locate(cells, cell_id, current_source)
         if index is not None:
-            return NotebookCells(_running(_select(cells, index, which), index, count),
-                                 snapshot.get("path"), "frontend", cells[index].get("id"),
-                                 notes, index, count)
+            return NotebookCells(
+                _running(_select(cells, index, which), index, count),
+                snapshot.get("path"),
+                "frontend",
+                cells[index].get("id"),
+                notes,
+                index,
+                count,
+            )
 
     path = _notebook_path(ipython)
     if path and os.path.isfile(path):
         try:
             cells = read_notebook_cells(path)
         except (OSError, ValueError) as exc:
-            notes.append(f"cannot read the notebook file {path} ({exc}); exporting the "
-                         "kernel's input history instead")
+            notes.append(
+                f"cannot read the notebook file {path} ({exc}); exporting the "
+                "kernel's input history instead"
+            )
         else:
             index = _locate(cells, cell_id, current_source)
             if index is not None:
@@ -559,51 +617,74 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
                 if which != "above_current" and current_source is not None:
                     # The running cell as it ran, even if the file holds an older version.
                     selected[index] = {**selected[index], "source": current_source}
-                return NotebookCells(_running(selected, index, count),
-                                     str(Path(path).absolute()), "file",
-                                     cells[index].get("id"), notes, index, count)
-            notes.append(f"the running cell is not in the saved notebook {path} (unsaved "
-                         "changes?): exporting the kernel's input history instead (save the "
-                         "notebook to honour det-skip tags and export cells in notebook order)")
+                return NotebookCells(
+                    _running(selected, index, count),
+                    str(Path(path).absolute()),
+                    "file",
+                    cells[index].get("id"),
+                    notes,
+                    index,
+                    count,
+                )
+            notes.append(
+                f"the running cell is not in the saved notebook {path} (unsaved "
+                "changes?): exporting the kernel's input history instead (save the "
+                "notebook to honour det-skip tags and export cells in notebook order)"
+            )
     elif path is None:
-        notes.append("the notebook's path is unknown (JPY_SESSION_NAME is not set): exporting "
-                     "the kernel's input history (the cells that ran, in the order they ran)")
-    cells = [{"cell_type": "code", "source": source, "id": f"history-{number}",
-              "execution_count": execution_count}
-             for number, (execution_count, source) in enumerate(history, start=1)]
+        notes.append(
+            "the notebook's path is unknown (JPY_SESSION_NAME is not set): exporting "
+            "the kernel's input history (the cells that ran, in the order they ran)"
+        )
+    cells = [
+        {
+            "cell_type": "code",
+            "source": source,
+            "id": f"history-{number}",
+            "execution_count": execution_count,
+        }
+        for number, (execution_count, source) in enumerate(history, start=1)
+    ]
     current_id = cells[-1]["id"] if cells else None
     current_index = len(cells) - 1 if cells else None
     if which == "above_current":
         cells = cells[:-1]
     elif which == "all":
-        notes.append("cells that have not run yet are not in the kernel's history, so they are "
-                     "not part of the experiment")
+        notes.append(
+            "cells that have not run yet are not in the kernel's history, so they are "
+            "not part of the experiment"
+        )
     return NotebookCells(cells, path, "history", current_id, notes, current_index, count)
 
 
-def current_notebook_export(ipython: Any = None, *, which: Which = "all",
-                            training_code: str | None = None) -> ExportedScript:
+def current_notebook_export(
+    ipython: Any = None, *, which: Which = "all", training_code: str | None = None
+) -> ExportedScript:
     """The running notebook as a script; `training_code` (a `%%det_submit` body) goes last,
     recorded under the running cell's id."""
     found = current_notebook_cells(ipython, which=which)
     submitting = training_code is not None
-    exported = cells_to_script(found.cells, training_code=training_code,
-                               training_cell_id=found.current_cell_id if submitting else None,
-                               training_cell_index=found.current_cell_index if submitting
-                               else None,
-                               training_execution_count=found.current_execution_count
-                               if submitting else None,
-                               # The body of a `%%det_submit` cell: below the magic's line.
-                               training_line_offset=1 if submitting else 0,
-                               notebook_path=found.notebook_path,
-                               origin=found.notebook_path or "the kernel's input history",
-                               source=found.source)
+    exported = cells_to_script(
+        found.cells,
+        training_code=training_code,
+        training_cell_id=found.current_cell_id if submitting else None,
+        training_cell_index=found.current_cell_index if submitting else None,
+        training_execution_count=found.current_execution_count if submitting else None,
+        # The body of a `%%det_submit` cell: below the magic's line.
+        training_line_offset=1 if submitting else 0,
+        notebook_path=found.notebook_path,
+        origin=found.notebook_path or "the kernel's input history",
+        source=found.source,
+    )
     exported.warnings[:0] = found.notes
     return exported
 
 
-def current_notebook_script(*, which: Which = "all", warn: bool = True,
-                            ) -> tuple[str, str | None, list[str]]:
+def current_notebook_script(
+    *,
+    which: Which = "all",
+    warn: bool = True,
+) -> tuple[str, str | None, list[str]]:
     """(script_text, notebook_path | None, cell_ids) of the notebook this kernel runs.
 
     For the Native API called from a notebook (`det.experimental.keras.init(...)` in a cell):
@@ -617,6 +698,18 @@ def current_notebook_script(*, which: Which = "all", warn: bool = True,
     return exported.as_tuple()
 
 
-__all__ = ["COMM_TARGET", "ExportedCell", "ExportedScript", "NotebookCells", "NotebookExportError",
-           "SKIP_TAG", "cells_to_script", "convert_cell", "current_notebook_cells", "current_notebook_export",
-           "current_notebook_script", "export_notebook_script", "frontend_notebook"]
+__all__ = [
+    "COMM_TARGET",
+    "ExportedCell",
+    "ExportedScript",
+    "NotebookCells",
+    "NotebookExportError",
+    "SKIP_TAG",
+    "cells_to_script",
+    "convert_cell",
+    "current_notebook_cells",
+    "current_notebook_export",
+    "current_notebook_script",
+    "export_notebook_script",
+    "frontend_notebook",
+]

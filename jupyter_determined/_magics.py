@@ -7,6 +7,7 @@ a YAML/JSON file or the name of a variable holding a config dict or YAML text; i
 `entrypoint`. The live widget appears under the cell and the magic returns at once (unless
 `--wait`, or `--test`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,12 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from jupyter_determined._export import (ExportedScript, NotebookExportError,
-                                        current_notebook_export, frontend_notebook)
+from jupyter_determined._export import (
+    ExportedScript,
+    NotebookExportError,
+    current_notebook_export,
+    frontend_notebook,
+)
 
 SCRIPT_NAME = "_det_notebook_cell.py"  # the exported script inside the uploaded context
 DEFAULT_CONFIG: dict = {
@@ -59,8 +64,10 @@ class NotebookSubmitted(Exception):
     def __init__(self, experiment_id: int, message: str | None = None) -> None:
         self.experiment_id = experiment_id
         remember_experiment(experiment_id)
-        self.message = message or (f"Submitted experiment {experiment_id}: the rest of this "
-                                   "notebook runs in the experiment's trials, not here.")
+        self.message = message or (
+            f"Submitted experiment {experiment_id}: the rest of this "
+            "notebook runs in the experiment's trials, not here."
+        )
         super().__init__(self.message)
 
     def _render_traceback_(self) -> list[str]:
@@ -111,23 +118,31 @@ def resolve_config(spec: str | None, user_ns: dict) -> dict:
             loaded = expconf.load(value, source=f"variable {spec}")
             if isinstance(loaded, dict):
                 return loaded
-        raise UsageError(f"CONFIG {spec!r}: the variable holds a {type(value).__name__}; "
-                         "expected a config dict or YAML text")
+        raise UsageError(
+            f"CONFIG {spec!r}: the variable holds a {type(value).__name__}; "
+            "expected a config dict or YAML text"
+        )
     if os.path.isfile(spec):
         return expconf.load_file(spec)
-    raise UsageError(f"CONFIG {spec!r} is neither a variable nor a file; pass a YAML file, or "
-                     "the name of a variable holding the config dict")
+    raise UsageError(
+        f"CONFIG {spec!r} is neither a variable nor a file; pass a YAML file, or "
+        "the name of a variable holding the config dict"
+    )
 
 
-def build_config(config: dict, *, name: str | None, notebook_path: str | None,
-                 test: bool = False) -> dict:
+def build_config(
+    config: dict, *, name: str | None, notebook_path: str | None, test: bool = False
+) -> dict:
     """The config to submit: our entrypoint, a name, test mode; checked (all errors at once)."""
     from determined.common import expconf
 
     config = copy.deepcopy(config)
     if config.get("entrypoint"):
-        print(f"note: the config's entrypoint {config['entrypoint']!r} is replaced by the "
-              "exported notebook script", file=sys.stderr)
+        print(
+            f"note: the config's entrypoint {config['entrypoint']!r} is replaced by the "
+            "exported notebook script",
+            file=sys.stderr,
+        )
     config["entrypoint"] = f"python3 {SCRIPT_NAME}"
     if name:
         config["name"] = name
@@ -146,23 +161,36 @@ def pack_with_script(context_dir: str, script: str) -> bytes:
     if not os.path.isdir(context_dir):
         raise UsageError(f"--context {context_dir!r} is not a directory")
     if os.path.exists(os.path.join(context_dir, SCRIPT_NAME)):
-        raise UsageError(f"{context_dir}/{SCRIPT_NAME} exists; it is the name of the exported "
-                         "script: rename or .detignore it")
+        raise UsageError(
+            f"{context_dir}/{SCRIPT_NAME} exists; it is the name of the exported "
+            "script: rename or .detignore it"
+        )
     with tempfile.TemporaryDirectory(prefix="det-notebook-") as tmp:
         path = Path(tmp, SCRIPT_NAME)
         path.write_text(script, encoding="utf-8")
         return context_mod.pack(context_dir, includes=[str(path)])
 
 
-def submit_exported(exported: ExportedScript, config: dict, *, context_dir: str = ".",
-                    archived: bool = False, session: Any = None) -> dict:
+def submit_exported(
+    exported: ExportedScript,
+    config: dict,
+    *,
+    context_dir: str = ".",
+    archived: bool = False,
+    session: Any = None,
+) -> dict:
     """POST the experiment; the exported script, notebook path and cell ids go along."""
     packed = pack_with_script(context_dir, exported.script)
     own_session = session is None
     session = session or _session()
     try:
-        body = {"config": config, "context": base64.b64encode(packed).decode("ascii"),
-                "activate": True, "archived": archived, "notebook": exported.notebook_field()}
+        body = {
+            "config": config,
+            "context": base64.b64encode(packed).decode("ascii"),
+            "activate": True,
+            "archived": archived,
+            "notebook": exported.notebook_field(),
+        }
         return session.post("/experiments", body)["experiment"]
     finally:
         if own_session:
@@ -203,23 +231,28 @@ class DeterminedMagics(Magics):
         """Submit the code cells above (and this cell's body) as an experiment."""
         return self._submit(line, cell)
 
-    @line_magic("det_submit")
+    # IPython annotates the decorator its named form returns as taking `Never`.
+    @line_magic("det_submit")  # type: ignore[arg-type]
     def det_submit_line(self, line: str) -> Any:
         """`%det_submit [CONFIG] [options]`: submit the code cells above this one."""
         return self._submit(line, None)
 
     def _submit(self, line: str, cell: str | None) -> Any:
         prog = "%%det_submit" if cell is not None else "%det_submit"
+        shell = self.shell
+        if shell is None:  # Magics made by hand, outside IPython
+            raise UsageError(f"{prog} runs inside IPython (a Jupyter kernel)")
         args = _parse(_submit_parser(prog), line)
         if args.local:
             if cell is None:
-                raise UsageError("%det_submit --local: nothing to run; use %%det_submit --local "
-                                 "with the training code in the cell")
-            return self.shell.run_cell(cell)  # off-cluster: det.core.init() is a dummy context
-        config = resolve_config(args.config, self.shell.user_ns)
+                raise UsageError(
+                    "%det_submit --local: nothing to run; use %%det_submit --local "
+                    "with the training code in the cell"
+                )
+            return shell.run_cell(cell)  # off-cluster: det.core.init() is a dummy context
+        config = resolve_config(args.config, shell.user_ns)
         try:
-            exported = current_notebook_export(self.shell, which="above_current",
-                                               training_code=cell)
+            exported = current_notebook_export(shell, which="above_current", training_code=cell)
         except NotebookExportError as exc:
             raise UsageError(str(exc)) from None
         for message in exported.warnings:
@@ -228,13 +261,15 @@ class DeterminedMagics(Magics):
         from determined.common.api import APIError
 
         try:
-            config = build_config(config, name=args.name, notebook_path=exported.notebook_path,
-                                  test=args.test)
+            config = build_config(
+                config, name=args.name, notebook_path=exported.notebook_path, test=args.test
+            )
         except expconf.InvalidConfig as exc:
             raise UsageError("invalid experiment config:\n  " + "\n  ".join(exc.errors)) from None
         try:
-            experiment = submit_exported(exported, config, context_dir=args.context,
-                                         archived=args.test)
+            experiment = submit_exported(
+                exported, config, context_dir=args.context, archived=args.test
+            )
         except Exception as exc:
             problem = _master_problem(exc)
             if problem is not None:
@@ -261,9 +296,8 @@ class DeterminedMagics(Magics):
         working while this waits; the loop only reads the state."""
         import time
 
-        from determined.common.states import TERMINAL_EXPERIMENT_STATES
-
         from determined.common.api import MasterUnreachable
+        from determined.common.states import TERMINAL_EXPERIMENT_STATES
 
         session = _session()
         terminal = {str(state) for state in TERMINAL_EXPERIMENT_STATES}
@@ -284,17 +318,22 @@ class DeterminedMagics(Magics):
                     break
                 time.sleep(0.5)
         except KeyboardInterrupt:
-            print(f"Stopped waiting; experiment {experiment_id} goes on (kill it with the "
-                  f"widget's Kill button or %det kill {experiment_id}).", flush=True)
+            print(
+                f"Stopped waiting; experiment {experiment_id} goes on (kill it with the "
+                f"widget's Kill button or %det kill {experiment_id}).",
+                flush=True,
+            )
             return
         finally:
             session.close()
         if widget is not None:
             widget.wait(timeout=30)
         best = experiment.get("best_validation")
-        print(f"Experiment {experiment_id} {experiment['state']}"
-              + (f", best validation {best:.6g}" if isinstance(best, (int, float)) else ""),
-              flush=True)
+        print(
+            f"Experiment {experiment_id} {experiment['state']}"
+            + (f", best validation {best:.6g}" if isinstance(best, (int, float)) else ""),
+            flush=True,
+        )
 
     @line_magic
     def det(self, line: str) -> Any:
@@ -303,7 +342,7 @@ class DeterminedMagics(Magics):
         ID may be `last`: the experiment submitted last from this kernel."""
         words = shlex.split(line)
         if not words:
-            raise UsageError(self.det.__doc__ or "")
+            raise UsageError(DeterminedMagics.det.__doc__ or "")
         command, rest = words[0], words[1:]
         try:
             session = _session()
@@ -319,15 +358,18 @@ class DeterminedMagics(Magics):
                 if rest and rest[0] == "last" and _last_experiment_id is not None:
                     rest[0] = str(_last_experiment_id)
                 if not rest or not rest[0].isdigit():
-                    raise UsageError(f"%det {command} needs an id (or 'last' after a "
-                                     f"submission), e.g. %det {command} 1")
+                    raise UsageError(
+                        f"%det {command} needs an id (or 'last' after a "
+                        f"submission), e.g. %det {command} 1"
+                    )
                 ident = int(rest[0])
                 if command == "describe":
                     return self._describe(session, ident)
                 if command == "logs":
                     tail = int(rest[rest.index("--tail") + 1]) if "--tail" in rest else None
-                    for entry in session.get(f"/trials/{ident}/logs",
-                                             params={"tail": tail}).get("logs", []):
+                    for entry in session.get(f"/trials/{ident}/logs", params={"tail": tail}).get(
+                        "logs", []
+                    ):
                         print(entry["line"].rstrip("\n"))
                     return None
                 if command == "widget":
@@ -338,8 +380,10 @@ class DeterminedMagics(Magics):
                 experiment = session.post(f"/experiments/{ident}/{command}")["experiment"]
                 print(f"Experiment {ident}: {experiment['state']}")
                 return None
-            raise UsageError(f"%det: unknown command {command!r}; use list, describe, logs, "
-                             "pause, activate, kill, widget")
+            raise UsageError(
+                f"%det: unknown command {command!r}; use list, describe, logs, "
+                "pause, activate, kill, widget"
+            )
         except UsageError:
             raise
         except Exception as exc:
@@ -355,18 +399,24 @@ class DeterminedMagics(Magics):
         experiments = session.get("/experiments").get("experiments", [])
         print(f"{'ID':>4}  {'STATE':<20} {'PROGRESS':>8}  NAME")
         for experiment in experiments:
-            print(f"{experiment['id']:>4}  {experiment['state']:<20} "
-                  f"{experiment.get('progress') or 0:>8.0%}  {experiment.get('name') or ''}")
+            print(
+                f"{experiment['id']:>4}  {experiment['state']:<20} "
+                f"{experiment.get('progress') or 0:>8.0%}  {experiment.get('name') or ''}"
+            )
 
     def _describe(self, session: Any, experiment_id: int) -> None:
         answer = session.get(f"/experiments/{experiment_id}")
         experiment = answer["experiment"]
-        print(f"Experiment {experiment['id']} {experiment.get('name') or ''}: "
-              f"{experiment['state']} ({(experiment.get('progress') or 0):.0%}), "
-              f"best validation {experiment.get('best_validation')}")
+        print(
+            f"Experiment {experiment['id']} {experiment.get('name') or ''}: "
+            f"{experiment['state']} ({(experiment.get('progress') or 0):.0%}), "
+            f"best validation {experiment.get('best_validation')}"
+        )
         for trial in answer.get("trials", []):
-            print(f"  trial {trial['id']} {trial['state']} steps={trial['steps_completed']} "
-                  f"hparams={trial.get('hparams')}")
+            print(
+                f"  trial {trial['id']} {trial['state']} steps={trial['steps_completed']} "
+                f"hparams={trial.get('hparams')}"
+            )
 
 
 def register_magics(ipython: Any) -> None:
@@ -374,6 +424,16 @@ def register_magics(ipython: Any) -> None:
     frontend_notebook.register(ipython)
 
 
-__all__ = ["DEFAULT_CONFIG", "DeterminedMagics", "NotebookSubmitted", "SCRIPT_NAME",
-           "build_config", "last_experiment_id", "notebook_submitted", "pack_with_script", "register_magics",
-           "resolve_config", "submit_exported"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DeterminedMagics",
+    "NotebookSubmitted",
+    "SCRIPT_NAME",
+    "build_config",
+    "last_experiment_id",
+    "notebook_submitted",
+    "pack_with_script",
+    "register_magics",
+    "resolve_config",
+    "submit_exported",
+]

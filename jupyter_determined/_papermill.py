@@ -4,6 +4,7 @@ The trial side is `determined.exec.notebook` (in the harness, which never import
 package): it injects the hyperparameters into the `parameters` cell, runs the notebook, and
 writes the executed copy to `<root_dir>/trials/<trial id>/<stem>.run-<run id>.ipynb`.
 """
+
 from __future__ import annotations
 
 import base64
@@ -26,19 +27,26 @@ def is_notebook_entrypoint(entrypoint: Any) -> bool:
     if not isinstance(entrypoint, str):
         return False
     words = shlex.split(entrypoint)
-    return (len(words) == 1 and words[0].endswith(".ipynb")) or \
-        entrypoint.strip().startswith(NOTEBOOK_RUNNER)
+    return (len(words) == 1 and words[0].endswith(".ipynb")) or entrypoint.strip().startswith(
+        NOTEBOOK_RUNNER
+    )
 
 
 def executed_notebooks(root_dir: str | os.PathLike, trial_id: int) -> list[Path]:
     """The executed notebooks a trial left, oldest run first."""
     directory = Path(root_dir) / "trials" / str(trial_id)
-    return sorted(directory.glob("*.run-*.ipynb"),
-                  key=lambda path: int(path.stem.rsplit("-", 1)[-1]))
+    return sorted(
+        directory.glob("*.run-*.ipynb"), key=lambda path: int(path.stem.rsplit("-", 1)[-1])
+    )
 
 
-def submit_notebook(notebook: str | os.PathLike, config: dict, *,
-                    context_dir: str | os.PathLike | None = None, session: Any = None) -> dict:
+def submit_notebook(
+    notebook: str | os.PathLike,
+    config: dict,
+    *,
+    context_dir: str | os.PathLike | None = None,
+    session: Any = None,
+) -> dict:
     """Create an experiment whose trials run `notebook` with papermill; returns the experiment.
 
     The context is the notebook's directory unless `context_dir` is given (the notebook must
@@ -52,8 +60,9 @@ def submit_notebook(notebook: str | os.PathLike, config: dict, *,
     try:
         relative = notebook.relative_to(context)
     except ValueError:
-        raise ValueError(f"notebook {notebook} is not inside the context directory {context}")\
-            from None
+        raise ValueError(
+            f"notebook {notebook} is not inside the context directory {context}"
+        ) from None
     config = copy.deepcopy(config)
     config["entrypoint"] = notebook_entrypoint(relative.as_posix())
     config.setdefault("name", notebook.stem)
@@ -66,14 +75,22 @@ def submit_notebook(notebook: str | os.PathLike, config: dict, *,
         address = discover_master()
         session = Session(address.url, address.token)
     try:
-        body = {"config": config, "context": base64.b64encode(packed).decode("ascii"),
-                "activate": True,
-                "notebook": {"path": str(notebook), "cell_ids": []}}
+        body = {
+            "config": config,
+            "context": base64.b64encode(packed).decode("ascii"),
+            "activate": True,
+            "notebook": {"path": str(notebook), "cell_ids": []},
+        }
         return session.post("/experiments", body)["experiment"]
     finally:
         if own_session:
             session.close()
 
 
-__all__ = ["NOTEBOOK_RUNNER", "executed_notebooks", "is_notebook_entrypoint",
-           "notebook_entrypoint", "submit_notebook"]
+__all__ = [
+    "NOTEBOOK_RUNNER",
+    "executed_notebooks",
+    "is_notebook_entrypoint",
+    "notebook_entrypoint",
+    "submit_notebook",
+]

@@ -9,16 +9,24 @@ submission uses, so the preview cannot show something else than what is submitte
 The labextension posts the notebook as it holds it (unsaved edits and tags included) to
 `<base_url>determined/export-preview` (`jupyter_determined._server`); no kernel is involved.
 """
+
 from __future__ import annotations
 
 import ast
 import dataclasses
 from typing import Any, Literal
 
-from jupyter_determined._export import (SKIP_TAG, NotebookExportError, _cell_label,
-                                        _cell_source, _ipython_call,
-                                        cell_magic_name, cells_to_script, convert_cell,
-                                        skip_reason)
+from jupyter_determined._export import (
+    SKIP_TAG,
+    NotebookExportError,
+    _cell_label,
+    _cell_source,
+    _ipython_call,
+    cell_magic_name,
+    cells_to_script,
+    convert_cell,
+    skip_reason,
+)
 
 Status = Literal["exported", "training", "left_out", "error"]
 
@@ -73,12 +81,19 @@ class ExportPreview:
     errors: list[str]
 
     def to_json(self) -> dict:
-        return {"mode": self.mode, "notebook_path": self.notebook_path,
-                "submit_cell_id": self.submit_cell_id,
-                "cells": [cell.to_json() for cell in self.cells], "script": self.script,
-                "warnings": list(self.warnings), "errors": list(self.errors),
-                "counts": {status: sum(cell.status == status for cell in self.cells)
-                           for status in ("exported", "training", "left_out", "error")}}
+        return {
+            "mode": self.mode,
+            "notebook_path": self.notebook_path,
+            "submit_cell_id": self.submit_cell_id,
+            "cells": [cell.to_json() for cell in self.cells],
+            "script": self.script,
+            "warnings": list(self.warnings),
+            "errors": list(self.errors),
+            "counts": {
+                status: sum(cell.status == status for cell in self.cells)
+                for status in ("exported", "training", "left_out", "error")
+            },
+        }
 
 
 def det_submit_body(source: str) -> str | None:
@@ -100,7 +115,7 @@ def det_submit_body(source: str) -> str | None:
 
 def _summary(source: str) -> str:
     line = next((line.strip() for line in source.splitlines() if line.strip()), "")
-    return line if len(line) <= SUMMARY_CHARS else line[:SUMMARY_CHARS - 1] + "…"
+    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
 
 
 def _checked_cells(cells: Any) -> list[dict]:
@@ -108,17 +123,19 @@ def _checked_cells(cells: Any) -> list[dict]:
         raise ValueError(f"cells: expected a list of nbformat cells, got {type(cells).__name__}")
     for index, cell in enumerate(cells):
         if not isinstance(cell, dict):
-            raise ValueError(f"cells[{index}]: expected a cell object, got "
-                             f"{type(cell).__name__}")
+            raise ValueError(f"cells[{index}]: expected a cell object, got {type(cell).__name__}")
         source = cell.get("source", "")
-        if not (isinstance(source, str)
-                or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
+        if not (
+            isinstance(source, str)
+            or (isinstance(source, list) and all(isinstance(s, str) for s in source))
+        ):
             raise ValueError(f"cells[{index}].source: expected a string or a list of strings")
     return cells
 
 
-def preview_export(cells: list[dict], *, submit_cell_id: str | None = None,
-                   notebook_path: str | None = None) -> ExportPreview:
+def preview_export(
+    cells: list[dict], *, submit_cell_id: str | None = None, notebook_path: str | None = None
+) -> ExportPreview:
     """What submitting `cells` (nbformat cell dicts, notebook order) would export.
 
     Without `submit_cell_id`: the whole notebook, as the toolbar's "Submit to Determined" sends
@@ -131,8 +148,9 @@ def preview_export(cells: list[dict], *, submit_cell_id: str | None = None,
     if submit_cell_id is not None:
         ids = [cell.get("id") for cell in cells]
         if submit_cell_id not in ids:
-            raise NotebookExportError(f"submit_cell_id: no cell with id {submit_cell_id!r} in "
-                                      "the notebook")
+            raise NotebookExportError(
+                f"submit_cell_id: no cell with id {submit_cell_id!r} in the notebook"
+            )
         submit_index = ids.index(submit_cell_id)
         training_code = det_submit_body(_cell_source(cells[submit_index]))
 
@@ -145,7 +163,7 @@ def preview_export(cells: list[dict], *, submit_cell_id: str | None = None,
     converted: dict[int, tuple[str, list[str]]] = {}
     last = submit_index if submit_index is not None else len(cells)
     for index, cell in enumerate(cells[:last]):
-        reason = skip_reason(cell)
+        reason: str | None = skip_reason(cell)
         if reason is None:
             label = _cell_label(cell, index)
             try:
@@ -169,56 +187,128 @@ def preview_export(cells: list[dict], *, submit_cell_id: str | None = None,
             errors.append(str(exc))
             training_ok = False
 
-    exported = cells_to_script(exportable, training_code=training_code if training_ok else None,
-                               training_cell_id=submit_cell_id, training_cell_index=submit_index,
-                               training_line_offset=1, notebook_path=notebook_path,
-                               origin=notebook_path or "a notebook", source="cells")
+    exported = cells_to_script(
+        exportable,
+        training_code=training_code if training_ok else None,
+        training_cell_id=submit_cell_id,
+        training_cell_index=submit_index,
+        training_line_offset=1,
+        notebook_path=notebook_path,
+        origin=notebook_path or "a notebook",
+        source="cells",
+    )
     placed = {cell.index: cell for cell in exported.cells}
 
     for index, cell in enumerate(cells):
         source = _cell_source(cell)
-        base = dict(index=index, id=str(cell["id"]) if cell.get("id") else None,
-                    cell_type=str(cell.get("cell_type", "code")), summary=_summary(source))
+        base: dict[str, Any] = dict(
+            index=index,
+            id=str(cell["id"]) if cell.get("id") else None,
+            cell_type=str(cell.get("cell_type", "code")),
+            summary=_summary(source),
+        )
         where = placed.get(index)
         lines = (where.line_offset + 1, where.line_offset + where.num_lines) if where else None
-        code, cell_warnings = converted.get(index, (None, []))
+        cell_code, cell_warnings = converted.get(index, (None, []))
         if index == submit_index:
             if training_code is None:
-                previews.append(CellPreview(**base, status="left_out", reason="submitting",
-                                            note=REASONS["submitting"], warnings=[], code=None,
-                                            script_lines=None))
+                previews.append(
+                    CellPreview(
+                        **base,
+                        status="left_out",
+                        reason="submitting",
+                        note=REASONS["submitting"],
+                        warnings=[],
+                        code=None,
+                        script_lines=None,
+                    )
+                )
             elif training_ok:
-                previews.append(CellPreview(**base, status="training", reason=None,
-                                            note="the training code (this cell's body)",
-                                            warnings=cell_warnings, code=code,
-                                            script_lines=lines))
+                previews.append(
+                    CellPreview(
+                        **base,
+                        status="training",
+                        reason=None,
+                        note="the training code (this cell's body)",
+                        warnings=cell_warnings,
+                        code=cell_code,
+                        script_lines=lines,
+                    )
+                )
             else:
-                previews.append(CellPreview(**base, status="error", reason="syntax_error",
-                                            note=errors[-1], warnings=[], code=None,
-                                            script_lines=None))
+                previews.append(
+                    CellPreview(
+                        **base,
+                        status="error",
+                        reason="syntax_error",
+                        note=errors[-1],
+                        warnings=[],
+                        code=None,
+                        script_lines=None,
+                    )
+                )
             continue
         if submit_index is not None and index > submit_index:
-            reason: str | None = "below"
+            reason = "below"
         else:
             reason = skip_reason(cell)
         if reason is None and index not in converted:
-            message = next((error for error in errors
-                            if error.startswith(_cell_label(cell, index) + ":")), None)
-            previews.append(CellPreview(**base, status="error", reason="syntax_error",
-                                        note=message or REASONS["syntax_error"], warnings=[],
-                                        code=None, script_lines=None))
+            message = next(
+                (error for error in errors if error.startswith(_cell_label(cell, index) + ":")),
+                None,
+            )
+            previews.append(
+                CellPreview(
+                    **base,
+                    status="error",
+                    reason="syntax_error",
+                    note=message or REASONS["syntax_error"],
+                    warnings=[],
+                    code=None,
+                    script_lines=None,
+                )
+            )
         elif reason is None and where is not None:
-            previews.append(CellPreview(**base, status="exported", reason=None, note=None,
-                                        warnings=cell_warnings, code=code, script_lines=lines))
+            previews.append(
+                CellPreview(
+                    **base,
+                    status="exported",
+                    reason=None,
+                    note=None,
+                    warnings=cell_warnings,
+                    code=cell_code,
+                    script_lines=lines,
+                )
+            )
         else:
-            previews.append(CellPreview(**base, status="left_out", reason=reason,
-                                        note=REASONS.get(reason or "", "left out"),
-                                        warnings=[], code=None, script_lines=None))
+            previews.append(
+                CellPreview(
+                    **base,
+                    status="left_out",
+                    reason=reason,
+                    note=REASONS.get(reason or "", "left out"),
+                    warnings=[],
+                    code=None,
+                    script_lines=None,
+                )
+            )
 
-    return ExportPreview("cell" if submit_cell_id is not None else "notebook", notebook_path,
-                         submit_cell_id, previews, None if errors else exported.script,
-                         warnings, errors)
+    return ExportPreview(
+        "cell" if submit_cell_id is not None else "notebook",
+        notebook_path,
+        submit_cell_id,
+        previews,
+        None if errors else exported.script,
+        warnings,
+        errors,
+    )
 
 
-__all__ = ["CellPreview", "ExportPreview", "REASONS", "det_submit_body", "preview_export",
-           "skip_reason"]
+__all__ = [
+    "CellPreview",
+    "ExportPreview",
+    "REASONS",
+    "det_submit_body",
+    "preview_export",
+    "skip_reason",
+]

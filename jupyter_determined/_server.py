@@ -8,12 +8,14 @@ Settings are the traits of `master_lite.MasterLite` (`c.MasterLite.root_dir`, `c
 `resource_manager`, ...): the app is created with the server as its parent, so
 `jupyter_server_config.py` and `--MasterLite.cpu_slots=4` on the command line both apply.
 """
+
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tornado.httpserver
 import tornado.netutil
@@ -22,6 +24,9 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
+
+if TYPE_CHECKING:  # the kernel imports this package too: keep the server app out of it
+    from jupyter_server.serverapp import ServerApp
 
 URL_SEGMENT = "determined"  # the API lives under <base_url>determined/api/v1
 # <base_url>determined/export-preview: a Jupyter endpoint (the labextension's), not the master's.
@@ -41,7 +46,9 @@ async def _allowed(handler: Any) -> None:
 
 # jupyter_server's own decorator, one per action: it asks `handler.authorizer.is_authorized`
 # (whatever Authorizer the deployment configured: JupyterHub's roles, a read-only policy...).
-_AUTHORIZE = {action: authorized(action, AUTH_RESOURCE)(_allowed) for action in AUTH_ACTIONS}
+_AUTHORIZE: dict[str, Callable[[Any], Awaitable[None]]] = {
+    action: authorized(action, AUTH_RESOURCE)(_allowed) for action in AUTH_ACTIONS
+}
 
 
 async def authorize_jupyter_user(handler: Any, action: str) -> bool:
@@ -88,12 +95,15 @@ class ExportPreviewHandler(APIHandler):
             return
         submit_cell_id = body.get("submit_cell_id")
         path = body.get("path")
+        cells: Any = body.get("cells")  # preview_export says what is wrong with it
         try:
             # IPython's transformer and ast work per cell: off the event loop for big notebooks.
             preview = await asyncio.to_thread(
-                preview_export, body.get("cells"),
+                preview_export,
+                cells,
                 submit_cell_id=None if submit_cell_id is None else str(submit_cell_id),
-                notebook_path=None if path is None else str(path))
+                notebook_path=None if path is None else str(path),
+            )
         except (NotebookExportError, ValueError) as exc:
             self._bad_request(str(exc))
             return
@@ -119,12 +129,19 @@ class DeterminedServerExtension(ExtensionApp):
         self._started: asyncio.Future | None = None
         self._wrote_master_json = False
 
+    @property
+    def server(self) -> ServerApp:
+        """The Jupyter server this extension is loaded into."""
+        if self.serverapp is None:
+            raise RuntimeError("jupyter_determined is not loaded into a Jupyter server")
+        return self.serverapp
+
     # --- loading (synchronous, before the event loop serves requests) ---------------------------
 
     def initialize_settings(self) -> None:
         from master_lite import MasterLite
 
-        serverapp = self.serverapp
+        serverapp = self.server
         self.master_app = MasterLite(parent=serverapp)
         Path(self.master_app.root_dir).mkdir(parents=True, exist_ok=True)
         # The master's user token is Jupyter's token when there is one, so the token printed
@@ -141,23 +158,32 @@ class DeterminedServerExtension(ExtensionApp):
     def initialize_handlers(self) -> None:
         from master_lite.api import make_handlers, max_body_bytes
 
-        prefix = url_path_join(self.serverapp.base_url, URL_SEGMENT).rstrip("/")
-        handlers = make_handlers(self.master, prefix, base_handler=APIHandler,
-                                 user_auth=authorize_jupyter_user,
-                                 context_size_limit=self.master_app.context_size_limit)
-        self.serverapp.web_app.add_handlers(".*$", handlers)
-        self.serverapp.web_app.add_handlers(".*$", [(url_path_join(prefix, EXPORT_PREVIEW_PATH),
-                                                     ExportPreviewHandler)])
+        prefix = url_path_join(self.server.base_url, URL_SEGMENT).rstrip("/")
+        handlers = make_handlers(
+            self.master,
+            prefix,
+            base_handler=APIHandler,
+            user_auth=authorize_jupyter_user,
+            context_size_limit=self.master_app.context_size_limit,
+        )
+        self.server.web_app.add_handlers(".*$", handlers)
+        self.server.web_app.add_handlers(
+            ".*$", [(url_path_join(prefix, EXPORT_PREVIEW_PATH), ExportPreviewHandler)]
+        )
         # Contexts arrive base64 in JSON; ServerApp.max_body_size (512 MiB by default) must
         # exceed the API's own limit so that the API can answer 413 with a message.
         limit = max_body_bytes(self.master_app.context_size_limit)
-        if self.serverapp.max_body_size < limit:
-            self.log.warning("jupyter_determined | ServerApp.max_body_size (%s) is below the "
-                             "largest experiment upload (%s bytes): raise it, or lower "
-                             "MasterLite.context_size_limit", self.serverapp.max_body_size, limit)
+        if self.server.max_body_size < limit:
+            self.log.warning(
+                "jupyter_determined | ServerApp.max_body_size (%s) is below the "
+                "largest experiment upload (%s bytes): raise it, or lower "
+                "MasterLite.context_size_limit",
+                self.server.max_body_size,
+                limit,
+            )
         # The start hook only runs under `ServerApp.start()`; scheduling the start here also
         # covers servers driven another way (pytest-jupyter starts no hooks).
-        self.serverapp.io_loop.add_callback(self.ensure_started)
+        self.server.io_loop.add_callback(self.ensure_started)
 
     # --- starting and stopping (on the event loop) ---------------------------------------------
 
@@ -176,13 +202,19 @@ class DeterminedServerExtension(ExtensionApp):
             self.master_app.check_not_running()  # e.g. a standalone master-lite, same root dir
             await self.master.start(self.master_url)
         except Exception as exc:
-            self.log.error("jupyter_determined | the master did not start, so the "
-                           "determined API of this server will not work: %s", exc)
+            self.log.error(
+                "jupyter_determined | the master did not start, so the "
+                "determined API of this server will not work: %s",
+                exc,
+            )
             raise
         self.master_app.write_master_json(self.master.user_token)
         self._wrote_master_json = True
-        self.log.info("jupyter_determined | master serving %s/api/v1 from %s",
-                      self.master_url, self.master_app.root_dir)
+        self.log.info(
+            "jupyter_determined | master serving %s/api/v1 from %s",
+            self.master_url,
+            self.master_app.root_dir,
+        )
 
     async def stop_extension(self) -> None:
         """Pause running trials (they checkpoint through the API), then close the store.
@@ -211,7 +243,7 @@ class DeterminedServerExtension(ExtensionApp):
         self.log.info("jupyter_determined | master stopped; running trials were paused")
 
     def _serve_during_shutdown(self) -> tornado.httpserver.HTTPServer | None:
-        serverapp = self.serverapp
+        serverapp = self.server
         if not getattr(serverapp, "_stopping", False) or serverapp.sock:
             return None
         try:
@@ -230,5 +262,12 @@ def master_info(serverapp: Any) -> dict:
     return {"url": extension.master_url, "token": extension.master.user_token}
 
 
-__all__ = ["DeterminedServerExtension", "EXPORT_PREVIEW_PATH", "ExportPreviewHandler",
-           "URL_SEGMENT", "master_info", "authorize_jupyter_user", "AUTH_RESOURCE"]
+__all__ = [
+    "DeterminedServerExtension",
+    "EXPORT_PREVIEW_PATH",
+    "ExportPreviewHandler",
+    "URL_SEGMENT",
+    "master_info",
+    "authorize_jupyter_user",
+    "AUTH_RESOURCE",
+]

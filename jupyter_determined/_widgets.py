@@ -17,6 +17,7 @@ polls the experiment (a reconciliation loop, not the event stream, so no event c
 reloads the snapshot when something a person would see changed, updates the output by its
 display id, and stops when the experiment has ended — after writing its final state.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -25,7 +26,8 @@ import logging
 import math
 import threading
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from determined.common.states import TERMINAL_EXPERIMENT_STATES
 
@@ -55,11 +57,27 @@ RELOAD_SECONDS = 5.0  # at most this often the (larger) snapshot is reloaded whi
 CHART_WIDTH, CHART_HEIGHT = 640, 220
 CHART_MARGIN = {"left": 56, "right": 12, "top": 10, "bottom": 34}
 # Colours that read on light and dark backgrounds (Tableau 10, which JupyterLab users know).
-COLORS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-          "#ff9da7", "#9c755f", "#bab0ac")
-STATE_COLORS = {"COMPLETED": "#3a9a4a", "ERROR": "#d6393a", "CANCELED": "#888888",
-                "PAUSED": "#d8890b", "STOPPING_CANCELED": "#888888",
-                "STOPPING_ERROR": "#d6393a", "STOPPING_COMPLETED": "#3a9a4a"}
+COLORS = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
+STATE_COLORS = {
+    "COMPLETED": "#3a9a4a",
+    "ERROR": "#d6393a",
+    "CANCELED": "#888888",
+    "PAUSED": "#d8890b",
+    "STOPPING_CANCELED": "#888888",
+    "STOPPING_ERROR": "#d6393a",
+    "STOPPING_COMPLETED": "#3a9a4a",
+}
 
 
 def curve_points_per_trial(num_trials: int) -> int:
@@ -122,19 +140,36 @@ def render_trials_table(trials: list[dict], metric: str) -> str:
     for trial in trials:
         state = display_state(trial)
         note = trial.get("exit_summary") if state in ("ERROR", "CANCELED") else None
-        state_html = (f"<span style='color:{STATE_COLORS.get(state, 'inherit')}'>{_esc(state)}"
-                      "</span>" + (f"<br><small>{_esc(note)}</small>" if note else ""))
-        values = (_esc(trial.get("id")), state_html, _esc(_hparams_text(trial.get("hparams") or {})),
-                  _esc(trial.get("steps_completed", 0)),
-                  _esc(format_number(_metric_of(trial, "latest_validation", metric))),
-                  _esc(format_number(_metric_of(trial, "best_validation", metric))))
-        rows.append("<tr>" + "".join(f"<td style='{cell}'>{value}</td>" for value in values)
-                    + "</tr>")
-    header = "".join(f"<th style='{cell}'>{name}</th>" for name in (
-        "trial", "state", "hyperparameters", "steps", f"latest {_esc(metric)}",
-        f"best {_esc(metric)}"))
-    return (f"<table class='det-trials' style='border-collapse:collapse;font-size:12px'>"
-            f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        state_html = (
+            f"<span style='color:{STATE_COLORS.get(state, 'inherit')}'>{_esc(state)}"
+            "</span>" + (f"<br><small>{_esc(note)}</small>" if note else "")
+        )
+        values = (
+            _esc(trial.get("id")),
+            state_html,
+            _esc(_hparams_text(trial.get("hparams") or {})),
+            _esc(trial.get("steps_completed", 0)),
+            _esc(format_number(_metric_of(trial, "latest_validation", metric))),
+            _esc(format_number(_metric_of(trial, "best_validation", metric))),
+        )
+        rows.append(
+            "<tr>" + "".join(f"<td style='{cell}'>{value}</td>" for value in values) + "</tr>"
+        )
+    header = "".join(
+        f"<th style='{cell}'>{name}</th>"
+        for name in (
+            "trial",
+            "state",
+            "hyperparameters",
+            "steps",
+            f"latest {_esc(metric)}",
+            f"best {_esc(metric)}",
+        )
+    )
+    return (
+        f"<table class='det-trials' style='border-collapse:collapse;font-size:12px'>"
+        f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -178,14 +213,21 @@ def thin(points: list[list[float]], limit: int) -> list[list[float]]:
     return [points[round(i * step)] for i in range(limit)]
 
 
-def render_curve_svg(curves: dict[str, list[list[float]]], metric: str,
-                     best_trial: str | None = None, title: str = "validation") -> str:
+def render_curve_svg(
+    curves: dict[str, list[list[float]]],
+    metric: str,
+    best_trial: str | None = None,
+    title: str = "validation",
+) -> str:
     """Learning curves as SVG: one line per trial (steps on x), markers, the best one bold.
 
     The chart scales to the output's width (viewBox) and its legend sits beside the plot, so it
     never covers the points; colours come from the palette, text from the page's colour."""
-    series = {key: thin(sorted(points), HTML_POINTS_PER_SERIES)
-              for key, points in curves.items() if points}
+    series = {
+        key: thin(sorted(points), HTML_POINTS_PER_SERIES)
+        for key, points in curves.items()
+        if points
+    }
     if not series:
         return f"<div class='det-empty'><i>no {_esc(title)} {_esc(metric)} yet</i></div>"
     xs = [p[0] for points in series.values() for p in points]
@@ -207,52 +249,71 @@ def render_curve_svg(curves: dict[str, list[list[float]]], metric: str,
     parts = []
     for tick in nice_ticks(y0, y1):
         y = sy(tick)
-        parts.append(f"<line x1='{m['left']}' x2='{width - m['right']}' y1='{y:.1f}' y2='{y:.1f}' "
-                     "stroke='currentColor' stroke-opacity='0.12'/>"
-                     f"<text x='{m['left'] - 6}' y='{y + 3:.1f}' text-anchor='end' "
-                     f"font-size='10' fill='currentColor'>{_esc(format_number(tick))}</text>")
+        parts.append(
+            f"<line x1='{m['left']}' x2='{width - m['right']}' y1='{y:.1f}' y2='{y:.1f}' "
+            "stroke='currentColor' stroke-opacity='0.12'/>"
+            f"<text x='{m['left'] - 6}' y='{y + 3:.1f}' text-anchor='end' "
+            f"font-size='10' fill='currentColor'>{_esc(format_number(tick))}</text>"
+        )
     for tick in nice_ticks(x0, x1, 6):
         x = sx(tick)
-        parts.append(f"<text x='{x:.1f}' y='{height - m['bottom'] + 14}' text-anchor='middle' "
-                     f"font-size='10' fill='currentColor'>{_esc(format_number(tick))}</text>")
-    parts.append(f"<line x1='{m['left']}' y1='{height - m['bottom']}' x2='{width - m['right']}' "
-                 f"y2='{height - m['bottom']}' stroke='currentColor' stroke-opacity='0.5'/>"
-                 f"<text x='{m['left'] + inner_w / 2:.0f}' y='{height - 4}' text-anchor='middle' "
-                 f"font-size='10' fill='currentColor'>steps</text>")
+        parts.append(
+            f"<text x='{x:.1f}' y='{height - m['bottom'] + 14}' text-anchor='middle' "
+            f"font-size='10' fill='currentColor'>{_esc(format_number(tick))}</text>"
+        )
+    parts.append(
+        f"<line x1='{m['left']}' y1='{height - m['bottom']}' x2='{width - m['right']}' "
+        f"y2='{height - m['bottom']}' stroke='currentColor' stroke-opacity='0.5'/>"
+        f"<text x='{m['left'] + inner_w / 2:.0f}' y='{height - 4}' text-anchor='middle' "
+        f"font-size='10' fill='currentColor'>steps</text>"
+    )
     legend = []
     ordered = sorted(series.items(), key=lambda item: int(item[0]) if item[0].isdigit() else 0)
     for index, (key, points) in enumerate(ordered):
         color = COLORS[index % len(COLORS)]
         best = key == best_trial
         coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
-        parts.append(f"<polyline class='det-curve' data-trial='{_esc(key)}' fill='none' "
-                     f"stroke='{color}' stroke-width='{3 if best else 1.5}' points='{coords}'>"
-                     f"<title>trial {_esc(key)}</title></polyline>")
+        parts.append(
+            f"<polyline class='det-curve' data-trial='{_esc(key)}' fill='none' "
+            f"stroke='{color}' stroke-width='{3 if best else 1.5}' points='{coords}'>"
+            f"<title>trial {_esc(key)}</title></polyline>"
+        )
         if len(points) <= SPARSE_SERIES_POINTS:  # markers where lines alone hide the data
-            parts.extend(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='{3.5 if best else 2.5}' "
-                         f"fill='{color}'><title>trial {_esc(key)} · step {format_number(x)} · "
-                         f"{_esc(metric)} {_esc(format_number(y))}</title></circle>"
-                         for x, y in points)
-        legend.append(f"<span style='white-space:nowrap;margin-right:10px;"
-                      f"{'font-weight:bold' if best else ''}'><span style='display:inline-block;"
-                      f"width:10px;height:3px;background:{color};vertical-align:middle;"
-                      f"margin-right:4px'></span>trial {_esc(key)}{' (best)' if best else ''}"
-                      "</span>")
-    svg = (f"<svg class='det-chart' viewBox='0 0 {width} {height}' width='100%' "
-           f"style='max-width:{width * 1.5:.0f}px;display:block' "
-           f"xmlns='http://www.w3.org/2000/svg' role='img'>"
-           f"<title>{_esc(title)} {_esc(metric)} by steps</title>{''.join(parts)}</svg>")
-    return (f"<div class='det-chart-box' style='margin:6px 0'><div style='font-size:12px'>"
-            f"{_esc(title)} {_esc(metric)}</div>{svg}<div class='det-legend' "
-            f"style='font-size:11px'>{''.join(legend)}</div></div>")
+            parts.extend(
+                f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='{3.5 if best else 2.5}' "
+                f"fill='{color}'><title>trial {_esc(key)} · step {format_number(x)} · "
+                f"{_esc(metric)} {_esc(format_number(y))}</title></circle>"
+                for x, y in points
+            )
+        legend.append(
+            f"<span style='white-space:nowrap;margin-right:10px;"
+            f"{'font-weight:bold' if best else ''}'><span style='display:inline-block;"
+            f"width:10px;height:3px;background:{color};vertical-align:middle;"
+            f"margin-right:4px'></span>trial {_esc(key)}{' (best)' if best else ''}"
+            "</span>"
+        )
+    svg = (
+        f"<svg class='det-chart' viewBox='0 0 {width} {height}' width='100%' "
+        f"style='max-width:{width * 1.5:.0f}px;display:block' "
+        f"xmlns='http://www.w3.org/2000/svg' role='img'>"
+        f"<title>{_esc(title)} {_esc(metric)} by steps</title>{''.join(parts)}</svg>"
+    )
+    return (
+        f"<div class='det-chart-box' style='margin:6px 0'><div style='font-size:12px'>"
+        f"{_esc(title)} {_esc(metric)}</div>{svg}<div class='det-legend' "
+        f"style='font-size:11px'>{''.join(legend)}</div></div>"
+    )
 
 
 def _curves(metrics: list[dict], group: str, metric: str) -> dict[str, list[list[float]]]:
     curves: dict[str, list[list[float]]] = {}
     for report in metrics:
         value = (report.get("metrics") or {}).get(metric)
-        if report.get("group") != group or isinstance(value, bool) \
-                or not isinstance(value, (int, float)):
+        if (
+            report.get("group") != group
+            or isinstance(value, bool)
+            or not isinstance(value, (int, float))
+        ):
             continue
         point = [float(report.get("steps_completed") or 0), float(value)]
         series = curves.setdefault(str(report.get("trial_id")), [])
@@ -263,16 +324,19 @@ def _curves(metrics: list[dict], group: str, metric: str) -> dict[str, list[list
 
 def best_trial_id(trials: list[dict], metric: str, smaller_is_better: bool) -> str | None:
     """The id (str) of the trial with the best validation of `metric`, or None."""
-    scored = [(value, str(trial.get("id"))) for trial in trials
-              if isinstance(value := _metric_of(trial, "best_validation", metric), (int, float))]
+    scored = [
+        (value, str(trial.get("id")))
+        for trial in trials
+        if isinstance(value := _metric_of(trial, "best_validation", metric), (int, float))
+    ]
     if not scored:
         return None
     return (min if smaller_is_better else max)(scored)[1]
 
 
-def top_trials(trials: list[dict], metric: str, smaller_is_better: bool,
-               limit: int) -> list[dict]:
+def top_trials(trials: list[dict], metric: str, smaller_is_better: bool, limit: int) -> list[dict]:
     """The `limit` trials with the best validation of `metric` (then the rest by id), by id."""
+
     def rank(trial: dict) -> tuple:
         value = _metric_of(trial, "best_validation", metric)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -295,35 +359,50 @@ def snapshot_html(snapshot: dict) -> str:
     color = STATE_COLORS.get(state, "#4e79a7")
     best = best_trial_id(trials, metric, smaller)
     shown = top_trials(trials, metric, smaller, HTML_MAX_TRIALS)
-    plotted = {str(trial.get("id"))
-               for trial in top_trials(trials, metric, smaller, HTML_MAX_SERIES)}
+    plotted = {
+        str(trial.get("id")) for trial in top_trials(trials, metric, smaller, HTML_MAX_SERIES)
+    }
     metrics = snapshot.get("metrics") or []
     charts = ""
     for group in ("validation", "training"):
-        curves = {key: points for key, points in _curves(metrics, group, metric).items()
-                  if key in plotted}
+        curves = {
+            key: points for key, points in _curves(metrics, group, metric).items() if key in plotted
+        }
         if curves or group == "validation":
             charts += render_curve_svg(curves, metric, best, title=group)
     more = len(trials) - len(shown)
     table = render_trials_table(shown, metric) + (
         f"<div style='font-size:11px;opacity:0.7'>{more} more trials (best {len(shown)} shown; "
-        f"curves of the best {len(plotted)})</div>" if more > 0 else "")
-    logs = "\n".join(f"[trial {line.get('trial_id')}] {cut_line(str(line.get('line', '')))}"
-                     for line in snapshot.get("logs") or [])
+        f"curves of the best {len(plotted)})</div>"
+        if more > 0
+        else ""
+    )
+    logs = "\n".join(
+        f"[trial {line.get('trial_id')}] {cut_line(str(line.get('line', '')))}"
+        for line in snapshot.get("logs") or []
+    )
     taken = _esc(snapshot.get("taken_at") or "")
-    bar = (f"<div style='height:6px;background:rgba(127,127,127,0.25);border-radius:3px;"
-           f"margin:4px 0;max-width:640px'><div style='height:6px;border-radius:3px;"
-           f"width:{max(0.0, min(1.0, progress)) * 100:.0f}%;background:{color}'></div></div>")
-    return (f"<div class='det-experiment-snapshot' data-experiment-id='{_esc(experiment.get('id'))}'"
-            f" style='font-size:13px'>"
-            f"<div><b>Experiment {_esc(experiment.get('id'))}</b> {_esc(experiment.get('name'))} — "
-            f"<span class='det-state' style='color:{color};font-weight:bold'>{_esc(state)}</span>"
-            f" · {progress:.0%} · best {_esc(metric)} "
-            f"{_esc(format_number(experiment.get('best_validation')))}</div>{bar}"
-            f"{table}{charts}"
-            + (f"<pre class='det-logs' style='font-size:11px;max-height:12em;overflow:auto;"
-               f"margin:4px 0'>{_esc(logs)}</pre>" if logs else "")
-            + f"<div style='font-size:11px;opacity:0.7'>snapshot taken {taken}</div></div>")
+    bar = (
+        f"<div style='height:6px;background:rgba(127,127,127,0.25);border-radius:3px;"
+        f"margin:4px 0;max-width:640px'><div style='height:6px;border-radius:3px;"
+        f"width:{max(0.0, min(1.0, progress)) * 100:.0f}%;background:{color}'></div></div>"
+    )
+    return (
+        f"<div class='det-experiment-snapshot' data-experiment-id='{_esc(experiment.get('id'))}'"
+        f" style='font-size:13px'>"
+        f"<div><b>Experiment {_esc(experiment.get('id'))}</b> {_esc(experiment.get('name'))} — "
+        f"<span class='det-state' style='color:{color};font-weight:bold'>{_esc(state)}</span>"
+        f" · {progress:.0%} · best {_esc(metric)} "
+        f"{_esc(format_number(experiment.get('best_validation')))}</div>{bar}"
+        f"{table}{charts}"
+        + (
+            f"<pre class='det-logs' style='font-size:11px;max-height:12em;overflow:auto;"
+            f"margin:4px 0'>{_esc(logs)}</pre>"
+            if logs
+            else ""
+        )
+        + f"<div style='font-size:11px;opacity:0.7'>snapshot taken {taken}</div></div>"
+    )
 
 
 def snapshot_text(snapshot: dict) -> str:
@@ -332,12 +411,16 @@ def snapshot_text(snapshot: dict) -> str:
     metric = str((experiment.get("searcher") or {}).get("metric") or "metric")
     state = str(experiment.get("state") or "unknown")
     progress = 1.0 if state == "COMPLETED" else float(experiment.get("progress") or 0.0)
-    lines = [f"Experiment {experiment.get('id')} {experiment.get('name') or ''}: {state} "
-             f"({progress:.0%})"]
+    lines = [
+        f"Experiment {experiment.get('id')} {experiment.get('name') or ''}: {state} "
+        f"({progress:.0%})"
+    ]
     for trial in snapshot.get("trials") or []:
-        lines.append(f"  trial {trial.get('id')} {display_state(trial)} "
-                     f"steps={trial.get('steps_completed', 0)} best {metric}="
-                     f"{format_number(_metric_of(trial, 'best_validation', metric))}")
+        lines.append(
+            f"  trial {trial.get('id')} {display_state(trial)} "
+            f"steps={trial.get('steps_completed', 0)} best {metric}="
+            f"{format_number(_metric_of(trial, 'best_validation', metric))}"
+        )
     return "\n".join(lines)
 
 
@@ -356,8 +439,13 @@ class ExperimentWidget:
     def __init__(self, experiment_id: int, *, session: Any = None) -> None:
         self.experiment_id = int(experiment_id)
         self.session = session
-        self.snapshot: dict = {"experiment": {"id": self.experiment_id}, "trials": [],
-                               "metrics": [], "logs": [], "taken_at": None}
+        self.snapshot: dict = {
+            "experiment": {"id": self.experiment_id},
+            "trials": [],
+            "metrics": [],
+            "logs": [],
+            "taken_at": None,
+        }
         self.error = ""
         self._display_id = f"det-experiment-{experiment_id}-{uuid.uuid4().hex[:8]}"
         self._displayed = False
@@ -402,17 +490,25 @@ class ExperimentWidget:
         per_trial = curve_points_per_trial(len(trials))
         metrics: list[dict] = []
         for group in ("validation", "training"):
-            metrics.extend(session.get(f"/experiments/{self.experiment_id}/metrics", params={
-                "group": group, "max_datapoints": per_trial}).get("metrics", []))
+            metrics.extend(
+                session.get(
+                    f"/experiments/{self.experiment_id}/metrics",
+                    params={"group": group, "max_datapoints": per_trial},
+                ).get("metrics", [])
+            )
         logs: list[dict] = []
         for trial in sorted(trials, key=lambda t: t["id"])[-LOG_TAIL_TRIALS:]:
-            for line in session.get(f"/trials/{trial['id']}/logs",
-                                    params={"tail": LOG_TAIL_LINES}).get("logs", []):
+            for line in session.get(
+                f"/trials/{trial['id']}/logs", params={"tail": LOG_TAIL_LINES}
+            ).get("logs", []):
                 logs.append({**line, "line": cut_line(str(line.get("line", "")))})
-        snapshot = {"experiment": answer["experiment"], "trials": trials, "metrics": metrics,
-                    "logs": logs,
-                    "taken_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                        timespec="seconds")}
+        snapshot = {
+            "experiment": answer["experiment"],
+            "trials": trials,
+            "metrics": metrics,
+            "logs": logs,
+            "taken_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        }
         with self._lock:
             self.snapshot = snapshot
         return snapshot
@@ -427,10 +523,13 @@ class ExperimentWidget:
     def _repr_mimebundle_(self, **kwargs: Any) -> dict:
         with self._lock:
             snapshot = self.snapshot
-        return {MIME_TYPE: {"experiment_id": self.experiment_id, "snapshot": snapshot},
-                "text/html": snapshot_html(snapshot), "text/plain": snapshot_text(snapshot)}
+        return {
+            MIME_TYPE: {"experiment_id": self.experiment_id, "snapshot": snapshot},
+            "text/html": snapshot_html(snapshot),
+            "text/plain": snapshot_text(snapshot),
+        }
 
-    def show(self) -> "ExperimentWidget":
+    def show(self) -> ExperimentWidget:
         """Display under the running cell; later snapshots update this same output."""
         from IPython.display import display
 
@@ -451,13 +550,14 @@ class ExperimentWidget:
 
     # --- following ------------------------------------------------------------------------------
 
-    def follow(self) -> "ExperimentWidget":
+    def follow(self) -> ExperimentWidget:
         """Start the background thread that keeps the snapshot current (returns at once)."""
         if self._follower is not None and self._follower.is_alive():
             return self
         self._stop.clear()
-        self._follower = threading.Thread(target=self._follow, daemon=True,
-                                          name=f"det-widget-{self.experiment_id}")
+        self._follower = threading.Thread(
+            target=self._follow, daemon=True, name=f"det-widget-{self.experiment_id}"
+        )
         self._follower.start()
         return self
 
@@ -473,12 +573,18 @@ class ExperimentWidget:
                 answer = self._session().get(f"/experiments/{self.experiment_id}")
                 experiment = answer["experiment"]
                 # What a person sees change: state, progress, trials and their states/steps.
-                now_seen = (experiment.get("state"), round(float(experiment.get("progress") or 0), 3),
-                            tuple((t["id"], t.get("state"), t.get("run_state"),
-                                   t.get("steps_completed")) for t in answer.get("trials") or []))
+                now_seen = (
+                    experiment.get("state"),
+                    round(float(experiment.get("progress") or 0), 3),
+                    tuple(
+                        (t["id"], t.get("state"), t.get("run_state"), t.get("steps_completed"))
+                        for t in answer.get("trials") or []
+                    ),
+                )
                 finished = str(experiment.get("state")) in TERMINAL
-                if now_seen != seen and (finished or seen is None
-                                         or clock() - last_reload >= RELOAD_SECONDS):
+                if now_seen != seen and (
+                    finished or seen is None or clock() - last_reload >= RELOAD_SECONDS
+                ):
                     self.load()
                     self.refresh_display()
                     seen, last_reload = now_seen, clock()
@@ -504,8 +610,9 @@ class ExperimentWidget:
         return self.finished
 
 
-def show_experiment(experiment_id: int, *, session: Any = None, follow: bool = True,
-                    display: bool = True) -> ExperimentWidget:
+def show_experiment(
+    experiment_id: int, *, session: Any = None, follow: bool = True, display: bool = True
+) -> ExperimentWidget:
     """The live widget of one experiment, displayed under the running cell.
 
     Args:
@@ -529,6 +636,19 @@ def show_experiment(experiment_id: int, *, session: Any = None, follow: bool = T
     return widget
 
 
-__all__ = ["ExperimentWidget", "MIME_TYPE", "best_trial_id", "chart_range", "cut_line",
-           "format_number", "nice_ticks", "render_curve_svg", "render_trials_table",
-           "show_experiment", "snapshot_html", "snapshot_text", "thin", "top_trials"]
+__all__ = [
+    "ExperimentWidget",
+    "MIME_TYPE",
+    "best_trial_id",
+    "chart_range",
+    "cut_line",
+    "format_number",
+    "nice_ticks",
+    "render_curve_svg",
+    "render_trials_table",
+    "show_experiment",
+    "snapshot_html",
+    "snapshot_text",
+    "thin",
+    "top_trials",
+]

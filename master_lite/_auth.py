@@ -3,6 +3,7 @@
 Trial tokens are random per run; only their sha256 is stored, so the database never holds a
 usable credential.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,5 +48,12 @@ def tokens_equal(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 
 
-__all__ = ["UserPrincipal", "TrialPrincipal", "Principal", "new_user_token", "new_trial_token",
-           "hash_token", "tokens_equal"]
+__all__ = [
+    "UserPrincipal",
+    "TrialPrincipal",
+    "Principal",
+    "new_user_token",
+    "new_trial_token",
+    "hash_token",
+    "tokens_equal",
+]

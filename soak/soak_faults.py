@@ -6,6 +6,7 @@ equal an uninterrupted run's, SQLite's integrity check passes. Results go to ben
 ("Soak: faults").
 Run: PYTHONPATH=harness:. python soak/soak_faults.py [--rounds 10] [--seed 20261122]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,25 +27,33 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20261122)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="soak-faults-") as tmp:
-        summary = run_fault_rounds(pathlib.Path(tmp) / "root", args.rounds, args.seed,
-                                   log=lambda line: print(line, flush=True))
+        summary = run_fault_rounds(
+            pathlib.Path(tmp) / "root",
+            args.rounds,
+            args.seed,
+            log=lambda line: print(line, flush=True),
+        )
     failures = list(summary["mismatches"])
     if summary["state"] != "COMPLETED":
         failures.append(f"experiment ended {summary['state']}")
     if summary["integrity"] != "ok":
         failures.append(f"SQLite integrity check: {summary['integrity']}")
     kills = summary["faults"]
-    text = (f"{args.rounds} rounds, seed {args.seed}: {sum('trial process' in f for f in kills)} "
-            f"trial-process kills, {sum('master' in f for f in kills)} master kills; experiment "
-            f"{summary['state']}, {summary['trials']} trials, {summary['restarts']} trial "
-            f"restarts, integrity check {summary['integrity']}, "
-            f"{len(summary['mismatches'])} trials whose stored metrics differ from a clean run.")
+    text = (
+        f"{args.rounds} rounds, seed {args.seed}: {sum('trial process' in f for f in kills)} "
+        f"trial-process kills, {sum('master' in f for f in kills)} master kills; experiment "
+        f"{summary['state']}, {summary['trials']} trials, {summary['restarts']} trial "
+        f"restarts, integrity check {summary['integrity']}, "
+        f"{len(summary['mismatches'])} trials whose stored metrics differ from a clean run."
+    )
     print(text)
     for failure in failures:
         print("FAIL:", failure)
-    record("Soak: faults (soak/soak_faults.py)",
-           "Targets: every experiment completes; stored metrics equal a clean run's.\n\n"
-           f"{text}\n\nResult: {'PASS' if not failures else 'FAIL — ' + '; '.join(failures[:5])}")
+    record(
+        "Soak: faults (soak/soak_faults.py)",
+        "Targets: every experiment completes; stored metrics equal a clean run's.\n\n"
+        f"{text}\n\nResult: {'PASS' if not failures else 'FAIL — ' + '; '.join(failures[:5])}",
+    )
     return 1 if failures else 0
 
 

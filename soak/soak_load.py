@@ -29,6 +29,7 @@ Results go to bench/RESULTS.md ("Soak: load") unless --no-record.
 Run: PYTHONPATH=harness:. python soak/soak_load.py [--seconds 60] [--no-record]
      [--profile master.pstats]  (cProfile of the master's event loop thread, for diagnosis)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,14 @@ from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import (MasterProcess, context_tarball, percentile, record,  # noqa: E402
-                     wait_for_experiment, wait_until)
+from _common import (  # noqa: E402
+    MasterProcess,
+    context_tarball,
+    percentile,
+    record,
+    wait_for_experiment,
+    wait_until,
+)
 
 TRIALS = 32
 REPORT_INTERVAL_S = 0.01
@@ -141,8 +148,13 @@ def post_probe(url: str, token: str, trial_id: int, stop: Any, results: Any) -> 
         nonlocal step
         step += 1
         started = time.perf_counter()
-        answer = session.request("POST", f"/trials/{trial_id}/metrics", json_body={"reports": [
-            {"group": "training", "steps_completed": step, "metrics": {"x": 1.0}}]})
+        answer = session.request(
+            "POST",
+            f"/trials/{trial_id}/metrics",
+            json_body={
+                "reports": [{"group": "training", "steps_completed": step, "metrics": {"x": 1.0}}]
+            },
+        )
         latencies.append(time.perf_counter() - started)
         timing = answer.headers.get("Server-Timing", "")  # "master;dur=<ms>"
         if "dur=" in timing:
@@ -165,31 +177,55 @@ def soak_master(profile: str | None) -> Any:
 
 def sleeping_trial(master: MasterProcess, name: str) -> dict:
     exp_id = master.create_experiment(
-        {"name": name, "entrypoint": "sleep 3600", "max_restarts": 0,
-         "searcher": {"name": "single", "metric": "loss", "max_length": 1}}, None)
+        {
+            "name": name,
+            "entrypoint": "sleep 3600",
+            "max_restarts": 0,
+            "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+        },
+        None,
+    )
     return wait_until(lambda: master.trials(exp_id), 60, f"the {name} trial")[0]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--no-record", action="store_true",
-                        help="print the result only (do not update bench/RESULTS.md)")
-    parser.add_argument("--profile", metavar="PATH",
-                        help="write a cProfile of the master's event loop thread to PATH")
+    parser.add_argument(
+        "--no-record",
+        action="store_true",
+        help="print the result only (do not update bench/RESULTS.md)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="write a cProfile of the master's event loop thread to PATH",
+    )
     args = parser.parse_args()
     failures: list[str] = []
     with soak_master(args.profile) as master:
-        trials_cpu_start, trials_wall_start = (cpu_seconds(master.process.pid, children=True),
-                                               time.monotonic())
-        config = {"name": "soak-load", "entrypoint": f"python3 train.py {args.seconds}",
-                  "max_restarts": 0,
-                  "searcher": {"name": "grid", "metric": "loss", "max_length": 1,
-                               "max_concurrent_trials": TRIALS},
-                  "hyperparameters": {"i": {"type": "categorical", "vals": list(range(TRIALS))}}}
+        trials_cpu_start, trials_wall_start = (
+            cpu_seconds(master.process.pid, children=True),
+            time.monotonic(),
+        )
+        config = {
+            "name": "soak-load",
+            "entrypoint": f"python3 train.py {args.seconds}",
+            "max_restarts": 0,
+            "searcher": {
+                "name": "grid",
+                "metric": "loss",
+                "max_length": 1,
+                "max_concurrent_trials": TRIALS,
+            },
+            "hyperparameters": {"i": {"type": "categorical", "vals": list(range(TRIALS))}},
+        }
         exp_id = master.create_experiment(config, context_tarball({"train.py": TRIAL_SCRIPT}))
-        wait_until(lambda: sum(t["state"] == "ACTIVE" for t in master.trials(exp_id)) == TRIALS,
-                   120, f"{TRIALS} running trials")
+        wait_until(
+            lambda: sum(t["state"] == "ACTIVE" for t in master.trials(exp_id)) == TRIALS,
+            120,
+            f"{TRIALS} running trials",
+        )
         # The probes post for trials of their own (sleeping, so the user token may post).
         core_probe_trial = sleeping_trial(master, "soak-probe-core-api")
         post_probe_trial = sleeping_trial(master, "soak-probe-post")
@@ -197,10 +233,16 @@ def main() -> int:
         context = multiprocessing.get_context("spawn")
         stop = context.Event()
         core_results, post_results = context.Queue(), context.Queue()
-        probes = [context.Process(target=core_api_probe, args=(
-                      master.url, master.token, core_probe_trial, stop, core_results)),
-                  context.Process(target=post_probe, args=(
-                      master.url, master.token, post_probe_trial["id"], stop, post_results))]
+        probes = [
+            context.Process(
+                target=core_api_probe,
+                args=(master.url, master.token, core_probe_trial, stop, core_results),
+            ),
+            context.Process(
+                target=post_probe,
+                args=(master.url, master.token, post_probe_trial["id"], stop, post_results),
+            ),
+        ]
         for probe in probes:
             probe.start()
         pid = master.process.pid
@@ -220,15 +262,17 @@ def main() -> int:
             probe.join(60)
         experiment = wait_for_experiment(master, exp_id, timeout=300)
         # The trials' CPU (they have all ended): what the master competes with for 2 cores.
-        trials_cpu = ((cpu_seconds(master.process.pid, children=True) - trials_cpu_start)
-                      / (time.monotonic() - trials_wall_start))
+        trials_cpu = (cpu_seconds(master.process.pid, children=True) - trials_cpu_start) / (
+            time.monotonic() - trials_wall_start
+        )
         lost = 0
         for trial in master.trials(exp_id):
             logs = master.logs(trial["id"])
             sent_lines = [line for line in logs if line.startswith("SOAK_SENT ")]
             if not sent_lines:
-                failures.append(f"trial {trial['id']} did not report its count "
-                                f"({trial['state']}): {logs[-5:]}")
+                failures.append(
+                    f"trial {trial['id']} did not report its count ({trial['state']}): {logs[-5:]}"
+                )
                 continue
             sent = int(sent_lines[-1].split()[1])
             stored = len(master.series(trial["id"], "training"))
@@ -246,36 +290,44 @@ def main() -> int:
     p50, p99 = percentile(core_latencies, 50) * 1000, percentile(core_latencies, 99) * 1000
     post_p50 = percentile(post_latencies, 50) * 1000
     post_p99 = percentile(post_latencies, 99) * 1000
-    in_master = (f"p50 {percentile(post_in_master, 50) * 1000:.1f} ms, p99 "
-                 f"{percentile(post_in_master, 99) * 1000:.1f} ms" if post_in_master
-                 else "not reported")
+    in_master = (
+        f"p50 {percentile(post_in_master, 50) * 1000:.1f} ms, p99 "
+        f"{percentile(post_in_master, 99) * 1000:.1f} ms"
+        if post_in_master
+        else "not reported"
+    )
     if experiment["state"] != "COMPLETED":
         failures.append(f"experiment ended {experiment['state']}")
     if p99 >= 100:
         failures.append(f"p99 report latency {p99:.0f} ms ≥ 100 ms")
-    if rss_end > 1.2 * rss_early + 20 * 2 ** 20:
-        failures.append(f"master RSS grew from {rss_early / 2**20:.0f} MiB to "
-                        f"{rss_end / 2**20:.0f} MiB")
-    summary = (f"{TRIALS} trials x {args.seconds:.0f} s reporting every 10 ms: {total} reports "
-               f"stored, {lost} lost; report latency (Core API call -> committed and "
-               f"acknowledged) p50 {p50:.1f} ms, p99 {p99:.1f} ms ({len(core_latencies)} "
-               f"reports); plain one-report POST round trip p50 {post_p50:.1f} ms, p99 "
-               f"{post_p99:.1f} ms ({len(post_latencies)} POSTs), of which in the master "
-               f"(headers read to commit done) {in_master}; "
-               f"CPU: master {master_cpu:.0%} of one core, the 32 trial processes "
-               f"{trials_cpu:.0%} of one core (launch to exit); master RSS {rss_early / 2**20:.0f} MiB at "
-               f"{early:.0f} s -> {rss_end / 2**20:.0f} MiB at the end "
-               f"(max {max(samples) / 2**20:.0f} MiB)")
+    if rss_end > 1.2 * rss_early + 20 * 2**20:
+        failures.append(
+            f"master RSS grew from {rss_early / 2**20:.0f} MiB to {rss_end / 2**20:.0f} MiB"
+        )
+    summary = (
+        f"{TRIALS} trials x {args.seconds:.0f} s reporting every 10 ms: {total} reports "
+        f"stored, {lost} lost; report latency (Core API call -> committed and "
+        f"acknowledged) p50 {p50:.1f} ms, p99 {p99:.1f} ms ({len(core_latencies)} "
+        f"reports); plain one-report POST round trip p50 {post_p50:.1f} ms, p99 "
+        f"{post_p99:.1f} ms ({len(post_latencies)} POSTs), of which in the master "
+        f"(headers read to commit done) {in_master}; "
+        f"CPU: master {master_cpu:.0%} of one core, the 32 trial processes "
+        f"{trials_cpu:.0%} of one core (launch to exit); master RSS {rss_early / 2**20:.0f} MiB at "
+        f"{early:.0f} s -> {rss_end / 2**20:.0f} MiB at the end "
+        f"(max {max(samples) / 2**20:.0f} MiB)"
+    )
     print(summary)
     for failure in failures:
         print("FAIL:", failure)
     if not args.no_record:
-        record("Soak: load (soak/soak_load.py)",
-               "Targets: zero points lost, p99 report latency < 100 ms, master memory flat. "
-               "Report latency: from the report call (through the Core API's report courier) until "
-               "the master acknowledged the POST carrying it, after committing it to SQLite "
-               "(see the script's docstring).\n\n"
-               f"{summary}.\n\nResult: {'PASS' if not failures else 'FAIL — ' + '; '.join(failures)}")
+        record(
+            "Soak: load (soak/soak_load.py)",
+            "Targets: zero points lost, p99 report latency < 100 ms, master memory flat. "
+            "Report latency: from the report call (through the Core API's report courier) until "
+            "the master acknowledged the POST carrying it, after committing it to SQLite "
+            "(see the script's docstring).\n\n"
+            f"{summary}.\n\nResult: {'PASS' if not failures else 'FAIL — ' + '; '.join(failures)}",
+        )
     return 1 if failures else 0
 
 

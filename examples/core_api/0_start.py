@@ -1,4 +1,5 @@
 """Stage 0: a toy "model" (an integer x) trained for 100 batches, no Determined code yet."""
+
 import logging  # noqa: F401 - kept to mirror Determined's tutorial, unused here
 import sys  # noqa: F401
 import time
@@ -6,7 +7,7 @@ import time
 
 def main(increment_by):
     x = 0
-    for batch in range(100):
+    for _batch in range(100):
         x += increment_by
         time.sleep(0.1)
         print("x is now", x)

@@ -1,4 +1,5 @@
 """Stage 1: report training metrics, progress and one validation metric to the master."""
+
 import logging
 import time
 
@@ -13,7 +14,9 @@ def main(core_context, increment_by):
         time.sleep(0.1)
         logging.info(f"x is now {x}")
         if steps_completed % 10 == 0:
-            core_context.train.report_training_metrics(steps_completed=steps_completed, metrics={"x": x})
+            core_context.train.report_training_metrics(
+                steps_completed=steps_completed, metrics={"x": x}
+            )
             core_context.train.report_progress(steps_completed / 100.0)
     core_context.train.report_validation_metrics(steps_completed=steps_completed, metrics={"x": x})
 

@@ -1,4 +1,5 @@
 """Stage 2: checkpoint every 10 batches, resume after a pause, stop when the master asks."""
+
 import logging
 import pathlib
 import sys
@@ -34,7 +35,9 @@ def main(core_context, latest_checkpoint, trial_id, increment_by):
         time.sleep(0.1)
         logging.info(f"x is now {x}")
         if steps_completed % 10 == 0:
-            core_context.train.report_training_metrics(steps_completed=steps_completed, metrics={"x": x})
+            core_context.train.report_training_metrics(
+                steps_completed=steps_completed, metrics={"x": x}
+            )
             core_context.train.report_progress(steps_completed / 100.0)
             checkpoint_metadata = {"steps_completed": steps_completed}
             with core_context.checkpoint.store_path(checkpoint_metadata) as (path, uuid):
@@ -60,4 +63,9 @@ if __name__ == "__main__":
     trial_id = info.trial.trial_id
 
     with det.core.init() as core_context:
-        main(core_context=core_context, latest_checkpoint=latest_checkpoint, trial_id=trial_id, increment_by=1)
+        main(
+            core_context=core_context,
+            latest_checkpoint=latest_checkpoint,
+            trial_id=trial_id,
+            increment_by=1,
+        )

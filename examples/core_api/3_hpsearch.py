@@ -3,6 +3,7 @@
 Each op asks "train until your total reaches op.length batches, then validate". ASHA hands out
 short ops to many trials and longer ops only to the best ones.
 """
+
 import logging
 import pathlib
 import sys
@@ -42,7 +43,9 @@ def main(core_context, latest_checkpoint, trial_id, increment_by):
             time.sleep(0.1)
             logging.info(f"x is now {x}")
             if steps_completed % 10 == 0:
-                core_context.train.report_training_metrics(steps_completed=steps_completed, metrics={"x": x})
+                core_context.train.report_training_metrics(
+                    steps_completed=steps_completed, metrics={"x": x}
+                )
                 op.report_progress(steps_completed)
                 checkpoint_metadata = {"steps_completed": steps_completed}
                 with core_context.checkpoint.store_path(checkpoint_metadata) as (path, uuid):

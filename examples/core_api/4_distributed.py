@@ -9,6 +9,7 @@ worker's increment_by, so with 8 slots x ends at 800 * increment_by.
 Real jobs would rather use a launcher such as ``python3 -m determined.launch.torch_distributed``;
 this one shows what such a launcher does.
 """
+
 import logging
 import pathlib
 import queue
@@ -148,8 +149,12 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
         sys.exit(
             worker_main(
-                slots_per_node, num_nodes, cross_rank, chief_ip,
-                rank=int(sys.argv[2]), local_rank=int(sys.argv[3]),
+                slots_per_node,
+                num_nodes,
+                cross_rank,
+                chief_ip,
+                rank=int(sys.argv[2]),
+                local_rank=int(sys.argv[3]),
             )  # fmt: skip
         )
     raise ValueError(f"usage: {sys.argv[0]} launcher | worker RANK LOCAL_RANK (got {sys.argv[1:]})")

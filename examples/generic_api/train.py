@@ -3,6 +3,7 @@
 Runs on the master (`det e create const.yaml .` / `adaptive.yaml`) and in a plain `python train.py`
 (then the hyperparameters below and a single one-epoch search operation stand in).
 """
+
 import logging
 
 import torch
@@ -39,7 +40,9 @@ def main(context):
     torch.manual_seed(context.training.trial_seed)
     (train_x, train_y), validation = make_data(context.training.trial_seed)
     model = torch.nn.Sequential(
-        torch.nn.Linear(64, hparams["hidden_size"]), torch.nn.ReLU(), torch.nn.Linear(hparams["hidden_size"], 10)
+        torch.nn.Linear(64, hparams["hidden_size"]),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hparams["hidden_size"], 10),
     )
     optimizer = torch.optim.SGD(model.parameters(), lr=hparams["learning_rate"])
     epochs_trained, batches_trained = 0, 0

@@ -1,9 +1,10 @@
 """A Native API example: an MLP on scikit-learn's digits, written as a plain Keras script.
 
-    python train.py                 # submit to the master (random search, 3 trials) and exit
-    python train.py --local         # train here, for searcher.max_length, metrics as a table
-    python train.py --local --test  # one batch, one validation, one checkpoint: a smoke test
+python train.py                 # submit to the master (random search, 3 trials) and exit
+python train.py --local         # train here, for searcher.max_length, metrics as a table
+python train.py --local --test  # one batch, one validation, one checkpoint: a smoke test
 """
+
 import argparse
 import os
 
@@ -32,9 +33,13 @@ config = {
 }
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-parser.add_argument("--local", action="store_true", help="train in this process instead of submitting")
+parser.add_argument(
+    "--local", action="store_true", help="train in this process instead of submitting"
+)
 parser.add_argument("--test", action="store_true", help="one batch, validation and checkpoint")
-parser.add_argument("--master", default=None, help="master URL (default: DET_MASTER or the local master)")
+parser.add_argument(
+    "--master", default=None, help="master URL (default: DET_MASTER or the local master)"
+)
 parser.add_argument("--max-batches", type=int, default=None, help="override searcher.max_length")
 parser.add_argument("--searcher", choices=["random", "single"], default="random")
 parser.add_argument("--seed", type=int, default=None, help="reproducibility.experiment_seed")
@@ -49,7 +54,10 @@ if args.seed is not None:
     config["reproducibility"] = {"experiment_seed": args.seed}
 
 context = det.experimental.keras.init(
-    config, local=args.local, test=args.test, context_dir=os.path.dirname(os.path.abspath(__file__)),
+    config,
+    local=args.local,
+    test=args.test,
+    context_dir=os.path.dirname(os.path.abspath(__file__)),
     master_url=args.master,
 )
 

@@ -3,7 +3,8 @@
 Run it on the master with `det e create const.yaml .` (or random.yaml for a search), or locally
 with `python3 trainer_main.py`.
 """
-from typing import Any, Dict
+
+from typing import Any
 
 import torch
 from sklearn.datasets import load_digits
@@ -37,18 +38,24 @@ class DigitsTrial(det_torch.PyTorchTrial):
             )
         )
         self.optimizer = context.wrap_optimizer(
-            torch.optim.SGD(self.model.parameters(), lr=float(context.get_hparam("learning_rate")), momentum=0.9)
+            torch.optim.SGD(
+                self.model.parameters(), lr=float(context.get_hparam("learning_rate")), momentum=0.9
+            )
         )
         self.train_data, self.validation_data = digits_datasets()
         self.loss_fn = nn.CrossEntropyLoss()
 
     def build_training_data_loader(self) -> det_torch.DataLoader:
-        return det_torch.DataLoader(self.train_data, batch_size=self.context.get_per_slot_batch_size(), shuffle=True)
+        return det_torch.DataLoader(
+            self.train_data, batch_size=self.context.get_per_slot_batch_size(), shuffle=True
+        )
 
     def build_validation_data_loader(self) -> det_torch.DataLoader:
-        return det_torch.DataLoader(self.validation_data, batch_size=self.context.get_per_slot_batch_size())
+        return det_torch.DataLoader(
+            self.validation_data, batch_size=self.context.get_per_slot_batch_size()
+        )
 
-    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> Dict[str, Any]:
+    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict[str, Any]:
         x, y = batch
         logits = self.model(x)
         loss = self.loss_fn(logits, y)
@@ -56,7 +63,7 @@ class DigitsTrial(det_torch.PyTorchTrial):
         self.context.step_optimizer(self.optimizer)
         return {"loss": loss, "accuracy": (logits.argmax(dim=1) == y).float().mean()}
 
-    def evaluate_batch(self, batch: Any, batch_idx: int) -> Dict[str, Any]:
+    def evaluate_batch(self, batch: Any, batch_idx: int) -> dict[str, Any]:
         x, y = batch
         logits = self.model(x)
         return {

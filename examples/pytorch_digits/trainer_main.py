@@ -2,11 +2,13 @@
 
 Off the master the hyperparameters below are used; on the master they come from the config.
 """
+
 import logging
+
+from model_def import DigitsTrial
 
 import determined as det
 import determined.pytorch as det_torch
-from model_def import DigitsTrial
 
 LOCAL_HPARAMS = {"global_batch_size": 32, "learning_rate": 0.05, "hidden_size": 64, "dropout": 0.1}
 

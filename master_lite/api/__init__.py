@@ -6,6 +6,7 @@ jupyter_server pass `base_handler=APIHandler` and a `user_auth(handler, action)`
 Jupyter's logged-in user when the server's authorizer allows the operation's action
 (`Operation.action_for`).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,7 +14,6 @@ from typing import Any
 import tornado.web
 
 from determined.common import context as context_mod
-
 from master_lite.api._base import (
     ApiError,
     ApiHandlerMixin,
@@ -26,11 +26,14 @@ from master_lite.api._openapi import build_document
 from master_lite.api._routes import ROUTES
 
 
-def make_handlers(master: Any, prefix: str = "", *,
-                  base_handler: type[tornado.web.RequestHandler] = tornado.web.RequestHandler,
-                  user_auth: UserAuth | None = None,
-                  context_size_limit: int = context_mod.DEFAULT_LIMIT_BYTES,
-                  ) -> list[tuple[str, type, dict]]:
+def make_handlers(
+    master: Any,
+    prefix: str = "",
+    *,
+    base_handler: type[tornado.web.RequestHandler] = tornado.web.RequestHandler,
+    user_auth: UserAuth | None = None,
+    context_size_limit: int = context_mod.DEFAULT_LIMIT_BYTES,
+) -> list[tuple[str, type, dict]]:
     """Tornado `(pattern, handler class, kwargs)` for every route, under `prefix/api/v1`.
 
     `prefix` is the URL path before `/api/v1` ("" standalone; "<base_url>determined" in
@@ -38,8 +41,11 @@ def make_handlers(master: Any, prefix: str = "", *,
     """
     prefix = prefix.rstrip("/")
     shared = {"api_routes": ROUTES, "api_prefix": prefix}
-    common = {"master": master, "user_auth": user_auth,
-              "body_limit": max_body_bytes(context_size_limit)}
+    common = {
+        "master": master,
+        "user_auth": user_auth,
+        "body_limit": max_body_bytes(context_size_limit),
+    }
     handlers: list[tuple[str, type, dict]] = []
     for route in ROUTES:
         for method in route.operations:
@@ -47,13 +53,31 @@ def make_handlers(master: Any, prefix: str = "", *,
             # method is marked; ours authenticate trial tokens themselves (and ask `user_auth`).
             setattr(getattr(route.handler, method), "__allow_unauthenticated", True)
         handler = type(route.handler.__name__, (route.handler, base_handler), dict(shared))
-        handlers.append((prefix + "/api/v1" + route.tornado_pattern(), handler,
-                         {**common, "route": route}))
+        handlers.append(
+            (prefix + "/api/v1" + route.tornado_pattern(), handler, {**common, "route": route})
+        )
     not_found = type("NotFoundHandler", (NotFoundHandlerMixin, base_handler), dict(shared))
-    handlers.append((prefix + "/api/v1/.*", not_found,
-                     {**common, "route": Route("/.*", NotFoundHandlerMixin, {})}))
+    handlers.append(
+        (
+            prefix + "/api/v1/.*",
+            not_found,
+            {**common, "route": Route("/.*", NotFoundHandlerMixin, {})},
+        )
+    )
     return handlers
 
 
-__all__ = ["make_handlers", "build_document", "ROUTES", "Route", "Operation", "Param",
-           "PathParam", "TrialScope", "ApiError", "ApiHandlerMixin", "UserAuth", "max_body_bytes"]
+__all__ = [
+    "make_handlers",
+    "build_document",
+    "ROUTES",
+    "Route",
+    "Operation",
+    "Param",
+    "PathParam",
+    "TrialScope",
+    "ApiError",
+    "ApiHandlerMixin",
+    "UserAuth",
+    "max_body_bytes",
+]

@@ -1,4 +1,5 @@
 """Allocation signals (preemption), slots, and what the master is."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,14 +10,18 @@ from master_lite.api._base import ApiHandlerMixin
 
 def master_info(master: Any) -> dict:
     # The harness's version is the API version we implement.
-    return {"version": harness.VERSION, "root_dir": str(master.root_dir),
-            "cluster_id": master.cluster_id}
+    return {
+        "version": harness.VERSION,
+        "root_dir": str(master.root_dir),
+        "cluster_id": master.cluster_id,
+    }
 
 
 class PreemptionHandler(ApiHandlerMixin):
     async def get(self, allocation_id: str) -> None:
-        preempt = await self.call(self.master.wait_preemption, allocation_id,
-                                  self.args["timeout_seconds"])
+        preempt = await self.call(
+            self.master.wait_preemption, allocation_id, self.args["timeout_seconds"]
+        )
         self.send_json({"preempt": bool(preempt)})
 
 

@@ -4,6 +4,7 @@ The logic lives in `ApiHandlerMixin`, which `make_handlers` combines with a base
 `tornado.web.RequestHandler` standalone, jupyter_server's `APIHandler` inside JupyterLab. So the
 same handlers serve both, and nothing here may assume more of the base class than tornado gives.
 """
+
 from __future__ import annotations
 
 import base64
@@ -17,7 +18,7 @@ import logging
 import re
 import sqlite3
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tornado.web
 
@@ -26,7 +27,7 @@ from master_lite import errors
 from master_lite._auth import TrialPrincipal, UserPrincipal
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
 
-SQLITE_INT_MIN, SQLITE_INT_MAX = -(2 ** 63), 2 ** 63 - 1
+SQLITE_INT_MIN, SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
 log = logging.getLogger("master_lite.api")
 
@@ -82,8 +83,9 @@ def openapi_to_jsonschema(schema: Any) -> Any:
         return [openapi_to_jsonschema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    converted = {key: openapi_to_jsonschema(value) for key, value in schema.items()
-                 if key != "nullable"}
+    converted = {
+        key: openapi_to_jsonschema(value) for key, value in schema.items() if key != "nullable"
+    }
     if schema.get("nullable"):
         return {"anyOf": [converted, {"type": "null"}]}
     return converted
@@ -100,7 +102,7 @@ def _error_line(error: Any) -> str:
         error = max(error.context, key=lambda inner: len(inner.absolute_path))
     line = f"{_schema_path(error.absolute_path)}: {error.message}"
     # Messages quote the offending value, which may be a whole metrics batch.
-    return line if len(line) <= MAX_ERROR_LINE else line[:MAX_ERROR_LINE - 3] + "..."
+    return line if len(line) <= MAX_ERROR_LINE else line[: MAX_ERROR_LINE - 3] + "..."
 
 
 def _validator(schema: dict) -> Any:
@@ -137,8 +139,11 @@ def _parse_query_value(param: Param, raw: str) -> Any:
         if param.enum is not None:
             unknown = [item for item in value if item not in param.enum]
             if unknown:
-                raise ApiError(400, f"{where}: unknown value(s) {', '.join(unknown)}; "
-                                    f"choose from {', '.join(param.enum)}")
+                raise ApiError(
+                    400,
+                    f"{where}: unknown value(s) {', '.join(unknown)}; "
+                    f"choose from {', '.join(param.enum)}",
+                )
         return value
     else:
         value = raw
@@ -151,7 +156,14 @@ def _parse_query_value(param: Param, raw: str) -> Any:
     return value
 
 
-class ApiHandlerMixin:
+if TYPE_CHECKING:
+    # What the mixins are mixed into: tornado's RequestHandler, or jupyter_server's APIHandler.
+    _Handler = tornado.web.RequestHandler
+else:
+    _Handler = object
+
+
+class ApiHandlerMixin(_Handler):
     """Handler logic; concrete handlers are `type(name, (Handler, base_handler), {})`.
 
     Before a handler method runs, `prepare` has: authenticated the caller (`self.principal`),
@@ -173,8 +185,15 @@ class ApiHandlerMixin:
     args: dict[str, Any]
     body: Any = None
 
-    def initialize(self, *, master: Any, route: Route, user_auth: UserAuth | None,
-                   body_limit: int, **kwargs: Any) -> None:
+    def initialize(
+        self,
+        *,
+        master: Any,
+        route: Route,
+        user_auth: UserAuth | None,
+        body_limit: int,
+        **kwargs: Any,
+    ) -> None:
         self.master = master
         self.route = route
         self.user_auth = user_auth
@@ -202,7 +221,7 @@ class ApiHandlerMixin:
         # a request that carries a valid master-issued token is not a browser form post.
         if self._principal_from_token() is not None:
             return None
-        return super().check_xsrf_cookie()  # type: ignore[misc]
+        return super().check_xsrf_cookie()
 
     async def _authenticate(self, action: str) -> UserPrincipal | TrialPrincipal:
         principal = self._principal_from_token()
@@ -217,18 +236,24 @@ class ApiHandlerMixin:
             if allowed:
                 return UserPrincipal()
         if self.request_token():
-            raise ApiError(401, "missing or invalid token: the token given is not the master's "
-                                "token nor a live trial's session token")
-        raise ApiError(401, "missing or invalid token: send 'Authorization: Bearer <token>' "
-                            "(the token is in <root_dir>/master.json)")
+            raise ApiError(
+                401,
+                "missing or invalid token: the token given is not the master's "
+                "token nor a live trial's session token",
+            )
+        raise ApiError(
+            401,
+            "missing or invalid token: send 'Authorization: Bearer <token>' "
+            "(the token is in <root_dir>/master.json)",
+        )
 
     # --- the request pipeline ----------------------------------------------------------------
 
     async def prepare(self) -> None:
-        parent = super().prepare()  # type: ignore[misc]
+        parent = super().prepare()
         if inspect.isawaitable(parent):
             await parent
-        if self._finished:  # type: ignore[attr-defined]
+        if self._finished:
             return
         method = self.request.method.lower()
         if method not in self.route.operations:
@@ -236,9 +261,12 @@ class ApiHandlerMixin:
         operation = self.route.operations[method]
         self._convert_path_params()
         if len(self.request.body or b"") > self.body_limit:
-            raise ApiError(413, f"request body of {len(self.request.body)} bytes exceeds the limit "
-                                f"of {self.body_limit} bytes (context_size_limit, base64-encoded, "
-                                "plus the config); shrink the context with a .detignore file")
+            raise ApiError(
+                413,
+                f"request body of {len(self.request.body)} bytes exceeds the limit "
+                f"of {self.body_limit} bytes (context_size_limit, base64-encoded, "
+                "plus the config); shrink the context with a .detignore file",
+            )
         if operation.auth:
             self.principal = await self._authenticate(operation.action_for(method))
         trial = self.principal if isinstance(self.principal, TrialPrincipal) else None
@@ -252,22 +280,22 @@ class ApiHandlerMixin:
 
     def _convert_path_params(self) -> None:
         for param in self.route.params:
-            raw = self.path_kwargs.get(param.name)  # type: ignore[attr-defined]
+            raw = self.path_kwargs.get(param.name)
             if raw is not None:
                 value = param.convert(raw)
                 # No row can have an id beyond SQLite's integers (which would raise there).
                 if isinstance(value, int) and not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
                     raise ApiError(404, f"{param.description} {raw} not found")
-                self.path_kwargs[param.name] = value  # type: ignore[attr-defined]
+                self.path_kwargs[param.name] = value
 
     def _query_value(self, param: Param) -> Any:
-        raw = self.get_query_argument(param.name, None)  # type: ignore[attr-defined]
+        raw = self.get_query_argument(param.name, None)
         if raw is None or raw == "":
             return param.default
         return _parse_query_value(param, raw)
 
     def _json_body(self, schema: dict, fast_accept: Callable[[Any], bool] | None = None) -> Any:
-        raw = self.request.body or b""  # type: ignore[attr-defined]
+        raw = self.request.body or b""
         if not raw.strip():
             body: Any = {}
         else:
@@ -278,8 +306,9 @@ class ApiHandlerMixin:
         if fast_accept is not None and fast_accept(body):
             return body
         validator = _validator(schema)
-        problems = sorted(validator.iter_errors(body),
-                          key=lambda error: list(map(str, error.absolute_path)))
+        problems = sorted(
+            validator.iter_errors(body), key=lambda error: list(map(str, error.absolute_path))
+        )
         if problems:
             messages = [_error_line(e) for e in problems]
             raise ApiError(400, f"invalid request body: {messages[0]}", messages)
@@ -288,40 +317,55 @@ class ApiHandlerMixin:
     def _check_path_scope(self, principal: TrialPrincipal, operation: Operation) -> None:
         who = f"trial token of trial {principal.trial_id}"
         scope = operation.trial_scope
-        kwargs = self.path_kwargs  # type: ignore[attr-defined]
+        kwargs = self.path_kwargs
         if scope is None:
-            raise ApiError(403, f"{who} may not call {self.request.method} "
-                                f"{self.request.path}: this endpoint needs the user token")
+            raise ApiError(
+                403,
+                f"{who} may not call {self.request.method} "
+                f"{self.request.path}: this endpoint needs the user token",
+            )
         if scope is TrialScope.TRIAL and kwargs["trial_id"] != principal.trial_id:
             raise ApiError(403, f"{who} may not access trial {kwargs['trial_id']}")
         if scope is TrialScope.ALLOCATION and kwargs["allocation_id"] != principal.allocation_id:
-            raise ApiError(403, f"{who} (allocation {principal.allocation_id}) may not access "
-                                f"allocation {kwargs['allocation_id']}")
+            raise ApiError(
+                403,
+                f"{who} (allocation {principal.allocation_id}) may not access "
+                f"allocation {kwargs['allocation_id']}",
+            )
         if scope is TrialScope.EXPERIMENT and kwargs["experiment_id"] != principal.experiment_id:
-            raise ApiError(403, f"{who} (experiment {principal.experiment_id}) may not access "
-                                f"experiment {kwargs['experiment_id']}")
+            raise ApiError(
+                403,
+                f"{who} (experiment {principal.experiment_id}) may not access "
+                f"experiment {kwargs['experiment_id']}",
+            )
 
     def _check_resource_scope(self, principal: TrialPrincipal, operation: Operation) -> None:
         """Checks that need the body or a stored object (run after parsing)."""
         who = f"trial token of trial {principal.trial_id}"
         scope = operation.trial_scope
         if scope is TrialScope.CHECKPOINT_READ:
-            self._check_checkpoint_readable(principal, self.path_kwargs["uuid"])  # type: ignore
+            self._check_checkpoint_readable(principal, self.path_kwargs["uuid"])
         if scope is TrialScope.CHECKPOINT_REPORT:
             trial_id = checkpoint_trial_id(self.body)
             if trial_id != principal.trial_id:
                 raise ApiError(403, f"{who} may not report a checkpoint of trial {trial_id}")
             allocation_id = self.body.get("allocationId")
             if allocation_id is not None and allocation_id != principal.allocation_id:
-                raise ApiError(403, f"{who} (allocation {principal.allocation_id}) may not report "
-                                    f"a checkpoint of allocation {allocation_id}")
+                raise ApiError(
+                    403,
+                    f"{who} (allocation {principal.allocation_id}) may not report "
+                    f"a checkpoint of allocation {allocation_id}",
+                )
         if scope is TrialScope.CHECKPOINT_DELETE:
             for item in self.body.get("checkpoints", []):
                 checkpoint = self.master.get_checkpoint(item["uuid"])
                 if checkpoint.get("experiment_id") != principal.experiment_id:
-                    raise ApiError(403, f"{who} (experiment {principal.experiment_id}) may not "
-                                        f"delete checkpoint {item['uuid']} of experiment "
-                                        f"{checkpoint.get('experiment_id')}")
+                    raise ApiError(
+                        403,
+                        f"{who} (experiment {principal.experiment_id}) may not "
+                        f"delete checkpoint {item['uuid']} of experiment "
+                        f"{checkpoint.get('experiment_id')}",
+                    )
 
     def _check_checkpoint_readable(self, principal: TrialPrincipal, uuid: str) -> None:
         checkpoint = self.master.get_checkpoint(uuid)  # NotFound -> 404 either way
@@ -329,9 +373,12 @@ class ApiHandlerMixin:
             return
         if uuid in self._warm_start_sources(principal):
             return
-        raise ApiError(403, f"trial token of trial {principal.trial_id} (experiment "
-                            f"{principal.experiment_id}) may not access checkpoint {uuid} of "
-                            f"experiment {checkpoint.get('experiment_id')}")
+        raise ApiError(
+            403,
+            f"trial token of trial {principal.trial_id} (experiment "
+            f"{principal.experiment_id}) may not access checkpoint {uuid} of "
+            f"experiment {checkpoint.get('experiment_id')}",
+        )
 
     def _warm_start_sources(self, principal: TrialPrincipal) -> set[str]:
         """Checkpoints a trial may start from although another experiment wrote them."""
@@ -349,18 +396,18 @@ class ApiHandlerMixin:
     # --- answers -----------------------------------------------------------------------------
 
     def send_json(self, payload: Any, status: int = 200) -> None:
-        self.set_status(status)  # type: ignore[attr-defined]
-        self.set_header("Content-Type", "application/json; charset=UTF-8")  # type: ignore
-        self.finish(json.dumps(payload, default=_json_default))  # type: ignore[attr-defined]
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(json.dumps(payload, default=_json_default))
 
     async def send_bytes(self, data: bytes, content_type: str, filename: str) -> None:
-        self.set_header("Content-Type", content_type)  # type: ignore[attr-defined]
-        self.set_header("Content-Disposition", f'attachment; filename="{filename}"')  # type: ignore
-        self.set_header("Content-Length", len(data))  # type: ignore[attr-defined]
-        self.write(data)  # type: ignore[attr-defined]
+        self.set_header("Content-Type", content_type)
+        self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
+        self.set_header("Content-Length", len(data))
+        self.write(data)
         # Headers go out now: jupyter's APIHandler.finish() would relabel them as JSON.
-        await self.flush()  # type: ignore[attr-defined]
-        self.finish()  # type: ignore[attr-defined]
+        await self.flush()
+        self.finish()
 
     async def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call a facade method; some (long polls) are coroutines."""
@@ -376,10 +423,15 @@ class ApiHandlerMixin:
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         if isinstance(value, (ApiError, errors.MasterError)):
-            log.info("%s %s -> %s: %s", self.request.method, self.request.path,
-                     getattr(value, "status", "?"), value)
+            log.info(
+                "%s %s -> %s: %s",
+                self.request.method,
+                self.request.path,
+                getattr(value, "status", "?"),
+                value,
+            )
             return
-        super().log_exception(typ, value, tb)  # type: ignore[misc]
+        super().log_exception(typ, value, tb)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
@@ -393,8 +445,10 @@ class ApiHandlerMixin:
             message = f"{self.request.method} is not allowed on {self.request.path}; use {allowed}"
         elif _is_storage_failure(exc):
             status_code = 507
-            message = (f"the master could not write to its store ({exc}): the disk holding its "
-                       "root dir may be full or read-only; free space and retry")
+            message = (
+                f"the master could not write to its store ({exc}): the disk holding its "
+                "root dir may be full or read-only; free space and retry"
+            )
         elif status_code >= 500:
             # The traceback went to the log (log_exception); never into the answer.
             message = "internal error in master_lite; the master's log has the details"
@@ -405,20 +459,25 @@ class ApiHandlerMixin:
         payload: dict[str, Any] = {"message": message}
         if errors_list:
             payload["errors"] = errors_list
-        self.clear_header("Content-Disposition")  # type: ignore[attr-defined]
-        self.set_status(status_code)  # type: ignore[attr-defined]
-        self.set_header("Content-Type", "application/json; charset=UTF-8")  # type: ignore
-        self.finish(json.dumps(payload))  # type: ignore[attr-defined]
+        self.clear_header("Content-Disposition")
+        self.set_status(status_code)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(json.dumps(payload))
 
 
 def _is_storage_failure(exc: BaseException | None) -> bool:
     """A full disk or read-only root dir (SQLite reports EFBIG as a disk I/O error)."""
     if isinstance(exc, sqlite3.OperationalError):
         text = str(exc).lower()
-        return any(sign in text for sign in ("disk is full", "disk i/o error", "readonly",
-                                             "read-only"))
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EROFS,
-                                                      errno.EDQUOT)
+        return any(
+            sign in text for sign in ("disk is full", "disk i/o error", "readonly", "read-only")
+        )
+    return isinstance(exc, OSError) and exc.errno in (
+        errno.ENOSPC,
+        errno.EFBIG,
+        errno.EROFS,
+        errno.EDQUOT,
+    )
 
 
 def checkpoint_trial_id(body: dict) -> int | None:
@@ -426,8 +485,8 @@ def checkpoint_trial_id(body: dict) -> int | None:
     if body.get("trialId") is not None:
         return int(body["trialId"])
     task_id = str(body.get("taskId") or "")
-    if task_id.startswith("trial-") and task_id[len("trial-"):].isdigit():
-        return int(task_id[len("trial-"):])
+    if task_id.startswith("trial-") and task_id[len("trial-") :].isdigit():
+        return int(task_id[len("trial-") :])
     return None
 
 
@@ -435,17 +494,29 @@ def decode_base64(value: str, field: str) -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except (ValueError, TypeError):
-        raise ApiError(400, f"{field}: not valid base64 (send the tar.gz bytes base64-encoded)",
-                       [f"{field}: not valid base64"]) from None
+        raise ApiError(
+            400,
+            f"{field}: not valid base64 (send the tar.gz bytes base64-encoded)",
+            [f"{field}: not valid base64"],
+        ) from None
 
 
 class NotFoundHandlerMixin(ApiHandlerMixin):
     """JSON 404 for any path under /api/v1 that no route serves."""
 
     async def prepare(self) -> None:
-        raise ApiError(404, f"no endpoint {self.request.method} {self.request.path}; "
-                            "GET /api/v1/openapi.json lists them all")
+        raise ApiError(
+            404,
+            f"no endpoint {self.request.method} {self.request.path}; "
+            "GET /api/v1/openapi.json lists them all",
+        )
 
 
-__all__ = ["ApiHandlerMixin", "ApiError", "NotFoundHandlerMixin", "max_body_bytes",
-           "checkpoint_trial_id", "decode_base64"]
+__all__ = [
+    "ApiHandlerMixin",
+    "ApiError",
+    "NotFoundHandlerMixin",
+    "max_body_bytes",
+    "checkpoint_trial_id",
+    "decode_base64",
+]

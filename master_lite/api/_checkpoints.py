@@ -1,4 +1,5 @@
 """Checkpoint endpoints: trials register and read them; people download them."""
+
 from __future__ import annotations
 
 from master_lite.api._base import ApiHandlerMixin, checkpoint_trial_id
@@ -35,5 +36,6 @@ class CheckpointHandler(ApiHandlerMixin):
 
 class CheckpointDownloadHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:
-        await self.send_bytes(self.master.checkpoint_archive(uuid), "application/gzip",
-                        f"checkpoint-{uuid}.tar.gz")
+        await self.send_bytes(
+            self.master.checkpoint_archive(uuid), "application/gzip", f"checkpoint-{uuid}.tar.gz"
+        )

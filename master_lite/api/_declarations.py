@@ -3,6 +3,7 @@
 One `Operation` per (path, method) says everything the handler pipeline, the auth check and the
 OpenAPI document need; `_routes.py` holds the table itself.
 """
+
 from __future__ import annotations
 
 import dataclasses

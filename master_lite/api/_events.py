@@ -1,4 +1,5 @@
 """Server-sent events: live experiment/trial/metric/log/checkpoint updates."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,10 @@ class EventsHandler(ApiHandlerMixin):
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")  # nginx: do not buffer the stream
         subscription = self.master.events.subscribe(
-            experiment_id=self.args["experiment_id"], trial_id=self.args["trial_id"],
-            types=self.args["types"] or None)
+            experiment_id=self.args["experiment_id"],
+            trial_id=self.args["trial_id"],
+            types=self.args["types"] or None,
+        )
         self._subscription = subscription
         try:
             # Send the headers now, so EventSource sees the stream open before the first event.

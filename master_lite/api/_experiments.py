@@ -1,4 +1,5 @@
 """Experiment endpoints: create, list, read, actions, and the searcher's best metric."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,32 +18,38 @@ def given_args(args: dict[str, Any], *names: str) -> dict[str, Any]:
 def send_metrics_json(handler: ApiHandlerMixin, metrics: str) -> None:
     """`{"metrics": [...]}` from the list's JSON text as the store made it: decoding and
     encoding thousands of reports again would cost more than reading them."""
-    handler.set_status(200)  # type: ignore[attr-defined]
-    handler.set_header("Content-Type", "application/json; charset=UTF-8")  # type: ignore
-    handler.finish('{"metrics": ' + metrics + "}")  # type: ignore[attr-defined]
+    handler.set_status(200)
+    handler.set_header("Content-Type", "application/json; charset=UTF-8")
+    handler.finish('{"metrics": ' + metrics + "}")
 
 
 def parse_trial_ids(values: list[str]) -> list[int]:
     """`trial_ids=1,2,3` (already split by the csv parameter) as ints; 400 names the bad one."""
     if len(values) > MAX_TRIAL_IDS:
-        raise ApiError(400, f"query parameter trial_ids: {len(values)} ids, at most "
-                            f"{MAX_TRIAL_IDS} per request (page through them)")
+        raise ApiError(
+            400,
+            f"query parameter trial_ids: {len(values)} ids, at most "
+            f"{MAX_TRIAL_IDS} per request (page through them)",
+        )
     ids = []
     for value in values:
         if not (value.isascii() and value.isdigit()) or len(value) > 18:  # no row has more
-            raise ApiError(400, f"query parameter trial_ids: expected comma-separated trial "
-                                f"ids, got {value!r}")
+            raise ApiError(
+                400, f"query parameter trial_ids: expected comma-separated trial ids, got {value!r}"
+            )
         ids.append(int(value))
     if not ids:
-        raise ApiError(400, "query parameter trial_ids: no trial id given (leave it out for "
-                            "every trial)")
+        raise ApiError(
+            400, "query parameter trial_ids: no trial id given (leave it out for every trial)"
+        )
     return ids
 
 
 class ExperimentsHandler(ApiHandlerMixin):
     async def get(self) -> None:
         experiments = self.master.list_experiments(
-            state=self.args["state"], name=self.args["name"], archived=self.args["archived"])
+            state=self.args["state"], name=self.args["name"], archived=self.args["archived"]
+        )
         self.send_json({"experiments": experiments})
 
     async def post(self) -> None:
@@ -51,8 +58,12 @@ class ExperimentsHandler(ApiHandlerMixin):
         if body.get("context") is not None:
             context = decode_base64(body["context"], "body.context")
         experiment = self.master.create_experiment(
-            body["config"], context, activate=body.get("activate", True),
-            archived=body.get("archived", False), notebook=body.get("notebook"))
+            body["config"],
+            context,
+            activate=body.get("activate", True),
+            archived=body.get("archived", False),
+            notebook=body.get("notebook"),
+        )
         self.send_json({"experiment": experiment}, status=201)
 
 
@@ -62,8 +73,7 @@ class ExperimentHandler(ApiHandlerMixin):
         # The list view leaves the (large) expanded config out; the detail view adds it.
         if "config" not in experiment:
             experiment["config"] = self.master.get_experiment_config(experiment_id)
-        self.send_json({"experiment": experiment,
-                        "trials": self.master.list_trials(experiment_id)})
+        self.send_json({"experiment": experiment, "trials": self.master.list_trials(experiment_id)})
 
 
 class ExperimentTrialsHandler(ApiHandlerMixin):
@@ -78,16 +88,18 @@ class ExperimentTrialsHandler(ApiHandlerMixin):
 
 class ExperimentCheckpointsHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
-        checkpoints = self.master.list_checkpoints(experiment_id=experiment_id,
-                                                   state=self.args["state"])
+        checkpoints = self.master.list_checkpoints(
+            experiment_id=experiment_id, state=self.args["state"]
+        )
         self.send_json({"checkpoints": checkpoints})
 
 
 class ExperimentContextHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
         data = self.master.get_experiment_context(experiment_id)
-        await self.send_bytes(data, "application/gzip",
-                              f"experiment-{experiment_id}-context.tar.gz")
+        await self.send_bytes(
+            data, "application/gzip", f"experiment-{experiment_id}-context.tar.gz"
+        )
 
 
 class ExperimentMetricsHandler(ApiHandlerMixin):
@@ -96,8 +108,12 @@ class ExperimentMetricsHandler(ApiHandlerMixin):
         if self.args["trial_ids"] is not None:
             sampling["trial_ids"] = parse_trial_ids(self.args["trial_ids"])
         metrics = self.master.get_metrics_json(
-            experiment_id=experiment_id, group=self.args["group"],
-            after_id=self.args["after_id"], limit=self.args["limit"], **sampling)
+            experiment_id=experiment_id,
+            group=self.args["group"],
+            after_id=self.args["after_id"],
+            limit=self.args["limit"],
+            **sampling,
+        )
         send_metrics_json(self, metrics)
 
 

@@ -1,4 +1,5 @@
 """The OpenAPI 3.0 document, generated from the route table so it cannot drift from it."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -38,72 +39,164 @@ OBJECT = {"type": "object"}
 TIME = {"type": "string", "format": "date-time"}
 EMPTY = obj()
 
-EXPERIMENT_STATES = ["ACTIVE", "PAUSED", "STOPPING_CANCELED", "STOPPING_COMPLETED",
-                     "STOPPING_ERROR", "COMPLETED", "CANCELED", "ERROR"]
-TRIAL_STATES = ["ACTIVE", "PAUSED", "STOPPING_CANCELED", "STOPPING_KILLED", "STOPPING_COMPLETED",
-                "STOPPING_ERROR", "COMPLETED", "CANCELED", "ERROR"]
+EXPERIMENT_STATES = [
+    "ACTIVE",
+    "PAUSED",
+    "STOPPING_CANCELED",
+    "STOPPING_COMPLETED",
+    "STOPPING_ERROR",
+    "COMPLETED",
+    "CANCELED",
+    "ERROR",
+]
+TRIAL_STATES = [
+    "ACTIVE",
+    "PAUSED",
+    "STOPPING_CANCELED",
+    "STOPPING_KILLED",
+    "STOPPING_COMPLETED",
+    "STOPPING_ERROR",
+    "COMPLETED",
+    "CANCELED",
+    "ERROR",
+]
 
 _METRIC_SUMMARY = nullable(obj(steps_completed=INTEGER, metrics=OBJECT, report_time=TIME))
 _NOTEBOOK_ERROR = obj(
-    ["cell_index", "line", "exception"], notebook=nullable(STRING), cell_id=nullable(STRING),
+    ["cell_index", "line", "exception"],
+    notebook=nullable(STRING),
+    cell_id=nullable(STRING),
     cell_index={**INTEGER, "description": "0-based among all the notebook's cells"},
     line={**INTEGER, "description": "1-based within the cell"},
-    exception={**STRING, "description": "e.g. 'ValueError: boom'"})
+    exception={**STRING, "description": "e.g. 'ValueError: boom'"},
+)
 
 SCHEMAS: dict[str, dict] = {
     "Error": obj(["message"], message=STRING, errors=array(STRING)),
     "Experiment": obj(
-        ["id", "state"], id=INTEGER, name=STRING, description=STRING, labels=array(STRING),
-        state={"type": "string", "enum": EXPERIMENT_STATES}, archived=BOOLEAN,
-        progress={"type": "number", "minimum": 0, "maximum": 1}, start_time=TIME,
+        ["id", "state"],
+        id=INTEGER,
+        name=STRING,
+        description=STRING,
+        labels=array(STRING),
+        state={"type": "string", "enum": EXPERIMENT_STATES},
+        archived=BOOLEAN,
+        progress={"type": "number", "minimum": 0, "maximum": 1},
+        start_time=TIME,
         end_time=nullable(TIME),
         searcher=obj(name=STRING, metric=STRING, smaller_is_better=BOOLEAN),
-        num_trials=INTEGER, best_validation=nullable(NUMBER), context_hash=nullable(STRING),
-        notebook=nullable(OBJECT), parent_id=nullable(INTEGER),
-        config={**OBJECT, "description": "the expanded config (GET /experiments/{id} only)"}),
+        num_trials=INTEGER,
+        best_validation=nullable(NUMBER),
+        context_hash=nullable(STRING),
+        notebook=nullable(OBJECT),
+        parent_id=nullable(INTEGER),
+        config={**OBJECT, "description": "the expanded config (GET /experiments/{id} only)"},
+    ),
     "Trial": obj(
-        ["id", "experiment_id", "state"], id=INTEGER, experiment_id=INTEGER, request_id=INTEGER,
-        state={"type": "string", "enum": TRIAL_STATES}, hparams=OBJECT, seed=INTEGER,
-        restarts=INTEGER, run_id=INTEGER, steps_completed=INTEGER, progress=NUMBER,
-        runner_state=STRING, start_time=TIME, end_time=nullable(TIME),
+        ["id", "experiment_id", "state"],
+        id=INTEGER,
+        experiment_id=INTEGER,
+        request_id=INTEGER,
+        state={"type": "string", "enum": TRIAL_STATES},
+        hparams=OBJECT,
+        seed=INTEGER,
+        restarts=INTEGER,
+        run_id=INTEGER,
+        steps_completed=INTEGER,
+        progress=NUMBER,
+        runner_state=STRING,
+        start_time=TIME,
+        end_time=nullable(TIME),
         exit_code=nullable(INTEGER),
-        exit_summary=nullable({**STRING, "description": (
-            "the last run's exit in words: 'exited with code N', or 'killed by signal NAME (N): "
-            "why' (killed by the user, preempted, possibly out of memory, reason unknown); "
-            "null after a clean exit")}),
-        run_state=nullable({"type": "string", "enum": ["QUEUED", "RUNNING"], "description": (
-            "of an ACTIVE trial: QUEUED while it waits for slots, RUNNING while an allocation "
-            "holds them; null when the trial is not ACTIVE")}),
-        notebook_error=nullable({**_NOTEBOOK_ERROR, "description": (
-            "where an exported notebook's code failed in the last run (from its "
-            "DET_NOTEBOOK_ERROR log line); null otherwise")}),
-        allocation_id=nullable(STRING), slot_ids=array(INTEGER),
-        latest_checkpoint=nullable(STRING), latest_training=_METRIC_SUMMARY,
-        latest_validation=_METRIC_SUMMARY, best_validation=_METRIC_SUMMARY,
-        searcher_metric=nullable(NUMBER)),
+        exit_summary=nullable(
+            {
+                **STRING,
+                "description": (
+                    "the last run's exit in words: 'exited with code N', or 'killed by signal NAME (N): "
+                    "why' (killed by the user, preempted, possibly out of memory, reason unknown); "
+                    "null after a clean exit"
+                ),
+            }
+        ),
+        run_state=nullable(
+            {
+                "type": "string",
+                "enum": ["QUEUED", "RUNNING"],
+                "description": (
+                    "of an ACTIVE trial: QUEUED while it waits for slots, RUNNING while an allocation "
+                    "holds them; null when the trial is not ACTIVE"
+                ),
+            }
+        ),
+        notebook_error=nullable(
+            {
+                **_NOTEBOOK_ERROR,
+                "description": (
+                    "where an exported notebook's code failed in the last run (from its "
+                    "DET_NOTEBOOK_ERROR log line); null otherwise"
+                ),
+            }
+        ),
+        allocation_id=nullable(STRING),
+        slot_ids=array(INTEGER),
+        latest_checkpoint=nullable(STRING),
+        latest_training=_METRIC_SUMMARY,
+        latest_validation=_METRIC_SUMMARY,
+        best_validation=_METRIC_SUMMARY,
+        searcher_metric=nullable(NUMBER),
+    ),
     "Metric": obj(
-        ["id", "trial_id", "group", "steps_completed", "metrics"], id=INTEGER, trial_id=INTEGER,
-        trial_run_id=INTEGER, group=STRING, steps_completed=INTEGER, metrics=OBJECT,
-        report_time=TIME),
+        ["id", "trial_id", "group", "steps_completed", "metrics"],
+        id=INTEGER,
+        trial_id=INTEGER,
+        trial_run_id=INTEGER,
+        group=STRING,
+        steps_completed=INTEGER,
+        metrics=OBJECT,
+        report_time=TIME,
+    ),
     "Log": obj(
-        ["id", "trial_id", "line"], id=INTEGER, trial_id=INTEGER, rank=nullable(INTEGER),
-        stream={"type": "string", "enum": ["stdout", "stderr", "master"]}, time=TIME,
-        line=STRING),
+        ["id", "trial_id", "line"],
+        id=INTEGER,
+        trial_id=INTEGER,
+        rank=nullable(INTEGER),
+        stream={"type": "string", "enum": ["stdout", "stderr", "master"]},
+        time=TIME,
+        line=STRING,
+    ),
     "Checkpoint": obj(
-        ["uuid", "trial_id", "experiment_id", "state"], uuid=STRING, trial_id=INTEGER,
-        experiment_id=INTEGER, allocation_id=nullable(STRING), steps_completed=INTEGER,
-        metadata=OBJECT, resources={"type": "object", "additionalProperties": INTEGER},
-        state={"type": "string", "enum": ["COMPLETED", "DELETED"]}, report_time=TIME,
-        path=STRING, validation_metrics=nullable(OBJECT)),
+        ["uuid", "trial_id", "experiment_id", "state"],
+        uuid=STRING,
+        trial_id=INTEGER,
+        experiment_id=INTEGER,
+        allocation_id=nullable(STRING),
+        steps_completed=INTEGER,
+        metadata=OBJECT,
+        resources={"type": "object", "additionalProperties": INTEGER},
+        state={"type": "string", "enum": ["COMPLETED", "DELETED"]},
+        report_time=TIME,
+        path=STRING,
+        validation_metrics=nullable(OBJECT),
+    ),
     "Slot": obj(
-        ["id", "type"], id=INTEGER, type={"type": "string", "enum": ["cpu", "gpu"]},
-        gpu=nullable(OBJECT), allocation_id=nullable(STRING), trial_id=nullable(INTEGER)),
+        ["id", "type"],
+        id=INTEGER,
+        type={"type": "string", "enum": ["cpu", "gpu"]},
+        gpu=nullable(OBJECT),
+        allocation_id=nullable(STRING),
+        trial_id=nullable(INTEGER),
+    ),
 }
 
-_ERROR_DESCRIPTIONS = {400: "bad input", 401: "missing or invalid token",
-                       403: "token not allowed here", 404: "not found",
-                       409: "not allowed in the current state", 413: "too large",
-                       507: "the store could not be written (disk full or read-only root dir)"}
+_ERROR_DESCRIPTIONS = {
+    400: "bad input",
+    401: "missing or invalid token",
+    403: "token not allowed here",
+    404: "not found",
+    409: "not allowed in the current state",
+    413: "too large",
+    507: "the store could not be written (disk full or read-only root dir)",
+}
 
 
 def _operation_id(method: str, path: str) -> str:
@@ -116,8 +209,16 @@ def build_document(routes: list[Route] | tuple[Route, ...], prefix: str = "") ->
     paths: dict[str, dict] = {}
     for route in routes:
         path_item: dict[str, Any] = {}
-        path_parameters = [{"name": p.name, "in": "path", "required": True, "schema": p.schema,
-                            "description": p.description} for p in route.params]
+        path_parameters = [
+            {
+                "name": p.name,
+                "in": "path",
+                "required": True,
+                "schema": p.schema,
+                "description": p.description,
+            }
+            for p in route.params
+        ]
         if path_parameters:
             path_item["parameters"] = path_parameters
         for method, operation in route.operations.items():
@@ -143,43 +244,62 @@ def build_document(routes: list[Route] | tuple[Route, ...], prefix: str = "") ->
                 description = param.description
                 if param.kind == "csv" and param.enum:
                     description += f" (comma-separated: {', '.join(param.enum)})"
-                parameters.append({"name": param.name, "in": "query", "required": False,
-                                   "schema": schema, "description": description})
+                parameters.append(
+                    {
+                        "name": param.name,
+                        "in": "query",
+                        "required": False,
+                        "schema": schema,
+                        "description": description,
+                    }
+                )
             if parameters:
                 entry["parameters"] = parameters
             if operation.request is not None:
-                entry["requestBody"] = {"required": True, "content": {
-                    "application/json": {"schema": operation.request}}}
+                entry["requestBody"] = {
+                    "required": True,
+                    "content": {"application/json": {"schema": operation.request}},
+                }
             if operation.content_type == "application/json":
                 content = {"application/json": {"schema": operation.response}}
             else:
                 content = {operation.content_type: {"schema": operation.response}}
             responses: dict[str, Any] = {
-                str(operation.status): {"description": operation.summary, "content": content}}
+                str(operation.status): {"description": operation.summary, "content": content}
+            }
             for status, text in _ERROR_DESCRIPTIONS.items():
                 if status == 401 and not operation.auth:
                     continue
                 if status == 403 and operation.trial_scope is None and not operation.auth:
                     continue
-                responses[str(status)] = {"description": text, "content": {
-                    "application/json": {"schema": ref("Error")}}}
+                responses[str(status)] = {
+                    "description": text,
+                    "content": {"application/json": {"schema": ref("Error")}},
+                }
             entry["responses"] = responses
             path_item[method] = entry
         paths["/api/v1" + route.path] = path_item
     return {
         "openapi": "3.0.3",
-        "info": {"title": "master_lite REST API", "version": API_VERSION,
-                 "description": "Determined-compatible master API of jupyter-determined. "
-                                "x-trial-scope names what a trial token may touch "
-                                "(null: user token only)."},
+        "info": {
+            "title": "master_lite REST API",
+            "version": API_VERSION,
+            "description": "Determined-compatible master API of jupyter-determined. "
+            "x-trial-scope names what a trial token may touch "
+            "(null: user token only).",
+        },
         "servers": [{"url": prefix or "/"}],
         "paths": paths,
         "components": {
             "schemas": SCHEMAS,
-            "securitySchemes": {"bearer": {
-                "type": "http", "scheme": "bearer",
-                "description": "the master token (master.json) or a trial's DET_SESSION_TOKEN; "
-                               "?token= is accepted too, for EventSource"}},
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "the master token (master.json) or a trial's DET_SESSION_TOKEN; "
+                    "?token= is accepted too, for EventSource",
+                }
+            },
         },
         "security": [{"bearer": []}],
     }

@@ -1,4 +1,5 @@
 """Trial endpoints: reads for people, and the reports a trial process sends about itself."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,12 +32,17 @@ def metric_reports(trial_id: int, body: dict) -> list[dict]:
     if "reports" in body:
         return [dict(report) for report in body["reports"]]
     if "group" not in body or "metrics" not in body:
-        raise ApiError(400, "body: send either {reports: [...]} or Determined's "
-                            "{group, metrics: {trialId, trialRunId, stepsCompleted, metrics}}")
+        raise ApiError(
+            400,
+            "body: send either {reports: [...]} or Determined's "
+            "{group, metrics: {trialId, trialRunId, stepsCompleted, metrics}}",
+        )
     inner = body["metrics"]
     if inner.get("trialId") is not None and int(inner["trialId"]) != trial_id:
-        raise ApiError(400, f"body.metrics.trialId: {inner['trialId']} does not match trial "
-                            f"{trial_id} in the path")
+        raise ApiError(
+            400,
+            f"body.metrics.trialId: {inner['trialId']} does not match trial {trial_id} in the path",
+        )
     report: dict[str, Any] = {
         "group": body["group"],
         "steps_completed": inner["stepsCompleted"],
@@ -54,10 +60,13 @@ def metric_reports(trial_id: int, body: dict) -> list[dict]:
 
 class TrialMetricsHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        metrics = self.master.get_metrics_json(trial_id=trial_id, group=self.args["group"],
-                                               after_id=self.args["after_id"],
-                                               limit=self.args["limit"],
-                                               **given_args(self.args, "max_datapoints"))
+        metrics = self.master.get_metrics_json(
+            trial_id=trial_id,
+            group=self.args["group"],
+            after_id=self.args["after_id"],
+            limit=self.args["limit"],
+            **given_args(self.args, "max_datapoints"),
+        )
         send_metrics_json(self, metrics)
 
     async def post(self, trial_id: int) -> None:
@@ -71,9 +80,14 @@ class TrialMetricsHandler(ApiHandlerMixin):
 
 class TrialLogsHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        logs = self.master.get_logs(trial_id, after_id=self.args["after_id"],
-                                    limit=self.args["limit"], tail=self.args["tail"],
-                                    rank=self.args["rank"], stream=self.args["stream"])
+        logs = self.master.get_logs(
+            trial_id,
+            after_id=self.args["after_id"],
+            limit=self.args["limit"],
+            tail=self.args["tail"],
+            rank=self.args["rank"],
+            stream=self.args["stream"],
+        )
         self.send_json({"logs": logs})
 
 
@@ -97,8 +111,7 @@ class EarlyExitHandler(ApiHandlerMixin):
 
 class SearcherOperationHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        answer = await self.call(self.master.next_operation, trial_id,
-                                 self.args["timeout_seconds"])
+        answer = await self.call(self.master.next_operation, trial_id, self.args["timeout_seconds"])
         self.send_json(answer)
 
 

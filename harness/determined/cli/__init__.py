@@ -1,4 +1,5 @@
 """The `det` command line: `det [-m URL] <noun> <verb> ...` (see docs/cli.md)."""
+
 from determined.cli._base import CliError
 from determined.cli.main import build_parser, main
 

@@ -1,4 +1,5 @@
 """What every command handler gets: the parsed arguments' master address and a lazy session."""
+
 from __future__ import annotations
 
 from determined.common import api

@@ -1,4 +1,5 @@
 """`det checkpoint ...` (alias `c`)."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,7 +13,14 @@ from determined.cli import _render
 from determined.cli._base import CliError, Context
 from determined.common import context as context_mod
 
-CHECKPOINT_HEADERS = ["UUID", "Trial ID", "Steps Completed", "State", "Validation Metrics", "Metadata"]
+CHECKPOINT_HEADERS = [
+    "UUID",
+    "Trial ID",
+    "Steps Completed",
+    "State",
+    "Validation Metrics",
+    "Metadata",
+]
 
 
 def render_checkpoints(checkpoints: list[dict], *, as_json: bool) -> int:
@@ -20,8 +28,14 @@ def render_checkpoints(checkpoints: list[dict], *, as_json: bool) -> int:
         _render.print_json(checkpoints)
         return 0
     rows = [
-        [c["uuid"], c.get("trial_id"), c.get("steps_completed"), c.get("state"),
-         c.get("validation_metrics"), c.get("metadata")]
+        [
+            c["uuid"],
+            c.get("trial_id"),
+            c.get("steps_completed"),
+            c.get("state"),
+            c.get("validation_metrics"),
+            c.get("metadata"),
+        ]
         for c in checkpoints
     ]
     print(_render.format_table(CHECKPOINT_HEADERS, rows))
@@ -34,13 +48,19 @@ def list_checkpoints(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def describe_text(checkpoint: dict) -> str:
-    record = _render.format_record([
-        ("UUID", checkpoint["uuid"]), ("Experiment ID", checkpoint.get("experiment_id")),
-        ("Trial ID", checkpoint.get("trial_id")), ("Steps completed", checkpoint.get("steps_completed")),
-        ("State", checkpoint.get("state")), ("Reported", _render.format_time(checkpoint.get("report_time"))),
-        ("Storage path", checkpoint.get("path")), ("Metadata", checkpoint.get("metadata")),
-        ("Validation metrics", checkpoint.get("validation_metrics")),
-    ])
+    record = _render.format_record(
+        [
+            ("UUID", checkpoint["uuid"]),
+            ("Experiment ID", checkpoint.get("experiment_id")),
+            ("Trial ID", checkpoint.get("trial_id")),
+            ("Steps completed", checkpoint.get("steps_completed")),
+            ("State", checkpoint.get("state")),
+            ("Reported", _render.format_time(checkpoint.get("report_time"))),
+            ("Storage path", checkpoint.get("path")),
+            ("Metadata", checkpoint.get("metadata")),
+            ("Validation metrics", checkpoint.get("validation_metrics")),
+        ]
+    )
     resources = checkpoint.get("resources") or {}
     files = _render.format_table(["File", "Size"], sorted(resources.items()))
     return f"{record}\n\nFiles:\n{files}"
@@ -62,12 +82,20 @@ def _copy_direct(source: pathlib.Path, dest: pathlib.Path) -> None:
 def download(args: argparse.Namespace, ctx: Context) -> int:
     checkpoint = ctx.session.get(f"/checkpoints/{args.uuid}")["checkpoint"]
     if checkpoint.get("state") not in ("COMPLETED", "PARTIALLY_DELETED"):
-        raise CliError(f"checkpoint {args.uuid} is {checkpoint.get('state')}; only COMPLETED checkpoints can be downloaded")
-    dest = pathlib.Path(args.output_dir) if args.output_dir else pathlib.Path("checkpoints") / args.uuid
+        raise CliError(
+            f"checkpoint {args.uuid} is {checkpoint.get('state')}; only COMPLETED checkpoints can be downloaded"
+        )
+    dest = (
+        pathlib.Path(args.output_dir)
+        if args.output_dir
+        else pathlib.Path("checkpoints") / args.uuid
+    )
     source = pathlib.Path(checkpoint["path"]) if checkpoint.get("path") else None
     direct_possible = source is not None and source.is_dir()
     if args.mode == "direct" and not direct_possible:
-        raise CliError(f"checkpoint {args.uuid} is not readable here at {source}; use --mode master")
+        raise CliError(
+            f"checkpoint {args.uuid} is not readable here at {source}; use --mode master"
+        )
     if direct_possible and args.mode != "master":
         _copy_direct(source, dest)  # type: ignore[arg-type]
     else:
@@ -76,7 +104,9 @@ def download(args: argparse.Namespace, ctx: Context) -> int:
         context_mod.unpack(data, dest, limit_bytes=1 << 62)
     metadata_path = dest / "metadata.json"
     if not metadata_path.exists():
-        metadata_path.write_text(json.dumps(checkpoint.get("metadata") or {}, indent=2, sort_keys=True))
+        metadata_path.write_text(
+            json.dumps(checkpoint.get("metadata") or {}, indent=2, sort_keys=True)
+        )
     if args.quiet:
         print(os.fspath(dest))
     else:
@@ -86,7 +116,9 @@ def download(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("checkpoint", aliases=["c"], help="list and download checkpoints")
+    parser = subparsers.add_parser(
+        "checkpoint", aliases=["c"], help="list and download checkpoints"
+    )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     p = verbs.add_parser("list", aliases=["ls"], help="checkpoints of an experiment")
@@ -103,6 +135,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("uuid", metavar="UUID")
     p.add_argument("-o", "--output-dir", metavar="DIR")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the local path")
-    p.add_argument("--mode", choices=["auto", "direct", "master"], default="auto",
-                   help="direct: read the storage path here; master: stream through the master")
+    p.add_argument(
+        "--mode",
+        choices=["auto", "direct", "master"],
+        default="auto",
+        help="direct: read the storage path here; master: stream through the master",
+    )
     p.set_defaults(handler=download)

@@ -1,4 +1,5 @@
 """`det experiment ...` (alias `e`)."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,9 @@ def load_config(path: str, overrides: list[str]) -> dict:
     return config
 
 
-def _upload_body(args: argparse.Namespace, config: dict, *, archived: bool = False, test: bool = False) -> dict:
+def _upload_body(
+    args: argparse.Namespace, config: dict, *, archived: bool = False, test: bool = False
+) -> dict:
     if args.include and not args.context:
         raise CliError("-i/--include needs a CONTEXT directory to add the paths to")
     packed = None
@@ -79,7 +82,9 @@ def _test_locally(args: argparse.Namespace, config: dict) -> int:
     import importlib
 
     module_name, class_name = entrypoint.split(":")
-    context_dir = os.path.abspath(args.context or os.path.dirname(os.path.abspath(args.config_file)))
+    context_dir = os.path.abspath(
+        args.context or os.path.dirname(os.path.abspath(args.config_file))
+    )
     sys.path.insert(0, context_dir)
     previous_cwd = os.getcwd()
     os.chdir(context_dir)
@@ -87,7 +92,9 @@ def _test_locally(args: argparse.Namespace, config: dict) -> int:
         try:
             trial_class = getattr(importlib.import_module(module_name), class_name)
         except (ImportError, AttributeError) as e:
-            raise CliError(f"entrypoint {entrypoint!r}: cannot load it from {context_dir} ({e})") from e
+            raise CliError(
+                f"entrypoint {entrypoint!r}: cannot load it from {context_dir} ({e})"
+            ) from e
         from determined import experimental
 
         experimental.test_one_batch(trial_class, config)
@@ -98,7 +105,12 @@ def _test_locally(args: argparse.Namespace, config: dict) -> int:
     return 0
 
 
-_TEST_STAGES = ("Scheduling task", "Testing training", "Testing validation", "Testing checkpointing")
+_TEST_STAGES = (
+    "Scheduling task",
+    "Testing training",
+    "Testing validation",
+    "Testing checkpointing",
+)
 
 
 def _test_stages(session: Any, experiment_id: int) -> list[bool]:
@@ -139,7 +151,10 @@ def _create_test(args: argparse.Namespace, ctx: Context, config: dict) -> int:
                 print(f"  [ ] {_TEST_STAGES[i]} (not reached by the script)")
         print("Model definition test succeeded!")
         return 0
-    print(f"Test experiment {exp_id} ended in state {experiment['state']}; trial logs:", file=sys.stderr)
+    print(
+        f"Test experiment {exp_id} ended in state {experiment['state']}; trial logs:",
+        file=sys.stderr,
+    )
     for trial in ctx.session.get(f"/experiments/{exp_id}/trials")["trials"]:
         for log in ctx.session.get(f"/trials/{trial['id']}/logs")["logs"]:
             print(_follow.format_log(log), file=sys.stderr)
@@ -162,8 +177,13 @@ def list_experiments(args: argparse.Namespace, ctx: Context) -> int:
     rows = []
     for e in experiments:
         row = [
-            e["id"], e.get("name"), e["state"], _render.format_progress(e.get("progress")),
-            e.get("num_trials"), _render.format_time(e.get("start_time")), _render.format_time(e.get("end_time")),
+            e["id"],
+            e.get("name"),
+            e["state"],
+            _render.format_progress(e.get("progress")),
+            e.get("num_trials"),
+            _render.format_time(e.get("start_time")),
+            _render.format_time(e.get("end_time")),
         ]
         if args.all:
             row.append("yes" if e.get("archived") else "no")
@@ -175,15 +195,29 @@ def list_experiments(args: argparse.Namespace, ctx: Context) -> int:
 def trial_rows(trials: list[dict]) -> list[list[Any]]:
     return [
         [
-            t["id"], t["state"], t.get("hparams"), t.get("steps_completed"),
-            _render.format_metrics(t.get("latest_training")), _render.format_metrics(t.get("latest_validation")),
-            _render.format_time(t.get("start_time")), _render.format_time(t.get("end_time")),
+            t["id"],
+            t["state"],
+            t.get("hparams"),
+            t.get("steps_completed"),
+            _render.format_metrics(t.get("latest_training")),
+            _render.format_metrics(t.get("latest_validation")),
+            _render.format_time(t.get("start_time")),
+            _render.format_time(t.get("end_time")),
         ]
         for t in sorted(trials, key=lambda t: t["id"])
     ]
 
 
-TRIAL_HEADERS = ["Trial ID", "State", "H-Params", "Steps", "Latest Training", "Latest Validation", "Started", "Ended"]
+TRIAL_HEADERS = [
+    "Trial ID",
+    "State",
+    "H-Params",
+    "Steps",
+    "Latest Training",
+    "Latest Validation",
+    "Started",
+    "Ended",
+]
 
 
 def describe(args: argparse.Namespace, ctx: Context) -> int:
@@ -192,14 +226,24 @@ def describe(args: argparse.Namespace, ctx: Context) -> int:
         _render.print_json(answer)
         return 0
     e = answer["experiment"]
-    print(_render.format_record([
-        ("ID", e["id"]), ("Name", e.get("name")), ("Description", e.get("description")),
-        ("State", e["state"]), ("Progress", _render.format_progress(e.get("progress"))),
-        ("Started", _render.format_time(e.get("start_time"))), ("Ended", _render.format_time(e.get("end_time"))),
-        ("Archived", e.get("archived")), ("Labels", ", ".join(e.get("labels") or [])),
-        ("Searcher", (e.get("searcher") or {}).get("name")),
-        ("Metric", (e.get("searcher") or {}).get("metric")), ("Best validation", e.get("best_validation")),
-    ]))
+    print(
+        _render.format_record(
+            [
+                ("ID", e["id"]),
+                ("Name", e.get("name")),
+                ("Description", e.get("description")),
+                ("State", e["state"]),
+                ("Progress", _render.format_progress(e.get("progress"))),
+                ("Started", _render.format_time(e.get("start_time"))),
+                ("Ended", _render.format_time(e.get("end_time"))),
+                ("Archived", e.get("archived")),
+                ("Labels", ", ".join(e.get("labels") or [])),
+                ("Searcher", (e.get("searcher") or {}).get("name")),
+                ("Metric", (e.get("searcher") or {}).get("metric")),
+                ("Best validation", e.get("best_validation")),
+            ]
+        )
+    )
     print("\nTrials:")
     print(_render.format_table(TRIAL_HEADERS, trial_rows(answer.get("trials") or [])))
     print("\nConfig:")
@@ -242,7 +286,8 @@ def list_checkpoints(args: argparse.Namespace, ctx: Context) -> int:
     from determined.cli import _checkpoint
 
     return _checkpoint.render_checkpoints(
-        ctx.session.get(f"/experiments/{args.experiment_id}/checkpoints")["checkpoints"], as_json=args.json
+        ctx.session.get(f"/experiments/{args.experiment_id}/checkpoints")["checkpoints"],
+        as_json=args.json,
     )
 
 
@@ -306,24 +351,54 @@ def add_parser(subparsers: Any) -> None:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     parser.set_defaults(handler=list_experiments, all=False, json=False)
 
-    p = verbs.add_parser("create", help="create an experiment from a config and a context directory")
+    p = verbs.add_parser(
+        "create", help="create an experiment from a config and a context directory"
+    )
     p.add_argument("config_file", metavar="CONFIG", help="experiment config (YAML or JSON)")
-    p.add_argument("context", metavar="CONTEXT", nargs="?", help="model directory (or file) to upload")
+    p.add_argument(
+        "context", metavar="CONTEXT", nargs="?", help="model directory (or file) to upload"
+    )
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("-f", "--follow-first-trial", dest="follow", action="store_true",
-                      help="follow the first trial's logs until the experiment ends")
+    mode.add_argument(
+        "-f",
+        "--follow-first-trial",
+        dest="follow",
+        action="store_true",
+        help="follow the first trial's logs until the experiment ends",
+    )
     mode.add_argument("--paused", action="store_true", help="create the experiment paused")
-    mode.add_argument("-t", "--test-mode", "--test", dest="test", action="store_true",
-                      help="run one batch of training, validation and checkpointing as a test")
-    p.add_argument("--local", action="store_true", help="with --test: test one batch of a Trial class in this process (no master needed)")
-    p.add_argument("--config", action="append", metavar="KEY=VALUE",
-                   help="override a config field, e.g. --config searcher.max_trials=8 (repeatable)")
-    p.add_argument("-i", "--include", action="append", metavar="PATH",
-                   help="extra file or directory added at the top level of the context (repeatable)")
+    mode.add_argument(
+        "-t",
+        "--test-mode",
+        "--test",
+        dest="test",
+        action="store_true",
+        help="run one batch of training, validation and checkpointing as a test",
+    )
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="with --test: test one batch of a Trial class in this process (no master needed)",
+    )
+    p.add_argument(
+        "--config",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --config searcher.max_trials=8 (repeatable)",
+    )
+    p.add_argument(
+        "-i",
+        "--include",
+        action="append",
+        metavar="PATH",
+        help="extra file or directory added at the top level of the context (repeatable)",
+    )
     p.set_defaults(handler=create)
 
     for name, aliases in (("list", ["ls"]),):
-        p = verbs.add_parser(name, aliases=aliases, help="list experiments (unarchived unless --all)")
+        p = verbs.add_parser(
+            name, aliases=aliases, help="list experiments (unarchived unless --all)"
+        )
         p.add_argument("-a", "--all", action="store_true", help="include archived experiments")
         p.add_argument("--json", action="store_true")
         p.set_defaults(handler=list_experiments)
@@ -334,9 +409,13 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(handler=describe)
 
     for verb, help_text in [
-        ("pause", "pause"), ("activate", "activate (resume)"), ("unpause", "activate (resume)"),
-        ("cancel", "cancel (trials checkpoint and stop)"), ("kill", "kill (trials stop now)"),
-        ("archive", "archive"), ("unarchive", "unarchive"),
+        ("pause", "pause"),
+        ("activate", "activate (resume)"),
+        ("unpause", "activate (resume)"),
+        ("cancel", "cancel (trials checkpoint and stop)"),
+        ("kill", "kill (trials stop now)"),
+        ("archive", "archive"),
+        ("unarchive", "unarchive"),
     ]:
         p = verbs.add_parser(verb, help=f"{help_text} an experiment")
         p.add_argument("experiment_id", type=int, metavar="ID")
@@ -344,8 +423,13 @@ def add_parser(subparsers: Any) -> None:
 
     p = verbs.add_parser("wait", help="wait until the experiment ends; exit 0 only if COMPLETED")
     p.add_argument("experiment_id", type=int, metavar="ID")
-    p.add_argument("--polling-interval", "--polling_interval", type=_positive_float, default=5.0,
-                   metavar="SECONDS")
+    p.add_argument(
+        "--polling-interval",
+        "--polling_interval",
+        type=_positive_float,
+        default=5.0,
+        metavar="SECONDS",
+    )
     p.set_defaults(handler=wait)
 
     p = verbs.add_parser("logs", help="logs of the experiment's first trial")

@@ -4,17 +4,22 @@ REST polling is the source of truth (so no event can be lost to a race between r
 backlog and subscribing); the `/events` stream only wakes the poller early, which makes following
 feel live. If the stream cannot be opened the poller simply keeps its interval.
 """
+
 from __future__ import annotations
 
 import json
 import sys
 import threading
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
 from determined.cli import _render
 from determined.common import api
 from determined.common.states import TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES
+
+if TYPE_CHECKING:  # `det` imports requests only when it talks to a master
+    import requests
 
 
 class EventWaker:
@@ -25,18 +30,19 @@ class EventWaker:
         self._params = params
         self._event = threading.Event()
         self._closed = threading.Event()
-        self._response = None
+        self._response: requests.Response | None = None
         self._thread = threading.Thread(target=self._run, name="det-cli-events", daemon=True)
 
-    def start(self) -> "EventWaker":
+    def start(self) -> EventWaker:
         self._thread.start()
         return self
 
     def _run(self) -> None:
         try:
-            # Read timeout above the server's 15 s keepalive, so a dead stream ends the thread.
+            # Read timeout above the server's 15 s keepalive, so a dead stream ends the thread
+            # (the session adds its own connect timeout).
             response = self._session.request(
-                "GET", "/events", params=self._params, stream=True, timeout=(5.0, 40.0)
+                "GET", "/events", params=self._params, stream=True, timeout=40.0
             )
             self._response = response
             if self._closed.is_set():
@@ -116,9 +122,13 @@ def follow_trial(
         waker.close()
 
 
-def wait_for_first_trial(session: api.Session, experiment_id: int, *, interval: float = 1.0) -> dict | None:
+def wait_for_first_trial(
+    session: api.Session, experiment_id: int, *, interval: float = 1.0
+) -> dict | None:
     """The experiment's lowest-id trial once it exists; None if the experiment ends without one."""
-    waker = EventWaker(session, {"experiment_id": experiment_id, "types": "experiment,trial"}).start()
+    waker = EventWaker(
+        session, {"experiment_id": experiment_id, "types": "experiment,trial"}
+    ).start()
     try:
         while True:
             trials = session.get(f"/experiments/{experiment_id}/trials")["trials"]
@@ -142,7 +152,9 @@ def wait_for_experiment(
 ) -> dict:
     """Poll until the experiment is in a terminal state; return it."""
     waker = (
-        EventWaker(session, {"experiment_id": experiment_id, "types": "experiment"}).start() if use_events else None
+        EventWaker(session, {"experiment_id": experiment_id, "types": "experiment"}).start()
+        if use_events
+        else None
     )
     try:
         while True:
@@ -160,7 +172,9 @@ def wait_for_experiment(
             waker.close()
 
 
-def follow_experiment(session: api.Session, experiment_id: int, *, out: TextIO | None = None) -> int:
+def follow_experiment(
+    session: api.Session, experiment_id: int, *, out: TextIO | None = None
+) -> int:
     """`det e create -f`: follow the first trial's logs with a progress bar until the experiment
     ends. Returns the exit code: 0 for COMPLETED, 1 otherwise."""
     out = out or sys.stdout
@@ -177,7 +191,10 @@ def follow_experiment(session: api.Session, experiment_id: int, *, out: TextIO |
         if first is not None:
             bar.write(f"Following first trial with ID {first['id']}", out)
             follow_trial(
-                session, first["id"], write=lambda line: bar.write(line, out), on_poll=refresh_progress
+                session,
+                first["id"],
+                write=lambda line: bar.write(line, out),
+                on_poll=refresh_progress,
             )
         experiment = wait_for_experiment(session, experiment_id, on_poll=refresh_progress)
     finally:

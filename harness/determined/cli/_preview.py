@@ -1,4 +1,5 @@
 """`det preview-search CONFIG`: what the searcher would do, computed locally (no master needed)."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,15 +18,24 @@ def preview(args: argparse.Namespace, ctx: Context) -> int:
     # in-process, through the hook the master package registers.
     search_preview = hooks.get(hooks.SEARCH_PREVIEW)
     if search_preview is None:
-        raise CliError("preview-search runs the master's searchers, and no master package "
-                       "(master_lite, part of jupyter-determined) is importable here: install "
-                       "jupyter-determined in this environment")
+        raise CliError(
+            "preview-search runs the master's searchers, and no master package "
+            "(master_lite, part of jupyter-determined) is importable here: install "
+            "jupyter-determined in this environment"
+        )
     print(search_preview(expconf.apply_defaults(config)))
     return 0
 
 
 def add_parser(subparsers: Any) -> None:
-    p = subparsers.add_parser("preview-search", help="preview the trials and lengths a searcher would create")
+    p = subparsers.add_parser(
+        "preview-search", help="preview the trials and lengths a searcher would create"
+    )
     p.add_argument("config_file", metavar="CONFIG")
-    p.add_argument("--config", action="append", metavar="KEY=VALUE", help="override a config field (repeatable)")
+    p.add_argument(
+        "--config",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config field (repeatable)",
+    )
     p.set_defaults(handler=preview)

@@ -1,10 +1,12 @@
 """Rendering for the CLI: plain-text tables, times, durations, metrics, progress bars."""
+
 from __future__ import annotations
 
 import datetime
 import json
 import sys
-from typing import Any, Iterable, Sequence, TextIO
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 import tqdm
 
@@ -58,9 +60,11 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     for row in cells:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
-    lines = [" | ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines = [" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("-+-".join("-" * w for w in widths))
-    lines += [" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines += [
+        " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
     return "\n".join(lines)
 
 
@@ -77,7 +81,9 @@ def print_json(value: Any, out: TextIO | None = None) -> None:
 class ProgressBar:
     """Experiment progress (0..1) as a tqdm bar on stderr; by default only on a terminal."""
 
-    def __init__(self, description: str, *, file: TextIO | None = None, enabled: bool | None = None) -> None:
+    def __init__(
+        self, description: str, *, file: TextIO | None = None, enabled: bool | None = None
+    ) -> None:
         # tqdm's disable=None means "off when the stream is not a terminal" (logs piped to a file).
         self._bar = tqdm.tqdm(
             total=100,

@@ -1,4 +1,5 @@
 """`det trial ...` (alias `t`)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,17 +16,27 @@ def describe(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         _render.print_json(trial)
         return 0
-    print(_render.format_record([
-        ("Trial ID", trial["id"]), ("Experiment ID", trial.get("experiment_id")), ("State", trial["state"]),
-        ("H-Params", trial.get("hparams")), ("Seed", trial.get("seed")),
-        ("Steps completed", trial.get("steps_completed")), ("Progress", _render.format_progress(trial.get("progress"))),
-        ("Restarts", trial.get("restarts")), ("Started", _render.format_time(trial.get("start_time"))),
-        ("Ended", _render.format_time(trial.get("end_time"))), ("Exit code", trial.get("exit_code")),
-        ("Latest checkpoint", trial.get("latest_checkpoint")),
-        ("Latest training", _render.format_metrics(trial.get("latest_training"))),
-        ("Latest validation", _render.format_metrics(trial.get("latest_validation"))),
-        ("Best validation", _render.format_metrics(trial.get("best_validation"))),
-    ]))
+    print(
+        _render.format_record(
+            [
+                ("Trial ID", trial["id"]),
+                ("Experiment ID", trial.get("experiment_id")),
+                ("State", trial["state"]),
+                ("H-Params", trial.get("hparams")),
+                ("Seed", trial.get("seed")),
+                ("Steps completed", trial.get("steps_completed")),
+                ("Progress", _render.format_progress(trial.get("progress"))),
+                ("Restarts", trial.get("restarts")),
+                ("Started", _render.format_time(trial.get("start_time"))),
+                ("Ended", _render.format_time(trial.get("end_time"))),
+                ("Exit code", trial.get("exit_code")),
+                ("Latest checkpoint", trial.get("latest_checkpoint")),
+                ("Latest training", _render.format_metrics(trial.get("latest_training"))),
+                ("Latest validation", _render.format_metrics(trial.get("latest_validation"))),
+                ("Best validation", _render.format_metrics(trial.get("best_validation"))),
+            ]
+        )
+    )
     return 0
 
 
@@ -66,10 +77,16 @@ def logs(args: argparse.Namespace, ctx: Context) -> int:
     # --tail followed by -f shows no line twice.
     after_id = max((int(log["id"]) for log in lines), default=0)
     if args.tail == 0 and not lines:
-        latest = ctx.session.get(f"/trials/{args.trial_id}/logs", {**log_filters(args), "tail": 1})["logs"]
+        latest = ctx.session.get(f"/trials/{args.trial_id}/logs", {**log_filters(args), "tail": 1})[
+            "logs"
+        ]
         after_id = max((int(log["id"]) for log in latest), default=0)
     _follow.follow_trial(
-        ctx.session, args.trial_id, after_id=after_id, as_json=args.json, log_filters=log_filters(args),
+        ctx.session,
+        args.trial_id,
+        after_id=after_id,
+        as_json=args.json,
+        log_filters=log_filters(args),
         write=lambda line: print(line, flush=True),
     )
     return 0
@@ -83,9 +100,13 @@ def _non_negative_int(text: str) -> int:
 
 
 def add_log_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until the trial ends")
+    parser.add_argument(
+        "-f", "--follow", action="store_true", help="keep printing new lines until the trial ends"
+    )
     window = parser.add_mutually_exclusive_group()
-    window.add_argument("--head", type=_non_negative_int, metavar="N", help="only the first N lines")
+    window.add_argument(
+        "--head", type=_non_negative_int, metavar="N", help="only the first N lines"
+    )
     window.add_argument("--tail", type=_non_negative_int, metavar="N", help="only the last N lines")
     parser.add_argument("--rank-id", type=int, metavar="N", help="only lines of this rank")
     parser.add_argument("--stdtype", choices=["stdout", "stderr"], help="only this stream")
@@ -106,10 +127,14 @@ def add_parser(subparsers: Any) -> None:
     add_log_arguments(p)
     p.set_defaults(handler=logs)
 
-    p = verbs.add_parser("download-notebook",
-                         help="save the executed notebook of a notebook trial (entrypoint *.ipynb)")
+    p = verbs.add_parser(
+        "download-notebook",
+        help="save the executed notebook of a notebook trial (entrypoint *.ipynb)",
+    )
     p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
-    p.add_argument("-o", "--output", metavar="PATH", help="file or directory (default: ./<name>.ipynb)")
+    p.add_argument(
+        "-o", "--output", metavar="PATH", help="file or directory (default: ./<name>.ipynb)"
+    )
     p.set_defaults(handler=download_notebook)
 
     p = verbs.add_parser("kill", help="kill a trial")

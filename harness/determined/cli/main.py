@@ -4,18 +4,18 @@ Handlers are `handler(args, ctx) -> int`. Failures a user can act on (no master,
 an invalid config, an unsafe or oversized context) print readable lines on stderr and exit 1,
 never a traceback; `DET_DEBUG=1` re-raises so developers get the traceback.
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from determined.cli import _checkpoint, _experiment, _preview, _trial
 from determined.cli._base import CliError, Context
-from determined.common import api
+from determined.common import api, expconf
 from determined.common import context as context_mod
-from determined.common import expconf
 
 
 def _version() -> str:
@@ -34,8 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="The master is -m, else DET_MASTER (+DET_MASTER_TOKEN), else <root_dir>/master.json "
         "of a running master-lite.",
     )
-    parser.add_argument("-m", "--master", metavar="URL", help="master address (default: DET_MASTER or master.json)")
-    parser.add_argument("-u", "--user", metavar="NAME", help="accepted for compatibility; there is one user")
+    parser.add_argument(
+        "-m", "--master", metavar="URL", help="master address (default: DET_MASTER or master.json)"
+    )
+    parser.add_argument(
+        "-u", "--user", metavar="NAME", help="accepted for compatibility; there is one user"
+    )
     parser.add_argument("-v", "--version", action="version", version=f"det {_version()}")
     nouns = parser.add_subparsers(dest="noun", metavar="NOUN")
     _experiment.add_parser(nouns)
@@ -67,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args, ctx) or 0)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `det ... | head`: stop quietly, and keep Python's final flush quiet too
+    except (
+        BrokenPipeError
+    ):  # `det ... | head`: stop quietly, and keep Python's final flush quiet too
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError):  # stdout without a file descriptor (captured)
@@ -95,7 +101,9 @@ def _report(error: Exception) -> int:
     if isinstance(error, expconf.InvalidConfig):
         if len(error.errors) == 1:
             return _fail(f"Error: invalid experiment config: {error.errors[0]}")
-        return _fail(f"Error: invalid experiment config ({len(error.errors)} errors):", *error.errors)
+        return _fail(
+            f"Error: invalid experiment config ({len(error.errors)} errors):", *error.errors
+        )
     if isinstance(error, (context_mod.ContextError, CliError)):
         return _fail(f"Error: {error}")
     if isinstance(error, OSError):

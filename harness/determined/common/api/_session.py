@@ -84,7 +84,7 @@ class Session:
         import requests
         import urllib3
 
-        assert self._pool is not None
+        assert self._pool is not None and self._http is not None  # set together by _client()
         try:
             # The pool knows the host; the request line names the path (origin form).
             target = url[len(self._origin):]
@@ -169,7 +169,8 @@ class Session:
     def events(self, params: dict[str, Any] | None = None) -> Iterator[tuple[str, Any]]:
         """Follow the server-sent event stream: yields (type, payload) until the server closes."""
         response = self.request("GET", "/events", params=params, stream=True, timeout=None)
-        event_type, data_lines = "message", []
+        event_type = "message"
+        data_lines: list[str] = []
         for raw in response.iter_lines(decode_unicode=True):
             if raw is None:
                 continue
