@@ -6,33 +6,26 @@ import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
 import { DeterminedClient, EventHub, describeError } from './api';
-import { progressText, stateBadge, stateProgressBar } from './badges';
 import { Chart } from './chart';
+import { checkpointsTable, configView } from './checkpointsSection';
 import { CompareSection } from './compareView';
 import { errorBox, h, replaceChildren, select } from './dom';
+import { ACTION_TEXT, headerContent } from './experimentHeader';
 import {
   ExperimentAction,
-  LOG_LEVELS,
-  LogLevel,
   alignSeries,
-  allowedActions,
   bestTrialId,
   defaultPlottedTrials,
-  filterLogs,
-  formatBytes,
-  formatLogLine,
-  formatMetric,
-  formatStartTime,
   isTerminal,
-  logLevel,
   metricNames,
   runCounts
 } from './format';
 import { HparamsSection } from './hparamsView';
-import { ExperimentDataModel, LogBuffer, ViewPart } from './model';
+import { LogsSection } from './logsSection';
+import { ExperimentDataModel, ViewPart } from './model';
 import { onThemeChange } from './theme';
 import { trialsTable } from './trialsView';
-import type { EventType, ILogLine } from './types';
+import type { EventType } from './types';
 
 type Section = 'trials' | 'curves' | 'hparams' | 'compare' | 'logs' | 'checkpoints' | 'config';
 
@@ -45,35 +38,6 @@ const SECTIONS: [Section, string][] = [
   ['checkpoints', 'Checkpoints'],
   ['config', 'Config']
 ];
-
-const ACTION_TEXT: Record<ExperimentAction, { label: string; confirm: string; danger: boolean }> = {
-  pause: {
-    label: 'Pause',
-    confirm: 'Pause it? Running trials checkpoint and stop; Activate resumes them.',
-    danger: false
-  },
-  activate: {
-    label: 'Activate',
-    confirm: 'Activate it? Its trials are scheduled again.',
-    danger: false
-  },
-  kill: {
-    label: 'Kill',
-    confirm:
-      'Kill it? Running trials are stopped at once, without a checkpoint. This cannot be undone.',
-    danger: true
-  },
-  archive: {
-    label: 'Archive',
-    confirm: 'Archive it? It is hidden from the list (show archived to see it again).',
-    danger: false
-  },
-  unarchive: {
-    label: 'Unarchive',
-    confirm: 'Unarchive it? It shows in the list again.',
-    danger: false
-  }
-};
 
 /** How many trials the curves show until the user picks. */
 const DEFAULT_SELECTED_TRIALS = 8;
@@ -94,7 +58,6 @@ export class ExperimentView extends Widget {
   private _headerKey = '';
   private _message: HTMLElement;
   private _unsubscribe: (() => void) | null = null;
-  private _unsubscribeLogs: (() => void) | null = null;
   private _renderQueued = new Set<ViewPart>();
   private _frame = 0;
   private _refreshing: Promise<void> | null = null;
@@ -117,13 +80,7 @@ export class ExperimentView extends Widget {
   private _hparams = new HparamsSection(id => this._toggleTrial(id));
   private _compare = new CompareSection();
 
-  // logs
-  private _logTrial: number | null = null;
-  private _logs: LogBuffer | null = null;
-  private _logRank: number | null = null;
-  private _logLevel: LogLevel = 'DEBUG';
-  private _follow = true;
-  private _logPre: HTMLElement = h('div', { class: 'jp-Det-logLines' });
+  private _logs: LogsSection;
 
   constructor(
     readonly experimentId: number,
@@ -132,6 +89,7 @@ export class ExperimentView extends Widget {
   ) {
     super();
     this.model = new ExperimentDataModel(experimentId);
+    this._logs = new LogsSection(_client, _hub, () => this._queue('logs'));
     this.id = `jupyter-determined-experiment-${experimentId}`;
     this.addClass('jp-Det-experimentView');
     this.node.dataset.experimentId = String(experimentId);
@@ -163,6 +121,8 @@ export class ExperimentView extends Widget {
         node.appendChild(this._hparams.node);
       } else if (section === 'compare') {
         node.appendChild(this._compare.node);
+      } else if (section === 'logs') {
+        node.appendChild(this._logs.node);
       }
       sections.appendChild(node);
     }
@@ -204,9 +164,7 @@ export class ExperimentView extends Widget {
         ]);
         this.model.setCheckpoints(checkpoints);
         replaceChildren(this._message);
-        if (this._section === 'logs' && this._logs) {
-          await this._catchUpLogs();
-        }
+        await this._logs.catchUp();
       } catch (error) {
         if (!this.model.experiment) {
           // Nothing to show but the error: no "loading…" header, no empty tabs.
@@ -315,10 +273,7 @@ export class ExperimentView extends Widget {
   }
 
   private _onEvent(type: EventType, payload: unknown): void {
-    const part = this.model.applyEvent(type, payload);
-    if (type === 'log' && part === 'logs' && this._logs) {
-      this._logs.add([payload as ILogLine]);
-    }
+    this.model.applyEvent(type, payload);
   }
 
   showSection(section: Section): void {
@@ -328,7 +283,7 @@ export class ExperimentView extends Widget {
       this._tabButtons.get(name)?.classList.toggle('jp-mod-current', name === section);
       this._tabButtons.get(name)?.setAttribute('aria-selected', String(name === section));
     }
-    this._updateLogSubscription();
+    this._logs.setShown(section === 'logs');
     this._queue(
       section === 'logs' ? 'logs' : section === 'checkpoints' ? 'checkpoints' : 'metrics'
     );
@@ -370,7 +325,7 @@ export class ExperimentView extends Widget {
         this._renderHparams();
       }
       if (this._section === 'logs') {
-        this._renderLogControls();
+        this._logs.renderControls([...this.model.trials.keys()].sort((a, b) => a - b));
       }
     }
     if ((parts.has('metrics') || trialsChanged) && this._section === 'curves') {
@@ -383,7 +338,7 @@ export class ExperimentView extends Widget {
       this._renderCheckpoints();
     }
     if (parts.has('logs') && this._section === 'logs') {
-      this._renderLogLines();
+      this._logs.renderLines();
     }
   }
 
@@ -402,86 +357,9 @@ export class ExperimentView extends Widget {
     this._headerKey = key;
     this.title.label = `${experiment.id}: ${experiment.name || 'experiment'}`;
     this.title.caption = `Determined experiment ${experiment.id} (${experiment.state})`;
-    const allowed = allowedActions(experiment);
-    const actions = h('div', { class: 'jp-Det-actions' });
-    for (const action of [
-      'pause',
-      'activate',
-      'kill',
-      'archive',
-      'unarchive'
-    ] as ExperimentAction[]) {
-      if (
-        (action === 'archive' && experiment.archived) ||
-        (action === 'unarchive' && !experiment.archived)
-      ) {
-        continue;
-      }
-      actions.appendChild(
-        h(
-          'button',
-          {
-            class: `jp-Det-button jp-Det-action jp-Det-action-${action}`,
-            props: { disabled: !allowed.has(action) },
-            attrs: { 'data-action': action },
-            on: { click: () => void this.runAction(action) }
-          },
-          ACTION_TEXT[action].label
-        )
-      );
-    }
-    const searcher = experiment.searcher;
-    const running =
-      experiment.state === 'ACTIVE' && (counts.running || counts.queued)
-        ? h(
-            'span',
-            {
-              class: 'jp-Det-runCounts',
-              title: 'Trials holding slots, and trials waiting for a free slot'
-            },
-            `${counts.running} running${counts.queued ? ` · ${counts.queued} queued` : ''}`
-          )
-        : null;
     replaceChildren(
       this._header,
-      h(
-        'div',
-        { class: 'jp-Det-expHeader-top' },
-        h('span', { class: 'jp-Det-expId' }, `#${experiment.id}`),
-        h('span', { class: 'jp-Det-expName jp-Det-expTitle' }, experiment.name || '(unnamed)'),
-        stateBadge(experiment.state),
-        experiment.archived ? h('span', { class: 'jp-Det-archived' }, 'archived') : null,
-        actions
-      ),
-      h(
-        'div',
-        { class: 'jp-Det-expHeader-meta' },
-        h(
-          'span',
-          { class: 'jp-Det-expProgress' },
-          stateProgressBar(experiment.state, experiment.progress),
-          progressText(experiment.state, experiment.progress)
-        ),
-        running,
-        h(
-          'span',
-          null,
-          `${searcher?.name ?? '?'} search on ${searcher?.metric ?? '?'} (${searcher?.smaller_is_better === false ? 'larger' : 'smaller'} is better)`
-        ),
-        h('span', { class: 'jp-Det-expBest' }, `best: ${formatMetric(experiment.best_validation)}`),
-        h('span', null, `${experiment.num_trials} trial${experiment.num_trials === 1 ? '' : 's'}`),
-        h(
-          'span',
-          { title: experiment.start_time },
-          `started ${formatStartTime(experiment.start_time)}`
-        ),
-        experiment.notebook?.path
-          ? h('span', { title: experiment.notebook.path }, `notebook ${experiment.notebook.path}`)
-          : null
-      ),
-      experiment.description
-        ? h('div', { class: 'jp-Det-expDescription' }, experiment.description)
-        : null
+      ...headerContent(experiment, counts, action => void this.runAction(action))
     );
   }
 
@@ -660,224 +538,23 @@ export class ExperimentView extends Widget {
     });
   }
 
-  // ---- logs ---------------------------------------------------------------------------------
-
-  private _updateLogSubscription(): void {
-    const want = this._section === 'logs' && this._follow && this._logTrial !== null;
-    if (want && !this._unsubscribeLogs) {
-      this._unsubscribeLogs = this._hub.subscribe({
-        types: ['log'],
-        onEvent: (type, payload) => this._onEvent(type, payload),
-        onPoll: () => void this._catchUpLogs()
-      });
-    } else if (!want && this._unsubscribeLogs) {
-      this._unsubscribeLogs();
-      this._unsubscribeLogs = null;
-    }
-  }
-
-  private async _selectLogTrial(trialId: number | null): Promise<void> {
-    this._logTrial = trialId;
-    this._logs = trialId === null ? null : new LogBuffer(trialId);
-    this._logs?.changed.connect(() => this._queue('logs'));
-    this._updateLogSubscription();
-    this._renderLogControls();
-    this._renderLogLines();
-    if (trialId !== null) {
-      try {
-        this._logs!.add(await this._client.trialLogs(trialId, { tail: 2000 }));
-      } catch (error) {
-        replaceChildren(
-          this._logPre,
-          errorBox(`Cannot load the logs of trial ${trialId}: ${describeError(error)}`)
-        );
-      }
-    }
-  }
-
-  private async _catchUpLogs(): Promise<void> {
-    const logs = this._logs;
-    if (!logs) {
-      return;
-    }
-    try {
-      logs.add(await this._client.trialLogs(logs.trialId, { after_id: logs.lastId }));
-    } catch (error) {
-      console.warn('jupyter-determined: cannot fetch logs', error);
-    }
-  }
-
-  private _renderLogControls(): void {
-    const node = this._sectionNodes.get('logs')!;
-    const trialIds = [...this.model.trials.keys()].sort((a, b) => a - b);
-    if (this._logTrial === null && trialIds.length) {
-      void this._selectLogTrial(trialIds[0]);
-      return;
-    }
-    const trialPicker = select(
-      trialIds.map(id => [String(id), `trial ${id}`] as [string, string]),
-      String(this._logTrial ?? ''),
-      value => void this._selectLogTrial(Number(value)),
-      'jp-Det-select jp-Det-logTrial'
-    );
-    const ranks = this._logs?.ranks() ?? [];
-    const rankPicker = select(
-      [['', 'all ranks'], ...ranks.map(r => [String(r), `rank ${r}`] as [string, string])],
-      this._logRank === null ? '' : String(this._logRank),
-      value => {
-        this._logRank = value === '' ? null : Number(value);
-        this._renderLogLines();
-      },
-      'jp-Det-select jp-Det-logRank'
-    );
-    const levelPicker = select(
-      LOG_LEVELS.map(l => [l, `${l} and above`] as [string, string]),
-      this._logLevel,
-      value => {
-        this._logLevel = value as LogLevel;
-        this._renderLogLines();
-      },
-      'jp-Det-select jp-Det-logLevel'
-    );
-    const follow = h('input', {
-      class: 'jp-Det-follow',
-      props: { type: 'checkbox', checked: this._follow },
-      on: {
-        change: () => {
-          this._follow = follow.checked;
-          this._updateLogSubscription();
-          if (this._follow) {
-            void this._catchUpLogs();
-          }
-        }
-      }
-    });
-    const controls = h(
-      'div',
-      { class: 'jp-Det-logControls' },
-      trialPicker,
-      rankPicker,
-      levelPicker,
-      h('label', { class: 'jp-Det-checkbox' }, follow, 'follow'),
-      h(
-        'button',
-        { class: 'jp-Det-button', on: { click: () => void this._catchUpLogs() } },
-        'Refresh'
-      )
-    );
-    if (!trialIds.length) {
-      replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No trials yet, so no logs.'));
-      return;
-    }
-    replaceChildren(node, controls, this._logPre);
-  }
-
-  private _renderLogLines(): void {
-    if (!this._logs) {
-      replaceChildren(this._logPre);
-      return;
-    }
-    const lines = filterLogs(this._logs.lines, { rank: this._logRank, minLevel: this._logLevel });
-    const fragment = document.createDocumentFragment();
-    for (const line of lines) {
-      fragment.appendChild(
-        h(
-          'div',
-          {
-            class: `jp-Det-logLine jp-Det-log-${logLevel(line).toLowerCase()} jp-Det-log-${line.stream}`
-          },
-          formatLogLine(line)
-        )
-      );
-    }
-    if (!lines.length) {
-      fragment.appendChild(
-        h(
-          'div',
-          { class: 'jp-Det-empty' },
-          this._logs.lines.length ? 'No lines match the filter.' : 'No log lines yet.'
-        )
-      );
-    }
-    replaceChildren(this._logPre, fragment);
-    if (this._follow) {
-      this._logPre.scrollTop = this._logPre.scrollHeight;
-    }
-  }
-
   // ---- checkpoints and config -------------------------------------------------------------------
 
   private _renderCheckpoints(): void {
-    const node = this._sectionNodes.get('checkpoints')!;
-    const checkpoints = [...this.model.checkpoints.values()].sort(
-      (a, b) => a.trial_id - b.trial_id || a.steps_completed - b.steps_completed
-    );
-    if (!checkpoints.length) {
-      replaceChildren(node, h('div', { class: 'jp-Det-empty' }, 'No checkpoints yet.'));
-      return;
-    }
-    const metric = this._metric();
-    const body = h('tbody');
-    for (const checkpoint of checkpoints) {
-      const size = Object.values(checkpoint.resources ?? {}).reduce(
-        (sum, n) => sum + (Number(n) || 0),
-        0
-      );
-      const metrics = checkpoint.validation_metrics ?? {};
-      body.appendChild(
-        h(
-          'tr',
-          { attrs: { 'data-uuid': checkpoint.uuid } },
-          h('td', { class: 'jp-Det-mono' }, checkpoint.uuid),
-          h('td', null, String(checkpoint.trial_id)),
-          h('td', null, String(checkpoint.steps_completed)),
-          h('td', null, checkpoint.state),
-          h(
-            'td',
-            { title: JSON.stringify(metrics) },
-            formatMetric((metrics as Record<string, unknown>)[metric])
-          ),
-          h('td', null, formatBytes(size)),
-          h('td', { class: 'jp-Det-mono' }, checkpoint.path ?? '')
-        )
-      );
-    }
     replaceChildren(
-      node,
-      h(
-        'table',
-        { class: 'jp-Det-table jp-Det-checkpointsTable' },
-        h(
-          'thead',
-          null,
-          h(
-            'tr',
-            null,
-            ...['UUID', 'Trial', 'Steps', 'State', `validation ${metric}`, 'Size', 'Path'].map(t =>
-              h('th', null, t)
-            )
-          )
-        ),
-        body
-      )
+      this._sectionNodes.get('checkpoints')!,
+      checkpointsTable(this.model.checkpoints.values(), this._metric())
     );
   }
 
   private _renderConfig(): void {
-    const node = this._sectionNodes.get('config')!;
-    const config = this.model.experiment?.config;
-    replaceChildren(
-      node,
-      config
-        ? h('pre', { class: 'jp-Det-config' }, JSON.stringify(config, null, 2))
-        : h('div', { class: 'jp-Det-empty' }, 'Loading the config…')
-    );
+    replaceChildren(this._sectionNodes.get('config')!, configView(this.model.experiment?.config));
   }
 
   /** Open the Logs section on one trial (the notebook widget's error banner links here). */
   showTrialLogs(trialId: number): void {
     this.showSection('logs');
-    void this._selectLogTrial(trialId);
+    void this._logs.selectTrial(trialId);
   }
 
   dispose(): void {
@@ -885,7 +562,7 @@ export class ExperimentView extends Widget {
       return;
     }
     this._unsubscribe?.();
-    this._unsubscribeLogs?.();
+    this._logs.dispose();
     this._disconnectTheme();
     if (this._frame) {
       cancelAnimationFrame(this._frame);

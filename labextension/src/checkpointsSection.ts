@@ -1,0 +1,51 @@
+/** The Checkpoints and Config sections of the experiment view. */
+import { h } from './dom';
+import { formatBytes, formatMetric } from './format';
+import type { ICheckpoint } from './types';
+
+const CHECKPOINT_COLUMNS = ['UUID', 'Trial', 'Steps', 'State', '', 'Size', 'Path'];
+
+/** The experiment's checkpoints by trial and step, with their validation `metric`. */
+export function checkpointsTable(checkpoints: Iterable<ICheckpoint>, metric: string): HTMLElement {
+  const sorted = [...checkpoints].sort(
+    (a, b) => a.trial_id - b.trial_id || a.steps_completed - b.steps_completed
+  );
+  if (!sorted.length) {
+    return h('div', { class: 'jp-Det-empty' }, 'No checkpoints yet.');
+  }
+  const body = h('tbody');
+  for (const checkpoint of sorted) {
+    const size = Object.values(checkpoint.resources ?? {}).reduce(
+      (sum, n) => sum + (Number(n) || 0),
+      0
+    );
+    const metrics = (checkpoint.validation_metrics ?? {}) as Record<string, unknown>;
+    body.appendChild(
+      h(
+        'tr',
+        { attrs: { 'data-uuid': checkpoint.uuid } },
+        h('td', { class: 'jp-Det-mono' }, checkpoint.uuid),
+        h('td', null, String(checkpoint.trial_id)),
+        h('td', null, String(checkpoint.steps_completed)),
+        h('td', null, checkpoint.state),
+        h('td', { title: JSON.stringify(metrics) }, formatMetric(metrics[metric])),
+        h('td', null, formatBytes(size)),
+        h('td', { class: 'jp-Det-mono' }, checkpoint.path ?? '')
+      )
+    );
+  }
+  const headings = CHECKPOINT_COLUMNS.map(t => h('th', null, t || `validation ${metric}`));
+  return h(
+    'table',
+    { class: 'jp-Det-table jp-Det-checkpointsTable' },
+    h('thead', null, h('tr', null, ...headings)),
+    body
+  );
+}
+
+/** The experiment's expanded config, as JSON (undefined: not loaded yet). */
+export function configView(config: unknown): HTMLElement {
+  return config
+    ? h('pre', { class: 'jp-Det-config' }, JSON.stringify(config, null, 2))
+    : h('div', { class: 'jp-Det-empty' }, 'Loading the config…');
+}
