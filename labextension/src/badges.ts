@@ -4,7 +4,8 @@
  * grey for CANCELED, green and full for COMPLETED).
  */
 import { h } from './dom';
-import { displayProgress, formatPercent, stateCategory } from './format';
+import { formatPercent } from './format';
+import { displayProgress, stateCategory } from './states';
 
 export function stateBadge(state: string, title?: string): HTMLElement {
   return h(

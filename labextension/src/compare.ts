@@ -4,16 +4,14 @@
  * data (unit-tested under node); `comparisonTable` draws them.
  */
 import { h } from './dom';
+import { formatDuration, formatMetric } from './format';
+import { trialDisplayState, trialExitNote } from './states';
 import {
   bestSearcherMetric,
   flattenHparams,
-  formatDuration,
-  formatMetric,
   hparamColumns,
-  latestSearcherMetric,
-  trialDisplayState,
-  trialExitNote
-} from './format';
+  latestSearcherMetric
+} from './trialTable';
 import { trialColor } from './theme';
 import type { ITrial } from './types';
 

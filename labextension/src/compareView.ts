@@ -5,7 +5,9 @@
 import { Chart } from './chart';
 import { comparisonRows, comparisonTable } from './compare';
 import { h, replaceChildren, select } from './dom';
-import { alignSeries, bestTrialId, isTerminal, metricNames } from './format';
+import { alignSeries, metricNames } from './series';
+import { isTerminal } from './states';
+import { bestTrialId } from './trialTable';
 import { isLightTheme } from './theme';
 import type { IExperiment, IMetricReport, ITrial } from './types';
 

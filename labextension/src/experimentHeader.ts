@@ -1,7 +1,8 @@
 /** The experiment view's header: name, state, actions, progress and the search's summary. */
 import { progressText, stateBadge, stateProgressBar } from './badges';
 import { h } from './dom';
-import { ExperimentAction, allowedActions, formatMetric, formatStartTime } from './format';
+import { formatMetric, formatStartTime } from './format';
+import { ExperimentAction, allowedActions } from './states';
 import type { IExperiment } from './types';
 
 /** The actions' button labels and the confirmation each asks (`danger`: asks first). */

@@ -11,15 +11,9 @@ import { checkpointsTable, configView } from './checkpointsSection';
 import { CompareSection } from './compareView';
 import { errorBox, h, replaceChildren, select } from './dom';
 import { ACTION_TEXT, headerContent } from './experimentHeader';
-import {
-  ExperimentAction,
-  alignSeries,
-  bestTrialId,
-  defaultPlottedTrials,
-  isTerminal,
-  metricNames,
-  runCounts
-} from './format';
+import { alignSeries, metricNames } from './series';
+import { ExperimentAction, isTerminal, runCounts } from './states';
+import { bestTrialId, defaultPlottedTrials } from './trialTable';
 import { HparamsSection } from './hparamsView';
 import { LogsSection } from './logsSection';
 import { ExperimentDataModel, ViewPart } from './model';

@@ -4,7 +4,9 @@
  */
 import { Chart } from './chart';
 import { h, replaceChildren, select } from './dom';
-import { bestTrialId, hparamColumns, hparamScatter, isTerminal } from './format';
+import { hparamScatter } from './series';
+import { isTerminal } from './states';
+import { bestTrialId, hparamColumns } from './trialTable';
 import { useLogAxis } from './hparams';
 import { ParallelCoordinates } from './parcoords';
 import type { IExperiment, ITrial } from './types';

@@ -4,7 +4,7 @@
  */
 import { DeterminedClient, EventHub, describeError } from './api';
 import { errorBox, h, replaceChildren, select } from './dom';
-import { LOG_LEVELS, LogLevel, filterLogs, formatLogLine, logLevel } from './format';
+import { LOG_LEVELS, LogLevel, filterLogs, formatLogLine, logLevel } from './logs';
 import { LogBuffer } from './model';
 import type { ILogLine } from './types';
 

@@ -5,7 +5,7 @@
  * unit tests drive them directly. Events and REST answers may overlap (an event can arrive
  * while the first fetch is in flight), so every `add` is idempotent by id.
  */
-import { improvedBest } from './format';
+import { improvedBest } from './trialTable';
 import type { EventType, ICheckpoint, IExperiment, ILogLine, IMetricReport, ITrial } from './types';
 
 /** A minimal change notifier (lumino's Signal needs an owner object; this needs nothing). */

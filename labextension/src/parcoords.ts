@@ -9,7 +9,9 @@
  */
 import { formatTicks, logTicks } from './chartMath';
 import { h } from './dom';
-import { bestSearcherMetric, flattenHparams, formatMetric, trialDisplayState } from './format';
+import { formatMetric } from './format';
+import { trialDisplayState } from './states';
+import { bestSearcherMetric, flattenHparams } from './trialTable';
 import { HparamType, hparamType } from './hparams';
 import { isLightTheme, onThemeChange, rampColor } from './theme';
 import type { ITrial } from './types';

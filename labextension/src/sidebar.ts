@@ -9,7 +9,8 @@ import { DeterminedClient, EventHub, FeedMode, describeError } from './api';
 import { ClusterStrip } from './cluster';
 import { progressText, stateBadge, stateProgressBar } from './badges';
 import { errorBox, h, replaceChildren, select } from './dom';
-import { IExperimentFilter, filterExperiments, formatMetric, formatStartTime } from './format';
+import { formatMetric, formatStartTime } from './format';
+import { IExperimentFilter, filterExperiments } from './states';
 import { ExperimentListModel } from './model';
 import type { IExperiment, ITrial } from './types';
 

@@ -6,17 +6,16 @@
  */
 import { progressText, stateBadge, stateProgressBar } from './badges';
 import { h } from './dom';
+import { formatMetric } from './format';
+import { trialDisplayState, trialExitNote } from './states';
 import {
   bestSearcherMetric,
   bestTrialId,
   flattenHparams,
-  formatMetric,
   hparamColumns,
   latestSearcherMetric,
-  sortTrials,
-  trialDisplayState,
-  trialExitNote
-} from './format';
+  sortTrials
+} from './trialTable';
 import { isLightTheme, trialColor } from './theme';
 import type { ITrial } from './types';
 

@@ -5,24 +5,16 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import {
-  alignSeries,
-  allowedActions,
-  bestSearcherMetric,
-  filterExperiments,
-  filterLogs,
-  flattenHparams,
   formatBytes,
   formatDuration,
   formatMetric,
   formatPercent,
-  formatStartTime,
-  hparamColumns,
-  hparamScatter,
-  logLevel,
-  metricNames,
-  sortTrials,
-  stateCategory
+  formatStartTime
 } from '../src/format';
+import { filterLogs, logLevel } from '../src/logs';
+import { alignSeries, hparamScatter, metricNames } from '../src/series';
+import { allowedActions, filterExperiments, stateCategory } from '../src/states';
+import { bestSearcherMetric, flattenHparams, hparamColumns, sortTrials } from '../src/trialTable';
 import type { IExperiment, ILogLine, IMetricReport, ITrial } from '../src/types';
 
 function experiment(id: number, overrides: Partial<IExperiment> = {}): IExperiment {

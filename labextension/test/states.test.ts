@@ -5,18 +5,15 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { comparisonRows } from '../src/compare';
+import { formatMetric, formatNumber } from '../src/format';
 import {
-  bestTrialId,
-  defaultPlottedTrials,
   displayProgress,
-  formatMetric,
-  formatNumber,
   runCounts,
-  sortTrials,
   stateCategory,
   trialDisplayState,
   trialExitNote
-} from '../src/format';
+} from '../src/states';
+import { bestTrialId, defaultPlottedTrials, sortTrials } from '../src/trialTable';
 import type { ITrial } from '../src/types';
 
 function trial(id: number, overrides: Partial<ITrial> = {}): ITrial {
