@@ -16,6 +16,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--local", action="store_true")
 parser.add_argument("--test", action="store_true")
 parser.add_argument("--max-batches", type=int, default=300)
+parser.add_argument("--max-records", type=int, default=None, help="max_length in records instead")
 parser.add_argument("--seed", type=int, default=1234)
 parser.add_argument("--storage", default=None, help="a shared_fs host_path for checkpoints")
 args = parser.parse_args()
@@ -24,7 +25,8 @@ config = {
     "name": "estimator-native-digits",
     "hyperparameters": {"global_batch_size": 32, "hidden": 32, "learning_rate": 0.05},
     "searcher": {"name": "single", "metric": "accuracy", "smaller_is_better": False,
-                 "max_length": {"batches": args.max_batches}},
+                 "max_length": {"records": args.max_records} if args.max_records is not None
+                 else {"batches": args.max_batches}},
     "scheduling_unit": 50,
     "min_validation_period": {"batches": 200},
     # A fixed seed makes the accuracy assertions deterministic, not a draw of the initial weights.

@@ -52,6 +52,12 @@ def test_native_local_mode_trains_for_max_length_and_checkpoints_to_storage(scri
     assert 'model_checkpoint_path: "model.ckpt-300"' in (checkpoint / "checkpoint").read_text()
 
 
+def test_ten_records_of_a_32_batch_train_one_batch(scripts):
+    """Determined's conversion, as in Keras and PyTorch: max(records // batch size, 1)."""
+    result, _ = _run_native(scripts, "--local", "--max-records", "10")
+    assert result["global_step"] == 1
+
+
 def _trial_class(scripts):
     """digits_trial.py loaded as a fresh module (the class must not be shared between tests)."""
     spec = importlib.util.spec_from_file_location("digits_trial", scripts / "digits_trial.py")

@@ -14,6 +14,7 @@ starts from nothing or from its Determined checkpoint, never from files left in 
 A Determined checkpoint holds the latest TensorFlow checkpoint files (`model.ckpt-<step>.*` and a
 `checkpoint` index) plus one SavedModel per serving_input_receiver_fn, under `saved_models/<name>`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,12 +22,12 @@ import enum
 import inspect
 import json
 import logging
-import math
 import pathlib
 import re
 import shutil
 import tempfile
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from determined import errors
 from determined.common import expconf
@@ -83,31 +84,31 @@ class _LocalOperation:
 
 
 def _batches(config: dict, global_batch_size: int, length: Any, where: str) -> int:
-    unit, amount = expconf.length_of(length)
-    if unit in (None, "batches"):
-        return int(amount)
-    if unit == "records":
-        return math.ceil(amount / global_batch_size)
-    if unit == "epochs":
-        records = int(config.get("records_per_epoch") or 0)
-        if not records:
-            raise errors.InvalidExperimentException(
-                f"{where} is in epochs but an input_fn does not say how many records an epoch has: "
-                "set records_per_epoch in the experiment config"
-            )
-        return amount * math.ceil(records / global_batch_size)
-    raise errors.InvalidExperimentException(f"{where}: unknown length unit {unit!r}")
+    try:
+        return expconf.length_to_batches(
+            length,
+            global_batch_size=global_batch_size,
+            records_per_epoch=int(config.get("records_per_epoch") or 0),
+            where=where,
+        )
+    except expconf.LengthError as exc:
+        hint = (
+            " (an input_fn does not say how many records an epoch has)"
+            if "epochs" in str(exc)
+            else ""
+        )
+        raise errors.InvalidExperimentException(f"{exc}{hint}") from None
 
 
 def _to_searcher_units(config: dict, global_batch_size: int, steps: int) -> float:
     max_length = (config.get("searcher") or {}).get("max_length")
     unit = expconf.length_of(max_length)[0] if max_length is not None else None
-    if unit == "records":
-        return float(steps * global_batch_size)
-    if unit == "epochs":
-        per_epoch = math.ceil(int(config.get("records_per_epoch") or 1) / global_batch_size)
-        return steps / per_epoch
-    return float(steps)
+    return expconf.batches_to_units(
+        unit,
+        steps,
+        global_batch_size=global_batch_size,
+        records_per_epoch=int(config.get("records_per_epoch") or 1),
+    )
 
 
 def skipping_input_fn(input_fn: Callable[..., Any], skip: int) -> Callable[..., Any]:
@@ -122,7 +123,9 @@ def skipping_input_fn(input_fn: Callable[..., Any], skip: int) -> Callable[..., 
         parameters = {}
     wanted = [name for name in _INPUT_FN_ARGS if name in parameters]
 
-    def input_fn_from_step(mode: Any = None, params: Any = None, config: Any = None, input_context: Any = None) -> Any:
+    def input_fn_from_step(
+        mode: Any = None, params: Any = None, config: Any = None, input_context: Any = None
+    ) -> Any:
         import tensorflow as tf
 
         given = {"mode": mode, "params": params, "config": config, "input_context": input_context}
@@ -132,7 +135,9 @@ def skipping_input_fn(input_fn: Callable[..., Any], skip: int) -> Callable[..., 
         if skip:
             logger.warning(
                 "the training input_fn returned %s, not a tf.data.Dataset: it starts over at every chunk of "
-                "training instead of continuing at step %d", type(result).__name__, skip,
+                "training instead of continuing at step %d",
+                type(result).__name__,
+                skip,
             )
         return result
 
@@ -186,7 +191,9 @@ class EstimatorLoop:
         self.global_batch_size = global_batch_size
         self.trial_seed = trial_seed
         self.mode = LoopMode(mode)
-        self.scheduling_unit = 1 if self.mode is LoopMode.TEST else max(1, int(config.get("scheduling_unit") or 100))
+        self.scheduling_unit = (
+            1 if self.mode is LoopMode.TEST else max(1, int(config.get("scheduling_unit") or 100))
+        )
         self.validation_period = self._period("min_validation_period")
         self.checkpoint_period = self._period("min_checkpoint_period")
         self.searcher_metric = expconf.searcher_metric(config)
@@ -214,13 +221,22 @@ class EstimatorLoop:
             raise errors.InvalidExperimentException(
                 "searcher.max_length is required to train locally (e.g. max_length: {batches: 500})"
             )
-        return [_LocalOperation(_batches(self.config, self.global_batch_size, max_length, "searcher.max_length"))]
+        return [
+            _LocalOperation(
+                _batches(self.config, self.global_batch_size, max_length, "searcher.max_length")
+            )
+        ]
 
     def _op_target(self, op: Any) -> int:
         if self.mode is LoopMode.CLUSTER:
             max_length = (self.config.get("searcher") or {}).get("max_length") or {"batches": 0}
             unit = expconf.length_of(max_length)[0]
-            return _batches(self.config, self.global_batch_size, {unit or "batches": int(op.length)}, "searcher operation")
+            return _batches(
+                self.config,
+                self.global_batch_size,
+                {unit or "batches": int(op.length)},
+                "searcher operation",
+            )
         return int(op.length)
 
     def run(self) -> LoopResult:
@@ -231,9 +247,15 @@ class EstimatorLoop:
             target = self._op_target(op)
             while self.steps < target:
                 self._train_until(self._chunk_end(target))
-                if self.validation_period and self.steps - self.last_validation >= self.validation_period:
+                if (
+                    self.validation_period
+                    and self.steps - self.last_validation >= self.validation_period
+                ):
                     self._validate()
-                if self.checkpoint_period and self.steps - self.last_checkpoint >= self.checkpoint_period:
+                if (
+                    self.checkpoint_period
+                    and self.steps - self.last_checkpoint >= self.checkpoint_period
+                ):
                     self._checkpoint()
                 if self._user_stopped():
                     break
@@ -243,8 +265,12 @@ class EstimatorLoop:
                     self.result.preempted = True
                     return self._finish()
                 if self.mode is LoopMode.CLUSTER:
-                    op.report_progress(min(float(op.length), _to_searcher_units(
-                        self.config, self.global_batch_size, self.steps)))
+                    op.report_progress(
+                        min(
+                            float(op.length),
+                            _to_searcher_units(self.config, self.global_batch_size, self.steps),
+                        )
+                    )
             if self.last_validation != self.steps or self.last_validation_metrics is None:
                 self._validate()
             assert self.last_validation_metrics is not None
@@ -276,7 +302,9 @@ class EstimatorLoop:
 
     def _user_stopped(self) -> bool:
         if self.stop_requested():
-            logger.info("training stop requested at step %d (context.set_stop_requested)", self.steps)
+            logger.info(
+                "training stop requested at step %d (context.set_stop_requested)", self.steps
+            )
             self.result.stopped_early = True
         return self.result.stopped_early
 
@@ -289,7 +317,9 @@ class EstimatorLoop:
         """
         model_dir = tempfile.mkdtemp(prefix="det-estimator-")
         run_config = self.estimator._config
-        seed = run_config.tf_random_seed if run_config.tf_random_seed is not None else self.trial_seed
+        seed = (
+            run_config.tf_random_seed if run_config.tf_random_seed is not None else self.trial_seed
+        )
         # Without the graph def: every train() call would write graph.pbtxt and a .meta file again
         # (text-format protobuf); restoring and exporting need only the variables.
         self.estimator._config = run_config.replace(
@@ -331,7 +361,10 @@ class EstimatorLoop:
     def _validate(self) -> dict:
         eval_spec = self.specs.eval_spec
         results = self.estimator.evaluate(
-            input_fn=eval_spec.input_fn, steps=eval_spec.steps, hooks=eval_spec.hooks, name=eval_spec.name
+            input_fn=eval_spec.input_fn,
+            steps=eval_spec.steps,
+            hooks=eval_spec.hooks,
+            name=eval_spec.name,
         )
         metrics = {name: _plain(value) for name, value in results.items() if name != "global_step"}
         metrics = {name: value for name, value in metrics.items() if value is not None}
@@ -366,7 +399,9 @@ class EstimatorLoop:
 
         latest = tf.train.latest_checkpoint(str(self.model_dir))
         if latest is None:
-            raise errors.InternalException(f"no TensorFlow checkpoint in {self.model_dir} at step {self.steps}")
+            raise errors.InternalException(
+                f"no TensorFlow checkpoint in {self.model_dir} at step {self.steps}"
+            )
         prefix = pathlib.Path(latest).name  # model.ckpt-<step>
         metadata = {
             "steps_completed": self.steps,
@@ -434,12 +469,17 @@ def format_table(reports: list[Report]) -> str:
     names: list[str] = []
     for report in reports:
         # Estimator names training and validation loss alike: the table tells them apart.
-        shown = {(f"val_{n}" if report.group == "validation" else n): v for n, v in report.metrics.items()}
+        shown = {
+            (f"val_{n}" if report.group == "validation" else n): v
+            for n, v in report.metrics.items()
+        }
         rows.setdefault(report.steps_completed, {}).update(shown)
         names.extend(name for name in shown if name not in names)
     lines = [["batches", *names]]
     for steps in sorted(rows):
-        lines.append([str(steps)] + [f"{rows[steps][n]:.4f}" if n in rows[steps] else "" for n in names])
+        lines.append(
+            [str(steps)] + [f"{rows[steps][n]:.4f}" if n in rows[steps] else "" for n in names]
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     out = ["  ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in lines]
     out.insert(1, "  ".join("-" * width for width in widths))

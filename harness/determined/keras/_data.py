@@ -20,16 +20,17 @@ it, so every source can produce the batches `[start, end)` directly:
   has tf.data skip ahead. `fit` gets a dataset that pulls each batch from that iterator inside
   TensorFlow, without Python in the loop.
 """
+
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
 import keras
 import numpy as np
 
 from determined import errors
+from determined.common import expconf
 
 logger = logging.getLogger("determined.keras")
 
@@ -44,14 +45,18 @@ def _num_records(x: Any) -> int:
         raise errors.InvalidExperimentException("fit(): x holds no arrays")
     lengths = {len(leaf) for leaf in leaves}
     if len(lengths) != 1:
-        raise errors.InvalidExperimentException(f"fit(): the input arrays have different lengths {sorted(lengths)}")
+        raise errors.InvalidExperimentException(
+            f"fit(): the input arrays have different lengths {sorted(lengths)}"
+        )
     return lengths.pop()
 
 
 def _take(structure: Any, index: np.ndarray) -> Any:
     if structure is None:
         return None
-    return keras.tree.map_structure(lambda a: None if a is None else np.asarray(a)[index], structure)
+    return keras.tree.map_structure(
+        lambda a: None if a is None else np.asarray(a)[index], structure
+    )
 
 
 def _nbytes(structure: Any) -> int:
@@ -83,7 +88,9 @@ def _is_tf_dataset(data: Any) -> bool:
 
 def _is_sequence(data: Any) -> bool:
     return isinstance(data, keras.utils.PyDataset) or (
-        hasattr(data, "__getitem__") and hasattr(data, "__len__") and not isinstance(data, (np.ndarray, list, tuple, dict))
+        hasattr(data, "__getitem__")
+        and hasattr(data, "__len__")
+        and not isinstance(data, (np.ndarray, list, tuple, dict))
     )
 
 
@@ -130,7 +137,9 @@ _NOT_CONVERTED = object()
 
 
 class ArraySource(BatchSource):
-    def __init__(self, x: Any, y: Any, sample_weight: Any, batch_size: int, *, shuffle: bool, seed: int) -> None:
+    def __init__(
+        self, x: Any, y: Any, sample_weight: Any, batch_size: int, *, shuffle: bool, seed: int
+    ) -> None:
         self.x, self.y, self.sample_weight = x, y, sample_weight
         self.batch_size = batch_size
         self.shuffle = shuffle
@@ -138,7 +147,9 @@ class ArraySource(BatchSource):
         self.records = _num_records(x)
         self._permutations: dict[int, np.ndarray] = {}
         one = np.zeros(1, dtype=np.int64)
-        self._batch_bytes = batch_size * sum(_nbytes(_take(part, one)) for part in (x, y, sample_weight))
+        self._batch_bytes = batch_size * sum(
+            _nbytes(_take(part, one)) for part in (x, y, sample_weight)
+        )
         self._tensors: Any = _NOT_CONVERTED
 
     def _tf_tensors(self) -> tuple | None:
@@ -148,7 +159,9 @@ class ArraySource(BatchSource):
         if self._tensors is not _NOT_CONVERTED:
             return self._tensors
         self._tensors = None
-        if keras.backend.backend() != "tensorflow" or (self.y is None and self.sample_weight is not None):
+        if keras.backend.backend() != "tensorflow" or (
+            self.y is None and self.sample_weight is not None
+        ):
             return None
         import tensorflow as tf
 
@@ -168,7 +181,9 @@ class ArraySource(BatchSource):
                 return None
             with tf.device("CPU:0"):  # input data stays in host memory, as in Keras' own adapter
                 self._tensors = tuple(
-                    keras.tree.lists_to_tuples(keras.tree.map_structure(convert, part)) for part in parts)
+                    keras.tree.lists_to_tuples(keras.tree.map_structure(convert, part))
+                    for part in parts
+                )
         except (TypeError, ValueError, tf.errors.OpError) as err:
             logger.info("training arrays are gathered in numpy for each fit() call (%s)", err)
         return self._tensors
@@ -208,7 +223,7 @@ class ArraySource(BatchSource):
         while position < last:
             epoch, offset = divmod(position, self.records)
             take = min(self.records - offset, last - position)
-            parts.append(self._permutation(epoch)[offset:offset + take])
+            parts.append(self._permutation(epoch)[offset : offset + take])
             position += take
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
@@ -284,7 +299,9 @@ class TFDatasetSource(BatchSource):
         inputs = spec[0] if isinstance(spec, tuple) else spec
         try:
             return tf.nest.map_structure(
-                lambda leaf: tf.zeros([1 if d is None else d for d in leaf.shape], leaf.dtype), inputs)
+                lambda leaf: tf.zeros([1 if d is None else d for d in leaf.shape], leaf.dtype),
+                inputs,
+            )
         except (TypeError, ValueError):  # e.g. string or ragged inputs: read one batch
             batch = next(iter(self.dataset.take(1)))
             return batch[0] if isinstance(batch, tuple) else batch
@@ -313,7 +330,12 @@ def validation_kwargs(validation_data: Any, *, batch_size: int) -> dict:
         return {"x": validation_data}
     if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
         x, y, *rest = validation_data
-        return {"x": x, "y": y, "sample_weight": rest[0] if rest else None, "batch_size": batch_size}
+        return {
+            "x": x,
+            "y": y,
+            "sample_weight": rest[0] if rest else None,
+            "batch_size": batch_size,
+        }
     raise errors.InvalidExperimentException(
         f"fit(): validation_data must be (x, y), (x, y, sample_weight), a tf.data.Dataset or a "
         f"keras.utils.PyDataset, got {type(validation_data).__name__}"
@@ -321,4 +343,5 @@ def validation_kwargs(validation_data: Any, *, batch_size: int) -> dict:
 
 
 def batches_per_epoch(records: int, batch_size: int) -> int:
-    return max(1, math.ceil(records / batch_size))
+    """Batches in an epoch of `records` (the harness's one conversion)."""
+    return expconf.batches_per_epoch(records, batch_size)

@@ -15,6 +15,7 @@ double the time of such a model. Sharing needs the chunk length to be a multiple
 model's `steps_per_execution` (Keras runs whole executions); otherwise each chunk gets its own
 `fit` call, as before.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,7 +25,8 @@ import logging
 import math
 import pathlib
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import keras
 
@@ -105,7 +107,10 @@ class ChunkedCallbacks(keras.callbacks.Callback):
         # (else every batch would convert its logs to Python numbers on the training thread).
         self.async_safe = all(
             getattr(cb, "async_safe", False)
-            or (getattr(cb.on_train_batch_end, "_is_default", False) and getattr(cb.on_batch_end, "_is_default", False))
+            or (
+                getattr(cb.on_train_batch_end, "_is_default", False)
+                and getattr(cb.on_batch_end, "_is_default", False)
+            )
             for cb in callbacks
         )
 
@@ -159,7 +164,7 @@ class _ChunkEnd(enum.Enum):
 class _ChunkDriver(keras.callbacks.Callback):
     """Runs the loop's between-chunk work at each chunk's (Keras epoch's) end, inside `fit`."""
 
-    def __init__(self, loop: "ManagedLoop", op: Any, target: int, length: int, chunks: int) -> None:
+    def __init__(self, loop: ManagedLoop, op: Any, target: int, length: int, chunks: int) -> None:
         super().__init__()
         self.loop, self.op, self.target = loop, op, target
         self.length, self.chunks_left = length, chunks
@@ -168,7 +173,11 @@ class _ChunkDriver(keras.callbacks.Callback):
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         self.chunks_left -= 1
         outcome = self.loop._end_chunk(self.op, self.target, self.length, logs)
-        if outcome is None and self.chunks_left > 0 and self.loop._chunk_end(self.target) != self.loop.steps + self.length:
+        if (
+            outcome is None
+            and self.chunks_left > 0
+            and self.loop._chunk_end(self.target) != self.loop.steps + self.length
+        ):
             outcome = _ChunkEnd.REPLAN
         if outcome is not None:
             self.outcome = outcome
@@ -189,12 +198,16 @@ class _LocalOperation:
         self.completed_with = searcher_metric
 
 
-def spec_from_fit(model: Any, fit: FitArguments, *, batch_size: int, seed: int, fit_config: dict) -> TrainingSpec:
+def spec_from_fit(
+    model: Any, fit: FitArguments, *, batch_size: int, seed: int, fit_config: dict
+) -> TrainingSpec:
     check_compiled(model)
     shuffle = fit_config.get("shuffle", fit.shuffle)
     return TrainingSpec(
         model=model,
-        train=_data.training_source(fit.x, fit.y, fit.sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed),
+        train=_data.training_source(
+            fit.x, fit.y, fit.sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed
+        ),
         validation=_data.validation_kwargs(fit.validation_data, batch_size=batch_size),
         callbacks=list(fit.callbacks),
         class_weight=fit_config.get("class_weight", fit.class_weight),
@@ -210,18 +223,17 @@ class Lengths:
         self.records_per_epoch = int(config.get("records_per_epoch") or 0) or records_per_epoch
 
     def batches(self, unit: str | None, amount: int, where: str) -> int:
-        if unit in (None, "batches"):
-            return int(amount)
-        if unit == "records":
-            return math.ceil(amount / self.batch_size)
-        if unit == "epochs":
-            if not self.records_per_epoch:
-                raise errors.InvalidExperimentException(
-                    f"{where} is in epochs but the number of records per epoch is unknown: set "
-                    "records_per_epoch in the experiment config (or train on arrays, whose length is known)"
-                )
-            return amount * _data.batches_per_epoch(self.records_per_epoch, self.batch_size)
-        raise errors.InvalidExperimentException(f"{where}: unknown length unit {unit!r}")
+        try:
+            return expconf.unit_to_batches(
+                unit,
+                amount,
+                global_batch_size=self.batch_size,
+                records_per_epoch=self.records_per_epoch,
+                where=where,
+            )
+        except expconf.LengthError as exc:
+            hint = " (or train on arrays, whose length is known)" if unit == "epochs" else ""
+            raise errors.InvalidExperimentException(f"{exc}{hint}") from None
 
     def of(self, key: str) -> int:
         length = self.config.get(key)
@@ -246,11 +258,12 @@ class Lengths:
         return self.batches(unit, amount, "searcher.max_length")
 
     def to_units(self, unit: str | None, batches: int) -> float:
-        if unit in (None, "batches"):
-            return float(batches)
-        if unit == "records":
-            return float(batches * self.batch_size)
-        return batches / _data.batches_per_epoch(self.records_per_epoch or 1, self.batch_size)
+        return expconf.batches_to_units(
+            unit,
+            batches,
+            global_batch_size=self.batch_size,
+            records_per_epoch=self.records_per_epoch,
+        )
 
 
 class ManagedLoop:
@@ -271,7 +284,9 @@ class ManagedLoop:
         self.model = spec.model
         self.mode = LoopMode(mode)
         self.lengths = Lengths(config, global_batch_size, spec.train.records)
-        self.scheduling_unit = 1 if self.mode is LoopMode.TEST else max(1, int(config.get("scheduling_unit") or 100))
+        self.scheduling_unit = (
+            1 if self.mode is LoopMode.TEST else max(1, int(config.get("scheduling_unit") or 100))
+        )
         self.validation_period = self.lengths.of("min_validation_period")
         self.checkpoint_period = self.lengths.of("min_checkpoint_period")
         self.searcher_metric = expconf.searcher_metric(config)
@@ -297,7 +312,9 @@ class ManagedLoop:
 
     def _op_target(self, op: Any) -> int:
         if self.mode is LoopMode.CLUSTER:
-            return self.lengths.batches(self.lengths.searcher_unit(), op.length, "searcher operation")
+            return self.lengths.batches(
+                self.lengths.searcher_unit(), op.length, "searcher operation"
+            )
         return op.length
 
     def run(self) -> LoopResult:
@@ -313,8 +330,11 @@ class ManagedLoop:
                     return self._finish()
                 if outcome is _ChunkEnd.STOPPED:
                     break
-            metrics = self._validate() if self.last_validation != self.steps or self.last_validation_metrics is None \
+            metrics = (
+                self._validate()
+                if self.last_validation != self.steps or self.last_validation_metrics is None
                 else self.last_validation_metrics
+            )
             searcher_value = self._searcher_value(metrics)
             self.result.searcher_metrics.append(searcher_value)
             if self.mode is LoopMode.CLUSTER:
@@ -338,7 +358,9 @@ class ManagedLoop:
     def _chunk_end(self, target: int) -> int:
         return self._chunk_end_from(self.steps, self.last_validation, self.last_checkpoint, target)
 
-    def _chunk_end_from(self, steps: int, last_validation: int, last_checkpoint: int, target: int) -> int:
+    def _chunk_end_from(
+        self, steps: int, last_validation: int, last_checkpoint: int, target: int
+    ) -> int:
         end = min(target, (steps // self.scheduling_unit + 1) * self.scheduling_unit)
         if self.validation_period:
             end = min(end, last_validation + self.validation_period)
@@ -349,13 +371,19 @@ class ManagedLoop:
     def _next_chunk_lengths(self, target: int, most: int) -> list[int]:
         """The lengths of the next (at most `most`) chunks as `_end_chunk` will cut them if
         training is not stopped: the same bookkeeping, run ahead on copies."""
-        steps, last_validation, last_checkpoint = self.steps, self.last_validation, self.last_checkpoint
+        steps, last_validation, last_checkpoint = (
+            self.steps,
+            self.last_validation,
+            self.last_checkpoint,
+        )
         lengths: list[int] = []
         while steps < target and len(lengths) < most:
             end = self._chunk_end_from(steps, last_validation, last_checkpoint, target)
             lengths.append(end - steps)
             steps = end
-            if (self.validation_period and steps - last_validation >= self.validation_period) or steps == target:
+            if (
+                self.validation_period and steps - last_validation >= self.validation_period
+            ) or steps == target:
                 last_validation = steps
             if self.checkpoint_period and steps - last_checkpoint >= self.checkpoint_period:
                 last_checkpoint = steps
@@ -371,13 +399,18 @@ class ManagedLoop:
                 logger.warning(
                     "chunks of %d batches are not a multiple of steps_per_execution=%d: training calls fit() "
                     "once per chunk, which is slower; make scheduling_unit and the validation/checkpoint "
-                    "periods multiples of steps_per_execution", length, execution)
+                    "periods multiples of steps_per_execution",
+                    length,
+                    execution,
+                )
             return length, 1
         batch_bytes = self.spec.train.bytes_per_batch()
         if self.spec.train.streams:
             most = math.ceil((target - self.steps) / length)  # nothing held in memory: no budget
         else:
-            most = max(1, FIT_DATA_BUDGET_BYTES // max(1, length * batch_bytes)) if batch_bytes else 1
+            most = (
+                max(1, FIT_DATA_BUDGET_BYTES // max(1, length * batch_bytes)) if batch_bytes else 1
+            )
         lengths = self._next_chunk_lengths(target, most)
         chunks = 1
         while chunks < len(lengths) and lengths[chunks] == length:
@@ -386,7 +419,10 @@ class ManagedLoop:
 
     def _user_stopped(self) -> bool:
         if getattr(self.model, "stop_training", False) or self.stop_requested():
-            logger.info("training stop requested at step %d (model.stop_training / set_stop_requested)", self.steps)
+            logger.info(
+                "training stop requested at step %d (model.stop_training / set_stop_requested)",
+                self.steps,
+            )
             self.result.stopped_early = True
         return self.result.stopped_early
 
@@ -518,7 +554,9 @@ class ManagedLoop:
                 # Without building first, load_weights would skip the optimizer's state.
                 self.model.optimizer.build(self.model.trainable_variables)
             self.model.load_weights(path / MODEL_FILE)
-        self.steps = int(metadata.get("steps_completed", int(self.model.optimizer.iterations.numpy())))
+        self.steps = int(
+            metadata.get("steps_completed", int(self.model.optimizer.iterations.numpy()))
+        )
         self.last_validation = int(metadata.get("last_validation_steps", self.steps))
         self.last_checkpoint = int(metadata.get("last_checkpoint_steps", self.steps))
         self.result.checkpoints.append(storage_id)

@@ -3,11 +3,14 @@
 An int value means "every n" (n <= 0: every step); a container (list, tuple, set, range) means
 "exactly at these step numbers".
 """
+
 from __future__ import annotations
 
 import collections.abc
 import sys
 from typing import Any, Union
+
+from determined.common import expconf
 
 PeriodValue = Union[int, collections.abc.Container]
 
@@ -16,7 +19,9 @@ class TrainUnit:
     """A number of batches or epochs; subclassed by `Batch` and `Epoch`."""
 
     def __init__(self, value: PeriodValue) -> None:
-        if isinstance(value, (bool, str, bytes)) or not isinstance(value, (int, collections.abc.Container)):
+        if isinstance(value, (bool, str, bytes)) or not isinstance(
+            value, (int, collections.abc.Container)
+        ):
             raise TypeError(
                 f"{type(self).__name__}(value): expected an int or a container of ints, got {value!r}"
             )
@@ -36,11 +41,17 @@ class TrainUnit:
         records: int | None = None,
         epochs: int | None = None,
         global_batch_size: int | None = None,
-    ) -> "TrainUnit":
+    ) -> TrainUnit:
         """A config length object (`{batches: n}` ...) as a period; 0 means never (Determined)."""
-        given = [(k, v) for k, v in (("batches", batches), ("records", records), ("epochs", epochs)) if v is not None]
+        given = [
+            (k, v)
+            for k, v in (("batches", batches), ("records", records), ("epochs", epochs))
+            if v is not None
+        ]
         if len(given) != 1:
-            raise ValueError(f"a length needs exactly one of batches, records, epochs; got {dict(given)}")
+            raise ValueError(
+                f"a length needs exactly one of batches, records, epochs; got {dict(given)}"
+            )
         unit, amount = given[0]
         if unit == "epochs":
             return Epoch(amount if amount > 0 else sys.maxsize)
@@ -50,17 +61,20 @@ class TrainUnit:
                     f"a length of {{records: {amount}}} needs hyperparameter global_batch_size to be "
                     "converted to batches"
                 )
-            amount = amount // global_batch_size
+            # Determined's conversion: a positive number of records is at least one batch.
+            amount = expconf.records_to_batches(amount, global_batch_size)
         return Batch(amount if amount > 0 else sys.maxsize)
 
     @staticmethod
-    def _from_length(length: Any, global_batch_size: int | None = None) -> "TrainUnit":
+    def _from_length(length: Any, global_batch_size: int | None = None) -> TrainUnit:
         """`searcher.max_length`-style value: an int (batches) or a one-key length dict."""
         if isinstance(length, int) and not isinstance(length, bool):
             return Batch(length)
         if isinstance(length, dict):
             return TrainUnit._from_values(**length, global_batch_size=global_batch_size)
-        raise ValueError(f"not a length: {length!r} (expected e.g. {{batches: 100}} or {{epochs: 2}})")
+        raise ValueError(
+            f"not a length: {length!r} (expected e.g. {{batches: 100}} or {{epochs: 2}})"
+        )
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self.value == other.value  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ Typical use::
 
 jsonschema and yaml are imported on first use, so importing this package is cheap.
 """
+
 from determined.common.expconf._access import (
     environment_variables,
     is_legacy_trial_entrypoint,
@@ -18,6 +19,14 @@ from determined.common.expconf._access import (
 from determined.common.expconf._defaults import DEFAULT_NAME, apply_defaults
 from determined.common.expconf._errors import InvalidConfig
 from determined.common.expconf._hparams import hparam_leaves, is_typed_hparam, normalize_hparams
+from determined.common.expconf._lengths import (
+    LengthError,
+    batches_per_epoch,
+    batches_to_units,
+    length_to_batches,
+    records_to_batches,
+    unit_to_batches,
+)
 from determined.common.expconf._load import load, load_file
 from determined.common.expconf._overrides import apply_overrides
 from determined.common.expconf._schema import (
@@ -29,7 +38,12 @@ from determined.common.expconf._schema import (
     SEARCHER_NAMES,
 )
 from determined.common.expconf._test_mode import sample_hparam_specs, test_mode_config
-from determined.common.expconf._validate import check, import_jsonschema, prepare_validator, validate
+from determined.common.expconf._validate import (
+    check,
+    import_jsonschema,
+    prepare_validator,
+    validate,
+)
 from determined.common.expconf._warnings import warnings
 
 __all__ = [
@@ -50,6 +64,12 @@ __all__ = [
     "is_legacy_trial_entrypoint",
     "is_typed_hparam",
     "length_of",
+    "LengthError",
+    "batches_per_epoch",
+    "batches_to_units",
+    "length_to_batches",
+    "records_to_batches",
+    "unit_to_batches",
     "load",
     "load_file",
     "normalize_hparams",

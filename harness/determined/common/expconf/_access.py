@@ -1,4 +1,5 @@
 """Small read-only helpers over a (validated) config, shared by the master and the harness."""
+
 from __future__ import annotations
 
 import re
@@ -40,7 +41,9 @@ def environment_variables(config: dict, *, gpu: bool = False) -> dict[str, str]:
     for entry in entries:
         key, separator, value = str(entry).partition("=")
         if not separator or not key:
-            raise ValueError(f"environment.environment_variables: {entry!r} must look like KEY=VALUE")
+            raise ValueError(
+                f"environment.environment_variables: {entry!r} must look like KEY=VALUE"
+            )
         variables[key] = value
     return variables
 

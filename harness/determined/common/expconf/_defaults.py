@@ -1,4 +1,5 @@
 """Expanding a config: every default filled, as the master stores and hands it to trials."""
+
 from __future__ import annotations
 
 import copy
@@ -57,7 +58,12 @@ _OPTIMIZATIONS_DEFAULTS = {
     "tensor_fusion_cycle_time": 1,
     "tensor_fusion_threshold": 64,
 }
-_PROFILING_DEFAULTS = {"enabled": False, "begin_on_batch": 0, "end_after_batch": None, "sync_timings": True}
+_PROFILING_DEFAULTS = {
+    "enabled": False,
+    "begin_on_batch": 0,
+    "end_after_batch": None,
+    "sync_timings": True,
+}
 
 
 def apply_defaults(
@@ -80,7 +86,13 @@ def apply_defaults(
 
     searcher = _section(expanded, "searcher")
     name = searcher.get("name")
-    _fill(searcher, {"smaller_is_better": True, **_SEARCHER_DEFAULTS.get(name if isinstance(name, str) else "", {})})
+    _fill(
+        searcher,
+        {
+            "smaller_is_better": True,
+            **_SEARCHER_DEFAULTS.get(name if isinstance(name, str) else "", {}),
+        },
+    )
 
     _fill(_section(expanded, "resources"), _RESOURCES_DEFAULTS)
     expanded["checkpoint_storage"] = _checkpoint_storage(
@@ -89,7 +101,9 @@ def apply_defaults(
 
     reproducibility = _section(expanded, "reproducibility")
     if reproducibility.get("experiment_seed") is None:
-        reproducibility["experiment_seed"] = seed if seed is not None else int(time.time()) % MAX_SEED
+        reproducibility["experiment_seed"] = (
+            seed if seed is not None else int(time.time()) % MAX_SEED
+        )
 
     _fill(_section(expanded, "environment"), _ENVIRONMENT_DEFAULTS)
     if isinstance(expanded["bind_mounts"], list):

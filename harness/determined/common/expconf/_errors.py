@@ -1,7 +1,8 @@
 """The one error type the config module raises."""
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class InvalidConfig(ValueError):

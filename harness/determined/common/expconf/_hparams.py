@@ -1,8 +1,10 @@
 """Walking and normalising the `hyperparameters` section."""
+
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 
 def is_typed_hparam(value: Any) -> bool:

@@ -1,4 +1,5 @@
 """Parsing config text (YAML or JSON) into a dict."""
+
 from __future__ import annotations
 
 import json
@@ -54,7 +55,9 @@ def load(text: str, source: str = "<config>") -> dict:
         text = text.decode("utf-8")
     config = _parse(text, source)
     if config is None:
-        raise InvalidConfig(f"{source}: the config is empty (expected a mapping such as 'name: my-exp')")
+        raise InvalidConfig(
+            f"{source}: the config is empty (expected a mapping such as 'name: my-exp')"
+        )
     if not isinstance(config, dict):
         raise InvalidConfig(
             f"{source}: the config must be a mapping of field names to values at the top level,"

@@ -1,4 +1,5 @@
 """`--config a.b=value` overrides."""
+
 from __future__ import annotations
 
 import copy
@@ -28,7 +29,9 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
         try:
             value = parse_yaml_value(raw_value)
         except Exception as e:  # yaml.YAMLError; yaml is imported lazily
-            raise ValueError(f"config override {override!r}: cannot parse the value ({e})") from None
+            raise ValueError(
+                f"config override {override!r}: cannot parse the value ({e})"
+            ) from None
         node: Any = updated
         for depth, part in enumerate(parts[:-1]):
             node = _child(node, part, override, ".".join(parts[: depth + 1]))

@@ -7,6 +7,7 @@ master_lite cannot use) live in `_validate.py`.
 Keys starting with ``x-`` are ours: jsonschema ignores unknown keywords, and `_validate.py` reads
 them to turn raw jsonschema errors into messages that tell the user what to write instead.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -44,7 +45,9 @@ _SEARCHER_COMMON: dict[str, Any] = {
     "source_checkpoint_uuid": {"type": ["string", "null"]},
     "max_length": {"$ref": "#/$defs/length_or_int"},
 }
-_METRIC_HINT = "required for every searcher: the name of a validation metric (e.g. metric: validation_loss)"
+_METRIC_HINT = (
+    "required for every searcher: the name of a validation metric (e.g. metric: validation_loss)"
+)
 _TIME_FIELDS: dict[str, Any] = {
     "time_metric": {"type": ["string", "null"]},
     "max_time": {"type": ["integer", "null"], "minimum": 1},
@@ -80,7 +83,9 @@ def _searcher_variant(name: str, extra: dict[str, Any], required: list[str]) -> 
 _SEARCHER_VARIANTS: dict[str, dict[str, Any]] = {
     "single": _searcher_variant("single", {}, []),
     "random": _searcher_variant(
-        "random", {"max_trials": _MAX_TRIALS, "max_concurrent_trials": _MAX_CONCURRENT}, ["max_trials"]
+        "random",
+        {"max_trials": _MAX_TRIALS, "max_concurrent_trials": _MAX_CONCURRENT},
+        ["max_trials"],
     ),
     "grid": _searcher_variant("grid", {"max_concurrent_trials": _MAX_CONCURRENT}, []),
     "adaptive_asha": _searcher_variant(
@@ -134,7 +139,9 @@ def _hparam_variant(kind: str, properties: dict[str, Any], required: list[str]) 
         "type": "object",
         "properties": {"type": _STRING, **properties},
         "required": required,
-        "x-required-hints": {key: f"required for a hyperparameter of type '{kind}'" for key in required},
+        "x-required-hints": {
+            key: f"required for a hyperparameter of type '{kind}'" for key in required
+        },
         "additionalProperties": False,
     }
 
@@ -164,7 +171,13 @@ _HPARAM_VARIANTS: dict[str, dict[str, Any]] = {
     ),
     "categorical": _hparam_variant(
         "categorical",
-        {"vals": {"type": "array", "minItems": 1, "x-min-items-hint": "must list at least one value"}},
+        {
+            "vals": {
+                "type": "array",
+                "minItems": 1,
+                "x-min-items-hint": "must list at least one value",
+            }
+        },
         ["vals"],
     ),
 }
@@ -199,10 +212,14 @@ _SHARED_FS_FIELDS: dict[str, Any] = {
 _STORAGE_VARIANTS: dict[str, dict[str, Any]] = {
     "shared_fs": _SHARED_FS_FIELDS,
     "directory": {"container_path": {"type": "string", "minLength": 1}},
-    "s3": {key: _NULLABLE_STRING for key in ("bucket", "access_key", "secret_key", "endpoint_url", "prefix")},
+    "s3": {
+        key: _NULLABLE_STRING
+        for key in ("bucket", "access_key", "secret_key", "endpoint_url", "prefix")
+    },
     "gcs": {key: _NULLABLE_STRING for key in ("bucket", "prefix")},
     "azure": {
-        key: _NULLABLE_STRING for key in ("container", "connection_string", "account_url", "credential")
+        key: _NULLABLE_STRING
+        for key in ("container", "connection_string", "account_url", "credential")
     },
 }
 
@@ -425,7 +442,9 @@ TOP_LEVEL_PROPERTIES: dict[str, Any] = {
     "log_policies": {"type": ["array", "null"], "items": _LOG_POLICY},
     "retention_policy": {
         "type": ["object", "null"],
-        "properties": {"log_retention_days": {"type": ["integer", "null"], "minimum": -1, "maximum": 32767}},
+        "properties": {
+            "log_retention_days": {"type": ["integer", "null"], "minimum": -1, "maximum": 32767}
+        },
         "additionalProperties": False,
     },
     "preemption_timeout": {"type": ["integer", "null"], "minimum": 0},

@@ -1,5 +1,6 @@
 """Determined's test mode (`det e create --test`, `%%det_submit --test`, Native `test=True`):
 the config that trains one trial for one batch, validates and checkpoints it."""
+
 from __future__ import annotations
 
 import copy
@@ -19,7 +20,9 @@ def sample_hparam_specs(hparams: dict, rng: random.Random) -> dict:
         elif kind == "double":
             value = rng.uniform(float(spec["minval"]), float(spec["maxval"]))
         elif kind == "log":
-            value = float(spec.get("base", 10.0)) ** rng.uniform(float(spec["minval"]), float(spec["maxval"]))
+            value = float(spec.get("base", 10.0)) ** rng.uniform(
+                float(spec["minval"]), float(spec["maxval"])
+            )
         elif kind == "categorical":
             value = rng.choice(list(spec["vals"]))
         else:
@@ -48,6 +51,8 @@ def test_mode_config(config: dict, rng: random.Random | None = None) -> dict:
         "smaller_is_better": searcher.get("smaller_is_better", True),
         "max_length": {"batches": 1},
     }
-    test["hyperparameters"] = sample_hparam_specs(test.get("hyperparameters") or {}, rng or random.Random())
+    test["hyperparameters"] = sample_hparam_specs(
+        test.get("hyperparameters") or {}, rng or random.Random()
+    )
     test["max_restarts"] = 0
     return test

@@ -4,12 +4,14 @@ Two passes: jsonschema checks structure against `_schema.SCHEMA` (its raw errors
 into messages that say what to write instead), then `_semantic_errors` checks what reads across
 fields. jsonschema is imported on first use only, to keep `import determined` fast.
 """
+
 from __future__ import annotations
 
 import difflib
 import json
 import sys
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from determined.common.expconf import _schema
 from determined.common.expconf._errors import InvalidConfig
@@ -33,7 +35,9 @@ def validate(config: dict) -> list[str]:
     Accepts both a user's config and an expanded one (the output of apply_defaults).
     """
     if not isinstance(config, dict):
-        return [f"<config>: the config must be a mapping of field names to values, not {_describe(config)}"]
+        return [
+            f"<config>: the config must be a mapping of field names to values, not {_describe(config)}"
+        ]
     errors = list(_non_string_keys(config, ()))
     if errors:
         # jsonschema cannot match patterns against non-string keys; check the rest as strings.
@@ -130,7 +134,12 @@ def _translate(error: Any) -> list[str]:
         side = "minimum" if "inimum" in keyword else "maximum"
         hint = schema.get(f"x-{side}-hint")
         if hint is None:
-            operator = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+            operator = {
+                "minimum": ">=",
+                "exclusiveMinimum": ">",
+                "maximum": "<=",
+                "exclusiveMaximum": "<",
+            }
             hint = f"must be {operator[keyword]} {error.validator_value}"
         return [f"{where}: {hint} (got {_show(instance)})"]
     if keyword == "pattern":
@@ -289,7 +298,7 @@ def _non_string_keys(value: Any, path: tuple) -> Iterator[str]:
             if not isinstance(key, str):
                 yield (
                     f"{_format_path([*path, str(key)])}: keys must be strings, got {_describe(key)}"
-                    f" (quote it in YAML, e.g. \"{key}\")"
+                    f' (quote it in YAML, e.g. "{key}")'
                 )
             yield from _non_string_keys(child, (*path, str(key)))
     elif isinstance(value, list):

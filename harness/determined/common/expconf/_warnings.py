@@ -1,4 +1,5 @@
 """Fields that are valid Determined config but that master_lite's local runner does not use."""
+
 from __future__ import annotations
 
 from typing import Any
