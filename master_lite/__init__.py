@@ -3,6 +3,7 @@
 `MasterLite` is the configurable app (standalone or inside jupyter_server); `Master` is the
 facade every API handler calls. Both are imported on first use: `import master_lite` stays cheap.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@ jupyter_server).
 Standalone it builds the `Master` facade, serves `master_lite.api` on tornado, and publishes
 `<root_dir>/master.json` ({url, token, pid}, mode 0600) so that `det` and notebooks find it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,7 +28,6 @@ from traitlets import Enum, Float, Integer, TraitError, Unicode, default, valida
 from traitlets.config import Configurable
 
 from determined.common import context as context_mod
-
 from master_lite.api import make_handlers, max_body_bytes
 
 log = logging.getLogger("master_lite")
@@ -46,8 +46,10 @@ def _from_env(name: str, convert: Callable[[str], Any], fallback: Any) -> Any:
     try:
         return convert(raw)
     except ValueError:
-        raise TraitError(f"environment variable {name}={raw!r} is not a valid "
-                         f"{getattr(convert, '__name__', 'value')}") from None
+        raise TraitError(
+            f"environment variable {name}={raw!r} is not a valid "
+            f"{getattr(convert, '__name__', 'value')}"
+        ) from None
 
 
 def _connect_host(host: str) -> str:
@@ -91,40 +93,51 @@ class MasterLite(Configurable):
 
     root_dir = Unicode(
         help="Where the master keeps its state: master.db, stored contexts, trial work dirs and "
-             "logs, default checkpoint storage, master.json. Env: MASTER_LITE_ROOT_DIR. "
-             "Default: <jupyter data dir>/determined.").tag(config=True)
+        "logs, default checkpoint storage, master.json. Env: MASTER_LITE_ROOT_DIR. "
+        "Default: <jupyter data dir>/determined."
+    ).tag(config=True)
     cpu_slots = Integer(
         help="How many CPU slots to offer when the machine has no GPU (each trial holds "
-             "resources.slots_per_trial of them). Env: MASTER_LITE_CPU_SLOTS.").tag(config=True)
+        "resources.slots_per_trial of them). Env: MASTER_LITE_CPU_SLOTS."
+    ).tag(config=True)
     resource_manager = Enum(
         ["local", "ray"],
         help="What runs trials: 'local' subprocesses (default) or 'ray'. "
-             "Env: MASTER_LITE_RESOURCE_MANAGER.").tag(config=True)
+        "Env: MASTER_LITE_RESOURCE_MANAGER.",
+    ).tag(config=True)
     ray_address = Unicode(
-        None, allow_none=True,
+        None,
+        allow_none=True,
         help="Ray cluster for resource_manager 'ray' ('auto', 'host:port', 'ray://...'); unset: "
-             "$RAY_ADDRESS, else a local Ray. Env: MASTER_LITE_RAY_ADDRESS.").tag(config=True)
+        "$RAY_ADDRESS, else a local Ray. Env: MASTER_LITE_RAY_ADDRESS.",
+    ).tag(config=True)
     context_size_limit = Integer(
         help="Largest accepted experiment context (tar.gz bytes); bigger uploads get 413. "
-             "Env: MASTER_LITE_CONTEXT_SIZE_LIMIT.").tag(config=True)
+        "Env: MASTER_LITE_CONTEXT_SIZE_LIMIT."
+    ).tag(config=True)
     preemption_grace_seconds = Float(
         help="How long a preempted (paused, killed, shut down) trial may take to checkpoint "
-             "and exit before it is terminated. Env: MASTER_LITE_PREEMPTION_GRACE_SECONDS."
+        "and exit before it is terminated. Env: MASTER_LITE_PREEMPTION_GRACE_SECONDS."
     ).tag(config=True)
     host = Unicode(
         help="Address to listen on (standalone). Loopback by default: the API is guarded by a "
-             "token, but there is no TLS. Env: MASTER_LITE_HOST.").tag(config=True)
+        "token, but there is no TLS. Env: MASTER_LITE_HOST."
+    ).tag(config=True)
     port = Integer(
-        help="Port to listen on (standalone); 0 picks any free port. "
-             "Env: MASTER_LITE_PORT.").tag(config=True)
+        help="Port to listen on (standalone); 0 picks any free port. Env: MASTER_LITE_PORT."
+    ).tag(config=True)
 
-    master = AnyTrait(None, allow_none=True,
-                      help="A ready Master facade to serve instead of building one (tests).")
+    master = AnyTrait(
+        None,
+        allow_none=True,
+        help="A ready Master facade to serve instead of building one (tests).",
+    )
 
     @default("root_dir")
     def _default_root_dir(self) -> str:
-        return _from_env("MASTER_LITE_ROOT_DIR", str,
-                         os.path.join(jupyter_data_dir(), "determined"))
+        return _from_env(
+            "MASTER_LITE_ROOT_DIR", str, os.path.join(jupyter_data_dir(), "determined")
+        )
 
     @default("cpu_slots")
     def _default_cpu_slots(self) -> int:
@@ -182,14 +195,19 @@ class MasterLite(Configurable):
         """The facade configured by these traits (`overrides`: e.g. the host's user_token)."""
         from master_lite._master import Master  # the facade pulls in the store and scheduler
 
-        return Master(self.root_dir, cpu_slots=self.cpu_slots,
-                      context_size_limit=self.context_size_limit,
-                      resource_manager=self.resource_manager,
-                      ray_address=self.ray_address,
-                      preemption_grace_seconds=self.preemption_grace_seconds, **overrides)
+        return Master(
+            self.root_dir,
+            cpu_slots=self.cpu_slots,
+            context_size_limit=self.context_size_limit,
+            resource_manager=self.resource_manager,
+            ray_address=self.ray_address,
+            preemption_grace_seconds=self.preemption_grace_seconds,
+            **overrides,
+        )
 
-    def handlers(self, master: Any, prefix: str = "", **kwargs: Any
-                 ) -> list[tuple[str, type, dict]]:
+    def handlers(
+        self, master: Any, prefix: str = "", **kwargs: Any
+    ) -> list[tuple[str, type, dict]]:
         """The API's tornado routes under `prefix` (kwargs: base_handler, user_auth)."""
         return make_handlers(master, prefix, context_size_limit=self.context_size_limit, **kwargs)
 
@@ -217,7 +235,8 @@ class MasterLite(Configurable):
             return  # stale file: that master is gone
         raise MasterLiteStartError(
             f"root dir {self.root_dir} is in use by another master-lite (pid {pid}, {url}); "
-            "stop it, or choose another root dir with --root-dir")
+            "stop it, or choose another root dir with --root-dir"
+        )
 
     def _bind(self) -> list[socket.socket]:
         try:
@@ -226,9 +245,11 @@ class MasterLite(Configurable):
             if exc.errno == errno.EADDRINUSE:
                 raise MasterLiteStartError(
                     f"port {self.port} on {self.host} is already in use; choose another with "
-                    "--port N (or --port 0 for any free port)") from None
-            raise MasterLiteStartError(f"cannot listen on {self.host}:{self.port}: "
-                                       f"{exc.strerror or exc}") from None
+                    "--port N (or --port 0 for any free port)"
+                ) from None
+            raise MasterLiteStartError(
+                f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from None
 
     def write_master_json(self, token: str) -> None:
         """Publish `{url: self.url, token, pid}` as <root_dir>/master.json, mode 0600."""
@@ -260,7 +281,8 @@ class MasterLite(Configurable):
             # a message; tornado's own default buffer (100 MB) would cut a 96 MiB context.
             ceiling = 2 * max_body_bytes(self.context_size_limit)
             self._server = tornado.httpserver.HTTPServer(
-                self.make_application(master), max_body_size=ceiling, max_buffer_size=ceiling)
+                self.make_application(master), max_body_size=ceiling, max_buffer_size=ceiling
+            )
             self._server.add_sockets(sockets)
             await master.start(self.url)
             self._started_master = True
@@ -335,7 +357,7 @@ class MasterLite(Configurable):
             await self.stop()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
-            if profiler is not None:
+            if profiler is not None and profile_path:
                 profiler.disable()
                 profiler.dump_stats(profile_path)
 

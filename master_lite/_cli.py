@@ -1,4 +1,5 @@
 """`master-lite`: run the master standalone."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,25 +16,38 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="master-lite",
         description="Run the jupyter-determined master standalone. Settings default to the "
-                    "MASTER_LITE_* environment variables, then to built-in defaults.")
-    parser.add_argument("--root-dir", help="state directory (default: $MASTER_LITE_ROOT_DIR or "
-                                           "<jupyter data dir>/determined)")
+        "MASTER_LITE_* environment variables, then to built-in defaults.",
+    )
+    parser.add_argument(
+        "--root-dir",
+        help="state directory (default: $MASTER_LITE_ROOT_DIR or <jupyter data dir>/determined)",
+    )
     parser.add_argument("--host", help="address to listen on (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="port to listen on; 0 = any free port "
-                                                 "(default: 8080)")
-    parser.add_argument("--cpu-slots", type=int, help="CPU slots when there is no GPU "
-                                                      "(default: 2)")
-    parser.add_argument("--resource-manager", choices=["local", "ray"],
-                        help="what runs trials (default: local)")
-    parser.add_argument("--log-level", default="INFO",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default: INFO")
+    parser.add_argument(
+        "--port", type=int, help="port to listen on; 0 = any free port (default: 8080)"
+    )
+    parser.add_argument("--cpu-slots", type=int, help="CPU slots when there is no GPU (default: 2)")
+    parser.add_argument(
+        "--resource-manager", choices=["local", "ray"], help="what runs trials (default: local)"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="default: INFO",
+    )
     return parser
 
 
 def _config(args: argparse.Namespace) -> Config:
     config = Config()
-    for option, trait in (("root_dir", "root_dir"), ("host", "host"), ("port", "port"),
-                          ("cpu_slots", "cpu_slots"), ("resource_manager", "resource_manager")):
+    for option, trait in (
+        ("root_dir", "root_dir"),
+        ("host", "host"),
+        ("port", "port"),
+        ("cpu_slots", "cpu_slots"),
+        ("resource_manager", "resource_manager"),
+    ):
         value = getattr(args, option)
         if value is not None:
             config.MasterLite[trait] = value
@@ -42,8 +56,11 @@ def _config(args: argparse.Namespace) -> Config:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     logging.getLogger("tornado.access").setLevel(logging.WARNING)
 
     from master_lite._app import MasterLite, MasterLiteStartError
@@ -58,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     def announce(url: str) -> None:
-        print(f"master-lite listening on {url} (root dir {app.root_dir}, token in "
-              f"{app.master_json_path})", flush=True)
+        print(
+            f"master-lite listening on {url} (root dir {app.root_dir}, token in "
+            f"{app.master_json_path})",
+            flush=True,
+        )
 
     try:
         asyncio.run(app.serve(on_listening=announce))
@@ -69,8 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, sqlite3.Error) as exc:
         # A read-only or full root dir: one line that says what to fix, not a traceback.
         logging.getLogger("master_lite").debug("storage failure", exc_info=True)
-        print(f"master-lite: error: {exc} (root dir {app.root_dir} must be a writable "
-              "directory on a disk with free space)", file=sys.stderr)
+        print(
+            f"master-lite: error: {exc} (root dir {app.root_dir} must be a writable "
+            "directory on a disk with free space)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -1,5 +1,6 @@
 """What the master gives the harness in-process (`determined.common.hooks`): the searcher
 preview of `det preview-search`, which runs the master's searchers without a master."""
+
 from __future__ import annotations
 
 from typing import Any

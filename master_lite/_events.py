@@ -4,13 +4,14 @@ Publishers never block: `publish` may be called from any thread (log capture thr
 hands the event to the event loop thread; each subscriber has a bounded queue that drops its
 oldest events when the consumer is slow, so one stuck browser tab cannot grow the master's memory.
 """
+
 from __future__ import annotations
 
 import asyncio
 import collections
 import threading
-from collections.abc import Iterable
-from typing import Any, Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 EVENT_TYPES = ("experiment", "trial", "metric", "log", "checkpoint")
 DEFAULT_QUEUE_SIZE = 10_000
@@ -27,8 +28,15 @@ def _matches(value: int | None, payload: dict, event_type: str, key: str, own_ty
 class Subscription:
     """An async iterator of `(type, payload)` for one consumer; `close()` ends it."""
 
-    def __init__(self, bus: "EventBus", *, experiment_id: int | None, trial_id: int | None,
-                 types: Iterable[str] | None, maxsize: int) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        *,
+        experiment_id: int | None,
+        trial_id: int | None,
+        types: Iterable[str] | None,
+        maxsize: int,
+    ) -> None:
         self._bus = bus
         self.experiment_id = experiment_id
         self.trial_id = trial_id
@@ -66,7 +74,7 @@ class Subscription:
     def get_nowait(self) -> tuple[str, dict] | None:
         return self._queue.popleft() if self._queue else None
 
-    def __aiter__(self) -> "Subscription":
+    def __aiter__(self) -> Subscription:
         return self
 
     async def __anext__(self) -> tuple[str, dict]:
@@ -82,8 +90,12 @@ class Subscription:
 
 
 class EventBus:
-    def __init__(self, *, queue_size: int = DEFAULT_QUEUE_SIZE,
-                 experiment_of_trial: Callable[[int], int | None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        experiment_of_trial: Callable[[int], int | None] | None = None,
+    ) -> None:
         """`experiment_of_trial` lets `metric`/`log` events, which name only their trial, carry
         their `experiment_id` too, so `subscribe(experiment_id=...)` receives them."""
         self._experiment_of_trial = experiment_of_trial
@@ -98,10 +110,20 @@ class EventBus:
         self._loop = loop
         self._loop_thread = threading.get_ident()
 
-    def subscribe(self, *, experiment_id: int | None = None, trial_id: int | None = None,
-                  types: Iterable[str] | None = None) -> Subscription:
-        subscription = Subscription(self, experiment_id=experiment_id, trial_id=trial_id,
-                                    types=types, maxsize=self._queue_size)
+    def subscribe(
+        self,
+        *,
+        experiment_id: int | None = None,
+        trial_id: int | None = None,
+        types: Iterable[str] | None = None,
+    ) -> Subscription:
+        subscription = Subscription(
+            self,
+            experiment_id=experiment_id,
+            trial_id=trial_id,
+            types=types,
+            maxsize=self._queue_size,
+        )
         self._subscriptions.append(subscription)
         return subscription
 
@@ -131,7 +153,6 @@ class EventBus:
         for subscription in list(self._subscriptions):
             if subscription.wants(event_type, payload):
                 subscription._deliver(event_type, payload)
-
 
     def _experiment_id_of(self, trial_id: int) -> int | None:
         cached = self._trial_experiments.get(trial_id)

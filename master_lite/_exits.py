@@ -5,6 +5,7 @@ child it ran, so `sh -c "python3 train.py"` reads the same as a bare interpreter
 records why it signalled a run (its kill and preemption paths); a SIGKILL it did not send is
 most often the kernel's OOM killer.
 """
+
 from __future__ import annotations
 
 import signal

@@ -18,15 +18,18 @@ source) and the warm-start source of any experiment that is not finished. An exp
 GC had to hold such a checkpoint back is collected again when another experiment ends or the
 master starts, until nothing is held.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import logging
 import shutil
 
-from determined.common.states import (TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES,
-                                      CheckpointState)
-
+from determined.common.states import (
+    TERMINAL_EXPERIMENT_STATES,
+    TERMINAL_TRIAL_STATES,
+    CheckpointState,
+)
 from master_lite import _reports
 
 logger = logging.getLogger("master_lite")
@@ -39,49 +42,69 @@ class GcPolicy:
     save_trial_latest: int = 1
 
     @classmethod
-    def from_storage_config(cls, storage: dict | None) -> "GcPolicy":
+    def from_storage_config(cls, storage: dict | None) -> GcPolicy:
         storage = storage or {}
 
         def count(key: str, default: int) -> int:
             value = storage.get(key)
             return default if value is None else max(0, int(value))
 
-        return cls(save_experiment_best=count("save_experiment_best", 0),
-                   save_trial_best=count("save_trial_best", 1),
-                   save_trial_latest=count("save_trial_latest", 1))
+        return cls(
+            save_experiment_best=count("save_experiment_best", 0),
+            save_trial_best=count("save_trial_best", 1),
+            save_trial_latest=count("save_trial_latest", 1),
+        )
 
 
-def checkpoints_to_keep(checkpoints: list[dict], metrics: dict[str, float | None],
-                        policy: GcPolicy, *, smaller_is_better: bool = True) -> set[str]:
+def checkpoints_to_keep(
+    checkpoints: list[dict],
+    metrics: dict[str, float | None],
+    policy: GcPolicy,
+    *,
+    smaller_is_better: bool = True,
+) -> set[str]:
     """UUIDs to keep among one experiment's `checkpoints` (dicts with uuid, trial_id,
     steps_completed, report_time); `metrics` maps uuid -> searcher metric (None: unvalidated)."""
 
     def best_first(checkpoint: dict) -> tuple:
         value = metrics.get(checkpoint["uuid"])
         signed = 0.0 if value is None else (value if smaller_is_better else -value)
-        return (value is None, signed, checkpoint["steps_completed"], checkpoint["report_time"],
-                checkpoint["uuid"])
+        return (
+            value is None,
+            signed,
+            checkpoint["steps_completed"],
+            checkpoint["report_time"],
+            checkpoint["uuid"],
+        )
 
     def latest_first(checkpoint: dict) -> tuple:
         return (-checkpoint["steps_completed"], -checkpoint["report_time"], checkpoint["uuid"])
 
     keep: set[str] = set()
     ranked = sorted(checkpoints, key=best_first)
-    keep.update(c["uuid"] for c in ranked[:policy.save_experiment_best])
+    keep.update(c["uuid"] for c in ranked[: policy.save_experiment_best])
     by_trial: dict[int, list[dict]] = {}
     for checkpoint in checkpoints:
         by_trial.setdefault(checkpoint["trial_id"], []).append(checkpoint)
     for trial_checkpoints in by_trial.values():
-        keep.update(c["uuid"] for c in sorted(trial_checkpoints, key=best_first)
-                    [:policy.save_trial_best])
-        keep.update(c["uuid"] for c in sorted(trial_checkpoints, key=latest_first)
-                    [:policy.save_trial_latest])
+        keep.update(
+            c["uuid"] for c in sorted(trial_checkpoints, key=best_first)[: policy.save_trial_best]
+        )
+        keep.update(
+            c["uuid"]
+            for c in sorted(trial_checkpoints, key=latest_first)[: policy.save_trial_latest]
+        )
     return keep
 
 
 def _safe_uuid(uuid: str) -> bool:
-    return bool(uuid) and uuid not in (".", "..") and "/" not in uuid and "\\" not in uuid \
+    return (
+        bool(uuid)
+        and uuid not in (".", "..")
+        and "/" not in uuid
+        and "\\" not in uuid
         and "\0" not in uuid
+    )
 
 
 class CheckpointGC:
@@ -90,25 +113,40 @@ class CheckpointGC:
     def _checkpoints_in_use(self) -> set[str]:
         terminal_trials = [str(s) for s in TERMINAL_TRIAL_STATES]
         marks = ", ".join("?" for _ in terminal_trials)
-        in_use = {row["latest_checkpoint"] for row in self.store.select(
-            "trials", f"state NOT IN ({marks}) AND latest_checkpoint IS NOT NULL",
-            terminal_trials)}
+        in_use = {
+            row["latest_checkpoint"]
+            for row in self.store.select(
+                "trials",
+                f"state NOT IN ({marks}) AND latest_checkpoint IS NOT NULL",
+                terminal_trials,
+            )
+        }
         terminal_experiments = [str(s) for s in TERMINAL_EXPERIMENT_STATES]
         marks = ", ".join("?" for _ in terminal_experiments)
-        in_use |= {row["warm_start_checkpoint"] for row in self.store.select(
-            "experiments", f"state NOT IN ({marks}) AND warm_start_checkpoint IS NOT NULL",
-            terminal_experiments)}
+        in_use |= {
+            row["warm_start_checkpoint"]
+            for row in self.store.select(
+                "experiments",
+                f"state NOT IN ({marks}) AND warm_start_checkpoint IS NOT NULL",
+                terminal_experiments,
+            )
+        }
         return in_use
 
-    def _checkpoint_metrics(self, checkpoints: list[dict], metric_name: str | None
-                            ) -> dict[str, float | None]:
+    def _checkpoint_metrics(
+        self, checkpoints: list[dict], metric_name: str | None
+    ) -> dict[str, float | None]:
         metrics: dict[str, float | None] = {}
         for checkpoint in checkpoints:
             rows = self.store.metric_rows(
                 "trial_id = ? AND group_name = 'validation' AND steps_completed = ?",
-                (checkpoint["trial_id"], checkpoint["steps_completed"]), order="id DESC", limit=1)
-            metrics[checkpoint["uuid"]] = \
+                (checkpoint["trial_id"], checkpoint["steps_completed"]),
+                order="id DESC",
+                limit=1,
+            )
+            metrics[checkpoint["uuid"]] = (
                 _reports.metric_value(rows[0]["metrics"], metric_name) if rows else None
+            )
         return metrics
 
     def _collect_checkpoint_garbage(self) -> None:
@@ -117,8 +155,9 @@ class CheckpointGC:
             return
         terminal = [str(s) for s in TERMINAL_EXPERIMENT_STATES]
         marks = ", ".join("?" for _ in terminal)
-        pending = self.store.select("experiments",
-                                    f"state IN ({marks}) AND checkpoint_gc_done = 0", terminal)
+        pending = self.store.select(
+            "experiments", f"state IN ({marks}) AND checkpoint_gc_done = 0", terminal
+        )
         if not pending:
             return
         in_use = self._checkpoints_in_use()
@@ -128,8 +167,9 @@ class CheckpointGC:
             except Exception:  # one experiment's storage trouble must not stop the master
                 logger.exception("checkpoint GC of experiment %s failed", experiment["id"])
 
-    def collect_experiment_checkpoints(self, exp_id: int, *,
-                                       in_use: set[str] | None = None) -> list[str]:
+    def collect_experiment_checkpoints(
+        self, exp_id: int, *, in_use: set[str] | None = None
+    ) -> list[str]:
         """Delete the checkpoints of a finished experiment that the GC policy does not keep;
         returns their uuids."""
         from determined.common import storage
@@ -137,13 +177,18 @@ class CheckpointGC:
         experiment = self.store.get("experiments", exp_id)
         config = experiment["config"]
         searcher_config = config.get("searcher") or {}
-        checkpoints = self.store.select("checkpoints", "experiment_id = ? AND state = ?",
-                                        (exp_id, str(CheckpointState.COMPLETED)),
-                                        order="report_time, uuid")
+        checkpoints = self.store.select(
+            "checkpoints",
+            "experiment_id = ? AND state = ?",
+            (exp_id, str(CheckpointState.COMPLETED)),
+            order="report_time, uuid",
+        )
         keep = checkpoints_to_keep(
-            checkpoints, self._checkpoint_metrics(checkpoints, searcher_config.get("metric")),
+            checkpoints,
+            self._checkpoint_metrics(checkpoints, searcher_config.get("metric")),
             GcPolicy.from_storage_config(config.get("checkpoint_storage")),
-            smaller_is_better=bool(searcher_config.get("smaller_is_better", True)))
+            smaller_is_better=bool(searcher_config.get("smaller_is_better", True)),
+        )
         if in_use is None:
             in_use = self._checkpoints_in_use()
         doomed = [c for c in checkpoints if c["uuid"] not in keep and c["uuid"] not in in_use]
@@ -152,11 +197,15 @@ class CheckpointGC:
         for checkpoint in doomed:
             path = storage.checkpoint_dir(config["checkpoint_storage"], checkpoint["uuid"])
             base = storage.checkpoint_base(config["checkpoint_storage"])
-            if not _safe_uuid(checkpoint["uuid"]) or \
-                    path.resolve().parent != base.resolve():
+            if not _safe_uuid(checkpoint["uuid"]) or path.resolve().parent != base.resolve():
                 # Never rmtree outside the storage dir, whatever a trial registered.
-                logger.warning("checkpoint GC: refusing to delete %s (uuid %r is not a plain "
-                               "directory name under %s)", path, checkpoint["uuid"], base)
+                logger.warning(
+                    "checkpoint GC: refusing to delete %s (uuid %r is not a plain "
+                    "directory name under %s)",
+                    path,
+                    checkpoint["uuid"],
+                    base,
+                )
                 continue
             try:
                 shutil.rmtree(path)
@@ -166,16 +215,27 @@ class CheckpointGC:
                 logger.warning("checkpoint GC: could not delete %s: %s", path, exc)
                 held.append(checkpoint)  # try again next time
                 continue
-            self.store.update("checkpoints", checkpoint["uuid"], key_column="uuid",
-                              state=str(CheckpointState.DELETED), resources={})
+            self.store.update(
+                "checkpoints",
+                checkpoint["uuid"],
+                key_column="uuid",
+                state=str(CheckpointState.DELETED),
+                resources={},
+            )
             deleted.append(checkpoint["uuid"])
             if self.events.has_subscribers("checkpoint"):
                 self.events.publish("checkpoint", self.get_checkpoint(checkpoint["uuid"]))
         if not held:
             self.store.update("experiments", exp_id, checkpoint_gc_done=1)
         if deleted or held:
-            logger.info("checkpoint GC of experiment %s: deleted %d, kept %d, held back %d "
-                        "(needed by live trials)", exp_id, len(deleted), len(keep), len(held))
+            logger.info(
+                "checkpoint GC of experiment %s: deleted %d, kept %d, held back %d "
+                "(needed by live trials)",
+                exp_id,
+                len(deleted),
+                len(keep),
+                len(held),
+            )
         return deleted
 
 

@@ -14,6 +14,7 @@ intent*:
 Each exit is also put in words (the trial's `exit_summary`, `_exits`): the signal that ended the
 run and, when the master sent it, why (each kill and termination records its reason).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,10 +33,14 @@ from typing import Any
 
 from determined.common import notebook_errors
 from determined.common.states import TERMINAL_TRIAL_STATES, ExperimentState, TrialState
-
 from master_lite import _auth, _exits, _serialize
-from master_lite.scheduler import (DEFAULT_PRIORITY, AllocationRequest, Grant, LaunchSpec,
-                                   entrypoint_argv)
+from master_lite.scheduler import (
+    DEFAULT_PRIORITY,
+    AllocationRequest,
+    Grant,
+    LaunchSpec,
+    entrypoint_argv,
+)
 
 logger = logging.getLogger("master_lite")
 
@@ -128,8 +133,12 @@ class TrialLifecycle:
                 if trial is not None:
                     self._stop_trial(trial)
             elif kind == "Shutdown":
-                self.store.update("experiments", exp_id, searcher_shutdown=1,
-                                  searcher_failure=int(bool(getattr(op, "failure", False))))
+                self.store.update(
+                    "experiments",
+                    exp_id,
+                    searcher_shutdown=1,
+                    searcher_failure=int(bool(getattr(op, "failure", False))),
+                )
                 self._maybe_finish_experiment(exp_id)
             else:
                 raise ValueError(f"unknown searcher operation {op!r}")
@@ -137,20 +146,30 @@ class TrialLifecycle:
 
     def _create_trial(self, exp_id: int, op: Any) -> int:
         experiment = self.store.get("experiments", exp_id)
-        state = TrialState.ACTIVE if experiment["state"] == ExperimentState.ACTIVE \
+        state = (
+            TrialState.ACTIVE
+            if experiment["state"] == ExperimentState.ACTIVE
             else TrialState.PAUSED
+        )
         # A warm start: the trial's first run gets the source as DET_LATEST_CHECKPOINT.
         checkpoint = getattr(op, "checkpoint", None) or experiment["warm_start_checkpoint"]
         trial_id = self.store.insert(
-            "trials", experiment_id=exp_id, request_id=op.request_id, state=str(state),
-            hparams=op.hparams, seed=op.trial_seed, start_time=time.time(),
-            latest_checkpoint=checkpoint)
+            "trials",
+            experiment_id=exp_id,
+            request_id=op.request_id,
+            state=str(state),
+            hparams=op.hparams,
+            seed=op.trial_seed,
+            start_time=time.time(),
+            latest_checkpoint=checkpoint,
+        )
         self._publish_trial(trial_id)
         return trial_id
 
     def _trial_by_request(self, exp_id: int, request_id: int) -> dict | None:
-        rows = self.store.select("trials", "experiment_id = ? AND request_id = ?",
-                                 (exp_id, request_id))
+        rows = self.store.select(
+            "trials", "experiment_id = ? AND request_id = ?", (exp_id, request_id)
+        )
         return rows[0] if rows else None
 
     def _queue_validate_after(self, exp_id: int, request_id: int, length: int) -> None:
@@ -183,13 +202,21 @@ class TrialLifecycle:
         priority = resources.get("priority")
         slots = int(resources.get("slots_per_trial", 1))
         if slots > len(self.scheduler.slot_ids):
-            self._master_log(trial_id, f"trial {trial_id} needs {slots} slots but this master has "
-                             f"{len(self.scheduler.slot_ids)}: it waits until the experiment is "
-                             "killed (lower resources.slots_per_trial)")
-        self.scheduler.request(AllocationRequest(
-            allocation_key=key, experiment_id=experiment["id"], slots=slots,
-            priority=DEFAULT_PRIORITY if priority is None else int(priority),
-            max_slots=resources.get("max_slots")))
+            self._master_log(
+                trial_id,
+                f"trial {trial_id} needs {slots} slots but this master has "
+                f"{len(self.scheduler.slot_ids)}: it waits until the experiment is "
+                "killed (lower resources.slots_per_trial)",
+            )
+        self.scheduler.request(
+            AllocationRequest(
+                allocation_key=key,
+                experiment_id=experiment["id"],
+                slots=slots,
+                priority=DEFAULT_PRIORITY if priority is None else int(priority),
+                max_slots=resources.get("max_slots"),
+            )
+        )
         self._run_scheduler()
 
     def _run_scheduler(self) -> None:
@@ -221,30 +248,61 @@ class TrialLifecycle:
         work_dir.mkdir(parents=True)
         if experiment["context_hash"]:
             from determined.common import context as context_mod
-            context_mod.unpack(self._read_context(experiment["context_hash"]), work_dir,
-                               limit_bytes=self.context_size_limit)
+
+            context_mod.unpack(
+                self._read_context(experiment["context_hash"]),
+                work_dir,
+                limit_bytes=self.context_size_limit,
+            )
         slot_ids = list(grant.slot_ids)
         env = self._trial_environment(trial, experiment, allocation_id, run_id, token, slot_ids)
         argv = entrypoint_argv(config.get("entrypoint") or "", python=sys.executable)
         now = time.time()
         with self.store.transaction():
             # A new run: the previous run's notebook error no longer describes the trial.
-            self.store.update("trials", trial_id, run_id=run_id, state=str(TrialState.ACTIVE),
-                              notebook_error=None)
-            self.store.insert("allocations", id=allocation_id, trial_id=trial_id, run_id=run_id,
-                              state="RUNNING", slot_ids=slot_ids, start_time=now)
-            self.store.insert("trial_tokens", token_hash=_auth.hash_token(token),
-                              trial_id=trial_id, allocation_id=allocation_id)
+            self.store.update(
+                "trials", trial_id, run_id=run_id, state=str(TrialState.ACTIVE), notebook_error=None
+            )
+            self.store.insert(
+                "allocations",
+                id=allocation_id,
+                trial_id=trial_id,
+                run_id=run_id,
+                state="RUNNING",
+                slot_ids=slot_ids,
+                start_time=now,
+            )
+            self.store.insert(
+                "trial_tokens",
+                token_hash=_auth.hash_token(token),
+                trial_id=trial_id,
+                allocation_id=allocation_id,
+            )
         self._allocations[allocation_id] = {
-            "id": allocation_id, "trial_id": trial_id, "experiment_id": experiment["id"],
-            "slot_ids": slot_ids, "preempt": False, "acked": False, "intent": None,
-            "key": grant.request.allocation_key, "signalled": {}}
+            "id": allocation_id,
+            "trial_id": trial_id,
+            "experiment_id": experiment["id"],
+            "slot_ids": slot_ids,
+            "preempt": False,
+            "acked": False,
+            "intent": None,
+            "key": grant.request.allocation_key,
+            "signalled": {},
+        }
         self._trial_allocation[trial_id] = allocation_id
-        self._master_log(trial_id, f"starting {allocation_id} on slots {slot_ids}: "
-                                   f"{' '.join(argv)}")
+        self._master_log(
+            trial_id, f"starting {allocation_id} on slots {slot_ids}: {' '.join(argv)}"
+        )
         try:
-            pid = self.runner.launch(LaunchSpec(allocation_id=allocation_id, trial_id=trial_id,
-                                                argv=argv, env=env, work_dir=work_dir))
+            pid = self.runner.launch(
+                LaunchSpec(
+                    allocation_id=allocation_id,
+                    trial_id=trial_id,
+                    argv=argv,
+                    env=env,
+                    work_dir=work_dir,
+                )
+            )
         except OSError as exc:
             self._master_log(trial_id, f"could not start {argv[0]!r}: {exc}")
             self._loop.call_soon(self._on_exit, allocation_id, 127)
@@ -252,8 +310,15 @@ class TrialLifecycle:
         self.store.update("allocations", allocation_id, key_column="id", pid=pid, pgid=pid)
         self._publish_trial(trial_id)
 
-    def _trial_environment(self, trial: dict, experiment: dict, allocation_id: str, run_id: int,
-                           token: str, slot_ids: list[int]) -> dict[str, str]:
+    def _trial_environment(
+        self,
+        trial: dict,
+        experiment: dict,
+        allocation_id: str,
+        run_id: int,
+        token: str,
+        slot_ids: list[int],
+    ) -> dict[str, str]:
         config = experiment["config"]
         gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []
         checkpoint = trial["latest_checkpoint"]
@@ -270,32 +335,34 @@ class TrialLifecycle:
         env.pop("DET_LATEST_CHECKPOINT", None)
         # `python3` in an entrypoint must be the master's interpreter (its venv has determined).
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-        env.update({
-            "DET_MASTER": self.master_url,
-            "DET_SESSION_TOKEN": token,
-            "DET_CLUSTER_ID": self.cluster_id,
-            "DET_AGENT_ID": socket.gethostname(),
-            "DET_TASK_TYPE": "TRIAL",
-            "DET_TASK_ID": f"trial-{trial['id']}",
-            "DET_ALLOCATION_ID": allocation_id,
-            "DET_EXPERIMENT_ID": str(experiment["id"]),
-            "DET_TRIAL_ID": str(trial["id"]),
-            "DET_TRIAL_RUN_ID": str(run_id),
-            "DET_TRIAL_SEED": str(trial["seed"]),
-            "DET_HPARAMS": json.dumps(trial["hparams"]),
-            "DET_EXPERIMENT_CONFIG": json.dumps(config),
-            "DET_STEPS_COMPLETED": str(steps),
-            "DET_SLOT_IDS": json.dumps(slot_ids),
-            "DET_GPU_UUIDS": json.dumps([g.uuid for g in gpus]),
-            "DET_CONTAINER_ADDRS": json.dumps(["127.0.0.1"]),
-            "DET_CONTAINER_RANK": "0",
-            "DET_CONTAINER_SLOT_COUNTS": json.dumps([len(slot_ids)]),
-            "CUDA_VISIBLE_DEVICES": ",".join(str(g.index) for g in gpus),
-            # CUDA numbers GPUs fastest-first by default, NVML by PCI bus: make them agree, so
-            # index i in CUDA_VISIBLE_DEVICES is the GPU whose uuid is in DET_GPU_UUIDS.
-            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-            "PYTHONUNBUFFERED": "1",
-        })
+        env.update(
+            {
+                "DET_MASTER": self.master_url,
+                "DET_SESSION_TOKEN": token,
+                "DET_CLUSTER_ID": self.cluster_id,
+                "DET_AGENT_ID": socket.gethostname(),
+                "DET_TASK_TYPE": "TRIAL",
+                "DET_TASK_ID": f"trial-{trial['id']}",
+                "DET_ALLOCATION_ID": allocation_id,
+                "DET_EXPERIMENT_ID": str(experiment["id"]),
+                "DET_TRIAL_ID": str(trial["id"]),
+                "DET_TRIAL_RUN_ID": str(run_id),
+                "DET_TRIAL_SEED": str(trial["seed"]),
+                "DET_HPARAMS": json.dumps(trial["hparams"]),
+                "DET_EXPERIMENT_CONFIG": json.dumps(config),
+                "DET_STEPS_COMPLETED": str(steps),
+                "DET_SLOT_IDS": json.dumps(slot_ids),
+                "DET_GPU_UUIDS": json.dumps([g.uuid for g in gpus]),
+                "DET_CONTAINER_ADDRS": json.dumps(["127.0.0.1"]),
+                "DET_CONTAINER_RANK": "0",
+                "DET_CONTAINER_SLOT_COUNTS": json.dumps([len(slot_ids)]),
+                "CUDA_VISIBLE_DEVICES": ",".join(str(g.index) for g in gpus),
+                # CUDA numbers GPUs fastest-first by default, NVML by PCI bus: make them agree, so
+                # index i in CUDA_VISIBLE_DEVICES is the GPU whose uuid is in DET_GPU_UUIDS.
+                "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         if checkpoint:
             env["DET_LATEST_CHECKPOINT"] = checkpoint
         # Distinct rendezvous ports per allocation: two multi-slot trials on one host must not
@@ -308,18 +375,31 @@ class TrialLifecycle:
         trial = self.store.get("trials", trial_id)
         with self._atomic():
             self._end_trial(trial, TrialState.ERROR, exit_code=None)
-            self._searcher_event(trial["experiment_id"], "on_trial_exited_early",
-                                 trial["request_id"], searcher_module().ExitedReason.ERRORED)
+            self._searcher_event(
+                trial["experiment_id"],
+                "on_trial_exited_early",
+                trial["request_id"],
+                searcher_module().ExitedReason.ERRORED,
+            )
             self._maybe_finish_experiment(trial["experiment_id"])
 
     # -- preemption ---------------------------------------------------------------------------
-    _INTENT_RANK = {None: 0, "stop": 1, "pause": 2, "master-stop": 2, "cancel": 3,
-                    "kill-trial": 4, "kill": 4}
+    _INTENT_RANK = {
+        None: 0,
+        "stop": 1,
+        "pause": 2,
+        "master-stop": 2,
+        "cancel": 3,
+        "kill-trial": 4,
+        "kill": 4,
+    }
     # Why a preempted run was asked to exit, for the exit summary of one that had to be killed.
-    _PREEMPTION_CAUSE = {"stop": "the searcher stopped the trial early",
-                         "pause": "the experiment was paused",
-                         "master-stop": "the master was shutting down",
-                         "cancel": "the experiment was canceled"}
+    _PREEMPTION_CAUSE = {
+        "stop": "the searcher stopped the trial early",
+        "pause": "the experiment was paused",
+        "master-stop": "the master was shutting down",
+        "cancel": "the experiment was canceled",
+    }
 
     def _set_intent(self, allocation: dict, intent: str) -> None:
         if self._INTENT_RANK[intent] >= self._INTENT_RANK[allocation["intent"]]:
@@ -337,22 +417,30 @@ class TrialLifecycle:
             self.store.update("allocations", allocation_id, preempt_requested=1)
             self._notify(("allocation", allocation_id))
             self._grace_timers[allocation_id] = self._loop.call_later(
-                self.preemption_grace_seconds, self._grace_expired, allocation_id)
+                self.preemption_grace_seconds, self._grace_expired, allocation_id
+            )
 
     def _grace_expired(self, allocation_id: str) -> None:
         self._grace_timers.pop(allocation_id, None)
         allocation = self._allocations.get(allocation_id)
         if allocation is None:
             return
-        self._master_log(allocation["trial_id"],
-                         f"{allocation_id} did not exit within {self.preemption_grace_seconds}s "
-                         "of the preemption signal: terminating it")
+        self._master_log(
+            allocation["trial_id"],
+            f"{allocation_id} did not exit within {self.preemption_grace_seconds}s "
+            "of the preemption signal: terminating it",
+        )
         cause = self._PREEMPTION_CAUSE.get(allocation["intent"], "the master preempted it")
-        why = (f"preempted ({cause}) and terminated by the master: it did not exit within "
-               f"{self.preemption_grace_seconds:g}s of the preemption signal")
+        why = (
+            f"preempted ({cause}) and terminated by the master: it did not exit within "
+            f"{self.preemption_grace_seconds:g}s of the preemption signal"
+        )
         self._signalled(allocation, signal.SIGTERM, why)
-        self._signalled(allocation, signal.SIGKILL,
-                        f"{why}, nor {self.terminate_grace_seconds:g}s after SIGTERM")
+        self._signalled(
+            allocation,
+            signal.SIGKILL,
+            f"{why}, nor {self.terminate_grace_seconds:g}s after SIGTERM",
+        )
         self.runner.terminate(allocation_id, self.terminate_grace_seconds)
 
     def _kill_allocation(self, allocation_id: str, intent: str, because: str) -> None:
@@ -417,16 +505,25 @@ class TrialLifecycle:
             # The run's end, the trial's new state and what the searcher makes of it commit
             # together: a crash in between would otherwise lose the searcher's event.
             with self._atomic():
-                self.store.update("allocations", allocation_id, state="ENDED",
-                                  end_time=time.time(), exit_code=exit_code)
-                self.store.execute("DELETE FROM trial_tokens WHERE allocation_id = ?",
-                                   (allocation_id,))
+                self.store.update(
+                    "allocations",
+                    allocation_id,
+                    state="ENDED",
+                    end_time=time.time(),
+                    exit_code=exit_code,
+                )
+                self.store.execute(
+                    "DELETE FROM trial_tokens WHERE allocation_id = ?", (allocation_id,)
+                )
                 sig = _exits.signal_of(exit_code)
                 because = allocation["signalled"].get(int(sig)) if sig is not None else None
                 summary = _exits.exit_summary(exit_code, signalled_because=because)
                 self.store.update("trials", trial_id, exit_summary=summary)
-                self._master_log(trial_id, f"{allocation_id} exited with code {exit_code}"
-                                 + (f": {summary}" if sig is not None else ""))
+                self._master_log(
+                    trial_id,
+                    f"{allocation_id} exited with code {exit_code}"
+                    + (f": {summary}" if sig is not None else ""),
+                )
                 self._handle_trial_exit(trial_id, allocation, exit_code)
                 trial = self.store.get("trials", trial_id)
                 self._maybe_finish_experiment(trial["experiment_id"])
@@ -444,14 +541,16 @@ class TrialLifecycle:
         if intent in ("kill", "cancel", "kill-trial"):
             self._end_trial(trial, TrialState.CANCELED, exit_code)
             if intent == "kill-trial" and experiment["state"] == ExperimentState.ACTIVE:
-                self._searcher_event(exp_id, "on_trial_exited_early", trial["request_id"],
-                                     reasons.USER_CANCELED)
+                self._searcher_event(
+                    exp_id, "on_trial_exited_early", trial["request_id"], reasons.USER_CANCELED
+                )
         elif intent == "stop" or (exit_code == 0 and trial["early_exit"]):
             self._end_trial(trial, TrialState.COMPLETED, exit_code)
             if trial["early_exit"] != "INVALID_HP":  # the searcher already heard about it
                 self._searcher_event(exp_id, "on_trial_closed", trial["request_id"])
         elif intent in ("pause", "master-stop") or (
-                exit_code == 0 and allocation["acked"] and trial["op_queue"]):
+            exit_code == 0 and allocation["acked"] and trial["op_queue"]
+        ):
             # Out of ops when it asked, but the searcher has given it more since (a promotion
             # that came while it was exiting): run it again from its latest checkpoint.
             self._requeue_or_pause(trial, experiment)
@@ -462,17 +561,22 @@ class TrialLifecycle:
         elif trial["early_exit"] == "INVALID_HP":
             self._end_trial(trial, TrialState.COMPLETED, exit_code)
         elif trial["restarts"] < int(experiment["config"].get("max_restarts", 5)):
-            self.store.update("trials", trial_id, restarts=trial["restarts"] + 1,
-                              exit_code=exit_code)
-            self._master_log(trial_id, f"trial {trial_id} failed (exit code {exit_code}); "
-                                       f"restart {trial['restarts'] + 1} of "
-                                       f"{experiment['config'].get('max_restarts', 5)}")
+            self.store.update(
+                "trials", trial_id, restarts=trial["restarts"] + 1, exit_code=exit_code
+            )
+            self._master_log(
+                trial_id,
+                f"trial {trial_id} failed (exit code {exit_code}); "
+                f"restart {trial['restarts'] + 1} of "
+                f"{experiment['config'].get('max_restarts', 5)}",
+            )
             self._publish_trial(trial_id)
             self._schedule_trial(trial_id)
         else:
             self._end_trial(trial, TrialState.ERROR, exit_code)
-            self._searcher_event(exp_id, "on_trial_exited_early", trial["request_id"],
-                                 reasons.ERRORED)
+            self._searcher_event(
+                exp_id, "on_trial_exited_early", trial["request_id"], reasons.ERRORED
+            )
 
     def _requeue_or_pause(self, trial: dict, experiment: dict) -> None:
         if experiment["state"] == ExperimentState.ACTIVE and not self._stopping:
@@ -507,8 +611,11 @@ class TrialLifecycle:
                 if trial["state"] not in TERMINAL_TRIAL_STATES:
                     self.scheduler.cancel(f"trial-{trial['id']}")
                     self._end_trial(trial, TrialState.CANCELED, None)
-            final = ExperimentState.CANCELED if state == ExperimentState.STOPPING_CANCELED \
+            final = (
+                ExperimentState.CANCELED
+                if state == ExperimentState.STOPPING_CANCELED
                 else ExperimentState.ERROR
+            )
             self._set_experiment_state(exp_id, final, ended=True)
             return
         if not experiment["searcher_shutdown"]:
@@ -517,9 +624,11 @@ class TrialLifecycle:
         if unfinished:
             return
         failed = bool(experiment["searcher_failure"]) or (
-            bool(trials) and all(t["state"] == TrialState.ERROR for t in trials))
+            bool(trials) and all(t["state"] == TrialState.ERROR for t in trials)
+        )
         self._set_experiment_state(
-            exp_id, ExperimentState.ERROR if failed else ExperimentState.COMPLETED, ended=True)
+            exp_id, ExperimentState.ERROR if failed else ExperimentState.COMPLETED, ended=True
+        )
 
     def _fail_experiment(self, exp_id: int, message: str) -> None:
         for trial in self.store.select("trials", "experiment_id = ?", (exp_id,)):
@@ -528,13 +637,17 @@ class TrialLifecycle:
             self._master_log(trial["id"], message)
             allocation_id = self._trial_allocation.get(trial["id"])
             if allocation_id is not None:
-                self._kill_allocation(allocation_id, "kill",
-                                      f"killed by the master (the experiment failed: {message})")
+                self._kill_allocation(
+                    allocation_id,
+                    "kill",
+                    f"killed by the master (the experiment failed: {message})",
+                )
         self._set_experiment_state(exp_id, ExperimentState.STOPPING_ERROR)
         self._maybe_finish_experiment(exp_id)
 
-    def _set_experiment_state(self, exp_id: int, state: ExperimentState, *,
-                              ended: bool = False) -> None:
+    def _set_experiment_state(
+        self, exp_id: int, state: ExperimentState, *, ended: bool = False
+    ) -> None:
         changes: dict[str, Any] = {"state": str(state)}
         if ended:
             changes["end_time"] = time.time()
@@ -550,13 +663,21 @@ class TrialLifecycle:
         if searcher is None:
             return
         trials = self.store.select("trials", "experiment_id = ?", (exp_id,))
-        per_trial = {t["request_id"]: (1.0 if t["state"] == TrialState.COMPLETED
-                                       else float(t["progress"] or 0.0)) for t in trials}
+        per_trial = {
+            t["request_id"]: (
+                1.0 if t["state"] == TrialState.COMPLETED else float(t["progress"] or 0.0)
+            )
+            for t in trials
+        }
         try:
             progress = float(searcher.progress(per_trial))
         except Exception:  # only the progress bar depends on it: the experiment keeps running
-            logger.warning("experiment %d: the searcher's progress() failed; the experiment's "
-                           "progress stays at its last value", exp_id, exc_info=True)
+            logger.warning(
+                "experiment %d: the searcher's progress() failed; the experiment's "
+                "progress stays at its last value",
+                exp_id,
+                exc_info=True,
+            )
             return
         self.store.update("experiments", exp_id, progress=max(0.0, min(1.0, progress)))
 
@@ -575,14 +696,24 @@ class TrialLifecycle:
                 continue
             record = notebook_errors.parse_marker(line)
             if record is not None:
-                self.store.execute("UPDATE trials SET notebook_error = ? WHERE id = ? AND "
-                                   "notebook_error IS NULL", (json.dumps(record), trial_id))
+                self.store.execute(
+                    "UPDATE trials SET notebook_error = ? WHERE id = ? AND notebook_error IS NULL",
+                    (json.dumps(record), trial_id),
+                )
         if not self.events.has_subscribers("log"):
             return
-        for log_id, (trial_id, rank, stream, timestamp, line) in zip(ids, records):
-            self.events.publish("log", {"id": log_id, "trial_id": trial_id, "rank": rank,
-                                        "stream": stream, "time": _serialize.iso(timestamp),
-                                        "line": line})
+        for log_id, (trial_id, rank, stream, timestamp, line) in zip(ids, records, strict=False):
+            self.events.publish(
+                "log",
+                {
+                    "id": log_id,
+                    "trial_id": trial_id,
+                    "rank": rank,
+                    "stream": stream,
+                    "time": _serialize.iso(timestamp),
+                    "line": line,
+                },
+            )
 
     def _master_log(self, trial_id: int, line: str) -> None:
         self._store_logs([(trial_id, None, "master", time.time(), line)])
@@ -591,6 +722,7 @@ class TrialLifecycle:
 def _config_environment_variables(config: dict, *, gpu: bool) -> dict[str, str]:
     try:
         from determined.common.expconf import environment_variables
+
         return environment_variables(config, gpu=gpu)
     except ImportError:
         variables = (config.get("environment") or {}).get("environment_variables") or []

@@ -5,6 +5,7 @@ for all captured output (not one per run) and big bursts become few transactions
 queued with `after_pending` runs only once every line queued before it is stored — the master
 uses it so a trial's exit is processed after its last log lines.
 """
+
 from __future__ import annotations
 
 import queue

@@ -11,6 +11,7 @@ change commits in one transaction with the searcher events it causes, so the sto
 half-way through one. Work since the last checkpoint is redone; the redone metric reports
 replace the earlier ones, so nothing acknowledged is lost or duplicated.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,34 +25,54 @@ from typing import Any
 
 from determined.common import context as context_mod
 from determined.common import expconf
-from determined.common.states import (TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES,
-                                      CheckpointState, ExperimentState, TrialState)
-
+from determined.common.states import (
+    TERMINAL_EXPERIMENT_STATES,
+    TERMINAL_TRIAL_STATES,
+    CheckpointState,
+    ExperimentState,
+    TrialState,
+)
 from master_lite import _auth, _reports, _serialize, errors
 from master_lite._events import EventBus
 from master_lite._gc import CheckpointGC
-from master_lite._recovery import MasterRecovery
-from master_lite._logwriter import LogWriter
 from master_lite._lifecycle import TrialLifecycle, searcher_module
+from master_lite._logwriter import LogWriter
+from master_lite._recovery import MasterRecovery
 from master_lite._trial_reports import TrialReports
-from master_lite.scheduler import GPU, LocalRunner, Scheduler, discover_gpus, fake_gpus
-from master_lite.scheduler import PortAllocator, RayCluster, RayRunner
-from master_lite.store import Store
-from master_lite.store import _queries
+from master_lite.scheduler import (
+    GPU,
+    LocalRunner,
+    PortAllocator,
+    RayCluster,
+    RayRunner,
+    Scheduler,
+    discover_gpus,
+    fake_gpus,
+)
+from master_lite.store import Store, _queries
 
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 
 
 class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
-    def __init__(self, root_dir: str | os.PathLike, *, cpu_slots: int = 2,
-                 gpus: list[GPU] | int | None = None,
-                 context_size_limit: int = context_mod.DEFAULT_LIMIT_BYTES,
-                 resource_manager: str = "local", user_token: str | None = None,
-                 preemption_grace_seconds: float = 30.0, terminate_grace_seconds: float = 10.0,
-                 cluster_id: str = "master-lite", ray_address: str | None = None) -> None:
+    def __init__(
+        self,
+        root_dir: str | os.PathLike,
+        *,
+        cpu_slots: int = 2,
+        gpus: list[GPU] | int | None = None,
+        context_size_limit: int = context_mod.DEFAULT_LIMIT_BYTES,
+        resource_manager: str = "local",
+        user_token: str | None = None,
+        preemption_grace_seconds: float = 30.0,
+        terminate_grace_seconds: float = 10.0,
+        cluster_id: str = "master-lite",
+        ray_address: str | None = None,
+    ) -> None:
         if resource_manager not in ("local", "ray"):
-            raise ValueError(f"resource_manager: expected 'local' or 'ray', got "
-                             f"{resource_manager!r}")
+            raise ValueError(
+                f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"
+            )
         self.resource_manager = resource_manager
         self.root_dir = Path(root_dir).absolute()
         self.user_token = user_token or _auth.new_user_token()
@@ -77,7 +98,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         self.events = EventBus(experiment_of_trial=self._experiment_of_trial)
         self.master_url = ""
         self.store: Store = None  # type: ignore[assignment]  # opened by start()
-        self.runner: LocalRunner = None  # type: ignore[assignment]
+        self.runner: LocalRunner | RayRunner = None  # type: ignore[assignment]  # made by start()
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._searchers: dict[int, Any] = {}
         self._allocations: dict[str, dict] = {}
@@ -98,8 +119,9 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
     async def start(self, master_url: str) -> None:
         # jsonschema takes seconds to import on a busy machine; import it beside the start, not
         # inside the first request that validates a body (a user's first submission).
-        threading.Thread(target=expconf.prepare_validator, name="prepare-validators",
-                         daemon=True).start()
+        threading.Thread(
+            target=expconf.prepare_validator, name="prepare-validators", daemon=True
+        ).start()
         self.master_url = master_url.rstrip("/")
         self._loop = asyncio.get_running_loop()
         self.events.attach(self._loop)
@@ -110,12 +132,14 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         # Exits arrive on a waiter thread; they go through the log writer so that they reach
         # the loop only after the run's last lines are stored.
         if self.ray_cluster is not None:
-            self.runner = RayRunner(self.ray_cluster, log_sink=self._log_writer.submit,
-                                    on_exit=self._exit_observed,
-                                    use_gpus=self.ray_cluster.slots().kind == "gpu")
+            self.runner = RayRunner(
+                self.ray_cluster,
+                log_sink=self._log_writer.submit,
+                on_exit=self._exit_observed,
+                use_gpus=self.ray_cluster.slots().kind == "gpu",
+            )
         else:
-            self.runner = LocalRunner(log_sink=self._log_writer.submit,
-                                      on_exit=self._exit_observed)
+            self.runner = LocalRunner(log_sink=self._log_writer.submit, on_exit=self._exit_observed)
         self._closed = False
         self._stopping = False
         self._recover()
@@ -129,16 +153,21 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             if pause_running:
                 self._preempt(allocation_id, "master-stop")
             else:
-                self._kill_allocation(allocation_id, "master-stop",
-                                      "killed by the master (it was shutting down)")
-        deadline = self._loop.time() + self.preemption_grace_seconds + \
-            self.terminate_grace_seconds + 5
+                self._kill_allocation(
+                    allocation_id, "master-stop", "killed by the master (it was shutting down)"
+                )
+        deadline = (
+            self._loop.time() + self.preemption_grace_seconds + self.terminate_grace_seconds + 5
+        )
         while self._allocations and self._loop.time() < deadline:
             await asyncio.sleep(0.05)
         for allocation_id in list(self._allocations):  # still there: out of patience
-            self._kill_allocation(allocation_id, "master-stop",
-                                  "killed by the master (it was shutting down, and the run "
-                                  "did not exit after the preemption signal)")
+            self._kill_allocation(
+                allocation_id,
+                "master-stop",
+                "killed by the master (it was shutting down, and the run "
+                "did not exit after the preemption signal)",
+            )
         while self._allocations and self._loop.time() < deadline + 5:
             await asyncio.sleep(0.05)
         for timer in self._grace_timers.values():
@@ -160,20 +189,33 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         if row is None:
             return None
         trial = self.store.get("trials", row["trial_id"])
-        return _auth.TrialPrincipal(trial_id=row["trial_id"], experiment_id=trial["experiment_id"],
-                                    allocation_id=row["allocation_id"])
+        if trial is None:  # a token outlives its trial only until the trial's row is gone
+            return None
+        return _auth.TrialPrincipal(
+            trial_id=row["trial_id"],
+            experiment_id=trial["experiment_id"],
+            allocation_id=row["allocation_id"],
+        )
 
     # -- experiments --------------------------------------------------------------------------
-    def create_experiment(self, config: dict | str, context: bytes | None, *,
-                          activate: bool = True, archived: bool = False,
-                          notebook: dict | None = None, parent_id: int | None = None) -> dict:
+    def create_experiment(
+        self,
+        config: dict | str,
+        context: bytes | None,
+        *,
+        activate: bool = True,
+        archived: bool = False,
+        notebook: dict | None = None,
+        parent_id: int | None = None,
+    ) -> dict:
         if isinstance(config, str):
             original_text = config
             try:
                 config = expconf.load(config, source="config")
             except expconf.InvalidConfig as exc:
-                raise errors.InvalidRequest(f"invalid experiment config: {exc}",
-                                            list(exc.errors)) from exc
+                raise errors.InvalidRequest(
+                    f"invalid experiment config: {exc}", list(exc.errors)
+                ) from exc
             except ValueError as exc:
                 raise errors.InvalidRequest(f"invalid experiment config: {exc}") from exc
         elif isinstance(config, dict):
@@ -186,10 +228,16 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             problems = list(exc.errors)
             raise errors.InvalidRequest(
                 f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),
-                problems) from exc
-        expanded = expconf.apply_defaults(config, default_checkpoint_storage={
-            "type": "shared_fs", "host_path": str(self.root_dir / "checkpoints"),
-            "storage_path": "."})
+                problems,
+            ) from exc
+        expanded = expconf.apply_defaults(
+            config,
+            default_checkpoint_storage={
+                "type": "shared_fs",
+                "host_path": str(self.root_dir / "checkpoints"),
+                "storage_path": ".",
+            },
+        )
         context_hash = None
         if context is not None:
             context_hash = self._verify_context(context, context_mod)
@@ -199,18 +247,26 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         except ValueError as exc:
             raise errors.InvalidRequest(f"searcher: {exc}", [f"searcher: {exc}"]) from exc
         warm_start = self._warm_start_checkpoint(expanded.get("searcher") or {})
-        if context_hash is not None:
+        if context_hash is not None and context is not None:
             self._save_context(context_hash, context)
         state = ExperimentState.ACTIVE if activate else ExperimentState.PAUSED
         # The experiment, its first trials and the searcher's snapshot appear together.
         with self._atomic():
             exp_id = self.store.insert(
-                "experiments", name=str(expanded.get("name") or "Experiment"),
+                "experiments",
+                name=str(expanded.get("name") or "Experiment"),
                 description=expanded.get("description") or "",
                 labels=list(expanded.get("labels") or []),
-                state=str(state), archived=int(bool(archived)), config=expanded,
-                original_config=original_text, context_hash=context_hash, notebook=notebook,
-                parent_id=parent_id, start_time=time.time(), warm_start_checkpoint=warm_start)
+                state=str(state),
+                archived=int(bool(archived)),
+                config=expanded,
+                original_config=original_text,
+                context_hash=context_hash,
+                notebook=notebook,
+                parent_id=parent_id,
+                start_time=time.time(),
+                warm_start_checkpoint=warm_start,
+            )
             self._searchers[exp_id] = searcher
             self._publish_experiment(exp_id)
             self._searcher_event(exp_id, "initial_operations")
@@ -223,15 +279,19 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         uuid = searcher_config.get("source_checkpoint_uuid")
         trial_id = searcher_config.get("source_trial_id")
         if uuid is not None and trial_id is not None:
-            message = ("searcher.source_trial_id and searcher.source_checkpoint_uuid: set at "
-                       "most one (the warm start comes from one checkpoint)")
+            message = (
+                "searcher.source_trial_id and searcher.source_checkpoint_uuid: set at "
+                "most one (the warm start comes from one checkpoint)"
+            )
             raise errors.InvalidRequest(message, [message])
         if uuid is not None:
             row = self.store.get("checkpoints", str(uuid), key_column="uuid")
             if row is None or row["state"] != CheckpointState.COMPLETED:
                 why = "does not exist" if row is None else f"is {row['state']}"
-                message = (f"searcher.source_checkpoint_uuid: checkpoint {uuid} {why} "
-                           "(pick one from `det checkpoint list`)")
+                message = (
+                    f"searcher.source_checkpoint_uuid: checkpoint {uuid} {why} "
+                    "(pick one from `det checkpoint list`)"
+                )
                 raise errors.InvalidRequest(message, [message])
             return str(uuid)
         if trial_id is not None:
@@ -241,10 +301,15 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
                 raise errors.InvalidRequest(message, [message])
             latest = trial["latest_checkpoint"]
             row = self.store.get("checkpoints", latest, key_column="uuid") if latest else None
-            if row is None or row["trial_id"] != trial["id"] or \
-                    row["state"] != CheckpointState.COMPLETED:
-                message = (f"searcher.source_trial_id: trial {trial_id} has no checkpoint to "
-                           "start from (it never reported one, or it was deleted)")
+            if (
+                row is None
+                or row["trial_id"] != trial["id"]
+                or row["state"] != CheckpointState.COMPLETED
+            ):
+                message = (
+                    f"searcher.source_trial_id: trial {trial_id} has no checkpoint to "
+                    "start from (it never reported one, or it was deleted)"
+                )
                 raise errors.InvalidRequest(message, [message])
             return str(latest)
         return None
@@ -253,7 +318,8 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         if len(data) > self.context_size_limit:
             raise errors.TooLarge(
                 f"context is {len(data)} bytes, over the limit of {self.context_size_limit} "
-                "bytes: list large files in .detignore or raise the master's context size limit")
+                "bytes: list large files in .detignore or raise the master's context size limit"
+            )
         with tempfile.TemporaryDirectory(prefix="context-check-") as scratch:
             try:
                 context_mod.unpack(data, scratch, limit_bytes=self.context_size_limit)
@@ -269,8 +335,10 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             partial = path.with_suffix(".partial")
             partial.write_bytes(data)
             os.replace(partial, path)
-        self.store.execute("INSERT OR IGNORE INTO contexts (hash, path, size, created) "
-                           "VALUES (?, ?, ?, ?)", (context_hash, str(path), len(data), time.time()))
+        self.store.execute(
+            "INSERT OR IGNORE INTO contexts (hash, path, size, created) VALUES (?, ?, ?, ?)",
+            (context_hash, str(path), len(data), time.time()),
+        )
 
     def _read_context(self, context_hash: str) -> bytes:
         row = self.store.get("contexts", context_hash, key_column="hash")
@@ -285,15 +353,21 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         return row
 
     def _experiment_json(self, row: dict, *, with_config: bool) -> dict:
-        num_trials = self.store.scalar("SELECT COUNT(*) FROM trials WHERE experiment_id = ?",
-                                       (row["id"],))
-        return _serialize.experiment_json(row, num_trials=num_trials,
-                                          best_validation=self._best_validation(row),
-                                          with_config=with_config)
+        num_trials = self.store.scalar(
+            "SELECT COUNT(*) FROM trials WHERE experiment_id = ?", (row["id"],)
+        )
+        return _serialize.experiment_json(
+            row,
+            num_trials=num_trials,
+            best_validation=self._best_validation(row),
+            with_config=with_config,
+        )
 
-    def list_experiments(self, *, state: str | None = None, name: str | None = None,
-                         archived: bool | None = None) -> list[dict]:
-        where, params = [], []
+    def list_experiments(
+        self, *, state: str | None = None, name: str | None = None, archived: bool | None = None
+    ) -> list[dict]:
+        where: list[str] = []
+        params: list[Any] = []
         if state:
             where.append("state = ?")
             params.append(str(state))
@@ -320,19 +394,26 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
 
     def experiment_action(self, exp_id: int, action: str) -> dict:
         if action not in EXPERIMENT_ACTIONS:
-            raise errors.InvalidRequest(f"unknown experiment action {action!r}; expected one of "
-                                        f"{', '.join(EXPERIMENT_ACTIONS)}")
+            raise errors.InvalidRequest(
+                f"unknown experiment action {action!r}; expected one of "
+                f"{', '.join(EXPERIMENT_ACTIONS)}"
+            )
         experiment = self._experiment_row(exp_id)
         state = ExperimentState(experiment["state"])
         terminal = state in TERMINAL_EXPERIMENT_STATES
         if action in ("archive", "unarchive"):
             if not terminal:
-                raise errors.Conflict(f"experiment {exp_id} is {state}: only finished experiments "
-                                      f"can be {action}d (cancel it first)")
+                raise errors.Conflict(
+                    f"experiment {exp_id} is {state}: only finished experiments "
+                    f"can be {action}d (cancel it first)"
+                )
             self.store.update("experiments", exp_id, archived=int(action == "archive"))
             self._publish_experiment(exp_id)
-        elif terminal or state in (ExperimentState.STOPPING_CANCELED,
-                                   ExperimentState.STOPPING_ERROR) and action != "kill":
+        elif (
+            terminal
+            or state in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_ERROR)
+            and action != "kill"
+        ):
             if not (action == "cancel" and state == ExperimentState.STOPPING_CANCELED):
                 raise errors.Conflict(f"cannot {action} experiment {exp_id}: it is {state}")
         elif action == "pause":
@@ -349,8 +430,11 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         return self.get_experiment(exp_id, with_config=False)
 
     def _live_trials(self, exp_id: int) -> list[dict]:
-        return [t for t in self.store.select("trials", "experiment_id = ?", (exp_id,))
-                if t["state"] not in TERMINAL_TRIAL_STATES]
+        return [
+            t
+            for t in self.store.select("trials", "experiment_id = ?", (exp_id,))
+            if t["state"] not in TERMINAL_TRIAL_STATES
+        ]
 
     def _pause_experiment(self, exp_id: int) -> None:
         self._set_experiment_state(exp_id, ExperimentState.PAUSED)
@@ -386,8 +470,9 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             self.store.update("trials", trial["id"], state=str(stopping))
             self._publish_trial(trial["id"])
             if kill:
-                self._kill_allocation(allocation_id, "kill",
-                                      f"killed by the user (experiment {exp_id} kill)")
+                self._kill_allocation(
+                    allocation_id, "kill", f"killed by the user (experiment {exp_id} kill)"
+                )
             else:
                 self._preempt(allocation_id, "cancel")
         self._maybe_finish_experiment(exp_id)
@@ -404,38 +489,63 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         config = self._experiment_row(exp_id)["config"]
         return (config.get("searcher") or {}).get("metric")
 
-    def _trials_json(self, where: str, params: tuple, *, metric_name: str | None,
-                     order: str = "id", limit: int | None = None, offset: int = 0) -> list[dict]:
+    def _trials_json(
+        self,
+        where: str,
+        params: tuple,
+        *,
+        metric_name: str | None,
+        order: str = "id",
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict]:
         """Trials with their latest/best metric summaries: one query for all of them
         (bench_api_read_latency.py: per-trial queries and per-row decoding made 1,000 trials
         take hundreds of milliseconds)."""
         trials = []
-        for row, (hparams, latest_training, latest_validation, best_validation, start_time,
-                  end_time, notebook_error) in _queries.trial_rows(
-                      self.store, where, params, order=order, limit=limit, offset=offset):
+        for row, (
+            hparams,
+            latest_training,
+            latest_validation,
+            best_validation,
+            start_time,
+            end_time,
+            notebook_error,
+        ) in _queries.trial_rows(
+            self.store, where, params, order=order, limit=limit, offset=offset
+        ):
             row["hparams"] = hparams
             row["notebook_error"] = notebook_error
             allocation_id = self._trial_allocation.get(row["id"])
-            trials.append(_serialize.trial_json_from_summaries(
-                row, allocation=self._allocations.get(allocation_id) if allocation_id else None,
-                latest_training=latest_training, latest_validation=latest_validation,
-                best_validation=best_validation,
-                searcher_metric=_reports.metric_value(
-                    latest_validation["metrics"] if latest_validation else None, metric_name),
-                start_time=start_time, end_time=end_time))
+            trials.append(
+                _serialize.trial_json_from_summaries(
+                    row,
+                    allocation=self._allocations.get(allocation_id) if allocation_id else None,
+                    latest_training=latest_training,
+                    latest_validation=latest_validation,
+                    best_validation=best_validation,
+                    searcher_metric=_reports.metric_value(
+                        latest_validation["metrics"] if latest_validation else None, metric_name
+                    ),
+                    start_time=start_time,
+                    end_time=end_time,
+                )
+            )
         return trials
 
     def _trial_json(self, row: dict) -> dict:
-        [trial] = self._trials_json("t.id = ?", (row["id"],),
-                                    metric_name=self._metric_name(row["experiment_id"]))
+        [trial] = self._trials_json(
+            "t.id = ?", (row["id"],), metric_name=self._metric_name(row["experiment_id"])
+        )
         return trial
 
     def list_trials(self, exp_id: int) -> list[dict]:
         metric_name = self._metric_name(exp_id)  # NotFound for an unknown experiment
         return self._trials_json("t.experiment_id = ?", (int(exp_id),), metric_name=metric_name)
 
-    def trials_page(self, exp_id: int, *, limit: int | None = None, offset: int = 0,
-                    order_by: str = "id") -> dict:
+    def trials_page(
+        self, exp_id: int, *, limit: int | None = None, offset: int = 0, order_by: str = "id"
+    ) -> dict:
         """`{trials, total}`: the trials of an experiment from `offset` on, at most `limit`, in
         `order_by` order: "id", "-id", or "best" (best searcher metric first, by the
         experiment's smaller_is_better; trials without a validation last, then by id)."""
@@ -443,15 +553,19 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         searcher = experiment["config"].get("searcher") or {}
         metric_name = searcher.get("metric")
         if order_by not in (*_queries.TRIAL_ORDERS, "best"):
-            message = (f"order_by: {order_by!r} is not one of "
-                       f"{', '.join((*_queries.TRIAL_ORDERS, 'best'))}")
+            message = (
+                f"order_by: {order_by!r} is not one of "
+                f"{', '.join((*_queries.TRIAL_ORDERS, 'best'))}"
+            )
             raise errors.InvalidRequest(message, [message])
-        total = self.store.scalar("SELECT COUNT(*) FROM trials WHERE experiment_id = ?",
-                                  (int(exp_id),))
+        total = self.store.scalar(
+            "SELECT COUNT(*) FROM trials WHERE experiment_id = ?", (int(exp_id),)
+        )
         where, params = "t.experiment_id = ?", (int(exp_id),)
         if order_by != "best":
-            trials = self._trials_json(where, params, metric_name=metric_name, order=order_by,
-                                       limit=limit, offset=offset)
+            trials = self._trials_json(
+                where, params, metric_name=metric_name, order=order_by, limit=limit, offset=offset
+            )
             return {"trials": trials, "total": total}
         # The best value sits in stored JSON that SQLite's JSON functions may reject (NaN):
         # order in Python on the best reports alone, then build only the page's trials.
@@ -470,35 +584,58 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         position = {trial_id: index for index, trial_id in enumerate(page)}
         trials = []
         for start in range(0, len(page), 500):
-            chunk = page[start:start + 500]
-            trials += self._trials_json(f"t.id IN ({', '.join('?' for _ in chunk)})", tuple(chunk),
-                                        metric_name=metric_name)
-        return {"trials": sorted(trials, key=lambda trial: position[trial["id"]]),
-                "total": total}
+            chunk = page[start : start + 500]
+            trials += self._trials_json(
+                f"t.id IN ({', '.join('?' for _ in chunk)})", tuple(chunk), metric_name=metric_name
+            )
+        return {"trials": sorted(trials, key=lambda trial: position[trial["id"]]), "total": total}
 
     def get_trial(self, trial_id: int) -> dict:
         return self._trial_json(self._trial_row(trial_id))
 
     # -- metric reads -------------------------------------------------------------------------
     # Answered by store._queries, which builds the reports' JSON inside SQLite.
-    def get_metrics(self, *, trial_id: int | None = None, experiment_id: int | None = None,
-                    group: str | None = None, after_id: int = 0, limit: int | None = None,
-                    trial_ids: list[int] | None = None,
-                    max_datapoints: int | None = None) -> list[dict]:
+    def get_metrics(
+        self,
+        *,
+        trial_id: int | None = None,
+        experiment_id: int | None = None,
+        group: str | None = None,
+        after_id: int = 0,
+        limit: int | None = None,
+        trial_ids: list[int] | None = None,
+        max_datapoints: int | None = None,
+    ) -> list[dict]:
         """Current metric reports in id order: of a trial, or of an experiment's trials (only
         `trial_ids` of them when given), of one `group`, after `after_id`; downsampled per
         (trial, group) to `max_datapoints` (store/_queries.py says which are kept); at most
         `limit`."""
-        return json.loads(self.get_metrics_json(
-            trial_id=trial_id, experiment_id=experiment_id, group=group, after_id=after_id,
-            limit=limit, trial_ids=trial_ids, max_datapoints=max_datapoints))
+        return json.loads(
+            self.get_metrics_json(
+                trial_id=trial_id,
+                experiment_id=experiment_id,
+                group=group,
+                after_id=after_id,
+                limit=limit,
+                trial_ids=trial_ids,
+                max_datapoints=max_datapoints,
+            )
+        )
 
-    def get_metrics_json(self, *, trial_id: int | None = None, experiment_id: int | None = None,
-                         group: str | None = None, after_id: int = 0,
-                         limit: int | None = None, trial_ids: list[int] | None = None,
-                         max_datapoints: int | None = None) -> str:
+    def get_metrics_json(
+        self,
+        *,
+        trial_id: int | None = None,
+        experiment_id: int | None = None,
+        group: str | None = None,
+        after_id: int = 0,
+        limit: int | None = None,
+        trial_ids: list[int] | None = None,
+        max_datapoints: int | None = None,
+    ) -> str:
         """`get_metrics` as the JSON text of the list (what the API sends)."""
-        where, params = ["id > ?"], [int(after_id or 0)]
+        where = ["id > ?"]
+        params: list[Any] = [int(after_id or 0)]
         if trial_id is not None:
             self._trial_row(trial_id)
             where.append("trial_id = ?")
@@ -518,26 +655,36 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             where.append("group_name = ?")
             params.append(group)
         if max_datapoints is not None and max_datapoints < _queries.MIN_DATAPOINTS:
-            message = (f"max_datapoints: must be at least {_queries.MIN_DATAPOINTS} (the first "
-                       f"and the last report), got {max_datapoints}")
+            message = (
+                f"max_datapoints: must be at least {_queries.MIN_DATAPOINTS} (the first "
+                f"and the last report), got {max_datapoints}"
+            )
             raise errors.InvalidRequest(message, [message])
-        return _queries.metric_reports_json(self.store, " AND ".join(where), params,
-                                            limit=limit, max_datapoints=max_datapoints)
+        return _queries.metric_reports_json(
+            self.store, " AND ".join(where), params, limit=limit, max_datapoints=max_datapoints
+        )
 
     def _trials_of_experiment(self, exp_id: int, trial_ids: list[int]) -> list[int]:
         """`trial_ids` without repeats, each checked to be a trial of experiment `exp_id`."""
         wanted = sorted({int(t) for t in trial_ids})
         found: set[int] = set()
         for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            found.update(row["id"] for row in self.store.select(
-                "trials", f"experiment_id = ? AND id IN ({', '.join('?' for _ in chunk)})",
-                (int(exp_id), *chunk)))
+            chunk = wanted[start : start + 500]
+            found.update(
+                row["id"]
+                for row in self.store.select(
+                    "trials",
+                    f"experiment_id = ? AND id IN ({', '.join('?' for _ in chunk)})",
+                    (int(exp_id), *chunk),
+                )
+            )
         missing = [t for t in wanted if t not in found]
         if missing:
-            message = (f"trial_ids: {', '.join(map(str, missing))} "
-                       f"{'is not a trial' if len(missing) == 1 else 'are not trials'} of "
-                       f"experiment {exp_id} (GET /experiments/{exp_id}/trials lists them)")
+            message = (
+                f"trial_ids: {', '.join(map(str, missing))} "
+                f"{'is not a trial' if len(missing) == 1 else 'are not trials'} of "
+                f"experiment {exp_id} (GET /experiments/{exp_id}/trials lists them)"
+            )
             raise errors.InvalidRequest(message, [message])
         return wanted
 
@@ -550,8 +697,10 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         trial_dir = self.root_dir / "trials" / str(trial_id)
         notebooks = sorted(trial_dir.glob("*.ipynb"), key=lambda p: p.stat().st_mtime)
         if not notebooks:
-            raise errors.NotFound(f"trial {trial_id} has no executed notebook "
-                                  f"(only notebook entrypoints such as 'train.ipynb' have one)")
+            raise errors.NotFound(
+                f"trial {trial_id} has no executed notebook "
+                f"(only notebook entrypoints such as 'train.ipynb' have one)"
+            )
         return notebooks[-1].name, notebooks[-1].read_bytes()
 
     def kill_trial(self, trial_id: int) -> dict:
@@ -561,17 +710,19 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         allocation_id = self._trial_allocation.get(trial["id"])
         if allocation_id is not None:
             self.store.update("trials", trial["id"], state=str(TrialState.STOPPING_KILLED))
-            self._kill_allocation(allocation_id, "kill-trial",
-                                  f"killed by the user (trial {trial_id} kill)")
+            self._kill_allocation(
+                allocation_id, "kill-trial", f"killed by the user (trial {trial_id} kill)"
+            )
             return self.get_trial(trial_id)
         with self._atomic():  # the trial's end and the searcher's hearing of it, together
             self.scheduler.cancel(f"trial-{trial['id']}")
             self._end_trial(trial, TrialState.CANCELED, None)
-            experiment = self.store.get("experiments", trial["experiment_id"])
+            experiment = self._experiment_row(trial["experiment_id"])
             if experiment["state"] == ExperimentState.ACTIVE:
                 reason = searcher_module().ExitedReason.USER_CANCELED
-                self._searcher_event(experiment["id"], "on_trial_exited_early",
-                                     trial["request_id"], reason)
+                self._searcher_event(
+                    experiment["id"], "on_trial_exited_early", trial["request_id"], reason
+                )
             self._maybe_finish_experiment(trial["experiment_id"])
         return self.get_trial(trial_id)
 
@@ -586,10 +737,15 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         for slot in self.scheduler.slot_ids:
             gpu = by_index.get(slot)
             owner = slot_owner.get(slot)
-            slots.append({"id": slot, "type": "gpu" if gpu else "cpu",
-                          "gpu": gpu.to_json() if gpu else None,
-                          "allocation_id": owner["id"] if owner else None,
-                          "trial_id": owner["trial_id"] if owner else None})
+            slots.append(
+                {
+                    "id": slot,
+                    "type": "gpu" if gpu else "cpu",
+                    "gpu": gpu.to_json() if gpu else None,
+                    "allocation_id": owner["id"] if owner else None,
+                    "trial_id": owner["trial_id"] if owner else None,
+                }
+            )
         return {"slots": slots, "gpus": [g.to_json() for g in self.gpus]}
 
     # -- events -------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ whose token hashes to one of those is certainly a run of *this* root dir's maste
 a pgid or an allocation id (`trial-1.1` exists under every master), which can be reused.
 Launchers' child processes inherit the environment, so the whole tree is found.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from determined.common.states import TERMINAL_EXPERIMENT_STATES, ExperimentState, TrialState
-
 from master_lite import _auth
 from master_lite._lifecycle import searcher_module
 from master_lite.scheduler import kill_orphaned_group, process_group_alive
@@ -52,7 +52,7 @@ def find_runs_by_token(token_hashes: dict[str, str]) -> dict[str, list[int]]:
             continue
         for variable in _environ(int(entry.name)):
             if variable.startswith(TOKEN_VARIABLE):
-                token = variable[len(TOKEN_VARIABLE):].decode(errors="replace")
+                token = variable[len(TOKEN_VARIABLE) :].decode(errors="replace")
                 allocation_id = token_hashes.get(_auth.hash_token(token))
                 if allocation_id is not None and not _is_zombie(int(entry.name)):
                     found.setdefault(allocation_id, []).append(int(entry.name))
@@ -111,13 +111,15 @@ class MasterRecovery:
     def _recover(self) -> None:
         self._end_orphaned_runs()
         module = None
-        for experiment in self.store.select("experiments", "state NOT IN (?, ?, ?)",
-                                            [str(s) for s in TERMINAL_EXPERIMENT_STATES]):
+        for experiment in self.store.select(
+            "experiments", "state NOT IN (?, ?, ?)", [str(s) for s in TERMINAL_EXPERIMENT_STATES]
+        ):
             exp_id = experiment["id"]
             module = module or searcher_module()
             if experiment["searcher_snapshot"] is not None:
                 self._searchers[exp_id] = module.restore_searcher(
-                    experiment["config"], experiment["searcher_snapshot"])
+                    experiment["config"], experiment["searcher_snapshot"]
+                )
             else:
                 self._searchers[exp_id] = module.make_searcher(experiment["config"])
             with self._atomic():
@@ -129,21 +131,37 @@ class MasterRecovery:
         unfinished = self.store.select("allocations", "end_time IS NULL", order="id")
         killed: dict[str, list[int]] = {}
         if unfinished and proc_available():
-            tokens = {row["token_hash"]: row["allocation_id"]
-                      for row in self.store.select("trial_tokens", order="token_hash")}
+            tokens = {
+                row["token_hash"]: row["allocation_id"]
+                for row in self.store.select("trial_tokens", order="token_hash")
+            }
             killed = end_orphaned_runs(tokens)
         for allocation in unfinished:
-            if not proc_available() and allocation["pgid"] and \
-                    process_group_alive(allocation["pgid"]):
+            if (
+                not proc_available()
+                and allocation["pgid"]
+                and process_group_alive(allocation["pgid"])
+            ):
                 if kill_orphaned_group(allocation["pgid"], allocation["id"]):
                     killed[allocation["id"]] = [allocation["pgid"]]
             intent = allocation["end_intent"] or "master-stop"
-            self.store.update("allocations", allocation["id"], state="ENDED",
-                              end_time=time.time(), end_intent=intent)
-            found = (f"; its processes {killed[allocation['id']]} were killed"
-                     if allocation["id"] in killed else "")
-            self._master_log(allocation["trial_id"], f"{allocation['id']} was running when the "
-                             f"master stopped{found}: it will resume from its latest checkpoint")
+            self.store.update(
+                "allocations",
+                allocation["id"],
+                state="ENDED",
+                end_time=time.time(),
+                end_intent=intent,
+            )
+            found = (
+                f"; its processes {killed[allocation['id']]} were killed"
+                if allocation["id"] in killed
+                else ""
+            )
+            self._master_log(
+                allocation["trial_id"],
+                f"{allocation['id']} was running when the "
+                f"master stopped{found}: it will resume from its latest checkpoint",
+            )
         self.store.execute("DELETE FROM trial_tokens")
 
     def _recover_trials(self, experiment: dict) -> None:
@@ -168,5 +186,11 @@ class MasterRecovery:
         self._maybe_finish_experiment(exp_id)
 
 
-__all__ = ["MasterRecovery", "end_orphaned_runs", "find_runs_by_token", "kill_processes",
-           "proc_available", "wait_gone"]
+__all__ = [
+    "MasterRecovery",
+    "end_orphaned_runs",
+    "find_runs_by_token",
+    "kill_processes",
+    "proc_available",
+    "wait_gone",
+]

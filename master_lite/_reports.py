@@ -1,14 +1,15 @@
 """Checks on what trials report (metrics, checkpoints), before anything is stored."""
+
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeGuard
 
 from master_lite import errors
 from master_lite._serialize import parse_time
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -29,8 +30,14 @@ def _report_time(value: Any) -> float | None:
     """`parse_time`, with a fast path for the form the harness sends, `2026-11-22T01:02:03.456Z`:
     reports come in runs within the same second, so the second is parsed once (the general
     parser costs more than the rest of a report's checks)."""
-    if isinstance(value, str) and len(value) == 24 and value[19] == "." and value[23] == "Z" \
-            and value[20:23].isascii() and value[20:23].isdigit():
+    if (
+        isinstance(value, str)
+        and len(value) == 24
+        and value[19] == "."
+        and value[23] == "Z"
+        and value[20:23].isascii()
+        and value[20:23].isdigit()
+    ):
         second = value[:19]
         epoch = _second_cache.get(second)
         if epoch is None:
@@ -41,7 +48,7 @@ def _report_time(value: Any) -> float | None:
                 _second_cache.clear()
             _second_cache[second] = epoch
         # The same float parse_time gives (datetime's timestamp() divides microseconds so).
-        return (epoch * 10 ** 6 + int(value[20:23]) * 1000) / 10 ** 6
+        return (epoch * 10**6 + int(value[20:23]) * 1000) / 10**6
     return parse_time(value)
 
 
@@ -71,11 +78,14 @@ def normalize_metric_reports(reports: Any, *, trial_id: int, default_run_id: int
         else:
             for key, value in metrics.items():
                 if group == "validation" and value is None:
-                    problems.append(f"{where}.metrics.{key}: a validation metric may not be null "
-                                    "(report a number)")
+                    problems.append(
+                        f"{where}.metrics.{key}: a validation metric may not be null "
+                        "(report a number)"
+                    )
                 elif not _is_json_value(value):  # NaN/inf floats pass: Determined keeps them
-                    problems.append(f"{where}.metrics.{key}: {type(value).__name__} is not a "
-                                    "JSON value")
+                    problems.append(
+                        f"{where}.metrics.{key}: {type(value).__name__} is not a JSON value"
+                    )
         batch_metrics = report.get("batch_metrics")
         if batch_metrics is not None and not isinstance(batch_metrics, list):
             problems.append(f"{where}.batch_metrics: must be a list or null")
@@ -85,15 +95,26 @@ def normalize_metric_reports(reports: Any, *, trial_id: int, default_run_id: int
         try:
             report_time = _report_time(report.get("report_time")) or now
         except (TypeError, ValueError):
-            problems.append(f"{where}.report_time: not an ISO-8601 time: "
-                            f"{report.get('report_time')!r}")
+            problems.append(
+                f"{where}.report_time: not an ISO-8601 time: {report.get('report_time')!r}"
+            )
             report_time = now
-        rows.append({"trial_id": trial_id, "trial_run_id": int(run_id), "group": group,
-                     "steps_completed": steps, "metrics": metrics,
-                     "batch_metrics": batch_metrics, "report_time": report_time})
+        rows.append(
+            {
+                "trial_id": trial_id,
+                "trial_run_id": int(run_id),
+                "group": group,
+                "steps_completed": steps,
+                "metrics": metrics,
+                "batch_metrics": batch_metrics,
+                "report_time": report_time,
+            }
+        )
     if problems:
-        raise errors.InvalidRequest(f"{len(problems)} invalid metric report field(s) for trial "
-                                    f"{trial_id}: {problems[0]}", problems)
+        raise errors.InvalidRequest(
+            f"{len(problems)} invalid metric report field(s) for trial {trial_id}: {problems[0]}",
+            problems,
+        )
     return rows
 
 

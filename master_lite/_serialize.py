@@ -1,4 +1,5 @@
 """Store rows -> the JSON objects of docs/rest-api.md ("Objects")."""
+
 from __future__ import annotations
 
 import datetime
@@ -37,12 +38,16 @@ def parse_time(value: Any) -> float | None:
 
 def searcher_summary(config: dict) -> dict:
     searcher = config.get("searcher") or {}
-    return {"name": searcher.get("name"), "metric": searcher.get("metric"),
-            "smaller_is_better": bool(searcher.get("smaller_is_better", True))}
+    return {
+        "name": searcher.get("name"),
+        "metric": searcher.get("metric"),
+        "smaller_is_better": bool(searcher.get("smaller_is_better", True)),
+    }
 
 
-def experiment_json(row: dict, *, num_trials: int, best_validation: float | None,
-                    with_config: bool = False) -> dict:
+def experiment_json(
+    row: dict, *, num_trials: int, best_validation: float | None, with_config: bool = False
+) -> dict:
     out = {
         "id": row["id"],
         "name": row["name"],
@@ -68,19 +73,33 @@ def experiment_json(row: dict, *, num_trials: int, best_validation: float | None
 def metric_summary(row: dict | None) -> dict | None:
     if row is None:
         return None
-    return {"steps_completed": row["steps_completed"], "metrics": row["metrics"],
-            "report_time": iso(row["report_time"])}
+    return {
+        "steps_completed": row["steps_completed"],
+        "metrics": row["metrics"],
+        "report_time": iso(row["report_time"]),
+    }
 
 
-def trial_json(row: dict, *, allocation: dict | None, latest_training: dict | None,
-               latest_validation: dict | None, best_validation: dict | None,
-               searcher_metric: float | None) -> dict:
+def trial_json(
+    row: dict,
+    *,
+    allocation: dict | None,
+    latest_training: dict | None,
+    latest_validation: dict | None,
+    best_validation: dict | None,
+    searcher_metric: float | None,
+) -> dict:
     """From the trial row and its latest/best metric rows."""
     return trial_json_from_summaries(
-        row, allocation=allocation, latest_training=metric_summary(latest_training),
+        row,
+        allocation=allocation,
+        latest_training=metric_summary(latest_training),
         latest_validation=metric_summary(latest_validation),
-        best_validation=metric_summary(best_validation), searcher_metric=searcher_metric,
-        start_time=iso(row["start_time"]), end_time=iso(row["end_time"]))
+        best_validation=metric_summary(best_validation),
+        searcher_metric=searcher_metric,
+        start_time=iso(row["start_time"]),
+        end_time=iso(row["end_time"]),
+    )
 
 
 def run_state(state: str, allocation: dict | None) -> str | None:
@@ -91,10 +110,17 @@ def run_state(state: str, allocation: dict | None) -> str | None:
     return "RUNNING" if allocation is not None else "QUEUED"
 
 
-def trial_json_from_summaries(row: dict, *, allocation: dict | None,
-                              latest_training: dict | None, latest_validation: dict | None,
-                              best_validation: dict | None, searcher_metric: float | None,
-                              start_time: str | None, end_time: str | None) -> dict:
+def trial_json_from_summaries(
+    row: dict,
+    *,
+    allocation: dict | None,
+    latest_training: dict | None,
+    latest_validation: dict | None,
+    best_validation: dict | None,
+    searcher_metric: float | None,
+    start_time: str | None,
+    end_time: str | None,
+) -> dict:
     """From the trial row with the metric summaries (`metric_summary`) and times (`iso`)
     already made, as the store's trial reads (`store._queries.trial_rows`) return them."""
     return {
@@ -126,20 +152,39 @@ def trial_json_from_summaries(row: dict, *, allocation: dict | None,
 
 
 def metric_json(row: dict) -> dict:
-    return {"id": row["id"], "trial_id": row["trial_id"], "trial_run_id": row["trial_run_id"],
-            "group": row["group"], "steps_completed": row["steps_completed"],
-            "metrics": row["metrics"], "report_time": iso(row["report_time"])}
+    return {
+        "id": row["id"],
+        "trial_id": row["trial_id"],
+        "trial_run_id": row["trial_run_id"],
+        "group": row["group"],
+        "steps_completed": row["steps_completed"],
+        "metrics": row["metrics"],
+        "report_time": iso(row["report_time"]),
+    }
 
 
 def log_json(row: dict) -> dict:
-    return {"id": row["id"], "trial_id": row["trial_id"], "rank": row["rank"],
-            "stream": row["stream"], "time": iso(row["time"]), "line": row["line"]}
+    return {
+        "id": row["id"],
+        "trial_id": row["trial_id"],
+        "rank": row["rank"],
+        "stream": row["stream"],
+        "time": iso(row["time"]),
+        "line": row["line"],
+    }
 
 
 def checkpoint_json(row: dict, *, validation_metrics: dict | None) -> dict:
-    return {"uuid": row["uuid"], "trial_id": row["trial_id"],
-            "experiment_id": row["experiment_id"], "allocation_id": row["allocation_id"],
-            "steps_completed": row["steps_completed"], "metadata": row["metadata"],
-            "resources": row["resources"], "state": row["state"],
-            "report_time": iso(row["report_time"]), "path": row["path"],
-            "validation_metrics": validation_metrics}
+    return {
+        "uuid": row["uuid"],
+        "trial_id": row["trial_id"],
+        "experiment_id": row["experiment_id"],
+        "allocation_id": row["allocation_id"],
+        "steps_completed": row["steps_completed"],
+        "metadata": row["metadata"],
+        "resources": row["resources"],
+        "state": row["state"],
+        "report_time": iso(row["report_time"]),
+        "path": row["path"],
+        "validation_metrics": validation_metrics,
+    }

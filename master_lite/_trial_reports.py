@@ -2,6 +2,7 @@
 
 A mixin of `Master` (kept apart only to keep files small); see `_master.py`.
 """
+
 from __future__ import annotations
 
 import io
@@ -12,22 +13,32 @@ from pathlib import Path
 from typing import Any
 
 from determined.common.states import TERMINAL_TRIAL_STATES, CheckpointState
-
 from master_lite import _reports, _serialize, errors
 from master_lite._lifecycle import searcher_module
 
-EARLY_EXIT_REASONS = {"EXITED_REASON_INVALID_HP": "INVALID_HP", "INVALID_HP": "INVALID_HP",
-                      "EXITED_REASON_USER_REQUESTED_STOP": "USER_REQUESTED_STOP",
-                      "USER_REQUESTED_STOP": "USER_REQUESTED_STOP"}
+EARLY_EXIT_REASONS = {
+    "EXITED_REASON_INVALID_HP": "INVALID_HP",
+    "INVALID_HP": "INVALID_HP",
+    "EXITED_REASON_USER_REQUESTED_STOP": "USER_REQUESTED_STOP",
+    "USER_REQUESTED_STOP": "USER_REQUESTED_STOP",
+}
 
 
 class TrialReports:
     # -- metrics and logs ---------------------------------------------------------------------
-    def get_logs(self, trial_id: int, *, after_id: int = 0, limit: int | None = None,
-                 tail: int | None = None, rank: int | None = None,
-                 stream: str | None = None) -> list[dict]:
+    def get_logs(
+        self,
+        trial_id: int,
+        *,
+        after_id: int = 0,
+        limit: int | None = None,
+        tail: int | None = None,
+        rank: int | None = None,
+        stream: str | None = None,
+    ) -> list[dict]:
         self._trial_row(trial_id)
-        where, params = ["trial_id = ?", "id > ?"], [int(trial_id), int(after_id or 0)]
+        where = ["trial_id = ?", "id > ?"]
+        params: list[Any] = [int(trial_id), int(after_id or 0)]
         if rank is not None:
             where.append("rank = ?")
             params.append(int(rank))
@@ -35,8 +46,9 @@ class TrialReports:
             where.append("stream = ?")
             params.append(stream)
         if tail is not None:
-            rows = self.store.select("logs", " AND ".join(where), params, order="id DESC",
-                                     limit=tail)[::-1]
+            rows = self.store.select(
+                "logs", " AND ".join(where), params, order="id DESC", limit=tail
+            )[::-1]
             if limit is not None:
                 rows = rows[:limit]
         else:
@@ -45,8 +57,9 @@ class TrialReports:
 
     def report_metrics(self, trial_id: int, reports: list[dict]) -> int:
         trial = self._trial_row(trial_id)
-        rows = _reports.normalize_metric_reports(reports, trial_id=trial["id"],
-                                                 default_run_id=trial["run_id"])
+        rows = _reports.normalize_metric_reports(
+            reports, trial_id=trial["id"], default_run_id=trial["run_id"]
+        )
         if not rows:
             return 0
         accepted = len(rows)
@@ -58,8 +71,8 @@ class TrialReports:
             # A resumed run redoing steps an earlier run reported replaces those reports
             # instead of duplicating them (docs/fault-tolerance.md).
             ids, superseded = self.store.insert_current_metrics(trial["id"], rows)
-            rows = [row for row, metric_id in zip(rows, ids) if metric_id is not None]
-            for metric_id, row in zip([i for i in ids if i is not None], rows):
+            rows = [row for row, metric_id in zip(rows, ids, strict=False) if metric_id is not None]
+            for metric_id, row in zip([i for i in ids if i is not None], rows, strict=False):
                 row["id"] = metric_id
                 if row["group"] == "training":
                     changes["latest_training_id"] = metric_id
@@ -67,25 +80,38 @@ class TrialReports:
                     changes["latest_validation_id"] = metric_id
             if trial["best_validation_id"] in superseded:  # rare: recount from scratch
                 changes["best_validation_id"] = self._best_validation_id(
-                    trial["id"], metric_name, smaller_is_better)
+                    trial["id"], metric_name, smaller_is_better
+                )
             elif any(row["group"] == "validation" for row in rows):
                 best_id, best_value = trial["best_validation_id"], None
                 if best_id is not None:
                     best_rows = self.store.metric_rows("id = ?", (best_id,))
-                    best_value = _reports.metric_value(best_rows[0]["metrics"], metric_name) \
-                        if best_rows else None
+                    best_value = (
+                        _reports.metric_value(best_rows[0]["metrics"], metric_name)
+                        if best_rows
+                        else None
+                    )
                 for row in rows:
-                    value = _reports.metric_value(row["metrics"], metric_name) \
-                        if row["group"] == "validation" else None
-                    if value is not None and (best_value is None or (
-                            value < best_value if smaller_is_better else value > best_value)):
+                    value = (
+                        _reports.metric_value(row["metrics"], metric_name)
+                        if row["group"] == "validation"
+                        else None
+                    )
+                    if value is not None and (
+                        best_value is None
+                        or (value < best_value if smaller_is_better else value > best_value)
+                    ):
                         best_id, best_value = row["id"], value
                 changes["best_validation_id"] = best_id
-            changes["steps_completed"] = max([trial["steps_completed"]] +
-                                             [row["steps_completed"] for row in rows])
+            changes["steps_completed"] = max(
+                [trial["steps_completed"]] + [row["steps_completed"] for row in rows]
+            )
             self.store.update("trials", trial["id"], **changes)
-            validations = [("on_validation_reported", (trial["request_id"], row["metrics"]))
-                           for row in rows if row["group"] == "validation"]
+            validations = [
+                ("on_validation_reported", (trial["request_id"], row["metrics"]))
+                for row in rows
+                if row["group"] == "validation"
+            ]
             if validations:
                 self._searcher_events(trial["experiment_id"], validations)
         if self.events.has_subscribers("metric"):
@@ -94,8 +120,10 @@ class TrialReports:
         self._publish_trial(trial["id"])
         # The experiment's best validation is derived from its trials' best: listeners of
         # experiment events (the sidebar's list) must hear when it moves.
-        if changes.get("best_validation_id", trial["best_validation_id"]) != \
-                trial["best_validation_id"]:
+        if (
+            changes.get("best_validation_id", trial["best_validation_id"])
+            != trial["best_validation_id"]
+        ):
             self._publish_experiment(trial["experiment_id"])
         return accepted
 
@@ -103,26 +131,33 @@ class TrialReports:
         """(searcher.metric, smaller_is_better) of an experiment. Read once per experiment, not
         per report (an experiment's config never changes once created)."""
         cache: dict[int, tuple[str | None, bool]] = self.__dict__.setdefault(
-            "_searcher_metric_cache", {})
+            "_searcher_metric_cache", {}
+        )
         cached = cache.get(experiment_id)
         if cached is None:
             config = self.store.get("experiments", experiment_id)["config"]
             searcher_config = config.get("searcher") or {}
-            cached = (searcher_config.get("metric"),
-                      bool(searcher_config.get("smaller_is_better", True)))
+            cached = (
+                searcher_config.get("metric"),
+                bool(searcher_config.get("smaller_is_better", True)),
+            )
             cache[experiment_id] = cached
         return cached
 
-    def _best_validation_id(self, trial_id: int, metric_name: str | None,
-                            smaller_is_better: bool) -> int | None:
+    def _best_validation_id(
+        self, trial_id: int, metric_name: str | None, smaller_is_better: bool
+    ) -> int | None:
         """The trial's current validation report with the best searcher metric (the earliest
         of equals)."""
         best_id, best_value = None, None
-        for row in self.store.metric_rows("trial_id = ? AND group_name = 'validation'",
-                                          (trial_id,)):
+        for row in self.store.metric_rows(
+            "trial_id = ? AND group_name = 'validation'", (trial_id,)
+        ):
             value = _reports.metric_value(row["metrics"], metric_name)
-            if value is not None and (best_value is None or (
-                    value < best_value if smaller_is_better else value > best_value)):
+            if value is not None and (
+                best_value is None
+                or (value < best_value if smaller_is_better else value > best_value)
+            ):
                 best_id, best_value = row["id"], value
         return best_id
 
@@ -146,16 +181,23 @@ class TrialReports:
         trial = self._trial_row(trial_id)
         normalized = EARLY_EXIT_REASONS.get(str(reason))
         if normalized is None:
-            raise errors.InvalidRequest(f"reason: unknown early exit reason {reason!r}; expected "
-                                        "EXITED_REASON_INVALID_HP or "
-                                        "EXITED_REASON_USER_REQUESTED_STOP")
+            raise errors.InvalidRequest(
+                f"reason: unknown early exit reason {reason!r}; expected "
+                "EXITED_REASON_INVALID_HP or "
+                "EXITED_REASON_USER_REQUESTED_STOP"
+            )
         if trial["early_exit"]:
-            raise errors.InvalidRequest(f"trial {trial_id} already reported an early exit "
-                                        f"({trial['early_exit']})")
+            raise errors.InvalidRequest(
+                f"trial {trial_id} already reported an early exit ({trial['early_exit']})"
+            )
         self.store.update("trials", trial["id"], early_exit=normalized)
         if normalized == "INVALID_HP":
-            self._searcher_event(trial["experiment_id"], "on_trial_exited_early",
-                                 trial["request_id"], searcher_module().ExitedReason.INVALID_HP)
+            self._searcher_event(
+                trial["experiment_id"],
+                "on_trial_exited_early",
+                trial["request_id"],
+                searcher_module().ExitedReason.INVALID_HP,
+            )
 
     # -- searcher operations (≤0.37 protocol) -------------------------------------------------
     async def next_operation(self, trial_id: int, timeout: float) -> dict:
@@ -171,8 +213,10 @@ class TrialReports:
         if trial["stop_requested"]:  # early-stopped: whatever was queued will not run
             return {"completed": True, "op": None}
         if trial["op_queue"] and trial["state"] not in TERMINAL_TRIAL_STATES:
-            return {"completed": False,
-                    "op": {"validateAfter": {"length": str(trial["op_queue"][0])}}}
+            return {
+                "completed": False,
+                "op": {"validateAfter": {"length": str(trial["op_queue"][0])}},
+            }
         return {"completed": True, "op": None}
 
     def complete_operation(self, trial_id: int, length: int, metric: Any) -> None:
@@ -184,15 +228,21 @@ class TrialReports:
         if length not in trial["op_queue"]:
             raise errors.InvalidRequest(
                 f"trial {trial_id} has no pending operation of length {length} "
-                f"(pending: {trial['op_queue'] or 'none'})")
+                f"(pending: {trial['op_queue'] or 'none'})"
+            )
         if isinstance(metric, bool) or not isinstance(metric, (int, float)):
             raise errors.InvalidRequest(f"searcherMetric: expected a number, got {metric!r}")
         queue = list(trial["op_queue"])
         queue.remove(length)
         with self._atomic():  # the op is done exactly when the searcher has heard of it
             self.store.update("trials", trial["id"], op_queue=queue)
-            self._searcher_event(trial["experiment_id"], "on_validation_completed",
-                                 trial["request_id"], float(metric), length)
+            self._searcher_event(
+                trial["experiment_id"],
+                "on_validation_completed",
+                trial["request_id"],
+                float(metric),
+                length,
+            )
         self._notify(("trial", trial["id"]))
 
     def best_validation(self, exp_id: int) -> float | None:
@@ -205,9 +255,13 @@ class TrialReports:
             return None
         rows = self.store.metric_rows(
             "id IN (SELECT best_validation_id FROM trials WHERE experiment_id = ?)",
-            (experiment["id"],))
-        values = [v for v in (_reports.metric_value(r["metrics"], metric_name) for r in rows)
-                  if v is not None]
+            (experiment["id"],),
+        )
+        values = [
+            v
+            for v in (_reports.metric_value(r["metrics"], metric_name) for r in rows)
+            if v is not None
+        ]
         if not values:
             return None
         return min(values) if searcher_config.get("smaller_is_better", True) else max(values)
@@ -249,13 +303,17 @@ class TrialReports:
             raise errors.InvalidRequest("uuid: required (a string)", ["uuid: required"])
         if uuid in (".", "..") or any(c in uuid for c in "/\\\0"):
             # It names a directory of the checkpoint storage that GC may later delete.
-            raise errors.InvalidRequest(f"uuid: {uuid!r} is not a plain directory name",
-                                        [f"uuid: {uuid!r} is not a plain directory name"])
+            raise errors.InvalidRequest(
+                f"uuid: {uuid!r} is not a plain directory name",
+                [f"uuid: {uuid!r} is not a plain directory name"],
+            )
         metadata = record.get("metadata")
         if not isinstance(metadata, dict) or not isinstance(metadata.get("steps_completed"), int):
             raise errors.InvalidRequest(
                 "metadata.steps_completed: required (an integer); report the number of batches "
-                "trained when this checkpoint was saved", ["metadata.steps_completed: required"])
+                "trained when this checkpoint was saved",
+                ["metadata.steps_completed: required"],
+            )
         trial_id = record.get("trial_id", record.get("trialId"))
         allocation_id = record.get("allocation_id", record.get("allocationId"))
         if trial_id is None and allocation_id:
@@ -267,8 +325,10 @@ class TrialReports:
         path = storage.checkpoint_dir(config["checkpoint_storage"], uuid)
         resources = record.get("resources") or {}
         try:
-            report_time = _serialize.parse_time(record.get("report_time",
-                                                           record.get("reportTime"))) or time.time()
+            report_time = (
+                _serialize.parse_time(record.get("report_time", record.get("reportTime")))
+                or time.time()
+            )
         except ValueError:
             report_time = time.time()
         with self.store.transaction():
@@ -276,9 +336,19 @@ class TrialReports:
                 "INSERT OR REPLACE INTO checkpoints (uuid, trial_id, experiment_id, allocation_id,"
                 " steps_completed, metadata, resources, state, report_time, path)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (uuid, trial["id"], trial["experiment_id"], allocation_id,
-                 metadata["steps_completed"], json.dumps(metadata), json.dumps(resources),
-                 str(CheckpointState.COMPLETED), report_time, str(path)))
+                (
+                    uuid,
+                    trial["id"],
+                    trial["experiment_id"],
+                    allocation_id,
+                    metadata["steps_completed"],
+                    json.dumps(metadata),
+                    json.dumps(resources),
+                    str(CheckpointState.COMPLETED),
+                    report_time,
+                    str(path),
+                ),
+            )
             self.store.update("trials", trial["id"], latest_checkpoint=uuid)
         checkpoint = self.get_checkpoint(uuid)
         self.events.publish("checkpoint", checkpoint)
@@ -288,9 +358,13 @@ class TrialReports:
     def _checkpoint_json(self, row: dict) -> dict:
         rows = self.store.metric_rows(
             "trial_id = ? AND group_name = 'validation' AND steps_completed = ?",
-            (row["trial_id"], row["steps_completed"]), order="id DESC", limit=1)
-        return _serialize.checkpoint_json(row,
-                                          validation_metrics=rows[0]["metrics"] if rows else None)
+            (row["trial_id"], row["steps_completed"]),
+            order="id DESC",
+            limit=1,
+        )
+        return _serialize.checkpoint_json(
+            row, validation_metrics=rows[0]["metrics"] if rows else None
+        )
 
     def get_checkpoint(self, uuid: str) -> dict:
         row = self.store.get("checkpoints", uuid, key_column="uuid")
@@ -298,9 +372,15 @@ class TrialReports:
             raise errors.NotFound(f"checkpoint {uuid} not found")
         return self._checkpoint_json(row)
 
-    def list_checkpoints(self, *, experiment_id: int | None = None, trial_id: int | None = None,
-                         state: str | None = None) -> list[dict]:
-        where, params = [], []
+    def list_checkpoints(
+        self,
+        *,
+        experiment_id: int | None = None,
+        trial_id: int | None = None,
+        state: str | None = None,
+    ) -> list[dict]:
+        where: list[str] = []
+        params: list[Any] = []
         if experiment_id is not None:
             self._experiment_row(experiment_id)
             where.append("experiment_id = ?")
@@ -312,16 +392,18 @@ class TrialReports:
         if state:
             where.append("state = ?")
             params.append(str(state))
-        rows = self.store.select("checkpoints", " AND ".join(where), params,
-                                 order="report_time, uuid")
+        rows = self.store.select(
+            "checkpoints", " AND ".join(where), params, order="report_time, uuid"
+        )
         return [self._checkpoint_json(row) for row in rows]
 
     def checkpoint_archive(self, uuid: str) -> bytes:
         checkpoint = self.get_checkpoint(uuid)
         path = Path(checkpoint["path"])
         if checkpoint["state"] != CheckpointState.COMPLETED or not path.is_dir():
-            raise errors.NotFound(f"checkpoint {uuid} has no files at {path} "
-                                  f"(state {checkpoint['state']})")
+            raise errors.NotFound(
+                f"checkpoint {uuid} has no files at {path} (state {checkpoint['state']})"
+            )
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
             for item in sorted(path.rglob("*")):

@@ -1,4 +1,5 @@
 """Errors raised by the Master facade; the API layer maps each to its HTTP status."""
+
 from __future__ import annotations
 
 

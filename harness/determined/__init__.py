@@ -3,6 +3,7 @@
 Importing `determined` stays fast and framework-free: submodules (core, generic, pytorch, keras,
 experimental, ...) are imported the first time they are used as attributes.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,7 +18,19 @@ from determined.errors import InvalidHP
 LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
 
 _LAZY_SUBMODULES = frozenset(
-    {"core", "generic", "common", "errors", "experimental", "pytorch", "keras", "estimator", "launch", "cli", "exec"}
+    {
+        "core",
+        "generic",
+        "common",
+        "errors",
+        "experimental",
+        "pytorch",
+        "keras",
+        "estimator",
+        "launch",
+        "cli",
+        "exec",
+    }
 )
 
 

@@ -2,9 +2,11 @@
 
 They let a config be written in Python: `{"lr": det.Log(-4, -1, base=10)}`.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def Constant(value: Any) -> dict:  # noqa: N802 - Determined's public spelling

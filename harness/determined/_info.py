@@ -3,11 +3,13 @@
 Determined reads JSON files under /run/determined/info; master_lite has no containers, so the
 local resource manager passes the same facts as environment variables (docs/internals.md).
 """
+
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def _json_env(env: Mapping[str, str], name: str, default: Any) -> Any:
@@ -17,7 +19,9 @@ def _json_env(env: Mapping[str, str], name: str, default: Any) -> Any:
     try:
         return json.loads(raw)
     except ValueError as e:
-        raise ValueError(f"environment variable {name} is not valid JSON ({e}): {raw[:200]!r}") from e
+        raise ValueError(
+            f"environment variable {name} is not valid JSON ({e}): {raw[:200]!r}"
+        ) from e
 
 
 def _int_env(env: Mapping[str, str], name: str, default: int) -> int:
@@ -56,7 +60,7 @@ class TrialInfo:
         self._inter_node_network_interface = inter_node_network_interface
 
     @classmethod
-    def _from_env(cls, env: Mapping[str, str]) -> "TrialInfo":
+    def _from_env(cls, env: Mapping[str, str]) -> TrialInfo:
         config = _json_env(env, "DET_EXPERIMENT_CONFIG", {})
         return cls(
             trial_id=_int_env(env, "DET_TRIAL_ID", 0),
@@ -77,7 +81,9 @@ class TrialInfo:
 class RendezvousInfo:
     """How the containers of a multi-container task find each other."""
 
-    def __init__(self, container_addrs: list[str], container_rank: int, container_slot_counts: list[int]):
+    def __init__(
+        self, container_addrs: list[str], container_rank: int, container_slot_counts: list[int]
+    ):
         self.container_addrs = container_addrs
         self.container_rank = container_rank
         self.container_slot_counts = container_slot_counts
@@ -128,7 +134,7 @@ class ClusterInfo:
         self._resources_info = resources_info or ResourcesInfo([], slot_ids)
 
     @classmethod
-    def _from_env(cls, env: Mapping[str, str]) -> "ClusterInfo | None":
+    def _from_env(cls, env: Mapping[str, str]) -> ClusterInfo | None:
         if not env.get("DET_MASTER") or not env.get("DET_ALLOCATION_ID"):
             return None
         task_type = env.get("DET_TASK_TYPE") or ("TRIAL" if env.get("DET_TRIAL_ID") else "COMMAND")
@@ -137,9 +143,13 @@ class ClusterInfo:
         rendezvous = RendezvousInfo(
             container_addrs=list(_json_env(env, "DET_CONTAINER_ADDRS", ["127.0.0.1"])),
             container_rank=_int_env(env, "DET_CONTAINER_RANK", 0),
-            container_slot_counts=[int(c) for c in _json_env(env, "DET_CONTAINER_SLOT_COUNTS", [len(slot_ids)])],
+            container_slot_counts=[
+                int(c) for c in _json_env(env, "DET_CONTAINER_SLOT_COUNTS", [len(slot_ids)])
+            ],
         )
-        resources = ResourcesInfo(gpu_uuids=list(_json_env(env, "DET_GPU_UUIDS", [])), slot_ids=slot_ids)
+        resources = ResourcesInfo(
+            gpu_uuids=list(_json_env(env, "DET_GPU_UUIDS", [])), slot_ids=slot_ids
+        )
         return cls(
             master_url=env["DET_MASTER"].rstrip("/"),
             cluster_id=env.get("DET_CLUSTER_ID", ""),
@@ -160,7 +170,9 @@ class ClusterInfo:
     @property
     def trial(self) -> TrialInfo:
         if self._trial_info is None:
-            raise RuntimeError(f"ClusterInfo.trial is only available in trials; this task is a {self.task_type}")
+            raise RuntimeError(
+                f"ClusterInfo.trial is only available in trials; this task is a {self.task_type}"
+            )
         return self._trial_info
 
     @property

@@ -1,4 +1,5 @@
 """Exceptions user code and the harness raise to tell the platform what went wrong."""
+
 from __future__ import annotations
 
 

@@ -1,15 +1,40 @@
 """Scheduling: GPU inventory, slot allocation, and the local subprocess resource manager."""
-from ._gpus import GPU, FAKE_GPUS_ENV, discover_gpus, fake_gpus
-from ._local import (LaunchSpec, kill_orphaned_group, LocalRunner, LogRecord, entrypoint_argv,
-                     process_group_alive, split_line)
+
+from ._gpus import FAKE_GPUS_ENV, GPU, discover_gpus, fake_gpus
+from ._local import (
+    LaunchSpec,
+    LocalRunner,
+    LogRecord,
+    entrypoint_argv,
+    kill_orphaned_group,
+    process_group_alive,
+    split_line,
+)
 from ._ports import TRIAL_PORT_NAMES, PortAllocator
 from ._prestart import SparePool, plain_python_launch
 from ._ray import RayCluster, RayRunner
 from ._scheduler import DEFAULT_PRIORITY, AllocationRequest, Grant, Scheduler
 
-__all__ = ["kill_orphaned_group", "GPU", "FAKE_GPUS_ENV", "discover_gpus", "fake_gpus",
-           "LaunchSpec", "LocalRunner",
-           "LogRecord", "entrypoint_argv", "process_group_alive", "split_line",
-           "DEFAULT_PRIORITY", "AllocationRequest", "Grant", "Scheduler",
-           "PortAllocator", "TRIAL_PORT_NAMES", "RayCluster", "RayRunner", "SparePool",
-           "plain_python_launch"]
+__all__ = [
+    "kill_orphaned_group",
+    "GPU",
+    "FAKE_GPUS_ENV",
+    "discover_gpus",
+    "fake_gpus",
+    "LaunchSpec",
+    "LocalRunner",
+    "LogRecord",
+    "entrypoint_argv",
+    "process_group_alive",
+    "split_line",
+    "DEFAULT_PRIORITY",
+    "AllocationRequest",
+    "Grant",
+    "Scheduler",
+    "PortAllocator",
+    "TRIAL_PORT_NAMES",
+    "RayCluster",
+    "RayRunner",
+    "SparePool",
+    "plain_python_launch",
+]

@@ -3,6 +3,7 @@
 No driver or no library means no GPUs, silently: the master then schedules CPU slots.
 Tests fake GPUs with `MASTER_LITE_FAKE_GPUS=N` or `discover_gpus(fake=N)`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,8 +34,10 @@ class GPU:
 
 
 def fake_gpus(count: int) -> list[GPU]:
-    return [GPU(index=i, uuid=f"GPU-fake-{i}", name="Fake GPU", memory_total=16 * 2**30)
-            for i in range(count)]
+    return [
+        GPU(index=i, uuid=f"GPU-fake-{i}", name="Fake GPU", memory_total=16 * 2**30)
+        for i in range(count)
+    ]
 
 
 def discover_gpus(fake: int | None = None) -> list[GPU]:
@@ -61,11 +64,16 @@ def discover_gpus(fake: int | None = None) -> list[GPU]:
                 utilization = 0
             uuid = pynvml.nvmlDeviceGetUUID(handle)
             name = pynvml.nvmlDeviceGetName(handle)
-            gpus.append(GPU(index=index,
-                            uuid=uuid.decode() if isinstance(uuid, bytes) else str(uuid),
-                            name=name.decode() if isinstance(name, bytes) else str(name),
-                            memory_total=int(memory.total), memory_used=int(memory.used),
-                            utilization=utilization))
+            gpus.append(
+                GPU(
+                    index=index,
+                    uuid=uuid.decode() if isinstance(uuid, bytes) else str(uuid),
+                    name=name.decode() if isinstance(name, bytes) else str(name),
+                    memory_total=int(memory.total),
+                    memory_used=int(memory.used),
+                    utilization=utilization,
+                )
+            )
         return gpus
     except pynvml.NVMLError:
         return []
@@ -95,6 +103,7 @@ def _live_usage() -> dict[str, tuple[int, int]]:
         try:
             if _nvml is None:
                 import pynvml
+
                 pynvml.nvmlInit()
                 _nvml = pynvml
             nvml = _nvml

@@ -9,6 +9,7 @@ line, so progress bars become lines), handed in batches to `log_sink`, and the e
 reported on the event loop thread once every line has been handed over — so the exit event
 never overtakes the trial's last log lines.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,8 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from master_lite.scheduler._prestart import (DEFAULT_SPARES, SPARES_ENV, PlainPythonLaunch,
-                                             Spare, SparePool, plain_python_launch, send_launch)
+from master_lite.scheduler._prestart import (
+    DEFAULT_SPARES,
+    SPARES_ENV,
+    PlainPythonLaunch,
+    Spare,
+    SparePool,
+    plain_python_launch,
+    send_launch,
+)
 from master_lite.scheduler._ray_container import MAX_LINE_BYTES, read_lines
 
 _RANK_PREFIX = re.compile(r"^\[rank=(\d+)\] ")
@@ -61,13 +69,15 @@ def split_line(raw: bytes) -> list[tuple[int | None, str]]:
     match = _RANK_PREFIX.match(text)
     if match:
         rank = int(match.group(1))
-        text = text[match.end():]
+        text = text[match.end() :]
     data = text.encode("utf-8")
     if len(data) <= MAX_LINE_BYTES:
         return [(rank, text)]
     pieces = []
     for start in range(0, len(data), MAX_LINE_BYTES):
-        pieces.append((rank, data[start:start + MAX_LINE_BYTES].decode("utf-8", errors="replace")))
+        pieces.append(
+            (rank, data[start : start + MAX_LINE_BYTES].decode("utf-8", errors="replace"))
+        )
     return pieces
 
 
@@ -88,9 +98,14 @@ class _Running:
 
 
 class LocalRunner:
-    def __init__(self, *, log_sink: Callable[[list[LogRecord]], None],
-                 on_exit: Callable[[str, int], None], loop: Any = None,
-                 prestarted: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        log_sink: Callable[[list[LogRecord]], None],
+        on_exit: Callable[[str, int], None],
+        loop: Any = None,
+        prestarted: int | None = None,
+    ) -> None:
         """`on_exit(allocation_id, exit_code)` runs on `loop` (call_soon_threadsafe) if given.
 
         `prestarted`: how many pre-started interpreters to keep for `python3 <script.py>`
@@ -120,28 +135,45 @@ class LocalRunner:
         if self.spare_pool is not None:
             plain = plain_python_launch(spec.argv, spec.env)
             if plain is not None:
-                spare = self.spare_pool.take(plain, spec.env,
-                                             Path(spec.work_dir).resolve().parent)
+                spare = self.spare_pool.take(plain, spec.env, Path(spec.work_dir).resolve().parent)
                 if spare is not None:
                     handover = (spare, plain)  # _wait hands it the allocation
         if handover is not None:
             process = handover[0].process
         else:
             process = subprocess.Popen(
-                spec.argv, cwd=spec.work_dir, env=spec.env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                spec.argv,
+                cwd=spec.work_dir,
+                env=spec.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         readers = [
-            threading.Thread(target=self._read_stream, args=(spec, process.stdout, "stdout"),
-                             name=f"logs-{spec.allocation_id}-stdout", daemon=True),
-            threading.Thread(target=self._read_stream, args=(spec, process.stderr, "stderr"),
-                             name=f"logs-{spec.allocation_id}-stderr", daemon=True),
+            threading.Thread(
+                target=self._read_stream,
+                args=(spec, process.stdout, "stdout"),
+                name=f"logs-{spec.allocation_id}-stdout",
+                daemon=True,
+            ),
+            threading.Thread(
+                target=self._read_stream,
+                args=(spec, process.stderr, "stderr"),
+                name=f"logs-{spec.allocation_id}-stderr",
+                daemon=True,
+            ),
         ]
         with self._lock:
             self._running[spec.allocation_id] = _Running(spec, process, readers)
         for reader in readers:
             reader.start()
-        threading.Thread(target=self._wait, args=(spec.allocation_id, handover),
-                         name=f"wait-{spec.allocation_id}", daemon=True).start()
+        threading.Thread(
+            target=self._wait,
+            args=(spec.allocation_id, handover),
+            name=f"wait-{spec.allocation_id}",
+            daemon=True,
+        ).start()
         return process.pid
 
     def _read_stream(self, spec: LaunchSpec, stream: Any, name: str) -> None:
@@ -160,8 +192,9 @@ class LocalRunner:
         except Exception:  # a failing sink must not kill the capture (the process would block)
             pass
 
-    def _wait(self, allocation_id: str,
-              handover: tuple[Spare, PlainPythonLaunch] | None = None) -> None:
+    def _wait(
+        self, allocation_id: str, handover: tuple[Spare, PlainPythonLaunch] | None = None
+    ) -> None:
         with self._lock:
             running = self._running[allocation_id]
         if handover is not None:
@@ -169,9 +202,14 @@ class LocalRunner:
             try:
                 send_launch(spare, plain, running.spec.env, running.spec.work_dir)
             except OSError as exc:  # it died between take() and now; its exit status follows
-                self._emit(running.spec, "master", [
-                    f"the pre-started interpreter for {allocation_id} exited before it was "
-                    f"handed the trial ({exc})".encode()])
+                self._emit(
+                    running.spec,
+                    "master",
+                    [
+                        f"the pre-started interpreter for {allocation_id} exited before it was "
+                        f"handed the trial ({exc})".encode()
+                    ],
+                )
         code = running.process.wait()
         # Children left behind in the group would hold the pipes open; the run is over.
         _killpg(running.process.pid, signal.SIGKILL)
@@ -224,8 +262,10 @@ def _spares_from_environment() -> int:
     try:
         return max(0, int(raw))
     except ValueError:
-        raise ValueError(f"{SPARES_ENV}={raw!r}: expected a number of interpreters (0 turns "
-                         "pre-started interpreters off)") from None
+        raise ValueError(
+            f"{SPARES_ENV}={raw!r}: expected a number of interpreters (0 turns "
+            "pre-started interpreters off)"
+        ) from None
 
 
 def _killpg(pgid: int, sig: int) -> bool:
@@ -283,6 +323,13 @@ def kill_orphaned_group(pgid: int, allocation_id: str) -> bool:
     return _killpg(pgid, signal.SIGKILL)
 
 
-__all__ = ["LocalRunner", "kill_orphaned_group", "LaunchSpec", "LogRecord", "entrypoint_argv",
-           "split_line",
-           "process_group_alive", "MAX_LINE_BYTES"]
+__all__ = [
+    "LocalRunner",
+    "kill_orphaned_group",
+    "LaunchSpec",
+    "LogRecord",
+    "entrypoint_argv",
+    "split_line",
+    "process_group_alive",
+    "MAX_LINE_BYTES",
+]

@@ -6,6 +6,7 @@ Ports are handed out from a fixed range, skipping ports held by live allocations
 some other program is listening on right now. A port is held until its allocation is gone: the
 caller passes the allocations still alive on each call, so nothing has to remember to release.
 """
+
 from __future__ import annotations
 
 import socket
@@ -15,8 +16,11 @@ from collections.abc import Iterable
 # ephemeral range (32768+), so a port we hand out is not taken by some client's outgoing socket.
 FIRST_PORT = 29500
 LAST_PORT = 32700
-TRIAL_PORT_NAMES = ("C10D_PORT", "INTER_TRAIN_PROCESS_COMM_PORT_1",
-                    "INTER_TRAIN_PROCESS_COMM_PORT_2")
+TRIAL_PORT_NAMES = (
+    "C10D_PORT",
+    "INTER_TRAIN_PROCESS_COMM_PORT_1",
+    "INTER_TRAIN_PROCESS_COMM_PORT_2",
+)
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -58,13 +62,15 @@ class PortAllocator:
             if len(chosen) == count:
                 self._held[allocation_id] = chosen
                 return list(chosen)
-        raise RuntimeError(f"no {count} free ports left in {self.first}..{self.last} for "
-                           f"{allocation_id}: too many trials run at once on this host")
+        raise RuntimeError(
+            f"no {count} free ports left in {self.first}..{self.last} for "
+            f"{allocation_id}: too many trials run at once on this host"
+        )
 
     def trial_ports(self, allocation_id: str, *, live: Iterable[str] = ()) -> dict[str, str]:
         """The trial environment's port variables for one allocation."""
         ports = self.assign(allocation_id, len(TRIAL_PORT_NAMES), live=live)
-        return {name: str(port) for name, port in zip(TRIAL_PORT_NAMES, ports)}
+        return {name: str(port) for name, port in zip(TRIAL_PORT_NAMES, ports, strict=False)}
 
 
 __all__ = ["PortAllocator", "TRIAL_PORT_NAMES", "port_is_free", "FIRST_PORT", "LAST_PORT"]

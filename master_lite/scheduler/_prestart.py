@@ -18,6 +18,7 @@ idle master, nor for trials so long that a spare would wait minutes), refilled a
 retired after `IDLE_RETIRE_S` without an eligible launch, and exit on their own when the
 master's end of their control pipe closes.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,10 +56,10 @@ def per_allocation_variable(name: str) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class PlainPythonLaunch:
-    interpreter: str           # "python3" or "python", looked up on the trial's PATH
-    script_argv: list[str]     # [script.py, *args]: the trial's sys.argv
+    interpreter: str  # "python3" or "python", looked up on the trial's PATH
+    script_argv: list[str]  # [script.py, *args]: the trial's sys.argv
     spare_env: dict[str, str]  # the trial's environment minus the per-allocation variables
-    key: tuple                 # spares started for one key serve only launches with that key
+    key: tuple  # spares started for one key serve only launches with that key
 
 
 def plain_python_launch(argv: list[str], env: dict[str, str]) -> PlainPythonLaunch | None:
@@ -79,11 +80,13 @@ def plain_python_launch(argv: list[str], env: dict[str, str]) -> PlainPythonLaun
         return None
     pythonpath = env.get("PYTHONPATH")
     if pythonpath is not None and not all(
-            entry and os.path.isabs(entry) for entry in pythonpath.split(os.pathsep)):
+        entry and os.path.isabs(entry) for entry in pythonpath.split(os.pathsep)
+    ):
         return None
     spare_env = {k: v for k, v in env.items() if not per_allocation_variable(k)}
-    return PlainPythonLaunch(words[0], words[1:], spare_env,
-                             (words[0], tuple(sorted(spare_env.items()))))
+    return PlainPythonLaunch(
+        words[0], words[1:], spare_env, (words[0], tuple(sorted(spare_env.items())))
+    )
 
 
 def environment_block_size(env: dict[str, str]) -> int:
@@ -98,12 +101,20 @@ class Spare:
     env_capacity: int  # the largest environment block it can show in /proc/<pid>/environ
 
 
-def send_launch(spare: Spare, launch: PlainPythonLaunch, env: dict[str, str],
-                work_dir: Path) -> None:
+def send_launch(
+    spare: Spare, launch: PlainPythonLaunch, env: dict[str, str], work_dir: Path
+) -> None:
     """Hand the allocation to the spare (blocking until the pipe took it all), then close the
     pipe. Raises OSError (BrokenPipeError) if the spare is gone."""
-    payload = json.dumps({"env": env, "cwd": str(work_dir), "argv": launch.script_argv,
-                          "interpreter": launch.interpreter, "shell_pwd": True}).encode()
+    payload = json.dumps(
+        {
+            "env": env,
+            "cwd": str(work_dir),
+            "argv": launch.script_argv,
+            "interpreter": launch.interpreter,
+            "shell_pwd": True,
+        }
+    ).encode()
     try:
         view = memoryview(payload)
         while view:
@@ -130,8 +141,7 @@ class SparePool:
         with self._lock:
             return list(self._spares)
 
-    def take(self, launch: PlainPythonLaunch, env: dict[str, str],
-             start_dir: Path) -> Spare | None:
+    def take(self, launch: PlainPythonLaunch, env: dict[str, str], start_dir: Path) -> Spare | None:
         """A ready spare for `launch` with environment `env` (now owned by the caller), or
         None; refills either way."""
         taken = None
@@ -163,11 +173,16 @@ class SparePool:
                     return None
             if frequent and not self._refilling:
                 self._refilling = True
-                threading.Thread(target=self._refill, args=(launch, start_dir),
-                                 name="prestart-refill", daemon=True).start()
+                threading.Thread(
+                    target=self._refill,
+                    args=(launch, start_dir),
+                    name="prestart-refill",
+                    daemon=True,
+                ).start()
             if frequent and self._retirer is None:
-                self._retirer = threading.Thread(target=self._retire_when_idle,
-                                                 name="prestart-retire", daemon=True)
+                self._retirer = threading.Thread(
+                    target=self._retire_when_idle, name="prestart-retire", daemon=True
+                )
                 self._retirer.start()
         return taken
 
@@ -202,9 +217,15 @@ class SparePool:
         read_fd, write_fd = os.pipe()
         try:
             process = subprocess.Popen(
-                [launch.interpreter, self.script, str(read_fd)], cwd=start_dir,
-                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, start_new_session=True, pass_fds=(read_fd,))
+                [launch.interpreter, self.script, str(read_fd)],
+                cwd=start_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=(read_fd,),
+            )
         except BaseException:
             os.close(write_fd)
             raise
@@ -249,6 +270,17 @@ class SparePool:
         threading.Thread(target=reap, name="prestart-reap", daemon=True).start()
 
 
-__all__ = ["DEFAULT_SPARES", "ENV_RESERVE_BYTES", "ENV_RESERVE_VARIABLE", "IDLE_RETIRE_S",
-           "SPARES_ENV", "PlainPythonLaunch", "Spare", "SparePool", "environment_block_size",
-           "per_allocation_variable", "plain_python_launch", "send_launch"]
+__all__ = [
+    "DEFAULT_SPARES",
+    "ENV_RESERVE_BYTES",
+    "ENV_RESERVE_VARIABLE",
+    "IDLE_RETIRE_S",
+    "SPARES_ENV",
+    "PlainPythonLaunch",
+    "Spare",
+    "SparePool",
+    "environment_block_size",
+    "per_allocation_variable",
+    "plain_python_launch",
+    "send_launch",
+]

@@ -24,6 +24,7 @@ Design (docs/gpus-and-distributed.md has the user's view):
 Checkpoints are written where the experiment's checkpoint_storage says, so on a real multi-host
 cluster that must be a path every node shares (shared_fs on NFS, or the like).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,14 +48,16 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise ValueError("resource_manager 'ray' needs Ray: pip install 'jupyter-determined[ray]' "
-                         "(or pip install ray), or use resource_manager 'local'") from None
+        raise ValueError(
+            "resource_manager 'ray' needs Ray: pip install 'jupyter-determined[ray]' "
+            "(or pip install ray), or use resource_manager 'local'"
+        ) from None
     return ray
 
 
 @dataclasses.dataclass(frozen=True)
 class RaySlots:
-    kind: str    # "gpu" or "cpu"
+    kind: str  # "gpu" or "cpu"
     count: int
 
 
@@ -66,21 +69,29 @@ class RayCluster:
         self.address = address
 
     @classmethod
-    def connect(cls, address: str | None = None) -> "RayCluster":
+    def connect(cls, address: str | None = None) -> RayCluster:
         """Join the cluster at `address` ("auto", "ray://...", "host:port"); None means
         $MASTER_LITE_RAY_ADDRESS, then $RAY_ADDRESS, then a new local Ray instance."""
         ray = import_ray()
-        address = address or os.environ.get(RAY_ADDRESS_ENV) or os.environ.get("RAY_ADDRESS") \
-            or None
+        address = (
+            address or os.environ.get(RAY_ADDRESS_ENV) or os.environ.get("RAY_ADDRESS") or None
+        )
         if not ray.is_initialized():
             try:
-                ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)
+                ray.init(
+                    address=address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
             except Exception as exc:
-                raise ValueError(f"cannot connect to the Ray cluster at {address or '(new local)'}"
-                                 f": {exc}; check ray_address / RAY_ADDRESS") from exc
+                raise ValueError(
+                    f"cannot connect to the Ray cluster at {address or '(new local)'}"
+                    f": {exc}; check ray_address / RAY_ADDRESS"
+                ) from exc
         # The actor module carries no project imports, so Ray nodes need not have master_lite.
         from master_lite.scheduler import _ray_container
+
         ray.cloudpickle.register_pickle_by_value(_ray_container)
         return cls(ray, address)
 
@@ -92,9 +103,15 @@ class RayCluster:
         return RaySlots("cpu", int(resources.get("CPU", 0)))
 
     def nodes(self) -> list[dict]:
-        return [{"node_id": n["NodeID"], "address": n.get("NodeManagerAddress"),
-                 "alive": bool(n.get("Alive")), "resources": n.get("Resources", {})}
-                for n in self.ray.nodes()]
+        return [
+            {
+                "node_id": n["NodeID"],
+                "address": n.get("NodeManagerAddress"),
+                "alive": bool(n.get("Alive")),
+                "resources": n.get("Resources", {}),
+            }
+            for n in self.ray.nodes()
+        ]
 
     def shutdown(self) -> None:
         if self.ray.is_initialized():
@@ -115,9 +132,15 @@ class _Run:
 class RayRunner:
     """Same interface as `LocalRunner` (launch/kill/terminate/send_signal/running/pid_of)."""
 
-    def __init__(self, cluster: RayCluster, *, log_sink: Callable[[list[LogRecord]], None],
-                 on_exit: Callable[[str, int], None], use_gpus: bool,
-                 placement_strategy: str | None = None) -> None:
+    def __init__(
+        self,
+        cluster: RayCluster,
+        *,
+        log_sink: Callable[[list[LogRecord]], None],
+        on_exit: Callable[[str, int], None],
+        use_gpus: bool,
+        placement_strategy: str | None = None,
+    ) -> None:
         self.cluster = cluster
         self.ray = cluster.ray
         self._log_sink = log_sink
@@ -125,12 +148,15 @@ class RayRunner:
         self.use_gpus = use_gpus
         strategy = (placement_strategy or os.environ.get(PLACEMENT_STRATEGY_ENV) or "PACK").upper()
         if strategy not in PLACEMENT_STRATEGIES:
-            raise ValueError(f"Ray placement strategy {strategy!r} is not one of "
-                             f"{', '.join(PLACEMENT_STRATEGIES)} (${PLACEMENT_STRATEGY_ENV})")
+            raise ValueError(
+                f"Ray placement strategy {strategy!r} is not one of "
+                f"{', '.join(PLACEMENT_STRATEGIES)} (${PLACEMENT_STRATEGY_ENV})"
+            )
         self.placement_strategy = strategy
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
         from master_lite.scheduler._ray_container import TrialContainer
+
         self._actor_class = self.ray.remote(max_concurrency=4, max_restarts=0)(TrialContainer)
 
     def running(self) -> list[str]:
@@ -148,8 +174,9 @@ class RayRunner:
         run = _Run(spec, slots)
         with self._lock:
             self._runs[spec.allocation_id] = run
-        run.thread = threading.Thread(target=self._drive, args=(run,),
-                                      name=f"ray-{spec.allocation_id}", daemon=True)
+        run.thread = threading.Thread(
+            target=self._drive, args=(run,), name=f"ray-{spec.allocation_id}", daemon=True
+        )
         run.thread.start()
         return None
 
@@ -160,8 +187,9 @@ class RayRunner:
         try:
             code = self._place_and_run(run)
         except Exception as exc:  # noqa: BLE001 - any failure ends the run with a message
-            self._master_line(run, f"Ray could not run {allocation_id}: "
-                                   f"{type(exc).__name__}: {exc}")
+            self._master_line(
+                run, f"Ray could not run {allocation_id}: {type(exc).__name__}: {exc}"
+            )
             code = run.killed_with and 128 + run.killed_with or 1
         finally:
             self._cleanup(run)
@@ -179,9 +207,9 @@ class RayRunner:
         spec = run.spec
         containers = max(1, run.slots)
         resource = "GPU" if self.use_gpus and run.slots > 0 else "CPU"
-        run.placement_group = placement_group([{resource: 1}] * containers,
-                                              strategy=self.placement_strategy,
-                                              name=spec.allocation_id)
+        run.placement_group = placement_group(
+            [{resource: 1}] * containers, strategy=self.placement_strategy, name=spec.allocation_id
+        )
         waiting_since = time.monotonic()
         next_note = waiting_since + _PLACEMENT_NOTE_SECONDS
         ready_ref = run.placement_group.ready()
@@ -193,29 +221,41 @@ class RayRunner:
                 break
             if time.monotonic() > next_note:
                 next_note += _PLACEMENT_NOTE_SECONDS
-                self._master_line(run, f"{spec.allocation_id} has waited "
-                                       f"{time.monotonic() - waiting_since:.0f} s for Ray to place "
-                                       f"{containers} x {{'{resource}': 1}} (strategy "
-                                       f"{self.placement_strategy}); is a node gone?")
+                self._master_line(
+                    run,
+                    f"{spec.allocation_id} has waited "
+                    f"{time.monotonic() - waiting_since:.0f} s for Ray to place "
+                    f"{containers} x {{'{resource}': 1}} (strategy "
+                    f"{self.placement_strategy}); is a node gone?",
+                )
         options = {"num_gpus": 1, "num_cpus": 0} if resource == "GPU" else {"num_cpus": 1}
         with run.lock:
             for index in range(containers):
-                run.actors.append(self._actor_class.options(
-                    scheduling_strategy=PlacementGroupSchedulingStrategy(
-                        run.placement_group, placement_group_bundle_index=index),
-                    name=None, **options).remote(spec.allocation_id))
+                run.actors.append(
+                    self._actor_class.options(
+                        scheduling_strategy=PlacementGroupSchedulingStrategy(
+                            run.placement_group, placement_group_bundle_index=index
+                        ),
+                        name=None,
+                        **options,
+                    ).remote(spec.allocation_id)
+                )
         placements = ray.get([actor.where.remote() for actor in run.actors])
         for rank, place in enumerate(placements):
-            self._master_line(run, f"{spec.allocation_id} container {rank} on Ray node "
-                                   f"{place['node_id']} ({place['ip']}), worker pid "
-                                   f"{place['pid']}, GPUs {place['gpu_ids']}")
+            self._master_line(
+                run,
+                f"{spec.allocation_id} container {rank} on Ray node "
+                f"{place['node_id']} ({place['ip']}), worker pid "
+                f"{place['pid']}, GPUs {place['gpu_ids']}",
+            )
         if run.killed_with is not None:
             return 128 + run.killed_with
         context_ref = ray.put(_pack_work_dir(spec.work_dir))
         starts = []
         for rank, actor in enumerate(run.actors):
-            env = container_environment(spec.env, rank=rank, placements=placements,
-                                        use_gpus=resource == "GPU")
+            env = container_environment(
+                spec.env, rank=rank, placements=placements, use_gpus=resource == "GPU"
+            )
             starts.append(actor.start.remote(list(spec.argv), env, context_ref))
         ray.get(starts)
         if run.killed_with is not None:  # signalled while the containers were starting
@@ -233,8 +273,11 @@ class RayRunner:
                 try:
                     lines, code = ray.get(ref)
                 except Exception as exc:  # noqa: BLE001 - the actor (or its node) is gone
-                    self._master_line(run, f"{run.spec.allocation_id} container {rank} was lost: "
-                                           f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+                    self._master_line(
+                        run,
+                        f"{run.spec.allocation_id} container {rank} was lost: "
+                        f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
+                    )
                     lines, code = [], 137
                 self._emit(run, lines)
                 if code is None:
@@ -242,8 +285,11 @@ class RayRunner:
                     continue
                 exit_codes[rank] = code
                 if code != 0 and len(exit_codes) < len(run.actors):
-                    self._master_line(run, f"{run.spec.allocation_id} container {rank} exited "
-                                           f"with code {code}: stopping the other containers")
+                    self._master_line(
+                        run,
+                        f"{run.spec.allocation_id} container {rank} exited "
+                        f"with code {code}: stopping the other containers",
+                    )
                     self._signal_all(run, signal.SIGKILL)
         failed = [code for rank, code in sorted(exit_codes.items()) if code != 0]
         return failed[0] if failed else 0
@@ -267,6 +313,7 @@ class RayRunner:
 
     def _cleanup(self, run: _Run) -> None:
         from ray.util.placement_group import remove_placement_group
+
         with run.lock:
             actors, run.actors = run.actors, []
         for actor in actors:
@@ -322,6 +369,7 @@ class RayRunner:
 
 def _json_list(raw: str | None) -> list:
     import json
+
     try:
         value = json.loads(raw or "[]")
     except ValueError:
@@ -331,8 +379,15 @@ def _json_list(raw: str | None) -> list:
 
 def _pack_work_dir(work_dir: Any) -> bytes:
     from determined.common import context as context_mod
+
     return context_mod.pack(work_dir, limit_bytes=1 << 40)
 
 
-__all__ = ["RayCluster", "RayRunner", "RaySlots", "RAY_ADDRESS_ENV", "PLACEMENT_STRATEGY_ENV",
-           "import_ray"]
+__all__ = [
+    "RayCluster",
+    "RayRunner",
+    "RaySlots",
+    "RAY_ADDRESS_ENV",
+    "PLACEMENT_STRATEGY_ENV",
+    "import_ray",
+]

@@ -8,6 +8,7 @@ The actor unpacks the context it receives through the object store into a fresh 
 starts the entrypoint in a process group of its own (which dies with the actor: PDEATHSIG), and
 buffers its output lines until the master's poll collects them.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -61,6 +62,8 @@ def read_lines(stream: Any, emit: Callable[[list[bytes]], None]) -> None:
             emit([pending])
     finally:
         stream.close()
+
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -87,6 +90,7 @@ def _free_ports(count: int) -> list[int]:
 def _gpu_uuids(indices: list[int]) -> list[str]:
     try:
         import pynvml
+
         pynvml.nvmlInit()
     except Exception:  # no library or no driver: fake or absent GPUs have no uuid
         return []
@@ -114,7 +118,7 @@ def _safe_extract(data: bytes, dest: str) -> None:
             if not (member.isfile() or member.isdir()):
                 continue
             # The "data" filter (3.12+) refuses the same things; naming it avoids the warning.
-            extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            extra: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extract(member, dest, **extra)
 
 
@@ -136,23 +140,35 @@ class TrialContainer:
         import ray
 
         gpu_ids = [int(g) for g in ray.get_gpu_ids()]
-        return {"node_id": ray.get_runtime_context().get_node_id(),
-                "ip": ray.util.get_node_ip_address(), "gpu_ids": gpu_ids,
-                "gpu_uuids": _gpu_uuids(gpu_ids), "pid": os.getpid(),
-                "hostname": socket.gethostname(),
-                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
-                "ports": _free_ports(3)}
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "ip": ray.util.get_node_ip_address(),
+            "gpu_ids": gpu_ids,
+            "gpu_uuids": _gpu_uuids(gpu_ids),
+            "pid": os.getpid(),
+            "hostname": socket.gethostname(),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+            "ports": _free_ports(3),
+        }
 
     def start(self, argv: list[str], env: dict[str, str], context: bytes | None) -> int:
         self.work_dir = tempfile.mkdtemp(prefix=f"det-{self.allocation_id}-")
         if context:
             _safe_extract(context, self.work_dir)
         self.process = subprocess.Popen(
-            argv, cwd=self.work_dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_die_with_parent)
-        self._readers = [threading.Thread(target=self._read, args=(stream, name), daemon=True)
-                         for stream, name in ((self.process.stdout, "stdout"),
-                                              (self.process.stderr, "stderr"))]
+            argv,
+            cwd=self.work_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        self._readers = [
+            threading.Thread(target=self._read, args=(stream, name), daemon=True)
+            for stream, name in ((self.process.stdout, "stdout"), (self.process.stderr, "stderr"))
+        ]
         for reader in self._readers:
             reader.start()
         threading.Thread(target=self._wait, daemon=True).start()
@@ -207,24 +223,30 @@ class TrialContainer:
             return False
 
 
-def container_environment(base: dict[str, str], *, rank: int, placements: list[dict],
-                          use_gpus: bool) -> dict[str, str]:
+def container_environment(
+    base: dict[str, str], *, rank: int, placements: list[dict], use_gpus: bool
+) -> dict[str, str]:
     """The trial env of container `rank`: the master's env plus where Ray put each container."""
     me = placements[rank]
     chief = placements[0]
     env = dict(base)
-    env.update({
-        "DET_AGENT_ID": me["node_id"],
-        "DET_CONTAINER_RANK": str(rank),
-        "DET_CONTAINER_ADDRS": json.dumps([p["ip"] for p in placements]),
-        "DET_CONTAINER_SLOT_COUNTS": json.dumps([1] * len(placements)),
-        "DET_SLOT_IDS": json.dumps(me["gpu_ids"] if use_gpus else [0]),
-        "DET_GPU_UUIDS": json.dumps(me["gpu_uuids"] if use_gpus else []),
-        "CUDA_VISIBLE_DEVICES": me["cuda_visible_devices"] if use_gpus else "",
-        "DET_CHIEF_IP": chief["ip"],
-    })
+    env.update(
+        {
+            "DET_AGENT_ID": me["node_id"],
+            "DET_CONTAINER_RANK": str(rank),
+            "DET_CONTAINER_ADDRS": json.dumps([p["ip"] for p in placements]),
+            "DET_CONTAINER_SLOT_COUNTS": json.dumps([1] * len(placements)),
+            "DET_SLOT_IDS": json.dumps(me["gpu_ids"] if use_gpus else [0]),
+            "DET_GPU_UUIDS": json.dumps(me["gpu_uuids"] if use_gpus else []),
+            "CUDA_VISIBLE_DEVICES": me["cuda_visible_devices"] if use_gpus else "",
+            "DET_CHIEF_IP": chief["ip"],
+        }
+    )
     # Rendezvous on the chief's node: ports that were free there a moment ago.
-    for name, port in zip(("C10D_PORT", "INTER_TRAIN_PROCESS_COMM_PORT_1",
-                           "INTER_TRAIN_PROCESS_COMM_PORT_2"), chief["ports"]):
+    for name, port in zip(
+        ("C10D_PORT", "INTER_TRAIN_PROCESS_COMM_PORT_1", "INTER_TRAIN_PROCESS_COMM_PORT_2"),
+        chief["ports"],
+        strict=False,
+    ):
         env[name] = str(port)
     return env

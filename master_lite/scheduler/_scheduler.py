@@ -9,6 +9,7 @@ estimates to backfill safely). Requests that can never fit (more slots than exis
 only for their own experiment's `max_slots` do not reserve, since waiting on them would block
 everyone for nothing. `slots == 0` requests are granted at once with no slot.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,12 +20,12 @@ DEFAULT_PRIORITY = 42
 
 @dataclasses.dataclass
 class AllocationRequest:
-    allocation_key: str           # caller's handle (the master uses "trial-<id>")
+    allocation_key: str  # caller's handle (the master uses "trial-<id>")
     experiment_id: int
     slots: int
     priority: int = DEFAULT_PRIORITY
     max_slots: int | None = None  # the experiment's resources.max_slots
-    order: int = 0                # set by the scheduler: arrival order
+    order: int = 0  # set by the scheduler: arrival order
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,8 +71,11 @@ class Scheduler:
     release = cancel
 
     def _experiment_usage(self, experiment_id: int) -> int:
-        return sum(len(g.slot_ids) for g in self._granted.values()
-                   if g.request.experiment_id == experiment_id)
+        return sum(
+            len(g.slot_ids)
+            for g in self._granted.values()
+            if g.request.experiment_id == experiment_id
+        )
 
     def schedule(self) -> list[Grant]:
         """Grant what can start now; returns the new grants (in start order)."""
@@ -86,14 +90,16 @@ class Scheduler:
                 continue
             if request.slots > len(self.slot_ids):
                 continue  # can never fit: must not block the line
-            if (request.max_slots is not None
-                    and self._experiment_usage(request.experiment_id) + request.slots
-                    > request.max_slots):
+            if (
+                request.max_slots is not None
+                and self._experiment_usage(request.experiment_id) + request.slots
+                > request.max_slots
+            ):
                 continue
             if request.slots > len(free):
                 blocked = True  # reserve the head of the line (see module docstring)
                 continue
-            taken, free = free[:request.slots], free[request.slots:]
+            taken, free = free[: request.slots], free[request.slots :]
             grants.append(self._grant(request, tuple(taken)))
         return grants
 

@@ -1,9 +1,11 @@
 """Adaptive ASHA: split the trial budget over brackets of different aggressiveness, and run one
 ASHA per bracket behind a tournament that routes each trial's events to the bracket that made it."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, Dict, List, Sequence
+from typing import Any
 
 from master_lite.searcher._ops import Create, ExitedReason, Operation
 
@@ -25,8 +27,14 @@ def max_rungs_for(max_rungs: int, max_length: int, max_trials: int, divisor: flo
     return min(max_rungs, _floor_log(max_length, divisor) + 1, _floor_log(max_trials, divisor) + 1)
 
 
-def bracket_rungs(mode: str, max_rungs: int, max_length: int, max_trials: int, divisor: float,
-                  explicit: Sequence[int] = ()) -> List[int]:
+def bracket_rungs(
+    mode: str,
+    max_rungs: int,
+    max_length: int,
+    max_trials: int,
+    divisor: float,
+    explicit: Sequence[int] = (),
+) -> list[int]:
     """Rungs per bracket, most early-stopping (most rungs) first."""
     if explicit:
         rungs = list(explicit)
@@ -39,11 +47,13 @@ def bracket_rungs(mode: str, max_rungs: int, max_length: int, max_trials: int, d
         elif mode == "conservative":
             rungs = list(range(1, top + 1))
         else:
-            raise ValueError(f"searcher.mode: {mode!r} is not a mode (use one of {', '.join(MODES)})")
+            raise ValueError(
+                f"searcher.mode: {mode!r} is not a mode (use one of {', '.join(MODES)})"
+            )
     return sorted(rungs, reverse=True)
 
 
-def bracket_trials(rungs: Sequence[int], max_trials: int, divisor: float) -> List[int]:
+def bracket_trials(rungs: Sequence[int], max_trials: int, divisor: float) -> list[int]:
     """Trials per bracket ∝ d^(R-1)/R, at least 1 each; what rounding leaves goes to the first."""
     weights = [Fraction(divisor) ** (r - 1) / r for r in rungs]
     total = sum(weights)
@@ -54,7 +64,9 @@ def bracket_trials(rungs: Sequence[int], max_trials: int, divisor: float) -> Lis
     return trials
 
 
-def bracket_concurrency(trials: Sequence[int], max_concurrent_trials: int, divisor: float) -> List[int]:
+def bracket_concurrency(
+    trials: Sequence[int], max_concurrent_trials: int, divisor: float
+) -> list[int]:
     if max_concurrent_trials == 0:
         return [max(trials[-1], int(divisor))] * len(trials)
     budget = max(max_concurrent_trials, len(trials))
@@ -66,11 +78,11 @@ class Tournament:
     """Several engines (brackets) behind one face. Events go to the bracket that created the trial;
     request ids stay globally sequential because every bracket draws from the same TrialFactory."""
 
-    def __init__(self, engines: List[Any]) -> None:
+    def __init__(self, engines: list[Any]) -> None:
         self.engines = engines
-        self._owner: Dict[int, int] = {}
+        self._owner: dict[int, int] = {}
 
-    def _claim(self, bracket: int, ops: List[Operation]) -> List[Operation]:
+    def _claim(self, bracket: int, ops: list[Operation]) -> list[Operation]:
         for op in ops:
             if isinstance(op, Create):
                 self._owner[op.request_id] = bracket
@@ -79,41 +91,43 @@ class Tournament:
     def bracket_of(self, request_id: int) -> int:
         return self._owner[request_id]
 
-    def initial(self) -> List[Operation]:
-        ops: List[Operation] = []
+    def initial(self) -> list[Operation]:
+        ops: list[Operation] = []
         for index, engine in enumerate(self.engines):
             ops += self._claim(index, engine.initial())
         return ops
 
-    def _route(self, request_id: int, method: str, *args: Any) -> List[Operation]:
+    def _route(self, request_id: int, method: str, *args: Any) -> list[Operation]:
         if request_id not in self._owner:
             return []  # not a trial of this search (or a stale event): nothing to do
         index = self._owner[request_id]
         return self._claim(index, getattr(self.engines[index], method)(request_id, *args))
 
-    def validation_completed(self, request_id: int, metric: float, length: int) -> List[Operation]:
+    def validation_completed(self, request_id: int, metric: float, length: int) -> list[Operation]:
         return self._route(request_id, "validation_completed", metric, length)
 
-    def validation_reported(self, request_id: int, metrics: dict) -> List[Operation]:
+    def validation_reported(self, request_id: int, metrics: dict) -> list[Operation]:
         return self._route(request_id, "validation_reported", metrics)
 
-    def exited_early(self, request_id: int, reason: ExitedReason) -> List[Operation]:
+    def exited_early(self, request_id: int, reason: ExitedReason) -> list[Operation]:
         return self._route(request_id, "exited_early", reason)
 
-    def closed(self, request_id: int) -> List[Operation]:
+    def closed(self, request_id: int) -> list[Operation]:
         return self._route(request_id, "closed")
 
     def done(self) -> bool:
         return all(engine.done() for engine in self.engines)
 
-    def progress(self, trial_progress: Dict[int, float]) -> float:
+    def progress(self, trial_progress: dict[int, float]) -> float:
         return sum(engine.progress(trial_progress) for engine in self.engines) / len(self.engines)
 
-    def state(self) -> Dict[str, Any]:
-        return {"owner": [[rid, b] for rid, b in self._owner.items()],
-                "engines": [engine.state() for engine in self.engines]}
+    def state(self) -> dict[str, Any]:
+        return {
+            "owner": [[rid, b] for rid, b in self._owner.items()],
+            "engines": [engine.state() for engine in self.engines],
+        }
 
-    def load_state(self, state: Dict[str, Any]) -> None:
+    def load_state(self, state: dict[str, Any]) -> None:
         self._owner = {rid: b for rid, b in state["owner"]}
-        for engine, engine_state in zip(self.engines, state["engines"]):
+        for engine, engine_state in zip(self.engines, state["engines"], strict=False):
             engine.load_state(engine_state)

@@ -11,13 +11,14 @@ Two variants, both over rung targets ``max(1, ⌊L / d^(R-1-i)⌋)`` (absolute l
 
 Metrics are stored so that smaller is better (negated when ``smaller_is_better`` is false).
 """
+
 from __future__ import annotations
 
 import bisect
 import math
 import numbers
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from master_lite.searcher._ops import Close, ExitedReason, Operation, Shutdown, Stop, ValidateAfter
 from master_lite.searcher._trials import TrialFactory
@@ -26,20 +27,32 @@ from master_lite.searcher._trials import TrialFactory
 WORST_METRIC = sys.float_info.max
 
 
-def rung_lengths(max_length: int, divisor: float, num_rungs: int) -> List[int]:
+def rung_lengths(max_length: int, divisor: float, num_rungs: int) -> list[int]:
     """Absolute length each rung needs: ``max(1, ⌊max_length / divisor^(num_rungs-1-i)⌋)``."""
     return [max(1, int(max_length / divisor ** (num_rungs - 1 - i))) for i in range(num_rungs)]
 
 
-def initial_trial_count(max_trials: int, max_concurrent_trials: int, divisor: float, num_rungs: int) -> int:
+def initial_trial_count(
+    max_trials: int, max_concurrent_trials: int, divisor: float, num_rungs: int
+) -> int:
     if max_concurrent_trials > 0:
         return min(max_concurrent_trials, max_trials)
     return max(1, min(int(divisor ** (num_rungs - 1)), max_trials))
 
 
 class _AshaBase:
-    def __init__(self, factory: TrialFactory, *, num_rungs: int, max_trials: int, max_concurrent_trials: int,
-                 divisor: float, max_length: int, smaller_is_better: bool, op_length: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        factory: TrialFactory,
+        *,
+        num_rungs: int,
+        max_trials: int,
+        max_concurrent_trials: int,
+        divisor: float,
+        max_length: int,
+        smaller_is_better: bool,
+        op_length: int | None = None,
+    ) -> None:
         self._factory = factory
         self.num_rungs = num_rungs
         self.max_trials = max_trials
@@ -48,12 +61,14 @@ class _AshaBase:
         self.smaller_is_better = smaller_is_better
         self.rung_targets = rung_lengths(max_length, divisor, num_rungs)
         self._op_length = op_length  # first op length when it is not the rung-0 target (0.38 form)
-        self._trial_rungs: Dict[int, int] = {}  # request id -> current rung
-        self._awaiting: List[int] = []  # trials with an outstanding ValidateAfter
-        self._ended: List[int] = []  # closed or exited: the trial process is gone
-        self._early_exits: List[int] = []
-        self._invalid_ids: List[int] = []
-        self._finished: List[int] = []  # valid trials the searcher is done with (closed/stopped/top)
+        self._trial_rungs: dict[int, int] = {}  # request id -> current rung
+        self._awaiting: list[int] = []  # trials with an outstanding ValidateAfter
+        self._ended: list[int] = []  # closed or exited: the trial process is gone
+        self._early_exits: list[int] = []
+        self._invalid_ids: list[int] = []
+        self._finished: list[
+            int
+        ] = []  # valid trials the searcher is done with (closed/stopped/top)
 
     def _signed(self, metric: float) -> float:
         if not isinstance(metric, numbers.Real) or isinstance(metric, bool) or math.isnan(metric):
@@ -63,27 +78,32 @@ class _AshaBase:
     def _valid_created(self) -> int:
         return len(self._trial_rungs) - len(self._invalid_ids)
 
-    def _create(self) -> List[Operation]:
+    def _create(self) -> list[Operation]:
         create = self._factory.create()
         self._trial_rungs[create.request_id] = 0
         self._awaiting.append(create.request_id)
         length = self._op_length if self._op_length is not None else self.rung_targets[0]
         return [create, ValidateAfter(create.request_id, length)]
 
-    def initial(self) -> List[Operation]:
-        ops: List[Operation] = []
-        count = initial_trial_count(self.max_trials, self.max_concurrent_trials, self.divisor, self.num_rungs)
+    def initial(self) -> list[Operation]:
+        ops: list[Operation] = []
+        count = initial_trial_count(
+            self.max_trials, self.max_concurrent_trials, self.divisor, self.num_rungs
+        )
         for _ in range(count):
             ops += self._create()
         return ops
 
     def done(self) -> bool:
-        return all(rid in self._ended for rid in self._trial_rungs) and self._valid_created() >= self.max_trials
+        return (
+            all(rid in self._ended for rid in self._trial_rungs)
+            and self._valid_created() >= self.max_trials
+        )
 
     def _rung0_count(self) -> int:
         raise NotImplementedError
 
-    def progress(self, trial_progress: Dict[int, float]) -> float:
+    def progress(self, trial_progress: dict[int, float]) -> float:
         if self.done():
             return 1.0
         seen = self._rung0_count()
@@ -92,13 +112,17 @@ class _AshaBase:
             value = max(value, len(self._finished) / self.max_trials)
         return min(1.0, value)
 
-    def _base_state(self) -> Dict[str, Any]:
-        return {"trial_rungs": [[rid, rung] for rid, rung in self._trial_rungs.items()],
-                "awaiting": list(self._awaiting), "ended": list(self._ended),
-                "early_exits": list(self._early_exits), "invalid_ids": list(self._invalid_ids),
-                "finished": list(self._finished)}
+    def _base_state(self) -> dict[str, Any]:
+        return {
+            "trial_rungs": [[rid, rung] for rid, rung in self._trial_rungs.items()],
+            "awaiting": list(self._awaiting),
+            "ended": list(self._ended),
+            "early_exits": list(self._early_exits),
+            "invalid_ids": list(self._invalid_ids),
+            "finished": list(self._finished),
+        }
 
-    def _load_base_state(self, state: Dict[str, Any]) -> None:
+    def _load_base_state(self, state: dict[str, Any]) -> None:
         self._trial_rungs = {rid: rung for rid, rung in state["trial_rungs"]}
         self._awaiting = list(state["awaiting"])
         self._ended = list(state["ended"])
@@ -113,18 +137,18 @@ class PromotionAsha(_AshaBase):
     def __init__(self, factory: TrialFactory, **kwargs: Any) -> None:
         super().__init__(factory, **kwargs)
         # Per rung: results as [request_id, metric, promoted], sorted best first.
-        self._rung_results: List[List[List[Any]]] = [[] for _ in range(self.num_rungs)]
+        self._rung_results: list[list[list[Any]]] = [[] for _ in range(self.num_rungs)]
         self._outstanding = [0] * self.num_rungs
-        self._closed_sent: List[int] = []
+        self._closed_sent: list[int] = []
 
-    def _create(self) -> List[Operation]:
+    def _create(self) -> list[Operation]:
         self._outstanding[0] += 1
         return super()._create()
 
     def _rung0_count(self) -> int:
         return len(self._rung_results[0])
 
-    def _promotions(self, rung: int, request_id: int, metric: float) -> List[int]:
+    def _promotions(self, rung: int, request_id: int, metric: float) -> list[int]:
         results = self._rung_results[rung]
         old_num_promote = int(len(results) / self.divisor)
         num_promote = int((len(results) + 1) / self.divisor)
@@ -139,11 +163,11 @@ class PromotionAsha(_AshaBase):
             return [results[old_num_promote][0]]
         return []
 
-    def _record(self, request_id: int, metric: float) -> List[Operation]:
+    def _record(self, request_id: int, metric: float) -> list[Operation]:
         """A result for ``request_id`` at its current rung: promote, close, create as needed."""
         rung = self._trial_rungs[request_id]
         self._outstanding[rung] -= 1
-        ops: List[Operation] = []
+        ops: list[Operation] = []
         added_work = False
         if rung == self.num_rungs - 1:
             self._finished.append(request_id)
@@ -168,11 +192,11 @@ class PromotionAsha(_AshaBase):
             ops += self._create()
         return ops + self._close_out()
 
-    def _close_out(self) -> List[Operation]:
+    def _close_out(self) -> list[Operation]:
         """Once every trial has reported at rung 0, close the losers of each settled rung."""
         if len(self._rung_results[0]) < self.max_trials:
             return []
-        ops: List[Operation] = []
+        ops: list[Operation] = []
         for rung, results in enumerate(self._rung_results):
             if self._outstanding[rung] > 0:
                 break
@@ -186,16 +210,19 @@ class PromotionAsha(_AshaBase):
                     ops.append(Close(request_id))
         return ops
 
-    def validation_completed(self, request_id: int, metric: float, length: int) -> List[Operation]:
-        if request_id not in self._awaiting or length < self.rung_targets[self._trial_rungs[request_id]]:
+    def validation_completed(self, request_id: int, metric: float, length: int) -> list[Operation]:
+        if (
+            request_id not in self._awaiting
+            or length < self.rung_targets[self._trial_rungs[request_id]]
+        ):
             return []
         self._awaiting.remove(request_id)
         return self._record(request_id, self._signed(metric))
 
-    def validation_reported(self, request_id: int, metrics: dict) -> List[Operation]:
+    def validation_reported(self, request_id: int, metrics: dict) -> list[Operation]:
         return []  # results arrive as completed operations
 
-    def exited_early(self, request_id: int, reason: ExitedReason) -> List[Operation]:
+    def exited_early(self, request_id: int, reason: ExitedReason) -> list[Operation]:
         if request_id not in self._trial_rungs or request_id in self._ended:
             return []
         self._ended.append(request_id)
@@ -210,7 +237,9 @@ class PromotionAsha(_AshaBase):
             if was_training:
                 self._outstanding[top] -= 1
             for rung in range(top + 1):
-                self._rung_results[rung] = [e for e in self._rung_results[rung] if e[0] != request_id]
+                self._rung_results[rung] = [
+                    e for e in self._rung_results[rung] if e[0] != request_id
+                ]
             return self._create()
         if was_training:
             return self._record(request_id, WORST_METRIC)
@@ -219,7 +248,7 @@ class PromotionAsha(_AshaBase):
             self._finished.append(request_id)
         return self._close_out()
 
-    def closed(self, request_id: int) -> List[Operation]:
+    def closed(self, request_id: int) -> list[Operation]:
         if request_id not in self._trial_rungs or request_id in self._ended:
             return []
         if request_id in self._awaiting:
@@ -230,11 +259,15 @@ class PromotionAsha(_AshaBase):
         self._ended.append(request_id)
         return []
 
-    def state(self) -> Dict[str, Any]:
-        return {**self._base_state(), "rung_results": self._rung_results, "outstanding": self._outstanding,
-                "closed_sent": self._closed_sent}
+    def state(self) -> dict[str, Any]:
+        return {
+            **self._base_state(),
+            "rung_results": self._rung_results,
+            "outstanding": self._outstanding,
+            "closed_sent": self._closed_sent,
+        }
 
-    def load_state(self, state: Dict[str, Any]) -> None:
+    def load_state(self, state: dict[str, Any]) -> None:
         self._load_base_state(state)
         self._rung_results = [[list(entry) for entry in rung] for rung in state["rung_results"]]
         self._outstanding = list(state["outstanding"])
@@ -249,15 +282,22 @@ class StoppingAsha(_AshaBase):
     operations and losers get ``Close``.
     """
 
-    def __init__(self, factory: TrialFactory, *, time_driven: bool = False, metric_name: str = "",
-                 time_metric: str = "", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        factory: TrialFactory,
+        *,
+        time_driven: bool = False,
+        metric_name: str = "",
+        time_metric: str = "",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(factory, **kwargs)
         self.time_driven = time_driven
         self.metric_name = metric_name
         self.time_metric = time_metric
         # Per rung: results as [request_id, metric], sorted best first.
-        self._rung_results: List[List[List[Any]]] = [[] for _ in range(self.num_rungs)]
-        self._stopped: List[int] = []  # Stop/Close sent by the searcher's decision
+        self._rung_results: list[list[list[Any]]] = [[] for _ in range(self.num_rungs)]
+        self._stopped: list[int] = []  # Stop/Close sent by the searcher's decision
 
     def _rung0_count(self) -> int:
         return len(self._rung_results[0])
@@ -269,18 +309,20 @@ class StoppingAsha(_AshaBase):
         results.insert(index, [request_id, metric])
         return index
 
-    def _replenish(self) -> List[Operation]:
+    def _replenish(self) -> list[Operation]:
         if self._valid_created() < self.max_trials:
             return self._create()
         return []
 
-    def _decide(self, request_id: int, metric: float, reached: float) -> List[Operation]:
+    def _decide(self, request_id: int, metric: float, reached: float) -> list[Operation]:
         """Walk the trial up every rung whose target ``reached`` covers; stop it where it loses."""
         end = Stop if self.time_driven else Close
         rung = self._trial_rungs[request_id]
         while rung < self.num_rungs and self.rung_targets[rung] <= reached:
             index = self._insert(rung, request_id, metric)
-            if rung == self.num_rungs - 1 or index >= max(1, int(len(self._rung_results[rung]) / self.divisor)):
+            if rung == self.num_rungs - 1 or index >= max(
+                1, int(len(self._rung_results[rung]) / self.divisor)
+            ):
                 self._stopped.append(request_id)
                 self._finished.append(request_id)
                 if request_id in self._awaiting:
@@ -293,7 +335,7 @@ class StoppingAsha(_AshaBase):
                 return [ValidateAfter(request_id, self.rung_targets[rung])]
         return []
 
-    def validation_completed(self, request_id: int, metric: float, length: int) -> List[Operation]:
+    def validation_completed(self, request_id: int, metric: float, length: int) -> list[Operation]:
         if request_id not in self._awaiting or request_id in self._stopped:
             return []
         if self.time_driven:
@@ -305,7 +347,7 @@ class StoppingAsha(_AshaBase):
         self._awaiting.remove(request_id)
         return self._decide(request_id, self._signed(metric), length)
 
-    def validation_reported(self, request_id: int, metrics: dict) -> List[Operation]:
+    def validation_reported(self, request_id: int, metrics: dict) -> list[Operation]:
         if not self.time_driven or request_id not in self._trial_rungs:
             return []
         if request_id in self._stopped or request_id in self._ended:
@@ -313,13 +355,21 @@ class StoppingAsha(_AshaBase):
         for key in (self.metric_name, self.time_metric):
             value = metrics.get(key)
             if not isinstance(value, numbers.Real) or isinstance(value, bool) or math.isnan(value):
-                return [Shutdown(failure=True, reason=(
-                    f"trial request {request_id} reported validation metrics without a number for "
-                    f"{key!r} (got {value!r}); adaptive ASHA needs searcher.metric and searcher.time_metric "
-                    "in every validation report"))]
-        return self._decide(request_id, self._signed(metrics[self.metric_name]), float(metrics[self.time_metric]))
+                return [
+                    Shutdown(
+                        failure=True,
+                        reason=(
+                            f"trial request {request_id} reported validation metrics without a number for "
+                            f"{key!r} (got {value!r}); adaptive ASHA needs searcher.metric and searcher.time_metric "
+                            "in every validation report"
+                        ),
+                    )
+                ]
+        return self._decide(
+            request_id, self._signed(metrics[self.metric_name]), float(metrics[self.time_metric])
+        )
 
-    def exited_early(self, request_id: int, reason: ExitedReason) -> List[Operation]:
+    def exited_early(self, request_id: int, reason: ExitedReason) -> list[Operation]:
         if request_id not in self._trial_rungs or request_id in self._ended:
             return []
         self._ended.append(request_id)
@@ -332,7 +382,9 @@ class StoppingAsha(_AshaBase):
         if reason == ExitedReason.INVALID_HP:
             self._invalid_ids.append(request_id)
             for rung in range(self.num_rungs):
-                self._rung_results[rung] = [e for e in self._rung_results[rung] if e[0] != request_id]
+                self._rung_results[rung] = [
+                    e for e in self._rung_results[rung] if e[0] != request_id
+                ]
             return self._create()
         rung = self._trial_rungs[request_id]
         if rung < self.num_rungs:
@@ -340,7 +392,7 @@ class StoppingAsha(_AshaBase):
         self._finished.append(request_id)
         return self._replenish()
 
-    def closed(self, request_id: int) -> List[Operation]:
+    def closed(self, request_id: int) -> list[Operation]:
         if request_id not in self._trial_rungs or request_id in self._ended:
             return []
         if request_id in self._awaiting and not self.time_driven:
@@ -355,10 +407,10 @@ class StoppingAsha(_AshaBase):
         self._finished.append(request_id)
         return self._replenish()
 
-    def state(self) -> Dict[str, Any]:
+    def state(self) -> dict[str, Any]:
         return {**self._base_state(), "rung_results": self._rung_results, "stopped": self._stopped}
 
-    def load_state(self, state: Dict[str, Any]) -> None:
+    def load_state(self, state: dict[str, Any]) -> None:
         self._load_base_state(state)
         self._rung_results = [[list(entry) for entry in rung] for rung in state["rung_results"]]
         self._stopped = list(state["stopped"])

@@ -114,7 +114,7 @@ def read_plan(config: dict[str, Any]) -> SearchPlan:
     max_trials = _positive_int(searcher, "max_trials", 16)
     time_metric, max_time = searcher.get("time_metric"), searcher.get("max_time")
     time_driven = time_metric is not None and max_time is not None
-    if time_driven:
+    if time_metric is not None and max_time is not None:
         unit, length = time_metric, int(max_time)
     elif searcher.get("max_length") is None:
         raise ValueError(
@@ -292,9 +292,9 @@ def make_searcher(config: dict[str, Any]) -> _Searcher:
     else:
         engines = []
         for rungs, trials, concurrency in zip(
-            plan.brackets_rungs, plan.brackets_trials, plan.brackets_concurrency
+            plan.brackets_rungs, plan.brackets_trials, plan.brackets_concurrency, strict=False
         ):
-            common = dict(
+            common: dict[str, Any] = dict(
                 num_rungs=rungs,
                 max_trials=trials,
                 max_concurrent_trials=concurrency,

@@ -1,7 +1,8 @@
 """Grid search: one trial per point of the hyperparameter grid."""
+
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from master_lite.searcher._random import RandomEngine
 from master_lite.searcher._trials import TrialFactory
@@ -16,13 +17,23 @@ class GridEngine(RandomEngine):
 
     replace_invalid = False
 
-    def __init__(self, factory: TrialFactory, *, points: List[Dict[str, Any]], max_concurrent_trials: int,
-                 length: int) -> None:
-        super().__init__(factory, max_trials=len(points), max_concurrent_trials=max_concurrent_trials,
-                         length=length)
+    def __init__(
+        self,
+        factory: TrialFactory,
+        *,
+        points: list[dict[str, Any]],
+        max_concurrent_trials: int,
+        length: int,
+    ) -> None:
+        super().__init__(
+            factory,
+            max_trials=len(points),
+            max_concurrent_trials=max_concurrent_trials,
+            length=length,
+        )
         self._points = points
 
-    def _next_hparams(self) -> Optional[Dict[str, Any]]:
+    def _next_hparams(self) -> dict[str, Any] | None:
         return self._points[len(self._points) - 1 - self._created]
 
     def _can_create_more(self) -> bool:

@@ -3,11 +3,12 @@
 Operations carry *absolute* lengths (the ≤0.37 master-driven form): ``ValidateAfter(7, 100)`` means
 "train request 7 until it has trained 100 units in total, then validate", never "100 more".
 """
+
 from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Dict, List, Optional, Union
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,7 +18,7 @@ class Create:
     request_id: int
     hparams: dict
     trial_seed: int
-    checkpoint: Optional[str] = None
+    checkpoint: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Shutdown:
     reason: str = ""
 
 
-Operation = Union[Create, ValidateAfter, Close, Stop, Shutdown]
+Operation = Create | ValidateAfter | Close | Stop | Shutdown
 
 
 class ExitedReason(str, enum.Enum):
@@ -62,7 +63,7 @@ class ExitedReason(str, enum.Enum):
     USER_CANCELED = "USER_CANCELED"  # a person killed it
 
 
-def operation_to_json(op: Operation) -> Dict[str, Any]:
+def operation_to_json(op: Operation) -> dict[str, Any]:
     """``{"type": "ValidateAfter", "request_id": 3, "length": 100}`` — for storing pending ops."""
     return {"type": type(op).__name__, **dataclasses.asdict(op)}
 
@@ -70,11 +71,13 @@ def operation_to_json(op: Operation) -> Dict[str, Any]:
 _OPERATION_TYPES = {cls.__name__: cls for cls in (Create, ValidateAfter, Close, Stop, Shutdown)}
 
 
-def operation_from_json(data: Dict[str, Any]) -> Operation:
+def operation_from_json(data: dict[str, Any]) -> Operation:
     fields = dict(data)
     kind = fields.pop("type", None)
     if kind not in _OPERATION_TYPES:
-        raise ValueError(f"operation type {kind!r} is unknown (expected one of {sorted(_OPERATION_TYPES)})")
+        raise ValueError(
+            f"operation type {kind!r} is unknown (expected one of {sorted(_OPERATION_TYPES)})"
+        )
     return _OPERATION_TYPES[kind](**fields)
 
 
@@ -85,25 +88,27 @@ class SearchMethod:
     sequence of events always give the same operations.
     """
 
-    def initial_operations(self) -> List[Operation]:
+    def initial_operations(self) -> list[Operation]:
         raise NotImplementedError
 
-    def on_trial_created(self, request_id: int) -> List[Operation]:
+    def on_trial_created(self, request_id: int) -> list[Operation]:
         raise NotImplementedError
 
-    def on_validation_completed(self, request_id: int, metric: float, length: int) -> List[Operation]:
+    def on_validation_completed(
+        self, request_id: int, metric: float, length: int
+    ) -> list[Operation]:
         raise NotImplementedError
 
-    def on_validation_reported(self, request_id: int, metrics: dict) -> List[Operation]:
+    def on_validation_reported(self, request_id: int, metrics: dict) -> list[Operation]:
         raise NotImplementedError
 
-    def on_trial_exited_early(self, request_id: int, reason: ExitedReason) -> List[Operation]:
+    def on_trial_exited_early(self, request_id: int, reason: ExitedReason) -> list[Operation]:
         raise NotImplementedError
 
-    def on_trial_closed(self, request_id: int) -> List[Operation]:
+    def on_trial_closed(self, request_id: int) -> list[Operation]:
         raise NotImplementedError
 
-    def progress(self, trial_progress: Dict[int, float]) -> float:
+    def progress(self, trial_progress: dict[int, float]) -> float:
         raise NotImplementedError
 
     def snapshot(self) -> dict:

@@ -1,7 +1,8 @@
 """Random search (and single, which is random with one trial): a fixed budget of independent trials."""
+
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from master_lite.searcher._ops import Close, ExitedReason, Operation, ValidateAfter
 from master_lite.searcher._trials import TrialFactory
@@ -17,8 +18,9 @@ class RandomEngine:
 
     replace_invalid = True
 
-    def __init__(self, factory: TrialFactory, *, max_trials: int, max_concurrent_trials: int,
-                 length: int) -> None:
+    def __init__(
+        self, factory: TrialFactory, *, max_trials: int, max_concurrent_trials: int, length: int
+    ) -> None:
         self._factory = factory
         self.max_trials = max_trials
         self.max_concurrent_trials = max_concurrent_trials
@@ -26,20 +28,20 @@ class RandomEngine:
         self.rung_targets = [length]
         self._created = 0
         self._invalid = 0
-        self._active: List[int] = []  # created, not yet ended, in creation order
-        self._closing: List[int] = []  # Close sent, waiting for the trial to end
-        self._ended: List[int] = []
-        self._invalid_ids: List[int] = []
+        self._active: list[int] = []  # created, not yet ended, in creation order
+        self._closing: list[int] = []  # Close sent, waiting for the trial to end
+        self._ended: list[int] = []
+        self._invalid_ids: list[int] = []
 
     # -- what may still be created -------------------------------------------------------------
     def _can_create_more(self) -> bool:
         return self._created - self._invalid < self.max_trials
 
-    def _next_hparams(self) -> Optional[Dict[str, Any]]:
+    def _next_hparams(self) -> dict[str, Any] | None:
         return None  # sample
 
-    def _fill(self) -> List[Operation]:
-        ops: List[Operation] = []
+    def _fill(self) -> list[Operation]:
+        ops: list[Operation] = []
         while self._can_create_more() and (
             self.max_concurrent_trials <= 0 or len(self._active) < self.max_concurrent_trials
         ):
@@ -50,19 +52,19 @@ class RandomEngine:
         return ops
 
     # -- events --------------------------------------------------------------------------------
-    def initial(self) -> List[Operation]:
+    def initial(self) -> list[Operation]:
         return self._fill()
 
-    def validation_completed(self, request_id: int, metric: float, length: int) -> List[Operation]:
+    def validation_completed(self, request_id: int, metric: float, length: int) -> list[Operation]:
         if request_id not in self._active or request_id in self._closing or length < self.length:
             return []
         self._closing.append(request_id)
         return [Close(request_id)]
 
-    def validation_reported(self, request_id: int, metrics: dict) -> List[Operation]:
+    def validation_reported(self, request_id: int, metrics: dict) -> list[Operation]:
         return []  # random/grid ignore validation contents
 
-    def exited_early(self, request_id: int, reason: ExitedReason) -> List[Operation]:
+    def exited_early(self, request_id: int, reason: ExitedReason) -> list[Operation]:
         if request_id not in self._active:
             return []
         if reason == ExitedReason.INVALID_HP:
@@ -71,12 +73,12 @@ class RandomEngine:
                 self._invalid += 1
         return self._end(request_id)
 
-    def closed(self, request_id: int) -> List[Operation]:
+    def closed(self, request_id: int) -> list[Operation]:
         if request_id not in self._active:
             return []
         return self._end(request_id)
 
-    def _end(self, request_id: int) -> List[Operation]:
+    def _end(self, request_id: int) -> list[Operation]:
         self._active.remove(request_id)
         if request_id in self._closing:
             self._closing.remove(request_id)
@@ -89,20 +91,27 @@ class RandomEngine:
     def _total_trials(self) -> int:
         return self.max_trials
 
-    def progress(self, trial_progress: Dict[int, float]) -> float:
+    def progress(self, trial_progress: dict[int, float]) -> float:
         if self.done():
             return 1.0
         finished = sum(1.0 for rid in self._ended if rid not in self._invalid_ids)
-        running = sum(min(1.0, max(0.0, float(trial_progress.get(rid, 0.0)))) for rid in self._active)
+        running = sum(
+            min(1.0, max(0.0, float(trial_progress.get(rid, 0.0)))) for rid in self._active
+        )
         return min(1.0, (finished + running) / max(1, self._total_trials()))
 
     # -- snapshot ------------------------------------------------------------------------------
-    def state(self) -> Dict[str, Any]:
-        return {"created": self._created, "invalid": self._invalid, "active": list(self._active),
-                "closing": list(self._closing), "ended": list(self._ended),
-                "invalid_ids": list(self._invalid_ids)}
+    def state(self) -> dict[str, Any]:
+        return {
+            "created": self._created,
+            "invalid": self._invalid,
+            "active": list(self._active),
+            "closing": list(self._closing),
+            "ended": list(self._ended),
+            "invalid_ids": list(self._invalid_ids),
+        }
 
-    def load_state(self, state: Dict[str, Any]) -> None:
+    def load_state(self, state: dict[str, Any]) -> None:
         self._created = state["created"]
         self._invalid = state["invalid"]
         self._active = list(state["active"])

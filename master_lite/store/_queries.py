@@ -14,6 +14,7 @@ and group, in id (= report) order, keep positions floor(k * (n - 1) / (m - 1)) f
 are kept (not points of one metric, as LTTB would pick), so every metric of a kept report is
 there and a chart of any metric gets the same steps.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,27 +34,33 @@ def iso_time_sql(column: str) -> str:
     """
     whole = f"CAST({column} AS INTEGER)"
     micros = f"({whole} * 1000000 + CAST(round(({column} - {whole}) * 1000000) AS INTEGER))"
-    return (f"CASE WHEN {column} IS NULL THEN 'null' ELSE "
-            f"'\"' || strftime('%Y-%m-%dT%H:%M:%S', {micros} / 1000000, 'unixepoch') || '.' || "
-            f"printf('%03d', {micros} % 1000000 / 1000) || 'Z\"' END")
+    return (
+        f"CASE WHEN {column} IS NULL THEN 'null' ELSE "
+        f"'\"' || strftime('%Y-%m-%dT%H:%M:%S', {micros} / 1000000, 'unixepoch') || '.' || "
+        f"printf('%03d', {micros} % 1000000 / 1000) || 'Z\"' END"
+    )
 
 
 def metric_report_json_sql(alias: str) -> str:
     """SQL for `_serialize.metric_json` of the metrics row `alias`, as JSON text."""
     a = alias
-    return (f"""'{{"id":' || {a}.id || ',"trial_id":' || {a}.trial_id || """
-            f"""',"trial_run_id":' || {a}.trial_run_id || ',"group":' || """
-            f"""json_quote({a}.group_name) || ',"steps_completed":' || {a}.steps_completed || """
-            f"""',"metrics":' || {a}.metrics || ',"report_time":' || """
-            f"""{iso_time_sql(f'{a}.report_time')} || '}}'""")
+    return (
+        f"""'{{"id":' || {a}.id || ',"trial_id":' || {a}.trial_id || """
+        f"""',"trial_run_id":' || {a}.trial_run_id || ',"group":' || """
+        f"""json_quote({a}.group_name) || ',"steps_completed":' || {a}.steps_completed || """
+        f"""',"metrics":' || {a}.metrics || ',"report_time":' || """
+        f"""{iso_time_sql(f"{a}.report_time")} || '}}'"""
+    )
 
 
 def metric_summary_json_sql(alias: str) -> str:
     """SQL for `_serialize.metric_summary` of the (LEFT JOINed) metrics row `alias`."""
     a = alias
-    return (f"""CASE WHEN {a}.id IS NULL THEN 'null' ELSE """
-            f"""'{{"steps_completed":' || {a}.steps_completed || ',"metrics":' || {a}.metrics """
-            f"""|| ',"report_time":' || {iso_time_sql(f'{a}.report_time')} || '}}' END""")
+    return (
+        f"""CASE WHEN {a}.id IS NULL THEN 'null' ELSE """
+        f"""'{{"steps_completed":' || {a}.steps_completed || ',"metrics":' || {a}.metrics """
+        f"""|| ',"report_time":' || {iso_time_sql(f"{a}.report_time")} || '}}' END"""
+    )
 
 
 def evenly_spaced_positions(n: int, m: int) -> range | list[int]:
@@ -74,8 +81,14 @@ def _rows(store: Store, sql: str, params: Sequence[Any]) -> list[tuple]:
         cursor.close()
 
 
-def metric_reports_json(store: Store, where: str, params: Sequence[Any], *,
-                        limit: int | None = None, max_datapoints: int | None = None) -> str:
+def metric_reports_json(
+    store: Store,
+    where: str,
+    params: Sequence[Any],
+    *,
+    limit: int | None = None,
+    max_datapoints: int | None = None,
+) -> str:
     """The current (not superseded) reports matching `where`, as the JSON text of a list of
     Metric objects in id order: downsampled per (trial, group) to `max_datapoints`, then cut
     to the first `limit`."""
@@ -90,60 +103,113 @@ def metric_reports_json(store: Store, where: str, params: Sequence[Any], *,
         # Each series' ids, in id order, as one string from the covering index alone
         # (metrics_current_by_trial_group): one row per series instead of one per report;
         # only the ids kept become ints, and only the reports kept are read from the table.
-        series = _rows(store, "SELECT group_concat(id) FROM (SELECT trial_id, group_name, id "
-                              f"FROM metrics WHERE {current} ORDER BY trial_id, group_name, id) "
-                              "GROUP BY trial_id, group_name", params)
+        series = _rows(
+            store,
+            "SELECT group_concat(id) FROM (SELECT trial_id, group_name, id "
+            f"FROM metrics WHERE {current} ORDER BY trial_id, group_name, id) "
+            "GROUP BY trial_id, group_name",
+            params,
+        )
         kept: list[int] = []
         for (joined,) in series:
             ids = joined.split(",")
             kept.extend(int(ids[i]) for i in evenly_spaced_positions(len(ids), max_datapoints))
         kept.sort()
         if limit is not None:
-            kept = kept[:int(limit)]
-        fragments = _rows(store, f"SELECT {report} FROM metrics m WHERE m.id IN "
-                                 "(SELECT value FROM json_each(?)) ORDER BY m.id",
-                          (json.dumps(kept),)) if kept else []
+            kept = kept[: int(limit)]
+        fragments = (
+            _rows(
+                store,
+                f"SELECT {report} FROM metrics m WHERE m.id IN "
+                "(SELECT value FROM json_each(?)) ORDER BY m.id",
+                (json.dumps(kept),),
+            )
+            if kept
+            else []
+        )
     return "[" + ",".join(row[0] for row in fragments) + "]"
 
 
 # Trials with their latest/best metric summaries, in one query. What goes into the JSON as
 # JSON (hparams, the three summaries, the ISO times) comes last, as one JSON array text.
-TRIAL_COLUMNS = ("id", "experiment_id", "request_id", "state", "seed", "restarts", "run_id",
-                 "steps_completed", "progress", "runner_state", "exit_code", "exit_summary",
-                 "latest_checkpoint")
-TRIAL_JSON_PARTS = ("hparams", "latest_training", "latest_validation", "best_validation",
-                    "start_time", "end_time", "notebook_error")
+TRIAL_COLUMNS = (
+    "id",
+    "experiment_id",
+    "request_id",
+    "state",
+    "seed",
+    "restarts",
+    "run_id",
+    "steps_completed",
+    "progress",
+    "runner_state",
+    "exit_code",
+    "exit_summary",
+    "latest_checkpoint",
+)
+TRIAL_JSON_PARTS = (
+    "hparams",
+    "latest_training",
+    "latest_validation",
+    "best_validation",
+    "start_time",
+    "end_time",
+    "notebook_error",
+)
 TRIAL_ORDERS = {"id": "t.id", "-id": "t.id DESC"}
 
 
-def trial_rows(store: Store, where: str, params: Sequence[Any], *, order: str = "id",
-               limit: int | None = None, offset: int = 0) -> list[tuple[dict, list]]:
+def trial_rows(
+    store: Store,
+    where: str,
+    params: Sequence[Any],
+    *,
+    order: str = "id",
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[tuple[dict, list]]:
     """(row of TRIAL_COLUMNS, [the TRIAL_JSON_PARTS decoded]) for each trial matching `where`
     (on alias `t`), in `order` (a key of TRIAL_ORDERS)."""
     columns = ", ".join(f"t.{name}" for name in TRIAL_COLUMNS)
-    sql = (f"SELECT {columns}, '[' || t.hparams || ',' || {metric_summary_json_sql('lt')} || ',' "
-           f"|| {metric_summary_json_sql('lv')} || ',' || {metric_summary_json_sql('bv')} || ',' "
-           f"|| {iso_time_sql('t.start_time')} || ',' || {iso_time_sql('t.end_time')} || ',' "
-           "|| coalesce(t.notebook_error, 'null') || ']' "
-           "FROM trials t "
-           "LEFT JOIN metrics lt ON lt.id = t.latest_training_id "
-           "LEFT JOIN metrics lv ON lv.id = t.latest_validation_id "
-           "LEFT JOIN metrics bv ON bv.id = t.best_validation_id "
-           f"WHERE {where} ORDER BY {TRIAL_ORDERS[order]}")
+    sql = (
+        f"SELECT {columns}, '[' || t.hparams || ',' || {metric_summary_json_sql('lt')} || ',' "
+        f"|| {metric_summary_json_sql('lv')} || ',' || {metric_summary_json_sql('bv')} || ',' "
+        f"|| {iso_time_sql('t.start_time')} || ',' || {iso_time_sql('t.end_time')} || ',' "
+        "|| coalesce(t.notebook_error, 'null') || ']' "
+        "FROM trials t "
+        "LEFT JOIN metrics lt ON lt.id = t.latest_training_id "
+        "LEFT JOIN metrics lv ON lv.id = t.latest_validation_id "
+        "LEFT JOIN metrics bv ON bv.id = t.best_validation_id "
+        f"WHERE {where} ORDER BY {TRIAL_ORDERS[order]}"
+    )
     if limit is not None or offset:
         sql += f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}"
     rows = _rows(store, sql, params)
     parts = json.loads("[" + ",".join(row[-1] for row in rows) + "]")
-    return [(dict(zip(TRIAL_COLUMNS, row)), json_parts) for row, json_parts in zip(rows, parts)]
+    return [
+        (dict(zip(TRIAL_COLUMNS, row, strict=False)), json_parts)
+        for row, json_parts in zip(rows, parts, strict=False)
+    ]
 
 
 def best_validation_metrics(store: Store, experiment_id: int) -> list[tuple[int, str | None]]:
     """(trial id, its best validation's `metrics` JSON text or None) of every trial of an
     experiment: enough to order them by their best, without building every trial."""
-    return _rows(store, "SELECT t.id, bv.metrics FROM trials t "
-                        "LEFT JOIN metrics bv ON bv.id = t.best_validation_id "
-                        "WHERE t.experiment_id = ?", (int(experiment_id),))
+    return _rows(
+        store,
+        "SELECT t.id, bv.metrics FROM trials t "
+        "LEFT JOIN metrics bv ON bv.id = t.best_validation_id "
+        "WHERE t.experiment_id = ?",
+        (int(experiment_id),),
+    )
 
 
-__all__ = ["best_validation_metrics", "metric_reports_json", "trial_rows", "evenly_spaced_positions", "iso_time_sql",
-           "MIN_DATAPOINTS", "TRIAL_ORDERS"]
+__all__ = [
+    "best_validation_metrics",
+    "metric_reports_json",
+    "trial_rows",
+    "evenly_spaced_positions",
+    "iso_time_sql",
+    "MIN_DATAPOINTS",
+    "TRIAL_ORDERS",
+]

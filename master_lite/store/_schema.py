@@ -3,6 +3,7 @@
 Migration N is applied once, in order, and recorded in `schema_version`; never edit a released
 migration — append a new one.
 """
+
 from __future__ import annotations
 
 MIGRATION_1_INITIAL = """
@@ -147,8 +148,12 @@ ALTER TABLE trials ADD COLUMN exit_summary TEXT;
 ALTER TABLE trials ADD COLUMN notebook_error TEXT
 """
 
-MIGRATIONS: list[str] = [MIGRATION_1_INITIAL, MIGRATION_2_FAULT_TOLERANCE,
-                         MIGRATION_3_CURRENT_SERIES_INDEX, MIGRATION_4_TRIAL_EXIT_DETAILS]
+MIGRATIONS: list[str] = [
+    MIGRATION_1_INITIAL,
+    MIGRATION_2_FAULT_TOLERANCE,
+    MIGRATION_3_CURRENT_SERIES_INDEX,
+    MIGRATION_4_TRIAL_EXIT_DETAILS,
+]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.
 JSON_COLUMNS: dict[str, frozenset[str]] = {

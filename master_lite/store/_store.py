@@ -4,6 +4,7 @@ The event loop thread does almost all writes; log capture threads insert log bat
 readers run beside the single writer, and `busy_timeout` makes a second writer wait instead of
 failing. Rows come back as plain dicts with JSON columns already decoded.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,8 +43,12 @@ class Store:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves (see `transaction`).
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                   timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+            )
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -100,8 +105,10 @@ class Store:
     def migrate(self) -> int:
         """Apply every migration not yet recorded; returns the schema version."""
         conn = self._connection()
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_version "
-                     "(version INTEGER PRIMARY KEY, applied REAL NOT NULL)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
+        )
         with self.transaction():
             current = self.schema_version()
             for version, script in enumerate(MIGRATIONS, start=1):
@@ -110,8 +117,10 @@ class Store:
                 for statement in script.split(";"):
                     if statement.strip():
                         conn.execute(statement)
-                conn.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)",
-                             (version, time.time()))
+                conn.execute(
+                    "INSERT INTO schema_version (version, applied) VALUES (?, ?)",
+                    (version, time.time()),
+                )
         return self.schema_version()
 
     def schema_version(self) -> int:
@@ -141,8 +150,10 @@ class Store:
         columns = ", ".join(encoded)
         marks = ", ".join("?" for _ in encoded)
         with self.transaction() as conn:
-            cursor = conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})",
-                                  tuple(encoded.values()))
+            cursor = conn.execute(
+                f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(encoded.values())
+            )
+            assert cursor.lastrowid is not None  # set by every INSERT
             return cursor.lastrowid
 
     def update(self, table: str, key: Any, *, key_column: str = "id", **values: Any) -> None:
@@ -151,16 +162,27 @@ class Store:
         encoded = self._encode_columns(table, values)
         assignments = ", ".join(f"{column} = ?" for column in encoded)
         with self.transaction() as conn:
-            conn.execute(f"UPDATE {table} SET {assignments} WHERE {key_column} = ?",
-                         (*encoded.values(), key))
+            conn.execute(
+                f"UPDATE {table} SET {assignments} WHERE {key_column} = ?", (*encoded.values(), key)
+            )
 
     def get(self, table: str, key: Any, *, key_column: str = "id") -> dict | None:
-        row = self._connection().execute(
-            f"SELECT * FROM {table} WHERE {key_column} = ?", (key,)).fetchone()
+        row = (
+            self._connection()
+            .execute(f"SELECT * FROM {table} WHERE {key_column} = ?", (key,))
+            .fetchone()
+        )
         return None if row is None else self._decode(table, row)
 
-    def select(self, table: str, where: str = "", params: Sequence[Any] = (), *,
-               order: str = "id", limit: int | None = None) -> list[dict]:
+    def select(
+        self,
+        table: str,
+        where: str = "",
+        params: Sequence[Any] = (),
+        *,
+        order: str = "id",
+        limit: int | None = None,
+    ) -> list[dict]:
         sql = f"SELECT * FROM {table}"
         if where:
             sql += f" WHERE {where}"
@@ -193,33 +215,54 @@ class Store:
     def insert_metrics(self, rows: Iterable[dict]) -> list[int]:
         """Rows: dicts of trial_id, trial_run_id, group, steps_completed, metrics,
         batch_metrics, report_time."""
-        encoded = [(r["trial_id"], r["trial_run_id"], r["group"], r["steps_completed"],
-                    _encode(r["metrics"]), _encode(r.get("batch_metrics")), r["report_time"])
-                   for r in rows]
+        encoded = [
+            (
+                r["trial_id"],
+                r["trial_run_id"],
+                r["group"],
+                r["steps_completed"],
+                _encode(r["metrics"]),
+                _encode(r.get("batch_metrics")),
+                r["report_time"],
+            )
+            for r in rows
+        ]
         return self._insert_many(
             "INSERT INTO metrics (trial_id, trial_run_id, group_name, steps_completed, metrics,"
-            " batch_metrics, report_time) VALUES (?, ?, ?, ?, ?, ?, ?)", encoded)
+            " batch_metrics, report_time) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            encoded,
+        )
 
     def insert_logs(self, rows: Iterable[tuple[int, int | None, str, float, str]]) -> list[int]:
         """Rows: (trial_id, rank, stream, time, line)."""
         return self._insert_many(
             "INSERT INTO logs (trial_id, rank, stream, time, line) VALUES (?, ?, ?, ?, ?)",
-            list(rows))
+            list(rows),
+        )
 
-    def metric_rows(self, where: str, params: Sequence[Any], *, limit: int | None = None,
-                    order: str = "id", include_superseded: bool = False) -> list[dict]:
+    def metric_rows(
+        self,
+        where: str,
+        params: Sequence[Any],
+        *,
+        limit: int | None = None,
+        order: str = "id",
+        include_superseded: bool = False,
+    ) -> list[dict]:
         """Metric reports with `group` for `group_name`; superseded reports (made by an earlier
         run past the checkpoint a later run resumed from) only when asked for."""
         if not include_superseded:
-            where = f"({where}) AND superseded_by_run IS NULL" if where \
-                else "superseded_by_run IS NULL"
+            where = (
+                f"({where}) AND superseded_by_run IS NULL" if where else "superseded_by_run IS NULL"
+            )
         rows = self.select("metrics", where, params, order=order, limit=limit)
         for row in rows:
             row["group"] = row.pop("group_name")
         return rows
 
-    def insert_current_metrics(self, trial_id: int,
-                               rows: list[dict]) -> tuple[list[int | None], list[int]]:
+    def insert_current_metrics(
+        self, trial_id: int, rows: list[dict]
+    ) -> tuple[list[int | None], list[int]]:
         """Insert one trial's reports so that a (group, steps_completed) reported again by a
         later run (a resumed run redoing steps) replaces the earlier runs' reports: those are
         marked superseded by the new report's run. A repeat of an existing report of the same
@@ -233,25 +276,29 @@ class Store:
         existing: dict[tuple[str, int], list[tuple[int, int, Any]]] = {}
         with self.transaction() as conn:
             for start in range(0, len(steps), 500):
-                chunk = steps[start:start + 500]
+                chunk = steps[start : start + 500]
                 # Looked up in the (trial_id, group_name, steps_completed) index: a few index
                 # probes per report however long the series. Named, because SQLite's planner
                 # prefers an index with more `=` columns, (trial_id, group_name,
                 # superseded_by_run, id), which scans the trial's whole series on every POST.
                 for metric_id, group, step, run_id, metrics in conn.execute(
-                        "SELECT id, group_name, steps_completed, trial_run_id, metrics FROM "
-                        f"metrics INDEXED BY metrics_by_trial_group_steps WHERE trial_id = ? "
-                        f"AND group_name IN ({group_marks}) AND steps_completed IN "
-                        f"({', '.join('?' for _ in chunk)}) AND superseded_by_run IS NULL",
-                        (trial_id, *groups, *chunk)):
+                    "SELECT id, group_name, steps_completed, trial_run_id, metrics FROM "
+                    f"metrics INDEXED BY metrics_by_trial_group_steps WHERE trial_id = ? "
+                    f"AND group_name IN ({group_marks}) AND steps_completed IN "
+                    f"({', '.join('?' for _ in chunk)}) AND superseded_by_run IS NULL",
+                    (trial_id, *groups, *chunk),
+                ):
                     existing.setdefault((group, step), []).append(
-                        (metric_id, run_id, json.loads(metrics)))
+                        (metric_id, run_id, json.loads(metrics))
+                    )
             superseded: list[tuple[int, int]] = []  # (id, superseding run)
             fresh: list[dict] = []
             for row in rows:
                 current = existing.setdefault((row["group"], row["steps_completed"]), [])
-                if any(run_id == row["trial_run_id"] and metrics == row["metrics"]
-                       for _, run_id, metrics in current):
+                if any(
+                    run_id == row["trial_run_id"] and metrics == row["metrics"]
+                    for _, run_id, metrics in current
+                ):
                     row["_repeat"] = True
                     continue
                 for metric_id, run_id, _ in current:
@@ -263,8 +310,10 @@ class Store:
             new_ids = iter(self.insert_metrics(fresh))
             ids = [None if row.pop("_repeat", False) else next(new_ids) for row in rows]
             if superseded:
-                conn.executemany("UPDATE metrics SET superseded_by_run = ? WHERE id = ?",
-                                 [(run, metric_id) for metric_id, run in superseded])
+                conn.executemany(
+                    "UPDATE metrics SET superseded_by_run = ? WHERE id = ?",
+                    [(run, metric_id) for metric_id, run in superseded],
+                )
         return ids, [metric_id for metric_id, _ in superseded]
 
 

@@ -5,6 +5,7 @@ identical directories give identical bytes and the master can store each context
 `unpack` validates every member before it writes anything: no absolute paths, no `..`, no links
 leaving the destination, no devices or fifos, and a cap on the total uncompressed size.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,7 @@ import re
 import stat
 import tarfile
 import zlib
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 # The largest context (file content, before compression): `pack` refuses more, and the master's
 # default `context_size_limit` (upload check, `unpack`, HTTP body limit) is this same number.
@@ -68,7 +69,9 @@ def _glob_to_regex(glob: str) -> str:
             out.append("[^/]")
             i += 1
         elif c == "[":
-            end = glob.find("]", i + 2 if glob.startswith("[!", i) or glob.startswith("[]", i) else i + 1)
+            end = glob.find(
+                "]", i + 2 if glob.startswith("[!", i) or glob.startswith("[]", i) else i + 1
+            )
             if end == -1:
                 out.append(re.escape(c))
                 i += 1
@@ -109,7 +112,9 @@ def parse_ignore(lines: Iterable[str]) -> list[IgnoreRule]:
         line = line.lstrip("/")
         body = _glob_to_regex(line)
         prefix = "" if anchored or line.startswith("**") else "(?:.*/)?"
-        rules.append(IgnoreRule(raw.strip(), re.compile(f"^{prefix}{body}$", re.S), negated, dir_only))
+        rules.append(
+            IgnoreRule(raw.strip(), re.compile(f"^{prefix}{body}$", re.S), negated, dir_only)
+        )
     return rules
 
 
@@ -188,11 +193,15 @@ def _walk(
             if real in visiting:
                 raise ContextError(f"symbolic link {arcname} makes a directory loop")
             yield _Entry(arcname, target, True, 0, True)
-            yield from _walk(target, real_root, arcname + "/", relpath + "/", rules, visiting | {real})
+            yield from _walk(
+                target, real_root, arcname + "/", relpath + "/", rules, visiting | {real}
+            )
         elif stat.S_ISREG(st.st_mode):
             yield _Entry(arcname, target, False, st.st_size, bool(st.st_mode & 0o111))
         else:
-            raise ContextError(f"{arcname} is not a regular file or directory (a socket, fifo or device?)")
+            raise ContextError(
+                f"{arcname} is not a regular file or directory (a socket, fifo or device?)"
+            )
 
 
 def _collect(path: pathlib.Path, includes: Sequence) -> list[_Entry]:
@@ -238,7 +247,9 @@ def _human(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def _too_large(path: pathlib.Path, entries: list[_Entry], total: int, limit: int) -> ContextTooLarge:
+def _too_large(
+    path: pathlib.Path, entries: list[_Entry], total: int, limit: int
+) -> ContextTooLarge:
     largest = sorted((e for e in entries if not e.is_dir), key=lambda e: (-e.size, e.arcname))[:5]
     listing = ", ".join(f"{e.arcname} ({_human(e.size)})" for e in largest)
     return ContextTooLarge(
@@ -295,13 +306,17 @@ def _safe_member_path(name: str) -> str:
     return norm
 
 
-def _link_destination(member: tarfile.TarInfo, start: list[str], target: str, links: set[str]) -> str:
+def _link_destination(
+    member: tarfile.TarInfo, start: list[str], target: str, links: set[str]
+) -> str:
     """Walk `target` from the directory `start` component by component. Going above the root, or
     passing through another symbolic link of the archive (whose own target would change where
     `..` leads), is refused: a purely lexical check is only sound without links in the path."""
     kind = "symbolic" if member.issym() else "hard"
     if target.startswith("/"):
-        raise ContextError(f"archive member {member.name!r} is a {kind} link to an absolute path {target!r}")
+        raise ContextError(
+            f"archive member {member.name!r} is a {kind} link to an absolute path {target!r}"
+        )
     stack = list(start)
     for part in target.split("/"):
         if part in ("", "."):
@@ -321,13 +336,17 @@ def _link_destination(member: tarfile.TarInfo, start: list[str], target: str, li
     return "/".join(stack)
 
 
-def _validate(members: list[tarfile.TarInfo], limit_bytes: int) -> list[tuple[tarfile.TarInfo, str]]:
+def _validate(
+    members: list[tarfile.TarInfo], limit_bytes: int
+) -> list[tuple[tarfile.TarInfo, str]]:
     checked = []
     total = 0
     for member in members:
         relpath = _safe_member_path(member.name)
         if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
-            raise ContextError(f"archive member {member.name!r} is a device, fifo or other special file")
+            raise ContextError(
+                f"archive member {member.name!r} is a device, fifo or other special file"
+            )
         total += member.size if member.isreg() else 0
         if total > limit_bytes:
             raise ContextTooLarge(
@@ -342,7 +361,9 @@ def _validate(members: list[tarfile.TarInfo], limit_bytes: int) -> list[tuple[ta
         while "/" in parent:
             parent = parent.rsplit("/", 1)[0]
             if parent in links:
-                raise ContextError(f"archive member {member.name!r} is written through the symbolic link {parent!r}")
+                raise ContextError(
+                    f"archive member {member.name!r} is written through the symbolic link {parent!r}"
+                )
         if member.issym():
             start = relpath.split("/")[:-1]
             _link_destination(member, start, member.linkname, links)
@@ -374,7 +395,9 @@ def unpack(data: bytes, dest, *, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> None
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if target.is_symlink() or target.exists():
                     if target.is_dir() and not target.is_symlink():
-                        raise ContextError(f"archive member {member.name!r} collides with a directory")
+                        raise ContextError(
+                            f"archive member {member.name!r} collides with a directory"
+                        )
                     target.unlink()
                 if member.issym():
                     os.symlink(member.linkname, target)

@@ -1,6 +1,7 @@
 """What the master knows of the harness it runs trials with (master_lite imports nothing of the
 harness but `determined.common`): its version, which is the version of the API the master
 implements, and the harness programs the master starts by path."""
+
 from __future__ import annotations
 
 import os

@@ -20,13 +20,15 @@ plugins"): unlike entry points it needs no package metadata, so it works in an e
 checkout without a reinstall, and where the sources are put on `sys.path` by a .pth file or
 PYTHONPATH (.venv-tf215, trial containers).
 """
+
 from __future__ import annotations
 
 import importlib
 import logging
 import os
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 SEARCH_PREVIEW = "search_preview"
 NOTEBOOK_SCRIPT = "notebook_script"
@@ -67,9 +69,12 @@ def provider_modules(path: Iterable[str] | None = None) -> list[str]:
             continue
         for name in names:
             package = os.path.join(directory, name)
-            if (name.isidentifier() and name not in seen
-                    and os.path.isfile(os.path.join(package, PROVIDER_MODULE + ".py"))
-                    and os.path.isfile(os.path.join(package, "__init__.py"))):
+            if (
+                name.isidentifier()
+                and name not in seen
+                and os.path.isfile(os.path.join(package, PROVIDER_MODULE + ".py"))
+                and os.path.isfile(os.path.join(package, "__init__.py"))
+            ):
                 seen.add(name)
                 found.append(f"{name}.{PROVIDER_MODULE}")
     return found
@@ -83,11 +88,19 @@ def _import_providers_until(name: str) -> None:
         try:
             importlib.import_module(module)
         except Exception as exc:  # a broken provider must not break the others' hooks
-            logger.warning("the hook provider %s cannot be imported: %s: %s",
-                           module, type(exc).__name__, exc)
+            logger.warning(
+                "the hook provider %s cannot be imported: %s: %s", module, type(exc).__name__, exc
+            )
         if name in _registered:
             return
 
 
-__all__ = ["NOTEBOOK_SCRIPT", "NOTEBOOK_SUBMITTED", "PROVIDER_MODULE", "SEARCH_PREVIEW", "get",
-           "provider_modules", "register"]
+__all__ = [
+    "NOTEBOOK_SCRIPT",
+    "NOTEBOOK_SUBMITTED",
+    "PROVIDER_MODULE",
+    "SEARCH_PREVIEW",
+    "get",
+    "provider_modules",
+    "register",
+]

@@ -22,6 +22,7 @@ script lines) where IPython syntax made the two differ.
 
 This module is imported by the trial's script and by the master; it imports nothing heavy.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,12 +50,16 @@ class ScriptCell:
     line_map: tuple[int, ...] | None = None  # cell line of each script line, when not 1:1
 
     @classmethod
-    def from_json(cls, data: dict) -> "ScriptCell":
+    def from_json(cls, data: dict) -> ScriptCell:
         line_map = data.get("line_map")
-        return cls(id=data.get("id"), index=int(data["index"]),
-                   execution_count=data.get("execution_count"),
-                   line_offset=int(data["line_offset"]), num_lines=int(data["num_lines"]),
-                   line_map=tuple(int(n) for n in line_map) if line_map else None)
+        return cls(
+            id=data.get("id"),
+            index=int(data["index"]),
+            execution_count=data.get("execution_count"),
+            line_offset=int(data["line_offset"]),
+            num_lines=int(data["num_lines"]),
+            line_map=tuple(int(n) for n in line_map) if line_map else None,
+        )
 
     def cell_line(self, script_line: int) -> int | None:
         """The 1-based line within the cell of `script_line`, or None if it is not this cell's."""
@@ -88,8 +93,9 @@ class NotebookScript:
         if filename in (self.script_file, self.script_path):
             return True
         # A relative name compiled before the script changed directory (`%cd` in a cell).
-        return not os.path.isabs(filename) and \
-            os.path.basename(filename) == os.path.basename(self.script_path)
+        return not os.path.isabs(filename) and os.path.basename(filename) == os.path.basename(
+            self.script_path
+        )
 
     def locate(self, filename: str, lineno: int | None) -> tuple[ScriptCell, int] | None:
         """(cell, line within the cell) of a frame, or None outside the notebook's cells."""
@@ -101,8 +107,7 @@ class NotebookScript:
                 return cell, line
         return None
 
-    def format_exception(self, etype: type, value: BaseException,
-                         tb: TracebackType | None) -> str:
+    def format_exception(self, etype: type, value: BaseException, tb: TracebackType | None) -> str:
         """Python's own traceback text, with each frame of the script named by its cell."""
         lines = traceback.format_exception(etype, value, tb)
         return "".join(self._rename_frame(line) for line in lines)
@@ -115,8 +120,10 @@ class NotebookScript:
         if found is None:
             return text
         cell, line = found
-        return (text[:match.start()] + f'File "{self.notebook_name}", {cell.label()}, '
-                f"line {line}, in " + text[match.end():])
+        return (
+            text[: match.start()] + f'File "{self.notebook_name}", {cell.label()}, '
+            f"line {line}, in " + text[match.end() :]
+        )
 
     def error_record(self, value: BaseException, tb: TracebackType | None) -> dict | None:
         """The `notebook_error` of this exception: its innermost frame in a notebook cell.
@@ -133,11 +140,16 @@ class NotebookScript:
                 found = self.locate(frame.filename, frame.lineno)
                 if found is not None:
                     cell, line = found
-                    return {"notebook": self.notebook, "cell_id": cell.id,
-                            "cell_index": cell.index, "line": line,
-                            "exception": exception_text(current)}
-            current = current.__cause__ or (None if current.__suppress_context__
-                                            else current.__context__)
+                    return {
+                        "notebook": self.notebook,
+                        "cell_id": cell.id,
+                        "cell_index": cell.index,
+                        "line": line,
+                        "exception": exception_text(current),
+                    }
+            current = current.__cause__ or (
+                None if current.__suppress_context__ else current.__context__
+            )
         return None
 
     def excepthook(self, etype: type, value: BaseException, tb: TracebackType | None) -> None:
@@ -162,7 +174,7 @@ def exception_text(value: BaseException) -> str:
         name = f"{etype.__module__}.{name}"
     message = str(value)
     text = f"{name}: {message}" if message else name
-    return text if len(text) <= MAX_EXCEPTION_CHARS else text[:MAX_EXCEPTION_CHARS - 3] + "..."
+    return text if len(text) <= MAX_EXCEPTION_CHARS else text[: MAX_EXCEPTION_CHARS - 3] + "..."
 
 
 def marker_line(record: dict) -> str:
@@ -176,7 +188,7 @@ def parse_marker(line: str) -> dict | None:
     if not line.startswith(MARKER):
         return None
     try:
-        record = json.loads(line[len(MARKER):].strip())
+        record = json.loads(line[len(MARKER) :].strip())
     except ValueError:
         return None
     if not isinstance(record, dict):
@@ -193,11 +205,21 @@ def install(script_file: str | None, table: dict) -> NotebookScript | None:
     """
     if not script_file:
         return None
-    script = NotebookScript(script_file, table.get("notebook"),
-                            [ScriptCell.from_json(cell) for cell in table.get("cells") or []])
+    script = NotebookScript(
+        script_file,
+        table.get("notebook"),
+        [ScriptCell.from_json(cell) for cell in table.get("cells") or []],
+    )
     sys.excepthook = script.excepthook
     return script
 
 
-__all__ = ["MARKER", "NotebookScript", "ScriptCell", "exception_text", "install", "marker_line",
-           "parse_marker"]
+__all__ = [
+    "MARKER",
+    "NotebookScript",
+    "ScriptCell",
+    "exception_text",
+    "install",
+    "marker_line",
+    "parse_marker",
+]

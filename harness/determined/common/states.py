@@ -1,4 +1,5 @@
 """Lifecycle states shared by the master, the CLI and the harness."""
+
 from __future__ import annotations
 
 import enum

@@ -4,13 +4,14 @@
 GC and download; the harness to write). `StorageManager` moves files for the two storage types
 master_lite supports, `shared_fs` and `directory`; both are plain directories on this machine.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 import pathlib
 import shutil
-from typing import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 Selector = Callable[[str], bool]
 
@@ -76,7 +77,7 @@ class StorageManager:
         self.base_path = pathlib.Path(base_path)
 
     @classmethod
-    def from_config(cls, storage_config: Mapping) -> "StorageManager":
+    def from_config(cls, storage_config: Mapping) -> StorageManager:
         return cls(checkpoint_base(storage_config))
 
     def path_of(self, storage_id: str) -> pathlib.Path:
@@ -90,7 +91,9 @@ class StorageManager:
         yield path
 
     @contextlib.contextmanager
-    def restore_path(self, storage_id: str, selector: Selector | None = None) -> Iterator[pathlib.Path]:
+    def restore_path(
+        self, storage_id: str, selector: Selector | None = None
+    ) -> Iterator[pathlib.Path]:
         """Yield the checkpoint directory; selectors are ignored (everything is directly visible)."""
         path = self.path_of(storage_id)
         if not path.is_dir():
@@ -99,14 +102,18 @@ class StorageManager:
             raise CheckpointNotFound(f"checkpoint {storage_id} not found: no directory {path}")
         yield path
 
-    def upload(self, src: str | os.PathLike, storage_id: str, paths: Sequence[str] | None = None) -> None:
+    def upload(
+        self, src: str | os.PathLike, storage_id: str, paths: Sequence[str] | None = None
+    ) -> None:
         """Copy `paths` (relative, dirs ending "/"; default everything) of src into the checkpoint."""
         src = pathlib.Path(src)
         if paths is None:
             paths = list(list_resources(src))
         _copy_selected(src, self.path_of(storage_id), paths)
 
-    def download(self, storage_id: str, dst: str | os.PathLike, selector: Selector | None = None) -> None:
+    def download(
+        self, storage_id: str, dst: str | os.PathLike, selector: Selector | None = None
+    ) -> None:
         with self.restore_path(storage_id) as src:
             _copy_selected(src, pathlib.Path(dst), list(list_resources(src, selector)))
 
@@ -122,7 +129,9 @@ class StorageManager:
 
 def default_user_data_dir() -> pathlib.Path:
     """Where off-cluster checkpoints go: appdirs' user_data_dir("determined") on Linux."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
     return pathlib.Path(base) / "determined"
 
 
@@ -152,4 +161,6 @@ def from_override(checkpoint_storage: str | Mapping | None) -> StorageManager | 
                 "pass a path string or {type: directory, container_path: PATH} instead"
             )
         return StorageManager.from_config(checkpoint_storage)
-    raise TypeError(f"checkpoint_storage must be a str, dict or None, not {type(checkpoint_storage).__name__}")
+    raise TypeError(
+        f"checkpoint_storage must be a str, dict or None, not {type(checkpoint_storage).__name__}"
+    )

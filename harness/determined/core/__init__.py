@@ -1,6 +1,10 @@
 """Determined's Core API: `det.core.init()` and the contexts it builds (see docs/core-api.md)."""
+
 from determined.core._checkpoint import CheckpointContext, DownloadMode, DummyCheckpointContext
-from determined.core._context import Context, ExperimentalCoreContext, _dummy_init, init
+
+# _dummy_init: the harness's own off-cluster contexts (experimental._local, pytorch._load).
+from determined.core._context import Context, ExperimentalCoreContext, init
+from determined.core._context import _dummy_init as _dummy_init
 from determined.core._distributed import DistributedContext, DummyDistributedContext
 from determined.core._preempt import DummyPreemptContext, PreemptContext, PreemptMode
 from determined.core._profiler import DummyProfilerContext, ProfilerContext

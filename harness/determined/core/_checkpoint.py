@@ -9,6 +9,7 @@ On the master, `store_path`/`upload` return once the files and `metadata.json` a
 `POST /checkpoints` record goes out from a background `CheckpointReporter` thread (a synchronous
 round trip cost the training loop ~4 ms per checkpoint, bench/bench_harness_overhead.py).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -24,7 +25,8 @@ import pathlib
 import threading
 import time
 import uuid
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from determined.common import storage
 
@@ -64,7 +66,7 @@ def merge_metadata(dicts: list[dict], ranks: list[int]) -> dict:
                 )
 
     owners: dict = {}
-    for metadata, rank in zip(dicts, ranks):
+    for metadata, rank in zip(dicts, ranks, strict=False):
         merge_into(merged, metadata or {}, rank, owners, "")
     return merged
 
@@ -197,11 +199,17 @@ class CheckpointReporter:
                 try:
                     if session is None:
                         session = self._session_factory()
-                    session.request("POST", "/checkpoints", data=payload,
-                                    headers={"Content-Type": "application/json"})
+                    session.request(
+                        "POST",
+                        "/checkpoints",
+                        data=payload,
+                        headers={"Content-Type": "application/json"},
+                    )
                     logger.info("reported checkpoint %s to the master", storage_id)
                 except BaseException as e:  # noqa: BLE001 - every failure must reach the caller
-                    logger.warning("reporting checkpoint %s to the master failed: %s", storage_id, e)
+                    logger.warning(
+                        "reporting checkpoint %s to the master failed: %s", storage_id, e
+                    )
                     failure = (storage_id, e)
                 with self._changed:
                     if failure is not None and self._error is None:
@@ -251,7 +259,9 @@ class CheckpointContext:
         self._reporter.close()
 
     # --- reporting (the dummy overrides these) ------------------------------------------------
-    def _report_checkpoint(self, storage_id: str, resources: dict[str, int], metadata: dict) -> None:
+    def _report_checkpoint(
+        self, storage_id: str, resources: dict[str, int], metadata: dict
+    ) -> None:
         if "steps_completed" not in metadata:
             raise ValueError(
                 f"checkpoint {storage_id} was uploaded but cannot be reported: its metadata must "
@@ -264,7 +274,9 @@ class CheckpointContext:
             "trialId": self._trial_id,
             "metadata": metadata,
             "resources": resources,
-            "reportTime": datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z"),
+            "reportTime": datetime.datetime.now(datetime.timezone.utc)
+            .isoformat()
+            .replace("+00:00", "Z"),
             "state": "COMPLETED",
         }
         # Encoded now, in the caller's thread: the user may change nested metadata once we return
@@ -272,7 +284,9 @@ class CheckpointContext:
         self._reporter.submit(storage_id, json.dumps(body, allow_nan=False).encode())
 
     def _report_deleted(self, storage_id: str, resources: dict[str, int]) -> None:
-        self._session.patch("/checkpoints", {"checkpoints": [{"uuid": storage_id, "resources": resources}]})
+        self._session.patch(
+            "/checkpoints", {"checkpoints": [{"uuid": storage_id, "resources": resources}]}
+        )
 
     def get_metadata(self, storage_id: str) -> dict:
         """The metadata a checkpoint was saved with, as the master recorded it.
@@ -300,8 +314,11 @@ class CheckpointContext:
             )
 
     def _new_storage_id(self, shard: bool) -> str:
-        storage_id = str(uuid.uuid4()) if (not shard or self._dist.rank == 0) else None
-        return self._dist.broadcast(storage_id) if shard else storage_id
+        if not shard:
+            return str(uuid.uuid4())
+        # Every rank of a sharded save writes into the chief's new directory.
+        storage_id = str(uuid.uuid4()) if self._dist.rank == 0 else None
+        return str(self._dist.broadcast(storage_id))
 
     def upload(
         self,
@@ -387,9 +404,7 @@ class CheckpointContext:
                     contested.setdefault(rel, [owner[rel]]).append(r)
                 else:
                     owner[rel] = r
-        my_hashes = {
-            rel: _md5(ckpt_dir / rel) for rel, ranks in contested.items() if rank in ranks
-        }
+        my_hashes = {rel: _md5(ckpt_dir / rel) for rel, ranks in contested.items() if rank in ranks}
         all_hashes = self._dist.allgather(my_hashes)
         conflicts = []
         for rel, ranks in sorted(contested.items()):
@@ -570,7 +585,9 @@ class DummyCheckpointContext(CheckpointContext):
     def _close(self) -> None:
         pass
 
-    def _report_checkpoint(self, storage_id: str, resources: dict[str, int], metadata: dict) -> None:
+    def _report_checkpoint(
+        self, storage_id: str, resources: dict[str, int], metadata: dict
+    ) -> None:
         logger.info("saved checkpoint %s", storage_id)
 
     def _report_deleted(self, storage_id: str, resources: dict[str, int]) -> None:

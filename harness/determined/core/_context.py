@@ -1,4 +1,5 @@
 """`det.core.init()`: build the Core API contexts for this process, on or off the master."""
+
 from __future__ import annotations
 
 import logging
@@ -33,7 +34,9 @@ class ExperimentalCoreContext:
 
     def _unsupported(self, what: str) -> None:
         if self._on_master:
-            raise NotImplementedError(f"{what} is not supported by master_lite (it has no model registry)")
+            raise NotImplementedError(
+                f"{what} is not supported by master_lite (it has no model registry)"
+            )
         logger.info("%s: nothing to report off the master", what)
 
     def report_task_using_checkpoint(self, checkpoint: Any) -> None:
@@ -129,13 +132,15 @@ class Context:
             self.preempt.close()
             self.distributed.close()
 
-    def __enter__(self) -> "Context":
+    def __enter__(self) -> Context:
         self.start()
         return self
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
         if exc_type is not None and issubclass(exc_type, InvalidHP):
-            logger.info("InvalidHP raised: reporting an early exit (%s) and exiting cleanly", exc_val)
+            logger.info(
+                "InvalidHP raised: reporting an early exit (%s) and exiting cleanly", exc_val
+            )
             try:
                 self.train.report_early_exit(EarlyExitReason.INVALID_HP)
             finally:
@@ -143,7 +148,9 @@ class Context:
             sys.exit(0)
         self.close(exc_type, exc_val, exc_tb)
 
-    def alert(self, title: str | None = None, description: str | None = None, level: str = "info") -> None:
+    def alert(
+        self, title: str | None = None, description: str | None = None, level: str = "info"
+    ) -> None:
         """Send a webhook alert about this trial (Determined posts a custom webhook event).
 
         Args:
@@ -156,7 +163,9 @@ class Context:
             NotImplementedError: in a trial (master_lite has no webhooks).
         """
         if level not in ("warn", "info", "debug", "error"):
-            raise ValueError(f"alert(level=...): must be one of warn, info, debug, error; got {level!r}")
+            raise ValueError(
+                f"alert(level=...): must be one of warn, info, debug, error; got {level!r}"
+            )
         if self.info is None or self.info.task_type != "TRIAL":
             raise ValueError("alert() is only available in trials run by the master")
         raise NotImplementedError("alert() posts a webhook event; master_lite has no webhooks")
@@ -288,14 +297,22 @@ def init(
     if courier_usable(info.master_url):
         # Reports leave from a child process: the training thread never waits on HTTP or on
         # the GIL for it (harness/determined/core/_courier.py).
-        shipper = ReportCourier(info.master_url, info.session_token, trial.trial_id, trial._trial_run_id)
+        shipper = ReportCourier(
+            info.master_url, info.session_token, trial.trial_id, trial._trial_run_id
+        )
         checkpoint_reporter = CourierCheckpointReporter(shipper)
     else:
         shipper = MetricsShipper(session(), trial.trial_id, trial._trial_run_id)
     tensorboard = TensorboardManager(
-        tensorboard_mode, storage_manager.base_path, trial.experiment_id, trial.trial_id, distributed.rank
+        tensorboard_mode,
+        storage_manager.base_path,
+        trial.experiment_id,
+        trial.trial_id,
+        distributed.rank,
     )
-    preempt = PreemptContext(main_session, info.allocation_id, distributed, preempt_mode, watcher_session=session())
+    preempt = PreemptContext(
+        main_session, info.allocation_id, distributed, preempt_mode, watcher_session=session()
+    )
 
     def report_profile(group: str, metrics: dict) -> None:
         shipper.put((group, 0, metrics, None, time.time()))
@@ -313,9 +330,20 @@ def init(
         ),
         distributed=distributed,
         preempt=preempt,
-        train=TrainContext(main_session, trial.trial_id, trial._trial_run_id, trial.experiment_id, shipper, tensorboard),
+        train=TrainContext(
+            main_session,
+            trial.trial_id,
+            trial._trial_run_id,
+            trial.experiment_id,
+            shipper,
+            tensorboard,
+        ),
         searcher=SearcherContext(
-            main_session, distributed, trial.trial_id, config, on_out_of_ops=preempt.acknowledge_preemption_signal
+            main_session,
+            distributed,
+            trial.trial_id,
+            config,
+            on_out_of_ops=preempt.acknowledge_preemption_signal,
         ),
         profiler=ProfilerContext(report_profile, info.agent_id, distributed.local_rank),
         experimental=ExperimentalCoreContext(on_master=True),

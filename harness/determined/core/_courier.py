@@ -22,6 +22,7 @@ Guarantees, as the thread-based `MetricsShipper`/`CheckpointReporter` give them:
 The pipe is the queue: when the master falls behind and 1 MiB of reports is waiting, a report
 call waits, as `MetricsShipper` waits when its queue is full.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -34,7 +35,8 @@ import struct
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import subprocess
@@ -60,9 +62,10 @@ def courier_usable(master_url: str) -> bool:
         return False
     if not master_url.startswith(("http://", "https://")):
         return False
-    import urllib.request  # here, not at import: `import determined` stays light
+    import urllib.parse  # here, not at import: `import determined` stays light
+    import urllib.request
 
-    host = urllib.request.urlparse(master_url).hostname or ""
+    host = urllib.parse.urlparse(master_url).hostname or ""
     proxies = urllib.request.getproxies()
     scheme = master_url.split(":", 1)[0]
     return not proxies.get(scheme) or bool(urllib.request.proxy_bypass(host))
@@ -202,8 +205,13 @@ class ReportCourier:
                     progress = item[1]
                     continue
                 group, steps_completed, metrics, batch_metrics, report_time = item
-                report = {"group": group, "steps_completed": steps_completed, "metrics": metrics,
-                          "trial_run_id": self._trial_run_id, "report_time": _iso(report_time)}
+                report = {
+                    "group": group,
+                    "steps_completed": steps_completed,
+                    "metrics": metrics,
+                    "trial_run_id": self._trial_run_id,
+                    "report_time": _iso(report_time),
+                }
                 if batch_metrics is not None:
                     report["batch_metrics"] = batch_metrics
                 reports.append(report)
@@ -214,7 +222,9 @@ class ReportCourier:
                     payload = json.dumps(reports, default=_json_default).encode()
                 except (TypeError, ValueError) as e:
                     # Only inside batch_metrics or nested values (top-level ones were checked).
-                    self._metrics_error = f"{len(reports)} metric report(s) could not be encoded: {e}"
+                    self._metrics_error = (
+                        f"{len(reports)} metric report(s) could not be encoded: {e}"
+                    )
                 else:
                     self._write_frame(b"R", b"%d\n" % len(reports) + payload)
             if progress is not None:
@@ -263,8 +273,10 @@ class ReportCourier:
         with self._answers:
             while self._flushed < marker and not self._gone:
                 if not self._answers.wait(_DRAIN_LOG_INTERVAL_S) and self._flushed < marker:
-                    logger.info("waiting for queued reports to reach the master (%.0f s so far)",
-                                time.monotonic() - started)
+                    logger.info(
+                        "waiting for queued reports to reach the master (%.0f s so far)",
+                        time.monotonic() - started,
+                    )
         if self._flushed < marker:
             raise CourierGone(self._gone_text())
 
@@ -285,7 +297,7 @@ class ReportCourier:
         data = memoryview(_HEADER.pack(kind, len(payload)) + payload)
         try:
             while data:
-                data = data[os.write(self._fd, data):]
+                data = data[os.write(self._fd, data) :]
         except BrokenPipeError:
             raise CourierGone(self._gone_text()) from None
 
@@ -299,7 +311,9 @@ class ReportCourier:
             fcntl.fcntl(self._fd, _F_SETPIPE_SZ, _PIPE_SIZE)
         except (ImportError, OSError):
             pass  # a smaller pipe only means an earlier wait when the master falls behind
-        self._reader = threading.Thread(target=self._read_answers, name="ReportCourierReader", daemon=True)
+        self._reader = threading.Thread(
+            target=self._read_answers, name="ReportCourierReader", daemon=True
+        )
         self._reader.start()
         threading.Thread(target=self._send_tails, name="ReportCourierTail", daemon=True).start()
         # A script that never closes its context still gets its reports delivered.
@@ -336,8 +350,11 @@ class ReportCourier:
                 if "flushed" in answer:
                     self._flushed = answer["flushed"]
                 elif answer.get("failed") == "checkpoint":
-                    logger.warning("reporting checkpoint %s to the master failed: %s",
-                                   answer["storage_id"], answer["message"])
+                    logger.warning(
+                        "reporting checkpoint %s to the master failed: %s",
+                        answer["storage_id"],
+                        answer["message"],
+                    )
                     if self._checkpoint_error is None:
                         self._checkpoint_error = (answer["storage_id"], answer["message"])
                 else:
@@ -371,16 +388,20 @@ class ReportCourier:
             self._reader.join(timeout=_DRAIN_LOG_INTERVAL_S)
             if not self._reader.is_alive():
                 break
-            logger.info("waiting for queued reports to reach the master (%.0f s so far)",
-                        time.monotonic() - started)
+            logger.info(
+                "waiting for queued reports to reach the master (%.0f s so far)",
+                time.monotonic() - started,
+            )
         code = self._proc.wait()
         if code != 0 and self._metrics_error is None:
             self._metrics_error = f"the report courier process exited with code {code}"
 
     def _gone_text(self) -> str:
         code = self._proc.poll() if self._proc is not None else None
-        return (f"the report courier process (which posts this trial's reports) ended "
-                f"unexpectedly (exit code {code}); reports made since its last delivery are lost")
+        return (
+            f"the report courier process (which posts this trial's reports) ended "
+            f"unexpectedly (exit code {code}); reports made since its last delivery are lost"
+        )
 
     def _close_at_exit(self) -> None:
         try:

@@ -22,6 +22,7 @@ reports delivered so far; only when `report_deliveries`), and failures
 `{"failed": "metrics" | "checkpoint", "message": ..., "storage_id": ...}`. A failed POST is
 reported and dropped; the parent raises it in the training thread.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -47,7 +48,9 @@ class Poster:
     `determined.common.api.Session`: connection failures are retried with a growing pause
     (the master may be restarting), a read timeout is not."""
 
-    def __init__(self, master_url: str, token: str | None, timeout: float, connect_retries: int) -> None:
+    def __init__(
+        self, master_url: str, token: str | None, timeout: float, connect_retries: int
+    ) -> None:
         parsed = urllib.parse.urlsplit(master_url)
         self._master_url = master_url
         self._https = parsed.scheme == "https"
@@ -64,10 +67,13 @@ class Poster:
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
             if self._https:
-                self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
-                                                         context=_tls_context())
+                self._conn = http.client.HTTPSConnection(
+                    self._host, self._port, timeout=self._timeout, context=_tls_context()
+                )
             else:
-                self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+                self._conn = http.client.HTTPConnection(
+                    self._host, self._port, timeout=self._timeout
+                )
         return self._conn
 
     def _drop_connection(self) -> None:
@@ -89,19 +95,27 @@ class Poster:
                     self._drop_connection()
             except TimeoutError as e:
                 self._drop_connection()
-                raise DeliveryError(f"the master at {self._master_url} did not answer within "
-                                    f"{self._timeout:.0f} s") from e
+                raise DeliveryError(
+                    f"the master at {self._master_url} did not answer within {self._timeout:.0f} s"
+                ) from e
             except ssl.SSLError as e:  # an untrusted certificate does not get better by waiting
                 self._drop_connection()
                 raise DeliveryError(f"cannot reach the master at {self._master_url}: {e}") from e
             except (OSError, http.client.HTTPException) as e:
                 self._drop_connection()
-                if reused and attempt == 0 and isinstance(e, (http.client.RemoteDisconnected,
-                                                              ConnectionResetError, BrokenPipeError)):
+                if (
+                    reused
+                    and attempt == 0
+                    and isinstance(
+                        e, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+                    )
+                ):
                     attempt += 1  # the master closed an idle keep-alive connection: try a fresh one
                     continue
                 if attempt >= self._connect_retries:
-                    raise DeliveryError(f"cannot reach the master at {self._master_url}: {e}") from e
+                    raise DeliveryError(
+                        f"cannot reach the master at {self._master_url}: {e}"
+                    ) from e
                 attempt += 1
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
@@ -195,7 +209,7 @@ class Courier:
             if len(buffer) - at - _HEADER.size < length:
                 break
             start = at + _HEADER.size
-            frames.append((kind, bytes(buffer[start:start + length])))
+            frames.append((kind, bytes(buffer[start : start + length])))
             at = start + length
         del buffer[:at]
         return frames
@@ -211,8 +225,12 @@ class Courier:
             try:
                 self._poster.post(self._metrics_path, body)
             except DeliveryError as e:
-                self._send({"failed": "metrics", "message": f"{count} metric report(s) were not "
-                                                            f"stored: {e}"})
+                self._send(
+                    {
+                        "failed": "metrics",
+                        "message": f"{count} metric report(s) were not stored: {e}",
+                    }
+                )
             else:
                 self._delivered += count
                 if self._report_deliveries:
@@ -221,14 +239,18 @@ class Courier:
             try:
                 self._poster.post(self._progress_path, progress)
             except DeliveryError as e:
-                self._send({"failed": "metrics", "message": f"the progress report was not stored: {e}"})
+                self._send(
+                    {"failed": "metrics", "message": f"the progress report was not stored: {e}"}
+                )
 
     def _post_checkpoint(self, payload: bytes) -> None:
         storage_id, _, body = payload.partition(b"\n")
         try:
             self._poster.post("/checkpoints", body)
         except DeliveryError as e:
-            self._send({"failed": "checkpoint", "storage_id": storage_id.decode(), "message": str(e)})
+            self._send(
+                {"failed": "checkpoint", "storage_id": storage_id.decode(), "message": str(e)}
+            )
 
     def _send(self, message: dict) -> None:
         self._answer.write(json.dumps(message).encode() + b"\n")
@@ -272,8 +294,12 @@ def main() -> int:
     config = _read_config(data_fd)
     if config is None:
         return 0
-    poster = Poster(config["master_url"], config.get("token"), float(config["timeout_s"]),
-                    int(config["connect_retries"]))
+    poster = Poster(
+        config["master_url"],
+        config.get("token"),
+        float(config["timeout_s"]),
+        int(config["connect_retries"]),
+    )
     try:
         Courier(config, poster, data_fd, sys.stdout.buffer).run()
     finally:

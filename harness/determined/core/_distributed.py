@@ -8,6 +8,7 @@ a temp dir, or ephemeral TCP on 127.0.0.1 with ``force_tcp``), used by the ``*_l
 These helpers coordinate small Python objects (a checkpoint uuid, a "should I stop" flag); they are
 not a replacement for framework collectives such as ``torch.distributed.all_reduce``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,7 +17,7 @@ import pickle
 import shutil
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import zmq  # imported where sockets are made: a single-process trial never pays for it
@@ -63,7 +64,7 @@ class _Star:
         zmq_context: zmq.Context,
         index: int,
         size: int,
-        timeout: Optional[float],
+        timeout: float | None,
         what: str,
     ) -> None:
         self.zmq_context = zmq_context
@@ -73,7 +74,7 @@ class _Star:
         self.timeout = timeout
         self.seq = 0
         self.is_root = index == 0
-        self.sockets: List[zmq.Socket] = []
+        self.sockets: list[zmq.Socket] = []
         self.pub_endpoint = ""
         self.pull_endpoint = ""
 
@@ -121,7 +122,7 @@ class _Star:
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def _recv(self, sock: zmq.Socket, timeout: Optional[float], waiting_for: str) -> Any:
+    def _recv(self, sock: zmq.Socket, timeout: float | None, waiting_for: str) -> Any:
         if timeout is not None:
             if not sock.poll(int(timeout * 1000)):
                 raise DistributedTimeout(
@@ -131,7 +132,7 @@ class _Star:
                 )
         return pickle.loads(sock.recv())
 
-    def _send(self, sock: zmq.Socket, message: Tuple) -> None:
+    def _send(self, sock: zmq.Socket, message: tuple) -> None:
         sock.send(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
     def startup_sync(self, timeout: float) -> None:
@@ -140,7 +141,7 @@ class _Star:
         # received one is subscribed, so it will also receive everything after it.
         deadline = time.monotonic() + timeout
         if self.is_root:
-            ready = set()
+            ready: set[int] = set()
             while len(ready) < self.size - 1:
                 if time.monotonic() > deadline:
                     missing = sorted(set(range(1, self.size)) - ready)
@@ -179,7 +180,7 @@ class _Star:
                     self._send(self.push, ("ready", 0, self.index))
                     acknowledged = True
 
-    def _check(self, got: Tuple[str, int], expected: Tuple[str, int], sender: str) -> None:
+    def _check(self, got: tuple[str, int], expected: tuple[str, int], sender: str) -> None:
         if got != expected:
             raise RuntimeError(
                 f"DistributedContext ({self.what}): rank {self.index} called {expected[0]} "
@@ -189,10 +190,10 @@ class _Star:
 
     # -- collectives -------------------------------------------------------------------------
 
-    def gather(self, obj: Any, name: str = "gather") -> Optional[List[Any]]:
+    def gather(self, obj: Any, name: str = "gather") -> list[Any] | None:
         self.seq += 1
         if self.is_root:
-            values: List[Any] = [None] * self.size
+            values: list[Any] = [None] * self.size
             values[0] = obj
             for _ in range(self.size - 1):
                 kind, seq, member, value = self._recv(
@@ -214,16 +215,16 @@ class _Star:
         self._check((kind, seq), (name, self.seq), "the root")
         return value
 
-    def gather_with_release(self, obj: Any) -> Optional[List[Any]]:
+    def gather_with_release(self, obj: Any) -> list[Any] | None:
         # Members wait until the root has everything, so a fast member cannot start its next
         # collective while the root is still collecting this one.
         values = self.gather(obj, "gather")
         self.broadcast(None, "gather")
         return values
 
-    def allgather(self, obj: Any) -> List[Any]:
+    def allgather(self, obj: Any) -> list[Any]:
         values = self.gather(obj, "allgather")
-        result: List[Any] = self.broadcast(values, "allgather")
+        result: list[Any] = self.broadcast(values, "allgather")
         return result
 
     def close(self) -> None:
@@ -242,18 +243,18 @@ class DistributedContext:
     def __init__(
         self,
         *,
-        rank: Optional[int],
-        size: Optional[int],
-        local_rank: Optional[int],
-        local_size: Optional[int],
-        cross_rank: Optional[int],
-        cross_size: Optional[int],
-        chief_ip: Optional[str] = None,
-        pub_port: Optional[int] = None,
-        pull_port: Optional[int] = None,
+        rank: int | None,
+        size: int | None,
+        local_rank: int | None,
+        local_size: int | None,
+        cross_rank: int | None,
+        cross_size: int | None,
+        chief_ip: str | None = None,
+        pub_port: int | None = None,
+        pull_port: int | None = None,
         port_offset: int = 0,
         force_tcp: bool = False,
-        timeout: Optional[float] = None,
+        timeout: float | None = None,
     ) -> None:
         """Connect this process to the other processes of the trial.
 
@@ -282,7 +283,7 @@ class DistributedContext:
             rank, size, local_rank, local_size, cross_rank, cross_size = 0, 1, 0, 1, 0, 1
         elif any(v is None for v in given):
             names = ["rank", "size", "local_rank", "local_size", "cross_rank", "cross_size"]
-            missing = [n for n, v in zip(names, given) if v is None]
+            missing = [n for n, v in zip(names, given, strict=False) if v is None]
             raise ValueError(
                 "DistributedContext: pass all of rank, size, local_rank, local_size, cross_rank "
                 f"and cross_size, or none of them; missing: {', '.join(missing)}"
@@ -307,8 +308,7 @@ class DistributedContext:
                 )
         if self.local_size > self.size:
             raise ValueError(
-                f"DistributedContext: local_size={self.local_size} is larger than "
-                f"size={self.size}"
+                f"DistributedContext: local_size={self.local_size} is larger than size={self.size}"
             )
 
         if self.local_size == self.size:
@@ -336,10 +336,10 @@ class DistributedContext:
         self._timeout = timeout
         startup_timeout = timeout if timeout is not None else DEFAULT_STARTUP_TIMEOUT_S
 
-        self._zmq: Optional[zmq.Context] = None
-        self._global: Optional[_Star] = None
-        self._local: Optional[_Star] = None
-        self._tempdir: Optional[str] = None
+        self._zmq: zmq.Context | None = None
+        self._global: _Star | None = None
+        self._local: _Star | None = None
+        self._tempdir: str | None = None
         self._closed = False
         if self.size < 2:
             return
@@ -356,7 +356,10 @@ class DistributedContext:
     def _connect(self, startup_timeout: float) -> None:
         assert self._zmq is not None
         self._global = _Star(
-            zmq_context=self._zmq, index=self.rank, size=self.size, timeout=self._timeout,
+            zmq_context=self._zmq,
+            index=self.rank,
+            size=self.size,
+            timeout=self._timeout,
             what="global",
         )
         if self.rank == 0:
@@ -375,8 +378,11 @@ class DistributedContext:
         # The node's local_rank 0 opens the local star; everyone learns its address through a
         # global allgather, which is why construction is a collective.
         self._local = _Star(
-            zmq_context=self._zmq, index=self.local_rank, size=self.local_size,
-            timeout=self._timeout, what="local",
+            zmq_context=self._zmq,
+            index=self.local_rank,
+            size=self.local_size,
+            timeout=self._timeout,
+            what="local",
         )
         if self.local_rank == 0:
             if self._force_tcp:
@@ -435,7 +441,7 @@ class DistributedContext:
         if self._closed:
             raise RuntimeError("DistributedContext: used after close()")
 
-    def allgather(self, stuff: Any) -> List[Any]:
+    def allgather(self, stuff: Any) -> list[Any]:
         """Every rank gets every rank's ``stuff``; every rank must call it.
 
         Args:
@@ -454,7 +460,7 @@ class DistributedContext:
         assert self._global is not None
         return self._global.allgather(stuff)
 
-    def gather(self, stuff: Any) -> Optional[List[Any]]:
+    def gather(self, stuff: Any) -> list[Any] | None:
         """The chief gets every rank's ``stuff``; every rank must call it.
 
         Args:
@@ -492,7 +498,7 @@ class DistributedContext:
         assert self._global is not None
         return self._global.broadcast(stuff)
 
-    def allgather_local(self, stuff: Any) -> List[Any]:
+    def allgather_local(self, stuff: Any) -> list[Any]:
         """Like `allgather`, among the processes of this node only.
 
         Args:
@@ -511,7 +517,7 @@ class DistributedContext:
         assert self._local is not None
         return self._local.allgather(stuff)
 
-    def gather_local(self, stuff: Any) -> Optional[List[Any]]:
+    def gather_local(self, stuff: Any) -> list[Any] | None:
         """Like `gather`, among the processes of this node only, to local rank 0.
 
         Args:
@@ -565,7 +571,7 @@ class DistributedContext:
             shutil.rmtree(self._tempdir, ignore_errors=True)
             self._tempdir = None
 
-    def __enter__(self) -> "DistributedContext":
+    def __enter__(self) -> DistributedContext:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -581,7 +587,7 @@ class DistributedContext:
     # -- constructors from launcher environments ---------------------------------------------
 
     @classmethod
-    def from_torch_distributed(cls, chief_ip: Optional[str] = None) -> "DistributedContext":
+    def from_torch_distributed(cls, chief_ip: str | None = None) -> DistributedContext:
         """Build from the environment torchrun gives each worker.
 
         Args:
@@ -596,8 +602,14 @@ class DistributedContext:
             ValueError: one of them is not an integer.
         """
         env = _require_env(
-            ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-             "GROUP_WORLD_SIZE"],
+            [
+                "RANK",
+                "WORLD_SIZE",
+                "LOCAL_RANK",
+                "LOCAL_WORLD_SIZE",
+                "GROUP_RANK",
+                "GROUP_WORLD_SIZE",
+            ],
             "from_torch_distributed() must run in a process started by torchrun, e.g. through "
             "python3 -m determined.launch.torch_distributed",
         )
@@ -612,7 +624,7 @@ class DistributedContext:
         )
 
     @classmethod
-    def from_deepspeed(cls, chief_ip: Optional[str] = None) -> "DistributedContext":
+    def from_deepspeed(cls, chief_ip: str | None = None) -> DistributedContext:
         """Build from the environment the DeepSpeed launcher gives each worker.
 
         Args:
@@ -641,7 +653,7 @@ class DistributedContext:
         )
 
     @classmethod
-    def from_horovod(cls, hvd: Any, chief_ip: Optional[str] = None) -> "DistributedContext":
+    def from_horovod(cls, hvd: Any, chief_ip: str | None = None) -> DistributedContext:
         """Build from an initialized ``horovod.<framework>`` module.
 
         Args:
@@ -662,9 +674,7 @@ class DistributedContext:
                 return int(getattr(hvd, method)())
             if env_name in os.environ:
                 return int(os.environ[env_name])
-            raise ValueError(
-                f"from_horovod(): hvd.{method}() is missing and {env_name} is not set"
-            )
+            raise ValueError(f"from_horovod(): hvd.{method}() is missing and {env_name} is not set")
 
         return cls(
             rank=hvd.rank(),
@@ -677,7 +687,7 @@ class DistributedContext:
         )
 
     @classmethod
-    def from_tf_config(cls) -> Tuple["DistributedContext", Any]:
+    def from_tf_config(cls) -> tuple[DistributedContext, Any]:
         """Build from ``TF_CONFIG`` (as set for ``MultiWorkerMirroredStrategy``).
 
         Returns:
@@ -708,7 +718,11 @@ class DistributedContext:
             )
             return context, tf.distribute.MultiWorkerMirroredStrategy()
         context = cls(
-            rank=None, size=None, local_rank=None, local_size=None, cross_rank=None,
+            rank=None,
+            size=None,
+            local_rank=None,
+            local_size=None,
+            cross_rank=None,
             cross_size=None,
         )
         if len(tf.config.list_physical_devices("GPU")) > 1:
@@ -716,7 +730,7 @@ class DistributedContext:
         return context, tf.distribute.get_strategy()
 
 
-def _require_env(names: List[str], hint: str) -> dict:
+def _require_env(names: list[str], hint: str) -> dict:
     missing = [n for n in names if not os.environ.get(n)]
     if missing:
         raise RuntimeError(f"environment variables {', '.join(missing)} are not set: {hint}")
@@ -735,6 +749,4 @@ class DummyDistributedContext(DistributedContext):
     """Rank 0 of 1: every collective returns at once without I/O."""
 
     def __init__(self) -> None:
-        super().__init__(
-            rank=0, size=1, local_rank=0, local_size=1, cross_rank=0, cross_size=1
-        )
+        super().__init__(rank=0, size=1, local_rank=0, local_size=1, cross_rank=0, cross_size=1)

@@ -3,6 +3,7 @@
 The training thread only validates and enqueues; the shipper thread drains everything queued into
 one POST (the batch form of `POST /trials/{id}/metrics`), so the loop never waits on HTTP.
 """
+
 from __future__ import annotations
 
 import collections
@@ -155,7 +156,11 @@ class MetricsShipper:
         if reports:
             post_json(self._session, f"/trials/{self._trial_id}/metrics", {"reports": reports})
         if progress is not None:
-            post_json(self._session, f"/trials/{self._trial_id}/progress", {"progress": progress, "is_raw": True})
+            post_json(
+                self._session,
+                f"/trials/{self._trial_id}/progress",
+                {"progress": progress, "is_raw": True},
+            )
 
 
 _iso_cache: tuple = (None, "")
@@ -181,7 +186,9 @@ def _json_default(value: Any) -> Any:
                 return convert()
             except (TypeError, ValueError, RuntimeError):
                 continue
-    raise TypeError(f"metric value {value!r} of type {type(value).__name__} cannot be stored as JSON")
+    raise TypeError(
+        f"metric value {value!r} of type {type(value).__name__} cannot be stored as JSON"
+    )
 
 
 def post_json(session: Any, path: str, body: Any) -> None:

@@ -3,6 +3,7 @@
 A daemon thread long-polls the master so `should_preempt()` is a cached read after the first
 answer (in WorkersAskChief mode it is still a synchronization point: the chief broadcasts).
 """
+
 from __future__ import annotations
 
 import enum
@@ -28,14 +29,18 @@ class PreemptMode(str, enum.Enum):
 class _PreemptionWatcher:
     """First a 0 s poll, then 60 s long polls until the (sticky) signal arrives."""
 
-    def __init__(self, session: Any, allocation_id: str, retry_after_error_s: float = RETRY_AFTER_ERROR_S):
+    def __init__(
+        self, session: Any, allocation_id: str, retry_after_error_s: float = RETRY_AFTER_ERROR_S
+    ):
         self._session = session
         self._allocation_id = allocation_id
         self._retry_after_error_s = retry_after_error_s
         self._preempted = False
         self._first_answer = threading.Event()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="PreemptionWatcherThread", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="PreemptionWatcherThread", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()
@@ -105,7 +110,9 @@ class PreemptContext:
         """Start watching for the preemption signal (called by `core.Context.__enter__`)."""
         self._started = True
         if self._needs_watcher():
-            self._watcher = _PreemptionWatcher(self._watcher_session, self._allocation_id, self._retry_after_error_s)
+            self._watcher = _PreemptionWatcher(
+                self._watcher_session, self._allocation_id, self._retry_after_error_s
+            )
             self._watcher.start()
 
     def close(self) -> None:
@@ -173,7 +180,9 @@ class PreemptContext:
             return
         self._acked = True
         if self._preemption_requested():
-            logger.info("acknowledging the preemption signal: this process will exit and resume later")
+            logger.info(
+                "acknowledging the preemption signal: this process will exit and resume later"
+            )
         self._session.post(f"/allocations/{self._allocation_id}/signals/ack_preemption")
 
     def _preemption_requested(self) -> bool:
@@ -184,8 +193,12 @@ class PreemptContext:
 class DummyPreemptContext(PreemptContext):
     """Off the master: never preempted, but the same rank rules and synchronization."""
 
-    def __init__(self, distributed: Any, preempt_mode: PreemptMode = PreemptMode.WorkersAskChief) -> None:
-        super().__init__(session=None, allocation_id="", distributed=distributed, preempt_mode=preempt_mode)
+    def __init__(
+        self, distributed: Any, preempt_mode: PreemptMode = PreemptMode.WorkersAskChief
+    ) -> None:
+        super().__init__(
+            session=None, allocation_id="", distributed=distributed, preempt_mode=preempt_mode
+        )
 
     def _needs_watcher(self) -> bool:
         return False  # there is no master to watch

@@ -7,6 +7,7 @@ Samples come from /proc (cpu, memory, disk, network) and from pynvml when it fin
 (and `/determined_shared_fs` where it exists); `memory_free` is in GB. Inside a trial only its own
 GPUs (`DET_GPU_UUIDS`) are sampled, as a Determined container sees only those.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,16 +15,29 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 logger = logging.getLogger("determined.core")
 
 
 def _validate(sampling_interval: Any, samples_per_report: Any) -> None:
-    if not isinstance(sampling_interval, (int, float)) or isinstance(sampling_interval, bool) or sampling_interval < 0.1:
-        raise ValueError(f"profiler.on(sampling_interval=...): must be a number of seconds >= 0.1, got {sampling_interval!r}")
-    if not isinstance(samples_per_report, int) or isinstance(samples_per_report, bool) or samples_per_report < 1:
-        raise ValueError(f"profiler.on(samples_per_report=...): must be an int >= 1, got {samples_per_report!r}")
+    if (
+        not isinstance(sampling_interval, (int, float))
+        or isinstance(sampling_interval, bool)
+        or sampling_interval < 0.1
+    ):
+        raise ValueError(
+            f"profiler.on(sampling_interval=...): must be a number of seconds >= 0.1, got {sampling_interval!r}"
+        )
+    if (
+        not isinstance(samples_per_report, int)
+        or isinstance(samples_per_report, bool)
+        or samples_per_report < 1
+    ):
+        raise ValueError(
+            f"profiler.on(samples_per_report=...): must be an int >= 1, got {samples_per_report!r}"
+        )
 
 
 def _read_cpu_times() -> tuple[int, int] | None:
@@ -71,7 +85,12 @@ def _read_disk_stats() -> tuple[int, int, int]:
         with open("/proc/diskstats") as f:
             for line in f:
                 cols = line.split()
-                if len(cols) < 10 or cols[2].startswith(("loop", "ram")) or cols[2][-1].isdigit() and not cols[2].startswith("nvme"):
+                if (
+                    len(cols) < 10
+                    or cols[2].startswith(("loop", "ram"))
+                    or cols[2][-1].isdigit()
+                    and not cols[2].startswith("nvme")
+                ):
                     continue
                 ios += int(cols[3]) + int(cols[7])
                 read += int(cols[5]) * 512
@@ -117,8 +136,10 @@ def _accumulate(bucket: dict[str, Any], values: dict[str, Any]) -> None:
 
 
 def _divide(bucket: dict[str, Any], count: int) -> dict[str, Any]:
-    return {key: _divide(value, count) if isinstance(value, dict) else value / count
-            for key, value in bucket.items()}
+    return {
+        key: _divide(value, count) if isinstance(value, dict) else value / count
+        for key, value in bucket.items()
+    }
 
 
 class _Sampler:
@@ -198,7 +219,9 @@ class ProfilerContext:
     collector per machine); on other ranks `on()` only checks its arguments.
     """
 
-    def __init__(self, report: Callable[[str, dict], None], agent_id: str, local_rank: int = 0) -> None:
+    def __init__(
+        self, report: Callable[[str, dict], None], agent_id: str, local_rank: int = 0
+    ) -> None:
         self._report = report  # report(group, metrics) -> None, e.g. through the metrics shipper
         self._agent_id = agent_id or "agent"
         self._local_rank = local_rank
@@ -224,7 +247,10 @@ class ProfilerContext:
             return
         self._stop.clear()
         self._thread = threading.Thread(
-            target=self._run, args=(sampling_interval, samples_per_report), name="ProfilerThread", daemon=True
+            target=self._run,
+            args=(sampling_interval, samples_per_report),
+            name="ProfilerThread",
+            daemon=True,
         )
         self._thread.start()
 

@@ -3,11 +3,13 @@
 The chief long-polls `GET /trials/{id}/searcher/operation`; each op's `length` is an absolute
 target (train until your total reaches it, validate, then `op.report_completed(metric)`).
 """
+
 from __future__ import annotations
 
 import enum
 import logging
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 logger = logging.getLogger("determined.core")
 
@@ -74,13 +76,17 @@ class SearcherOperation:
         if not self._is_chief:
             raise RuntimeError("op.report_progress() may only be called by the chief (rank 0)")
         if self._completed and length != self._length:
-            raise RuntimeError("op.report_progress() after op.report_completed() must equal op.length")
+            raise RuntimeError(
+                "op.report_progress() after op.report_completed() must equal op.length"
+            )
         self._send_progress(length)
 
     def _send_progress(self, length: float) -> None:
         fraction = min(1.0, max(0.0, float(length) / self._length)) if self._length else 1.0
         logger.debug("op.report_progress(%s) -> %.4f", length, fraction)
-        self._session.post(f"/trials/{self._trial_id}/progress", {"progress": fraction, "is_raw": True})
+        self._session.post(
+            f"/trials/{self._trial_id}/progress", {"progress": fraction, "is_raw": True}
+        )
 
     def report_completed(self, searcher_metric: Any) -> None:
         """Finish this op: training reached `length` and was validated.
@@ -187,7 +193,9 @@ class SearcherContext:
         searcher_mode = SearcherMode(searcher_mode)
         rank = self._distributed.rank
         if searcher_mode is SearcherMode.ChiefOnly and rank != 0:
-            raise RuntimeError(f"searcher.operations() on rank {rank} with SearcherMode.ChiefOnly: only the chief may iterate")
+            raise RuntimeError(
+                f"searcher.operations() on rank {rank} with SearcherMode.ChiefOnly: only the chief may iterate"
+            )
         chief = rank == 0
         lengths = self._lengths() if chief else None
         while True:
@@ -265,4 +273,4 @@ class SearcherContextMissing(SearcherContext):
             "in trials started by the master"
         )
 
-    operations = acknowledge_out_of_ops = get_configured_units = _fail  # type: ignore[assignment]
+    operations = acknowledge_out_of_ops = get_configured_units = _fail

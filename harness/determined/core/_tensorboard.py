@@ -4,13 +4,14 @@ AUTO mode is accepted but writes no event files: master_lite has no TensorBoard 
 harness stays free of TensorFlow/tensorboard imports, so reports are only counted. MANUAL mode
 copies files the user wrote into `get_tensorboard_path()` to checkpoint storage when asked.
 """
+
 from __future__ import annotations
 
 import enum
 import pathlib
 import shutil
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 
 class TensorboardMode(str, enum.Enum):
@@ -31,11 +32,18 @@ class TensorboardManager:
         rank: int = 0,
     ) -> None:
         self.mode = TensorboardMode(mode)
-        self.path = pathlib.Path(tempfile.gettempdir()) / "determined-tensorboard" / f"trial-{trial_id}"
+        self.path = (
+            pathlib.Path(tempfile.gettempdir()) / "determined-tensorboard" / f"trial-{trial_id}"
+        )
         self._target = (
             None
             if storage_base is None
-            else storage_base / "tensorboard" / "experiment" / str(experiment_id) / "trial" / str(trial_id)
+            else storage_base
+            / "tensorboard"
+            / "experiment"
+            / str(experiment_id)
+            / "trial"
+            / str(trial_id)
         )
         self._rank = rank
         self.reports_seen = 0

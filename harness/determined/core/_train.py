@@ -1,4 +1,5 @@
 """`core_context.train`: report metrics, progress, early exits and status to the master."""
+
 from __future__ import annotations
 
 import enum
@@ -6,7 +7,8 @@ import logging
 import operator
 import pathlib
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from determined.core._metrics import MetricsShipper
 
@@ -27,7 +29,9 @@ class EarlyExitReason(str, enum.Enum):
 
 def _check_group(group: str) -> None:
     if not isinstance(group, str) or not group or "." in group:
-        raise ValueError(f"report_metrics: group must be a non-empty string without '.', got {group!r}")
+        raise ValueError(
+            f"report_metrics: group must be a non-empty string without '.', got {group!r}"
+        )
 
 
 def _check_steps(steps_completed: Any) -> int:
@@ -146,14 +150,20 @@ class TrainContext:
         """
         self._report("validation", steps_completed, metrics, None)
 
-    def _report(self, group: str, steps_completed: int, metrics: dict, batch_metrics: list | None) -> None:
+    def _report(
+        self, group: str, steps_completed: int, metrics: dict, batch_metrics: list | None
+    ) -> None:
         steps_completed = _check_steps(steps_completed)
         metrics = _check_metrics(group, metrics)
         if logger.isEnabledFor(logging.INFO):
-            logger.info("report_%s_metrics(steps_completed=%s, metrics=%s)", group, steps_completed, metrics)
+            logger.info(
+                "report_%s_metrics(steps_completed=%s, metrics=%s)", group, steps_completed, metrics
+            )
         self._send(group, steps_completed, metrics, batch_metrics)
 
-    def _send(self, group: str, steps_completed: int, metrics: dict, batch_metrics: list | None) -> None:
+    def _send(
+        self, group: str, steps_completed: int, metrics: dict, batch_metrics: list | None
+    ) -> None:
         """Hand checked metrics to the shipper (and TensorBoard); the dummy overrides this."""
         self._shipper.put((group, steps_completed, metrics, batch_metrics, time.time()))
         if group == "training" or group == "validation":
@@ -256,7 +266,9 @@ class TrainContext:
         Raises:
             NotImplementedError: always.
         """
-        raise NotImplementedError("run metadata (set_metadata/get_metadata) is not supported by master_lite")
+        raise NotImplementedError(
+            "run metadata (set_metadata/get_metadata) is not supported by master_lite"
+        )
 
     def get_metadata(self) -> dict:
         """Not supported by master_lite (Determined reads the run metadata).
@@ -264,7 +276,9 @@ class TrainContext:
         Raises:
             NotImplementedError: always.
         """
-        raise NotImplementedError("run metadata (set_metadata/get_metadata) is not supported by master_lite")
+        raise NotImplementedError(
+            "run metadata (set_metadata/get_metadata) is not supported by master_lite"
+        )
 
 
 class DummyTrainContext(TrainContext):
@@ -279,7 +293,9 @@ class DummyTrainContext(TrainContext):
     def _close(self) -> None:
         pass
 
-    def _send(self, group: str, steps_completed: int, metrics: dict, batch_metrics: list | None) -> None:
+    def _send(
+        self, group: str, steps_completed: int, metrics: dict, batch_metrics: list | None
+    ) -> None:
         pass  # `_report` has logged it
 
     def report_progress(self, progress: float) -> None:

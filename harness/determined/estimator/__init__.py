@@ -4,6 +4,7 @@ Importing this package never imports TensorFlow: it is loaded when an Estimator 
 needs TensorFlow <= 2.15 with tensorflow-estimator (`tf.estimator` was removed in 2.16); elsewhere
 it raises `EstimatorUnavailable`, saying what to install.
 """
+
 from determined.estimator._availability import (
     INSTALL_HINT,
     EstimatorUnavailable,
@@ -11,7 +12,14 @@ from determined.estimator._availability import (
     require_estimator,
 )
 from determined.estimator._context import EstimatorNativeContext, EstimatorTrialContext
-from determined.estimator._loop import EstimatorLoop, EstimatorSpecs, LoopMode, LoopResult, Report, format_table
+from determined.estimator._loop import (
+    EstimatorLoop,
+    EstimatorSpecs,
+    LoopMode,
+    LoopResult,
+    Report,
+    format_table,
+)
 from determined.estimator._run import (
     run_estimator_trial,
     train,

@@ -3,6 +3,7 @@
 `tf.estimator` was removed in TensorFlow 2.16; the last stack with it is `tensorflow-cpu==2.15.1`
 + `tensorflow-estimator==2.15.*` (numpy < 2), which lives in its own virtual environment.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -31,7 +32,10 @@ def estimator_available() -> tuple[bool, str]:
     version = tf.__version__
     major_minor = tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
     if major_minor >= (2, 16):
-        return False, f"TensorFlow {version} is installed and tf.estimator was removed in TensorFlow 2.16"
+        return (
+            False,
+            f"TensorFlow {version} is installed and tf.estimator was removed in TensorFlow 2.16",
+        )
     if importlib.util.find_spec("tensorflow_estimator") is None:
         return False, f"TensorFlow {version} is installed but tensorflow-estimator is not"
     return True, version
@@ -41,4 +45,6 @@ def require_estimator(where: str = "det.experimental.estimator") -> None:
     """Raise `EstimatorUnavailable`, saying why and what to install, unless tf.estimator works here."""
     available, reason = estimator_available()
     if not available:
-        raise EstimatorUnavailable(f"{where} needs tf.estimator: {reason}. To use it, {INSTALL_HINT}")
+        raise EstimatorUnavailable(
+            f"{where} needs tf.estimator: {reason}. To use it, {INSTALL_HINT}"
+        )

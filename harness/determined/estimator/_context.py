@@ -5,9 +5,11 @@ offered. With one slot per trial there is nothing to distribute, so `wrap_optimi
 `wrap_dataset` hand their argument back; `wrap_run_config` seeds the graph with the trial seed.
 TensorFlow is imported only by `wrap_run_config`.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from determined import errors
 from determined.experimental._context import NativeContext, TrialContextBase
@@ -64,14 +66,18 @@ class EstimatorNativeContext(_EstimatorWrappers, NativeContext):
             raise errors.InvalidExperimentException(
                 f"train_and_evaluate(estimator=...): expected a tf.estimator.Estimator, got {type(estimator).__name__}"
             )
-        if not isinstance(train_spec, tf.estimator.TrainSpec) or not isinstance(eval_spec, tf.estimator.EvalSpec):
+        if not isinstance(train_spec, tf.estimator.TrainSpec) or not isinstance(
+            eval_spec, tf.estimator.EvalSpec
+        ):
             raise errors.InvalidExperimentException(
                 "train_and_evaluate(estimator, train_spec, eval_spec): train_spec must be a tf.estimator.TrainSpec "
                 f"and eval_spec a tf.estimator.EvalSpec (got {type(train_spec).__name__}, {type(eval_spec).__name__})"
             )
         self.estimator, self.train_spec, self.eval_spec = estimator, train_spec, eval_spec
         if self._train_fn is None:
-            raise errors.InternalException("EstimatorNativeContext without a train function: use det.experimental.estimator.init()")
+            raise errors.InternalException(
+                "EstimatorNativeContext without a train function: use det.experimental.estimator.init()"
+            )
         return self._train_fn()
 
     def set_serving_input_receiver_fns(self, fns: dict[str, Callable[[], Any]]) -> None:

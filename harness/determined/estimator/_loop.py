@@ -26,7 +26,7 @@ import pathlib
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from determined import errors
@@ -117,6 +117,7 @@ def skipping_input_fn(input_fn: Callable[..., Any], skip: int) -> Callable[..., 
     Estimator passes `mode`/`params`/`config`/`input_context` only to an input_fn naming them, so
     the wrapper names all four and forwards those the user's input_fn takes.
     """
+    parameters: Mapping[str, Any]
     try:
         parameters = inspect.signature(input_fn).parameters
     except (TypeError, ValueError):
@@ -481,6 +482,9 @@ def format_table(reports: list[Report]) -> str:
             [str(steps)] + [f"{rows[steps][n]:.4f}" if n in rows[steps] else "" for n in names]
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
-    out = ["  ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in lines]
+    out = [
+        "  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=False))
+        for line in lines
+    ]
     out.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(out)

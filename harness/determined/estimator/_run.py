@@ -6,6 +6,7 @@
   arguments as `determined.exec.harness.run_pytorch_trial`;
 * `local_core_context(config, test=...)` / `print_local_summary(...)` for `local=True` runs.
 """
+
 from __future__ import annotations
 
 import logging
@@ -14,13 +15,21 @@ import random
 from typing import Any
 
 from determined import errors
-from determined.experimental._local import local_core_context
 from determined.estimator._availability import require_estimator
 from determined.estimator._context import EstimatorTrialContext
-from determined.estimator._loop import EstimatorLoop, EstimatorSpecs, LoopMode, LoopResult, Report, format_table
+from determined.estimator._loop import (
+    EstimatorLoop,
+    EstimatorSpecs,
+    LoopMode,
+    LoopResult,
+    Report,
+    format_table,
+)
 from determined.estimator._trial import EstimatorTrial
+from determined.experimental._local import local_core_context
 
 logger = logging.getLogger("determined.estimator")
+
 
 def silence_tensorflow() -> None:
     """TF's C++ start-up chatter drowns the trial's logs; set before TensorFlow is imported."""
@@ -45,7 +54,12 @@ def _print_report(report: Report) -> None:
 
 
 def train(
-    core_context: Any, context: Any, specs: EstimatorSpecs, *, mode: LoopMode, latest_checkpoint: str | None = None
+    core_context: Any,
+    context: Any,
+    specs: EstimatorSpecs,
+    *,
+    mode: LoopMode,
+    latest_checkpoint: str | None = None,
 ) -> LoopResult:
     loop = EstimatorLoop(
         core_context,
@@ -107,10 +121,17 @@ def train_trial_class(
     from determined.experimental._context import DistributedInfo
 
     seed_everything(trial_seed)
-    distributed = DistributedInfo.from_core(core_context.distributed) if core_context is not None else None
+    distributed = (
+        DistributedInfo.from_core(core_context.distributed) if core_context is not None else None
+    )
     context = EstimatorTrialContext(
-        config, hparams, trial_seed=trial_seed, trial_id=trial_id, experiment_id=experiment_id,
-        distributed=distributed, core_context=core_context,
+        config,
+        hparams,
+        trial_seed=trial_seed,
+        trial_id=trial_id,
+        experiment_id=experiment_id,
+        distributed=distributed,
+        core_context=core_context,
     )
     specs = specs_from_trial(trial_class(context))
     return train(core_context, context, specs, mode=mode, latest_checkpoint=latest_checkpoint)
@@ -162,9 +183,15 @@ def run_estimator_trial(
         trial = info.trial
         with core.init() as core_context:
             return train_trial_class(
-                trial_class, core_context, config=config, hparams=dict(hparams or trial.hparams),
-                trial_seed=trial.trial_seed, mode=LoopMode.CLUSTER, trial_id=trial.trial_id,
-                experiment_id=trial.experiment_id, latest_checkpoint=latest_checkpoint,
+                trial_class,
+                core_context,
+                config=config,
+                hparams=dict(hparams or trial.hparams),
+                trial_seed=trial.trial_seed,
+                mode=LoopMode.CLUSTER,
+                trial_id=trial.trial_id,
+                experiment_id=trial.experiment_id,
+                latest_checkpoint=latest_checkpoint,
             )
     from determined.common import expconf
 
@@ -177,9 +204,16 @@ def run_estimator_trial(
     print(f"[local{' test' if test_mode else ''}] hyperparameters: {hparams}", flush=True)
     with local_core_context(expanded, test=test_mode) as core_context:
         result = train_trial_class(
-            trial_class, core_context, config=expanded, hparams=hparams, trial_seed=seed,
-            mode=LoopMode.TEST if test_mode else LoopMode.LOCAL, latest_checkpoint=latest_checkpoint,
+            trial_class,
+            core_context,
+            config=expanded,
+            hparams=hparams,
+            trial_seed=seed,
+            mode=LoopMode.TEST if test_mode else LoopMode.LOCAL,
+            latest_checkpoint=latest_checkpoint,
         )
-        base = getattr(getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None)
+        base = getattr(
+            getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None
+        )
     print_local_summary(result, test=test_mode, checkpoint_base=None if test_mode else base)
     return result

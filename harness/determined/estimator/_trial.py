@@ -1,7 +1,9 @@
 """`det.estimator.EstimatorTrial`: the Trial API for tf.estimator (Determined <= 0.24; TensorFlow <= 2.15)."""
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from determined.estimator._context import EstimatorTrialContext
 
@@ -21,13 +23,19 @@ class EstimatorTrial:
         self.context = context
 
     def build_estimator(self) -> Any:
-        raise NotImplementedError("EstimatorTrial.build_estimator() must return a tf.estimator.Estimator")
+        raise NotImplementedError(
+            "EstimatorTrial.build_estimator() must return a tf.estimator.Estimator"
+        )
 
     def build_train_spec(self) -> Any:
-        raise NotImplementedError("EstimatorTrial.build_train_spec() must return a tf.estimator.TrainSpec")
+        raise NotImplementedError(
+            "EstimatorTrial.build_train_spec() must return a tf.estimator.TrainSpec"
+        )
 
     def build_validation_spec(self) -> Any:
-        raise NotImplementedError("EstimatorTrial.build_validation_spec() must return a tf.estimator.EvalSpec")
+        raise NotImplementedError(
+            "EstimatorTrial.build_validation_spec() must return a tf.estimator.EvalSpec"
+        )
 
     def build_serving_input_receiver_fns(self) -> dict[str, Callable[[], Any]]:
         """Optional: name -> serving_input_receiver_fn; each checkpoint then holds a SavedModel per name."""

@@ -11,6 +11,7 @@ promotes Trial classes). A PyTorchTrial with several slots re-executes itself un
 
 The module is imported from the current working directory (the experiment's context directory).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,14 +20,15 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type
+from collections.abc import Callable
+from typing import Any
 
 import determined as det
 
 logger = logging.getLogger("determined.exec.harness")
 
 
-def load_trial_class(spec: str) -> Type[Any]:
+def load_trial_class(spec: str) -> type[Any]:
     """`"model_def:MyTrial"` -> the class, importing `model_def` from the working directory."""
     module_name, sep, qualname = spec.partition(":")
     if not sep or not module_name or not qualname:
@@ -40,34 +42,38 @@ def load_trial_class(spec: str) -> Type[Any]:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise ValueError(f"trial class {spec!r}: module {module_name!r} has no attribute {qualname!r}") from None
-    return obj  # type: ignore[no-any-return]
+            raise ValueError(
+                f"trial class {spec!r}: module {module_name!r} has no attribute {qualname!r}"
+            ) from None
+    return obj
 
 
 def _subclasses(trial_class: Any, qualified_name: str) -> bool:
     # By name, so checking a class never imports a framework the trial does not use.
     mro = getattr(trial_class, "__mro__", ())
-    return isinstance(trial_class, type) and any(f"{c.__module__}.{c.__qualname__}" == qualified_name for c in mro)
+    return isinstance(trial_class, type) and any(
+        f"{c.__module__}.{c.__qualname__}" == qualified_name for c in mro
+    )
 
 
-def runner_for(trial_class: Any) -> Optional[Callable[..., Any]]:
+def runner_for(trial_class: Any) -> Callable[..., Any] | None:
     """The function that trains this kind of Trial class (same signature as run_pytorch_trial)."""
     if _subclasses(trial_class, "determined.pytorch._trial.PyTorchTrial"):
         return run_pytorch_trial
     if _subclasses(trial_class, "determined.keras._trial.TFKerasTrial"):
         from determined.keras import run_keras_trial
 
-        return run_keras_trial  # type: ignore[no-any-return]
+        return run_keras_trial
     if _subclasses(trial_class, "determined.estimator._trial.EstimatorTrial"):
         from determined.estimator import run_estimator_trial
 
-        return run_estimator_trial  # type: ignore[no-any-return]
+        return run_estimator_trial
     return None
 
 
-def default_hparams(hyperparameters: Dict[str, Any]) -> Dict[str, Any]:
+def default_hparams(hyperparameters: dict[str, Any]) -> dict[str, Any]:
     """One point of a config's hyperparameter space for local runs (no searcher off the master)."""
-    point: Dict[str, Any] = {}
+    point: dict[str, Any] = {}
     for name, spec in hyperparameters.items():
         if not isinstance(spec, dict):
             point[name] = spec
@@ -84,7 +90,7 @@ def default_hparams(hyperparameters: Dict[str, Any]) -> Dict[str, Any]:
     return point
 
 
-def _period(config: Dict[str, Any], key: str, global_batch_size: Optional[int]) -> Any:
+def _period(config: dict[str, Any], key: str, global_batch_size: int | None) -> Any:
     from determined import pytorch
 
     length = config.get(key) or {"batches": 0}
@@ -92,8 +98,8 @@ def _period(config: Dict[str, Any], key: str, global_batch_size: Optional[int]) 
 
 
 def _training_length(
-    config: Dict[str, Any], global_batch_size: Optional[int], *, on_cluster: bool, test_mode: bool
-) -> Tuple[Any, bool]:
+    config: dict[str, Any], global_batch_size: int | None, *, on_cluster: bool, test_mode: bool
+) -> tuple[Any, bool]:
     """(max_length, driven by searcher operations?) for this run.
 
     On the master, the searcher's operations say how far to train (in the unit of
@@ -113,7 +119,7 @@ def _training_length(
     if searcher.get("max_length") is not None:
         return pytorch.TrainUnit._from_length(searcher["max_length"], global_batch_size), False
     if time_driven:
-        return pytorch.TrainUnit._from_values(**{time_metric: max_time}), False
+        return pytorch.TrainUnit._from_values(**{str(time_metric): max_time}), False
     raise ValueError(
         "the config says neither how long to train nor in which unit: set searcher.max_length "
         "(e.g. {batches: 1000}) or searcher.time_metric (batches or epochs) with searcher.max_time"
@@ -121,11 +127,11 @@ def _training_length(
 
 
 def run_pytorch_trial(
-    trial_class: Type[Any],
-    config: Dict[str, Any],
-    hparams: Optional[Dict[str, Any]],
+    trial_class: type[Any],
+    config: dict[str, Any],
+    hparams: dict[str, Any] | None,
     *,
-    latest_checkpoint: Optional[str] = None,
+    latest_checkpoint: str | None = None,
     on_cluster: bool,
     test_mode: bool = False,
 ) -> None:
@@ -142,7 +148,9 @@ def run_pytorch_trial(
         gbs = (context._hparams or {}).get("global_batch_size")
         gbs = gbs if isinstance(gbs, int) else None
         trial = trial_class(context)
-        max_length, use_operations = _training_length(config, gbs, on_cluster=on_cluster, test_mode=test_mode)
+        max_length, use_operations = _training_length(
+            config, gbs, on_cluster=on_cluster, test_mode=test_mode
+        )
         pytorch.Trainer(trial, context).fit(
             checkpoint_period=_period(config, "min_checkpoint_period", gbs),
             validation_period=_period(config, "min_validation_period", gbs),
@@ -157,13 +165,17 @@ def run_pytorch_trial(
         )
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m determined.exec.harness", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m determined.exec.harness", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("trial", help="the Trial class, MODULE:CLASS (e.g. model_def:MyTrial)")
     parser.add_argument("--config", help="experiment config file (off the master only)")
     parser.add_argument("--hparams", help="hyperparameters as JSON (off the master only)")
     parser.add_argument("--checkpoint", help="checkpoint uuid to resume from (off the master only)")
-    parser.add_argument("--test", action="store_true", help="train one batch, validate, checkpoint (off the master)")
+    parser.add_argument(
+        "--test", action="store_true", help="train one batch, validate, checkpoint (off the master)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format=det.LOG_FORMAT)
 
@@ -172,9 +184,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     if on_cluster:
         assert info is not None
         if args.config or args.hparams or args.checkpoint or args.test:
-            print("determined.exec.harness: --config/--hparams/--checkpoint/--test are for local runs only", file=sys.stderr)
+            print(
+                "determined.exec.harness: --config/--hparams/--checkpoint/--test are for local runs only",
+                file=sys.stderr,
+            )
             return 2
-        config, hparams, latest_checkpoint = info.trial._config, info.trial.hparams, info.latest_checkpoint
+        hparams: dict[str, Any] | None
+        config, hparams, latest_checkpoint = (
+            info.trial._config,
+            info.trial.hparams,
+            info.latest_checkpoint,
+        )
     else:
         if not args.config:
             print(
@@ -210,9 +230,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         # Several slots: one harness per slot under torchrun (Determined's launcher does this for
         # `module:Trial` entrypoints; the master may have started us directly).
         launcher = [sys.executable, "-m", "determined.launch.torch_distributed", "--"]
-        os.execv(sys.executable, launcher + [sys.executable, "-m", "determined.exec.harness", args.trial])
+        os.execv(
+            sys.executable, launcher + [sys.executable, "-m", "determined.exec.harness", args.trial]
+        )
     runner(
-        trial_class, config, hparams, latest_checkpoint=latest_checkpoint, on_cluster=on_cluster, test_mode=args.test
+        trial_class,
+        config,
+        hparams,
+        latest_checkpoint=latest_checkpoint,
+        on_cluster=on_cluster,
+        test_mode=args.test,
     )
     return 0
 

@@ -18,7 +18,6 @@ import re
 import signal
 import subprocess
 import sys
-from typing import List, Optional, Union
 
 from determined.launch import _lifetime
 
@@ -33,8 +32,8 @@ _LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
 def entrypoint_command(
-    entrypoint: Union[str, List[str]], *, num_slots: int = 1, python: str = sys.executable
-) -> List[str]:
+    entrypoint: str | list[str], *, num_slots: int = 1, python: str = sys.executable
+) -> list[str]:
     if isinstance(entrypoint, list):
         if not entrypoint:
             raise ValueError("entrypoint: an empty list cannot be run")
@@ -48,7 +47,7 @@ def entrypoint_command(
     return ["sh", "-c", entrypoint]
 
 
-def _entrypoint_from_env() -> Union[str, List[str]]:
+def _entrypoint_from_env() -> str | list[str]:
     raw = os.environ.get("DET_EXPERIMENT_CONFIG")
     if not raw:
         raise ValueError(
@@ -58,15 +57,15 @@ def _entrypoint_from_env() -> Union[str, List[str]]:
     entrypoint = json.loads(raw).get("entrypoint")
     if entrypoint is None:
         raise ValueError("the experiment config has no entrypoint")
-    return entrypoint  # type: ignore[no-any-return]
+    return entrypoint
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         if args:
             # One argument is a command string (like the config's); several are an argv list.
-            entrypoint: Union[str, List[str]] = args[0] if len(args) == 1 else args
+            entrypoint: str | list[str] = args[0] if len(args) == 1 else args
         else:
             entrypoint = _entrypoint_from_env()
         num_slots = len(json.loads(os.environ.get("DET_SLOT_IDS") or "[]"))

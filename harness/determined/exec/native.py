@@ -6,6 +6,7 @@ submitted itself). The script is re-executed from the top with `runpy`; its Nati
 train and stops the script with `StopLoadingImplementation`; then this runner trains it.
 A `.ipynb` command is first converted to a script (code cells, without `!`/`%` lines).
 """
+
 from __future__ import annotations
 
 import logging
@@ -13,10 +14,13 @@ import os
 import pathlib
 import runpy
 import sys
-from typing import List, Optional
 
 import determined as det
-from determined.experimental._native import RunpyGlobals, StopLoadingImplementation, notebook_to_script
+from determined.experimental._native import (
+    RunpyGlobals,
+    StopLoadingImplementation,
+    notebook_to_script,
+)
 
 logger = logging.getLogger("determined.exec.native")
 
@@ -31,7 +35,7 @@ def script_for(command0: str) -> str:
     return str(script)
 
 
-def native_command(config: dict) -> List[str]:
+def native_command(config: dict) -> list[str]:
     command = ((config.get("internal") or {}).get("native") or {}).get("command")
     if not command or not isinstance(command, list):
         raise ValueError(
@@ -41,10 +45,13 @@ def native_command(config: dict) -> List[str]:
     return [str(part) for part in command]
 
 
-def run(command: List[str]) -> int:
+def run(command: list[str]) -> int:
     script = script_for(command[0])
     if not os.path.exists(script):
-        print(f"determined.exec.native: the script {script!r} is not in the context directory", file=sys.stderr)
+        print(
+            f"determined.exec.native: the script {script!r} is not in the context directory",
+            file=sys.stderr,
+        )
         return 1
     script_dir = os.path.dirname(os.path.abspath(script))
     saved_argv, saved_path = sys.argv, list(sys.path)
@@ -70,11 +77,14 @@ def run(command: List[str]) -> int:
     return 0
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format=det.LOG_FORMAT)
     info = det.get_cluster_info()
     if info is None or info.task_type != "TRIAL":
-        print("determined.exec.native: runs only inside a trial started by the master", file=sys.stderr)
+        print(
+            "determined.exec.native: runs only inside a trial started by the master",
+            file=sys.stderr,
+        )
         return 2
     command = list(argv) if argv else native_command(info.trial._config)
     return run(command)

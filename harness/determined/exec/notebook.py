@@ -10,6 +10,7 @@
   under master_lite), as `<stem>.run-<DET_TRIAL_RUN_ID>.ipynb`; a log line names it.
 * A failing cell ends the trial with exit status 1, the cell's traceback in the logs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,38 +40,59 @@ def trial_parameters() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m determined.exec.notebook",
-                                     description="Run a notebook as a Determined trial (papermill).")
+    parser = argparse.ArgumentParser(
+        prog="python3 -m determined.exec.notebook",
+        description="Run a notebook as a Determined trial (papermill).",
+    )
     parser.add_argument("notebook", help="the .ipynb to run, relative to the context directory")
-    parser.add_argument("--kernel", default="python3",
-                        help="kernel name (default python3: this interpreter)")
+    parser.add_argument(
+        "--kernel", default="python3", help="kernel name (default python3: this interpreter)"
+    )
     parser.add_argument("--output", default=None, help="where to write the executed notebook")
     args = parser.parse_args(argv)
 
     notebook = Path(args.notebook)
     if not notebook.is_file():
-        print(f"determined.exec.notebook: {notebook} not found in the context directory "
-              f"{Path.cwd()} (the entrypoint names the notebook relative to the context)",
-              file=sys.stderr)
+        print(
+            f"determined.exec.notebook: {notebook} not found in the context directory "
+            f"{Path.cwd()} (the entrypoint names the notebook relative to the context)",
+            file=sys.stderr,
+        )
         return 2
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     output = Path(args.output) if args.output else output_path_for(notebook)
     output.parent.mkdir(parents=True, exist_ok=True)
-    print(f"determined.exec.notebook: running {notebook} with papermill; executed notebook: "
-          f"{output}", flush=True)
+    print(
+        f"determined.exec.notebook: running {notebook} with papermill; executed notebook: {output}",
+        flush=True,
+    )
     try:
         papermill.execute_notebook(
-            str(notebook), str(output), parameters=trial_parameters(),
-            kernel_name=args.kernel, progress_bar=False, log_output=True,
-            stdout_file=sys.stdout, stderr_file=sys.stderr, cwd=str(notebook.parent.absolute()))
+            str(notebook),
+            str(output),
+            parameters=trial_parameters(),
+            kernel_name=args.kernel,
+            progress_bar=False,
+            log_output=True,
+            stdout_file=sys.stdout,
+            stderr_file=sys.stderr,
+            cwd=str(notebook.parent.absolute()),
+        )
     except PapermillExecutionError as exc:
         traceback = "\n".join(ANSI.sub("", line) for line in exc.traceback)
-        print(f"determined.exec.notebook: cell {exc.cell_index} (execution count "
-              f"{exc.exec_count}) failed:\n{traceback}", file=sys.stderr, flush=True)
-        print(f"determined.exec.notebook: the executed notebook with the error is at {output}",
-              file=sys.stderr, flush=True)
+        print(
+            f"determined.exec.notebook: cell {exc.cell_index} (execution count "
+            f"{exc.exec_count}) failed:\n{traceback}",
+            file=sys.stderr,
+            flush=True,
+        )
+        print(
+            f"determined.exec.notebook: the executed notebook with the error is at {output}",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     print(f"determined.exec.notebook: executed notebook saved to {output}", flush=True)
     return 0

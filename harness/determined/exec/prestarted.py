@@ -24,6 +24,7 @@ the script is below the script's top-level frame.
 An end of file on the control pipe before a launch (the master retired us, or died) exits 0.
 This file must import nothing at module level beyond what `python3 train.py` itself loads.
 """
+
 import sys
 from collections.abc import Mapping
 
@@ -43,10 +44,11 @@ def _read_launch(fd: int) -> bytes:
 
 def _preload() -> None:
     # What a Core API trial imports anyway; `requests` is what its first HTTP request imports.
+    import requests  # noqa: F401
+
     import determined  # noqa: F401
     import determined.common.api  # noqa: F401
     import determined.core  # noqa: F401
-    import requests  # noqa: F401
     from determined.core import _courier
 
     # The process that will post the trial's reports, started now (its start-up is ~40 ms).
@@ -100,8 +102,7 @@ def _variables_set_by_startup() -> dict:
             names = {entry.split(b"=", 1)[0] for entry in environ_file.read().split(b"\0")}
     except OSError:
         return {}
-    return {k: v for k, v in os.environ.items()
-            if k == "LC_CTYPE" and os.fsencode(k) not in names}
+    return {k: v for k, v in os.environ.items() if k == "LC_CTYPE" and os.fsencode(k) not in names}
 
 
 def _become_trial(launch: dict) -> None:
@@ -128,16 +129,23 @@ def _become_trial(launch: dict) -> None:
     sys.path.insert(0, os.path.dirname(path))
 
     main = types.ModuleType("__main__")
-    main.__dict__.update(__annotations__={}, __builtins__=builtins, __cached__=None,
-                         __file__=path, __loader__=importlib.machinery.SourceFileLoader(
-                             "__main__", path), __package__=None, __spec__=None)
+    main.__dict__.update(
+        __annotations__={},
+        __builtins__=builtins,
+        __cached__=None,
+        __file__=path,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", path),
+        __package__=None,
+        __spec__=None,
+    )
     sys.modules["__main__"] = main
     try:
         with open(path, "rb") as source_file:
             source = source_file.read()
     except OSError as exc:  # the interpreter's own message and status for a missing script
-        sys.stderr.write(f"{sys.orig_argv[0]}: can't open file {path!r}: "
-                         f"[Errno {exc.errno}] {exc.strerror}\n")
+        sys.stderr.write(
+            f"{sys.orig_argv[0]}: can't open file {path!r}: [Errno {exc.errno}] {exc.strerror}\n"
+        )
         sys.exit(2)
     try:
         code = compile(source, path, "exec", dont_inherit=True)

@@ -3,6 +3,7 @@
 Importing this package never imports TensorFlow or torch: `det.experimental.keras` and
 `det.experimental.estimator` load TensorFlow only when they train.
 """
+
 from __future__ import annotations
 
 import importlib

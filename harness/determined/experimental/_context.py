@@ -3,12 +3,14 @@
 `det.experimental.NativeContext` and the Keras contexts (`determined.keras`) derive from
 `TrialContextBase`; nothing here imports TensorFlow.
 """
+
 from __future__ import annotations
 
 import copy
 import logging
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from determined import errors
 from determined.common import expconf
@@ -19,12 +21,21 @@ logger = logging.getLogger("determined.experimental")
 class DistributedInfo:
     """The old (horovod-era) distributed context: getters only, rank 0 of 1 unless told otherwise."""
 
-    def __init__(self, rank: int = 0, size: int = 1, local_rank: int = 0, num_agents: int = 1) -> None:
-        self._rank, self._size, self._local_rank, self._num_agents = rank, size, local_rank, num_agents
+    def __init__(
+        self, rank: int = 0, size: int = 1, local_rank: int = 0, num_agents: int = 1
+    ) -> None:
+        self._rank, self._size, self._local_rank, self._num_agents = (
+            rank,
+            size,
+            local_rank,
+            num_agents,
+        )
 
     @classmethod
-    def from_core(cls, distributed: Any) -> "DistributedInfo":
-        return cls(distributed.rank, distributed.size, distributed.local_rank, distributed.cross_size)
+    def from_core(cls, distributed: Any) -> DistributedInfo:
+        return cls(
+            distributed.rank, distributed.size, distributed.local_rank, distributed.cross_size
+        )
 
     def get_rank(self) -> int:
         return self._rank
@@ -57,7 +68,9 @@ def plain_hparams(hparams: dict) -> dict:
 
 def sample_hparams(hparams: dict, seed: int | None = None) -> dict:
     """One random point of the search space, as plain values (what a trial would receive)."""
-    specs = expconf.sample_hparam_specs(expconf.normalize_hparams(hparams or {}), random.Random(seed))
+    specs = expconf.sample_hparam_specs(
+        expconf.normalize_hparams(hparams or {}), random.Random(seed)
+    )
     return plain_hparams(specs)
 
 
@@ -85,11 +98,13 @@ class TrialContextBase:
         self._stop_requested = False
 
     @classmethod
-    def from_config(cls, config: dict) -> "TrialContextBase":
+    def from_config(cls, config: dict) -> TrialContextBase:
         """A context for debugging off the master: hyperparameters sampled once from the config."""
         expanded = expconf.apply_defaults(config)
         seed = expanded["reproducibility"]["experiment_seed"]
-        return cls(expanded, sample_hparams(config.get("hyperparameters") or {}, seed), trial_seed=seed)
+        return cls(
+            expanded, sample_hparams(config.get("hyperparameters") or {}, seed), trial_seed=seed
+        )
 
     # --- config and hyperparameters -----------------------------------------------------------
     def get_experiment_config(self) -> dict:
@@ -117,7 +132,9 @@ class TrialContextBase:
     # --- ids ----------------------------------------------------------------------------------
     def get_experiment_id(self) -> int:
         if self._experiment_id is None:
-            raise ValueError("get_experiment_id(): this context does not run in an experiment (local mode)")
+            raise ValueError(
+                "get_experiment_id(): this context does not run in an experiment (local mode)"
+            )
         return self._experiment_id
 
     def get_trial_id(self) -> int:
@@ -157,7 +174,9 @@ class TrialContextBase:
 
     def set_stop_requested(self, stop_requested: bool) -> None:
         if not isinstance(stop_requested, bool):
-            raise TypeError(f"set_stop_requested() takes a bool, got {type(stop_requested).__name__}")
+            raise TypeError(
+                f"set_stop_requested() takes a bool, got {type(stop_requested).__name__}"
+            )
         self._stop_requested = stop_requested
 
 

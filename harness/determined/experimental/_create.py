@@ -1,4 +1,5 @@
 """`det.experimental.create(trial_def, ...)`: submit, test or train a Trial class from a script."""
+
 from __future__ import annotations
 
 import logging
@@ -19,11 +20,14 @@ logger = logging.getLogger("determined.experimental")
 
 
 def _trial_kind(trial_def: Any) -> str:
-    """"pytorch", "keras" or "estimator", without importing a framework the class cannot be from."""
+    """ "pytorch", "keras" or "estimator", without importing a framework the class cannot be from."""
     if not isinstance(trial_def, type):
         raise TypeError(f"create(trial_def=...): expected a Trial class, got {trial_def!r}")
     names = {f"{base.__module__}.{base.__qualname__}" for base in trial_def.__mro__}
-    if any(name.startswith("determined.pytorch.") and name.endswith(("PyTorchTrial", "LegacyTrial")) for name in names):
+    if any(
+        name.startswith("determined.pytorch.") and name.endswith(("PyTorchTrial", "LegacyTrial"))
+        for name in names
+    ):
         return "pytorch"
     if "determined.keras._trial.TFKerasTrial" in names:
         return "keras"
@@ -35,24 +39,46 @@ def _trial_kind(trial_def: Any) -> str:
     )
 
 
-def _run_trial(trial_def: Any, config: dict, hparams: dict | None, *, on_cluster: bool, test: bool,
-               latest_checkpoint: str | None) -> Any:
+def _run_trial(
+    trial_def: Any,
+    config: dict,
+    hparams: dict | None,
+    *,
+    on_cluster: bool,
+    test: bool,
+    latest_checkpoint: str | None,
+) -> Any:
     if _trial_kind(trial_def) == "pytorch":
         from determined.exec.harness import run_pytorch_trial
 
         return run_pytorch_trial(
-            trial_def, config, hparams, latest_checkpoint=latest_checkpoint, on_cluster=on_cluster, test_mode=test
+            trial_def,
+            config,
+            hparams,
+            latest_checkpoint=latest_checkpoint,
+            on_cluster=on_cluster,
+            test_mode=test,
         )
     if _trial_kind(trial_def) == "estimator":
         from determined.estimator import run_estimator_trial
 
         return run_estimator_trial(
-            trial_def, config, hparams, latest_checkpoint=latest_checkpoint, on_cluster=on_cluster, test_mode=test
+            trial_def,
+            config,
+            hparams,
+            latest_checkpoint=latest_checkpoint,
+            on_cluster=on_cluster,
+            test_mode=test,
         )
     from determined.keras import run_keras_trial
 
     return run_keras_trial(
-        trial_def, config, hparams, latest_checkpoint=latest_checkpoint, on_cluster=on_cluster, test_mode=test
+        trial_def,
+        config,
+        hparams,
+        latest_checkpoint=latest_checkpoint,
+        on_cluster=on_cluster,
+        test_mode=test,
     )
 
 
@@ -89,8 +115,14 @@ def create(
         assert info is not None
 
         def train_in_trial() -> Any:
-            return _run_trial(trial_def, info.trial._config, info.trial.hparams, on_cluster=True, test=False,
-                              latest_checkpoint=info.latest_checkpoint)
+            return _run_trial(
+                trial_def,
+                info.trial._config,
+                info.trial.hparams,
+                on_cluster=True,
+                test=False,
+                latest_checkpoint=info.latest_checkpoint,
+            )
 
         if runpy_globals is None:  # the script itself is the entrypoint: train right here
             train_in_trial()
@@ -102,10 +134,11 @@ def create(
 
         loaded = load_config(config)
         if kind == "keras":
-            from determined.experimental.keras import KERAS_DEFAULTS, local_config
+            from determined.experimental.keras import KERAS_DEFAULTS
+            from determined.experimental.keras import local_config as keras_local_config
 
             loaded = {**KERAS_DEFAULTS, **loaded}
-            local_config(loaded, {})  # validate early, listing every problem
+            keras_local_config(loaded, {})  # validate early, listing every problem
             hparams = None  # run_keras_trial samples them with the experiment seed
         elif kind == "estimator":
             from determined.experimental.estimator import local_config
@@ -138,9 +171,13 @@ def create(
         defaults = ESTIMATOR_DEFAULTS
     if not command and is_jupyter():
         # As keras.init() in a notebook: the widget appears, `last` is set, the cell stops.
-        submit_notebook_and_stop(config, context_dir, master_url=master_url, test=test, defaults=defaults)
+        submit_notebook_and_stop(
+            config, context_dir, master_url=master_url, test=test, defaults=defaults
+        )
     command = list(command) if command else default_command(context_dir)
-    return submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=defaults)
+    return submit_native(
+        config, context_dir, command, master_url=master_url, test=test, defaults=defaults
+    )
 
 
 def test_one_batch(trial_class: type, config: dict | str | None = None) -> None:

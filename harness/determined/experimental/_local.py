@@ -1,10 +1,12 @@
 """The Core API context of `local=True` runs (Keras, Estimator): framework-free, shared by both."""
+
 from __future__ import annotations
 
 import contextlib
 import pathlib
 import tempfile
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from determined.common import storage
 

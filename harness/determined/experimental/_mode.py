@@ -1,4 +1,5 @@
 """`det.experimental.Mode` (Determined 0.12.3-0.12.4) and its mapping onto the `local`/`test` flags."""
+
 from __future__ import annotations
 
 import enum
@@ -28,5 +29,7 @@ def resolve_mode(local: Any, test: bool, mode: Any) -> tuple[bool, bool]:
             raise ValueError(f"mode={mode!r}: expected Mode.CLUSTER or Mode.LOCAL") from None
         return (True, True) if mode is Mode.LOCAL else (False, bool(test))
     if not isinstance(local, bool):
-        raise TypeError(f"local= takes a bool (or a det.experimental.Mode), got {type(local).__name__}")
+        raise TypeError(
+            f"local= takes a bool (or a det.experimental.Mode), got {type(local).__name__}"
+        )
     return local, bool(test)

@@ -10,6 +10,7 @@ hyperparameters, and the script is stopped with `StopLoadingImplementation` once
 about to start (`model.fit(...)` or `det.experimental.create(...)`). The runner then drives the
 registered training itself.
 """
+
 from __future__ import annotations
 
 import base64
@@ -20,7 +21,8 @@ import pathlib
 import random
 import sys
 import tempfile
-from typing import Any, Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from determined.common import expconf, hooks
 
@@ -55,21 +57,21 @@ class RunpyGlobals:
     point registers what to train (a ready-to-run function) exactly once.
     """
 
-    _instance: "RunpyGlobals | None" = None
+    _instance: RunpyGlobals | None = None
 
     def __init__(self) -> None:
         self.train_fn: Callable[[], Any] | None = None
         self.description: str | None = None
 
     @classmethod
-    def get(cls) -> "RunpyGlobals | None":
+    def get(cls) -> RunpyGlobals | None:
         return cls._instance
 
     @classmethod
     def is_initialized(cls) -> bool:
         return cls._instance is not None
 
-    def __enter__(self) -> "RunpyGlobals":
+    def __enter__(self) -> RunpyGlobals:
         if RunpyGlobals._instance is not None:
             raise RuntimeError("RunpyGlobals is already initialised: one native script per process")
         RunpyGlobals._instance = self
@@ -117,18 +119,25 @@ def default_command(context_dir: str) -> list[str]:
 def check_command(command: Sequence[str]) -> list[str]:
     command = [str(part) for part in command]
     if not command or not command[0]:
-        raise ValueError("command=: must name the script to run, e.g. ['train.py', '--epochs', '3']")
+        raise ValueError(
+            "command=: must name the script to run, e.g. ['train.py', '--epochs', '3']"
+        )
     if not command[0].endswith((".py", ".ipynb")):
-        raise ValueError(f"command=: the script {command[0]!r} must be a .py file or a .ipynb notebook")
+        raise ValueError(
+            f"command=: the script {command[0]!r} must be a .py file or a .ipynb notebook"
+        )
     return command
 
 
 def notebook_to_script(notebook: dict | str | os.PathLike) -> str:
     """Concatenate a notebook's code cells, dropping shell (`!`) and magic (`%`) lines."""
-    if not isinstance(notebook, dict):
-        notebook = json.loads(pathlib.Path(notebook).read_text(encoding="utf-8"))
+    document: dict = (
+        notebook
+        if isinstance(notebook, dict)
+        else json.loads(pathlib.Path(notebook).read_text(encoding="utf-8"))
+    )
     chunks = []
-    for cell in notebook.get("cells", []):
+    for cell in document.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
@@ -150,11 +159,15 @@ def load_config(config: dict | str | os.PathLike | None) -> dict:
         return {}
     if isinstance(config, dict):
         return copy.deepcopy(config)
-    if isinstance(config, os.PathLike) or (isinstance(config, str) and "\n" not in config and os.path.isfile(config)):
+    if isinstance(config, os.PathLike) or (
+        isinstance(config, str) and "\n" not in config and os.path.isfile(config)
+    ):
         return expconf.load_file(config)
     loaded = expconf.load(str(config))
     if not isinstance(loaded, dict):
-        raise ValueError(f"config=: expected a mapping (YAML/JSON object), got {type(loaded).__name__}")
+        raise ValueError(
+            f"config=: expected a mapping (YAML/JSON object), got {type(loaded).__name__}"
+        )
     return loaded
 
 
@@ -200,12 +213,16 @@ def pack_context(context_dir: str, extra_files: dict[str, bytes] | None = None) 
         for relpath, content in extra_files.items():
             rel = pathlib.PurePosixPath(relpath)
             if rel.is_absolute() or ".." in rel.parts or not rel.parts:
-                raise ValueError(f"extra_files: {relpath!r} must be a relative path inside the context")
+                raise ValueError(
+                    f"extra_files: {relpath!r} must be a relative path inside the context"
+                )
             target = pathlib.Path(tmp, *rel.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
             tops.add(rel.parts[0])
-        return context_mod.pack(context_dir, includes=[os.path.join(tmp, top) for top in sorted(tops)])
+        return context_mod.pack(
+            context_dir, includes=[os.path.join(tmp, top) for top in sorted(tops)]
+        )
 
 
 def submit_native(
@@ -275,10 +292,22 @@ def submit_current_notebook(
     stem = pathlib.Path(notebook_path).stem if notebook_path else "notebook"
     name = f"{stem}__det__.py"
     return submit_native(
-        config, context_dir, [name], master_url=master_url, test=test, defaults=defaults,
+        config,
+        context_dir,
+        [name],
+        master_url=master_url,
+        test=test,
+        defaults=defaults,
         extra_files={name: script.encode("utf-8")},
-        notebook={k: v for k, v in (("path", notebook_path), ("cell_ids", list(cell_ids or [])),
-                                      ("script", script)) if v is not None},
+        notebook={
+            k: v
+            for k, v in (
+                ("path", notebook_path),
+                ("cell_ids", list(cell_ids or [])),
+                ("script", script),
+            )
+            if v is not None
+        },
     )
 
 
@@ -299,7 +328,9 @@ def submit_notebook_and_stop(
     the kernel.
     """
     notebook_submitted = notebook_hook(hooks.NOTEBOOK_SUBMITTED)  # missing: fail before submitting
-    experiment_id = submit_current_notebook(config, context_dir, master_url=master_url, test=test, defaults=defaults)
+    experiment_id = submit_current_notebook(
+        config, context_dir, master_url=master_url, test=test, defaults=defaults
+    )
     raise notebook_submitted(experiment_id)
 
 
@@ -321,9 +352,10 @@ def submit_and_exit(
             "script (e.g. context_dir='.'), or pass local=True to train in this process"
         )
     if not command and is_jupyter():
-        submit_notebook_and_stop(config, context_dir, master_url=master_url, test=test, defaults=defaults)
+        submit_notebook_and_stop(
+            config, context_dir, master_url=master_url, test=test, defaults=defaults
+        )
     command = list(command) if command else default_command(context_dir)
     submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=defaults)
     print("Exiting the program after submitting the experiment.", flush=True)
     sys.exit(0)
-

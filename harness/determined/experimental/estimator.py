@@ -15,6 +15,7 @@
 mode raises `EstimatorUnavailable`, naming the installed TensorFlow and what to install.
 TensorFlow is imported by the availability check only when it is installed.
 """
+
 from __future__ import annotations
 
 import copy
@@ -38,7 +39,12 @@ from determined.experimental._native import (
 
 ESTIMATOR_DEFAULTS: dict = {
     **NATIVE_DEFAULTS,
-    "searcher": {"name": "single", "metric": "loss", "smaller_is_better": True, "max_length": {"batches": 100}},
+    "searcher": {
+        "name": "single",
+        "metric": "loss",
+        "smaller_is_better": True,
+        "max_length": {"batches": 100},
+    },
 }
 
 
@@ -63,8 +69,15 @@ def init(
         return _direct_trial_context()
     if local:
         return _local_context(config, test=test)
-    submit_and_exit("det.experimental.estimator.init", config, context_dir, command, master_url=master_url, test=test,
-                    defaults=ESTIMATOR_DEFAULTS)
+    submit_and_exit(
+        "det.experimental.estimator.init",
+        config,
+        context_dir,
+        command,
+        master_url=master_url,
+        test=test,
+        defaults=ESTIMATOR_DEFAULTS,
+    )
 
 
 def _new_context(config: dict, hparams: dict, **ids: Any) -> Any:
@@ -80,21 +93,31 @@ def _new_context(config: dict, hparams: dict, **ids: Any) -> Any:
 def _specs(context: Any) -> Any:
     from determined.estimator import EstimatorSpecs
 
-    return EstimatorSpecs(context.estimator, context.train_spec, context.eval_spec,
-                          context.serving_input_receiver_fns)
+    return EstimatorSpecs(
+        context.estimator, context.train_spec, context.eval_spec, context.serving_input_receiver_fns
+    )
 
 
 def _trial_ids(info: Any) -> dict:
     trial = info.trial
-    return {"trial_seed": trial.trial_seed, "trial_id": trial.trial_id, "experiment_id": trial.experiment_id}
+    return {
+        "trial_seed": trial.trial_seed,
+        "trial_id": trial.trial_id,
+        "experiment_id": trial.experiment_id,
+    }
 
 
 def _train_in_trial(context: Any, info: Any) -> Any:
     from determined import estimator as det_estimator
 
     with det.core.init() as core_context:
-        result = det_estimator.train(core_context, context, _specs(context), mode=det_estimator.LoopMode.CLUSTER,
-                                     latest_checkpoint=info.latest_checkpoint)
+        result = det_estimator.train(
+            core_context,
+            context,
+            _specs(context),
+            mode=det_estimator.LoopMode.CLUSTER,
+            latest_checkpoint=info.latest_checkpoint,
+        )
     return result.last_validation, []
 
 
@@ -102,12 +125,16 @@ def _trial_context(runpy_globals: RunpyGlobals) -> Any:
     """Re-executed by determined.exec.native: register training at train_and_evaluate() and stop there."""
     info = det.get_cluster_info()
     if info is None:
-        raise RuntimeError("determined.exec.native runs only inside a trial (no DET_* environment found)")
+        raise RuntimeError(
+            "determined.exec.native runs only inside a trial (no DET_* environment found)"
+        )
     context = _new_context(info.trial._config, info.trial.hparams, **_trial_ids(info))
 
     def at_train_and_evaluate() -> Any:
-        runpy_globals.register(lambda: _train_in_trial(context, info),
-                               "det.experimental.estimator.init() + train_and_evaluate()")
+        runpy_globals.register(
+            lambda: _train_in_trial(context, info),
+            "det.experimental.estimator.init() + train_and_evaluate()",
+        )
         raise StopLoadingImplementation()
 
     context._set_train_fn(at_train_and_evaluate)
@@ -147,7 +174,9 @@ def _local_context(config: dict | str | None, *, test: bool) -> Any:
         mode = det_estimator.LoopMode.TEST if test else det_estimator.LoopMode.LOCAL
         with _run.local_core_context(expanded, test=test) as core_context:
             result = det_estimator.train(core_context, context, _specs(context), mode=mode)
-            base = getattr(getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None)
+            base = getattr(
+                getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None
+            )
         _run.print_local_summary(result, test=test, checkpoint_base=None if test else base)
         return result.last_validation, []
 
@@ -155,4 +184,11 @@ def _local_context(config: dict | str | None, *, test: bool) -> Any:
     return context
 
 
-__all__ = ["ESTIMATOR_DEFAULTS", "INSTALL_HINT", "EstimatorUnavailable", "estimator_available", "init", "local_config"]
+__all__ = [
+    "ESTIMATOR_DEFAULTS",
+    "INSTALL_HINT",
+    "EstimatorUnavailable",
+    "estimator_available",
+    "init",
+    "local_config",
+]

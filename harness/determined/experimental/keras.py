@@ -13,6 +13,7 @@
 
 This module imports TensorFlow only when `init()` trains (trial or local), never for submitting.
 """
+
 from __future__ import annotations
 
 import copy
@@ -35,7 +36,12 @@ logger = logging.getLogger("determined.experimental")
 # Keras validation metrics are Keras' names prefixed with "val_"; val_loss always exists.
 KERAS_DEFAULTS: dict = {
     **NATIVE_DEFAULTS,
-    "searcher": {"name": "single", "metric": "val_loss", "smaller_is_better": True, "max_length": {"batches": 100}},
+    "searcher": {
+        "name": "single",
+        "metric": "val_loss",
+        "smaller_is_better": True,
+        "max_length": {"batches": 100},
+    },
 }
 
 
@@ -63,13 +69,21 @@ def init(
         return _direct_trial_context()
     if local:
         return _local_context(config, test=test)
-    submit_and_exit("det.experimental.keras.init", config, context_dir, command, master_url=master_url, test=test,
-                    defaults=KERAS_DEFAULTS)
+    submit_and_exit(
+        "det.experimental.keras.init",
+        config,
+        context_dir,
+        command,
+        master_url=master_url,
+        test=test,
+        defaults=KERAS_DEFAULTS,
+    )
 
 
 def _new_context(config: dict, hparams: dict, **ids: Any) -> Any:
-    from determined import keras as det_keras
     import keras
+
+    from determined import keras as det_keras
 
     context = det_keras.TFKerasNativeContext(config, hparams, **ids)
     # Seed before the user builds the model so initial weights follow the trial seed.
@@ -80,7 +94,11 @@ def _new_context(config: dict, hparams: dict, **ids: Any) -> Any:
 
 def _trial_ids(info: Any) -> dict:
     trial = info.trial
-    return {"trial_seed": trial.trial_seed, "trial_id": trial.trial_id, "experiment_id": trial.experiment_id}
+    return {
+        "trial_seed": trial.trial_seed,
+        "trial_id": trial.trial_id,
+        "experiment_id": trial.experiment_id,
+    }
 
 
 def _trial_context(runpy_globals: RunpyGlobals) -> Any:
@@ -89,13 +107,18 @@ def _trial_context(runpy_globals: RunpyGlobals) -> Any:
 
     info = det.get_cluster_info()
     if info is None:
-        raise RuntimeError("determined.exec.native runs only inside a trial (no DET_* environment found)")
+        raise RuntimeError(
+            "determined.exec.native runs only inside a trial (no DET_* environment found)"
+        )
     context = _new_context(info.trial._config, info.trial.hparams, **_trial_ids(info))
 
     def train_in_trial() -> Any:
         with det.core.init() as core_context:
             return det_keras.train_native(
-                core_context, context, mode=det_keras.LoopMode.CLUSTER, latest_checkpoint=info.latest_checkpoint
+                core_context,
+                context,
+                mode=det_keras.LoopMode.CLUSTER,
+                latest_checkpoint=info.latest_checkpoint,
             )
 
     def at_fit() -> Any:
@@ -117,7 +140,10 @@ def _direct_trial_context() -> Any:
     def train_now() -> Any:
         with det.core.init() as core_context:
             result = det_keras.train_native(
-                core_context, context, mode=det_keras.LoopMode.CLUSTER, latest_checkpoint=info.latest_checkpoint
+                core_context,
+                context,
+                mode=det_keras.LoopMode.CLUSTER,
+                latest_checkpoint=info.latest_checkpoint,
             )
         return result.history()
 
@@ -151,9 +177,13 @@ def _local_context(config: dict | str | None, *, test: bool) -> Any:
         # any other) is plain Keras again.
         with _run.local_core_context(expanded, test=test) as core_context:
             result = det_keras.train_native(
-                core_context, context, mode=det_keras.LoopMode.TEST if test else det_keras.LoopMode.LOCAL
+                core_context,
+                context,
+                mode=det_keras.LoopMode.TEST if test else det_keras.LoopMode.LOCAL,
             )
-            base = getattr(getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None)
+            base = getattr(
+                getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None
+            )
         _run.print_local_summary(result, test=test, checkpoint_base=None if test else base)
         return result.history()
 

@@ -1,4 +1,5 @@
 """Determined's Generic API (seed 003), implemented as a thin alias over the Core API."""
+
 from determined.generic._context import (
     GenericCheckpoint,
     GenericContext,

@@ -8,13 +8,15 @@
 On the master the hyperparameters, seed, search operations and latest checkpoint come from the
 master; off it, `init()`'s keyword arguments stand in for them.
 """
+
 from __future__ import annotations
 
 import atexit
 import contextlib
 import logging
 import pathlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from determined import _info
 
@@ -22,7 +24,7 @@ logger = logging.getLogger("determined.generic")
 
 
 class SearchOperation:
-    """"Train until `epochs` in total, then validate and `complete(metric)`."""
+    """ "Train until `epochs` in total, then validate and `complete(metric)`."""
 
     def __init__(self, core_op: Any) -> None:
         self._op = core_op
@@ -88,7 +90,9 @@ class GenericCheckpoint:
 
 
 class GenericContext:
-    def __init__(self, core_context: Any, hparams: dict, trial_seed: int, latest_checkpoint: str | None):
+    def __init__(
+        self, core_context: Any, hparams: dict, trial_seed: int, latest_checkpoint: str | None
+    ):
         self.core = core_context
         self.distributed = core_context.distributed
         self.training = GenericTraining(core_context, hparams, trial_seed)
@@ -115,7 +119,7 @@ class GenericContext:
         finally:
             self.core.__exit__(exc_type, exc_val, exc_tb)
 
-    def __enter__(self) -> "GenericContext":
+    def __enter__(self) -> GenericContext:
         return self
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
@@ -136,8 +140,12 @@ def init(
     import determined.core
 
     info = _info.get_cluster_info()
-    core_context = determined.core.init(distributed=distributed, checkpoint_storage=checkpoint_storage)
+    core_context = determined.core.init(
+        distributed=distributed, checkpoint_storage=checkpoint_storage
+    )
     core_context.__enter__()
     if info is not None and info.task_type == "TRIAL":
-        return GenericContext(core_context, info.trial.hparams, info.trial.trial_seed, info.latest_checkpoint)
+        return GenericContext(
+            core_context, info.trial.hparams, info.trial.trial_seed, info.latest_checkpoint
+        )
     return GenericContext(core_context, dict(hparams or {}), trial_seed, None)

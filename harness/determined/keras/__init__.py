@@ -3,6 +3,7 @@
 This is the only part of `determined` that imports TensorFlow/Keras (Keras 3; `tf.keras` is
 the same library).
 """
+
 import os as _os
 
 # Set before TensorFlow loads (a user who set them keeps their values).

@@ -13,6 +13,7 @@ metrics), checkpoints (`model_checkpoint.keras`, weights and optimizer state) ev
 checkpoint whose `continue_id` matches continues at its epoch (fit's `initial_epoch` is
 overridden); a different `continue_id` only starts from its weights (a warm start).
 """
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,9 @@ class DeterminedCallback(keras.callbacks.Callback):
                 f"got {train_metrics_report_period!r}"
             )
         if not isinstance(checkpoint_epochs, int) or checkpoint_epochs < 0:
-            raise ValueError(f"checkpoint_epochs: a number of epochs >= 0 (0: only at the end), got {checkpoint_epochs!r}")
+            raise ValueError(
+                f"checkpoint_epochs: a number of epochs >= 0 (0: only at the end), got {checkpoint_epochs!r}"
+            )
         self._core = core_context
         self._checkpoint = checkpoint
         self._continue_id = continue_id
@@ -75,20 +78,30 @@ class DeterminedCallback(keras.callbacks.Callback):
             if resume and not optimizer.built:
                 # Without building first, load_weights would skip the optimizer's state.
                 optimizer.build(self.model.trainable_variables)
-            fresh_optimizer_state = [v.numpy() for v in optimizer.variables] if optimizer.built else None
+            fresh_optimizer_state = (
+                [v.numpy() for v in optimizer.variables] if optimizer.built else None
+            )
             self.model.load_weights(path / CHECKPOINT_FILE)
             if not resume and fresh_optimizer_state is not None:
                 # A warm start takes the weights only; the optimizer starts afresh.
-                for variable, value in zip(optimizer.variables, fresh_optimizer_state):
+                for variable, value in zip(
+                    optimizer.variables, fresh_optimizer_state, strict=False
+                ):
                     variable.assign(value)
         if resume:
             self._epochs_completed = int(metadata.get("epochs_completed", 0))
             self._last_checkpoint_epoch = self._epochs_completed
-            self.model._initial_epoch = self._epochs_completed  # fit() reads it after on_train_begin
-            logger.info("resuming checkpoint %s at epoch %d", self._checkpoint, self._epochs_completed)
+            self.model._initial_epoch = (
+                self._epochs_completed
+            )  # fit() reads it after on_train_begin
+            logger.info(
+                "resuming checkpoint %s at epoch %d", self._checkpoint, self._epochs_completed
+            )
         else:
             logger.info("warm start from checkpoint %s (its continue_id differs)", self._checkpoint)
-        self._checkpoint = None  # a second fit() with this callback continues from the model as it is
+        self._checkpoint = (
+            None  # a second fit() with this callback continues from the model as it is
+        )
 
     # --- reporting ----------------------------------------------------------------------------
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
@@ -103,7 +116,11 @@ class DeterminedCallback(keras.callbacks.Callback):
         if not self._batch_logs:
             return
         names = set().union(*self._batch_logs)
-        averaged = {n: sum(l[n] for l in self._batch_logs if n in l) / sum(n in l for l in self._batch_logs) for n in names}
+        averaged = {
+            n: sum(logs[n] for logs in self._batch_logs if n in logs)
+            / sum(n in logs for logs in self._batch_logs)
+            for n in names
+        }
         self._core.train.report_training_metrics(steps_completed=steps, metrics=averaged)
         self._batch_logs = []
 
@@ -114,11 +131,15 @@ class DeterminedCallback(keras.callbacks.Callback):
         training = {k: v for k, v in logs.items() if not k.startswith("val_")}
         validation = {k: v for k, v in logs.items() if k.startswith("val_")}
         if self._report_period == "epoch":
-            self._core.train.report_training_metrics(steps_completed=steps, metrics={**training, "epochs": epoch + 1})
+            self._core.train.report_training_metrics(
+                steps_completed=steps, metrics={**training, "epochs": epoch + 1}
+            )
         else:
             self._report_batches(steps)
         if validation:
-            self._core.train.report_validation_metrics(steps_completed=steps, metrics={**validation, "epochs": epoch + 1})
+            self._core.train.report_validation_metrics(
+                steps_completed=steps, metrics={**validation, "epochs": epoch + 1}
+            )
         epochs = (self.params or {}).get("epochs")
         if epochs:
             self._core.train.report_progress(min(1.0, (epoch + 1) / epochs))
@@ -137,8 +158,12 @@ class DeterminedCallback(keras.callbacks.Callback):
             self._save(self._steps())
 
     def _save(self, steps: int) -> str:
-        metadata = {"steps_completed": steps, "epochs_completed": self._epochs_completed,
-                    "continue_id": self._continue_id, "format": "keras"}
+        metadata = {
+            "steps_completed": steps,
+            "epochs_completed": self._epochs_completed,
+            "continue_id": self._continue_id,
+            "format": "keras",
+        }
         with self._core.checkpoint.store_path(metadata) as (path, storage_id):
             self.model.save(pathlib.Path(path) / CHECKPOINT_FILE)
         self._last_checkpoint_epoch = self._epochs_completed

@@ -10,12 +10,14 @@ installs it, and it is removed again, leaving `keras.Model.fit` exactly as it wa
 `fit()` starts the managed run or on `activate_native_context(None)`. Other models' `fit()` calls
 in between pass straight through.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import keras
 
@@ -47,15 +49,25 @@ class FitArguments:
     verbose: Any = "auto"
 
 
-_IGNORED_FIT_ARGUMENTS = ("epochs", "batch_size", "steps_per_epoch", "initial_epoch", "validation_split",
-                          "validation_steps", "validation_freq", "validation_batch_size")
+_IGNORED_FIT_ARGUMENTS = (
+    "epochs",
+    "batch_size",
+    "steps_per_epoch",
+    "initial_epoch",
+    "validation_split",
+    "validation_steps",
+    "validation_freq",
+    "validation_batch_size",
+)
 
 
 def bind_fit_arguments(model: Any, args: tuple, kwargs: dict) -> FitArguments:
     bound = _FIT_SIGNATURE.bind(model, *args, **kwargs)
     given = dict(bound.arguments)
     given.pop("self", None)
-    ignored = [name for name in _IGNORED_FIT_ARGUMENTS if name in given and given[name] not in (None, 1, 0)]
+    ignored = [
+        name for name in _IGNORED_FIT_ARGUMENTS if name in given and given[name] not in (None, 1, 0)
+    ]
     if ignored:
         logger.info(
             "fit(%s=...): ignored under Determined; the training length comes from the searcher "
@@ -97,11 +109,11 @@ class _FitInterception:
     _INHERITED = object()
 
     def __init__(self) -> None:
-        self.context: "TFKerasNativeContext | None" = None
+        self.context: TFKerasNativeContext | None = None
         self._found: Any = self._INHERITED  # keras.Model's own `fit` before install, if it had one
         self._passthrough: Callable[..., Any] = _ORIGINAL_FIT  # what other models' fit() runs
 
-    def install(self, context: "TFKerasNativeContext") -> None:
+    def install(self, context: TFKerasNativeContext) -> None:
         self.context = context
         if keras.Model.fit is _managed_fit:
             return
@@ -132,7 +144,9 @@ def _managed_fit(self: Any, *args: Any, **kwargs: Any) -> Any:
     if context is None or (context._model is not None and self is not context._model):
         return _interception.passthrough(self, *args, **kwargs)
     if context._model is None:
-        logger.info("fit() on a model that was not passed to context.wrap_model(): managing it anyway")
+        logger.info(
+            "fit() on a model that was not passed to context.wrap_model(): managing it anyway"
+        )
         context._model = self
     check_compiled(self)
     fit_args = bind_fit_arguments(self, args, kwargs)
@@ -151,7 +165,7 @@ def _managed_fit(self: Any, *args: Any, **kwargs: Any) -> Any:
     return context._train_fn()
 
 
-def activate_native_context(context: "TFKerasNativeContext | None") -> None:
+def activate_native_context(context: TFKerasNativeContext | None) -> None:
     """Route `fit()` of the context's model to its training function, until that `fit()` starts
     the managed run; None removes the interception (`keras.Model.fit` is as it was before)."""
     if context is None:
@@ -171,7 +185,9 @@ class _KerasContextMixin:
 
     def wrap_model(self, model: Any) -> Any:
         if not isinstance(model, keras.Model):
-            raise TypeError(f"wrap_model() takes a keras.Model (tf.keras is Keras 3), got {type(model).__name__}")
+            raise TypeError(
+                f"wrap_model() takes a keras.Model (tf.keras is Keras 3), got {type(model).__name__}"
+            )
         self._model = model
         return model
 
@@ -192,11 +208,19 @@ class _KerasContextMixin:
         shuffle: Any = None,
         validation_steps: Any = None,
     ) -> None:
-        for name, value in (("verbose", verbose), ("class_weight", class_weight), ("shuffle", shuffle)):
+        for name, value in (
+            ("verbose", verbose),
+            ("class_weight", class_weight),
+            ("shuffle", shuffle),
+        ):
             if value is not None:
                 self._fit_config[name] = value
-        if any(v is not None for v in (workers, use_multiprocessing, max_queue_size, validation_steps)):
-            logger.info("configure_fit(): workers/use_multiprocessing/max_queue_size/validation_steps are ignored")
+        if any(
+            v is not None for v in (workers, use_multiprocessing, max_queue_size, validation_steps)
+        ):
+            logger.info(
+                "configure_fit(): workers/use_multiprocessing/max_queue_size/validation_steps are ignored"
+            )
 
 
 class TFKerasTrialContext(_KerasContextMixin, TrialContextBase):

@@ -205,24 +205,31 @@ class ArraySource(BatchSource):
     def sample_inputs(self) -> Any:
         return _take(self.x, self.indices(0, 1))
 
+    def _known_records(self) -> int:
+        if self.records is None:  # only index-addressed sources (arrays) get here
+            raise RuntimeError("this training source has no known number of records")
+        return self.records
+
     def _permutation(self, epoch: int) -> np.ndarray:
+        records = self._known_records()
         if not self.shuffle:
-            return np.arange(self.records)
+            return np.arange(records)
         if epoch not in self._permutations:
             if len(self._permutations) > 4:
                 self._permutations.clear()
             rng = np.random.default_rng([self.seed, epoch])
-            self._permutations[epoch] = rng.permutation(self.records)
+            self._permutations[epoch] = rng.permutation(records)
         return self._permutations[epoch]
 
     def indices(self, start: int, end: int) -> np.ndarray:
         """Record indices of stream positions [start * batch_size, end * batch_size): one slice of
         each epoch's permutation that the range touches."""
         position, last = start * self.batch_size, end * self.batch_size
+        records = self._known_records()
         parts = []
         while position < last:
-            epoch, offset = divmod(position, self.records)
-            take = min(self.records - offset, last - position)
+            epoch, offset = divmod(position, records)
+            take = min(records - offset, last - position)
             parts.append(self._permutation(epoch)[offset : offset + take])
             position += take
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)

@@ -583,6 +583,9 @@ def format_table(reports: list[Report]) -> str:
         values = rows[steps]
         lines.append([str(steps)] + [f"{values[n]:.4f}" if n in values else "" for n in names])
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    out = ["  ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in lines]
+    out = [
+        "  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=False))
+        for line in lines
+    ]
     out.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(out)

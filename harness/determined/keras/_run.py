@@ -6,6 +6,7 @@ Entry points:
 * `train_trial_class(trial_class, core_context, *, config, hparams, ...)` — a `TFKerasTrial`;
 * `local_core_context(config, test=...)` / `print_local_summary(...)` for `local=True` runs.
 """
+
 from __future__ import annotations
 
 import logging
@@ -15,11 +16,19 @@ from typing import Any
 import keras
 
 from determined import errors
-from determined.experimental._local import local_core_context
 from determined.experimental._context import DistributedInfo
+from determined.experimental._local import local_core_context
 from determined.keras import _data
 from determined.keras._context import FitArguments, TFKerasNativeContext, TFKerasTrialContext
-from determined.keras._loop import LoopMode, LoopResult, ManagedLoop, Report, TrainingSpec, format_table, spec_from_fit
+from determined.keras._loop import (
+    LoopMode,
+    LoopResult,
+    ManagedLoop,
+    Report,
+    TrainingSpec,
+    format_table,
+    spec_from_fit,
+)
 from determined.keras._trial import TFKerasTrial
 
 logger = logging.getLogger("determined.keras")
@@ -31,7 +40,13 @@ def _print_report(report: Report) -> None:
         print(f"[local] batches {report.steps_completed}: {shown}", flush=True)
 
 
-def _loop(core_context: Any, context: Any, spec: TrainingSpec, mode: LoopMode, latest_checkpoint: str | None) -> LoopResult:
+def _loop(
+    core_context: Any,
+    context: Any,
+    spec: TrainingSpec,
+    mode: LoopMode,
+    latest_checkpoint: str | None,
+) -> LoopResult:
     loop = ManagedLoop(
         core_context,
         spec,
@@ -46,7 +61,11 @@ def _loop(core_context: Any, context: Any, spec: TrainingSpec, mode: LoopMode, l
 
 
 def train_native(
-    core_context: Any, context: TFKerasNativeContext, *, mode: LoopMode, latest_checkpoint: str | None = None
+    core_context: Any,
+    context: TFKerasNativeContext,
+    *,
+    mode: LoopMode,
+    latest_checkpoint: str | None = None,
 ) -> LoopResult:
     fit: FitArguments | None = context._fit_arguments
     if fit is None or context._model is None:
@@ -83,10 +102,17 @@ def train_trial_class(
     if not (isinstance(trial_class, type) and issubclass(trial_class, TFKerasTrial)):
         raise TypeError(f"{trial_class!r} is not a TFKerasTrial subclass")
     keras.utils.set_random_seed(trial_seed)
-    distributed = DistributedInfo.from_core(core_context.distributed) if core_context is not None else None
+    distributed = (
+        DistributedInfo.from_core(core_context.distributed) if core_context is not None else None
+    )
     context = TFKerasTrialContext(
-        config, hparams, trial_seed=trial_seed, trial_id=trial_id, experiment_id=experiment_id,
-        distributed=distributed, core_context=core_context,
+        config,
+        hparams,
+        trial_seed=trial_seed,
+        trial_id=trial_id,
+        experiment_id=experiment_id,
+        distributed=distributed,
+        core_context=core_context,
     )
     trial = trial_class(context)
     model = trial.build_model()
@@ -95,7 +121,10 @@ def train_trial_class(
             raise errors.InvalidModelException(
                 f"{trial_class.__name__}.build_model() must return a keras.Model, got {type(model).__name__}"
             )
-        logger.info("%s.build_model() did not call context.wrap_model(); using the returned model", trial_class.__name__)
+        logger.info(
+            "%s.build_model() did not call context.wrap_model(); using the returned model",
+            trial_class.__name__,
+        )
         context._model = model
     batch_size = context.get_per_slot_batch_size()
     x, y, sample_weight = _unpack_loader(trial.build_training_data_loader())
@@ -103,7 +132,9 @@ def train_trial_class(
     shuffle = context._fit_config.get("shuffle", True)
     spec = TrainingSpec(
         model=context._model,
-        train=_data.training_source(x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=trial_seed),
+        train=_data.training_source(
+            x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=trial_seed
+        ),
         validation=_data.validation_kwargs(validation, batch_size=batch_size),
         callbacks=list(trial.keras_callbacks() or []),
         class_weight=context._fit_config.get("class_weight"),
@@ -161,9 +192,15 @@ def run_keras_trial(
         trial = info.trial
         with core.init() as core_context:
             return train_trial_class(
-                trial_class, core_context, config=config, hparams=dict(hparams or trial.hparams),
-                trial_seed=trial.trial_seed, mode=LoopMode.CLUSTER, trial_id=trial.trial_id,
-                experiment_id=trial.experiment_id, latest_checkpoint=latest_checkpoint,
+                trial_class,
+                core_context,
+                config=config,
+                hparams=dict(hparams or trial.hparams),
+                trial_seed=trial.trial_seed,
+                mode=LoopMode.CLUSTER,
+                trial_id=trial.trial_id,
+                experiment_id=trial.experiment_id,
+                latest_checkpoint=latest_checkpoint,
             )
     from determined.common import expconf
 
@@ -176,8 +213,13 @@ def run_keras_trial(
     print(f"[local] hyperparameters: {hparams}", flush=True)
     with local_core_context(expanded, test=test_mode) as core_context:
         result = train_trial_class(
-            trial_class, core_context, config=expanded, hparams=hparams, trial_seed=seed,
-            mode=LoopMode.TEST if test_mode else LoopMode.LOCAL, latest_checkpoint=latest_checkpoint,
+            trial_class,
+            core_context,
+            config=expanded,
+            hparams=hparams,
+            trial_seed=seed,
+            mode=LoopMode.TEST if test_mode else LoopMode.LOCAL,
+            latest_checkpoint=latest_checkpoint,
         )
         base = getattr(core_context.checkpoint, "_storage_manager", None)
     print_local_summary(result, test=test_mode, checkpoint_base=getattr(base, "base_path", None))

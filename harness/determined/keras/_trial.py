@@ -1,4 +1,5 @@
 """`det.keras.TFKerasTrial`: the Trial API for Keras models (deprecated in Determined 0.38, kept)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,13 +21,19 @@ class TFKerasTrial:
         self.context = context
 
     def build_model(self) -> Any:
-        raise NotImplementedError("TFKerasTrial.build_model() must return a wrapped, compiled keras.Model")
+        raise NotImplementedError(
+            "TFKerasTrial.build_model() must return a wrapped, compiled keras.Model"
+        )
 
     def build_training_data_loader(self) -> Any:
-        raise NotImplementedError("TFKerasTrial.build_training_data_loader() must return the training data")
+        raise NotImplementedError(
+            "TFKerasTrial.build_training_data_loader() must return the training data"
+        )
 
     def build_validation_data_loader(self) -> Any:
-        raise NotImplementedError("TFKerasTrial.build_validation_data_loader() must return the validation data")
+        raise NotImplementedError(
+            "TFKerasTrial.build_validation_data_loader() must return the validation data"
+        )
 
     def session_config(self) -> Any:
         """TF1-era hook, kept for compatibility; Keras 3 ignores it."""

@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 PGID_DIR_ENV = "DET_LAUNCH_PGID_DIR"
 
@@ -32,7 +32,7 @@ def signal_me_when_parent_dies(sig: int) -> bool:
         return False
 
 
-def record_process_group(pgid_dir: Optional[str] = None) -> None:
+def record_process_group(pgid_dir: str | None = None) -> None:
     """Called by a worker: tell the launcher which process group to clean up."""
     pgid_dir = pgid_dir or os.environ.get(PGID_DIR_ENV)
     if not pgid_dir or not os.path.isdir(pgid_dir):

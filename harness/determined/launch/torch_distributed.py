@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-from typing import List, Optional, Tuple
 
 from determined.launch import _lifetime
 
@@ -41,7 +40,7 @@ class LaunchError(Exception):
 class NodeLayout:
     """Where this container sits in the trial: the part of ClusterInfo a launcher needs."""
 
-    def __init__(self, *, container_addrs: List[str], container_rank: int, slot_ids: List[int]):
+    def __init__(self, *, container_addrs: list[str], container_rank: int, slot_ids: list[int]):
         self.container_addrs = container_addrs
         self.container_rank = container_rank
         self.slot_ids = slot_ids
@@ -85,7 +84,7 @@ class NodeLayout:
         return cls(container_addrs=addrs, container_rank=rank, slot_ids=slot_ids)
 
 
-def split_overrides(argv: List[str]) -> Tuple[List[str], List[str]]:
+def split_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
     """``[OVERRIDES... --] SCRIPT...`` -> (overrides, script)."""
     if "--" in argv:
         i = argv.index("--")
@@ -93,7 +92,7 @@ def split_overrides(argv: List[str]) -> Tuple[List[str], List[str]]:
     return [], argv
 
 
-def parse_args(argv: List[str]) -> Tuple[List[str], List[str]]:
+def parse_args(argv: list[str]) -> tuple[list[str], list[str]]:
     overrides, script = split_overrides(argv)
     if "--trial" in overrides or (script[:1] == ["--trial"]):
         # Determined <= 0.37 form: `--trial module:Class` runs a legacy Trial class.
@@ -117,12 +116,12 @@ def parse_args(argv: List[str]) -> Tuple[List[str], List[str]]:
 
 def torchrun_command(
     layout: NodeLayout,
-    overrides: List[str],
-    script: List[str],
+    overrides: list[str],
+    script: list[str],
     *,
     python: str = sys.executable,
-    master_port: Optional[int] = None,
-) -> List[str]:
+    master_port: int | None = None,
+) -> list[str]:
     if master_port is None:
         master_port = int(os.environ.get("C10D_PORT") or DEFAULT_C10D_PORT)
     master_addr = "localhost" if layout.num_nodes == 1 else layout.chief_ip
@@ -149,7 +148,7 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
-def _free_ports(n: int) -> List[int]:
+def _free_ports(n: int) -> list[int]:
     # Hold every socket until all are bound, so the n ports are distinct.
     sockets = [socket.socket() for _ in range(n)]
     try:
@@ -188,7 +187,7 @@ def _preexec_torchrun() -> None:
     os.setpgid(0, 0)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(levelname)s: [%(process)s] %(name)s: %(message)s"
     )

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import BinaryIO, List, Optional
+from typing import BinaryIO
 
 from determined.launch import _lifetime
 
@@ -40,7 +40,7 @@ _PARENT_DIED_SIGNAL = signal.SIGRTMIN + 2 if hasattr(signal, "SIGRTMIN") else No
 _PARENT_DIED_GRACE_S = 5.0
 
 
-def resolve_rank(spec: str) -> Optional[int]:
+def resolve_rank(spec: str) -> int | None:
     """An integer RANK, or the value of the first set variable of a comma-separated list."""
     if spec.strip().lstrip("-").isdigit():
         return int(spec)
@@ -62,7 +62,7 @@ class LinePrefixer:
         self.after_cr = False
 
     def feed(self, data: bytes) -> None:
-        pieces: List[bytes] = []
+        pieces: list[bytes] = []
         if self.after_cr and data.startswith(b"\n") and not self.pending:
             # "\r\n" is one line ending, not a line followed by an empty one.
             pieces.append(b"\n")
@@ -117,7 +117,7 @@ def _copy(stream: BinaryIO, prefixer: LinePrefixer) -> None:
     prefixer.finish()
 
 
-def _parse(argv: List[str]) -> argparse.Namespace:
+def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python3 -m determined.launch.wrap_rank",
         description="Run CMD, prefixing each line of its stdout/stderr with [rank=RANK].",
@@ -137,7 +137,7 @@ def _parse(argv: List[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     rank = resolve_rank(args.rank)
     if rank is None:

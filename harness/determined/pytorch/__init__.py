@@ -2,6 +2,7 @@
 
 Importing this package imports torch; `import determined` alone never does.
 """
+
 from determined.pytorch._callback import PyTorchCallback
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._data import (

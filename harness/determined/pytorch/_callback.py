@@ -1,7 +1,8 @@
 """`PyTorchCallback`: hooks into the training loop, returned by `PyTorchTrial.build_callbacks()`."""
+
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any
 
 
 class PyTorchCallback:
@@ -26,25 +27,27 @@ class PyTorchCallback:
     def on_training_epoch_end(self, epoch_idx: int) -> None:
         """After the last batch of an epoch."""
 
-    def on_training_workload_end(self, avg_metrics: Dict[str, Any], batch_metrics: List[Dict[str, Any]]) -> None:
+    def on_training_workload_end(
+        self, avg_metrics: dict[str, Any], batch_metrics: list[dict[str, Any]]
+    ) -> None:
         """After the training metrics since the last boundary were aggregated (and reported)."""
 
     def on_validation_start(self) -> None:
         """Before validation (the model is already in eval mode)."""
 
-    def on_validation_end(self, metrics: Dict[str, Any]) -> None:
+    def on_validation_end(self, metrics: dict[str, Any]) -> None:
         """After validation, with the reduced validation metrics."""
 
     def on_validation_epoch_start(self) -> None:
         """Before the first validation batch."""
 
-    def on_validation_epoch_end(self, outputs: List[Any]) -> None:
+    def on_validation_epoch_end(self, outputs: list[Any]) -> None:
         """After the last validation batch, with the per-batch outputs of this rank."""
 
-    def on_checkpoint_load_start(self, checkpoint: Dict[str, Any]) -> None:
+    def on_checkpoint_load_start(self, checkpoint: dict[str, Any]) -> None:
         """With the loaded `state_dict.pth` dict, before the models etc. are restored from it."""
 
-    def on_checkpoint_save_start(self, checkpoint: Dict[str, Any]) -> None:
+    def on_checkpoint_save_start(self, checkpoint: dict[str, Any]) -> None:
         """With the dict about to be saved as `state_dict.pth` (you may add entries)."""
 
     def on_checkpoint_write_end(self, checkpoint_dir: str) -> None:
@@ -56,8 +59,8 @@ class PyTorchCallback:
     def on_checkpoint_end(self, checkpoint_dir: str) -> None:
         """Deprecated: use on_checkpoint_write_end."""
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
         return {}
 
-    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         pass

@@ -1,9 +1,11 @@
 """`PyTorchTrialContext`: what a PyTorchTrial uses to register and step its training objects."""
+
 from __future__ import annotations
 
 import logging
 import pathlib
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
@@ -22,18 +24,22 @@ class PyTorchTrialContext:
         self,
         core_context: Any,
         *,
-        trial_seed: Optional[int],
-        hparams: Optional[Dict[str, Any]],
-        exp_conf: Optional[Dict[str, Any]],
+        trial_seed: int | None,
+        hparams: dict[str, Any] | None,
+        exp_conf: dict[str, Any] | None,
         aggregation_frequency: int = 1,
         steps_completed: int = 0,
         managed_training: bool = False,
         enable_tensorboard_logging: bool = True,
-        device: Optional[torch.device] = None,
-        trial_id: Optional[int] = None,
-        experiment_id: Optional[int] = None,
+        device: torch.device | None = None,
+        trial_id: int | None = None,
+        experiment_id: int | None = None,
     ) -> None:
-        if isinstance(aggregation_frequency, bool) or not isinstance(aggregation_frequency, int) or aggregation_frequency < 1:
+        if (
+            isinstance(aggregation_frequency, bool)
+            or not isinstance(aggregation_frequency, int)
+            or aggregation_frequency < 1
+        ):
             raise errors.InvalidExperimentException(
                 f"aggregation_frequency must be an int >= 1, got {aggregation_frequency!r}"
             )
@@ -50,25 +56,31 @@ class PyTorchTrialContext:
         self._experiment_id = experiment_id
         self.device = device if device is not None else torch.device("cpu")
 
-        self.models: List[torch.nn.Module] = []
-        self.optimizers: List[torch.optim.Optimizer] = []
-        self.lr_schedulers: List[LRScheduler] = []
-        self._reducers: List[_WrappedReducer] = []
+        self.models: list[torch.nn.Module] = []
+        self.optimizers: list[torch.optim.Optimizer] = []
+        self.lr_schedulers: list[LRScheduler] = []
+        self._reducers: list[_WrappedReducer] = []
         self._scaler: Any = None
-        self._optimizer_steps: Dict[int, int] = {}  # id(lr scheduler wrapper) -> optimizer steps seen
+        self._optimizer_steps: dict[
+            int, int
+        ] = {}  # id(lr scheduler wrapper) -> optimizer steps seen
         self._stop_requested = False
         self._tensorboard_writer: Any = None
 
         # Kept up to date by the training loop.
         self._current_batch_idx = steps_completed
-        self._epoch_len: Optional[int] = None
+        self._epoch_len: int | None = None
 
     # --- registering training objects ------------------------------------------------------
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
         """Move `model` to `context.device`, register it for checkpointing, wrap it in DDP when distributed."""
         model = model.to(self.device)
         self.models.append(model)
-        if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
+        if (
+            torch.distributed.is_available()
+            and torch.distributed.is_initialized()
+            and torch.distributed.get_world_size() > 1
+        ):
             device_ids = [self.device.index] if self.device.type == "cuda" else None
             wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
             self.models[-1] = wrapped
@@ -79,8 +91,8 @@ class PyTorchTrialContext:
         self,
         optimizer: torch.optim.Optimizer,
         backward_passes_per_step: int = 1,
-        fp16_compression: Optional[bool] = None,
-        average_aggregated_gradients: Optional[bool] = None,
+        fp16_compression: bool | None = None,
+        average_aggregated_gradients: bool | None = None,
     ) -> torch.optim.Optimizer:
         """Register `optimizer` for checkpointing; returns it unchanged (no horovod here)."""
         if backward_passes_per_step < 1:
@@ -113,7 +125,7 @@ class PyTorchTrialContext:
     def wrap_reducer(
         self,
         reducer: Any,
-        name: Optional[str] = None,
+        name: str | None = None,
         for_training: bool = True,
         for_validation: bool = True,
     ) -> Any:
@@ -123,7 +135,9 @@ class PyTorchTrialContext:
         merged into the metrics.
         """
         if not isinstance(reducer, MetricReducer):
-            raise TypeError(f"wrap_reducer: expected a det.pytorch.MetricReducer, got {type(reducer).__name__}")
+            raise TypeError(
+                f"wrap_reducer: expected a det.pytorch.MetricReducer, got {type(reducer).__name__}"
+            )
         self._reducers.append(_WrappedReducer(reducer, name, for_training, for_validation))
         return reducer
 
@@ -140,7 +154,7 @@ class PyTorchTrialContext:
     def backward(
         self,
         loss: torch.Tensor,
-        gradient: Optional[torch.Tensor] = None,
+        gradient: torch.Tensor | None = None,
         retain_graph: bool = False,
         create_graph: bool = False,
     ) -> None:
@@ -152,7 +166,7 @@ class PyTorchTrialContext:
     def step_optimizer(
         self,
         optimizer: torch.optim.Optimizer,
-        clip_grads: Optional[Callable[[Iterable[torch.nn.Parameter]], None]] = None,
+        clip_grads: Callable[[Iterable[torch.nn.Parameter]], None] | None = None,
         auto_zero_grads: bool = True,
         scaler: Any = None,
     ) -> None:
@@ -161,11 +175,14 @@ class PyTorchTrialContext:
             if wrapped is optimizer:
                 break
         else:
-            raise ValueError("step_optimizer: this optimizer was not wrapped with context.wrap_optimizer()")
+            raise ValueError(
+                "step_optimizer: this optimizer was not wrapped with context.wrap_optimizer()"
+            )
         if not self._is_aggregation_boundary():
             return
+
         # Built only when used: a list over every parameter on every batch is measurable for small models.
-        def params() -> List[torch.nn.Parameter]:
+        def params() -> list[torch.nn.Parameter]:
             return [p for group in optimizer.param_groups for p in group["params"]]
 
         if self._aggregation_frequency > 1 and self._average_aggregated_gradients():
@@ -185,7 +202,10 @@ class PyTorchTrialContext:
         if auto_zero_grads:
             optimizer.zero_grad()
         for wrapper in self.lr_schedulers:
-            if wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_OPTIMIZER_STEP and wrapper.scheduler.optimizer is optimizer:
+            if (
+                wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_OPTIMIZER_STEP
+                and wrapper.scheduler.optimizer is optimizer
+            ):
                 steps = self._optimizer_steps.get(id(wrapper), 0) + 1
                 self._optimizer_steps[id(wrapper)] = steps
                 if steps % wrapper.frequency == 0:
@@ -196,9 +216,11 @@ class PyTorchTrialContext:
         return bool(optimizations.get("average_aggregated_gradients", True))
 
     # --- facts about the trial --------------------------------------------------------------
-    def get_hparams(self) -> Dict[str, Any]:
+    def get_hparams(self) -> dict[str, Any]:
         if self._hparams is None:
-            raise ValueError("this context has no hyperparameters: pass hparams= to det.pytorch.init()")
+            raise ValueError(
+                "this context has no hyperparameters: pass hparams= to det.pytorch.init()"
+            )
         return self._hparams
 
     def get_hparam(self, name: str) -> Any:
@@ -212,10 +234,10 @@ class PyTorchTrialContext:
             raise ValueError(f"hyperparameter {name!r} not found; the trial has {sorted(hparams)}")
         return hparams[name]
 
-    def get_experiment_config(self) -> Dict[str, Any]:
+    def get_experiment_config(self) -> dict[str, Any]:
         return self._exp_conf or {}
 
-    def get_data_config(self) -> Dict[str, Any]:
+    def get_data_config(self) -> dict[str, Any]:
         return (self._exp_conf or {}).get("data") or {}
 
     def _batch_sizes(self) -> tuple[int, int]:
@@ -227,7 +249,11 @@ class PyTorchTrialContext:
             )
         global_batch_size = hparams["global_batch_size"]
         slots = self.distributed.size
-        if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int) or global_batch_size < slots:
+        if (
+            isinstance(global_batch_size, bool)
+            or not isinstance(global_batch_size, int)
+            or global_batch_size < slots
+        ):
             raise ValueError(
                 f"hyperparameter global_batch_size must be an int >= the number of slots ({slots}), "
                 f"got {global_batch_size!r}"
@@ -236,7 +262,9 @@ class PyTorchTrialContext:
         if per_slot * slots != global_batch_size:
             logger.warning(
                 "global_batch_size %d is not divisible by %d slots: the effective global batch size is %d",
-                global_batch_size, slots, per_slot * slots,
+                global_batch_size,
+                slots,
+                per_slot * slots,
             )
         return per_slot * slots, per_slot
 
@@ -248,15 +276,19 @@ class PyTorchTrialContext:
 
     def get_trial_id(self) -> int:
         if self._trial_id is None:
-            raise ValueError("get_trial_id(): there is no trial id off the master (local training mode)")
+            raise ValueError(
+                "get_trial_id(): there is no trial id off the master (local training mode)"
+            )
         return self._trial_id
 
     def get_experiment_id(self) -> int:
         if self._experiment_id is None:
-            raise ValueError("get_experiment_id(): there is no experiment id off the master (local training mode)")
+            raise ValueError(
+                "get_experiment_id(): there is no experiment id off the master (local training mode)"
+            )
         return self._experiment_id
 
-    def get_trial_seed(self) -> Optional[int]:
+    def get_trial_seed(self) -> int | None:
         return self._trial_seed
 
     def get_initial_batch(self) -> int:
@@ -298,7 +330,7 @@ class PyTorchTrialContext:
         return (self._current_batch_idx + 1) % self._require_epoch_len() == 0
 
     # --- tensorboard / profiling -------------------------------------------------------------
-    def get_tensorboard_path(self) -> Optional[pathlib.Path]:
+    def get_tensorboard_path(self) -> pathlib.Path | None:
         return self._core.train.get_tensorboard_path()
 
     def get_tensorboard_writer(self) -> Any:

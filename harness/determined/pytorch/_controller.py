@@ -4,6 +4,7 @@ After every batch four boundaries are checked: TRAIN (max_length reached), VALID
 and REPORT. When any is hit, the training metrics since the previous boundary are averaged across
 ranks and reported; then the boundaries are acted on, and preemption / stop requests are checked.
 """
+
 from __future__ import annotations
 
 import enum
@@ -12,7 +13,8 @@ import logging
 import math
 import time
 import warnings
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -49,10 +51,10 @@ class _PyTorchTrialController:
         validation_period: TrainUnit,
         reporting_period: TrainUnit,
         checkpoint_policy: str,
-        latest_checkpoint: Optional[str],
+        latest_checkpoint: str | None,
         step_zero_validation: bool,
         test_mode: bool,
-        searcher_metric_name: Optional[str],
+        searcher_metric_name: str | None,
         smaller_is_better: bool,
     ) -> None:
         self.trial = trial
@@ -73,7 +75,7 @@ class _PyTorchTrialController:
 
         self.state = _state.TrialState(trial_id=context._trial_id)
         self.callbacks = trial.build_callbacks()
-        self._train_iter: Optional[Iterator[Any]] = None
+        self._train_iter: Iterator[Any] | None = None
         self._epoch_len = 0
         self._validation_loader: Any = None
         self._batches_this_fit = 0
@@ -94,18 +96,23 @@ class _PyTorchTrialController:
         for callback in self.callbacks.values():
             callback.on_trial_startup(self.state.batches_trained, self.latest_checkpoint)
 
-    def _training_batches(self, loader: Any) -> Tuple[Iterator[Any], int]:
+    def _training_batches(self, loader: Any) -> tuple[Iterator[Any], int]:
         skip = self.state.batches_trained
         if isinstance(loader, _data.DataLoader):
             base = loader._base_batch_sampler()
-            epoch_len = len(_data.adapt_batch_sampler(base, num_replicas=self.dist.size, rank=self.dist.rank))
-            torch_loader = loader.get_data_loader(repeat=True, skip=skip, num_replicas=self.dist.size, rank=self.dist.rank)
+            epoch_len = len(
+                _data.adapt_batch_sampler(base, num_replicas=self.dist.size, rank=self.dist.rank)
+            )
+            torch_loader = loader.get_data_loader(
+                repeat=True, skip=skip, num_replicas=self.dist.size, rank=self.dist.rank
+            )
             iterator: Iterator[Any] = iter(torch_loader)
         elif isinstance(loader, torch.utils.data.DataLoader):
             if self.dist.size > 1:
                 logger.warning(
                     "build_training_data_loader returned a torch DataLoader: Determined cannot shard it "
-                    "across %d ranks (return det.pytorch.DataLoader to get sharding)", self.dist.size
+                    "across %d ranks (return det.pytorch.DataLoader to get sharding)",
+                    self.dist.size,
                 )
             epoch_len = _data.batches_per_epoch(loader)
             iterator = _data.repeat_and_skip(loader, skip)
@@ -122,9 +129,15 @@ class _PyTorchTrialController:
         return iterator, epoch_len
 
     # --- the loop ----------------------------------------------------------------------------
-    def train_until(self, max_length: Optional[TrainUnit], progress_of: Optional[TrainUnit] = None) -> bool:
+    def train_until(
+        self, max_length: TrainUnit | None, progress_of: TrainUnit | None = None
+    ) -> bool:
         """Train until `max_length` (None: only in test mode); False if stopped early (preempted)."""
-        if self.step_zero_validation and self.state.batches_trained == 0 and self.state.last_val is None:
+        if (
+            self.step_zero_validation
+            and self.state.batches_trained == 0
+            and self.state.last_val is None
+        ):
             self._validate()
         if not self._training_started:
             self._training_started = True
@@ -147,10 +160,10 @@ class _PyTorchTrialController:
                 break
         return True
 
-    def _train_reached(self, max_length: Optional[TrainUnit], epoch_end: bool) -> bool:
+    def _train_reached(self, max_length: TrainUnit | None, epoch_end: bool) -> bool:
         if self.test_mode:
             return self._batches_this_fit >= 1
-        assert max_length is not None
+        assert max_length is not None and isinstance(max_length.value, int)  # checked by fit()
         if isinstance(max_length, Epoch):
             return epoch_end and self.state.batches_trained // self._epoch_len >= max_length.value
         return self.state.batches_trained >= max_length.value
@@ -160,14 +173,16 @@ class _PyTorchTrialController:
             return epoch_end and period.should_stop(self.state.batches_trained // self._epoch_len)
         return period.should_stop(self.state.batches_trained)
 
-    def _train_with_boundaries(self, max_length: Optional[TrainUnit]) -> Tuple[Set[Boundary], List[Dict[str, Any]]]:
+    def _train_with_boundaries(
+        self, max_length: TrainUnit | None
+    ) -> tuple[set[Boundary], list[dict[str, Any]]]:
         assert self._train_iter is not None
         for model in self.context.models:
             model.train()
         for reducer in self.context._reducers:
             if reducer.for_training:
                 reducer.reducer.reset()
-        batch_metrics: List[Dict[str, Any]] = []
+        batch_metrics: list[dict[str, Any]] = []
         next_check = self._next_possible_boundary(max_length)
         while True:
             batch_idx = self.state.batches_trained
@@ -180,7 +195,10 @@ class _PyTorchTrialController:
             metrics = self.trial.train_batch(batch, epoch_idx, batch_idx)
             batch_metrics.append(_training_metrics_dict(metrics))
             for wrapper in self.context.lr_schedulers:
-                if wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_BATCH and (batch_idx + 1) % wrapper.frequency == 0:
+                if (
+                    wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_BATCH
+                    and (batch_idx + 1) % wrapper.frequency == 0
+                ):
                     wrapper.step()
             self.state.batches_trained += 1
             self._batches_this_fit += 1
@@ -191,7 +209,10 @@ class _PyTorchTrialController:
             if epoch_end:
                 self.state.epochs_trained = self.state.batches_trained // self._epoch_len
                 for wrapper in self.context.lr_schedulers:
-                    if wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_EPOCH and self.state.epochs_trained % wrapper.frequency == 0:
+                    if (
+                        wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_EPOCH
+                        and self.state.epochs_trained % wrapper.frequency == 0
+                    ):
                         wrapper.step()
                 for callback in self.callbacks.values():
                     callback.on_training_epoch_end(epoch_idx)
@@ -209,7 +230,7 @@ class _PyTorchTrialController:
                 self.context._current_batch_idx = self.state.batches_trained
                 return hits, batch_metrics
 
-    def _next_possible_boundary(self, max_length: Optional[TrainUnit]) -> int:
+    def _next_possible_boundary(self, max_length: TrainUnit | None) -> int:
         """The least batch count after the current one at which a boundary can be hit.
 
         Checking every period after every batch cost a few microseconds per batch, a measurable
@@ -222,7 +243,11 @@ class _PyTorchTrialController:
         if self.test_mode:
             return done + 1
         candidates = [(done // self._epoch_len + 1) * self._epoch_len]
-        if max_length is not None and not isinstance(max_length, Epoch) and isinstance(max_length.value, int):
+        if (
+            max_length is not None
+            and not isinstance(max_length, Epoch)
+            and isinstance(max_length.value, int)
+        ):
             candidates.append(max_length.value if max_length.value > done else done + 1)
         for period in (self.validation_period, self.checkpoint_period, self.reporting_period):
             if isinstance(period, Epoch):
@@ -233,13 +258,15 @@ class _PyTorchTrialController:
                 return done + 1
         return min(candidates)
 
-    def _add_time_keys(self, metrics: Dict[str, Any]) -> Dict[str, Any]:
+    def _add_time_keys(self, metrics: dict[str, Any]) -> dict[str, Any]:
         # ASHA's time_metric reads these from validation metrics.
         metrics.setdefault("batches", self.state.batches_trained)
-        metrics.setdefault("epochs", self.state.batches_trained // self._epoch_len if self._epoch_len else 0)
+        metrics.setdefault(
+            "epochs", self.state.batches_trained // self._epoch_len if self._epoch_len else 0
+        )
         return metrics
 
-    def _report_training_metrics(self, batch_metrics: List[Dict[str, Any]]) -> None:
+    def _report_training_metrics(self, batch_metrics: list[dict[str, Any]]) -> None:
         batch_metrics = _metric_values(batch_metrics)
         mine = per_slot_reduce(batch_metrics, Reducer.AVG) if batch_metrics else {}
         custom = [r.reducer.per_slot_reduce() for r in self.context._reducers if r.for_training]
@@ -248,13 +275,19 @@ class _PyTorchTrialController:
         metrics.update(self._cross_slot_custom([e[2] for e in everyone], for_training=True))
         metrics = self._add_time_keys(metrics)
         if self.is_chief:
-            self.core.train.report_training_metrics(steps_completed=self.state.batches_trained, metrics=metrics)
+            self.core.train.report_training_metrics(
+                steps_completed=self.state.batches_trained, metrics=metrics
+            )
         for callback in self.callbacks.values():
             callback.on_training_workload_end(metrics, batch_metrics)
 
-    def _cross_slot_custom(self, per_rank: List[List[Any]], for_training: bool) -> Dict[str, Any]:
-        wrapped = [r for r in self.context._reducers if (r.for_training if for_training else r.for_validation)]
-        out: Dict[str, Any] = {}
+    def _cross_slot_custom(self, per_rank: list[list[Any]], for_training: bool) -> dict[str, Any]:
+        wrapped = [
+            r
+            for r in self.context._reducers
+            if (r.for_training if for_training else r.for_validation)
+        ]
+        out: dict[str, Any] = {}
         for i, reducer in enumerate(wrapped):
             value = reducer.reducer.cross_slot_reduce([values[i] for values in per_rank])
             if reducer.name is not None:
@@ -280,8 +313,13 @@ class _PyTorchTrialController:
         self._last_progress_report = now
         return True
 
-    def _report_progress(self, length: Optional[TrainUnit]) -> None:
-        if not self.is_chief or length is None or not isinstance(length.value, int) or length.value <= 0:
+    def _report_progress(self, length: TrainUnit | None) -> None:
+        if (
+            not self.is_chief
+            or length is None
+            or not isinstance(length.value, int)
+            or length.value <= 0
+        ):
             return
         if isinstance(length, Epoch):
             done = self.state.batches_trained / self._epoch_len
@@ -294,7 +332,11 @@ class _PyTorchTrialController:
         preempted = self.core.preempt.should_preempt()
         if not (stop_requested or preempted):
             return False
-        logger.info("%s: stopping training at batch %d", "preempted" if preempted else "stop requested", self.state.batches_trained)
+        logger.info(
+            "%s: stopping training at batch %d",
+            "preempted" if preempted else "stop requested",
+            self.state.batches_trained,
+        )
         if not self._checkpoint_is_current():
             self._checkpoint()
         if stop_requested and not preempted and self.on_cluster and self.is_chief:
@@ -321,12 +363,12 @@ class _PyTorchTrialController:
     def _checkpoint_is_current(self) -> bool:
         return self.state.last_ckpt == self.state.batches_trained
 
-    def last_validation_metrics(self) -> Optional[Dict[str, Any]]:
+    def last_validation_metrics(self) -> dict[str, Any] | None:
         if self._validation_is_current():
             return self.state.last_validation_metrics
         return None
 
-    def _validate(self) -> Dict[str, Any]:
+    def _validate(self) -> dict[str, Any]:
         for model in self.context.models:
             model.eval()
         for callback in self.callbacks.values():
@@ -350,7 +392,9 @@ class _PyTorchTrialController:
             if self.checkpoint_policy == "best":
                 # Asked before reporting: the master must not count this validation yet.
                 best_before = self.core.train.get_experiment_best_validation()
-            self.core.train.report_validation_metrics(steps_completed=self.state.batches_trained, metrics=metrics)
+            self.core.train.report_validation_metrics(
+                steps_completed=self.state.batches_trained, metrics=metrics
+            )
         self.state.last_val = self.state.batches_trained
         self.state.last_validation_metrics = metrics
         for callback in self.callbacks.values():
@@ -376,7 +420,9 @@ class _PyTorchTrialController:
         loader = self._validation_loader
         if isinstance(loader, _data.DataLoader):
             if shard:
-                return loader.get_data_loader(repeat=False, num_replicas=self.dist.size, rank=self.dist.rank)
+                return loader.get_data_loader(
+                    repeat=False, num_replicas=self.dist.size, rank=self.dist.rank
+                )
             return loader.get_data_loader(repeat=False)
         if isinstance(loader, torch.utils.data.DataLoader):
             return loader
@@ -385,19 +431,26 @@ class _PyTorchTrialController:
             f"torch.utils.data.DataLoader), got {type(loader).__name__}"
         )
 
-    def _evaluate_batches(self) -> Dict[str, Any]:
+    def _evaluate_batches(self) -> dict[str, Any]:
         for reducer in self.context._reducers:
             if reducer.for_validation:
                 reducer.reducer.reset()
         for callback in self.callbacks.values():
             callback.on_validation_epoch_start()
         takes_batch_idx = len(inspect.signature(self.trial.evaluate_batch).parameters) >= 2
-        outputs: List[Dict[str, Any]] = []
+        outputs: list[dict[str, Any]] = []
         for idx, batch in enumerate(self._validation_torch_loader(shard=True)):
             batch = self.context.to_device(batch)
-            result = self.trial.evaluate_batch(batch, idx) if takes_batch_idx else self.trial.evaluate_batch(batch)
+            result = (
+                self.trial.evaluate_batch(batch, idx)
+                if takes_batch_idx
+                # Older trials define evaluate_batch(self, batch).
+                else self.trial.evaluate_batch(batch)  # type: ignore[call-arg]
+            )
             if not isinstance(result, dict):
-                raise TypeError(f"evaluate_batch must return a dict of metrics, got {type(result).__name__}")
+                raise TypeError(
+                    f"evaluate_batch must return a dict of metrics, got {type(result).__name__}"
+                )
             outputs.append(result)
         for callback in self.callbacks.values():
             callback.on_validation_epoch_end(outputs)
@@ -409,14 +462,16 @@ class _PyTorchTrialController:
         metrics.update(self._cross_slot_custom([e[2] for e in everyone], for_training=False))
         return metrics
 
-    def _evaluate_full_dataset(self) -> Dict[str, Any]:
+    def _evaluate_full_dataset(self) -> dict[str, Any]:
         metrics = None
         if self.is_chief:
             metrics = self.trial.evaluate_full_dataset(self._validation_torch_loader(shard=False))
             if not isinstance(metrics, dict):
-                raise TypeError(f"evaluate_full_dataset must return a dict of metrics, got {type(metrics).__name__}")
+                raise TypeError(
+                    f"evaluate_full_dataset must return a dict of metrics, got {type(metrics).__name__}"
+                )
             metrics = {k: to_number(v) for k, v in metrics.items()}
-        return self.dist.broadcast(metrics)  # type: ignore[no-any-return]
+        return self.dist.broadcast(metrics)
 
     # --- checkpoints ---------------------------------------------------------------------------
     def _checkpoint(self) -> str:
@@ -431,7 +486,11 @@ class _PyTorchTrialController:
             for callback in self.callbacks.values():
                 callback.on_checkpoint_write_end(str(path))
                 if type(callback).on_checkpoint_end is not PyTorchCallback.on_checkpoint_end:
-                    warnings.warn("PyTorchCallback.on_checkpoint_end is deprecated: use on_checkpoint_write_end", FutureWarning)
+                    warnings.warn(
+                        "PyTorchCallback.on_checkpoint_end is deprecated: use on_checkpoint_write_end",
+                        FutureWarning,
+                        stacklevel=2,
+                    )
                     callback.on_checkpoint_end(str(path))
         for callback in self.callbacks.values():
             callback.on_checkpoint_upload_end(storage_id)
@@ -439,7 +498,7 @@ class _PyTorchTrialController:
         logger.info("checkpoint %s at batch %d", storage_id, self.state.batches_trained)
         return storage_id
 
-    def _load_data(self) -> Dict[str, Any]:
+    def _load_data(self) -> dict[str, Any]:
         return {
             "trial_type": "PyTorchTrial",
             "experiment_config": self.context._exp_conf or {},
@@ -460,20 +519,26 @@ class _PyTorchTrialController:
         else:
             # A checkpoint of another trial (warm start): keep its weights, start counting at 0.
             logger.info("warm-starting from checkpoint %s of another trial", storage_id)
-        logger.info("resumed from checkpoint %s at batch %d", storage_id, self.state.batches_trained)
+        logger.info(
+            "resumed from checkpoint %s at batch %d", storage_id, self.state.batches_trained
+        )
 
 
-def _training_metrics_dict(metrics: Any) -> Dict[str, Any]:
+def _training_metrics_dict(metrics: Any) -> dict[str, Any]:
     """One batch's metrics, tensors kept (detached) on their device: reading a tensor's value
     waits for the device, so that happens once per report (`_metric_values`), not per batch."""
     if isinstance(metrics, torch.Tensor):
         return {"loss": metrics.detach()}
     if not isinstance(metrics, dict):
-        raise TypeError(f"train_batch must return a dict of metrics (or the loss tensor), got {type(metrics).__name__}")
-    return {k: v.detach() if isinstance(v, torch.Tensor) else to_number(v) for k, v in metrics.items()}
+        raise TypeError(
+            f"train_batch must return a dict of metrics (or the loss tensor), got {type(metrics).__name__}"
+        )
+    return {
+        k: v.detach() if isinstance(v, torch.Tensor) else to_number(v) for k, v in metrics.items()
+    }
 
 
-def _metric_values(batch_metrics: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def _metric_values(batch_metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`batch_metrics` with every tensor replaced by its value (numbers, lists for non-scalars).
 
     A metric whose values are scalar tensors of one dtype and device is read with one
@@ -484,15 +549,14 @@ def _metric_values(batch_metrics: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """
     if not any(isinstance(v, torch.Tensor) for m in batch_metrics for v in m.values()):
         return batch_metrics
-    keys: List[str] = []
+    keys: list[str] = []
     for metrics in batch_metrics:
         keys.extend(k for k in metrics if k not in keys)
-    read: Dict[str, List[Any]] = {}
+    read: dict[str, list[Any]] = {}
     for key in keys:
         values = [m[key] for m in batch_metrics if key in m]
-        read[key] = _scalar_tensor_values(values)
-        if read[key] is None:
-            read[key] = [to_number(v) for v in values]
+        scalars = _scalar_tensor_values(values)
+        read[key] = scalars if scalars is not None else [to_number(v) for v in values]
     if len(keys) == 1 and len(read[keys[0]]) == len(batch_metrics):  # the usual case: one metric
         key = keys[0]
         return [{key: value} for value in read[key]]
@@ -500,7 +564,7 @@ def _metric_values(batch_metrics: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [{k: next(positions[k]) for k in metrics} for metrics in batch_metrics]
 
 
-def _scalar_tensor_values(values: List[Any]) -> Optional[List[Any]]:
+def _scalar_tensor_values(values: list[Any]) -> list[Any] | None:
     """The values of `values` read at once when they are one-element tensors of one dtype on
     one device; None otherwise."""
     first = values[0] if values else None
@@ -519,7 +583,7 @@ def _scalar_tensor_values(values: List[Any]) -> Optional[List[Any]]:
     return stacked.cpu().tolist()
 
 
-def _is_better(value: Any, best: Optional[float], smaller_is_better: bool) -> bool:
+def _is_better(value: Any, best: float | None, smaller_is_better: bool) -> bool:
     value = float(value)
     if math.isnan(value):
         return False

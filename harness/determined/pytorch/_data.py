@@ -5,10 +5,12 @@ wraps the batch sampler as: base -> repeat (training) -> shard across ranks -> s
 Shuffling uses a seed fixed when the DataLoader is constructed, with a fresh permutation per
 pass (seed + pass number), so "skip the first N batches" lands exactly where a run stopped.
 """
+
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,14 +41,16 @@ class RepeatBatchSampler(torch.utils.data.Sampler):
     def __init__(self, batch_sampler: Any) -> None:
         self.batch_sampler = batch_sampler
 
-    def __iter__(self) -> Iterator[List[int]]:
+    def __iter__(self) -> Iterator[list[int]]:
         while True:
             empty = True
             for batch in self.batch_sampler:
                 empty = False
                 yield batch
             if empty:
-                raise ValueError("the training data loader yields no batches: cannot repeat an empty dataset")
+                raise ValueError(
+                    "the training data loader yields no batches: cannot repeat an empty dataset"
+                )
 
     def __len__(self) -> int:
         return len(self.batch_sampler)
@@ -57,12 +61,14 @@ class DistributedBatchSampler(torch.utils.data.Sampler):
 
     def __init__(self, batch_sampler: Any, num_workers: int, rank: int) -> None:
         if num_workers < 1 or not 0 <= rank < num_workers:
-            raise ValueError(f"DistributedBatchSampler: need 0 <= rank < num_workers, got rank={rank}, num_workers={num_workers}")
+            raise ValueError(
+                f"DistributedBatchSampler: need 0 <= rank < num_workers, got rank={rank}, num_workers={num_workers}"
+            )
         self.batch_sampler = batch_sampler
         self.num_workers = num_workers
         self.rank = rank
 
-    def __iter__(self) -> Iterator[List[int]]:
+    def __iter__(self) -> Iterator[list[int]]:
         return itertools.islice(self.batch_sampler, self.rank, None, self.num_workers)
 
     def __len__(self) -> int:
@@ -79,7 +85,7 @@ class SkipBatchSampler(torch.utils.data.Sampler):
         self.batch_sampler = batch_sampler
         self.skip = skip
 
-    def __iter__(self) -> Iterator[List[int]]:
+    def __iter__(self) -> Iterator[list[int]]:
         return itertools.islice(self.batch_sampler, self.skip, None)
 
     def __len__(self) -> int:
@@ -114,31 +120,35 @@ class DataLoader:
     def __init__(
         self,
         dataset: Any,
-        batch_size: Optional[int] = 1,
+        batch_size: int | None = 1,
         shuffle: bool = False,
         sampler: Any = None,
         batch_sampler: Any = None,
         num_workers: int = 0,
-        collate_fn: Optional[Callable] = None,
+        collate_fn: Callable | None = None,
         pin_memory: bool = False,
         drop_last: bool = False,
         timeout: float = 0,
-        worker_init_fn: Optional[Callable] = None,
+        worker_init_fn: Callable | None = None,
         multiprocessing_context: Any = None,
-        generator: Optional[torch.Generator] = None,
+        generator: torch.Generator | None = None,
         *,
-        prefetch_factor: Optional[int] = None,
+        prefetch_factor: int | None = None,
         persistent_workers: bool = False,
     ) -> None:
         _reject_iterable(dataset)
-        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
+        if batch_sampler is not None and (
+            batch_size != 1 or shuffle or sampler is not None or drop_last
+        ):
             raise ValueError(
                 "DataLoader: batch_sampler is mutually exclusive with batch_size, shuffle, sampler and drop_last"
             )
         if sampler is not None and shuffle:
             raise ValueError("DataLoader: sampler is mutually exclusive with shuffle=True")
         if batch_sampler is None and batch_size is None:
-            raise ValueError("DataLoader: batch_size=None (no batching) is not supported; give a batch size")
+            raise ValueError(
+                "DataLoader: batch_size=None (no batching) is not supported; give a batch size"
+            )
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
@@ -156,7 +166,9 @@ class DataLoader:
         self.persistent_workers = persistent_workers
         # Fixed now (from the trial-seeded torch RNG or the given generator) so a resumed run
         # sees the same permutations as the run it continues.
-        self._shuffle_seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator).item()) if shuffle else 0
+        self._shuffle_seed = (
+            int(torch.randint(0, 2**31 - 1, (1,), generator=generator).item()) if shuffle else 0
+        )
 
     def _base_batch_sampler(self) -> Any:
         if self.batch_sampler is not None:
@@ -167,12 +179,15 @@ class DataLoader:
             sampler = ReproducibleShuffleSampler(self.dataset, self._shuffle_seed)
         else:
             sampler = torch.utils.data.SequentialSampler(self.dataset)
+        assert self.batch_size is not None  # __init__ refuses neither batch_size nor batch_sampler
         return torch.utils.data.BatchSampler(sampler, self.batch_size, self.drop_last)
 
     def get_data_loader(
         self, repeat: bool = False, skip: int = 0, num_replicas: int = 1, rank: int = 0
     ) -> torch.utils.data.DataLoader:
-        batch_sampler = adapt_batch_sampler(self._base_batch_sampler(), repeat, skip, num_replicas, rank)
+        batch_sampler = adapt_batch_sampler(
+            self._base_batch_sampler(), repeat, skip, num_replicas, rank
+        )
         generator = self.generator
         if generator is None:
             # Without a generator, torch draws each iterator's worker base seed from the global
@@ -244,14 +259,18 @@ def repeat_and_skip(loader: Any, skip: int) -> Iterator[Any]:
                 yield batch
             seen += 1
         if empty:
-            raise ValueError("the training data loader yields no batches: cannot repeat an empty dataset")
+            raise ValueError(
+                "the training data loader yields no batches: cannot repeat an empty dataset"
+            )
 
 
 def batches_per_epoch(loader: Any) -> int:
     try:
         return len(loader)
     except TypeError:
-        raise ValueError("the training data loader has no len(): Determined needs it to count epochs") from None
+        raise ValueError(
+            "the training data loader has no len(): Determined needs it to count epochs"
+        ) from None
 
 
 __all__: Sequence[str] = [

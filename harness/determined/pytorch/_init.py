@@ -1,11 +1,13 @@
 """`det.pytorch.init()`: the PyTorchTrialContext for this process, on or off the master."""
+
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
 import random
-from typing import Any, Dict, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,7 +36,7 @@ def _device_for(local_rank: int) -> torch.device:
     return torch.device("cpu")
 
 
-def _local_checkpoint_storage(exp_conf: Optional[Dict[str, Any]]) -> Any:
+def _local_checkpoint_storage(exp_conf: dict[str, Any] | None) -> Any:
     """Off the master, honour the config's checkpoint_storage (else the user data directory)."""
     config = (exp_conf or {}).get("checkpoint_storage")
     if not isinstance(config, dict):
@@ -49,9 +51,9 @@ def _local_checkpoint_storage(exp_conf: Optional[Dict[str, Any]]) -> Any:
 @contextlib.contextmanager
 def init(
     *,
-    hparams: Optional[Dict[str, Any]] = None,
-    exp_conf: Optional[Dict[str, Any]] = None,
-    distributed: Optional[core.DistributedContext] = None,
+    hparams: dict[str, Any] | None = None,
+    exp_conf: dict[str, Any] | None = None,
+    distributed: core.DistributedContext | None = None,
     aggregation_frequency: int = 1,
     enable_tensorboard_logging: bool = True,
 ) -> Iterator[PyTorchTrialContext]:
@@ -65,14 +67,22 @@ def init(
     started_process_group = False
     try:
         if local:
-            core_context = core.init(distributed=distributed, checkpoint_storage=_local_checkpoint_storage(exp_conf))
-            context_kwargs: Dict[str, Any] = dict(
-                trial_seed=None, hparams=hparams, exp_conf=exp_conf, steps_completed=0, managed_training=False
+            core_context = core.init(
+                distributed=distributed, checkpoint_storage=_local_checkpoint_storage(exp_conf)
+            )
+            context_kwargs: dict[str, Any] = dict(
+                trial_seed=None,
+                hparams=hparams,
+                exp_conf=exp_conf,
+                steps_completed=0,
+                managed_training=False,
             )
         else:
             assert info is not None
             if distributed is not None:
-                logger.warning("det.pytorch.init(distributed=...) is ignored on the master: it builds its own")
+                logger.warning(
+                    "det.pytorch.init(distributed=...) is ignored on the master: it builds its own"
+                )
             distributed = None
             if _truthy_env("USE_HOROVOD"):
                 raise NotImplementedError(

@@ -1,10 +1,11 @@
 """`det.pytorch.load_trial_from_checkpoint_path`: rebuild a trained PyTorchTrial from its checkpoint."""
+
 from __future__ import annotations
 
 import importlib
 import os
 import pathlib
-from typing import Any, Dict, Optional, Type
+from typing import Any
 
 import torch
 
@@ -14,7 +15,7 @@ from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._trial import PyTorchTrial
 
 
-def _import_trial_class(spec: str) -> Type[PyTorchTrial]:
+def _import_trial_class(spec: str) -> type[PyTorchTrial]:
     module_name, _, qualname = spec.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
@@ -25,14 +26,14 @@ def _import_trial_class(spec: str) -> Type[PyTorchTrial]:
         ) from e
     for part in qualname.split("."):
         obj = getattr(obj, part)
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def load_trial_from_checkpoint_path(
     path: str | os.PathLike,
-    trial_class: Optional[Type[PyTorchTrial]] = None,
-    trial_kwargs: Optional[Dict[str, Any]] = None,
-    torch_load_kwargs: Optional[Dict[str, Any]] = None,
+    trial_class: type[PyTorchTrial] | None = None,
+    trial_kwargs: dict[str, Any] | None = None,
+    torch_load_kwargs: dict[str, Any] | None = None,
 ) -> PyTorchTrial:
     """Instantiate the trial that wrote the checkpoint in `path` and load its weights (CPU, local context).
 
@@ -44,7 +45,9 @@ def load_trial_from_checkpoint_path(
     if trial_class is None:
         spec = load_data.get("trial_cls_spec")
         if not spec:
-            raise ValueError(f"{path / _state.LOAD_DATA_FILE} has no trial_cls_spec: pass trial_class=...")
+            raise ValueError(
+                f"{path / _state.LOAD_DATA_FILE} has no trial_cls_spec: pass trial_class=..."
+            )
         trial_class = _import_trial_class(spec)
     core_context = core._dummy_init()
     context = PyTorchTrialContext(
@@ -55,7 +58,7 @@ def load_trial_from_checkpoint_path(
         managed_training=False,
         device=torch.device("cpu"),
     )
-    trial = trial_class(context, **(trial_kwargs or {}))  # type: ignore[call-arg]
+    trial = trial_class(context, **(trial_kwargs or {}))
     load_kwargs = {"map_location": "cpu", "weights_only": False, **(torch_load_kwargs or {})}
     state = torch.load(path / _state.STATE_DICT_FILE, **load_kwargs)
     callbacks = trial.build_callbacks()

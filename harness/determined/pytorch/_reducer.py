@@ -1,9 +1,11 @@
 """How per-batch metrics become one number: `Reducer` (built in) and `MetricReducer` (custom)."""
+
 from __future__ import annotations
 
 import abc
 import enum
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,20 +29,19 @@ class MetricReducer(abc.ABC):
     """
 
     @abc.abstractmethod
-    def reset(self) -> None:
-        ...
+    def reset(self) -> None: ...
 
     @abc.abstractmethod
-    def per_slot_reduce(self) -> Any:
-        ...
+    def per_slot_reduce(self) -> Any: ...
 
     @abc.abstractmethod
-    def cross_slot_reduce(self, per_slot_metrics: List[Any]) -> Any:
-        ...
+    def cross_slot_reduce(self, per_slot_metrics: list[Any]) -> Any: ...
 
 
 class _WrappedReducer:
-    def __init__(self, reducer: MetricReducer, name: Optional[str], for_training: bool, for_validation: bool):
+    def __init__(
+        self, reducer: MetricReducer, name: str | None, for_training: bool, for_validation: bool
+    ):
         self.reducer = reducer
         self.name = name
         self.for_training = for_training
@@ -61,7 +62,7 @@ def to_number(value: Any) -> Any:
     return value
 
 
-def _reduce(reducer: Reducer, values: Sequence[Any], weights: Optional[Sequence[float]] = None) -> Any:
+def _reduce(reducer: Reducer, values: Sequence[Any], weights: Sequence[float] | None = None) -> Any:
     if not values:
         raise ValueError("cannot reduce an empty list of metric values")
     if reducer is Reducer.AVG:
@@ -88,31 +89,37 @@ def reducer_for(reducers: Any, name: str) -> Reducer:
                 f"every metric evaluate_batch returns (got keys {sorted(reducers)})"
             )
         return Reducer(reducers[name])
-    raise TypeError(f"evaluation_reducer() must return a Reducer or a dict of them, got {reducers!r}")
+    raise TypeError(
+        f"evaluation_reducer() must return a Reducer or a dict of them, got {reducers!r}"
+    )
 
 
-def per_slot_reduce(batch_metrics: List[Dict[str, Any]], reducers: Any) -> Dict[str, Any]:
+def per_slot_reduce(batch_metrics: list[dict[str, Any]], reducers: Any) -> dict[str, Any]:
     """Reduce one rank's per-batch metric dicts key by key."""
-    keys: List[str] = []
+    keys: list[str] = []
     for metrics in batch_metrics:
         keys.extend(k for k in metrics if k not in keys)
     return {
-        key: _reduce(reducer_for(reducers, key), [to_number(m[key]) for m in batch_metrics if key in m])
+        key: _reduce(
+            reducer_for(reducers, key), [to_number(m[key]) for m in batch_metrics if key in m]
+        )
         for key in keys
     }
 
 
 def cross_slot_reduce(
-    per_slot: List[Dict[str, Any]], num_batches: List[int], reducers: Any
-) -> Dict[str, Any]:
+    per_slot: list[dict[str, Any]], num_batches: list[int], reducers: Any
+) -> dict[str, Any]:
     """Combine every rank's reduced metrics; AVG is weighted by each rank's batch count."""
-    keys: List[str] = []
+    keys: list[str] = []
     for metrics in per_slot:
         keys.extend(k for k in metrics if k not in keys)
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for key in keys:
         ranks = [i for i, m in enumerate(per_slot) if key in m]
         out[key] = _reduce(
-            reducer_for(reducers, key), [per_slot[i][key] for i in ranks], [num_batches[i] for i in ranks]
+            reducer_for(reducers, key),
+            [per_slot[i][key] for i in ranks],
+            [num_batches[i] for i in ranks],
         )
     return out

@@ -1,9 +1,10 @@
 """`det.pytorch.Trainer`: train a `PyTorchTrial` on or off the master."""
+
 from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any, Optional
+from typing import Any
 
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._controller import _PyTorchTrialController
@@ -17,7 +18,9 @@ CHECKPOINT_POLICIES = ("best", "all", "none")
 
 def _check_unit(name: str, unit: Any) -> TrainUnit:
     if not isinstance(unit, (Batch, Epoch)):
-        raise TypeError(f"Trainer.fit({name}=...): expected det.pytorch.Batch(...) or Epoch(...), got {unit!r}")
+        raise TypeError(
+            f"Trainer.fit({name}=...): expected det.pytorch.Batch(...) or Epoch(...), got {unit!r}"
+        )
     return unit
 
 
@@ -34,16 +37,18 @@ class Trainer:
         self._local_training = not context._managed_training
 
     def configure_profiler(self, *args: Any, **kwargs: Any) -> None:
-        logger.error("Trainer.configure_profiler() is deprecated and does nothing; use fit(profiling_enabled=True)")
+        logger.error(
+            "Trainer.configure_profiler() is deprecated and does nothing; use fit(profiling_enabled=True)"
+        )
 
     def fit(
         self,
-        checkpoint_period: Optional[TrainUnit] = None,
-        validation_period: Optional[TrainUnit] = None,
-        max_length: Optional[TrainUnit] = None,
-        reporting_period: Optional[TrainUnit] = None,
+        checkpoint_period: TrainUnit | None = None,
+        validation_period: TrainUnit | None = None,
+        max_length: TrainUnit | None = None,
+        reporting_period: TrainUnit | None = None,
         checkpoint_policy: str = "best",
-        latest_checkpoint: Optional[str] = None,
+        latest_checkpoint: str | None = None,
         step_zero_validation: bool = False,
         test_mode: bool = False,
         profiling_enabled: bool = False,
@@ -59,9 +64,13 @@ class Trainer:
         validation_period = _check_unit("validation_period", validation_period or never())
         reporting_period = _check_unit("reporting_period", reporting_period or Batch(100))
         if checkpoint_policy not in CHECKPOINT_POLICIES:
-            raise ValueError(f"Trainer.fit(checkpoint_policy={checkpoint_policy!r}): must be one of {', '.join(CHECKPOINT_POLICIES)}")
+            raise ValueError(
+                f"Trainer.fit(checkpoint_policy={checkpoint_policy!r}): must be one of {', '.join(CHECKPOINT_POLICIES)}"
+            )
         if test_mode and not self._local_training:
-            raise ValueError("Trainer.fit(test_mode=True) is only for local training, not for trials run by the master")
+            raise ValueError(
+                "Trainer.fit(test_mode=True) is only for local training, not for trials run by the master"
+            )
         if self._local_training and checkpoint_policy == "best":
             # Off the master there is no experiment-wide best to compare with.
             checkpoint_policy = "all"
@@ -70,7 +79,9 @@ class Trainer:
         searcher = config.get("searcher") or {}
         use_operations = False
         if max_length is None and not test_mode:
-            if not self._local_training and (_searcher_operations or searcher.get("max_length") is not None):
+            if not self._local_training and (
+                _searcher_operations or searcher.get("max_length") is not None
+            ):
                 if not _searcher_operations:
                     warnings.warn(
                         "Trainer.fit(max_length=None) falls back to the deprecated searcher.max_length; "
@@ -80,11 +91,15 @@ class Trainer:
                     )
                 use_operations = True
             else:
-                raise ValueError("Trainer.fit: max_length is required (e.g. max_length=det.pytorch.Epoch(1))")
+                raise ValueError(
+                    "Trainer.fit: max_length is required (e.g. max_length=det.pytorch.Epoch(1))"
+                )
         if max_length is not None:
             _check_unit("max_length", max_length)
             if not isinstance(max_length.value, int):
-                raise TypeError(f"Trainer.fit(max_length={max_length!r}): the value must be an int, not a container")
+                raise TypeError(
+                    f"Trainer.fit(max_length={max_length!r}): the value must be an int, not a container"
+                )
             _check_searcher_length(max_length, searcher)
 
         info_checkpoint = self._info.latest_checkpoint if self._info is not None else None
@@ -105,7 +120,9 @@ class Trainer:
             latest_checkpoint=latest_checkpoint,
             step_zero_validation=step_zero_validation,
             test_mode=test_mode,
-            searcher_metric_name=searcher.get("metric") if isinstance(searcher.get("metric"), str) else None,
+            searcher_metric_name=searcher.get("metric")
+            if isinstance(searcher.get("metric"), str)
+            else None,
             smaller_is_better=bool(searcher.get("smaller_is_better", True)),
         )
         profiling = profiling_enabled and not self._local_training
@@ -150,7 +167,7 @@ class Trainer:
         controller.finish()
 
 
-def _global_batch_size(context: PyTorchTrialContext) -> Optional[int]:
+def _global_batch_size(context: PyTorchTrialContext) -> int | None:
     value = (context._hparams or {}).get("global_batch_size")
     return value if isinstance(value, int) else None
 
@@ -180,7 +197,9 @@ def _length_unit(searcher: dict, context: PyTorchTrialContext) -> Any:
         unit = "batches"
 
     def unit_of(length: int) -> TrainUnit:
-        return TrainUnit._from_values(**{unit: int(length)}, global_batch_size=_global_batch_size(context))
+        return TrainUnit._from_values(
+            **{unit: int(length)}, global_batch_size=_global_batch_size(context)
+        )
 
     return unit_of
 
@@ -188,9 +207,17 @@ def _length_unit(searcher: dict, context: PyTorchTrialContext) -> Any:
 def _check_searcher_length(max_length: TrainUnit, searcher: dict) -> None:
     time_metric = searcher.get("time_metric")
     if time_metric == "batches" and not isinstance(max_length, Batch):
-        logger.warning("max_length is %r but searcher.time_metric is 'batches': use Batch(...)", max_length)
+        logger.warning(
+            "max_length is %r but searcher.time_metric is 'batches': use Batch(...)", max_length
+        )
     elif time_metric == "epochs" and not isinstance(max_length, Epoch):
-        logger.warning("max_length is %r but searcher.time_metric is 'epochs': use Epoch(...)", max_length)
+        logger.warning(
+            "max_length is %r but searcher.time_metric is 'epochs': use Epoch(...)", max_length
+        )
     max_time = searcher.get("max_time")
-    if isinstance(max_time, int) and time_metric in ("batches", "epochs") and max_length.value != max_time:
+    if (
+        isinstance(max_time, int)
+        and time_metric in ("batches", "epochs")
+        and max_length.value != max_time
+    ):
         logger.warning("max_length %r differs from searcher.max_time %d", max_length, max_time)

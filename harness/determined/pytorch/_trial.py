@@ -1,7 +1,8 @@
 """`PyTorchTrial`: the class users subclass; Determined's `Trainer` drives it."""
+
 from __future__ import annotations
 
-from typing import Any, Dict, Union
+from typing import Any
 
 import torch
 
@@ -30,32 +31,42 @@ class PyTorchTrial(LegacyTrial):
     def __init__(self, context: PyTorchTrialContext) -> None:  # noqa: B027 - users override
         pass
 
-    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> Union[torch.Tensor, Dict[str, Any]]:
+    def train_batch(
+        self, batch: Any, epoch_idx: int, batch_idx: int
+    ) -> torch.Tensor | dict[str, Any]:
         """Forward, `context.backward(loss)`, `context.step_optimizer(opt)`; return metrics (or the loss)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement train_batch(batch, epoch_idx, batch_idx)")
-
-    def build_training_data_loader(self) -> DataLoader:
-        raise NotImplementedError(f"{type(self).__name__} must implement build_training_data_loader()")
-
-    def build_validation_data_loader(self) -> DataLoader:
-        raise NotImplementedError(f"{type(self).__name__} must implement build_validation_data_loader()")
-
-    def build_callbacks(self) -> Dict[str, PyTorchCallback]:
-        return {}
-
-    def evaluate_batch(self, batch: Any, batch_idx: int) -> Dict[str, Any]:
-        """Validation metrics of one batch, reduced over batches with `evaluation_reducer()`."""
         raise NotImplementedError(
-            f"{type(self).__name__} must implement evaluate_batch(batch, batch_idx) or evaluate_full_dataset(data_loader)"
+            f"{type(self).__name__} must implement train_batch(batch, epoch_idx, batch_idx)"
         )
 
-    def evaluation_reducer(self) -> Union[Reducer, Dict[str, Reducer]]:
+    def build_training_data_loader(self) -> DataLoader:
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement build_training_data_loader()"
+        )
+
+    def build_validation_data_loader(self) -> DataLoader:
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement build_validation_data_loader()"
+        )
+
+    def build_callbacks(self) -> dict[str, PyTorchCallback]:
+        return {}
+
+    def evaluate_batch(self, batch: Any, batch_idx: int) -> dict[str, Any]:
+        """Validation metrics of one batch, reduced over batches with `evaluation_reducer()`."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement evaluate_batch(batch, batch_idx) or "
+            "evaluate_full_dataset(data_loader)"
+        )
+
+    def evaluation_reducer(self) -> Reducer | dict[str, Reducer]:
         return Reducer.AVG
 
-    def evaluate_full_dataset(self, data_loader: torch.utils.data.DataLoader) -> Dict[str, Any]:
+    def evaluate_full_dataset(self, data_loader: torch.utils.data.DataLoader) -> dict[str, Any]:
         """Validation metrics over the whole dataset; runs on the chief only."""
         raise NotImplementedError(
-            f"{type(self).__name__} must implement evaluate_batch(batch, batch_idx) or evaluate_full_dataset(data_loader)"
+            f"{type(self).__name__} must implement evaluate_batch(batch, batch_idx) or "
+            "evaluate_full_dataset(data_loader)"
         )
 
     def get_batch_length(self, batch: Any) -> int:

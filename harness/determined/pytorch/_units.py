@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import collections.abc
 import sys
-from typing import Any, Union
+from typing import Any
 
 from determined.common import expconf
 
-PeriodValue = Union[int, collections.abc.Container]
+PeriodValue = int | collections.abc.Container
 
 
 class TrainUnit:
@@ -77,7 +77,7 @@ class TrainUnit:
         )
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.value == other.value  # type: ignore[attr-defined]
+        return type(self) is type(other) and self.value == other.value
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, repr(self.value)))

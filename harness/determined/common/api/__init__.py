@@ -1,4 +1,5 @@
 """Talking to a master: an authenticated HTTP session and master discovery."""
+
 from determined.common.api._errors import (
     APIError,
     Forbidden,

@@ -6,12 +6,18 @@ from typing import Any
 class APIError(Exception):
     """A request to the master failed; `status` is the HTTP status (0 when unreachable)."""
 
-    def __init__(self, status: int, message: str, errors: list[str] | None = None, body: Any = None):
+    def __init__(
+        self, status: int, message: str, errors: list[str] | None = None, body: Any = None
+    ):
         self.status = status
         self.message = message
         self.errors = list(errors or [])
         self.body = body
-        text = message if not self.errors else message + "\n" + "\n".join(f"  {e}" for e in self.errors)
+        text = (
+            message
+            if not self.errors
+            else message + "\n" + "\n".join(f"  {e}" for e in self.errors)
+        )
         super().__init__(text)
 
 

@@ -3,6 +3,7 @@
 Every place looked at is remembered (`MasterAddress.tried`), so that "no master" and "cannot
 reach the master" errors say what was tried and what to do, instead of a bare connection error.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -69,12 +70,15 @@ def _look_at_master_file(path: pathlib.Path) -> tuple[MasterAddress | None, str]
     except FileNotFoundError:
         return None, f"{path}: not found"
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise MasterNotFound(f"{path}: unreadable master file ({e}); remove it, then "
-                             f"{HOW_TO_START}") from e
+        raise MasterNotFound(
+            f"{path}: unreadable master file ({e}); remove it, then {HOW_TO_START}"
+        ) from e
     note = f"{path}: names {url}"
     if _process_running(info.get("pid")) is False:
-        note += (f" (written by process {info['pid']}, which is no longer running: that master "
-                 "stopped without removing the file)")
+        note += (
+            f" (written by process {info['pid']}, which is no longer running: that master "
+            "stopped without removing the file)"
+        )
     return MasterAddress(url, info.get("token"), str(path)), note
 
 
@@ -89,8 +93,9 @@ def read_master_file(root_dir: str | os.PathLike | None = None) -> MasterAddress
     return found
 
 
-def discover_master(master: str | None = None, token: str | None = None, *,
-                    given_as: str = "-m") -> MasterAddress:
+def discover_master(
+    master: str | None = None, token: str | None = None, *, given_as: str = "-m"
+) -> MasterAddress:
     """Resolve the master in the documented order; raise MasterNotFound saying what was tried.
 
     `given_as` names the `master` argument in messages (`-m` for the CLI, `master_url=` for
@@ -119,8 +124,13 @@ def discover_master(master: str | None = None, token: str | None = None, *,
 
 def not_found_message(tried: tuple[str, ...] | list[str]) -> str:
     """`no master found`, what was looked at, and how to start one."""
-    return "\n".join(["no master found; looked at:", *(f"  {place}" for place in tried),
-                      f"to fix: {HOW_TO_START}"])
+    return "\n".join(
+        [
+            "no master found; looked at:",
+            *(f"  {place}" for place in tried),
+            f"to fix: {HOW_TO_START}",
+        ]
+    )
 
 
 def unreachable_message(url: str, reason: str, address: MasterAddress | None) -> str:

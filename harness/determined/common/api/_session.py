@@ -4,14 +4,22 @@
 start-up, and in a trial the first request is made by a background thread (the preemption
 watcher), so `det.core.init()` and the user's code never wait for it.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import time
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from determined.common.api._errors import APIError, Forbidden, MasterUnreachable, NotFound, Unauthorized
+from determined.common.api._errors import (
+    APIError,
+    Forbidden,
+    MasterUnreachable,
+    NotFound,
+    Unauthorized,
+)
 from determined.common.api._master import MasterAddress, discover_master, unreachable_message
 
 if TYPE_CHECKING:
@@ -78,8 +86,9 @@ class Session:
             self._http = http
         return self._http
 
-    def _send_bytes(self, method: str, url: str, data: bytes, headers: dict[str, str] | None,
-                    timeout: float) -> requests.Response:
+    def _send_bytes(
+        self, method: str, url: str, data: bytes, headers: dict[str, str] | None, timeout: float
+    ) -> requests.Response:
         """`request()`'s fast path for a pre-encoded body to a plain-HTTP master (no proxy)."""
         import requests
         import urllib3
@@ -87,9 +96,16 @@ class Session:
         assert self._pool is not None and self._http is not None  # set together by _client()
         try:
             # The pool knows the host; the request line names the path (origin form).
-            target = url[len(self._origin):]
-            raw = self._pool.urlopen(method, target, body=data, headers={**self._http.headers, **(headers or {})},
-                                     timeout=urllib3.Timeout(total=timeout), retries=False, redirect=False)
+            target = url[len(self._origin) :]
+            raw = self._pool.urlopen(
+                method,
+                target,
+                body=data,
+                headers={**self._http.headers, **(headers or {})},
+                timeout=urllib3.Timeout(total=timeout),
+                retries=False,
+                redirect=False,
+            )
         except urllib3.exceptions.ReadTimeoutError as e:  # as requests says it (not retried)
             raise requests.ReadTimeout(e) from e
         except urllib3.exceptions.HTTPError as e:  # refused, reset: retried like requests' own
@@ -125,10 +141,20 @@ class Session:
         delay = 0.2
         for attempt in range(self.connect_retries + 1):
             try:
-                if self._pool is not None and data is not None and json_body is None and not params \
-                        and not stream:
-                    response = self._send_bytes(method, self.url(path), data, headers,
-                                                timeout if timeout is not None else self.timeout)
+                if (
+                    self._pool is not None
+                    and data is not None
+                    and json_body is None
+                    and not params
+                    and not stream
+                ):
+                    response = self._send_bytes(
+                        method,
+                        self.url(path),
+                        data,
+                        headers,
+                        timeout if timeout is not None else self.timeout,
+                    )
                     break
                 read_timeout = timeout if timeout is not None else self.timeout
                 response = http.request(
@@ -138,7 +164,8 @@ class Session:
                     json=json_body,
                     data=data,
                     headers=headers,
-                    timeout=read_timeout if self.connect_timeout is None
+                    timeout=read_timeout
+                    if self.connect_timeout is None
                     else (self.connect_timeout, read_timeout),
                     stream=stream,
                 )
@@ -147,7 +174,8 @@ class Session:
                 # The master may be restarting (JupyterLab restart, recovery): retry briefly.
                 if attempt == self.connect_retries:
                     raise MasterUnreachable(
-                        0, unreachable_message(self.master_url, _reason(e), self.address)) from e
+                        0, unreachable_message(self.master_url, _reason(e), self.address)
+                    ) from e
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
         if response.status_code >= 400:
@@ -181,9 +209,9 @@ class Session:
             elif raw.startswith(":"):
                 continue
             elif raw.startswith("event:"):
-                event_type = raw[len("event:"):].strip()
+                event_type = raw[len("event:") :].strip()
             elif raw.startswith("data:"):
-                data_lines.append(raw[len("data:"):].lstrip())
+                data_lines.append(raw[len("data:") :].lstrip())
 
     def close(self) -> None:
         if self._pool is not None:
@@ -192,8 +220,9 @@ class Session:
             self._http.close()
 
 
-def connect(master: str | None = None, *, interactive: bool = False,
-            given_as: str = "-m") -> Session:
+def connect(
+    master: str | None = None, *, interactive: bool = False, given_as: str = "-m"
+) -> Session:
     """A session with the discovered master (`discover_master(master)`).
 
     `interactive=True` (someone waits: a notebook cell, a CLI command) gives up on an
@@ -202,9 +231,13 @@ def connect(master: str | None = None, *, interactive: bool = False,
     """
     address = discover_master(master, given_as=given_as)
     if interactive:
-        return Session(address.url, address.token, address=address,
-                       connect_retries=INTERACTIVE_CONNECT_RETRIES,
-                       connect_timeout=INTERACTIVE_CONNECT_TIMEOUT_S)
+        return Session(
+            address.url,
+            address.token,
+            address=address,
+            connect_retries=INTERACTIVE_CONNECT_RETRIES,
+            connect_timeout=INTERACTIVE_CONNECT_TIMEOUT_S,
+        )
     return Session(address.url, address.token, address=address)
 
 

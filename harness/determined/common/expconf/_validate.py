@@ -11,7 +11,7 @@ import difflib
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 from determined.common.expconf import _schema
 from determined.common.expconf._errors import InvalidConfig
@@ -132,16 +132,16 @@ def _translate(error: Any) -> list[str]:
         return [f"{where}: must be one of {listed} (got {_show(instance)}){hint}"]
     if keyword in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         side = "minimum" if "inimum" in keyword else "maximum"
-        hint = schema.get(f"x-{side}-hint")
-        if hint is None:
+        bound_hint = schema.get(f"x-{side}-hint")
+        if bound_hint is None:
             operator = {
                 "minimum": ">=",
                 "exclusiveMinimum": ">",
                 "maximum": "<=",
                 "exclusiveMaximum": "<",
             }
-            hint = f"must be {operator[keyword]} {error.validator_value}"
-        return [f"{where}: {hint} (got {_show(instance)})"]
+            bound_hint = f"must be {operator[keyword]} {error.validator_value}"
+        return [f"{where}: {bound_hint} (got {_show(instance)})"]
     if keyword == "pattern":
         hint = schema.get("x-pattern-hint", f"must match {error.validator_value!r}")
         return [f"{where}: {hint} (got {_show(instance)})"]
@@ -322,7 +322,7 @@ def _did_you_mean(word: Any, options: Iterable[Any]) -> str:
     return f" (did you mean {matches[0]!r}?)" if matches else ""
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
