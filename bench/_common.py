@@ -4,6 +4,7 @@ and appending a section to bench/RESULTS.md.
 Every benchmark runs its baseline and ours in the same process run (same machine, same load),
 repeats each measurement and reports medians, so the ratios stay honest on a busy machine.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,13 @@ for _path in (str(ROOT / "harness"), str(ROOT)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from tests._master_fixtures import (MasterProcess, context_tarball,  # noqa: E402
-                                    master_env, wait_for_experiment, wait_until)
+from tests._support import (  # noqa: E402
+    MasterProcess,
+    child_env,
+    context_tarball,
+    wait_for_experiment,
+    wait_until,
+)
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 
@@ -52,13 +58,16 @@ def machine_description() -> str:
     except OSError:
         pass
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    return (f"{cpu}, {os.cpu_count()} cores, {memory} RAM, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}, load average {load}")
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {memory} RAM, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}, load average {load}"
+    )
 
 
 def package_version(name: str) -> str:
     try:
         from importlib.metadata import version
+
         return version(name)
     except Exception:
         return "not installed"
@@ -84,7 +93,9 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, value
 
 
-def interleaved(measurements: dict[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
+def interleaved(
+    measurements: dict[str, Callable[[], float]], repeats: int
+) -> dict[str, list[float]]:
     """Run each measurement `repeats` times, alternating them (A B A B ...), so a burst of load
     from elsewhere on the machine hits both sides instead of one."""
     results: dict[str, list[float]] = {name: [] for name in measurements}
@@ -96,50 +107,80 @@ def interleaved(measurements: dict[str, Callable[[], float]], repeats: int) -> d
 
 # -- a running master -------------------------------------------------------------------------
 @contextlib.contextmanager
-def running_master(cpu_slots: int = 2, root_dir: pathlib.Path | None = None,
-                   extra_args: list[str] | None = None) -> Iterator[MasterProcess]:
+def running_master(
+    cpu_slots: int = 2, root_dir: pathlib.Path | None = None, extra_args: list[str] | None = None
+) -> Iterator[MasterProcess]:
     """A real `python -m master_lite` on loopback with a fresh (or given) root dir."""
     with contextlib.ExitStack() as stack:
         if root_dir is None:
-            root_dir = pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory(
-                prefix="bench-master-"))) / "root"
+            root_dir = (
+                pathlib.Path(
+                    stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-master-"))
+                )
+                / "root"
+            )
         # A short grace: benchmark trials (e.g. `sleep 3600`) never answer a preemption.
-        master = stack.enter_context(MasterProcess(
-            root_dir, cpu_slots=cpu_slots, extra_args=extra_args,
-            env={"MASTER_LITE_PREEMPTION_GRACE_SECONDS": "3"}))
+        master = stack.enter_context(
+            MasterProcess(
+                root_dir,
+                cpu_slots=cpu_slots,
+                extra_args=extra_args,
+                env={"MASTER_LITE_PREEMPTION_GRACE_SECONDS": "3"},
+            )
+        )
         yield master
 
 
 def cli_env(master: MasterProcess) -> dict[str, str]:
     """Environment for `python -m determined.cli` talking to `master` as the user."""
-    return master_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
+    return child_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
 
 
 def sleeping_trials(master: MasterProcess, count: int) -> tuple[list[int], int]:
     """An experiment of `count` trials that only sleep (`sleep 3600`), so a benchmark can post
     to real trial ids with the user token without trial code competing for the CPU. The master
     needs at least `count` slots. The caller kills the experiment."""
-    config = {"name": "bench-sleepers", "entrypoint": "sleep 3600",
-              "searcher": {"name": "grid", "metric": "loss", "max_length": 1,
-                           "max_concurrent_trials": count},
-              "hyperparameters": {"i": {"type": "categorical", "vals": list(range(count))}},
-              "max_restarts": 0}
+    config = {
+        "name": "bench-sleepers",
+        "entrypoint": "sleep 3600",
+        "searcher": {
+            "name": "grid",
+            "metric": "loss",
+            "max_length": 1,
+            "max_concurrent_trials": count,
+        },
+        "hyperparameters": {"i": {"type": "categorical", "vals": list(range(count))}},
+        "max_restarts": 0,
+    }
     exp_id = master.create_experiment(config, None)
-    return [t["id"] for t in wait_until(
-        lambda: (lambda ts: ts if len(ts) == count and all(t["state"] == "ACTIVE" for t in ts)
-                 else None)(master.trials(exp_id)), 120, f"{count} sleeping trials")], exp_id
+    return [
+        t["id"]
+        for t in wait_until(
+            lambda: (
+                lambda ts: (
+                    ts if len(ts) == count and all(t["state"] == "ACTIVE" for t in ts) else None
+                )
+            )(master.trials(exp_id)),
+            120,
+            f"{count} sleeping trials",
+        )
+    ], exp_id
 
 
 # -- results ----------------------------------------------------------------------------------
 def record(section: str, body: str) -> None:
     """Replace (or append) `## <section>` in bench/RESULTS.md, keeping every other section."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    block = (f"## {section}\n\n_Run {stamp} on {machine_description()}._\n\n"
-             f"{body.strip()}\n\n")
-    text = RESULTS.read_text() if RESULTS.exists() else (
-        "# Benchmark and reliability results\n\n"
-        "Each section is written by the benchmark or suite named in its title "
-        "(`make bench`, `make soak`); re-running one replaces only its section.\n\n")
+    block = f"## {section}\n\n_Run {stamp} on {machine_description()}._\n\n{body.strip()}\n\n"
+    text = (
+        RESULTS.read_text()
+        if RESULTS.exists()
+        else (
+            "# Benchmark and reliability results\n\n"
+            "Each section is written by the benchmark or suite named in its title "
+            "(`make bench`, `make soak`); re-running one replaces only its section.\n\n"
+        )
+    )
     pattern = re.compile(rf"^## {re.escape(section)}\n.*?(?=^## |\Z)", re.S | re.M)
     if pattern.search(text):
         text = pattern.sub(lambda _: block, text, count=1)
@@ -153,10 +194,16 @@ def verdict(value: float, target: float, *, at_most: bool) -> str:
     return "meets target" if ok else "MISSES target"
 
 
-def run_python(code: str, *, env: dict[str, str] | None = None,
-               timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], env=env or master_env(),
-                          capture_output=True, text=True, timeout=timeout)
+def run_python(
+    code: str, *, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=env or child_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def marked_json(text: str, marker: str) -> list[dict]:
@@ -169,7 +216,25 @@ def marked_json(text: str, marker: str) -> list[dict]:
     return found
 
 
-__all__ = ["ROOT", "RESULTS", "MasterProcess", "cli_env", "context_tarball", "interleaved",
-           "machine_description", "marked_json", "median", "package_version", "percentile",
-           "record", "run_python", "running_master", "sleeping_trials", "timed", "verdict",
-           "wait_for_experiment", "wait_until"]
+__all__ = [
+    "ROOT",
+    "RESULTS",
+    "MasterProcess",
+    "child_env",
+    "cli_env",
+    "context_tarball",
+    "interleaved",
+    "machine_description",
+    "marked_json",
+    "median",
+    "package_version",
+    "percentile",
+    "record",
+    "run_python",
+    "running_master",
+    "sleeping_trials",
+    "timed",
+    "verdict",
+    "wait_for_experiment",
+    "wait_until",
+]

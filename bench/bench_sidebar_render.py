@@ -24,7 +24,7 @@ from PyPI, and the labextension built: `cd labextension && jlpm install && jlpm 
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 import re
@@ -42,13 +42,12 @@ TARGET_SECONDS = 1.0
 
 
 def _browser_test_support():
-    """The e2e tests' Lab launcher (one place knows how to start Lab with the extension)."""
-    path = REPO / "tests" / "browser" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("_det_browser_support", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
-    spec.loader.exec_module(module)
-    return module
+    """The e2e tests' Lab launcher, tests._support.browser (one place knows how to start Lab
+    with the extension)."""
+    for path in (str(REPO / "harness"), str(REPO)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    return importlib.import_module("tests._support.browser")
 
 
 def synthetic_experiments(n: int) -> list[dict]:
@@ -219,7 +218,7 @@ def json_answer(body: str):
 
 def main() -> int:
     support = _browser_test_support()
-    missing = support._missing_requirement()
+    missing = support.missing_browser_requirement()
     if missing:
         print(f"bench_sidebar_render: cannot run: {missing}", file=sys.stderr)
         return 2
@@ -230,7 +229,7 @@ def main() -> int:
     answers = {key: json.dumps(value) for key, value in chart_answers(N_POINTS).items()}
     list_times, list_totals, list_ideals, chart_times, chart_ideals = [], [], [], [], []
     with tempfile.TemporaryDirectory(prefix="bench-sidebar-") as tmp:
-        lab = support.start_lab(Path(tmp))
+        lab = support.Lab.start(Path(tmp))
         try:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(

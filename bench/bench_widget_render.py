@@ -532,7 +532,7 @@ def write_notebook(directory: Path, name: str, outputs: list[dict]) -> Path:
 
 def main() -> int:
     support = _browser_test_support()
-    missing = support._missing_requirement()
+    missing = support.missing_browser_requirement()
     if missing:
         print(f"bench_widget_render: cannot run: {missing}", file=sys.stderr)
         return 2
@@ -570,7 +570,7 @@ def main() -> int:
     before_api: list[bool] = []
 
     with tempfile.TemporaryDirectory(prefix="bench-widget-") as tmp:
-        lab = support.start_lab(Path(tmp))
+        lab = support.Lab.start(Path(tmp))
         write_notebook(lab.notebook_dir, "bench.ipynb", [])
         display = {"output_type": "display_data", "data": bundle, "metadata": {}}
         nb_widget = write_notebook(lab.notebook_dir, "saved-widget.ipynb", [display])

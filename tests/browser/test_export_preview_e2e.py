@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the fixtures come from this folder's conftest.py
-    from conftest import Lab
+if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
+    from tests._support.browser import Lab
 
 REPO = Path(__file__).resolve().parents[2]
 DOC_IMAGES = REPO / "docs" / "images"

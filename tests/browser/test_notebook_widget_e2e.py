@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import requests
 
-if TYPE_CHECKING:  # the fixtures come from this folder's conftest.py
-    from conftest import Lab
+if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
+    from tests._support.browser import Lab
 
 REPO = Path(__file__).resolve().parents[2]
 DOC_IMAGES = REPO / "docs" / "images"

@@ -13,9 +13,8 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-
-if TYPE_CHECKING:  # the fixtures come from this folder's conftest.py
-    from conftest import Lab
+if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
+    from tests._support.browser import Lab
 
 SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 # The experiment name carries markup: the list and the view must show it as text.

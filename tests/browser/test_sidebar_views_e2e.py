@@ -7,14 +7,13 @@ picked trials side by side. The screenshots go to docs/images/ (docs/jupyter.md 
 """
 from __future__ import annotations
 
-import base64
-import io
-import tarfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the fixtures come from this folder's conftest.py
-    from conftest import Lab
+from tests._support import context_tarball
+
+if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
+    from tests._support.browser import Lab
 
 DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
@@ -40,16 +39,6 @@ CONFIG = {"name": "one-point-search", "entrypoint": "python3 train.py", "max_res
                        "max_trials": 4, "max_length": 3}}
 
 
-def _context() -> str:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        data = ONE_VALIDATION.encode()
-        info = tarfile.TarInfo("train.py")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
 def _shoot(page: Any, name: str, selector: str) -> None:
     DOC_IMAGES.mkdir(parents=True, exist_ok=True)
     page.locator(selector).first.screenshot(path=str(DOC_IMAGES / f"{name}.png"))
@@ -71,7 +60,7 @@ def _coloured_pixels(page: Any, canvas: str) -> int:
 
 def test_a_search_of_single_point_series_log_axes_and_comparison(page, lab: Lab) -> None:
     experiment_id = lab.api("POST", "experiments", json={
-        "config": CONFIG, "context": _context()})["experiment"]["id"]
+        "config": CONFIG, "context": context_tarball({"train.py": ONE_VALIDATION})})["experiment"]["id"]
     lab.wait_for("the search to complete", lambda: lab.api(
         "GET", f"experiments/{experiment_id}")["experiment"]["state"] == "COMPLETED", timeout=180)
     trials = lab.api("GET", f"experiments/{experiment_id}")["trials"]

@@ -6,20 +6,17 @@ through `MASTER_LITE_ROOT_DIR/master.json`, exactly as a user's shell would.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import re
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
+from tests._support import MasterProcess, child_env
+
 pytestmark = pytest.mark.slow
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-PYTHONPATH = os.pathsep.join([str(REPO / "harness"), str(REPO)])
 
 TRAIN_PY = '''
 import json
@@ -69,36 +66,15 @@ reproducibility: {experiment_seed: 1234}
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
+    """The master's root dir: the CLI finds the master through its master.json."""
     root = tmp_path_factory.mktemp("master-root")
-    env = _env(root)
-    log = open(root / "master.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root)],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not (root / "master.json").exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("master-lite did not start:\n" + (root / "master.log").read_text())
-        time.sleep(0.2)
-    time.sleep(0.2)  # master.json is written atomically by the master; give the file a moment anyway
-    yield root
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    log.close()
+    with MasterProcess(root, cpu_slots=None, env=_env(root)):
+        yield root
 
 
 def _env(root: pathlib.Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
-    env["MASTER_LITE_ROOT_DIR"] = str(root)
-    env["PYTHONPATH"] = PYTHONPATH
-    # Trials run `python3 train.py`: make that the interpreter running the tests.
-    env["PATH"] = os.pathsep.join([str(pathlib.Path(sys.executable).parent), env.get("PATH", "")])
-    return env
+    """What the user's shell would have: no DET_* settings, MASTER_LITE_ROOT_DIR naming the root."""
+    return child_env({"MASTER_LITE_ROOT_DIR": str(root)})
 
 
 def det(master: pathlib.Path, *args: str, cwd: pathlib.Path | None = None, timeout: float = 240):

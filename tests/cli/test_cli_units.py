@@ -271,7 +271,6 @@ def test_det_debug_re_raises(error_server, monkeypatch):
 
 
 def test_preview_search_runs_locally_without_a_master(no_master, capsys):
-    pytest.importorskip("master_lite.searcher")
     config = no_master / "random.yaml"
     config.write_text(json.dumps({**CONFIG, "reproducibility": {"experiment_seed": 3}}))
     assert main(["preview-search", str(config), "--config", "searcher.max_trials=3"]) == 0

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from determined.common import context
+from tests._support import tar_gz
 
 
 def write(root: pathlib.Path, rel: str, text: str = "x") -> pathlib.Path:
@@ -22,18 +23,6 @@ def write(root: pathlib.Path, rel: str, text: str = "x") -> pathlib.Path:
 def names(data: bytes) -> list[str]:
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         return [m.name for m in tar.getmembers() if not m.isdir()]
-
-
-def tar_of(*members: tuple[tarfile.TarInfo, bytes | None]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for info, payload in members:
-            if payload is not None:
-                info.size = len(payload)
-                tar.addfile(info, io.BytesIO(payload))
-            else:
-                tar.addfile(info)
-    return buffer.getvalue()
 
 
 def member(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tarfile.TarInfo:
@@ -206,7 +195,7 @@ def test_detignored_files_do_not_count_toward_the_limit(tmp_path):
 )
 def test_unsafe_member_is_refused_and_dest_untouched(tmp_path, bad, fragment):
     # The good member comes first: validation must happen before anything is written.
-    data = tar_of((member("good.txt"), b"fine"), (bad, b"x" if bad.isreg() else None))
+    data = tar_gz({}, members=[(member("good.txt"), b"fine"), (bad, b"x" if bad.isreg() else None)])
     dest = tmp_path / "dest"
     with pytest.raises(context.ContextError, match=fragment) as info:
         context.unpack(data, dest)
@@ -216,13 +205,13 @@ def test_unsafe_member_is_refused_and_dest_untouched(tmp_path, bad, fragment):
 
 
 def test_write_through_symlink_is_refused(tmp_path):
-    data = tar_of((member("d", tarfile.SYMTYPE, "sub"), None), (member("d/x.txt"), b"x"))
+    data = tar_gz({}, members=[(member("d", tarfile.SYMTYPE, "sub"), None), (member("d/x.txt"), b"x")])
     with pytest.raises(context.ContextError, match="through the symbolic link"):
         context.unpack(data, tmp_path / "dest")
 
 
 def test_zip_bomb_guard_checks_total_before_writing(tmp_path):
-    data = tar_of((member("a.bin"), b"\0" * 6000), (member("b.bin"), b"\0" * 6000))
+    data = tar_gz({}, members=[(member("a.bin"), b"\0" * 6000), (member("b.bin"), b"\0" * 6000)])
     dest = tmp_path / "dest"
     with pytest.raises(context.ContextTooLarge, match="b.bin"):
         context.unpack(data, dest, limit_bytes=10_000)
@@ -230,7 +219,8 @@ def test_zip_bomb_guard_checks_total_before_writing(tmp_path):
 
 
 def test_symlink_inside_dest_is_allowed(tmp_path):
-    data = tar_of((member("real.txt"), b"r"), (member("sub/link", tarfile.SYMTYPE, "../real.txt"), None))
+    data = tar_gz({}, members=[(member("real.txt"), b"r"),
+                               (member("sub/link", tarfile.SYMTYPE, "../real.txt"), None)])
     context.unpack(data, tmp_path / "dest")
     assert (tmp_path / "dest" / "sub" / "link").read_text() == "r"
 
@@ -247,16 +237,18 @@ def test_symlink_chain_escape_is_refused_whatever_the_member_order(tmp_path):
     for order in [(escape, loop), (loop, escape)]:
         dest = tmp_path / f"dest{id(order)}"
         with pytest.raises(context.ContextError, match="'b'.*(through another link|leaving)"):
-            context.unpack(tar_of(*order), dest)
+            context.unpack(tar_gz({}, members=order), dest)
         assert not dest.exists()
 
 
 def test_hard_link_inside_round_trips_and_dangling_one_is_refused(tmp_path):
-    good = tar_of((member("data.txt"), b"payload"), (member("copy.txt", tarfile.LNKTYPE, "data.txt"), None))
+    good = tar_gz({}, members=[(member("data.txt"), b"payload"),
+                               (member("copy.txt", tarfile.LNKTYPE, "data.txt"), None)])
     context.unpack(good, tmp_path / "ok")
     assert (tmp_path / "ok" / "copy.txt").read_bytes() == b"payload"
 
-    dangling = tar_of((member("copy.txt", tarfile.LNKTYPE, "later.txt"), None), (member("later.txt"), b"x"))
+    dangling = tar_gz({}, members=[(member("copy.txt", tarfile.LNKTYPE, "later.txt"), None),
+                                   (member("later.txt"), b"x")])
     with pytest.raises(context.ContextError, match="'copy.txt' is a hard link"):
         context.unpack(dangling, tmp_path / "bad")
     assert not (tmp_path / "bad").exists()

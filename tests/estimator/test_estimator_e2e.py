@@ -15,13 +15,18 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests._master_fixtures import MasterProcess, context_tarball, master_env
+from tests._support import (
+    TERMINAL_EXPERIMENT_STATES,
+    MasterProcess,
+    child_env,
+    context_tarball,
+    wait_for_experiment,
+    wait_until,
+)
 
-TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 HERE = pathlib.Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.slow
@@ -34,7 +39,7 @@ def master(tmp_path_factory):
 
 
 def _submit(master: MasterProcess, scripts: pathlib.Path, script: str, *args: str) -> tuple[int, str]:
-    env = master_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
+    env = child_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
     done = subprocess.run([sys.executable, script, *args], cwd=scripts, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr[-5000:]
@@ -47,18 +52,6 @@ def _logs(master: MasterProcess, trial_id: int) -> str:
     return "\n".join(master.logs(trial_id))
 
 
-def _wait(master: MasterProcess, exp_id: int, states: set[str], timeout: float = 300) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        answer = master.session.get(f"/experiments/{exp_id}")
-        if answer["experiment"]["state"] in states:
-            return answer
-        if time.monotonic() > deadline:
-            logs = "\n\n".join(_logs(master, t["id"])[-5000:] for t in answer["trials"])
-            pytest.fail(f"experiment {exp_id} still {answer['experiment']['state']}; trial logs:\n{logs}")
-        time.sleep(0.5)
-
-
 def _training_losses(master: MasterProcess, trial_id: int) -> dict[int, float]:
     return {steps: metrics["loss"] for steps, metrics in master.series(trial_id, "training")}
 
@@ -67,7 +60,7 @@ def test_native_script_submits_itself_and_the_trial_trains_the_estimator(master,
     exp_id, out = _submit(master, scripts, "digits_native.py", "--max-batches", "300")
     assert "Exiting the program after submitting the experiment." in out
     assert "RESULT" not in out  # init() exited before the rest of the script ran
-    answer = _wait(master, exp_id, TERMINAL)
+    answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     (trial,) = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", _logs(master, trial["id"])[-5000:]
     assert trial["steps_completed"] == 300
@@ -84,34 +77,33 @@ def test_native_script_submits_itself_and_the_trial_trains_the_estimator(master,
 def test_pause_and_activate_resumes_at_the_same_global_step_with_the_same_losses(master, scripts):
     args = ("--max-batches", "500", "--seed", "99")
     paused_id, _ = _submit(master, scripts, "digits_native.py", *args)
-    deadline = time.monotonic() + 180
-    while True:
+    def reported_100() -> list[dict] | None:
         trials = master.trials(paused_id)
         latest = trials[0].get("latest_training") if trials else None
-        if latest and latest["steps_completed"] >= 100:
-            break
-        assert time.monotonic() < deadline, "the trial never reported 100 batches"
-        time.sleep(0.2)
+        return trials if latest and latest["steps_completed"] >= 100 else None
+
+    trials = wait_until(reported_100, 180, "the trial to report 100 batches")
     master.session.post(f"/experiments/{paused_id}/pause")
-    assert _wait(master, paused_id, {"PAUSED"} | TERMINAL, timeout=120)["experiment"]["state"] == "PAUSED"
-    deadline = time.monotonic() + 120
-    while True:  # the trial checkpoints at its next chunk end and exits
+    paused = wait_for_experiment(master, paused_id, {"PAUSED"} | TERMINAL_EXPERIMENT_STATES, timeout=120)
+    assert paused["state"] == "PAUSED"
+
+    def trial_paused() -> dict | None:  # the trial checkpoints at its next chunk end and exits
         trial = master.session.get(f"/trials/{trials[0]['id']}")["trial"]
-        if trial["state"] == "PAUSED" and trial["allocation_id"] is None:
-            break
-        assert time.monotonic() < deadline, (trial, _logs(master, trial["id"])[-5000:])
-        time.sleep(0.3)
+        return trial if trial["state"] == "PAUSED" and trial["allocation_id"] is None else None
+
+    trial = wait_until(trial_paused, 120, "the trial to stop", 0.3,
+                       details=lambda: _logs(master, trials[0]["id"])[-5000:])
     paused_at, checkpoint = trial["steps_completed"], trial["latest_checkpoint"]
     assert 100 <= paused_at < 500 and checkpoint, trial
     master.session.post(f"/experiments/{paused_id}/activate")
-    resumed = _wait(master, paused_id, TERMINAL)
+    resumed = wait_for_experiment(master, paused_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     trial = resumed["trials"][0]
     assert resumed["experiment"]["state"] == "COMPLETED", _logs(master, trial["id"])[-5000:]
     assert trial["run_id"] >= 2 and trial["steps_completed"] == 500
     assert f"resumed from checkpoint {checkpoint} at step {paused_at}" in _logs(master, trial["id"])
 
     straight_id, _ = _submit(master, scripts, "digits_native.py", *args)
-    straight = _wait(master, straight_id, TERMINAL)
+    straight = wait_for_experiment(master, straight_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     assert straight["experiment"]["state"] == "COMPLETED"
     interrupted = _training_losses(master, trial["id"])
     uninterrupted = _training_losses(master, straight["trials"][0]["id"])
@@ -133,7 +125,7 @@ def test_estimator_trial_runs_from_a_module_class_entrypoint(master):
     }
     context = context_tarball({"digits_trial.py": (HERE / "digits_trial.py").read_text()})
     exp_id = master.create_experiment(config, context)
-    answer = _wait(master, exp_id, TERMINAL)
+    answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     (trial,) = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", _logs(master, trial["id"])[-5000:]
     assert trial["steps_completed"] == 300
@@ -145,7 +137,7 @@ def test_estimator_trial_runs_from_a_module_class_entrypoint(master):
 def test_create_submits_an_estimator_trial_class(master, scripts):
     exp_id, out = _submit(master, scripts, "digits_trial.py")
     assert f"create() returned {exp_id}" in out
-    answer = _wait(master, exp_id, TERMINAL)
+    answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     (trial,) = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", _logs(master, trial["id"])[-5000:]
     assert trial["steps_completed"] == 300  # searcher.max_length 9600 records / global_batch_size 32
@@ -154,12 +146,12 @@ def test_create_submits_an_estimator_trial_class(master, scripts):
 
 
 def test_test_mode_submits_an_archived_one_batch_experiment(master, scripts):
-    env = master_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
+    env = child_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
     done = subprocess.run([sys.executable, "digits_native.py", "--test"], cwd=scripts, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr[-5000:]
     exp_id = int(done.stdout.split("Created test experiment ")[1].split()[0])
-    answer = _wait(master, exp_id, TERMINAL)
+    answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     (trial,) = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", _logs(master, trial["id"])[-5000:]
     assert answer["experiment"]["archived"] is True

@@ -21,6 +21,7 @@ import pytest
 
 from determined.core import _courier
 from determined.core._courier import CourierCheckpointReporter, CourierGone, ReportCourier
+from tests._support import wait_until
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -136,9 +137,7 @@ def test_a_report_with_nothing_after_it_still_goes_out(master):
     courier = ReportCourier(master.url, None, trial_id=1, trial_run_id=1)
     courier.put(training(1))  # goes to the child at once (nothing was sent for an interval)
     courier.put(training(2))  # queued: the training thread sends at most once per interval
-    deadline = time.monotonic() + 30
-    while len(master.reports()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(master.reports()) >= 2, 30, "two reports", 0.01)
     assert [r["steps_completed"] for r in master.reports()] == [1, 2]  # before close()
     courier.close()
 
@@ -235,9 +234,7 @@ def test_a_killed_child_is_a_clear_error_at_the_next_report(master):
     courier.flush()
     courier._proc.kill()
     courier._proc.wait()
-    deadline = time.monotonic() + 30
-    while not courier._gone and time.monotonic() < deadline:  # its reader thread notices
-        time.sleep(0.01)
+    wait_until(lambda: courier._gone, 30, "the reader thread to notice", 0.01)
     with pytest.raises(RuntimeError, match="shipping metrics to the master failed: the report "
                                            "courier process .* ended unexpectedly .exit code -9"):
         courier.put(training(2))
@@ -269,9 +266,7 @@ def test_reports_handed_over_before_the_trial_crashed_are_still_delivered(master
     # A validation report goes to the child at once, with the training reports queued before
     # it. os._exit skips atexit: the child reads the end of the pipe and posts what it has.
     _run_script(master.url, 'courier.put(("validation", 200, {"acc": 1.0}, None, time.time())); os._exit(3)')
-    deadline = time.monotonic() + 60
-    while len(master.reports()) < 201 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: len(master.reports()) >= 201, 60, "201 reports", 0.05)
     assert [r["steps_completed"] for r in master.reports()] == list(range(1, 201)) + [200]
 
 

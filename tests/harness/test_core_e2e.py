@@ -6,21 +6,25 @@ checkpoints and their files, pause/activate behaviour.
 """
 from __future__ import annotations
 
-import base64
-import io
 import json
 import pathlib
-import tarfile
-import time
 
 import pytest
 
 from determined.common.api import Session
-from tests._master_fixtures import MasterProcess
+from tests._support import (
+    TERMINAL_EXPERIMENT_STATES,
+    TERMINAL_TRIAL_STATES,
+    MasterProcess,
+    context_tarball,
+    directory_files,
+    trials,
+    wait_for_experiment,
+    wait_until,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STAGES = ROOT / "examples" / "core_api"
-TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 
 pytestmark = pytest.mark.slow
 
@@ -31,45 +35,14 @@ def master(tmp_path_factory):
         yield process.session
 
 
-def context_tarball() -> str:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for path in sorted(STAGES.iterdir()):
-            if path.is_file():
-                tar.add(path, arcname=path.name)
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
 def submit(session: Session, config_name: str) -> int:
-    body = {"config": (STAGES / config_name).read_text(), "context": context_tarball()}
+    body = {"config": (STAGES / config_name).read_text(), "context": context_tarball(directory_files(STAGES))}
     return session.post("/experiments", body)["experiment"]["id"]
 
 
 def submit_script(session: Session, tmp_path: pathlib.Path, script: str, config: str) -> int:
-    context = tmp_path / "context"
-    context.mkdir()
-    (context / "probe.py").write_text(script)
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(context / "probe.py", arcname="probe.py")
-    body = {"config": config, "context": base64.b64encode(buffer.getvalue()).decode()}
+    body = {"config": config, "context": context_tarball({"probe.py": script})}
     return session.post("/experiments", body)["experiment"]["id"]
-
-
-def wait_for(session: Session, exp_id: int, states: set[str], timeout: float = 240) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        experiment = session.get(f"/experiments/{exp_id}")["experiment"]
-        if experiment["state"] in states:
-            return experiment
-        if time.monotonic() > deadline:
-            pytest.fail(f"experiment {exp_id} still {experiment['state']} after {timeout} s; "
-                        f"logs: {trial_logs(session, exp_id)[-3000:]}")
-        time.sleep(0.5)
-
-
-def trials(session: Session, exp_id: int) -> list[dict]:
-    return session.get(f"/experiments/{exp_id}/trials")["trials"]
 
 
 def trial_logs(session: Session, exp_id: int) -> str:
@@ -91,14 +64,14 @@ def checkpoints(session: Session, exp_id: int) -> list[dict]:
 
 def test_stage_0_runs_to_completion(master):
     exp_id = submit(master, "0_start.yaml")
-    experiment = wait_for(master, exp_id, TERMINAL)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)
     assert experiment["state"] == "COMPLETED", trial_logs(master, exp_id)
     assert "x is now 100" in trial_logs(master, exp_id)
 
 
 def test_stage_1_reports_the_exact_series(master):
     exp_id = submit(master, "1_metrics.yaml")
-    experiment = wait_for(master, exp_id, TERMINAL)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)
     logs = trial_logs(master, exp_id)
     assert experiment["state"] == "COMPLETED", logs
     (trial,) = trials(master, exp_id)
@@ -113,12 +86,10 @@ def test_stage_1_reports_the_exact_series(master):
 def test_stage_2_pause_and_resume_from_the_checkpoint(master):
     exp_id = submit(master, "2_checkpoints.yaml")
     # Pause once the trial has checkpointed at least once (and is still far from done).
-    deadline = time.monotonic() + 120
-    while not checkpoints(master, exp_id):
-        assert time.monotonic() < deadline, trial_logs(master, exp_id)
-        time.sleep(0.2)
+    wait_until(lambda: checkpoints(master, exp_id), 120, "a checkpoint",
+               details=lambda: trial_logs(master, exp_id))
     master.post(f"/experiments/{exp_id}/pause")
-    paused = wait_for(master, exp_id, {"PAUSED"} | TERMINAL)
+    paused = wait_for_experiment(master, exp_id, {"PAUSED"} | TERMINAL_EXPERIMENT_STATES)
     assert paused["state"] == "PAUSED", trial_logs(master, exp_id)
     (trial,) = trials(master, exp_id)
     saved = checkpoints(master, exp_id)
@@ -131,7 +102,7 @@ def test_stage_2_pause_and_resume_from_the_checkpoint(master):
     assert series(master, trial["id"], "validation") == []
 
     master.post(f"/experiments/{exp_id}/activate")
-    experiment = wait_for(master, exp_id, TERMINAL)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)
     assert experiment["state"] == "COMPLETED", trial_logs(master, exp_id)
     (trial,) = trials(master, exp_id)
     assert trial["run_id"] >= 2
@@ -171,7 +142,7 @@ def check_hpsearch_trial(session: Session, trial: dict) -> list[int]:
 @pytest.mark.timeout(360)
 def test_stage_3_random_search(master):
     exp_id = submit(master, "3_hpsearch_random.yaml")
-    experiment = wait_for(master, exp_id, TERMINAL, timeout=300)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300)
     assert experiment["state"] == "COMPLETED", trial_logs(master, exp_id)
     found = trials(master, exp_id)
     assert len(found) == 4
@@ -184,7 +155,7 @@ def test_stage_3_random_search(master):
 @pytest.mark.timeout(480)
 def test_stage_3_adaptive_asha(master):
     exp_id = submit(master, "3_hpsearch.yaml")
-    experiment = wait_for(master, exp_id, TERMINAL, timeout=400)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=400)
     assert experiment["state"] == "COMPLETED", trial_logs(master, exp_id)
     found = trials(master, exp_id)
     assert len(found) == 10
@@ -243,7 +214,7 @@ max_restarts: 0
 
 def test_core_api_on_the_master(master, tmp_path):
     exp_id = submit_script(master, tmp_path, PROBE, PROBE_CONFIG)
-    experiment = wait_for(master, exp_id, TERMINAL)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)
     logs = trial_logs(master, exp_id)
     assert experiment["state"] == "COMPLETED", logs
     (line,) = [l for l in logs.splitlines() if l.startswith("PROBE ")]
@@ -281,25 +252,24 @@ def test_invalid_hp_is_an_early_exit(master, tmp_path):
     exp_id = submit_script(master, tmp_path, INVALID_HP, PROBE_CONFIG.replace("core-api-probe", "invalid-hp"))
     # The trial exits 0 after reporting INVALID_HP; the searcher then replaces the point with a new
     # trial (which raises again, so the experiment is killed once that is seen).
-    deadline = time.monotonic() + 120
-    while True:
+    def replaced() -> list[dict] | None:
         found = trials(master, exp_id)
-        if len(found) >= 2 and found[0]["state"] in TERMINAL:
-            break
-        assert time.monotonic() < deadline, trial_logs(master, exp_id)
-        time.sleep(0.3)
+        return found if len(found) >= 2 and found[0]["state"] in TERMINAL_TRIAL_STATES else None
+
+    found = wait_until(replaced, 120, "a second trial after the first one ended", 0.3,
+                       details=lambda: trial_logs(master, exp_id))
     master.post(f"/experiments/{exp_id}/kill")
     assert found[0]["state"] == "COMPLETED" and found[0]["exit_code"] == 0, trial_logs(master, exp_id)
-    wait_for(master, exp_id, TERMINAL)
+    wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)
 
 
 def test_stage_4_two_slots_allgather_and_ranked_logs(master):
     """Stage 4 launches one worker per slot; each batch adds the allgathered increments."""
     config = (STAGES / "4_distributed.yaml").read_text().replace("slots_per_trial: 8",
                                                                   "slots_per_trial: 2")
-    body = {"config": config, "context": context_tarball()}
+    body = {"config": config, "context": context_tarball(directory_files(STAGES))}
     exp_id = master.post("/experiments", body)["experiment"]["id"]
-    experiment = wait_for(master, exp_id, TERMINAL)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)
     assert experiment["state"] == "COMPLETED", trial_logs(master, exp_id)
     (trial,) = trials(master, exp_id)
     increment_by = trial["hparams"]["increment_by"]

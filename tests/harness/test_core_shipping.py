@@ -16,6 +16,7 @@ from determined.core._metrics import MetricsShipper
 from determined.core._preempt import PreemptContext, PreemptMode
 from determined.core._tensorboard import TensorboardManager, TensorboardMode
 from determined.core._train import TrainContext
+from tests._support import wait_until
 
 
 class RecordingSession:
@@ -166,9 +167,7 @@ def test_preemption_watcher_first_polls_with_zero_then_long_polls():
     session = PreemptSession([{"preempt": False}, {"preempt": False}, {"preempt": True}])
     preempt = PreemptContext(session, "trial-1.1", DummyDistributedContext(), PreemptMode.WorkersAskChief)
     preempt.start()
-    deadline = time.monotonic() + 10
-    while not preempt.should_preempt(auto_ack=False) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: preempt.should_preempt(auto_ack=False), 10, "the preemption", 0.01)
     assert preempt.should_preempt(auto_ack=False) is True
     assert session.polls[:3] == [0, 60, 60]
     assert session.posts == []
@@ -183,9 +182,7 @@ def test_preemption_watcher_survives_errors():
     preempt = PreemptContext(session, "a", DummyDistributedContext(), retry_after_error_s=0.01)
     preempt.start()
     assert preempt.should_preempt(auto_ack=False) is False  # the error counts as "not preempted"
-    deadline = time.monotonic() + 10
-    while not preempt.should_preempt(auto_ack=False) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: preempt.should_preempt(auto_ack=False), 10, "the preemption", 0.01)
     assert preempt.should_preempt(auto_ack=False) is True
     preempt.close()
 
@@ -226,9 +223,7 @@ def test_queue_is_bounded_and_the_caller_waits_for_room():
 
     caller = threading.Thread(target=report_many)
     caller.start()
-    deadline = time.monotonic() + 10
-    while len(shipper._pending) < 1000 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(shipper._pending) >= 1000, 10, "a full queue", 0.01)
     assert len(shipper._pending) == 1000  # full
     assert caller.is_alive()  # so the caller waits for room instead of growing the queue
     gate.set()

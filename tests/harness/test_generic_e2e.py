@@ -1,12 +1,16 @@
 """The Generic API walkthrough (examples/generic_api) on a real master-lite."""
-import base64
-import io
 import pathlib
-import tarfile
 
 import pytest
+from test_core_e2e import checkpoints, master, series, trial_logs  # noqa: F401
 
-from test_core_e2e import TERMINAL, checkpoints, master, series, trial_logs, trials, wait_for  # noqa: F401
+from tests._support import (
+    TERMINAL_EXPERIMENT_STATES,
+    context_tarball,
+    directory_files,
+    trials,
+    wait_for_experiment,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WALKTHROUGH = ROOT / "examples" / "generic_api"
@@ -15,15 +19,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_generic_walkthrough_single_trial(master):
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for path in sorted(WALKTHROUGH.iterdir()):
-            if path.is_file():
-                tar.add(path, arcname=path.name)
     body = {"config": (WALKTHROUGH / "const.yaml").read_text(),
-            "context": base64.b64encode(buffer.getvalue()).decode()}
+            "context": context_tarball(directory_files(WALKTHROUGH))}
     exp_id = master.post("/experiments", body)["experiment"]["id"]
-    experiment = wait_for(master, exp_id, TERMINAL, timeout=280)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=280)
     assert experiment["state"] == "COMPLETED", trial_logs(master, exp_id)
     (trial,) = trials(master, exp_id)
     batches_per_epoch = 23  # ceil(1437 training digits / 64)

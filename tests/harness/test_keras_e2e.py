@@ -10,16 +10,20 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import sys
-import time
 
 import pytest
 
 from determined.common.api import Session
-from tests._master_fixtures import MasterProcess, master_env
+from tests._support import (
+    TERMINAL_EXPERIMENT_STATES,
+    MasterProcess,
+    child_env,
+    wait_for_experiment,
+    wait_until,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "keras_native"
-TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +36,7 @@ def master(tmp_path_factory):
 
 
 def _submit(master: Session, *args: str) -> int:
-    env = master_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
+    env = child_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
     done = subprocess.run([sys.executable, "train.py", *args], cwd=EXAMPLE, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -47,18 +51,6 @@ def _logs(master: Session, trial_id: int) -> str:
     return "\n".join(line["line"] for line in master.get(f"/trials/{trial_id}/logs")["logs"])
 
 
-def _wait(master: Session, exp_id: int, states: set[str], timeout: float = 300) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        answer = master.get(f"/experiments/{exp_id}")
-        if answer["experiment"]["state"] in states:
-            return answer
-        if time.monotonic() > deadline:
-            logs = "\n\n".join(_logs(master, t["id"]) for t in answer["trials"])
-            pytest.fail(f"experiment {exp_id} still {answer['experiment']['state']}; trial logs:\n{logs}")
-        time.sleep(0.5)
-
-
 def _training_losses(master: Session, trial_id: int) -> dict[int, float]:
     reports = master.get(f"/trials/{trial_id}/metrics", {"group": "training"})["metrics"]
     return {r["steps_completed"]: r["metrics"]["loss"] for r in reports}
@@ -66,7 +58,7 @@ def _training_losses(master: Session, trial_id: int) -> dict[int, float]:
 
 def test_random_search_of_the_native_script(master):
     exp_id = _submit(master, "--seed", "2718")  # a fixed seed: the sampled hparams and weights repeat
-    answer = _wait(master, exp_id, TERMINAL)
+    answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     trials = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", [_logs(master, t["id"]) for t in trials]
     assert len(trials) == 3
@@ -84,31 +76,31 @@ def test_random_search_of_the_native_script(master):
 def test_pause_and_activate_resumes_with_identical_optimizer_state(master):
     args = ("--searcher", "single", "--max-batches", "600", "--seed", "4242")
     paused_id = _submit(master, *args)
-    deadline = time.monotonic() + 180
-    while True:
+    def reported_100() -> bool:
         trials = master.get(f"/experiments/{paused_id}/trials")["trials"]
         latest = trials[0].get("latest_training") if trials else None
-        if latest and latest["steps_completed"] >= 100:
-            break
-        assert time.monotonic() < deadline, "the trial never reported 100 batches"
-        time.sleep(0.2)
+        return bool(latest and latest["steps_completed"] >= 100)
+
+    wait_until(reported_100, 180, "the trial to report 100 batches")
     master.post(f"/experiments/{paused_id}/pause")
-    paused = _wait(master, paused_id, {"PAUSED"} | TERMINAL, timeout=120)
+    paused = wait_for_experiment(master, paused_id, {"PAUSED"} | TERMINAL_EXPERIMENT_STATES,
+                                 timeout=120, full=True)
     assert paused["experiment"]["state"] == "PAUSED"
     # The experiment is PAUSED at once; its trial checkpoints at the next chunk end and exits.
-    deadline = time.monotonic() + 120
-    while True:
-        trial = master.get(f"/trials/{paused['trials'][0]['id']}")["trial"]
-        if trial["state"] == "PAUSED" and trial["allocation_id"] is None:
-            break
-        assert time.monotonic() < deadline, (trial, _logs(master, trial["id"]))
-        time.sleep(0.3)
+    trial_id = paused["trials"][0]["id"]
+
+    def trial_paused() -> dict | None:
+        trial = master.get(f"/trials/{trial_id}")["trial"]
+        return trial if trial["state"] == "PAUSED" and trial["allocation_id"] is None else None
+
+    trial = wait_until(trial_paused, 120, "the trial to stop", 0.3,
+                       details=lambda: _logs(master, trial_id))
     paused_at = trial["steps_completed"]
     assert 100 <= paused_at < 600, trial
     checkpoint = trial["latest_checkpoint"]
     assert checkpoint, _logs(master, trial["id"])
     master.post(f"/experiments/{paused_id}/activate")
-    resumed = _wait(master, paused_id, TERMINAL)
+    resumed = wait_for_experiment(master, paused_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     assert resumed["experiment"]["state"] == "COMPLETED"
     trial = resumed["trials"][0]
     assert trial["run_id"] >= 2 and trial["steps_completed"] == 600
@@ -117,7 +109,7 @@ def test_pause_and_activate_resumes_with_identical_optimizer_state(master):
     )
 
     straight_id = _submit(master, *args)
-    straight = _wait(master, straight_id, TERMINAL)
+    straight = wait_for_experiment(master, straight_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     assert straight["experiment"]["state"] == "COMPLETED"
     assert straight["trials"][0]["seed"] == trial["seed"]
     interrupted_losses = _training_losses(master, trial["id"])
@@ -131,12 +123,12 @@ def test_pause_and_activate_resumes_with_identical_optimizer_state(master):
 
 
 def test_test_mode_submits_an_archived_one_batch_experiment(master):
-    env = master_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
+    env = child_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
     done = subprocess.run([sys.executable, "train.py", "--test"], cwd=EXAMPLE, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     exp_id = int(done.stdout.split("Created test experiment ")[1].split()[0])
-    answer = _wait(master, exp_id, TERMINAL)
+    answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     assert answer["experiment"]["state"] == "COMPLETED"
     assert answer["experiment"]["archived"] is True
     assert answer["experiment"]["description"].startswith("[test-mode] ")
@@ -189,13 +181,13 @@ if __name__ == "__main__":
 
 def test_create_submits_a_tfkeras_trial_class_and_the_trial_trains_it(master, tmp_path):
     (tmp_path / "trial_script.py").write_text(TRIAL_SCRIPT)
-    env = master_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
+    env = child_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
     done = subprocess.run([sys.executable, "trial_script.py"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     exp_id = int(done.stdout.split("Created experiment ")[1].split()[0])
     assert f"create() returned {exp_id}" in done.stdout  # create() returns instead of exiting
-    answer = _wait(master, exp_id, TERMINAL)
+    answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     (trial,) = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", _logs(master, trial["id"])
     assert trial["steps_completed"] == 300  # 9600 records / global_batch_size 32

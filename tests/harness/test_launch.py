@@ -7,13 +7,13 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from typing import Dict, List, Optional
 
 import pytest
 
 from determined.launch import torch_distributed
 from determined.launch.wrap_rank import MAX_LINE_BYTES
+from tests._support import wait_until
 
 HARNESS = str(pathlib.Path(__file__).resolve().parents[2] / "harness")
 
@@ -222,9 +222,7 @@ def test_torch_distributed_kills_leftover_worker_processes(tmp_path: pathlib.Pat
     assert result.returncode == 0, result.stderr
     pids = [int(p) for p in pid_file.read_text().split()]
     assert len(pids) == 2
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: not any(_alive(p) for p in pids), 10, "the workers to exit", 0.1)
     assert not any(_alive(p) for p in pids)
 
 

@@ -96,7 +96,7 @@ print("TRIAL-DONE", flush=True)
 
 @pytest.mark.slow
 def test_a_trial_that_ends_normally_logs_no_preemption(tmp_path):
-    from tests._master_fixtures import MasterProcess, context_tarball, wait_for_experiment
+    from tests._support import MasterProcess, context_tarball, wait_for_experiment
 
     config = {"name": "no-preemption", "entrypoint": "python3 train.py", "max_restarts": 0,
               "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 3}}}

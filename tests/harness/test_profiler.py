@@ -2,17 +2,13 @@
 for real, and stored by a real master so that `GET /trials/{id}/metrics?group=cpu` returns them."""
 from __future__ import annotations
 
-import pathlib
-import sys
 import threading
 import time
 
 import pytest
 
 from determined.core import DummyProfilerContext, ProfilerContext
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "master_lite"))
-from _running_master import all_logs, running_master, submit, trials, wait_for  # noqa: E402
+from tests._support import MasterProcess, all_logs, submit, trials, wait_for_experiment, wait_until
 
 SYSTEM_GROUPS = {
     "cpu": {"cpu_util_simple"},
@@ -37,10 +33,8 @@ class Collector:
 
 
 def wait_for_groups(collector: Collector, groups: set[str], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not groups <= collector.groups():
-        assert time.monotonic() < deadline, f"only got {collector.groups()}"
-        time.sleep(0.05)
+    wait_until(lambda: groups <= collector.groups(), timeout, f"the groups {sorted(groups)}", 0.05,
+               details=lambda: f"only got {collector.groups()}")
 
 
 def test_profiler_reports_every_system_group_under_the_agent_id():
@@ -131,13 +125,14 @@ PROFILED = """
 
 @pytest.mark.slow
 def test_profiler_metrics_are_stored_by_group_on_the_master(tmp_path):
-    with running_master(tmp_path / "master") as session:
+    with MasterProcess(tmp_path / "master", cpu_slots=None) as master:
+        session = master.session
         exp_id = submit(session, {
             "name": "profiled", "entrypoint": "python3 profiled.py",
             "searcher": {"name": "single", "metric": "loss", "max_length": 1},
             "hyperparameters": {}, "max_restarts": 0,
         }, {"profiled.py": PROFILED})
-        experiment = wait_for(session, exp_id, timeout=120)
+        experiment = wait_for_experiment(session, exp_id, timeout=120)
         assert experiment["state"] == "COMPLETED", all_logs(session, exp_id)
         (trial,) = trials(session, exp_id)
         for group, names in SYSTEM_GROUPS.items():

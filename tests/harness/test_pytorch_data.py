@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from determined import pytorch  # noqa: E402
-from determined.pytorch import _reducer  # noqa: E402
+from determined import pytorch
+from determined.pytorch import _reducer
 
 torch.set_num_threads(1)
 

@@ -12,16 +12,21 @@ import pathlib
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
 from determined.common.api import Session
-from tests._master_fixtures import MasterProcess, master_env
+from tests._support import (
+    TERMINAL_EXPERIMENT_STATES,
+    MasterProcess,
+    child_env,
+    trials,
+    wait_for_experiment,
+    wait_until,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pytorch_digits"
-TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +34,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
     with MasterProcess(tmp_path_factory.mktemp("pytorch-e2e-master")) as process:
-        process.session.cli_env = master_env(  # type: ignore[attr-defined]
+        process.session.cli_env = child_env(  # type: ignore[attr-defined]
             {"OMP_NUM_THREADS": "1", "DET_MASTER": process.url, "DET_MASTER_TOKEN": process.token})
         yield process.session
 
@@ -67,21 +72,6 @@ def context(tmp_path: pathlib.Path) -> pathlib.Path:
     return work
 
 
-def wait_for(master: Session, exp_id: int, states: set[str], timeout: float = 240) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        experiment = master.get(f"/experiments/{exp_id}")["experiment"]
-        if experiment["state"] in states:
-            return experiment
-        if time.monotonic() > deadline:
-            pytest.fail(f"experiment {exp_id} still {experiment['state']} after {timeout} s:\n{logs(master, exp_id)[-4000:]}")
-        time.sleep(0.5)
-
-
-def trials(master: Session, exp_id: int) -> list[dict]:
-    return master.get(f"/experiments/{exp_id}/trials")["trials"]
-
-
 def logs(master: Session, exp_id: int) -> str:
     lines = []
     for trial in trials(master, exp_id):
@@ -97,7 +87,7 @@ def series(master: Session, trial_id: int, group: str) -> list[tuple[int, dict]]
 def test_random_search_of_three_trials(master, context):
     config = (EXAMPLE / "random.yaml").read_text() + "reproducibility:\n  experiment_seed: 7\n"
     exp_id = det_create(master, config, context)
-    experiment = wait_for(master, exp_id, TERMINAL, timeout=300)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300)
     assert experiment["state"] == "COMPLETED", logs(master, exp_id)[-4000:]
     found = trials(master, exp_id)
     assert len(found) == 3 and {t["state"] for t in found} == {"COMPLETED"}
@@ -147,7 +137,7 @@ reproducibility:
   experiment_seed: 3
 """
     exp_id = det_create(master, config, context)
-    experiment = wait_for(master, exp_id, TERMINAL, timeout=400)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=400)
     assert experiment["state"] == "COMPLETED", logs(master, exp_id)[-4000:]
     found = trials(master, exp_id)
     assert len(found) == 4
@@ -167,18 +157,19 @@ def test_pause_and_activate_resumes_exactly(master, context):
     config += "reproducibility:\n  experiment_seed: 11\n"
 
     reference = det_create(master, config, context)
-    assert wait_for(master, reference, TERMINAL, timeout=300)["state"] == "COMPLETED", logs(master, reference)
+    assert wait_for_experiment(master, reference, timeout=300)["state"] == "COMPLETED", logs(master, reference)
 
     paused = det_create(master, config, context)
-    (trial,) = [] or _wait_for_training(master, paused, min_steps=60)
+    (trial,) = wait_until(lambda: _trained(master, paused, min_steps=60), 120,
+                          f"experiment {paused} to train 60 batches",
+                          details=lambda: logs(master, paused)[-4000:])
     det_action(master, "pause", paused)
-    wait_for(master, paused, {"PAUSED"})
-    deadline = time.monotonic() + 60
-    while master.get(f"/trials/{trial['id']}")["trial"]["allocation_id"] is not None and time.monotonic() < deadline:
-        time.sleep(0.5)
+    wait_for_experiment(master, paused, {"PAUSED"})
+    wait_until(lambda: master.get(f"/trials/{trial['id']}")["trial"]["allocation_id"] is None, 60,
+               "the paused trial to exit", 0.5)
     stopped_at = master.get(f"/trials/{trial['id']}")["trial"]["steps_completed"]
     det_action(master, "activate", paused)
-    assert wait_for(master, paused, TERMINAL, timeout=300)["state"] == "COMPLETED", logs(master, paused)
+    assert wait_for_experiment(master, paused, timeout=300)["state"] == "COMPLETED", logs(master, paused)
 
     (ref_trial,) = trials(master, reference)
     (resumed,) = trials(master, paused)
@@ -189,14 +180,12 @@ def test_pause_and_activate_resumes_exactly(master, context):
     assert series(master, resumed["id"], "validation") == series(master, ref_trial["id"], "validation")
 
 
-def _wait_for_training(master: Session, exp_id: int, min_steps: int, timeout: float = 120) -> list[dict]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = trials(master, exp_id)
-        if found and (found[0].get("latest_training") or {}).get("steps_completed", 0) >= min_steps:
-            return found
-        time.sleep(0.2)
-    pytest.fail(f"experiment {exp_id} did not reach {min_steps} batches:\n{logs(master, exp_id)[-4000:]}")
+def _trained(master: Session, exp_id: int, min_steps: int) -> list[dict] | None:
+    """The trials, once the first one reported `min_steps` batches of training."""
+    found = trials(master, exp_id)
+    if found and (found[0].get("latest_training") or {}).get("steps_completed", 0) >= min_steps:
+        return found
+    return None
 
 
 def test_two_slot_trial_runs_under_torch_distributed(master, context):
@@ -204,7 +193,7 @@ def test_two_slot_trial_runs_under_torch_distributed(master, context):
     config = config.replace("batches: 200", "batches: 40").replace("batches: 100", "batches: 20")
     config += "resources:\n  slots_per_trial: 2\n"
     exp_id = det_create(master, config, context)
-    experiment = wait_for(master, exp_id, TERMINAL, timeout=300)
+    experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300)
     text = logs(master, exp_id)
     assert experiment["state"] == "COMPLETED", text[-4000:]
     assert "determined.launch.torch_distributed" in text

@@ -6,17 +6,17 @@ header, as a JupyterHub proxy would) and a custom Authorizer (a role per user).
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tornado.httpclient
 from jupyter_server.auth import Authorizer, IdentityProvider, User
+
+from tests._support import TERMINAL_EXPERIMENT_STATES, context_tarball, wait_until_async
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -113,38 +113,25 @@ def call(jp_fetch):
     return request
 
 
-def _context() -> str:
-    import base64
-    import io
-    import tarfile
-
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        data = TRIAL_SCRIPT.encode()
-        info = tarfile.TarInfo("train.py")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
+CONTEXT = context_tarball({"train.py": TRIAL_SCRIPT})
 API = "determined/api/v1"
 
 
 async def _until_terminal(call, experiment_id: int, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
+    """The experiment (read as the owner), once it is in a terminal state."""
+
+    async def terminal() -> dict | None:
         status, answer = await call("owner", "GET", f"{API}/experiments/{experiment_id}")
         assert status == 200, answer
-        if answer["experiment"]["state"] in ("COMPLETED", "CANCELED", "ERROR"):
-            return answer
-        assert time.monotonic() < deadline, f"experiment still {answer['experiment']['state']}"
-        await asyncio.sleep(0.2)
+        return answer if answer["experiment"]["state"] in TERMINAL_EXPERIMENT_STATES else None
+
+    return await wait_until_async(terminal, timeout, f"experiment {experiment_id} to end")
 
 
 async def test_the_authorizer_decides_each_users_reads_actions_and_submissions(hosted, call):
     # The owner may run code: create an experiment whose trial reports with its trial token.
     status, created = await call("owner", "POST", f"{API}/experiments",
-                                 {"config": CONFIG, "context": _context()})
+                                 {"config": CONFIG, "context": CONTEXT})
     assert status == 201, created
     experiment_id = created["experiment"]["id"]
     done = await _until_terminal(call, experiment_id)
@@ -169,7 +156,7 @@ async def test_the_authorizer_decides_each_users_reads_actions_and_submissions(h
     # Submitting runs code: "execute", which the operator lacks.
     for user in ("operator", "viewer", "outsider"):
         status, answer = await call(user, "POST", f"{API}/experiments",
-                                    {"config": CONFIG, "context": _context()})
+                                    {"config": CONFIG, "context": CONTEXT})
         assert status == 403, (user, answer)
         assert "execute" in answer["message"]
     status, listed = await call("owner", "GET", f"{API}/experiments")
@@ -177,7 +164,7 @@ async def test_the_authorizer_decides_each_users_reads_actions_and_submissions(h
 
     # The sidebar's actions (Pause, Activate, Kill; a trial's Kill) need "write".
     status, sleeper = await call("owner", "POST", f"{API}/experiments",
-                                 {"config": SLEEPER_CONFIG, "context": _context()})
+                                 {"config": SLEEPER_CONFIG, "context": CONTEXT})
     assert status == 201, sleeper
     sleeper_id = sleeper["experiment"]["id"]
     for user in ("viewer", "outsider"):

@@ -2,8 +2,6 @@
 `%%det_submit` trial names the notebook cell and line (traceback and `notebook_error`)."""
 from __future__ import annotations
 
-import time
-
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -92,7 +90,7 @@ def test_history_cells_carry_their_execution_counts(shell) -> None:
 
 @pytest.mark.slow
 def test_a_failing_det_submit_trial_names_the_notebook_cell(shell, tmp_path, monkeypatch) -> None:
-    from tests._master_fixtures import MasterProcess, wait_for_experiment
+    from tests._support import MasterProcess, wait_for_experiment, wait_until
 
     body = "scale = 2\ncheck(scale)\n"
     cells = [markdown("# Failing", "intro"),
@@ -113,12 +111,12 @@ def test_a_failing_det_submit_trial_names_the_notebook_cell(shell, tmp_path, mon
         experiments = master.session.get("/experiments")["experiments"]
         experiment = wait_for_experiment(master, experiments[-1]["id"])
         assert experiment["state"] == "ERROR"
-        deadline = time.monotonic() + 10
-        while True:  # the trial's end and its JSON are written together; be patient anyway
-            [trial] = master.trials(experiment["id"])
-            if trial["notebook_error"] is not None or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        def reported() -> list[dict] | None:
+            found = master.trials(experiment["id"])
+            return found if found and found[0]["notebook_error"] is not None else None
+
+        # the trial's end and its JSON are written together; be patient anyway
+        [trial] = wait_until(reported, 10, "the trial's notebook error", 0.1)
         assert trial["notebook_error"] == {"notebook": str(path), "cell_id": "helpers",
                                            "cell_index": 1, "line": 3,
                                            "exception": "ValueError: too big: 2"}
@@ -158,9 +156,8 @@ def test_a_native_trial_failing_in_the_harness_names_the_notebook_cell(tmp_path,
                                                                       monkeypatch) -> None:
     """create() in a notebook: the notebook's script runs under determined.exec.native, and
     the error comes from a method the PyTorch harness calls, after the script was loaded."""
-    pytest.importorskip("torch")
     from determined.experimental._native import submit_native
-    from tests._master_fixtures import MasterProcess, wait_for_experiment
+    from tests._support import MasterProcess, wait_for_experiment
 
     cells = [markdown("# Native", "intro"), cell(FAILING_TRIAL, "trial", count=2),
              cell("import determined as det\nconfig = {}\n"

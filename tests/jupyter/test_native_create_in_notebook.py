@@ -10,7 +10,7 @@ import jupyter_determined._widgets
 from determined.experimental import _create
 from jupyter_determined._export import frontend_notebook
 from jupyter_determined._magics import NotebookSubmitted, last_experiment_id
-from tests._master_fixtures import MasterProcess
+from tests._support import MasterProcess
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,6 @@ def shell(master, monkeypatch, tmp_path):
 
 def test_create_in_a_notebook_shows_the_widget_sets_last_and_stops_the_cell(shell, master,
                                                                             monkeypatch, capsys):
-    pytest.importorskip("torch")
     shown: list[int] = []
     monkeypatch.setattr(jupyter_determined._widgets, "show_experiment",
                         lambda experiment_id, **kwargs: shown.append(experiment_id))

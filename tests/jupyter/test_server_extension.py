@@ -1,23 +1,20 @@
 """The master hosted inside a real jupyter_server (pytest-jupyter): auth, trials, kernels."""
 from __future__ import annotations
 
-import asyncio
-import base64
-import io
 import json
 import os
 import sys
-import tarfile
 import time
 from pathlib import Path
 
 import pytest
 import tornado.httpclient
 
+from tests._support import TERMINAL_EXPERIMENT_STATES, context_tarball, wait_until, wait_until_async
+
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 REPO = Path(__file__).resolve().parents[2]
-TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 
 TRIAL_SCRIPT = """\
 import determined as det
@@ -52,17 +49,6 @@ def hosted(jp_serverapp, jp_asyncio_loop):
     extension = _extension(jp_serverapp)
     jp_asyncio_loop.run_until_complete(extension.ensure_started())
     return extension
-
-
-def _context(files: dict[str, str]) -> str:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
 
 
 async def _api(jp_fetch, method: str, path: str, body=None, **kwargs):
@@ -125,22 +111,17 @@ async def test_cookie_user_posts_still_need_the_xsrf_token(hosted, jp_serverapp,
     assert allowed.code == 201, allowed.body
 
 
-async def _wait_terminal(jp_fetch, experiment_id: int, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        answer = await _api(jp_fetch, "GET", f"experiments/{experiment_id}")
-        if answer["experiment"]["state"] in TERMINAL:
-            return answer
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"experiment {experiment_id} did not finish: {answer}")
-
-
 @pytest.mark.slow
 async def test_a_trial_runs_against_the_hosted_master_with_its_session_token(hosted, jp_fetch):
     created = await _api(jp_fetch, "POST", "experiments",
-                         {"config": TRIAL_CONFIG, "context": _context({"train.py": TRIAL_SCRIPT})})
+                         {"config": TRIAL_CONFIG, "context": context_tarball({"train.py": TRIAL_SCRIPT})})
     experiment_id = created["experiment"]["id"]
-    answer = await _wait_terminal(jp_fetch, experiment_id)
+
+    async def terminal() -> dict | None:
+        answer = await _api(jp_fetch, "GET", f"experiments/{experiment_id}")
+        return answer if answer["experiment"]["state"] in TERMINAL_EXPERIMENT_STATES else None
+
+    answer = await wait_until_async(terminal, 120, f"experiment {experiment_id} to finish", 0.3)
     trial = answer["trials"][0]
     logs = await _api(jp_fetch, "GET", f"trials/{trial['id']}/logs")
     assert answer["experiment"]["state"] == "COMPLETED", [entry["line"] for entry in logs["logs"]]
@@ -230,11 +211,9 @@ def test_clean_shutdown_pauses_trials_and_the_next_start_resumes_them(start_jupy
     config = {"name": "survives-restart", "entrypoint": "python3 train.py", "max_restarts": 0,
               "searcher": {"name": "single", "metric": "loss", "max_length": 40}}
     experiment_id = session.post("/experiments", {
-        "config": config, "context": _context({"train.py": RESUMABLE_TRIAL})})["experiment"]["id"]
-    deadline = time.monotonic() + 90
-    while not session.get(f"/experiments/{experiment_id}/checkpoints")["checkpoints"]:
-        assert time.monotonic() < deadline, "no checkpoint before the shutdown"
-        time.sleep(0.3)
+        "config": config, "context": context_tarball({"train.py": RESUMABLE_TRIAL})})["experiment"]["id"]
+    wait_until(lambda: session.get(f"/experiments/{experiment_id}/checkpoints")["checkpoints"],
+               90, "a checkpoint before the shutdown", 0.3)
     assert first.stop() == 0, first.log()[-3000:]
     assert "running trials were paused" in first.log()
 

@@ -5,17 +5,22 @@ output bundle, the static HTML/SVG snapshot and the reconciliation loop are chec
 """
 from __future__ import annotations
 
-import base64
-import io
 import re
-import tarfile
-import time
 
 import pytest
 
-from jupyter_determined._widgets import (MIME_TYPE, ExperimentWidget, chart_range, cut_line,
-                                         format_number, nice_ticks, render_curve_svg,
-                                         render_trials_table, snapshot_html)
+from jupyter_determined._widgets import (
+    MIME_TYPE,
+    ExperimentWidget,
+    chart_range,
+    cut_line,
+    format_number,
+    nice_ticks,
+    render_curve_svg,
+    render_trials_table,
+    snapshot_html,
+)
+from tests._support import context_tarball, wait_until
 
 EXPERIMENT = {"id": 7, "name": "digits", "state": "COMPLETED", "progress": 0.75,
               "best_validation": 0.25,
@@ -174,16 +179,6 @@ with det.core.init() as core_context:
 """
 
 
-def _context(script: str) -> str:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        data = script.encode()
-        info = tarfile.TarInfo("train.py")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
 def _create(server, length: int) -> int:
     from determined.common.api import Session
 
@@ -191,7 +186,7 @@ def _create(server, length: int) -> int:
     config = {"name": f"widget-{length}", "entrypoint": "python3 train.py", "max_restarts": 0,
               "searcher": {"name": "single", "metric": "loss", "max_length": length}}
     return session.post("/experiments", {"config": config,
-                                         "context": _context(SLOW_TRIAL)})["experiment"]["id"]
+                                         "context": context_tarball({"train.py": SLOW_TRIAL})})["experiment"]["id"]
 
 
 @pytest.mark.slow
@@ -209,9 +204,7 @@ def test_widget_follows_a_real_master_and_acts(start_jupyter) -> None:
     assert any("step 4" in line["line"] for line in finished.snapshot["logs"])
 
     long_running = ExperimentWidget(_create(server, 400), session=session).follow()
-    deadline = time.monotonic() + 60
-    while long_running.state != "ACTIVE" and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: long_running.state == "ACTIVE", 60, "the experiment to be ACTIVE")
     assert long_running.action("pause")["state"] == "PAUSED"
     assert long_running.action("kill")["state"] in ("STOPPING_CANCELED", "CANCELED")
     assert long_running.wait(timeout=60)

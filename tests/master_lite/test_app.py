@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import json
 import os
 import signal
@@ -11,10 +10,7 @@ import socket
 import stat
 import subprocess
 import sys
-import tarfile
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
@@ -23,8 +19,7 @@ from traitlets import TraitError
 from master_lite._app import MasterLite, MasterLiteStartError
 from master_lite._auth import UserPrincipal
 from master_lite._events import EventBus
-
-REPO = Path(__file__).resolve().parents[2]
+from tests._support import child_env, tar_gz, wait_until
 
 
 class LifecycleFakeMaster:
@@ -133,15 +128,8 @@ def test_port_in_use_is_a_start_error_naming_the_port(tmp_path: Path) -> None:
 # --- the command ----------------------------------------------------------------------------
 
 
-def _env() -> dict[str, str]:
-    paths = [str(REPO / "harness"), str(REPO), os.environ.get("PYTHONPATH", "")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MASTER_LITE_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    return env
-
-
 def test_help_lists_the_options() -> None:
-    result = subprocess.run([sys.executable, "-m", "master_lite", "--help"], env=_env(),
+    result = subprocess.run([sys.executable, "-m", "master_lite", "--help"], env=child_env(),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0
     for option in ("--root-dir", "--host", "--port", "--cpu-slots"):
@@ -155,7 +143,7 @@ def test_port_in_use_exits_1_with_one_line(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         result = subprocess.run(
             [sys.executable, "-m", "master_lite", "--port", str(port), "--root-dir",
-             str(tmp_path)], env=_env(), capture_output=True, text=True, timeout=60)
+             str(tmp_path)], env=child_env(), capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last == (f"master-lite: error: port {port} on 127.0.0.1 is already in use; choose "
@@ -172,22 +160,7 @@ def _tiny_context() -> bytes:
               b" method='POST', headers={'Authorization': 'Bearer ' +"
               b" os.environ['DET_SESSION_TOKEN'], 'Content-Type': 'application/json'})\n"
               b"urllib.request.urlopen(request).read()\n")
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        member = tarfile.TarInfo("train.py")
-        member.size = len(script)
-        tar.addfile(member, io.BytesIO(script))
-    return buffer.getvalue()
-
-
-def _wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    return tar_gz({"train.py": script})
 
 
 @pytest.mark.slow
@@ -195,7 +168,7 @@ def test_master_lite_process_round_trip(tmp_path: Path) -> None:
     root = tmp_path / "root"
     process = subprocess.Popen(
         [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root),
-         "--cpu-slots", "1"], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+         "--cpu-slots", "1"], env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     try:
         line = process.stdout.readline()
@@ -212,7 +185,7 @@ def test_master_lite_process_round_trip(tmp_path: Path) -> None:
 
         # A second master on the same root dir would share the store: refused.
         second = subprocess.run([sys.executable, "-m", "master_lite", "--port", "0",
-                                 "--root-dir", str(root)], env=_env(), capture_output=True,
+                                 "--root-dir", str(root)], env=child_env(), capture_output=True,
                                 text=True, timeout=60)
         assert second.returncode == 1
         assert f"in use by another master-lite (pid {process.pid}" in second.stderr
@@ -231,7 +204,7 @@ def test_master_lite_process_round_trip(tmp_path: Path) -> None:
             trials = api.get(f"{url}/experiments/{exp_id}/trials", timeout=10).json()["trials"]
             return trials[0] if trials and trials[0]["state"] == "COMPLETED" else None
 
-        trial = _wait_for(finished_trial, 60, "the trial to complete")
+        trial = wait_until(finished_trial, 60, "the trial to complete")
         logs = api.get(f"{url}/trials/{trial['id']}/logs", timeout=10).json()["logs"]
         assert f"hello from trial {trial['id']}" in [log["line"] for log in logs]
         metrics = api.get(f"{url}/trials/{trial['id']}/metrics", timeout=10).json()["metrics"]

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from master_lite.searcher import simulate
-from tests._master_fixtures import (MasterProcess, context_tarball, master_env,
-                                    wait_for_experiment, wait_until)
+from tests._support import (MasterProcess, context_tarball, child_env,
+                             wait_for_experiment, wait_until)
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "core_api"
 
@@ -82,7 +82,7 @@ def test_worked_example_time_metric_form_by_hand():
 
 def test_preview_search_prints_the_bracket_plan():
     done = subprocess.run([sys.executable, "-m", "determined.cli", "preview-search",
-                           str(EXAMPLES / "3_hpsearch.yaml")], env=master_env(),
+                           str(EXAMPLES / "3_hpsearch.yaml")], env=child_env(),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "Bracket 1: 2 rung(s), 7 trial(s), up to 8 at once" in done.stdout

@@ -7,9 +7,16 @@ import warnings
 
 import pytest
 
-from _running_master import (all_logs, marked_values, running_master, submit, trials, wait_for,
-                             wait_until)
 from master_lite.scheduler import PortAllocator, discover_gpus, fake_gpus
+from tests._support import (
+    MasterProcess,
+    all_logs,
+    marked_values,
+    submit,
+    trials,
+    wait_for_experiment,
+    wait_until,
+)
 
 # Prints what the trial was given, then waits until every trial named in the gate has started
 # (proof that they ran at the same time) or, with a release file, until the test says go.
@@ -108,7 +115,9 @@ def test_ports_are_distinct_while_allocations_live_and_skip_busy_ports():
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
     root = tmp_path_factory.mktemp("gpu-master")
-    with running_master(root, {"MASTER_LITE_FAKE_GPUS": "4"}) as session:
+    with MasterProcess(root, cpu_slots=None,
+                       env={"MASTER_LITE_FAKE_GPUS": "4"}) as process:
+        session = process.session
         yield session
 
 
@@ -118,7 +127,7 @@ def test_four_one_slot_trials_run_at_once_each_on_its_own_gpu(master, tmp_path):
     exp_id = submit(master, config("four", slots=1, trials_count=4,
                                    data={"gate": str(tmp_path), "wait_for": 4}),
                     {"show_slots.py": SHOW_SLOTS})
-    experiment = wait_for(master, exp_id, timeout=180)
+    experiment = wait_for_experiment(master, exp_id, timeout=180)
     logs = all_logs(master, exp_id)
     assert experiment["state"] == "COMPLETED", logs
     shown = marked_values(logs, "SLOTS")
@@ -140,7 +149,7 @@ def test_two_slot_trial_waits_for_two_free_slots_without_deadlock(master, tmp_pa
     three = submit(master, config("three-ones", slots=1, trials_count=3,
                                   data={"gate": str(ones_gate), "release": str(release)}),
                    {"show_slots.py": SHOW_SLOTS})
-    wait_until(lambda: len(list(ones_gate.iterdir())) == 3, "three 1-slot trials to start")
+    wait_until(lambda: len(list(ones_gate.iterdir())) == 3, what="three 1-slot trials to start")
     two = submit(master, config("two", slots=2, trials_count=1,
                                 data={"gate": str(two_gate), "wait_for": 1}),
                  {"show_slots.py": SHOW_SLOTS})
@@ -162,7 +171,7 @@ def test_two_slot_trial_waits_for_two_free_slots_without_deadlock(master, tmp_pa
 
     release.touch()
     for exp_id in (three, two, late):
-        assert wait_for(master, exp_id, timeout=180)["state"] == "COMPLETED", \
+        assert wait_for_experiment(master, exp_id, timeout=180)["state"] == "COMPLETED", \
             all_logs(master, exp_id)
     (shown,) = marked_values(all_logs(master, two), "SLOTS")
     cuda = shown["cuda"].split(",")

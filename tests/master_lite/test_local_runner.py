@@ -2,10 +2,10 @@ import os
 import signal
 import sys
 import threading
-import time
 
 from master_lite.scheduler import LaunchSpec, LocalRunner, entrypoint_argv, split_line
 from master_lite.scheduler._local import MAX_LINE_BYTES
+from tests._support import wait_until
 
 
 def test_entrypoint_forms():
@@ -78,23 +78,20 @@ def test_runs_in_its_own_process_group_and_kill_takes_the_group(tmp_path):
               "print('pgid', os.getpgid(0), 'pid', os.getpid(), flush=True)\n"
               "time.sleep(60)\n")
     runner, collector, pid = launch(tmp_path, script)
-    deadline = time.time() + 20
-    while not marker.exists() or not marker.read_text():
-        assert time.time() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: marker.exists() and marker.read_text(), 20, "the child's pid", 0.05)
     child_pid = int(marker.read_text())
     assert os.getpgid(pid) == pid and os.getpgid(child_pid) == pid
     assert runner.kill("trial-1.1")
     assert collector.done.wait(20)
     assert collector.exits["trial-1.1"] == 128 + signal.SIGKILL
-    deadline = time.time() + 10
-    while True:  # the grandchild dies with the group
+    def gone() -> bool:  # the grandchild dies with the group
         try:
             os.kill(child_pid, 0)
         except ProcessLookupError:
-            break
-        assert time.time() < deadline, "child process survived the group kill"
-        time.sleep(0.05)
+            return True
+        return False
+
+    wait_until(gone, 10, "the child process to die with the group", 0.05)
 
 
 def test_terminate_sends_sigterm_then_sigkill(tmp_path):
@@ -103,10 +100,7 @@ def test_terminate_sends_sigterm_then_sigkill(tmp_path):
               "print('ready', flush=True)\n"
               "time.sleep(60)\n")
     runner, collector, _ = launch(tmp_path, script)
-    deadline = time.time() + 20
-    while not any(r[4] == "ready" for r in collector.records):
-        assert time.time() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: any(r[4] == "ready" for r in collector.records), 20, "ready", 0.05)
     runner.terminate("trial-1.1", grace=0.5)
     assert collector.done.wait(20)
     assert collector.exits["trial-1.1"] == 128 + signal.SIGKILL

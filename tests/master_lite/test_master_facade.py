@@ -4,25 +4,18 @@ import io
 import os
 import signal
 import tarfile
-import time
 
 import pytest
 
 from master_lite import errors
 from master_lite._auth import TrialPrincipal, UserPrincipal
 from master_lite._master import Master
+from tests._support import tar_gz, wait_until_async
 
 
-def make_tar(files: dict[str, bytes], *, extra: list[tarfile.TarInfo] = ()) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        for info in extra:
-            tar.addfile(info, io.BytesIO(b"x" * info.size))
-    return buffer.getvalue()
+def until(predicate, timeout=30.0, what="condition"):
+    """The facade tests' waits: short and polled often (a whole test has 120 s)."""
+    return wait_until_async(predicate, timeout, what, 0.05)
 
 
 def config(*, max_trials=1, max_restarts=0, entrypoint="python3 train.py", **extra):
@@ -51,17 +44,6 @@ def run(test):
     return wrapper
 
 
-async def until(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 def experiment_state(master, exp_id):
     return master.get_experiment(exp_id)["state"]
 
@@ -74,7 +56,7 @@ TRAIN_OK = (b"import json, os, sys\n"
 
 @run
 async def test_random_search_runs_four_trials_to_completion(master, tmp_path):
-    context = make_tar({"train.py": TRAIN_OK})
+    context = tar_gz({"train.py": TRAIN_OK})
     exp = master.create_experiment(config(max_trials=4), context)
     assert exp["state"] == "ACTIVE" and exp["num_trials"] == 4
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
@@ -96,7 +78,7 @@ async def test_random_search_runs_four_trials_to_completion(master, tmp_path):
 
 @run
 async def test_identical_contexts_are_stored_once(master, tmp_path):
-    context = make_tar({"train.py": TRAIN_OK})
+    context = tar_gz({"train.py": TRAIN_OK})
     first = master.create_experiment(config(), context)
     second = master.create_experiment(config(), context)
     assert first["context_hash"] == second["context_hash"]
@@ -106,7 +88,7 @@ async def test_identical_contexts_are_stored_once(master, tmp_path):
 @run
 async def test_failing_trial_is_restarted_then_errors(master, tmp_path):
     script = b"import os\nprint('run', os.environ['DET_TRIAL_RUN_ID'])\nraise SystemExit(1)\n"
-    exp = master.create_experiment(config(max_restarts=2), make_tar({"train.py": script}))
+    exp = master.create_experiment(config(max_restarts=2), tar_gz({"train.py": script}))
     await until(lambda: experiment_state(master, exp["id"]) in ("ERROR", "COMPLETED"),
                 what="experiment end")
     [trial] = master.list_trials(exp["id"])
@@ -132,7 +114,7 @@ def running_pid(master, trial_id):
 
 @run
 async def test_killed_process_is_restarted(master, tmp_path):
-    exp = master.create_experiment(config(max_restarts=1), make_tar({"train.py": LONG_FIRST_RUN}))
+    exp = master.create_experiment(config(max_restarts=1), tar_gz({"train.py": LONG_FIRST_RUN}))
     [trial] = master.list_trials(exp["id"])
     pid = await until(lambda: running_pid(master, trial["id"]), what="trial start")
     await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="first output")
@@ -144,7 +126,7 @@ async def test_killed_process_is_restarted(master, tmp_path):
 
 @run
 async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, tmp_path):
-    exp = master.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
     [trial] = master.list_trials(exp["id"])
     await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="first output")
     allocation_id = master.get_trial(trial["id"])["allocation_id"]
@@ -176,7 +158,7 @@ async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, 
 
 @run
 async def test_kill_experiment_cancels_running_trials(master, tmp_path):
-    exp = master.create_experiment(config(max_trials=2), make_tar({"train.py": LONG_FIRST_RUN}))
+    exp = master.create_experiment(config(max_trials=2), tar_gz({"train.py": LONG_FIRST_RUN}))
     await until(lambda: all(running_pid(master, t["id"]) for t in master.list_trials(exp["id"])),
                 what="both trials running")
     assert master.experiment_action(exp["id"], "kill")["state"] in ("STOPPING_CANCELED",
@@ -187,7 +169,7 @@ async def test_kill_experiment_cancels_running_trials(master, tmp_path):
 
 @run
 async def test_searcher_operations_and_metrics(master, tmp_path):
-    exp = master.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
     [trial] = master.list_trials(exp["id"])
     op = await master.next_operation(trial["id"], 1)
     assert op == {"completed": False, "op": {"validateAfter": {"length": "10"}}}
@@ -223,7 +205,7 @@ async def test_searcher_operations_and_metrics(master, tmp_path):
 
 @run
 async def test_checkpoints(master, tmp_path):
-    exp = master.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
     [trial] = master.list_trials(exp["id"])
     with pytest.raises(errors.InvalidRequest, match="steps_completed"):
         master.report_checkpoint({"uuid": "u1", "trialId": trial["id"], "metadata": {}})
@@ -251,7 +233,7 @@ async def test_bad_config_lists_errors_and_stores_nothing(master, tmp_path):
     del bad["searcher"]["max_trials"]
     bad["max_restarts"] = -1
     with pytest.raises(errors.InvalidRequest) as raised:
-        master.create_experiment(bad, make_tar({"train.py": TRAIN_OK}))
+        master.create_experiment(bad, tar_gz({"train.py": TRAIN_OK}))
     assert len(raised.value.errors) >= 2
     assert any("max_trials" in e for e in raised.value.errors)
     assert any("max_restarts" in e for e in raised.value.errors)
@@ -261,7 +243,7 @@ async def test_bad_config_lists_errors_and_stores_nothing(master, tmp_path):
 
 @run
 async def test_context_too_large(master, tmp_path):
-    big = make_tar({"train.py": TRAIN_OK, "data.bin": os.urandom(2 * 1024 * 1024)})
+    big = tar_gz({"train.py": TRAIN_OK, "data.bin": os.urandom(2 * 1024 * 1024)})
     with pytest.raises(errors.TooLarge, match="limit"):
         master.create_experiment(config(), big)
     assert master.list_experiments() == []
@@ -269,10 +251,8 @@ async def test_context_too_large(master, tmp_path):
 
 @run
 async def test_context_escaping_with_dotdot_is_rejected(master, tmp_path):
-    evil = tarfile.TarInfo("../escape.txt")
-    evil.size = 3
     with pytest.raises(errors.InvalidRequest):
-        master.create_experiment(config(), make_tar({"train.py": TRAIN_OK}, extra=[evil]))
+        master.create_experiment(config(), tar_gz({"train.py": TRAIN_OK, "../escape.txt": b"xxx"}))
     assert master.list_experiments() == []
     assert list((tmp_path / "root" / "contexts").iterdir()) == []
     assert not (tmp_path / "root" / "escape.txt").exists()
@@ -282,7 +262,7 @@ async def test_context_escaping_with_dotdot_is_rejected(master, tmp_path):
 async def test_trial_token_authenticates_only_as_its_trial(master, tmp_path):
     script = (b"import os, time\nprint('token=' + os.environ['DET_SESSION_TOKEN'], flush=True)\n"
               b"assert 'DET_MASTER_TOKEN' not in os.environ\ntime.sleep(60)\n")
-    exp = master.create_experiment(config(), make_tar({"train.py": script}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": script}))
     [trial] = master.list_trials(exp["id"])
     lines = await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="token")
     token = lines[0]["line"].split("=", 1)[1]
@@ -306,7 +286,7 @@ def test_four_fake_gpus_give_distinct_devices(tmp_path):
         try:
             script = (b"import os, json\nprint(os.environ['CUDA_VISIBLE_DEVICES'],"
                       b" json.loads(os.environ['DET_GPU_UUIDS'])[0])\n")
-            exp = master.create_experiment(config(max_trials=4), make_tar({"train.py": script}))
+            exp = master.create_experiment(config(max_trials=4), tar_gz({"train.py": script}))
             assert len(master.resources()["slots"]) == 4
             await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED",
                         what="COMPLETED")
@@ -324,7 +304,7 @@ def test_master_restart_resumes_paused_trials(tmp_path):
     async def body():
         master = Master(tmp_path / "root", preemption_grace_seconds=1, terminate_grace_seconds=1)
         await master.start("http://127.0.0.1:9")
-        exp = master.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+        exp = master.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
         [trial] = master.list_trials(exp["id"])
         await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="first run")
         await master.stop(pause_running=True)
@@ -348,7 +328,7 @@ def test_events_are_published(tmp_path):
         await master.start("http://127.0.0.1:9")
         try:
             subscription = master.events.subscribe(types=["experiment", "log"])
-            exp = master.create_experiment(config(), make_tar({"train.py": TRAIN_OK}))
+            exp = master.create_experiment(config(), tar_gz({"train.py": TRAIN_OK}))
             # Log events name only their trial; the bus adds the experiment so that a
             # subscription to one experiment (the widget's, the sidebar's) receives them.
             by_experiment = master.events.subscribe(experiment_id=exp["id"], types=["log"])
@@ -379,7 +359,7 @@ async def test_searcher_stop_preempts_and_completes_the_trial(master, tmp_path):
     asha["searcher"] = {"name": "adaptive_asha", "metric": "loss", "time_metric": "batches",
                         "max_time": 100, "max_trials": 4, "max_concurrent_trials": 4,
                         "mode": "aggressive", "divisor": 2, "max_rungs": 2}
-    exp = master.create_experiment(asha, make_tar({"train.py": LONG_FIRST_RUN}))
+    exp = master.create_experiment(asha, tar_gz({"train.py": LONG_FIRST_RUN}))
     trials = master.list_trials(exp["id"])
     assert len(trials) == 4  # slots_per_trial 0: all run at once on a 2-slot master
     await until(lambda: all(running_pid(master, t["id"]) for t in trials), what="all running")
@@ -401,7 +381,7 @@ async def test_searcher_stop_preempts_and_completes_the_trial(master, tmp_path):
 
 @run
 async def test_created_paused_runs_nothing_until_activated(master, tmp_path):
-    exp = master.create_experiment(config(max_trials=2), make_tar({"train.py": TRAIN_OK}),
+    exp = master.create_experiment(config(max_trials=2), tar_gz({"train.py": TRAIN_OK}),
                                    activate=False)
     assert exp["state"] == "PAUSED"
     await asyncio.sleep(0.5)
@@ -415,7 +395,7 @@ def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
     async def body():
         crashed = Master(tmp_path / "root", preemption_grace_seconds=1)
         await crashed.start("http://127.0.0.1:9")
-        exp = crashed.create_experiment(config(), make_tar({"train.py": LONG_FIRST_RUN}))
+        exp = crashed.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
         [trial] = crashed.list_trials(exp["id"])
         pid = await until(lambda: running_pid(crashed, trial["id"]), what="trial start")
         await until(lambda: crashed.get_logs(trial["id"], stream="stdout"), what="output")
@@ -441,7 +421,7 @@ def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
 
 @run
 async def test_invalid_hp_early_exit_gets_a_replacement_trial(master, tmp_path):
-    exp = master.create_experiment(config(max_trials=1), make_tar({"train.py": LONG_FIRST_RUN}))
+    exp = master.create_experiment(config(max_trials=1), tar_gz({"train.py": LONG_FIRST_RUN}))
     [trial] = master.list_trials(exp["id"])
     master.report_early_exit(trial["id"], "EXITED_REASON_INVALID_HP")
     with pytest.raises(errors.InvalidRequest, match="already reported"):
@@ -461,7 +441,7 @@ async def test_invalid_hp_early_exit_gets_a_replacement_trial(master, tmp_path):
 @run
 async def test_resources_logs_tail_and_filters(master, tmp_path):
     script = b"for i in range(5):\n    print(f'[rank={i % 2}] line {i}')\n"
-    exp = master.create_experiment(config(), make_tar({"train.py": script}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": script}))
     [trial] = master.list_trials(exp["id"])
     slots = master.resources()["slots"]
     assert [s["type"] for s in slots] == ["cpu", "cpu"] and master.resources()["gpus"] == []
@@ -509,7 +489,7 @@ def test_event_bus_filters_and_drops_oldest_for_slow_consumers():
 @run
 async def test_a_better_validation_is_announced_on_the_experiment(master, tmp_path):
     """The sidebar's experiment list shows best_validation: it must hear when that moves."""
-    exp = master.create_experiment(config(), make_tar({"train.py": b"import time; time.sleep(60)\n"}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": b"import time; time.sleep(60)\n"}))
     [trial] = master.list_trials(exp["id"])
     experiment_events = master.events.subscribe(experiment_id=exp["id"], types=["experiment"])
     while await experiment_events.get(timeout=0.3) is not None:  # drain the creation events

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from _running_master import (ROOT, all_logs, marked_values, running_master, submit, trials,
-                             wait_for)
+from tests._support import (
+    REPO,
+    MasterProcess,
+    all_logs,
+    marked_values,
+    submit,
+    trials,
+    wait_for_experiment,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +90,9 @@ def ddp_config(name: str, slots: int, *, steps: int = 150, crash_rank=None,
 @pytest.fixture(scope="module")
 def cpu_master(tmp_path_factory):
     root = tmp_path_factory.mktemp("multislot-master")
-    with running_master(root, {"MASTER_LITE_CPU_SLOTS": "2"}) as session:
+    with MasterProcess(root, cpu_slots=None,
+                       env={"MASTER_LITE_CPU_SLOTS": "2"}) as process:
+        session = process.session
         yield session
 
 
@@ -96,10 +105,10 @@ def accuracy_of(session, exp_id: int) -> float:
 
 def test_two_slot_gloo_ddp_trains_to_the_same_accuracy_as_one_slot(cpu_master):
     one = submit(cpu_master, ddp_config("ddp-1", 1), {"train.py": DDP_DIGITS})
-    assert wait_for(cpu_master, one, timeout=240)["state"] == "COMPLETED", \
+    assert wait_for_experiment(cpu_master, one, timeout=240)["state"] == "COMPLETED", \
         all_logs(cpu_master, one)
     two = submit(cpu_master, ddp_config("ddp-2", 2), {"train.py": DDP_DIGITS})
-    assert wait_for(cpu_master, two, timeout=240)["state"] == "COMPLETED", \
+    assert wait_for_experiment(cpu_master, two, timeout=240)["state"] == "COMPLETED", \
         all_logs(cpu_master, two)
 
     ranks = marked_values(all_logs(cpu_master, two), "RANKINFO")
@@ -119,7 +128,7 @@ def test_two_slot_gloo_ddp_trains_to_the_same_accuracy_as_one_slot(cpu_master):
 def test_a_crashed_rank_brings_the_trial_down_and_it_restarts(cpu_master):
     exp_id = submit(cpu_master, ddp_config("crash", 2, steps=40, crash_rank=1, max_restarts=1),
                     {"train.py": DDP_DIGITS})
-    experiment = wait_for(cpu_master, exp_id, timeout=240)
+    experiment = wait_for_experiment(cpu_master, exp_id, timeout=240)
     logs = all_logs(cpu_master, exp_id)
     assert experiment["state"] == "COMPLETED", logs
     (trial,) = trials(cpu_master, exp_id)
@@ -133,7 +142,9 @@ def test_two_multislot_trials_on_one_host_do_not_collide(tmp_path_factory, tmp_p
     # Four fake GPUs: two 2-slot trials at once, both rendezvousing on this host. Without
     # distinct per-allocation ports the second torchrun store (or ZMQ server) could not bind.
     root = tmp_path_factory.mktemp("multislot-gpu-master")
-    with running_master(root, {"MASTER_LITE_FAKE_GPUS": "4"}) as session:
+    with MasterProcess(root, cpu_slots=None,
+                       env={"MASTER_LITE_FAKE_GPUS": "4"}) as process:
+        session = process.session
         together = """
             import json, os, pathlib, time
             import torch
@@ -167,7 +178,7 @@ def test_two_multislot_trials_on_one_host_do_not_collide(tmp_path_factory, tmp_p
             ids.append(submit(session, config, {"train.py": together}))
         shown = []
         for exp_id in ids:
-            assert wait_for(session, exp_id, timeout=240)["state"] == "COMPLETED", \
+            assert wait_for_experiment(session, exp_id, timeout=240)["state"] == "COMPLETED", \
                 all_logs(session, exp_id)
             values = marked_values(all_logs(session, exp_id), "TOGETHER")
             assert sorted(v["rank"] for v in values) == [0, 1]
@@ -194,13 +205,13 @@ def pytorch_trial_config(slots: int) -> dict:
 
 def test_pytorch_trial_on_two_slots_matches_one_slot(cpu_master):
     # det.pytorch wraps the model in DDP and splits the global batch over the slots.
-    example = ROOT / "examples" / "pytorch_digits"
+    example = REPO / "examples" / "pytorch_digits"
     files = {path.name: path.read_text() for path in example.iterdir()
              if path.suffix == ".py" and path.is_file()}
     accuracies = {}
     for slots in (1, 2):
         exp_id = submit(cpu_master, pytorch_trial_config(slots), files)
-        assert wait_for(cpu_master, exp_id, timeout=300)["state"] == "COMPLETED", \
+        assert wait_for_experiment(cpu_master, exp_id, timeout=300)["state"] == "COMPLETED", \
             all_logs(cpu_master, exp_id)
         (trial,) = trials(cpu_master, exp_id)
         reports = cpu_master.get(f"/trials/{trial['id']}/metrics",

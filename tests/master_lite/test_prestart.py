@@ -6,12 +6,12 @@ import pathlib
 import signal
 import sys
 import threading
-import time
 
 import pytest
 
 from master_lite.scheduler import LaunchSpec, LocalRunner, entrypoint_argv, kill_orphaned_group
 from master_lite.scheduler._prestart import plain_python_launch
+from tests._support import wait_until
 
 pytestmark = pytest.mark.skipif(not pathlib.Path("/proc/self/fd").exists(),
                                 reason="the probes read /proc")
@@ -92,10 +92,7 @@ def run_trial(runner, collector, tmp_path, allocation_id, script, entrypoint="py
                       env=trial_env(tmp_path, allocation_id),
                       work_dir=work_dir(tmp_path, allocation_id, script))
     pid = runner.launch(spec)
-    deadline = time.monotonic() + 60
-    while allocation_id not in collector.exits:
-        assert time.monotonic() < deadline, f"{allocation_id} did not exit"
-        time.sleep(0.02)
+    wait_until(lambda: allocation_id in collector.exits, 60, f"{allocation_id} to exit", 0.02)
     return pid, spec, collector.exits[allocation_id]
 
 
@@ -107,10 +104,8 @@ def start_spares(runner, collector, tmp_path, count=1):
 
 
 def wait_for_spares(runner, count=1):
-    deadline = time.monotonic() + 60
-    while len(runner.spare_pool.spares()) < count:
-        assert time.monotonic() < deadline, "no pre-started interpreter appeared"
-        time.sleep(0.02)
+    wait_until(lambda: len(runner.spare_pool.spares()) >= count, 60,
+               "a pre-started interpreter", 0.02)
     return runner.spare_pool.spares()
 
 
@@ -252,19 +247,14 @@ def test_proc_environ_shows_the_trial_environment_so_orphans_are_found(runner, t
                                         "import time\nprint('up', flush=True)\ntime.sleep(600)\n"))
     pid = runner.launch(spec)
     assert pid == spare.process.pid
-    deadline = time.monotonic() + 60
-    while "up" not in collector.lines("stdout"):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_until(lambda: "up" in collector.lines("stdout"), 60, "the trial's output", 0.02)
     # The master finds its runs (after a restart) by what the kernel shows there.
     entries = pathlib.Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     shown = dict(entry.decode().split("=", 1) for entry in entries if entry)
     assert shown == dict(spec.env, PWD=str(spec.work_dir))
     assert not kill_orphaned_group(pid, "trial-3.1")
     assert kill_orphaned_group(pid, "trial-2.1")
-    while "trial-2.1" not in collector.exits:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_until(lambda: "trial-2.1" in collector.exits, 60, "the killed trial's exit", 0.02)
     assert collector.exits["trial-2.1"] == 128 + signal.SIGKILL
 
 
@@ -279,10 +269,7 @@ def test_an_environment_too_large_for_the_spare_starts_fresh(runner, tmp_path):
                                         "print(len(os.environ['DET_EXPERIMENT_CONFIG']))\n"))
     pid = runner.launch(spec)
     assert pid != spare.process.pid
-    deadline = time.monotonic() + 60
-    while "trial-2.1" not in collector.exits:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_until(lambda: "trial-2.1" in collector.exits, 60, "the trial to exit", 0.02)
     assert collector.exits["trial-2.1"] == 0 and str(len(big)) in collector.lines("stdout")
     assert runner.spare_pool.spares()[0] is spare  # still there for the next launch
 
@@ -317,10 +304,8 @@ def test_locale_coercion_matches_a_fresh_interpreter(runner, tmp_path):
                           argv=entrypoint_argv("python3 train.py"), env=env_for(allocation_id),
                           work_dir=work_dir(tmp_path, allocation_id, PROBE))
         pid = runner.launch(spec)
-        deadline = time.monotonic() + 60
-        while allocation_id not in collector.exits:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        wait_until(lambda exited=allocation_id: exited in collector.exits, 60, f"{allocation_id} to exit",
+                   0.02)
         reports.append(probe(collector, pid))
     assert pid == spare.process.pid
     fresh, _, prestarted = reports

@@ -11,8 +11,16 @@ import signal
 
 import pytest
 
-from _running_master import (all_logs, logs, marked_values, running_master, submit, trials,
-                             wait_for, wait_until)
+from tests._support import (
+    MasterProcess,
+    all_logs,
+    marked_values,
+    submit,
+    trial_logs,
+    trials,
+    wait_for_experiment,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -130,8 +138,10 @@ def cluster():
 @pytest.fixture(scope="module")
 def master(cluster, tmp_path_factory):
     root = tmp_path_factory.mktemp("ray-master")
-    with running_master(root, {"MASTER_LITE_RESOURCE_MANAGER": "ray",
-                               "MASTER_LITE_RAY_ADDRESS": cluster.address}) as session:
+    with MasterProcess(root, cpu_slots=None,
+                       env={"MASTER_LITE_RESOURCE_MANAGER": "ray",
+                            "MASTER_LITE_RAY_ADDRESS": cluster.address}) as process:
+        session = process.session
         yield session
 
 
@@ -148,7 +158,7 @@ def test_a_search_spreads_its_trials_over_both_nodes(master, cluster, tmp_path):
     exp_id = submit(master, config("spread", "python3 show_node.py", trials_count=2,
                                    data={"gate": str(tmp_path), "wait_for": 2}),
                     {"show_node.py": SHOW_NODE})
-    assert wait_for(master, exp_id, timeout=120)["state"] == "COMPLETED", \
+    assert wait_for_experiment(master, exp_id, timeout=120)["state"] == "COMPLETED", \
         all_logs(master, exp_id)
     shown = marked_values(all_logs(master, exp_id), "NODE")
     assert len(shown) == 2
@@ -160,7 +170,7 @@ def test_a_two_slot_trial_runs_one_rank_per_node(master, cluster):
     exp_id = submit(master, config(
         "two-nodes", "python3 -m determined.launch.torch_distributed python3 two_nodes.py",
         slots=2), {"two_nodes.py": TWO_NODES})
-    assert wait_for(master, exp_id, timeout=180)["state"] == "COMPLETED", \
+    assert wait_for_experiment(master, exp_id, timeout=180)["state"] == "COMPLETED", \
         all_logs(master, exp_id)
     shown = marked_values(all_logs(master, exp_id), "RANK")
     assert sorted(s["rank"] for s in shown) == [0, 1]
@@ -175,15 +185,15 @@ def test_killing_a_nodes_worker_restarts_the_trial_from_its_checkpoint(master):
     exp_id = submit(master, config("lost-worker", "python3 checkpointing.py",
                                    hparams={"steps": 25}, max_restarts=1),
                     {"checkpointing.py": CHECKPOINTING})
-    (trial,) = wait_until(lambda: trials(master, exp_id), "the trial")
+    (trial,) = wait_until(lambda: trials(master, exp_id), what="the trial")
     wait_until(lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
-               "a first checkpoint")
-    placed = [e["line"] for e in logs(master, trial["id"], stream="master")
+               what="a first checkpoint")
+    placed = [e["line"] for e in trial_logs(master, trial["id"], stream="master")
               if "worker pid" in e["line"]]
     worker_pid = int(re.search(r"worker pid (\d+)", placed[0]).group(1))
     os.kill(worker_pid, signal.SIGKILL)  # the Ray worker running the trial dies
 
-    experiment = wait_for(master, exp_id, timeout=180)
+    experiment = wait_for_experiment(master, exp_id, timeout=180)
     text = all_logs(master, exp_id)
     assert experiment["state"] == "COMPLETED", text
     assert trials(master, exp_id)[0]["restarts"] == 1, text
@@ -197,17 +207,17 @@ def test_pause_and_activate_resume_from_the_checkpoint_and_kill_cancels(master):
     exp_id = submit(master, config("pause", "python3 checkpointing.py", hparams={"steps": 40}),
                     {"checkpointing.py": CHECKPOINTING})
     wait_until(lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
-               "a first checkpoint")
+               what="a first checkpoint")
     master.post(f"/experiments/{exp_id}/pause")
-    wait_until(lambda: trials(master, exp_id)[0]["state"] == "PAUSED", "the trial to pause")
+    wait_until(lambda: trials(master, exp_id)[0]["state"] == "PAUSED", what="the trial to pause")
     assert marked_values(all_logs(master, exp_id), "PREEMPTED")
     master.post(f"/experiments/{exp_id}/activate")
     wait_until(lambda: len(marked_values(all_logs(master, exp_id), "RESUMED")) == 2,
-               "the resumed run")
+               what="the resumed run")
     resumed = marked_values(all_logs(master, exp_id), "RESUMED")
     assert resumed[1]["step"] >= 1
     master.post(f"/experiments/{exp_id}/kill")
-    assert wait_for(master, exp_id, timeout=60)["state"] == "CANCELED"
+    assert wait_for_experiment(master, exp_id, timeout=60)["state"] == "CANCELED"
     assert trials(master, exp_id)[0]["state"] == "CANCELED"
 
 

@@ -18,8 +18,8 @@ import pytest
 
 from master_lite import _auth, _recovery
 from master_lite._master import Master
-from tests._master_fixtures import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
-                                    context_tarball, wait_for_experiment, wait_until)
+from tests._support import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
+                             context_tarball, wait_for_experiment, wait_until)
 
 CONTEXT = context_tarball({"train.py": CHECKPOINTING_SCRIPT})
 

@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 import signal
-import tarfile
-import time
 
 import pytest
 
 from determined.common import notebook_errors
 from master_lite import _exits
 from master_lite._master import Master
+from tests._support import tar_gz, wait_until_async
 
 pytestmark = pytest.mark.slow
-
-
-def make_tar(files: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def config(*, max_trials: int = 1, entrypoint: str = "python3 train.py") -> dict:
@@ -54,15 +40,9 @@ def with_master(cpu_slots: int = 2):
     return decorate
 
 
-async def until(predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
+def until(predicate, timeout: float = 60.0, what: str = "condition"):
+    """These tests' waits: polled often (a whole test has 120 s)."""
+    return wait_until_async(predicate, timeout, what, 0.05)
 
 
 def only_trial(master: Master, exp_id: int) -> dict:
@@ -108,7 +88,7 @@ def test_exit_summaries_name_the_signal_and_why() -> None:
 @with_master()
 async def test_a_sigkill_the_master_did_not_send_is_possibly_out_of_memory(master):
     script = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
-    exp = master.create_experiment(config(), make_tar({"train.py": script}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": script}))
     trial = await ended(master, exp["id"])
     assert trial["state"] == "ERROR" and trial["exit_code"] == 137
     assert trial["exit_summary"] == ("killed by signal SIGKILL (9): possibly out of memory (the "
@@ -133,7 +113,7 @@ async def test_plain_and_shell_style_exit_codes(master):
 
 @with_master()
 async def test_a_killed_experiment_says_the_user_killed_it(master):
-    exp = master.create_experiment(config(), make_tar({"train.py": SLEEPER}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": SLEEPER}))
     await until(lambda: only_trial(master, exp["id"])["run_state"] == "RUNNING", what="RUNNING")
     await until(lambda: any("sleeping" in row["line"] for row in master.store.select("logs")),
                 what="the trial to start")
@@ -146,7 +126,7 @@ async def test_a_killed_experiment_says_the_user_killed_it(master):
 
 @with_master()
 async def test_a_run_that_ignores_the_pause_is_terminated_as_preempted(master):
-    exp = master.create_experiment(config(), make_tar({"train.py": SLEEPER}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": SLEEPER}))
     await until(lambda: any("sleeping" in row["line"] for row in master.store.select("logs")),
                 what="the trial to start")
     master.experiment_action(exp["id"], "pause")
@@ -162,7 +142,7 @@ async def test_a_run_that_ignores_the_pause_is_terminated_as_preempted(master):
 
 @with_master(cpu_slots=1)
 async def test_with_one_slot_the_second_trial_is_queued(master):
-    exp = master.create_experiment(config(max_trials=2), make_tar({"train.py": SLEEPER}))
+    exp = master.create_experiment(config(max_trials=2), tar_gz({"train.py": SLEEPER}))
     await until(lambda: sorted(str(t["run_state"]) for t in master.list_trials(exp["id"]))
                 == ["QUEUED", "RUNNING"], what="one trial RUNNING, one QUEUED")
     trials = master.list_trials(exp["id"])
@@ -191,7 +171,7 @@ async def test_the_marker_line_becomes_the_trials_notebook_error(master):
               # a second marker (another rank, a consequence) does not replace the first
               f"sys.stderr.write({notebook_errors.marker_line({**record, 'line': 9})!r} + '\\n')\n"
               "sys.exit(1)\n")
-    exp = master.create_experiment(config(), make_tar({"train.py": script}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": script}))
     trial = await ended(master, exp["id"])
     assert trial["state"] == "ERROR"
     assert trial["notebook_error"] == record
@@ -200,7 +180,7 @@ async def test_the_marker_line_becomes_the_trials_notebook_error(master):
 
 @with_master()
 async def test_a_clean_trial_has_no_notebook_error(master):
-    exp = master.create_experiment(config(), make_tar({"train.py": "print('fine')\n"}))
+    exp = master.create_experiment(config(), tar_gz({"train.py": "print('fine')\n"}))
     trial = await ended(master, exp["id"])
     assert trial["state"] == "COMPLETED"
     assert trial["notebook_error"] is None and trial["exit_summary"] is None
@@ -210,7 +190,6 @@ async def test_a_clean_trial_has_no_notebook_error(master):
 async def test_an_exported_notebook_names_the_failing_cell(master):
     """The whole path: export (jupyter_determined) -> the script's hook in the trial -> the
     traceback in the logs names the cell -> the master stores `notebook_error`."""
-    pytest.importorskip("IPython")
     from jupyter_determined._export import cells_to_script
 
     cells = [{"cell_type": "markdown", "source": "# Title", "id": "md"},
@@ -220,7 +199,7 @@ async def test_an_exported_notebook_names_the_failing_cell(master):
              {"cell_type": "code", "source": "%%time\nvalue = 2\ncheck(value)\n", "id": "run"}]
     exported = cells_to_script(cells, notebook_path="/work/quickstart.ipynb")
     exp = master.create_experiment(config(entrypoint="python3 _det_notebook_cell.py"),
-                                   make_tar({"_det_notebook_cell.py": exported.script}))
+                                   tar_gz({"_det_notebook_cell.py": exported.script}))
     trial = await ended(master, exp["id"])
     assert trial["notebook_error"] == {"notebook": "/work/quickstart.ipynb", "cell_id": "helpers",
                                        "cell_index": 1, "line": 5,

@@ -9,8 +9,8 @@ import pytest
 
 from master_lite import errors
 from master_lite._master import Master
-from tests._master_fixtures import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
-                                    context_tarball, wait_for_experiment)
+from tests._support import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
+                             context_tarball, wait_for_experiment)
 
 
 def config(**searcher):

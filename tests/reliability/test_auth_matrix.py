@@ -24,8 +24,8 @@ import pytest
 import requests
 
 from master_lite.api import ROUTES, TrialScope
-from tests._master_fixtures import (MasterProcess, context_tarball, wait_for_experiment,
-                                    wait_until)
+from tests._support import (MasterProcess, context_tarball, wait_for_experiment,
+                             wait_until)
 
 pytestmark = pytest.mark.slow
 

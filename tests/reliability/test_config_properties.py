@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from determined.common import expconf
 from determined.common.api import APIError
-from tests._master_fixtures import MasterProcess
+from tests._support import MasterProcess
 from tests.common.test_expconf_properties import valid_config
 
 pytestmark = pytest.mark.slow

@@ -4,32 +4,18 @@ back verbatim as JSON strings (the sidebar's browser test checks they render ine
 from __future__ import annotations
 
 import base64
-import io
 import pathlib
 import tarfile
 
 import pytest
 import requests
 
-from tests._master_fixtures import MasterProcess
+from tests._support import MasterProcess, context_tarball
 
 pytestmark = pytest.mark.slow
 
 CONFIG = {"name": "ctx", "entrypoint": "python3 train.py", "max_restarts": 0,
           "searcher": {"name": "single", "metric": "x", "max_length": 1}}
-
-
-def _tarball(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> str:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        ok = tarfile.TarInfo("train.py")
-        ok.size = 5
-        tar.addfile(ok, io.BytesIO(b"pass\n"))
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            tar.addfile(info, io.BytesIO(data) if data is not None else None)
-    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def _file(name: str, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
@@ -70,8 +56,9 @@ def master(tmp_path_factory: pytest.TempPathFactory):
 def test_unsafe_context_is_refused(master: MasterProcess, case: str,
                                    tmp_path: pathlib.Path) -> None:
     before = {p.name for p in master.root_dir.parent.iterdir()}
+    hostile = context_tarball({"train.py": "pass\n"}, members=HOSTILE[case])
     response = requests.post(f"{master.url}/api/v1/experiments",
-                             json={"config": CONFIG, "context": _tarball(HOSTILE[case])},
+                             json={"config": CONFIG, "context": hostile},
                              headers={"Authorization": f"Bearer {master.token}"}, timeout=60)
     assert response.status_code == 400, (case, response.status_code, response.text[:300])
     assert response.headers["Content-Type"].startswith("application/json")

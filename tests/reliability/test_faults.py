@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from tests._master_fixtures import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
-                                    context_tarball, wait_for_experiment, wait_until)
+from tests._support import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
+                             context_tarball, wait_for_experiment, wait_until)
 
 CONFIG = """
 name: faults

@@ -13,14 +13,17 @@ import pathlib
 
 import pytest
 import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
-schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from schemathesis import GenerationMode  # noqa: E402
-from schemathesis.checks import (content_type_conformance, not_a_server_error,  # noqa: E402
-                                 response_schema_conformance, status_code_conformance)
-
-from tests._master_fixtures import MasterProcess  # noqa: E402
+from tests._support import MasterProcess
 
 pytestmark = pytest.mark.slow
 

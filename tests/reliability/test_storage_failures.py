@@ -10,18 +10,16 @@ the store (SQLite's integrity check passes and what was stored before is intact)
 """
 from __future__ import annotations
 
-import json
 import pathlib
 import resource
 import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests._master_fixtures import MasterProcess, master_env, wait_until
+from tests._support import MasterProcess, child_env
 
 pytestmark = pytest.mark.slow
 
@@ -42,28 +40,12 @@ def _metric_count(db: pathlib.Path) -> int:
         conn.close()
 
 
-def _start_limited_master(root: pathlib.Path, fsize: int) -> tuple[subprocess.Popen, dict]:
+def _start_limited_master(root: pathlib.Path, fsize: int) -> MasterProcess:
+    """A master whose files may grow to `fsize` bytes (RLIMIT_FSIZE)."""
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
-    log = open(root / "limited.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root),
-         "--cpu-slots", "1"], env=master_env(), stdout=log, stderr=subprocess.STDOUT,
-        preexec_fn=limit, start_new_session=True)
-    log.close()
-    master_json = root / "master.json"
-
-    def started() -> dict | None:
-        if process.poll() is not None:
-            raise AssertionError("limited master exited:\n" + (root / "limited.log").read_text())
-        try:
-            info = json.loads(master_json.read_text())
-        except (OSError, ValueError):
-            return None
-        return info if info.get("pid") == process.pid else None
-
-    return process, wait_until(started, 60, "the limited master")
+    return MasterProcess(root, cpu_slots=1, preexec_fn=limit, start_timeout=60)
 
 
 def test_disk_full_gives_clear_errors_and_keeps_the_store_intact(tmp_path: pathlib.Path) -> None:
@@ -77,9 +59,9 @@ def test_disk_full_gives_clear_errors_and_keeps_the_store_intact(tmp_path: pathl
     db = root / "master.db"
     # Then one whose files may grow only a little past their current size.
     limit = db.stat().st_size + 256 * 1024
-    process, info = _start_limited_master(root, limit)
-    from determined.common.api import APIError, Session
-    session = Session(info["url"], info["token"])
+    limited = _start_limited_master(root, limit)
+    from determined.common.api import APIError
+    session = limited.session
     try:
         failures: list[APIError] = []
         accepted = 0
@@ -103,9 +85,7 @@ def test_disk_full_gives_clear_errors_and_keeps_the_store_intact(tmp_path: pathl
         # The master is still up and still reads.
         assert session.get(f"/experiments/{exp_id}")["experiment"]["name"] == "disk-full"
     finally:
-        session.close()
-        process.terminate()
-        process.wait(60)
+        limited.stop(60)
     assert _integrity(db) == "ok"
     # A master without the limit starts on the same store and sees everything accepted.
     with MasterProcess(root, cpu_slots=1) as master:
@@ -128,7 +108,7 @@ def _unshare_works(tmp_path: pathlib.Path) -> bool:
 def _run_read_only(root: pathlib.Path) -> subprocess.CompletedProcess:
     command = (f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && "
                f"exec {sys.executable} -m master_lite --port 0 --root-dir {root}")
-    return subprocess.run(["unshare", "-m", "sh", "-c", command], env=master_env(),
+    return subprocess.run(["unshare", "-m", "sh", "-c", command], env=child_env(),
                           capture_output=True, text=True, timeout=120)
 
 

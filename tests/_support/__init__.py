@@ -1,0 +1,57 @@
+"""Shared test support: one way to start a master or a Jupyter server, wait, and pack a context.
+
+* `master`: `MasterProcess`, a real `python -m master_lite` process, and helpers that drive it
+  through its REST API (`submit`, `trials`, `trial_logs`, `all_logs`, `wait_for_experiment`).
+* `jupyter`: `JupyterServer`, a real JupyterLab / jupyter_server with jupyter_determined enabled
+  (optionally with the built labextension, for the browser tests).
+* `process`: `ServerProcess`, what both share (a child in its own session, its log, stop/kill),
+  `REPO`, `child_env` and `free_port`.
+* `waiting`: `wait_until`, the one polling loop (`wait_until_async` inside an event loop).
+* `context`: `tar_gz` / `context_tarball` (base64), the one context-tarball builder, and
+  `directory_files` to pack a directory.
+* `states`: the terminal-state sets, from `determined.common.states`.
+* `fixtures`: the pytest fixtures every folder may use (`start_master`, `start_jupyter`,
+  `lab_server`, `refused_port`), loaded by tests/conftest.py.
+* `browser`: `Lab` (a `JupyterServer` with the labextension) and the page helpers of tests/browser.
+"""
+
+from __future__ import annotations
+
+from tests._support.context import context_tarball, directory_files, tar_gz
+from tests._support.master import (
+    CHECKPOINTING_SCRIPT,
+    MasterProcess,
+    all_logs,
+    clean_series,
+    marked_values,
+    submit,
+    trial_logs,
+    trials,
+    wait_for_experiment,
+)
+from tests._support.process import REPO, ServerProcess, child_env, free_port
+from tests._support.states import TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES
+from tests._support.waiting import wait_until, wait_until_async
+
+__all__ = [
+    "CHECKPOINTING_SCRIPT",
+    "MasterProcess",
+    "REPO",
+    "ServerProcess",
+    "TERMINAL_EXPERIMENT_STATES",
+    "TERMINAL_TRIAL_STATES",
+    "all_logs",
+    "child_env",
+    "clean_series",
+    "context_tarball",
+    "directory_files",
+    "free_port",
+    "marked_values",
+    "submit",
+    "tar_gz",
+    "trial_logs",
+    "trials",
+    "wait_for_experiment",
+    "wait_until",
+    "wait_until_async",
+]

@@ -1,0 +1,72 @@
+"""The pytest fixtures every test folder may use; tests/conftest.py loads this plugin."""
+
+from __future__ import annotations
+
+import pathlib
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests._support.jupyter import JupyterServer
+from tests._support.master import MasterProcess
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test.
+
+    The socket stays bound and never listens: connecting gets ECONNREFUSED at once, and no other
+    process can take the port meanwhile. (A port bound and closed before use may be taken by
+    another process whose listener never answers: the connect then waits for its timeout.)
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+@pytest.fixture
+def start_master(tmp_path: pathlib.Path) -> Iterator[Callable[..., MasterProcess]]:
+    """A factory: `start_master(root_dir=None, **MasterProcess options)` -> a running master.
+
+    Every master it started is stopped (and its leftover trials killed) after the test.
+    """
+    started: list[MasterProcess] = []
+
+    def start(root_dir: pathlib.Path | None = None, **options: Any) -> MasterProcess:
+        master = MasterProcess(root_dir or tmp_path / f"master-{len(started)}", **options)
+        started.append(master)
+        return master
+
+    yield start
+    for master in started:
+        master.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def start_jupyter(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., JupyterServer]]:
+    """A factory: `start_jupyter(app="jupyterlab", root_dir=None, **options)` -> a running
+    `JupyterServer`; every server it started is stopped at the end of the module."""
+    started: list[JupyterServer] = []
+
+    def start(
+        app: str = "jupyterlab", root_dir: pathlib.Path | None = None, **options: Any
+    ) -> JupyterServer:
+        server = JupyterServer.start(
+            tmp_path_factory.mktemp(app), app=app, root_dir=root_dir, **options
+        )
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop(90)
+
+
+@pytest.fixture(scope="module")
+def lab_server(start_jupyter: Callable[..., JupyterServer]) -> JupyterServer:
+    """A JupyterLab with jupyter_determined, shared by a module's tests."""
+    return start_jupyter()
