@@ -17,7 +17,7 @@ TF215_STAMP := $(TF215_VENV)/.installed
 TF215_PACKAGES := 'tensorflow-cpu==2.15.1' 'tensorflow-estimator==2.15.*' 'numpy<2' 'pytest>=8' 'pytest-timeout>=2.2' 'scikit-learn>=1.4'
 ESTIMATOR_PYTEST_ARGS ?=
 
-.PHONY: install lab master demo test test-fast test-deps test-estimator bench soak clean
+.PHONY: install lab master demo lint format test test-fast test-deps test-estimator bench soak clean
 
 ## install: create or update .venv with the project and everything it needs (idempotent)
 install: $(STAMP)
@@ -51,9 +51,22 @@ demo: install
 test-deps:
 	@command -v chromium >/dev/null && command -v openssl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openssl >/dev/null; }
 
-## test: install test dependencies and run the whole suite (sidebar unit tests, pytest, then the
-## Estimator tests in .venv-tf215)
-test: install test-deps $(TF215_STAMP)
+## lint: ruff (rules and formatting) and mypy on the Python packages; eslint, prettier and tsc on
+## the sidebar. `make format` applies the formatters.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	cd labextension && ../$(VENV)/bin/jlpm lint:check
+
+format: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+	cd labextension && ../$(VENV)/bin/jlpm lint
+
+## test: install test dependencies, lint, and run the whole suite (sidebar unit tests, pytest, then
+## the Estimator tests in .venv-tf215)
+test: install test-deps $(TF215_STAMP) lint
 	cd labextension && ../$(VENV)/bin/jlpm test
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(TF215_PY) -m pytest tests/estimator $(ESTIMATOR_PYTEST_ARGS)

@@ -10,6 +10,7 @@ checked wherever it stands (module level, in a function, under `if`/`try`): `imp
 `importlib.import_module("a.b")` / `__import__("a.b")` with a literal name. Where the harness
 needs something only the master or Jupyter has, it asks `determined.common.hooks` instead.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,16 +21,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # package name -> its directory, relative to the repository
-PACKAGES = {"determined": "harness/determined", "master_lite": "master_lite",
-            "jupyter_determined": "jupyter_determined"}
+PACKAGES = {
+    "determined": "harness/determined",
+    "master_lite": "master_lite",
+    "jupyter_determined": "jupyter_determined",
+}
 IGNORED_DIRS = {"__pycache__", "node_modules", "labextension"}
 
 
 @dataclasses.dataclass(frozen=True)
 class Import:
-    path: Path       # the importing file
+    path: Path  # the importing file
     line: int
-    target: str      # the absolute dotted name imported (for `from a import b`: "a.b")
+    target: str  # the absolute dotted name imported (for `from a import b`: "a.b")
 
 
 def module_name(package: str, package_dir: Path, path: Path) -> str:
@@ -61,10 +65,12 @@ def imports_of(path: Path, module: str, is_package: bool) -> list[Import]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package_parts[:len(package_parts) - (node.level - 1)]
+                anchor = package_parts[: len(package_parts) - (node.level - 1)]
                 base = ".".join([*anchor, *([base] if base else [])])
-            found += [Import(path, node.lineno, base if alias.name == "*" else f"{base}.{alias.name}")
-                      for alias in node.names]
+            found += [
+                Import(path, node.lineno, base if alias.name == "*" else f"{base}.{alias.name}")
+                for alias in node.names
+            ]
         elif isinstance(node, ast.Call):
             target = _literal_import_call(node)
             if target and not target.startswith("."):
@@ -83,24 +89,35 @@ def broken_rule(importer: str, target: str) -> str | None:
     if top not in PACKAGES or top == importer:
         return None
     if importer == "determined":
-        return (f"the harness (determined) never imports {top}: it talks to the master over "
-                "HTTP only; for what only the master or Jupyter has, use a hook "
-                "(determined.common.hooks) that the other side registers")
+        return (
+            f"the harness (determined) never imports {top}: it talks to the master over "
+            "HTTP only; for what only the master or Jupyter has, use a hook "
+            "(determined.common.hooks) that the other side registers"
+        )
     if importer == "master_lite":
         if top == "jupyter_determined":
-            return "master_lite never imports jupyter_determined (the Jupyter glue imports the master)"
+            return (
+                "master_lite never imports jupyter_determined (the Jupyter glue imports the master)"
+            )
         if parts[:2] != ["determined", "common"]:
-            return ("master_lite imports only determined.common from the harness (config schema, "
-                    "shared enums, storage layout)")
+            return (
+                "master_lite imports only determined.common from the harness (config schema, "
+                "shared enums, storage layout)"
+            )
     if any(_is_private(part) for part in parts[1:]):
-        return (f"{importer} may import {top} only through its public modules and names, not "
-                f"the private {target} (give it a public name)")
+        return (
+            f"{importer} may import {top} only through its public modules and names, not "
+            f"the private {target} (give it a public name)"
+        )
     return None
 
 
 def python_files(package_dir: Path) -> list[Path]:
-    return sorted(path for path in package_dir.rglob("*.py")
-                  if not IGNORED_DIRS.intersection(path.relative_to(package_dir).parts))
+    return sorted(
+        path
+        for path in package_dir.rglob("*.py")
+        if not IGNORED_DIRS.intersection(path.relative_to(package_dir).parts)
+    )
 
 
 def import_violations(repo: Path = REPO) -> list[str]:
@@ -113,8 +130,9 @@ def import_violations(repo: Path = REPO) -> list[str]:
             for found in imports_of(path, module, path.name == "__init__.py"):
                 rule = broken_rule(package, found.target)
                 if rule:
-                    problems.append((str(path.relative_to(repo)), found.line,
-                                     f"imports {found.target}: {rule}"))
+                    problems.append(
+                        (str(path.relative_to(repo)), found.line, f"imports {found.target}: {rule}")
+                    )
     return [f"{path}:{line}: {text}" for path, line, text in sorted(problems)]
 
 
@@ -147,20 +165,30 @@ def tree(tmp_path: Path):
 
 
 def test_an_import_inside_a_function_is_found_with_its_file_and_line(tree) -> None:
-    repo = tree("harness/determined/cli/_tool.py",
-                "import os\n\ndef run():\n    if os:\n        from master_lite import searcher\n")
+    repo = tree(
+        "harness/determined/cli/_tool.py",
+        "import os\n\ndef run():\n    if os:\n        from master_lite import searcher\n",
+    )
     [problem] = import_violations(repo)
-    assert problem.startswith("harness/determined/cli/_tool.py:5: imports master_lite.searcher: "
-                              "the harness (determined) never imports master_lite")
+    assert problem.startswith(
+        "harness/determined/cli/_tool.py:5: imports master_lite.searcher: "
+        "the harness (determined) never imports master_lite"
+    )
 
 
-@pytest.mark.parametrize("source, target", [
-    ("import jupyter_determined\n", "jupyter_determined"),
-    ("import jupyter_determined._export as e\n", "jupyter_determined._export"),
-    ("from jupyter_determined import *\n", "jupyter_determined"),
-    ("import importlib\nimportlib.import_module('master_lite.searcher')\n", "master_lite.searcher"),
-    ("__import__('master_lite')\n", "master_lite"),
-])
+@pytest.mark.parametrize(
+    "source, target",
+    [
+        ("import jupyter_determined\n", "jupyter_determined"),
+        ("import jupyter_determined._export as e\n", "jupyter_determined._export"),
+        ("from jupyter_determined import *\n", "jupyter_determined"),
+        (
+            "import importlib\nimportlib.import_module('master_lite.searcher')\n",
+            "master_lite.searcher",
+        ),
+        ("__import__('master_lite')\n", "master_lite"),
+    ],
+)
 def test_every_import_form_is_checked(tree, source, target) -> None:
     repo = tree("harness/determined/experimental/_x.py", source)
     [problem] = import_violations(repo)
@@ -168,15 +196,23 @@ def test_every_import_form_is_checked(tree, source, target) -> None:
 
 
 def test_the_master_may_import_only_the_harness_common_package(tree) -> None:
-    tree("master_lite/api/_a.py", "from determined.common import expconf\n"
-                                  "import determined.common.api\n"
-                                  "from determined import common\n")
-    repo = tree("master_lite/scheduler/_b.py", "import determined\n"
-                                               "def f():\n    import determined.exec\n"
-                                               "from determined import __version__\n")
+    tree(
+        "master_lite/api/_a.py",
+        "from determined.common import expconf\n"
+        "import determined.common.api\n"
+        "from determined import common\n",
+    )
+    repo = tree(
+        "master_lite/scheduler/_b.py",
+        "import determined\n"
+        "def f():\n    import determined.exec\n"
+        "from determined import __version__\n",
+    )
     assert [p.split(": ")[0] for p in import_violations(repo)] == [
-        "master_lite/scheduler/_b.py:1", "master_lite/scheduler/_b.py:3",
-        "master_lite/scheduler/_b.py:4"]
+        "master_lite/scheduler/_b.py:1",
+        "master_lite/scheduler/_b.py:3",
+        "master_lite/scheduler/_b.py:4",
+    ]
 
 
 def test_relative_imports_are_resolved_against_the_package(tree) -> None:
@@ -190,11 +226,16 @@ def test_relative_imports_are_resolved_against_the_package(tree) -> None:
 
 
 def test_the_jupyter_glue_may_not_import_private_harness_modules(tree) -> None:
-    repo = tree("jupyter_determined/_m.py", "import determined\n"
-                                            "from determined.common import expconf\n"
-                                            "from master_lite import MasterLite\n"
-                                            "def f():\n"
-                                            "    from determined.cli._experiment import x\n")
+    repo = tree(
+        "jupyter_determined/_m.py",
+        "import determined\n"
+        "from determined.common import expconf\n"
+        "from master_lite import MasterLite\n"
+        "def f():\n"
+        "    from determined.cli._experiment import x\n",
+    )
     [problem] = import_violations(repo)
-    assert problem.startswith("jupyter_determined/_m.py:5: imports determined.cli._experiment.x: "
-                              "jupyter_determined may import determined only through its public")
+    assert problem.startswith(
+        "jupyter_determined/_m.py:5: imports determined.cli._experiment.x: "
+        "jupyter_determined may import determined only through its public"
+    )

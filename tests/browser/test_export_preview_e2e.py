@@ -4,6 +4,7 @@ it out (the preview says so, live); the context menu's "Determined: Toggle det-s
 back; the Submit dialog shows the same preview, and the experiment it submits holds exactly the
 cells the preview listed. Screenshots (light and dark) go to docs/images/ for docs/jupyter.md.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,10 +17,12 @@ REPO = Path(__file__).resolve().parents[2]
 DOC_IMAGES = REPO / "docs" / "images"
 PANEL = ".jp-Det-exportPreviewPanel .jp-Det-exportPreview"
 DIALOG = ".jp-Dialog .jp-Det-exportPreview"
-CELLS = ["%load_ext jupyter_determined",
-         "import math\n!pip list\nscale = 2",
-         "scratch = undefined_name  # exploring: would break every trial",
-         "%%det_submit\nprint('scaled', scale * 21)"]
+CELLS = [
+    "%load_ext jupyter_determined",
+    "import math\n!pip list\nscale = 2",
+    "scratch = undefined_name  # exploring: would break every trial",
+    "%%det_submit\nprint('scaled', scale * 21)",
+]
 
 
 def row(scope: str, cell_id: str) -> str:
@@ -47,13 +50,17 @@ def shoot(page: Any, name: str) -> Path:
 
 
 def set_theme(page: Any, theme: str) -> None:
-    page.evaluate("theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})",
-                  theme)
+    page.evaluate(
+        "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
+    )
     # The attribute changes before the theme's CSS applies: wait for the page's colour too.
     page.wait_for_function(
         """theme => document.body.dataset.jpThemeName === theme && (
                getComputedStyle(document.body).getPropertyValue('--jp-layout-color0').trim()
-               === (theme.includes('Dark') ? '#111' : 'white'))""", arg=theme, timeout=15_000)
+               === (theme.includes('Dark') ? '#111' : 'white'))""",
+        arg=theme,
+        timeout=15_000,
+    )
 
 
 def test_det_skip_toggle_and_preview(page, lab: Lab, extension_page_errors) -> None:
@@ -89,8 +96,11 @@ def test_det_skip_toggle_and_preview(page, lab: Lab, extension_page_errors) -> N
     # The context menu's command brings it back; the badge and the preview follow.
     scratch.locator(".jp-InputArea-editor").click(button="right")
     page.click(".lm-Menu-item:has-text('Determined: Toggle det-skip')")
-    page.wait_for_function("() => !document.querySelectorAll('.jp-Notebook .jp-Cell')[2]"
-                           ".classList.contains('jp-Det-skipped')", timeout=10_000)
+    page.wait_for_function(
+        "() => !document.querySelectorAll('.jp-Notebook .jp-Cell')[2]"
+        ".classList.contains('jp-Det-skipped')",
+        timeout=10_000,
+    )
     wait_row(page, PANEL, "cell-2", "exported")
     # ... and the preview's own "Skip" button leaves it out again.
     page.click(row(PANEL, "cell-2") + " .jp-Det-xpSkip[data-action='skip']")
@@ -98,8 +108,11 @@ def test_det_skip_toggle_and_preview(page, lab: Lab, extension_page_errors) -> N
     assert toggle.get_attribute("aria-pressed") == "true"
     # A row's cell label selects that cell in the notebook.
     page.click(row(PANEL, "cell-1") + " .jp-Det-xpIndex")
-    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell')[1]"
-                           ".classList.contains('jp-mod-active')", timeout=10_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('.jp-Notebook .jp-Cell')[1]"
+        ".classList.contains('jp-mod-active')",
+        timeout=10_000,
+    )
     assert not extension_page_errors()
 
 
@@ -123,6 +136,11 @@ def test_the_submit_dialog_previews_what_it_submits(page, lab: Lab) -> None:
     notebook = lab.api("GET", f"experiments/{experiment_id}")["experiment"]["notebook"]
     assert notebook["cell_ids"] == ["cell-0", "cell-1"]  # what the preview listed as going in
     assert "undefined_name" not in notebook["script"]
-    lab.wait_for("the experiment to end", lambda: lab.api(
-        "GET", f"experiments/{experiment_id}")["experiment"]["state"] in
-        ("COMPLETED", "CANCELED", "ERROR"), timeout=120)
+    lab.wait_for(
+        "the experiment to end",
+        lambda: (
+            lab.api("GET", f"experiments/{experiment_id}")["experiment"]["state"]
+            in ("COMPLETED", "CANCELED", "ERROR")
+        ),
+        timeout=120,
+    )

@@ -6,6 +6,7 @@ a saved notebook shows it again without its kernel (and shows the saved snapshot
 master does not know the experiment); it is legible in the dark theme. The screenshots it takes
 go to docs/images/ (docs/jupyter.md shows them), so the docs show what the code does.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,10 @@ with det.core.init() as core_context:
 
 
 def config_cell(name: str, max_length: int) -> str:
-    return (f"config = {{'name': {name!r}, 'max_restarts': 0, 'searcher': {{'name': 'single', "
-            f"'metric': 'loss', 'smaller_is_better': True, 'max_length': {max_length}}}}}")
+    return (
+        f"config = {{'name': {name!r}, 'max_restarts': 0, 'searcher': {{'name': 'single', "
+        f"'metric': 'loss', 'smaller_is_better': True, 'max_length': {max_length}}}}}"
+    )
 
 
 def run_all(page: Any) -> None:
@@ -61,8 +64,7 @@ def wait_for_widget(page: Any, lab: Lab, timeout: float = 240) -> int:
     return int(page.get_attribute(WIDGET, "data-experiment-id"))
 
 
-def run_in_notebook(page: Any, lab: Lab, name: str, cells: list[str],
-                    timeout: float = 240) -> int:
+def run_in_notebook(page: Any, lab: Lab, name: str, cells: list[str], timeout: float = 240) -> int:
     """Write a notebook of `cells`, open it, run all, and return the id its widget shows."""
     lab.write_notebook(name, cells)
     lab.open_notebook(page, name)
@@ -88,12 +90,21 @@ def header_state(page: Any) -> str:
 
 
 def test_buttons_act_while_a_wait_cell_blocks_the_kernel(page, lab: Lab) -> None:
-    experiment_id = run_in_notebook(page, lab, "wait.ipynb", [
-        "%load_ext jupyter_determined",
-        config_cell("pausable", 100_000),
-        "%%det_submit config --wait\n" + PAUSABLE])
-    lab.wait_for("the trial to report", lambda: any(
-        t["steps_completed"] > 0 for t in experiment(lab, experiment_id)["trials"]), timeout=90)
+    experiment_id = run_in_notebook(
+        page,
+        lab,
+        "wait.ipynb",
+        [
+            "%load_ext jupyter_determined",
+            config_cell("pausable", 100_000),
+            "%%det_submit config --wait\n" + PAUSABLE,
+        ],
+    )
+    lab.wait_for(
+        "the trial to report",
+        lambda: any(t["steps_completed"] > 0 for t in experiment(lab, experiment_id)["trials"]),
+        timeout=90,
+    )
     page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus[data-connection='live']")
     # The cell is still running: the kernel is busy, so only the browser can act now.
     assert page.get_attribute(".jp-Notebook-ExecutionIndicator", "data-status") == "busy"
@@ -101,27 +112,44 @@ def test_buttons_act_while_a_wait_cell_blocks_the_kernel(page, lab: Lab) -> None
     shoot(page, "widget-running")
 
     page.click(f"{WIDGET} .jp-Det-action-pause")
-    lab.wait_for("PAUSED within 2 s of the click", lambda: experiment(
-        lab, experiment_id)["experiment"]["state"] == "PAUSED", timeout=2, interval=0.05)
-    page.wait_for_function(f"() => document.querySelector('{WIDGET} .jp-Det-expHeader')"
-                           ".innerText.includes('PAUSED')", timeout=10_000)
+    lab.wait_for(
+        "PAUSED within 2 s of the click",
+        lambda: experiment(lab, experiment_id)["experiment"]["state"] == "PAUSED",
+        timeout=2,
+        interval=0.05,
+    )
+    page.wait_for_function(
+        f"() => document.querySelector('{WIDGET} .jp-Det-expHeader').innerText.includes('PAUSED')",
+        timeout=10_000,
+    )
 
     page.click(f"{WIDGET} .jp-Det-action-activate")
-    lab.wait_for("ACTIVE again", lambda: experiment(
-        lab, experiment_id)["experiment"]["state"] == "ACTIVE", timeout=2, interval=0.05)
+    lab.wait_for(
+        "ACTIVE again",
+        lambda: experiment(lab, experiment_id)["experiment"]["state"] == "ACTIVE",
+        timeout=2,
+        interval=0.05,
+    )
 
     page.click(f"{WIDGET} .jp-Det-action-kill")
     dialog = page.wait_for_selector(".jp-Dialog")  # Kill cannot be undone: it asks first
     assert "cannot be undone" in dialog.inner_text()
     page.click(".jp-Dialog .jp-mod-accept")
-    lab.wait_for("the kill within 2 s of the confirmation", lambda: experiment(
-        lab, experiment_id)["experiment"]["state"] in ("STOPPING_CANCELED", "CANCELED"),
-        timeout=2, interval=0.05)
+    lab.wait_for(
+        "the kill within 2 s of the confirmation",
+        lambda: (
+            experiment(lab, experiment_id)["experiment"]["state"]
+            in ("STOPPING_CANCELED", "CANCELED")
+        ),
+        timeout=2,
+        interval=0.05,
+    )
     # The waiting cell sees the end and returns; the widget shows the final state.
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
     assert f"Experiment {experiment_id} CANCELED" in page.inner_text(".jp-Notebook")
-    page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (CANCELED)')",
-                           timeout=30_000)
+    page.wait_for_selector(
+        f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (CANCELED)')", timeout=30_000
+    )
     assert page.is_disabled(f"{WIDGET} .jp-Det-action-kill")
 
 
@@ -140,16 +168,21 @@ with det.core.init() as core_context:
 
 
 def test_after_a_flood_of_output_the_widget_shows_the_end(page, lab: Lab) -> None:
-    experiment_id = run_in_notebook(page, lab, "flood.ipynb", [
-        "%load_ext jupyter_determined",
-        config_cell("flood", 1),
-        "%%det_submit config\n" + FLOOD])
-    page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (COMPLETED)')",
-                           timeout=300_000)
+    experiment_id = run_in_notebook(
+        page,
+        lab,
+        "flood.ipynb",
+        ["%load_ext jupyter_determined", config_cell("flood", 1), "%%det_submit config\n" + FLOOD],
+    )
+    page.wait_for_selector(
+        f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (COMPLETED)')", timeout=300_000
+    )
     assert experiment(lab, experiment_id)["experiment"]["state"] == "COMPLETED"
     assert header_state(page) == "COMPLETED"
-    assert page.get_attribute(f"{WIDGET} .jp-Det-expHeader [role=progressbar]",
-                              "aria-valuenow") == "100"
+    assert (
+        page.get_attribute(f"{WIDGET} .jp-Det-expHeader [role=progressbar]", "aria-valuenow")
+        == "100"
+    )
     assert page.is_disabled(f"{WIDGET} .jp-Det-action-kill")
     # The log tail is bounded and has no repeats; the long line is cut, the last line shown.
     lines = page.inner_text(f"{WIDGET} .jp-Det-nbLogs").splitlines()
@@ -161,14 +194,21 @@ def test_after_a_flood_of_output_the_widget_shows_the_end(page, lab: Lab) -> Non
 
 
 def test_disconnected_while_the_server_is_down_and_back_after_restart(page, lab: Lab) -> None:
-    experiment_id = run_in_notebook(page, lab, "restart.ipynb", [
-        "%load_ext jupyter_determined",
-        config_cell("survives", 100_000),
-        "%%det_submit config\n" + PAUSABLE])
+    experiment_id = run_in_notebook(
+        page,
+        lab,
+        "restart.ipynb",
+        [
+            "%load_ext jupyter_determined",
+            config_cell("survives", 100_000),
+            "%%det_submit config\n" + PAUSABLE,
+        ],
+    )
     page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus[data-connection='live']", timeout=60_000)
     lab.stop()
-    page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus[data-connection='disconnected']",
-                           timeout=60_000)
+    page.wait_for_selector(
+        f"{WIDGET} .jp-Det-nbStatus[data-connection='disconnected']", timeout=60_000
+    )
     assert "reconnecting" in page.inner_text(f"{WIDGET} .jp-Det-nbStatus")
     shoot(page, "widget-disconnected")
     lab.restart()
@@ -179,10 +219,16 @@ def test_disconnected_while_the_server_is_down_and_back_after_restart(page, lab:
 
 
 def test_a_saved_notebook_shows_the_widget_without_its_kernel(page, lab: Lab) -> None:
-    experiment_id = run_in_notebook(page, lab, "saved.ipynb", [
-        "%load_ext jupyter_determined",
-        config_cell("saved", 10),
-        "%%det_submit config --wait\n" + PAUSABLE])
+    experiment_id = run_in_notebook(
+        page,
+        lab,
+        "saved.ipynb",
+        [
+            "%load_ext jupyter_determined",
+            config_cell("saved", 10),
+            "%%det_submit config --wait\n" + PAUSABLE,
+        ],
+    )
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
     page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
     shut_down_kernels(lab)
@@ -197,8 +243,11 @@ def test_a_saved_notebook_shows_the_widget_without_its_kernel(page, lab: Lab) ->
     # The same notebook where the master does not know the experiment (a colleague's, or
     # a master that was reset): the saved snapshot shows, and the widget says it is one.
     other = json.loads(json.dumps(saved))
-    other_output = next(out for out in other["cells"][2]["outputs"]
-                        if "application/vnd.determined.experiment+json" in out.get("data", {}))
+    other_output = next(
+        out
+        for out in other["cells"][2]["outputs"]
+        if "application/vnd.determined.experiment+json" in out.get("data", {})
+    )
     data = other_output["data"]["application/vnd.determined.experiment+json"]
     data["experiment_id"] = data["snapshot"]["experiment"]["id"] = 424242
     for trial in data["snapshot"]["trials"]:
@@ -215,27 +264,38 @@ def test_a_saved_notebook_shows_the_widget_without_its_kernel(page, lab: Lab) ->
 def shut_down_kernels(lab: Lab) -> None:
     headers = {"Authorization": f"token {lab.token}"}
     for kernel in requests.get(f"{lab.base}api/kernels", headers=headers, timeout=30).json():
-        requests.delete(f"{lab.base}api/kernels/{kernel['id']}", headers=headers,
-                        timeout=30).raise_for_status()
+        requests.delete(
+            f"{lab.base}api/kernels/{kernel['id']}", headers=headers, timeout=30
+        ).raise_for_status()
 
 
 def saved_snapshot(lab: Lab, name: str, cell: int) -> dict:
     saved = json.loads((lab.notebook_dir / name).read_text())
-    [output] = [out for out in saved["cells"][cell]["outputs"]
-                if "application/vnd.determined.experiment+json" in out.get("data", {})]
+    [output] = [
+        out
+        for out in saved["cells"][cell]["outputs"]
+        if "application/vnd.determined.experiment+json" in out.get("data", {})
+    ]
     return output["data"]["application/vnd.determined.experiment+json"]["snapshot"]
 
 
 def test_the_browser_saves_the_final_state_when_the_kernel_is_gone(page, lab: Lab) -> None:
-    experiment_id = run_in_notebook(page, lab, "orphan.ipynb", [
-        "%load_ext jupyter_determined",
-        config_cell("orphan", 60),
-        "%%det_submit config\n" + PAUSABLE])
+    experiment_id = run_in_notebook(
+        page,
+        lab,
+        "orphan.ipynb",
+        [
+            "%load_ext jupyter_determined",
+            config_cell("orphan", 60),
+            "%%det_submit config\n" + PAUSABLE,
+        ],
+    )
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
     shut_down_kernels(lab)  # the kernel that displayed it never sees the end
     assert experiment(lab, experiment_id)["experiment"]["state"] == "ACTIVE"
-    page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (COMPLETED)')",
-                           timeout=120_000)
+    page.wait_for_selector(
+        f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (COMPLETED)')", timeout=120_000
+    )
     page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
     snapshot = saved_snapshot(lab, "orphan.ipynb", 2)
     assert snapshot["experiment"]["state"] == "COMPLETED"
@@ -243,16 +303,24 @@ def test_the_browser_saves_the_final_state_when_the_kernel_is_gone(page, lab: La
 
 
 def test_a_failing_trial_names_the_notebook_cell_and_line(page, lab: Lab) -> None:
-    experiment_id = run_in_notebook(page, lab, "fails.ipynb", [
-        "%load_ext jupyter_determined",
-        "def rate(x):\n    return 1 / x",
-        config_cell("fails", 10),
-        "%%det_submit config\nimport determined as det\n"
-        "with det.core.init() as core_context:\n    rate(0)"])
+    experiment_id = run_in_notebook(
+        page,
+        lab,
+        "fails.ipynb",
+        [
+            "%load_ext jupyter_determined",
+            "def rate(x):\n    return 1 / x",
+            config_cell("fails", 10),
+            "%%det_submit config\nimport determined as det\n"
+            "with det.core.init() as core_context:\n    rate(0)",
+        ],
+    )
     banner = page.wait_for_selector(f"{WIDGET} .jp-Det-nbBanner-line", timeout=120_000)
     # The second cell (index 1), its second line: where the exception was raised.
-    assert re.search(r"Trial \d+ failed in cell 2, line 2: ZeroDivisionError: division by zero",
-                     banner.inner_text()), banner.inner_text()
+    assert re.search(
+        r"Trial \d+ failed in cell 2, line 2: ZeroDivisionError: division by zero",
+        banner.inner_text(),
+    ), banner.inner_text()
     assert experiment(lab, experiment_id)["experiment"]["state"] == "ERROR"
     page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (ERROR)')")
     shoot(page, "widget-error")
@@ -278,16 +346,25 @@ def _contrast(foreground: str, background: str) -> float:
 
 
 def test_dark_theme_is_legible(page, lab: Lab) -> None:
-    lab.write_notebook("dark.ipynb", ["%load_ext jupyter_determined", config_cell("dark", 10),
-                                      "%%det_submit config --wait\n" + PAUSABLE])
+    lab.write_notebook(
+        "dark.ipynb",
+        [
+            "%load_ext jupyter_determined",
+            config_cell("dark", 10),
+            "%%det_submit config --wait\n" + PAUSABLE,
+        ],
+    )
     lab.open_notebook(page, "dark.ipynb")
-    page.evaluate("async () => { await window.jupyterapp.commands.execute("
-                  "'apputils:change-theme', {theme: 'JupyterLab Dark'}); }")
+    page.evaluate(
+        "async () => { await window.jupyterapp.commands.execute("
+        "'apputils:change-theme', {theme: 'JupyterLab Dark'}); }"
+    )
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
     run_all(page)
     wait_for_widget(page, lab)
-    page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (COMPLETED)')",
-                           timeout=120_000)
+    page.wait_for_selector(
+        f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (COMPLETED)')", timeout=120_000
+    )
     colours = page.evaluate(f"""() => {{
         const widget = document.querySelector('{WIDGET}');
         const style = node => getComputedStyle(node);
@@ -300,8 +377,10 @@ def test_dark_theme_is_legible(page, lab: Lab) -> None:
     for text, colour in colours["texts"]:
         assert _contrast(colour, colours["background"]) >= 3.0, (text, colour, colours)
     shoot(page, "widget-dark")
-    page.evaluate("async () => { await window.jupyterapp.commands.execute("
-                  "'apputils:change-theme', {theme: 'JupyterLab Light'}); }")
+    page.evaluate(
+        "async () => { await window.jupyterapp.commands.execute("
+        "'apputils:change-theme', {theme: 'JupyterLab Light'}); }"
+    )
 
 
 SHIPPED = sorted(path.name for path in (REPO / "notebooks").glob("*.ipynb"))

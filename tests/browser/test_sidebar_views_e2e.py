@@ -5,6 +5,7 @@ training points, over a log-scale learning rate: every single-point series must 
 hyperparameter view must put the learning rate on a log axis; the comparison must show the
 picked trials side by side. The screenshots go to docs/images/ (docs/jupyter.md shows them).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,11 +33,22 @@ with det.core.init() as core_context:
                                                      metrics={"val_loss": lr * 100})
         op.report_completed(lr * 100)
 """
-CONFIG = {"name": "one-point-search", "entrypoint": "python3 train.py", "max_restarts": 0,
-          "hyperparameters": {"lr": {"type": "log", "base": 10, "minval": -4, "maxval": -1},
-                              "layers": {"type": "int", "minval": 1, "maxval": 4}},
-          "searcher": {"name": "random", "metric": "val_loss", "smaller_is_better": True,
-                       "max_trials": 4, "max_length": 3}}
+CONFIG = {
+    "name": "one-point-search",
+    "entrypoint": "python3 train.py",
+    "max_restarts": 0,
+    "hyperparameters": {
+        "lr": {"type": "log", "base": 10, "minval": -4, "maxval": -1},
+        "layers": {"type": "int", "minval": 1, "maxval": 4},
+    },
+    "searcher": {
+        "name": "random",
+        "metric": "val_loss",
+        "smaller_is_better": True,
+        "max_trials": 4,
+        "max_length": 3,
+    },
+}
 
 
 def _shoot(page: Any, name: str, selector: str) -> None:
@@ -46,7 +58,8 @@ def _shoot(page: Any, name: str, selector: str) -> None:
 
 def _coloured_pixels(page: Any, canvas: str) -> int:
     """Pixels of a chart's canvas that are saturated colour (series), not grey (axes, grid)."""
-    return page.evaluate("""sel => {
+    return page.evaluate(
+        """sel => {
         const canvas = document.querySelector(sel);
         const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
         let count = 0;
@@ -55,14 +68,24 @@ def _coloured_pixels(page: Any, canvas: str) -> int:
             if (a > 128 && Math.max(r, g, b) - Math.min(r, g, b) > 60) count += 1;
         }
         return count;
-    }""", canvas)
+    }""",
+        canvas,
+    )
 
 
 def test_a_search_of_single_point_series_log_axes_and_comparison(page, lab: Lab) -> None:
-    experiment_id = lab.api("POST", "experiments", json={
-        "config": CONFIG, "context": context_tarball({"train.py": ONE_VALIDATION})})["experiment"]["id"]
-    lab.wait_for("the search to complete", lambda: lab.api(
-        "GET", f"experiments/{experiment_id}")["experiment"]["state"] == "COMPLETED", timeout=180)
+    experiment_id = lab.api(
+        "POST",
+        "experiments",
+        json={"config": CONFIG, "context": context_tarball({"train.py": ONE_VALIDATION})},
+    )["experiment"]["id"]
+    lab.wait_for(
+        "the search to complete",
+        lambda: (
+            lab.api("GET", f"experiments/{experiment_id}")["experiment"]["state"] == "COMPLETED"
+        ),
+        timeout=180,
+    )
     trials = lab.api("GET", f"experiments/{experiment_id}")["trials"]
     assert len(trials) == 4
 
@@ -114,11 +137,15 @@ def test_a_search_of_single_point_series_log_axes_and_comparison(page, lab: Lab)
     assert all(str(trial["id"]) in text for trial in trials) and "lr" in text
     _shoot(page, "sidebar-compare", view)
 
-    page.evaluate("async () => { await window.jupyterapp.commands.execute("
-                  "'apputils:change-theme', {theme: 'JupyterLab Dark'}); }")
+    page.evaluate(
+        "async () => { await window.jupyterapp.commands.execute("
+        "'apputils:change-theme', {theme: 'JupyterLab Dark'}); }"
+    )
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
     page.click(f'{view} .jp-Det-tab[data-section="curves"]')
     page.wait_for_selector(f"{validation} canvas")
     _shoot(page, "sidebar-curves-dark", view)
-    page.evaluate("async () => { await window.jupyterapp.commands.execute("
-                  "'apputils:change-theme', {theme: 'JupyterLab Light'}); }")
+    page.evaluate(
+        "async () => { await window.jupyterapp.commands.execute("
+        "'apputils:change-theme', {theme: 'JupyterLab Light'}); }"
+    )

@@ -3,6 +3,7 @@
 Every interaction goes through `python -m determined.cli ...` in a subprocess that finds the master
 through `MASTER_LITE_ROOT_DIR/master.json`, exactly as a user's shell would.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from tests._support import MasterProcess, child_env
 pytestmark = pytest.mark.slow
 
 
-TRAIN_PY = '''
+TRAIN_PY = """
 import json
 import pathlib
 
@@ -43,7 +44,7 @@ with core.init() as core_context:
             (pathlib.Path(path) / "weights.json").write_text(json.dumps({"steps": steps, **hparams}))
         op.report_completed(loss)
 print("done training", flush=True)
-'''
+"""
 
 CONFIG = """
 name: cli-e2e
@@ -80,7 +81,11 @@ def _env(root: pathlib.Path) -> dict:
 def det(master: pathlib.Path, *args: str, cwd: pathlib.Path | None = None, timeout: float = 240):
     return subprocess.run(
         [sys.executable, "-m", "determined.cli", *args],
-        env=_env(master), cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        env=_env(master),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -142,19 +147,26 @@ def test_random_search_runs_to_completion_with_hparams_in_range(master, tmp_path
     listed = det_json(master, "e", "list")
     assert exp_id in [e["id"] for e in listed]
     table = det(master, "e", "list")
-    assert [h.strip() for h in table.stdout.splitlines()[0].split(" | ")][:3] == ["ID", "Name", "State"]
+    assert [h.strip() for h in table.stdout.splitlines()[0].split(" | ")][:3] == [
+        "ID",
+        "Name",
+        "State",
+    ]
 
     # The same experiment seed gives the same hyperparameters.
     again = created_id(create(master, tmp_path, CONFIG))
     assert det(master, "e", "wait", str(again), "--polling-interval", "0.5").returncode == 0
-    assert sorted_hparams(det_json(master, "e", "describe", str(again))) == sorted_hparams(described)
+    assert sorted_hparams(det_json(master, "e", "describe", str(again))) == sorted_hparams(
+        described
+    )
 
 
 def test_checkpoint_list_and_download(master, tmp_path):
     single = CONFIG.replace("name: random", "name: single").replace("  max_trials: 4\n", "")
     single = single.replace("  max_concurrent_trials: 2\n", "")
     single = single.replace(
-        "hyperparameters:\n  lr: {type: double, minval: 0.001, maxval: 0.1}\n  layers: {type: int, minval: 1, maxval: 4}",
+        "hyperparameters:\n  lr: {type: double, minval: 0.001, maxval: 0.1}\n  layers: "
+        "{type: int, minval: 1, maxval: 4}",
         "hyperparameters:\n  lr: 0.05\n  layers: 2",
     ).replace("  opt: {type: categorical, vals: [sgd, adam]}\n", "  opt: sgd\n")
     exp_id = created_id(create(master, tmp_path, single))
@@ -168,7 +180,9 @@ def test_checkpoint_list_and_download(master, tmp_path):
     direct = det(master, "c", "download", uuid, "-o", str(tmp_path / "direct"), "-q")
     assert direct.returncode == 0, direct.stderr
     assert direct.stdout.strip() == str(tmp_path / "direct")
-    through_master = det(master, "c", "download", uuid, "-o", str(tmp_path / "via"), "--mode", "master")
+    through_master = det(
+        master, "c", "download", uuid, "-o", str(tmp_path / "via"), "--mode", "master"
+    )
     assert through_master.returncode == 0, through_master.stderr
     assert uuid in through_master.stdout
     for dest in (tmp_path / "direct", tmp_path / "via"):
@@ -184,19 +198,26 @@ def test_checkpoint_list_and_download(master, tmp_path):
 def test_invalid_config_prints_every_error_and_creates_nothing(master, tmp_path):
     before = det_json(master, "e", "list", "--all")
     bad = CONFIG.replace("minval: 0.001, maxval: 0.1", "minval: 0.1, maxval: 0.001").replace(
-        "  max_trials: 4\n", "")
+        "  max_trials: 4\n", ""
+    )
     result = create(master, tmp_path, bad)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "searcher.max_trials" in result.stderr and "hyperparameters.lr" in result.stderr
 
     malformed = create(master, tmp_path, "name: x\nsearcher: {name: single\n")
-    assert malformed.returncode == 1 and "exp.yaml" in malformed.stderr and "Traceback" not in malformed.stderr
+    assert (
+        malformed.returncode == 1
+        and "exp.yaml" in malformed.stderr
+        and "Traceback" not in malformed.stderr
+    )
     assert det_json(master, "e", "list", "--all") == before
 
 
 def test_failing_experiment_wait_and_follow_exit_1(master, tmp_path):
-    failing = CONFIG.replace("  max_trials: 4\n", "  max_trials: 1\n").replace("fail: false", "fail: true")
+    failing = CONFIG.replace("  max_trials: 4\n", "  max_trials: 1\n").replace(
+        "fail: false", "fail: true"
+    )
     followed = create(master, tmp_path, failing, "-f")
     assert followed.returncode == 1, followed.stdout + followed.stderr
     assert "Waiting for first trial to begin..." in followed.stdout
@@ -210,7 +231,11 @@ def test_failing_experiment_wait_and_follow_exit_1(master, tmp_path):
     assert "ERROR" in waited.stdout
 
     missing = det(master, "e", "wait", "999999")
-    assert missing.returncode == 1 and "not found" in missing.stderr and "Traceback" not in missing.stderr
+    assert (
+        missing.returncode == 1
+        and "not found" in missing.stderr
+        and "Traceback" not in missing.stderr
+    )
 
 
 def test_follow_successful_experiment_exits_0(master, tmp_path):
@@ -225,7 +250,12 @@ def test_test_mode_runs_one_batch_in_an_archived_experiment(master, tmp_path):
     before = {e["id"] for e in det_json(master, "e", "list")}
     result = create(master, tmp_path, CONFIG, "--test")
     assert result.returncode == 0, result.stdout + result.stderr
-    for stage in ("Scheduling task", "Testing training", "Testing validation", "Testing checkpointing"):
+    for stage in (
+        "Scheduling task",
+        "Testing training",
+        "Testing validation",
+        "Testing checkpointing",
+    ):
         assert f"[x] {stage}" in result.stdout
     assert "Model definition test succeeded!" in result.stdout
     test_id = int(re.search(r"Created test experiment (\d+)", result.stdout).group(1))

@@ -1,4 +1,5 @@
 """`det e create --local --test`: one batch of a Trial class in this process, no master."""
+
 from __future__ import annotations
 
 import pathlib
@@ -19,17 +20,29 @@ def _det(*args: str, cwd: pathlib.Path, tmp_path: pathlib.Path) -> subprocess.Co
     }
     return subprocess.run(
         [sys.executable, "-m", "determined.cli", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=240,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
 
 
 def test_local_test_runs_one_batch_of_a_trial_class_without_a_master(tmp_path):
     storage = tmp_path / "ckpts"
     result = _det(
-        "e", "create", "--local", "--test", "const.yaml", ".",
-        "--config", f"checkpoint_storage.host_path={storage}",
-        "--config", "checkpoint_storage.type=shared_fs",
-        cwd=EXAMPLE, tmp_path=tmp_path,
+        "e",
+        "create",
+        "--local",
+        "--test",
+        "const.yaml",
+        ".",
+        "--config",
+        f"checkpoint_storage.host_path={storage}",
+        "--config",
+        "checkpoint_storage.type=shared_fs",
+        cwd=EXAMPLE,
+        tmp_path=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Local test of one batch passed" in result.stdout
@@ -43,7 +56,9 @@ def test_local_test_refuses_a_script_entrypoint_with_advice(tmp_path):
     (tmp_path / "exp.yaml").write_text(
         "name: x\nentrypoint: python3 train.py\nsearcher: {name: single, metric: x}\n"
     )
-    result = _det("e", "create", "--local", "--test", "exp.yaml", ".", cwd=tmp_path, tmp_path=tmp_path)
+    result = _det(
+        "e", "create", "--local", "--test", "exp.yaml", ".", cwd=tmp_path, tmp_path=tmp_path
+    )
     assert result.returncode == 1
     assert "needs a Trial class entrypoint" in result.stderr
     assert "Traceback" not in result.stderr

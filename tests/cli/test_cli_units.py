@@ -1,4 +1,5 @@
 """CLI pieces that need no master: parsing, rendering, config checks, test-mode config, discovery."""
+
 from __future__ import annotations
 
 import datetime
@@ -21,7 +22,11 @@ def parse(*argv: str):
 
 
 def test_noun_abbreviations_reach_the_same_handlers():
-    assert parse("e", "list").handler is parse("experiment", "list").handler is _experiment.list_experiments
+    assert (
+        parse("e", "list").handler
+        is parse("experiment", "list").handler
+        is _experiment.list_experiments
+    )
     assert parse("t", "logs", "3").handler is parse("trial", "logs", "3").handler
     assert parse("c", "list", "1").handler is parse("checkpoint", "list", "1").handler
 
@@ -32,8 +37,23 @@ def test_experiment_without_verb_lists():
 
 
 def test_create_flags():
-    args = parse("-m", "http://x:1", "e", "create", "cfg.yaml", "ctx", "-f", "--config", "a.b=1",
-                 "--config", "c=2", "-i", "extra.py", "-i", "data")
+    args = parse(
+        "-m",
+        "http://x:1",
+        "e",
+        "create",
+        "cfg.yaml",
+        "ctx",
+        "-f",
+        "--config",
+        "a.b=1",
+        "--config",
+        "c=2",
+        "-i",
+        "extra.py",
+        "-i",
+        "data",
+    )
     assert args.master == "http://x:1"
     assert (args.config_file, args.context, args.follow) == ("cfg.yaml", "ctx", True)
     assert args.config == ["a.b=1", "c=2"] and args.include == ["extra.py", "data"]
@@ -51,9 +71,18 @@ def test_follow_paused_and_test_are_mutually_exclusive(flags, capsys):
 
 
 def test_trial_log_flags():
-    args = parse("t", "logs", "7", "-f", "--tail", "5", "--rank-id", "1", "--stdtype", "stderr", "--json")
-    assert (args.trial_id, args.follow, args.tail, args.head, args.rank_id, args.stdtype, args.json) == (
-        7, True, 5, None, 1, "stderr", True)
+    args = parse(
+        "t", "logs", "7", "-f", "--tail", "5", "--rank-id", "1", "--stdtype", "stderr", "--json"
+    )
+    assert (
+        args.trial_id,
+        args.follow,
+        args.tail,
+        args.head,
+        args.rank_id,
+        args.stdtype,
+        args.json,
+    ) == (7, True, 5, None, 1, "stderr", True)
     with pytest.raises(SystemExit):
         parse("t", "logs", "7", "--head", "1", "--tail", "1")
 
@@ -70,18 +99,22 @@ def test_list_aliases_and_wait_interval():
 
 
 def test_table_aligns_columns_and_renders_values():
-    table = _render.format_table(["ID", "Name", "HP"], [[1, "a", {"lr": 0.1}], [12, "longer", None]])
+    table = _render.format_table(
+        ["ID", "Name", "HP"], [[1, "a", {"lr": 0.1}], [12, "longer", None]]
+    )
     assert table.splitlines() == [
         "ID | Name   | HP",
         "---+--------+------------",
-        "1  | a      | {\"lr\": 0.1}",
+        '1  | a      | {"lr": 0.1}',
         "12 | longer |",
     ]
 
 
 def test_format_time_is_local_and_handles_empty():
     shown = _render.format_time("2026-11-22T01:02:03.456Z")
-    expected = datetime.datetime(2026, 11, 22, 1, 2, 3, 456000, tzinfo=datetime.timezone.utc).astimezone()
+    expected = datetime.datetime(
+        2026, 11, 22, 1, 2, 3, 456000, tzinfo=datetime.timezone.utc
+    ).astimezone()
     assert shown == expected.strftime("%Y-%m-%d %H:%M:%S%z")
     assert _render.format_time(None) == ""
     assert _render.format_time("not a time") == "not a time"
@@ -93,13 +126,16 @@ def test_progress_metrics_and_values():
     assert _render.format_value(1 / 3) == "0.333333"
     assert _render.format_value(True) == "true"
     assert _render.format_metrics({"steps_completed": 10, "metrics": {"loss": 0.25, "acc": 1}}) == (
-        "acc=1 loss=0.25 (step 10)")
+        "acc=1 loss=0.25 (step 10)"
+    )
     assert _render.format_metrics(None) == ""
 
 
 def test_log_line_format():
     assert _follow.format_log({"time": "T", "rank": 0, "line": "hello\n"}) == "[T] [rank=0] hello"
-    assert _follow.format_log({"time": "T", "rank": None, "line": "master says"}) == "[T] master says"
+    assert (
+        _follow.format_log({"time": "T", "rank": None, "line": "master says"}) == "[T] master says"
+    )
 
 
 def test_progress_bar_only_moves_forward():
@@ -119,7 +155,12 @@ def test_progress_bar_only_moves_forward():
 CONFIG = {
     "name": "mnist",
     "entrypoint": "python3 train.py",
-    "searcher": {"name": "random", "metric": "loss", "max_trials": 8, "max_length": {"batches": 100}},
+    "searcher": {
+        "name": "random",
+        "metric": "loss",
+        "max_trials": 8,
+        "max_length": {"batches": 100},
+    },
     "hyperparameters": {
         "lr": {"type": "log", "minval": -4, "maxval": -1, "base": 10},
         "layers": {"type": "int", "minval": 1, "maxval": 4},
@@ -132,11 +173,18 @@ CONFIG = {
 def test_test_mode_config_is_one_batch_single_searcher_with_a_sample():
     test = _experiment.test_mode_config(CONFIG, random.Random(0))
     assert test["description"] == "[test-mode] mnist"
-    assert test["searcher"] == {"name": "single", "metric": "loss", "smaller_is_better": True,
-                                "max_length": {"batches": 1}}
+    assert test["searcher"] == {
+        "name": "single",
+        "metric": "loss",
+        "smaller_is_better": True,
+        "max_length": {"batches": 1},
+    }
     assert test["scheduling_unit"] == 1 and test["max_restarts"] == 0
     assert test["min_validation_period"] == {"batches": 1}
-    assert {test["checkpoint_storage"][k] for k in ("save_experiment_best", "save_trial_best", "save_trial_latest")} == {0}
+    assert {
+        test["checkpoint_storage"][k]
+        for k in ("save_experiment_best", "save_trial_best", "save_trial_latest")
+    } == {0}
     hp = test["hyperparameters"]
     assert all(spec["type"] == "const" for _, spec in expconf.hparam_leaves(hp))
     assert 1e-4 <= hp["lr"]["val"] <= 1e-1
@@ -153,7 +201,13 @@ def test_test_mode_config_is_one_batch_single_searcher_with_a_sample():
 
 @pytest.fixture
 def no_master(monkeypatch, tmp_path):
-    for name in ("DET_MASTER", "DET_MASTER_ADDR", "DET_MASTER_TOKEN", "DET_SESSION_TOKEN", "DET_DEBUG"):
+    for name in (
+        "DET_MASTER",
+        "DET_MASTER_ADDR",
+        "DET_MASTER_TOKEN",
+        "DET_SESSION_TOKEN",
+        "DET_DEBUG",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(tmp_path / "empty-root"))
     return tmp_path
@@ -173,8 +227,10 @@ def test_no_master_says_what_was_tried_and_exits_1(no_master, capsys):
 
 def test_invalid_config_prints_every_error_before_contacting_a_master(no_master, capsys):
     bad = no_master / "bad.yaml"
-    bad.write_text("entrypoint: python3 train.py\nsearcher:\n  name: random\n  metric: loss\n"
-                   "hyperparameters:\n  lr: {type: double, minval: 1, maxval: 0}\n")
+    bad.write_text(
+        "entrypoint: python3 train.py\nsearcher:\n  name: random\n  metric: loss\n"
+        "hyperparameters:\n  lr: {type: double, minval: 1, maxval: 0}\n"
+    )
     assert main(["e", "create", str(bad), str(no_master)]) == 1
     err = capsys.readouterr().err
     expected = expconf.validate(expconf.load_file(bad))
@@ -207,7 +263,9 @@ def test_unsafe_context_is_reported_before_contacting_a_master(no_master, capsys
     (ctx_dir / "leak").symlink_to(config)
     assert main(["e", "create", str(config), str(ctx_dir)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("Error: symbolic link leak points outside") and "no master found" not in err
+    assert (
+        err.startswith("Error: symbolic link leak points outside") and "no master found" not in err
+    )
 
 
 # ---- main(): API errors from a master ----------------------------------------------------------
@@ -256,9 +314,15 @@ def test_api_error_is_one_readable_line(error_server, capsys):
 
 
 def test_api_error_lists_its_errors(error_server, capsys):
-    url = error_server(409, {"message": "cannot activate", "errors": ["state: COMPLETED", "hint: create anew"]})
+    url = error_server(
+        409, {"message": "cannot activate", "errors": ["state: COMPLETED", "hint: create anew"]}
+    )
     assert main(["-m", url, "e", "activate", "3"]) == 1
-    assert capsys.readouterr().err.splitlines() == ["Error: cannot activate", "  state: COMPLETED", "  hint: create anew"]
+    assert capsys.readouterr().err.splitlines() == [
+        "Error: cannot activate",
+        "  state: COMPLETED",
+        "  hint: create anew",
+    ]
 
 
 def test_det_debug_re_raises(error_server, monkeypatch):

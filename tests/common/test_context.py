@@ -1,4 +1,5 @@
 """pack/unpack of context tarballs: .detignore, determinism, limits, and unsafe archives."""
+
 from __future__ import annotations
 
 import io
@@ -36,28 +37,51 @@ def member(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tarf
 
 
 def test_detignore_globs_dirs_negation_anchoring_and_comments(tmp_path):
-    write(tmp_path, ".detignore", "\n".join([
-        "# comment line",
-        "*.log",
-        "!keep.log",
-        "data/",
-        "/top.txt",
-        "**/cache/**",
-        "build",
-        "",
-    ]))
+    write(
+        tmp_path,
+        ".detignore",
+        "\n".join(
+            [
+                "# comment line",
+                "*.log",
+                "!keep.log",
+                "data/",
+                "/top.txt",
+                "**/cache/**",
+                "build",
+                "",
+            ]
+        ),
+    )
     for rel in [
-        "train.py", "a.log", "keep.log", "sub/b.log", "sub/keep.log",
-        "data/big.bin", "sub/data/also.bin", "top.txt", "sub/top.txt",
-        "x/cache/y/z.bin", "build/out.o", "sub/build", "# comment line",
+        "train.py",
+        "a.log",
+        "keep.log",
+        "sub/b.log",
+        "sub/keep.log",
+        "data/big.bin",
+        "sub/data/also.bin",
+        "top.txt",
+        "sub/top.txt",
+        "x/cache/y/z.bin",
+        "build/out.o",
+        "sub/build",
+        "# comment line",
     ]:
         write(tmp_path, rel)
 
     packed = names(context.pack(tmp_path))
 
-    assert packed == sorted([
-        ".detignore", "# comment line", "keep.log", "sub/keep.log", "sub/top.txt", "train.py",
-    ])
+    assert packed == sorted(
+        [
+            ".detignore",
+            "# comment line",
+            "keep.log",
+            "sub/keep.log",
+            "sub/top.txt",
+            "train.py",
+        ]
+    )
 
 
 def test_detignore_dir_only_pattern_keeps_files_of_that_name(tmp_path):
@@ -205,7 +229,9 @@ def test_unsafe_member_is_refused_and_dest_untouched(tmp_path, bad, fragment):
 
 
 def test_write_through_symlink_is_refused(tmp_path):
-    data = tar_gz({}, members=[(member("d", tarfile.SYMTYPE, "sub"), None), (member("d/x.txt"), b"x")])
+    data = tar_gz(
+        {}, members=[(member("d", tarfile.SYMTYPE, "sub"), None), (member("d/x.txt"), b"x")]
+    )
     with pytest.raises(context.ContextError, match="through the symbolic link"):
         context.unpack(data, tmp_path / "dest")
 
@@ -219,8 +245,13 @@ def test_zip_bomb_guard_checks_total_before_writing(tmp_path):
 
 
 def test_symlink_inside_dest_is_allowed(tmp_path):
-    data = tar_gz({}, members=[(member("real.txt"), b"r"),
-                               (member("sub/link", tarfile.SYMTYPE, "../real.txt"), None)])
+    data = tar_gz(
+        {},
+        members=[
+            (member("real.txt"), b"r"),
+            (member("sub/link", tarfile.SYMTYPE, "../real.txt"), None),
+        ],
+    )
     context.unpack(data, tmp_path / "dest")
     assert (tmp_path / "dest" / "sub" / "link").read_text() == "r"
 
@@ -242,13 +273,23 @@ def test_symlink_chain_escape_is_refused_whatever_the_member_order(tmp_path):
 
 
 def test_hard_link_inside_round_trips_and_dangling_one_is_refused(tmp_path):
-    good = tar_gz({}, members=[(member("data.txt"), b"payload"),
-                               (member("copy.txt", tarfile.LNKTYPE, "data.txt"), None)])
+    good = tar_gz(
+        {},
+        members=[
+            (member("data.txt"), b"payload"),
+            (member("copy.txt", tarfile.LNKTYPE, "data.txt"), None),
+        ],
+    )
     context.unpack(good, tmp_path / "ok")
     assert (tmp_path / "ok" / "copy.txt").read_bytes() == b"payload"
 
-    dangling = tar_gz({}, members=[(member("copy.txt", tarfile.LNKTYPE, "later.txt"), None),
-                                   (member("later.txt"), b"x")])
+    dangling = tar_gz(
+        {},
+        members=[
+            (member("copy.txt", tarfile.LNKTYPE, "later.txt"), None),
+            (member("later.txt"), b"x"),
+        ],
+    )
     with pytest.raises(context.ContextError, match="'copy.txt' is a hard link"):
         context.unpack(dangling, tmp_path / "bad")
     assert not (tmp_path / "bad").exists()

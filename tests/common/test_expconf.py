@@ -1,4 +1,5 @@
 """Loading and validating experiment configs: every error reported, each with its path."""
+
 from __future__ import annotations
 
 import subprocess
@@ -82,7 +83,12 @@ def test_malformed_json_names_source_and_line() -> None:
 
 @pytest.mark.parametrize(
     "text, fragment",
-    [("- a\n- b\n", "not a list"), ("just a string\n", "not a string"), ("", "empty"), ("# only\n", "empty")],
+    [
+        ("- a\n- b\n", "not a list"),
+        ("just a string\n", "not a string"),
+        ("", "empty"),
+        ("# only\n", "empty"),
+    ],
 )
 def test_load_rejects_documents_that_are_not_mappings(text: str, fragment: str) -> None:
     with pytest.raises(expconf.InvalidConfig) as info:
@@ -115,7 +121,11 @@ def test_invalid_config_is_a_value_error_listing_every_error() -> None:
 
 
 INVALID = [
-    pytest.param(with_(serarcher={}), "serarcher: unknown key 'serarcher' (did you mean 'searcher'?)", id="unknown-top-level"),
+    pytest.param(
+        with_(serarcher={}),
+        "serarcher: unknown key 'serarcher' (did you mean 'searcher'?)",
+        id="unknown-top-level",
+    ),
     pytest.param(
         with_(searcher={"name": "single", "metric": "x", "smaller_is_beter": False}),
         "searcher.smaller_is_beter: unknown key 'smaller_is_beter' (did you mean 'smaller_is_better'?)",
@@ -132,7 +142,9 @@ INVALID = [
         id="random-without-max-trials",
     ),
     pytest.param(
-        with_(searcher={"name": "single"}), "searcher.metric: required for every searcher", id="missing-metric"
+        with_(searcher={"name": "single"}),
+        "searcher.metric: required for every searcher",
+        id="missing-metric",
     ),
     pytest.param(with_(searcher=...), "searcher: required", id="missing-searcher"),
     pytest.param(
@@ -146,7 +158,10 @@ INVALID = [
     pytest.param(
         with_(
             searcher={"name": "grid", "metric": "x"},
-            hyperparameters={"opt": {"lr": {"type": "log", "minval": -3, "maxval": -1, "base": 10}}, "b": 3},
+            hyperparameters={
+                "opt": {"lr": {"type": "log", "minval": -3, "maxval": -1, "base": 10}},
+                "b": 3,
+            },
         ),
         "hyperparameters.opt.lr.count: required when searcher.name is 'grid'",
         id="grid-missing-count-nested",
@@ -166,20 +181,41 @@ INVALID = [
         "hyperparameters.n.minval: expected an integer, got number 1.5",
         id="int-hparam-float-bound",
     ),
-    pytest.param(with_(max_restarts="three"), "max_restarts: expected an integer, got string 'three'", id="wrong-type-int"),
-    pytest.param(with_(debug="yes please"), "debug: expected true or false, got string 'yes please'", id="wrong-type-bool"),
-    pytest.param(with_(labels="a"), "labels: expected a list, got string 'a'", id="wrong-type-list"),
-    pytest.param(with_(max_restarts=-1), "max_restarts: must be >= 0 (got -1)", id="negative-max-restarts"),
+    pytest.param(
+        with_(max_restarts="three"),
+        "max_restarts: expected an integer, got string 'three'",
+        id="wrong-type-int",
+    ),
+    pytest.param(
+        with_(debug="yes please"),
+        "debug: expected true or false, got string 'yes please'",
+        id="wrong-type-bool",
+    ),
+    pytest.param(
+        with_(labels="a"), "labels: expected a list, got string 'a'", id="wrong-type-list"
+    ),
+    pytest.param(
+        with_(max_restarts=-1), "max_restarts: must be >= 0 (got -1)", id="negative-max-restarts"
+    ),
     pytest.param(
         with_(resources={"slots_per_trial": -1}),
         "resources.slots_per_trial: must be >= 0 (0 runs the trial on CPU only) (got -1)",
         id="negative-slots",
     ),
-    pytest.param(with_(resources={"priority": 0}), "resources.priority: must be between 1 and 99", id="priority-0"),
-    pytest.param(with_(resources={"priority": 100}), "resources.priority: must be between 1 and 99", id="priority-100"),
+    pytest.param(
+        with_(resources={"priority": 0}),
+        "resources.priority: must be between 1 and 99",
+        id="priority-0",
+    ),
+    pytest.param(
+        with_(resources={"priority": 100}),
+        "resources.priority: must be between 1 and 99",
+        id="priority-100",
+    ),
     pytest.param(
         with_(min_validation_period={"batches": 10, "epochs": 1}),
-        "min_validation_period: a length needs exactly one of batches, records or epochs (e.g. {batches: 100}), got batches, epochs",
+        "min_validation_period: a length needs exactly one of batches, records or epochs "
+        "(e.g. {batches: 100}), got batches, epochs",
         id="length-two-units",
     ),
     pytest.param(
@@ -204,7 +240,8 @@ INVALID = [
     ),
     pytest.param(
         with_(hyperparameters={"lr": {"type": "uniform", "minval": 0, "maxval": 1}}),
-        "hyperparameters.lr.type: unknown hyperparameter type 'uniform' (expected one of const, int, double, log, categorical)",
+        "hyperparameters.lr.type: unknown hyperparameter type 'uniform' (expected one of "
+        "const, int, double, log, categorical)",
         id="unknown-hparam-type",
     ),
     pytest.param(
@@ -224,7 +261,8 @@ INVALID = [
     ),
     pytest.param(
         with_(checkpoint_storage={"type": "shared_fss", "host_path": "/tmp"}),
-        "checkpoint_storage.type: unknown checkpoint storage type 'shared_fss' (expected shared_fs or directory) (did you mean 'shared_fs'?)",
+        "checkpoint_storage.type: unknown checkpoint storage type 'shared_fss' (expected "
+        "shared_fs or directory) (did you mean 'shared_fs'?)",
         id="bad-storage-type",
     ),
     pytest.param(
@@ -260,7 +298,11 @@ INVALID = [
     pytest.param(with_(entrypoint=""), "entrypoint: must not be empty", id="empty-entrypoint"),
     pytest.param(with_(entrypoint="   "), "entrypoint: must not be empty", id="blank-entrypoint"),
     pytest.param(with_(entrypoint=[]), "entrypoint: must not be empty", id="empty-entrypoint-list"),
-    pytest.param(with_(entrypoint=["python3", 3]), "entrypoint[1]: expected a string, got integer 3", id="entrypoint-list-item"),
+    pytest.param(
+        with_(entrypoint=["python3", 3]),
+        "entrypoint[1]: expected a string, got integer 3",
+        id="entrypoint-list-item",
+    ),
     pytest.param(
         with_(environment={"environment_variables": ["FOO"]}),
         "environment.environment_variables[0]: must look like KEY=VALUE (got 'FOO')",
@@ -273,7 +315,8 @@ INVALID = [
     ),
     pytest.param(
         with_(searcher={"name": "radnom", "metric": "x"}),
-        "searcher.name: unknown searcher 'radnom' (expected one of single, random, grid, adaptive_asha, async_halving) (did you mean 'random'?)",
+        "searcher.name: unknown searcher 'radnom' (expected one of single, random, grid, "
+        "adaptive_asha, async_halving) (did you mean 'random'?)",
         id="unknown-searcher",
     ),
     pytest.param(
@@ -293,31 +336,71 @@ INVALID = [
     ),
     pytest.param(
         with_(searcher={"name": "adaptive_asha", "metric": "x", "max_trials": 4}),
-        "searcher: adaptive_asha needs time_metric and max_time (e.g. time_metric: batches, max_time: 100), or max_length",
+        "searcher: adaptive_asha needs time_metric and max_time (e.g. time_metric: "
+        "batches, max_time: 100), or max_length",
         id="asha-without-length",
     ),
     pytest.param(
-        with_(searcher={"name": "adaptive_asha", "metric": "x", "max_trials": 4, "time_metric": "batches"}),
+        with_(
+            searcher={
+                "name": "adaptive_asha",
+                "metric": "x",
+                "max_trials": 4,
+                "time_metric": "batches",
+            }
+        ),
         "searcher.max_time: required together with searcher.time_metric",
         id="asha-time-metric-without-max-time",
     ),
     pytest.param(
-        with_(searcher={"name": "adaptive_asha", "metric": "x", "max_trials": 4, "max_length": 100, "divisor": 1}),
+        with_(
+            searcher={
+                "name": "adaptive_asha",
+                "metric": "x",
+                "max_trials": 4,
+                "max_length": 100,
+                "divisor": 1,
+            }
+        ),
         "searcher.divisor: must be > 1 (got 1)",
         id="asha-divisor-1",
     ),
     pytest.param(
-        with_(searcher={"name": "adaptive_asha", "metric": "x", "max_trials": 4, "max_length": 100, "mode": "fast"}),
+        with_(
+            searcher={
+                "name": "adaptive_asha",
+                "metric": "x",
+                "max_trials": 4,
+                "max_length": 100,
+                "mode": "fast",
+            }
+        ),
         "searcher.mode: must be one of standard, aggressive, conservative (got 'fast')",
         id="asha-bad-mode",
     ),
     pytest.param(
-        with_(searcher={"name": "async_halving", "metric": "x", "max_trials": 4, "time_metric": "b", "max_time": 9}),
+        with_(
+            searcher={
+                "name": "async_halving",
+                "metric": "x",
+                "max_trials": 4,
+                "time_metric": "b",
+                "max_time": 9,
+            }
+        ),
         "searcher.num_rungs: required when searcher.name is 'async_halving'",
         id="async-halving-without-num-rungs",
     ),
     pytest.param(
-        with_(searcher={"name": "async_halving", "metric": "x", "max_trials": 4, "num_rungs": 3, "max_length": {"batches": 0}}),
+        with_(
+            searcher={
+                "name": "async_halving",
+                "metric": "x",
+                "max_trials": 4,
+                "num_rungs": 3,
+                "max_length": {"batches": 0},
+            }
+        ),
         "searcher.max_length.batches: must be >= 1 (got 0)",
         id="async-halving-length-positive",
     ),
@@ -346,15 +429,23 @@ INVALID = [
         "profiling.end_after_batch: must be >= profiling.begin_on_batch (got 5 < 10)",
         id="profiling-range",
     ),
-    pytest.param(with_(workspace="ws"), "project: required when workspace is set", id="workspace-without-project"),
-    pytest.param(with_(scheduling_unit=0), "scheduling_unit: must be >= 1 (got 0)", id="scheduling-unit-0"),
+    pytest.param(
+        with_(workspace="ws"),
+        "project: required when workspace is set",
+        id="workspace-without-project",
+    ),
+    pytest.param(
+        with_(scheduling_unit=0), "scheduling_unit: must be >= 1 (got 0)", id="scheduling-unit-0"
+    ),
     pytest.param(
         with_(searcher={"name": "random", "metric": "x", "max_trials": 0}),
         "searcher.max_trials: must be >= 1 (got 0)",
         id="max-trials-0",
     ),
     pytest.param(
-        with_(hyperparameters={1: 2}), "hyperparameters.1: keys must be strings, got integer 1", id="non-string-key"
+        with_(hyperparameters={1: 2}),
+        "hyperparameters.1: keys must be strings, got integer 1",
+        id="non-string-key",
     ),
 ]
 
@@ -387,7 +478,7 @@ def test_several_errors_are_all_reported_sorted() -> None:
         "serarcher: unknown key 'serarcher' (did you mean 'searcher'?)",
     ]
     assert len(errors) == len(expected), errors
-    for error, fragment in zip(errors, expected):
+    for error, fragment in zip(errors, expected, strict=False):
         assert error.startswith(fragment), (error, fragment)
     with pytest.raises(expconf.InvalidConfig) as info:
         expconf.check(config)
@@ -574,10 +665,31 @@ def test_a_config_using_every_section_validates() -> None:
         {"name": "single", "metric": "x"},
         {"name": "random", "metric": "x", "max_trials": 3, "max_concurrent_trials": 0},
         {"name": "grid", "metric": "x"},
-        {"name": "adaptive_asha", "metric": "x", "max_trials": 8, "time_metric": "batches", "max_time": 100,
-         "mode": "aggressive", "bracket_rungs": [2, 3], "stop_once": True},
-        {"name": "async_halving", "metric": "x", "max_trials": 8, "num_rungs": 3, "max_length": {"batches": 100}},
-        {"name": "async_halving", "metric": "x", "max_trials": 8, "num_rungs": 3, "time_metric": "t", "max_time": 9},
+        {
+            "name": "adaptive_asha",
+            "metric": "x",
+            "max_trials": 8,
+            "time_metric": "batches",
+            "max_time": 100,
+            "mode": "aggressive",
+            "bracket_rungs": [2, 3],
+            "stop_once": True,
+        },
+        {
+            "name": "async_halving",
+            "metric": "x",
+            "max_trials": 8,
+            "num_rungs": 3,
+            "max_length": {"batches": 100},
+        },
+        {
+            "name": "async_halving",
+            "metric": "x",
+            "max_trials": 8,
+            "num_rungs": 3,
+            "time_metric": "t",
+            "max_time": 9,
+        },
     ],
     ids=lambda s: s["name"],
 )
@@ -586,7 +698,10 @@ def test_every_supported_searcher_validates(searcher: dict) -> None:
 
 
 def test_native_api_config_without_entrypoint_validates() -> None:
-    config = {"searcher": {"name": "single", "metric": "x"}, "internal": {"native": {"command": ["script.py"]}}}
+    config = {
+        "searcher": {"name": "single", "metric": "x"},
+        "internal": {"native": {"command": ["script.py"]}},
+    }
     assert expconf.validate(config) == []
 
 

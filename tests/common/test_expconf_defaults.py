@@ -1,4 +1,5 @@
 """apply_defaults, apply_overrides, warnings and the small config helpers."""
+
 from __future__ import annotations
 
 import copy
@@ -12,7 +13,10 @@ MASTER_STORAGE = {"type": "shared_fs", "host_path": "/root/checkpoints", "storag
 
 
 def minimal(**searcher: object) -> dict:
-    return {"entrypoint": "python3 train.py", "searcher": {"name": "single", "metric": "x", **searcher}}
+    return {
+        "entrypoint": "python3 train.py",
+        "searcher": {"name": "single", "metric": "x", **searcher},
+    }
 
 
 def test_minimal_config_expands_to_every_default() -> None:
@@ -55,7 +59,12 @@ def test_minimal_config_expands_to_every_default() -> None:
             "tensor_fusion_cycle_time": 1,
             "tensor_fusion_threshold": 64,
         },
-        "profiling": {"enabled": False, "begin_on_batch": 0, "end_after_batch": None, "sync_timings": True},
+        "profiling": {
+            "enabled": False,
+            "begin_on_batch": 0,
+            "end_after_batch": None,
+            "sync_timings": True,
+        },
         "debug": False,
     }
     assert expconf.validate(expanded) == []
@@ -68,11 +77,22 @@ def test_minimal_config_expands_to_every_default() -> None:
         ({"name": "grid"}, {"max_concurrent_trials": 16}),
         (
             {"name": "adaptive_asha", "max_trials": 3, "time_metric": "batches", "max_time": 10},
-            {"max_concurrent_trials": 16, "mode": "standard", "divisor": 4, "max_rungs": 5,
-             "bracket_rungs": [], "stop_once": False},
+            {
+                "max_concurrent_trials": 16,
+                "mode": "standard",
+                "divisor": 4,
+                "max_rungs": 5,
+                "bracket_rungs": [],
+                "stop_once": False,
+            },
         ),
         (
-            {"name": "async_halving", "max_trials": 3, "num_rungs": 2, "max_length": {"batches": 10}},
+            {
+                "name": "async_halving",
+                "max_trials": 3,
+                "num_rungs": 2,
+                "max_length": {"batches": 10},
+            },
             {"max_concurrent_trials": 16, "divisor": 4, "stop_once": False},
         ),
         ({"name": "single", "max_length": {"batches": 5}}, {}),
@@ -93,11 +113,21 @@ def test_user_values_win_over_defaults() -> None:
     assert expanded["max_restarts"] == 0
     assert expanded["name"] == "mine"
     assert expanded["searcher"]["smaller_is_better"] is False
-    assert expanded["resources"] == {"slots_per_trial": 0, "priority": 3, "max_slots": None, "weight": 1}
+    assert expanded["resources"] == {
+        "slots_per_trial": 0,
+        "priority": 3,
+        "max_slots": None,
+        "weight": 1,
+    }
 
 
 def test_null_sections_are_filled_like_absent_ones() -> None:
-    config = {**minimal(), "resources": None, "hyperparameters": None, "reproducibility": {"experiment_seed": None}}
+    config = {
+        **minimal(),
+        "resources": None,
+        "hyperparameters": None,
+        "reproducibility": {"experiment_seed": None},
+    }
     expanded = expconf.apply_defaults(config, seed=5)
     assert expanded["resources"]["slots_per_trial"] == 1
     assert expanded["hyperparameters"] == {}
@@ -107,7 +137,10 @@ def test_null_sections_are_filled_like_absent_ones() -> None:
 def test_apply_defaults_does_not_mutate_and_is_idempotent() -> None:
     config = {
         **minimal(),
-        "hyperparameters": {"a": 1, "g": {"b": [1, 2], "c": {"type": "int", "minval": 0, "maxval": 3}}},
+        "hyperparameters": {
+            "a": 1,
+            "g": {"b": [1, 2], "c": {"type": "int", "minval": 0, "maxval": 3}},
+        },
         "bind_mounts": [{"host_path": "/d", "container_path": "/d"}],
         "checkpoint_storage": {"storage_path": "sub"},
     }
@@ -141,7 +174,10 @@ def test_hyperparameters_are_normalised_to_typed_leaves() -> None:
         "layers": {"type": "const", "val": [1, 2]},
         "nothing": {"type": "const", "val": None},
         "lr": {"type": "double", "minval": 0.1, "maxval": 1.0},
-        "opt": {"name": {"type": "const", "val": "adam"}, "inner": {"m": {"type": "const", "val": 0.9}}},
+        "opt": {
+            "name": {"type": "const", "val": "adam"},
+            "inner": {"m": {"type": "const", "val": 0.9}},
+        },
         "empty": {},
     }
     assert expconf.validate(expanded) == []
@@ -161,13 +197,17 @@ def test_hparam_leaves_are_sorted_paths_with_typed_specs() -> None:
         (("opt", "lr"), {"type": "log", "minval": -3, "maxval": -1, "base": 10}),
         (("z",), {"type": "const", "val": 1}),
     ]
-    assert expconf.hparam_leaves(expconf.normalize_hparams(hparams)) == expconf.hparam_leaves(hparams)
+    assert expconf.hparam_leaves(expconf.normalize_hparams(hparams)) == expconf.hparam_leaves(
+        hparams
+    )
     assert expconf.hparam_leaves({}) == []
 
 
 def test_default_checkpoint_storage_is_merged_under_the_users() -> None:
     config = {**minimal(), "checkpoint_storage": {"storage_path": "mine", "save_trial_best": 3}}
-    storage = expconf.apply_defaults(config, default_checkpoint_storage=MASTER_STORAGE, seed=1)["checkpoint_storage"]
+    storage = expconf.apply_defaults(config, default_checkpoint_storage=MASTER_STORAGE, seed=1)[
+        "checkpoint_storage"
+    ]
     assert storage == {
         "type": "shared_fs",
         "host_path": "/root/checkpoints",
@@ -181,7 +221,9 @@ def test_default_checkpoint_storage_is_merged_under_the_users() -> None:
 def test_a_different_storage_type_does_not_inherit_the_masters_paths() -> None:
     config = {**minimal(), "checkpoint_storage": {"type": "directory", "container_path": "/ckpt"}}
     default = {**MASTER_STORAGE, "save_experiment_best": 2}
-    storage = expconf.apply_defaults(config, default_checkpoint_storage=default, seed=1)["checkpoint_storage"]
+    storage = expconf.apply_defaults(config, default_checkpoint_storage=default, seed=1)[
+        "checkpoint_storage"
+    ]
     assert storage == {
         "type": "directory",
         "container_path": "/ckpt",
@@ -278,7 +320,11 @@ def test_warnings_name_fields_the_local_runner_ignores() -> None:
         "resources": {"resource_pool": "gpu-pool", "slots_per_trial": 1},
     }
     notes = expconf.warnings(config)
-    assert [note.split(":")[0] for note in notes] == ["bind_mounts", "environment.image", "resources.resource_pool"]
+    assert [note.split(":")[0] for note in notes] == [
+        "bind_mounts",
+        "environment.image",
+        "resources.resource_pool",
+    ]
     assert "ignored by the local runner" in notes[0]
     assert notes == sorted(notes)
     assert expconf.warnings(minimal()) == []

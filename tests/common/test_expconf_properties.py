@@ -1,4 +1,5 @@
 """Property tests: configs built only from valid pieces validate and expand idempotently."""
+
 from __future__ import annotations
 
 import copy
@@ -32,7 +33,9 @@ def with_count(spec: dict, count: int | None) -> dict:
 
 @st.composite
 def typed_leaf(draw: st.DrawFn, grid: bool) -> dict:
-    count = draw(st.integers(min_value=1, max_value=5)) if grid else draw(st.none() | st.integers(1, 5))
+    count = (
+        draw(st.integers(min_value=1, max_value=5)) if grid else draw(st.none() | st.integers(1, 5))
+    )
     kind = draw(st.sampled_from(["const", "int", "double", "log", "categorical"]))
     if kind == "const":
         return {"type": "const", "val": draw(json_scalars)}
@@ -60,7 +63,11 @@ def hyperparameters(grid: bool) -> st.SearchStrategy[dict]:
     )
 
 
-lengths = st.builds(lambda unit, n: {unit: n}, st.sampled_from(["batches", "records", "epochs"]), st.integers(0, 10**6))
+lengths = st.builds(
+    lambda unit, n: {unit: n},
+    st.sampled_from(["batches", "records", "epochs"]),
+    st.integers(0, 10**6),
+)
 
 
 @st.composite
@@ -94,7 +101,8 @@ def valid_config(draw: st.DrawFn) -> dict:
         "name": names,
         "description": st.none() | st.text(max_size=10),
         "labels": st.lists(names, max_size=3),
-        "entrypoint": names.map(lambda s: f"python3 {s}.py") | st.lists(names, min_size=1, max_size=3),
+        "entrypoint": names.map(lambda s: f"python3 {s}.py")
+        | st.lists(names, min_size=1, max_size=3),
         "hyperparameters": hyperparameters(grid=chosen_searcher["name"] == "grid"),
         "resources": st.fixed_dictionaries(
             {},
@@ -108,9 +116,15 @@ def valid_config(draw: st.DrawFn) -> dict:
         "min_validation_period": lengths,
         "min_checkpoint_period": lengths,
         "checkpoint_policy": st.sampled_from(["best", "all", "none"]),
-        "reproducibility": st.fixed_dictionaries({"experiment_seed": st.integers(0, expconf.MAX_SEED - 1)}),
+        "reproducibility": st.fixed_dictionaries(
+            {"experiment_seed": st.integers(0, expconf.MAX_SEED - 1)}
+        ),
         "environment": st.fixed_dictionaries(
-            {"environment_variables": st.lists(st.builds("{}={}".format, names, st.text(max_size=5)), max_size=3)}
+            {
+                "environment_variables": st.lists(
+                    st.builds("{}={}".format, names, st.text(max_size=5)), max_size=3
+                )
+            }
         ),
         "checkpoint_storage": st.fixed_dictionaries(
             {"type": st.just("shared_fs"), "host_path": names.map(lambda s: f"/tmp/{s}")},
@@ -129,13 +143,17 @@ def valid_config(draw: st.DrawFn) -> dict:
 def test_valid_configs_validate_and_expand_idempotently(config: dict) -> None:
     original = copy.deepcopy(config)
     assert expconf.validate(config) == []
-    expanded = expconf.apply_defaults(config, default_checkpoint_storage={"type": "shared_fs", "host_path": "/x"})
+    expanded = expconf.apply_defaults(
+        config, default_checkpoint_storage={"type": "shared_fs", "host_path": "/x"}
+    )
     assert config == original
     assert expconf.validate(expanded) == []
     assert expconf.apply_defaults(expanded) == expanded
     assert json.loads(json.dumps(expanded)) == expanded
     # Every leaf survives normalisation with the same spec.
-    assert expconf.hparam_leaves(expanded["hyperparameters"]) == expconf.hparam_leaves(config.get("hyperparameters"))
+    assert expconf.hparam_leaves(expanded["hyperparameters"]) == expconf.hparam_leaves(
+        config.get("hyperparameters")
+    )
 
 
 @settings(max_examples=60, deadline=None)

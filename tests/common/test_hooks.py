@@ -1,5 +1,6 @@
 """determined.common.hooks: the harness asks, the package that has it registers (found by its
 `_determined_hooks` module on sys.path, no package metadata needed)."""
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,8 @@ def provider(root: Path, package: str, body: str) -> None:
     (root / package).mkdir(parents=True)
     (root / package / "__init__.py").write_text("")
     (root / package / "_determined_hooks.py").write_text(
-        "from determined.common import hooks\n" + body)
+        "from determined.common import hooks\n" + body
+    )
 
 
 def test_providers_are_the_packages_with_a_hooks_module_in_path_order(tmp_path):
@@ -45,10 +47,15 @@ def test_providers_are_the_packages_with_a_hooks_module_in_path_order(tmp_path):
     (tmp_path / "a" / "not_a_package").mkdir()
     (tmp_path / "a" / "not_a_package" / "_determined_hooks.py").write_text("")
     path = [str(tmp_path / "a"), str(tmp_path / "missing"), str(tmp_path / "b")]
-    assert hooks.provider_modules(path) == ["alpha_pkg._determined_hooks", "zeta_pkg._determined_hooks"]
+    assert hooks.provider_modules(path) == [
+        "alpha_pkg._determined_hooks",
+        "zeta_pkg._determined_hooks",
+    ]
 
 
-def test_a_hook_is_found_by_importing_its_provider_on_first_use(tmp_path, monkeypatch, fresh_registry):
+def test_a_hook_is_found_by_importing_its_provider_on_first_use(
+    tmp_path, monkeypatch, fresh_registry
+):
     provider(tmp_path, "hook_provider_x", "hooks.register('shout', str.upper)\n")
     only_providers_in(tmp_path, monkeypatch)
     assert "hook_provider_x" not in sys.modules
@@ -65,37 +72,52 @@ def test_a_registered_hook_needs_no_search(monkeypatch, fresh_registry):
         hooks.register("bad", 3)  # type: ignore[arg-type]
 
 
-def test_a_broken_provider_is_reported_and_the_others_still_work(tmp_path, monkeypatch, caplog,
-                                                                 fresh_registry):
+def test_a_broken_provider_is_reported_and_the_others_still_work(
+    tmp_path, monkeypatch, caplog, fresh_registry
+):
     provider(tmp_path, "hook_broken_a", "raise ImportError('needs a missing package')\n")
     provider(tmp_path, "hook_working_b", "hooks.register('answer', lambda: 42)\n")
     only_providers_in(tmp_path, monkeypatch)
     with caplog.at_level(logging.WARNING, logger="determined.common.hooks"):
         assert hooks.get("answer")() == 42
-    assert "hook_broken_a._determined_hooks cannot be imported: ImportError: needs a missing" \
-           in caplog.text
+    assert (
+        "hook_broken_a._determined_hooks cannot be imported: ImportError: needs a missing"
+        in caplog.text
+    )
 
 
 def test_a_fresh_interpreter_finds_the_master_and_jupyter_hooks_without_importing_them():
     """What `det preview-search` and the Native API in a kernel rely on: nothing imported
     master_lite or jupyter_determined, and no entry points (package metadata) are involved."""
-    code = ("import json, sys\nfrom determined.common import hooks\n"
-            "before = sorted(m for m in sys.modules if m.startswith(('master_lite', 'jupyter_determined')))\n"
-            "found = {name: getattr(hooks.get(name), '__module__', None) for name in "
-            "(hooks.SEARCH_PREVIEW, hooks.NOTEBOOK_SCRIPT, hooks.NOTEBOOK_SUBMITTED)}\n"
-            "print(json.dumps({'before': before, 'found': found}))\n")
+    code = (
+        "import json, sys\nfrom determined.common import hooks\n"
+        "before = sorted(m for m in sys.modules if m.startswith(('master_lite', 'jupyter_determined')))\n"
+        "found = {name: getattr(hooks.get(name), '__module__', None) for name in "
+        "(hooks.SEARCH_PREVIEW, hooks.NOTEBOOK_SCRIPT, hooks.NOTEBOOK_SUBMITTED)}\n"
+        "print(json.dumps({'before': before, 'found': found}))\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "harness"), str(REPO)])}
-    done = subprocess.run([sys.executable, "-c", code], cwd="/", env=env, capture_output=True,
-                          text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     result = json.loads(done.stdout)
     assert result["before"] == []
-    assert result["found"] == {"search_preview": "master_lite._determined_hooks",
-                               "notebook_script": "jupyter_determined._export",
-                               "notebook_submitted": "jupyter_determined"}
+    assert result["found"] == {
+        "search_preview": "master_lite._determined_hooks",
+        "notebook_script": "jupyter_determined._export",
+        "notebook_submitted": "jupyter_determined",
+    }
 
 
 def test_what_the_master_knows_of_the_harness():
     assert harness.VERSION == determined.__version__
     assert Path(harness.PRESTARTED_SCRIPT) == (
-        Path(determined.__file__).resolve().parent / "exec" / "prestarted.py")
+        Path(determined.__file__).resolve().parent / "exec" / "prestarted.py"
+    )
     assert Path(harness.PRESTARTED_SCRIPT).is_file()

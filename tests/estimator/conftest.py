@@ -4,6 +4,7 @@ Which files are collected depends on the environment, never skipped one by one:
 * with tensorflow-estimator (the .venv-tf215 run): everything but test_estimator_unavailable.py;
 * without it (the main .venv, TensorFlow >= 2.16): only test_estimator_unavailable.py, the clear error.
 """
+
 from __future__ import annotations
 
 import importlib.util

@@ -3,6 +3,7 @@
 Run with `entrypoint: digits_trial:DigitsTrial`, or `python digits_trial.py` to submit it with
 `det.experimental.create()` (DET_MASTER).
 """
+
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -12,8 +13,12 @@ from determined import estimator as det_estimator  # noqa: E402
 
 CONFIG = {
     "hyperparameters": {"global_batch_size": 32, "learning_rate": 0.01},
-    "searcher": {"name": "single", "metric": "accuracy", "smaller_is_better": False,
-                 "max_length": {"records": 9600}},
+    "searcher": {
+        "name": "single",
+        "metric": "accuracy",
+        "smaller_is_better": False,
+        "max_length": {"records": 9600},
+    },
     "scheduling_unit": 100,
     "reproducibility": {"experiment_seed": 4321},
     "max_restarts": 0,
@@ -52,7 +57,9 @@ class DigitsTrial(det_estimator.EstimatorTrial):
             tf.compat.v1.train.AdamOptimizer(self.context.get_hparam("learning_rate"))
         )
         return tf.estimator.Estimator(
-            model_fn, params={"optimizer": optimizer}, config=self.context.wrap_run_config(tf.estimator.RunConfig())
+            model_fn,
+            params={"optimizer": optimizer},
+            config=self.context.wrap_run_config(tf.estimator.RunConfig()),
         )
 
     def build_train_spec(self):
@@ -88,5 +95,7 @@ class DigitsTrial(det_estimator.EstimatorTrial):
 
 
 if __name__ == "__main__":
-    exp_id = det.experimental.create(DigitsTrial, CONFIG, context_dir=os.path.dirname(os.path.abspath(__file__)))
+    exp_id = det.experimental.create(
+        DigitsTrial, CONFIG, context_dir=os.path.dirname(os.path.abspath(__file__))
+    )
     print(f"create() returned {exp_id}")

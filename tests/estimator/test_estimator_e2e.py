@@ -10,6 +10,7 @@ the master's environment):
   `det.experimental.create()`;
 * `python digits_native.py --test` submits an archived test experiment (one batch, validation, checkpoint).
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -38,10 +39,18 @@ def master(tmp_path_factory):
         yield process
 
 
-def _submit(master: MasterProcess, scripts: pathlib.Path, script: str, *args: str) -> tuple[int, str]:
+def _submit(
+    master: MasterProcess, scripts: pathlib.Path, script: str, *args: str
+) -> tuple[int, str]:
     env = child_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
-    done = subprocess.run([sys.executable, script, *args], cwd=scripts, env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, script, *args],
+        cwd=scripts,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-5000:]
     created = [line for line in done.stdout.splitlines() if line.startswith("Created experiment ")]
     assert created, done.stdout
@@ -68,7 +77,10 @@ def test_native_script_submits_itself_and_the_trial_trains_the_estimator(master,
     assert [steps for steps, _ in master.series(trial["id"], "validation")] == [200, 300]
     assert sorted(_training_losses(master, trial["id"])) == [50, 100, 150, 200, 250, 300]
     logs = _logs(master, trial["id"])
-    assert "determined.exec.native" in logs and "det.experimental.estimator.init() + train_and_evaluate()" in logs
+    assert (
+        "determined.exec.native" in logs
+        and "det.experimental.estimator.init() + train_and_evaluate()" in logs
+    )
     checkpoints = master.session.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
     assert checkpoints and all(c["metadata"]["format"] == "estimator" for c in checkpoints)
     assert any("model.ckpt-300.index" in c["resources"] for c in checkpoints)
@@ -77,6 +89,7 @@ def test_native_script_submits_itself_and_the_trial_trains_the_estimator(master,
 def test_pause_and_activate_resumes_at_the_same_global_step_with_the_same_losses(master, scripts):
     args = ("--max-batches", "500", "--seed", "99")
     paused_id, _ = _submit(master, scripts, "digits_native.py", *args)
+
     def reported_100() -> list[dict] | None:
         trials = master.trials(paused_id)
         latest = trials[0].get("latest_training") if trials else None
@@ -84,26 +97,37 @@ def test_pause_and_activate_resumes_at_the_same_global_step_with_the_same_losses
 
     trials = wait_until(reported_100, 180, "the trial to report 100 batches")
     master.session.post(f"/experiments/{paused_id}/pause")
-    paused = wait_for_experiment(master, paused_id, {"PAUSED"} | TERMINAL_EXPERIMENT_STATES, timeout=120)
+    paused = wait_for_experiment(
+        master, paused_id, {"PAUSED"} | TERMINAL_EXPERIMENT_STATES, timeout=120
+    )
     assert paused["state"] == "PAUSED"
 
     def trial_paused() -> dict | None:  # the trial checkpoints at its next chunk end and exits
         trial = master.session.get(f"/trials/{trials[0]['id']}")["trial"]
         return trial if trial["state"] == "PAUSED" and trial["allocation_id"] is None else None
 
-    trial = wait_until(trial_paused, 120, "the trial to stop", 0.3,
-                       details=lambda: _logs(master, trials[0]["id"])[-5000:])
+    trial = wait_until(
+        trial_paused,
+        120,
+        "the trial to stop",
+        0.3,
+        details=lambda: _logs(master, trials[0]["id"])[-5000:],
+    )
     paused_at, checkpoint = trial["steps_completed"], trial["latest_checkpoint"]
     assert 100 <= paused_at < 500 and checkpoint, trial
     master.session.post(f"/experiments/{paused_id}/activate")
-    resumed = wait_for_experiment(master, paused_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
+    resumed = wait_for_experiment(
+        master, paused_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True
+    )
     trial = resumed["trials"][0]
     assert resumed["experiment"]["state"] == "COMPLETED", _logs(master, trial["id"])[-5000:]
     assert trial["run_id"] >= 2 and trial["steps_completed"] == 500
     assert f"resumed from checkpoint {checkpoint} at step {paused_at}" in _logs(master, trial["id"])
 
     straight_id, _ = _submit(master, scripts, "digits_native.py", *args)
-    straight = wait_for_experiment(master, straight_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
+    straight = wait_for_experiment(
+        master, straight_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True
+    )
     assert straight["experiment"]["state"] == "COMPLETED"
     interrupted = _training_losses(master, trial["id"])
     uninterrupted = _training_losses(master, straight["trials"][0]["id"])
@@ -117,8 +141,12 @@ def test_estimator_trial_runs_from_a_module_class_entrypoint(master):
         "name": "estimator-trial-entrypoint",
         "entrypoint": "digits_trial:DigitsTrial",
         "hyperparameters": {"global_batch_size": 32, "learning_rate": 0.01},
-        "searcher": {"name": "single", "metric": "accuracy", "smaller_is_better": False,
-                     "max_length": {"batches": 300}},
+        "searcher": {
+            "name": "single",
+            "metric": "accuracy",
+            "smaller_is_better": False,
+            "max_length": {"batches": 300},
+        },
         "scheduling_unit": 100,
         "reproducibility": {"experiment_seed": 4321},
         "max_restarts": 0,
@@ -131,7 +159,9 @@ def test_estimator_trial_runs_from_a_module_class_entrypoint(master):
     assert trial["steps_completed"] == 300
     assert trial["latest_validation"]["metrics"]["accuracy"] > 0.85
     checkpoints = master.session.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
-    assert any(any(r.startswith("saved_models/digits/") for r in c["resources"]) for c in checkpoints)
+    assert any(
+        any(r.startswith("saved_models/digits/") for r in c["resources"]) for c in checkpoints
+    )
 
 
 def test_create_submits_an_estimator_trial_class(master, scripts):
@@ -140,15 +170,23 @@ def test_create_submits_an_estimator_trial_class(master, scripts):
     answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     (trial,) = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", _logs(master, trial["id"])[-5000:]
-    assert trial["steps_completed"] == 300  # searcher.max_length 9600 records / global_batch_size 32
+    assert (
+        trial["steps_completed"] == 300
+    )  # searcher.max_length 9600 records / global_batch_size 32
     assert trial["latest_validation"]["metrics"]["accuracy"] > 0.85
     assert "det.experimental.create(DigitsTrial)" in _logs(master, trial["id"])
 
 
 def test_test_mode_submits_an_archived_one_batch_experiment(master, scripts):
     env = child_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
-    done = subprocess.run([sys.executable, "digits_native.py", "--test"], cwd=scripts, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "digits_native.py", "--test"],
+        cwd=scripts,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-5000:]
     exp_id = int(done.stdout.split("Created test experiment ")[1].split()[0])
     answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)

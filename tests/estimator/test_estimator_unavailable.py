@@ -1,5 +1,6 @@
 """Where tf.estimator does not exist (the main .venv: TensorFlow >= 2.16), every Estimator entry
 point refuses with the same error: why, and what to install. Collected only there (conftest.py)."""
+
 from __future__ import annotations
 
 import os
@@ -32,7 +33,12 @@ def test_init_refuses_in_every_mode(local, test, tmp_path):
     from determined.experimental import estimator
 
     with pytest.raises(estimator.EstimatorUnavailable) as info:
-        estimator.init({"hyperparameters": {"global_batch_size": 8}}, local=local, test=test, context_dir=str(tmp_path))
+        estimator.init(
+            {"hyperparameters": {"global_batch_size": 8}},
+            local=local,
+            test=test,
+            context_dir=str(tmp_path),
+        )
     _assert_explains(info.value)
 
 
@@ -42,8 +48,13 @@ def test_create_refuses_an_estimator_trial(local, tmp_path):
     from determined.estimator import EstimatorUnavailable
 
     with pytest.raises(EstimatorUnavailable) as info:
-        det.experimental.create(_trial_class(), {"hyperparameters": {"global_batch_size": 8}}, local=local,
-                                test=True, context_dir=str(tmp_path))
+        det.experimental.create(
+            _trial_class(),
+            {"hyperparameters": {"global_batch_size": 8}},
+            local=local,
+            test=True,
+            context_dir=str(tmp_path),
+        )
     _assert_explains(info.value)
     assert "det.experimental.create(SomeEstimatorTrial)" in str(info.value)
 
@@ -55,13 +66,19 @@ def test_the_harness_dispatches_an_estimator_trial_to_the_runner_that_refuses():
     trial_class = _trial_class()
     assert runner_for(trial_class) is run_estimator_trial
     with pytest.raises(EstimatorUnavailable) as info:
-        run_estimator_trial(trial_class, {"hyperparameters": {"global_batch_size": 8}}, None, on_cluster=False)
+        run_estimator_trial(
+            trial_class, {"hyperparameters": {"global_batch_size": 8}}, None, on_cluster=False
+        )
     _assert_explains(info.value)
 
 
 def test_determined_estimator_imports_without_tensorflow():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "harness"), str(ROOT)])}
-    code = ("import sys, determined as det; det.estimator.EstimatorTrial; det.experimental.estimator.init; "
-            "print(sorted(m for m in ('tensorflow', 'tensorflow_estimator') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys, determined as det; det.estimator.EstimatorTrial; det.experimental.estimator.init; "
+        "print(sorted(m for m in ('tensorflow', 'tensorflow_estimator') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.strip() == "[]", done.stderr

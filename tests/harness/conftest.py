@@ -1,4 +1,5 @@
 """Fixtures shared by the harness tests."""
+
 from __future__ import annotations
 
 import pathlib
@@ -16,6 +17,8 @@ def digits_context(tmp_path: pathlib.Path) -> pathlib.Path:
     shutil.copytree(DIGITS_EXAMPLE, work)
     config = (work / "const.yaml").read_text()
     config = config.replace("batches: 200", "batches: 20").replace("batches: 100", "batches: 10")
-    config += f"checkpoint_storage:\n  type: shared_fs\n  host_path: {tmp_path}\n  storage_path: ckpts\n"
+    config += (
+        f"checkpoint_storage:\n  type: shared_fs\n  host_path: {tmp_path}\n  storage_path: ckpts\n"
+    )
     (work / "local.yaml").write_text(config)
     return work

@@ -1,5 +1,6 @@
 """`determined.common.api.Session`: requests is loaded by the first request, not by the import
 (a trial's first request is made off its main thread), with the same errors as before."""
+
 import http.server
 import json
 import os
@@ -16,12 +17,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_importing_the_api_and_core_does_not_load_requests():
-    code = ("import sys, determined.common.api, determined.core\n"
-            "s = determined.common.api.Session('http://127.0.0.1:1', 'tok')\n"
-            "print('requests' in sys.modules)\n")
+    code = (
+        "import sys, determined.common.api, determined.core\n"
+        "s = determined.common.api.Session('http://127.0.0.1:1', 'tok')\n"
+        "print('requests' in sys.modules)\n"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "harness"), ROOT]))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
 
@@ -32,17 +36,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         status = 404 if self.path.startswith("/api/v1/missing") else 200
-        body = json.dumps({"auth": self.headers.get("Authorization"),
-                           "message": "no such thing"}).encode()
+        body = json.dumps(
+            {"auth": self.headers.get("Authorization"), "message": "no such thing"}
+        ).encode()
         self._answer(status, body)
 
     def do_POST(self):
         _Handler.connections.add(self.client_address)
         received = self.rfile.read(int(self.headers["Content-Length"]))
         status = 404 if self.path.startswith("/api/v1/missing") else 200
-        body = json.dumps({"auth": self.headers.get("Authorization"), "message": "no such thing",
-                           "type": self.headers.get("Content-Type"),
-                           "received": json.loads(received)}).encode()
+        body = json.dumps(
+            {
+                "auth": self.headers.get("Authorization"),
+                "message": "no such thing",
+                "type": self.headers.get("Content-Type"),
+                "received": json.loads(received),
+            }
+        ).encode()
         self._answer(status, body)
 
     def _answer(self, status, body):
@@ -94,11 +104,19 @@ def test_pre_encoded_posts_keep_the_connection_headers_and_errors(server):
     _Handler.connections.clear()
     session = Session(server, "secret")
     for step in range(5):
-        answer = session.request("POST", "/trials/1/metrics", data=json.dumps({"step": step}).encode(),
-                                 headers={"Content-Type": "application/json"})
+        answer = session.request(
+            "POST",
+            "/trials/1/metrics",
+            data=json.dumps({"step": step}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
-        assert answer.json() == {"auth": "Bearer secret", "message": "no such thing",
-                                 "type": "application/json", "received": {"step": step}}
+        assert answer.json() == {
+            "auth": "Bearer secret",
+            "message": "no such thing",
+            "type": "application/json",
+            "received": {"step": step},
+        }
     assert len(_Handler.connections) == 1
     assert session._pool is not None  # the fast path was the one taken
     with pytest.raises(NotFound) as info:

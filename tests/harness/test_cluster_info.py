@@ -1,4 +1,5 @@
 """det.get_cluster_info(): ClusterInfo/TrialInfo built from the DET_* environment of a task."""
+
 import json
 
 import pytest
@@ -51,7 +52,11 @@ def test_trial_environment_is_read(monkeypatch):
     assert isinstance(info, det.ClusterInfo)
     assert info.master_url == "http://127.0.0.1:8080"
     assert (info.cluster_id, info.agent_id, info.task_id, info.allocation_id) == (
-        "cluster-1", "host-a", "trial-7", "trial-7.2")
+        "cluster-1",
+        "host-a",
+        "trial-7",
+        "trial-7.2",
+    )
     assert info.session_token == "trial-token"
     assert info.task_type == "TRIAL"
     assert info.slot_ids == [0, 1]
@@ -81,7 +86,7 @@ def test_non_trial_task_has_no_trial_info():
     assert info.task_type == "COMMAND"
     assert info.user_data == {}
     with pytest.raises(RuntimeError, match="only available in trials"):
-        info.trial
+        _ = info.trial
 
 
 def test_bad_json_names_the_variable():
@@ -94,7 +99,12 @@ def test_top_level_names():
     assert issubclass(det.InvalidHP, Exception)
     assert det.Constant(3) == {"type": "const", "val": 3}
     assert det.Integer(1, 8) == {"type": "int", "minval": 1, "maxval": 8}
-    assert det.Double(0.1, 0.5, count=3) == {"type": "double", "minval": 0.1, "maxval": 0.5, "count": 3}
+    assert det.Double(0.1, 0.5, count=3) == {
+        "type": "double",
+        "minval": 0.1,
+        "maxval": 0.5,
+        "count": 3,
+    }
     assert det.Log(-4, -1, base=10) == {"type": "log", "minval": -4, "maxval": -1, "base": 10}
     assert det.Categorical(["a", "b"]) == {"type": "categorical", "vals": ["a", "b"]}
     with pytest.raises(ValueError, match="minval"):
@@ -102,8 +112,11 @@ def test_top_level_names():
 
 
 def test_core_init_on_the_master_needs_distributed_for_several_slots(monkeypatch):
-    for name, value in trial_env(DET_EXPERIMENT_CONFIG=json.dumps(
-            {"checkpoint_storage": {"type": "shared_fs", "host_path": "/tmp", "storage_path": "."}})).items():
+    for name, value in trial_env(
+        DET_EXPERIMENT_CONFIG=json.dumps(
+            {"checkpoint_storage": {"type": "shared_fs", "host_path": "/tmp", "storage_path": "."}}
+        )
+    ).items():
         monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match="pass distributed="):
         det.core.init()

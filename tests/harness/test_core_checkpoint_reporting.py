@@ -4,6 +4,7 @@ The sessions here stand in for the master connection only (they record what was 
 checkpoint context, its storage and its reporter thread are the real ones. The e2e tests
 (test_core_e2e.py) cover the same path through a running master.
 """
+
 import json
 import os
 import pathlib
@@ -63,9 +64,15 @@ class RecordingMaster:
 
 def make_context(tmp_path, master):
     # The main session and the reporter thread's session are the same recorder here.
-    return CheckpointContext(DummyDistributedContext(), storage.StorageManager(tmp_path / "store"),
-                             master, task_id="t", allocation_id="a", trial_id=3,
-                             session_factory=lambda: master)
+    return CheckpointContext(
+        DummyDistributedContext(),
+        storage.StorageManager(tmp_path / "store"),
+        master,
+        task_id="t",
+        allocation_id="a",
+        trial_id=3,
+        session_factory=lambda: master,
+    )
 
 
 def test_store_path_returns_before_the_report_and_close_drains_it(tmp_path):
@@ -85,7 +92,10 @@ def test_store_path_returns_before_the_report_and_close_drains_it(tmp_path):
     assert (method, where) == ("POST", "/checkpoints")
     assert body["uuid"] == uuid and body["trialId"] == 3 and body["state"] == "COMPLETED"
     assert body["metadata"] == {"steps_completed": 7}
-    assert body["resources"] == {"weights": 1, "metadata.json": len(json.dumps({"steps_completed": 7}, indent=2))}
+    assert body["resources"] == {
+        "weights": 1,
+        "metadata.json": len(json.dumps({"steps_completed": 7}, indent=2)),
+    }
 
 
 def test_reports_keep_their_order(tmp_path):
@@ -99,7 +109,14 @@ def test_reports_keep_their_order(tmp_path):
     uuids.append(ckpt.upload(tmp_path / "store" / uuids[0], {"steps_completed": 6}))
     ckpt._close()
     assert [body["uuid"] for _, _, body in master.calls] == uuids
-    assert [body["metadata"]["steps_completed"] for _, _, body in master.calls] == [1, 2, 3, 4, 5, 6]
+    assert [body["metadata"]["steps_completed"] for _, _, body in master.calls] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+    ]
 
 
 def test_the_report_is_what_the_metadata_was_at_the_call(tmp_path):
@@ -147,8 +164,10 @@ def test_delete_is_reported_after_the_checkpoint(tmp_path):
     threading.Timer(0.3, gate.set).start()
     ckpt.delete(uuid)
     assert not path.exists()
-    assert [(method, body.get("uuid") or body["checkpoints"][0]["uuid"])
-            for method, _, body in master.calls] == [("POST", uuid), ("PATCH", uuid)]
+    assert [
+        (method, body.get("uuid") or body["checkpoints"][0]["uuid"])
+        for method, _, body in master.calls
+    ] == [("POST", uuid), ("PATCH", uuid)]
     ckpt._close()
 
 
@@ -213,8 +232,18 @@ def test_interpreter_exit_posts_what_is_queued(tmp_path):
     # Nothing closes the context here: the queued record is still posted before the process ends.
     record = tmp_path / "posted"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "harness")}
-    done = subprocess.run([sys.executable, "-c", EXITS_RIGHT_AFTER_A_CHECKPOINT, str(record),
-                           str(tmp_path / "store")], env=env, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            EXITS_RIGHT_AFTER_A_CHECKPOINT,
+            str(record),
+            str(tmp_path / "store"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert record.read_text() == done.stdout.strip()

@@ -1,4 +1,5 @@
 """Sharded checkpoints and collective preemption with two real ranks (DistributedContext over ZMQ)."""
+
 import json
 import os
 import pathlib
@@ -55,15 +56,22 @@ def run_two_ranks(tmp_path, scenario):
     env["PYTHONPATH"] = str(ROOT / "harness")
     pub, pull = free_ports(2)
     procs = [
-        subprocess.Popen([sys.executable, "-c", RANK, str(r), str(pub), str(pull), str(store), scenario],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", RANK, str(r), str(pub), str(pull), str(store), scenario],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for r in (0, 1)
     ]
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-        results.append(json.loads([l for l in out.splitlines() if l.startswith("RESULT ")][-1][7:]))
+        results.append(
+            json.loads([entry for entry in out.splitlines() if entry.startswith("RESULT ")][-1][7:])
+        )
     return store, results
 
 
@@ -71,10 +79,17 @@ def test_sharded_upload_unions_the_ranks_files(tmp_path):
     store, (chief, worker) = run_two_ranks(tmp_path, "same")
     assert chief["uuid"] == worker["uuid"]
     stored = store / chief["uuid"]
-    assert sorted(p.name for p in stored.iterdir()) == ["common.txt", "metadata.json", "shard0.bin", "shard1.bin"]
+    assert sorted(p.name for p in stored.iterdir()) == [
+        "common.txt",
+        "metadata.json",
+        "shard0.bin",
+        "shard1.bin",
+    ]
     assert (stored / "shard1.bin").read_text() == "shard of rank 1"
     assert json.loads((stored / "metadata.json").read_text()) == {
-        "steps_completed": 4, "per_rank": {"0": 0, "1": 1}}
+        "steps_completed": 4,
+        "per_rank": {"0": 0, "1": 1},
+    }
     assert chief["preempt"] is False and worker["preempt"] is False
     assert "only be called by the chief" in worker["nonshard_error"]
 
@@ -87,6 +102,8 @@ def test_sharded_upload_rejects_conflicting_files(tmp_path):
 
 def test_merge_metadata():
     assert merge_metadata([{"a": {"x": 1}, "s": 2}, {"a": {"y": 2}, "s": 2}], [0, 1]) == {
-        "a": {"x": 1, "y": 2}, "s": 2}
+        "a": {"x": 1, "y": 2},
+        "s": 2,
+    }
     with pytest.raises(RuntimeError, match=r"'a.x': rank 0 has 1, rank 1 has 2"):
         merge_metadata([{"a": {"x": 1}}, {"a": {"x": 2}}], [0, 1])

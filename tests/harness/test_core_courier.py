@@ -4,6 +4,7 @@ A small HTTP server stands in for the master here (it records what was posted an
 fail requests); the courier, its child process and the pipe between them are the real ones.
 test_core_e2e.py runs the same path through a real master.
 """
+
 import http.server
 import json
 import os
@@ -96,7 +97,13 @@ def master():
 
 
 def training(step, value=None):
-    return ("training", step, {"loss": value if value is not None else step / 10}, None, time.time())
+    return (
+        "training",
+        step,
+        {"loss": value if value is not None else step / 10},
+        None,
+        time.time(),
+    )
 
 
 def test_reports_reach_the_master_in_order_with_the_token_and_run_id(master):
@@ -108,7 +115,8 @@ def test_reports_reach_the_master_in_order_with_the_token_and_run_id(master):
     courier.close()
     reports = master.reports()
     assert [(r["group"], r["steps_completed"]) for r in reports] == (
-        [("training", s) for s in range(1, 101)] + [("validation", 100)])
+        [("training", s) for s in range(1, 101)] + [("validation", 100)]
+    )
     assert reports[0]["metrics"] == {"loss": 0.1}
     assert {r["trial_run_id"] for r in reports} == {3}
     assert all(r["report_time"].endswith("Z") for r in reports)
@@ -147,10 +155,14 @@ def test_flush_returns_once_everything_before_it_is_stored(master):
     reporter = CourierCheckpointReporter(courier)
     for step in range(1, 11):
         courier.put(training(step))
-    reporter.submit("uuid-1", json.dumps({"uuid": "uuid-1", "metadata": {"steps_completed": 10}}).encode())
+    reporter.submit(
+        "uuid-1", json.dumps({"uuid": "uuid-1", "metadata": {"steps_completed": 10}}).encode()
+    )
     reporter.flush()
     assert len(master.reports()) == 10
-    assert master.bodies("/checkpoints") == [{"uuid": "uuid-1", "metadata": {"steps_completed": 10}}]
+    assert master.bodies("/checkpoints") == [
+        {"uuid": "uuid-1", "metadata": {"steps_completed": 10}}
+    ]
     # The checkpoint record went after the reports made before it.
     assert master.posts[-1][0] == "/api/v1/checkpoints"
     courier.close()
@@ -160,18 +172,26 @@ def test_values_json_cannot_hold_fail_at_the_report_call(master):
     courier = ReportCourier(master.url, None, trial_id=1, trial_run_id=1)
     with pytest.raises(TypeError, match="cannot be stored as JSON"):
         courier.put(("training", 1, {"loss": object()}, None, time.time()))
-    courier.put(("training", 2, {"loss": float("nan")}, None, time.time()))  # a diverged loss is a metric
+    courier.put(
+        ("training", 2, {"loss": float("nan")}, None, time.time())
+    )  # a diverged loss is a metric
     courier.close()
     assert [r["steps_completed"] for r in master.reports()] == [2]
 
 
 def test_a_rejected_report_is_raised_by_the_next_report_call(master):
-    master.fail["/metrics"] = (400, {"message": "steps_completed must not decrease", "errors": ["reports[0]"]})
+    master.fail["/metrics"] = (
+        400,
+        {"message": "steps_completed must not decrease", "errors": ["reports[0]"]},
+    )
     courier = ReportCourier(master.url, None, trial_id=1, trial_run_id=1)
     courier.put(training(5))
     courier.flush()
-    with pytest.raises(RuntimeError, match="shipping metrics to the master failed: 1 metric report.*"
-                                           "steps_completed must not decrease"):
+    with pytest.raises(
+        RuntimeError,
+        match="shipping metrics to the master failed: 1 metric report.*"
+        "steps_completed must not decrease",
+    ):
         courier.put(training(6))
     master.fail.clear()
     courier.put(training(7))  # raised once; the courier goes on
@@ -184,8 +204,11 @@ def test_a_rejected_checkpoint_record_names_the_checkpoint(master):
     courier = ReportCourier(master.url, None, trial_id=1, trial_run_id=1)
     reporter = CourierCheckpointReporter(courier)
     reporter.submit("3f2a-uuid", b'{"uuid": "3f2a-uuid"}')
-    with pytest.raises(RuntimeError, match="reporting checkpoint 3f2a-uuid to the master failed: "
-                                           "database is full; its files are in checkpoint storage"):
+    with pytest.raises(
+        RuntimeError,
+        match="reporting checkpoint 3f2a-uuid to the master failed: "
+        "database is full; its files are in checkpoint storage",
+    ):
         reporter.flush()
     reporter.close()  # raised once: closing does not raise it again
     courier.close()  # the metrics side had no failure
@@ -221,8 +244,9 @@ def test_an_unreachable_master_is_a_clear_error():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    courier = ReportCourier(f"http://127.0.0.1:{port}", None, trial_id=1, trial_run_id=1,
-                            connect_retries=1)
+    courier = ReportCourier(
+        f"http://127.0.0.1:{port}", None, trial_id=1, trial_run_id=1, connect_retries=1
+    )
     courier.put(training(1))
     with pytest.raises(RuntimeError, match=f"cannot reach the master at http://127.0.0.1:{port}"):
         courier.close()
@@ -235,8 +259,11 @@ def test_a_killed_child_is_a_clear_error_at_the_next_report(master):
     courier._proc.kill()
     courier._proc.wait()
     wait_until(lambda: courier._gone, 30, "the reader thread to notice", 0.01)
-    with pytest.raises(RuntimeError, match="shipping metrics to the master failed: the report "
-                                           "courier process .* ended unexpectedly .exit code -9"):
+    with pytest.raises(
+        RuntimeError,
+        match="shipping metrics to the master failed: the report "
+        "courier process .* ended unexpectedly .exit code -9",
+    ):
         courier.put(training(2))
     with pytest.raises(CourierGone, match="ended unexpectedly"):
         courier.flush()  # a checkpoint would wait for this
@@ -265,7 +292,9 @@ def test_a_script_that_never_closes_still_delivers_everything(master):
 def test_reports_handed_over_before_the_trial_crashed_are_still_delivered(master):
     # A validation report goes to the child at once, with the training reports queued before
     # it. os._exit skips atexit: the child reads the end of the pipe and posts what it has.
-    _run_script(master.url, 'courier.put(("validation", 200, {"acc": 1.0}, None, time.time())); os._exit(3)')
+    _run_script(
+        master.url, 'courier.put(("validation", 200, {"acc": 1.0}, None, time.time())); os._exit(3)'
+    )
     wait_until(lambda: len(master.reports()) >= 201, 60, "201 reports", 0.05)
     assert [r["steps_completed"] for r in master.reports()] == list(range(1, 201)) + [200]
 
@@ -295,7 +324,9 @@ def test_a_prestarted_child_is_taken_by_the_first_courier(master):
 
 def test_deliveries_are_counted_for_whoever_asks(master):
     delivered = []
-    courier = ReportCourier(master.url, None, trial_id=1, trial_run_id=1, on_delivered=delivered.append)
+    courier = ReportCourier(
+        master.url, None, trial_id=1, trial_run_id=1, on_delivered=delivered.append
+    )
     for step in range(1, 31):
         courier.put(training(step))
     courier.close()
@@ -306,9 +337,28 @@ def test_deliveries_are_counted_for_whoever_asks(master):
 def tls_master(tmp_path):
     """An HTTPS stand-in with a self-signed certificate for 127.0.0.1."""
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-                    "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     server = FakeMaster(tls=(str(cert), str(key)))
     yield server, cert
     server.shutdown()
@@ -331,14 +381,24 @@ def test_https_with_an_untrusted_certificate_is_a_clear_error(tls_master, monkey
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     courier = ReportCourier(server.url, None, trial_id=1, trial_run_id=1)  # not retried
     courier.put(training(1))
-    with pytest.raises(RuntimeError, match="cannot reach the master at https://127.0.0.1:.*CERTIFICATE_VERIFY_FAILED"):
+    with pytest.raises(
+        RuntimeError,
+        match="cannot reach the master at https://127.0.0.1:.*CERTIFICATE_VERIFY_FAILED",
+    ):
         courier.close()
     assert server.reports() == []
 
 
 def test_the_courier_is_used_unless_a_proxy_or_the_switch_says_otherwise(monkeypatch):
-    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY",
-                 _courier.ENV_SWITCH):
+    for name in (
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "no_proxy",
+        "NO_PROXY",
+        _courier.ENV_SWITCH,
+    ):
         monkeypatch.delenv(name, raising=False)
     assert _courier.courier_usable("http://127.0.0.1:8080")
     assert _courier.courier_usable("https://master.example:443")

@@ -1,4 +1,5 @@
 """The Core API off the master: dummy contexts, the tutorial stages in a plain Python process."""
+
 import json
 import logging
 import os
@@ -32,8 +33,12 @@ def off_the_master(monkeypatch, tmp_path):
 
 def run_stage(name, tmp_path):
     return subprocess.run(
-        [sys.executable, str(STAGES / name)], cwd=STAGES, env=clean_env(tmp_path),
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, str(STAGES / name)],
+        cwd=STAGES,
+        env=clean_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -97,13 +102,17 @@ def test_checkpoint_layout_and_round_trip(tmp_path):
             (path / "sub" / "w.bin").write_bytes(b"\x00" * 5)
         assert path == base / uuid
         assert sorted(p.name for p in path.iterdir()) == ["metadata.json", "state", "sub"]
-        assert json.loads((path / "metadata.json").read_text()) == {"steps_completed": 10, "note": "a"}
+        assert json.loads((path / "metadata.json").read_text()) == {
+            "steps_completed": 10,
+            "note": "a",
+        }
         with ctx.checkpoint.restore_path(uuid) as restored:
             assert (restored / "state").read_text() == "10,10,1"
         # download with a selector fetches only what it selects
         ctx.checkpoint.download(uuid, tmp_path / "dl", selector=lambda p: p.startswith("sub"))
-        assert sorted(str(p.relative_to(tmp_path / "dl")) for p in (tmp_path / "dl").rglob("*")) == [
-            "sub", "sub/w.bin"]
+        assert sorted(
+            str(p.relative_to(tmp_path / "dl")) for p in (tmp_path / "dl").rglob("*")
+        ) == ["sub", "sub/w.bin"]
         with pytest.raises(NotImplementedError):
             ctx.checkpoint.get_metadata(uuid)
         ctx.checkpoint.delete(uuid)
@@ -116,7 +125,9 @@ def test_upload_writes_metadata_and_copies_contents(tmp_path):
     (src / "model.txt").write_text("weights")
     (src / "skip.log").write_text("noise")
     with det.core.init(checkpoint_storage=f"file://{tmp_path / 'store'}") as ctx:
-        uuid = ctx.checkpoint.upload(src, {"steps_completed": 3}, selector=lambda p: not p.endswith(".log"))
+        uuid = ctx.checkpoint.upload(
+            src, {"steps_completed": 3}, selector=lambda p: not p.endswith(".log")
+        )
         stored = tmp_path / "store" / uuid
         assert sorted(p.name for p in stored.iterdir()) == ["metadata.json", "model.txt"]
         assert json.loads((stored / "metadata.json").read_text()) == {"steps_completed": 3}
@@ -144,7 +155,9 @@ def test_checkpoint_storage_override_forms(tmp_path):
         det.core.init(checkpoint_storage="s3://bucket/prefix")
     with pytest.raises(ValueError, match="unknown scheme"):
         det.core.init(checkpoint_storage="ftp://host/x")
-    ctx = det.core.init(checkpoint_storage={"type": "directory", "container_path": str(tmp_path / "d")})
+    ctx = det.core.init(
+        checkpoint_storage={"type": "directory", "container_path": str(tmp_path / "d")}
+    )
     with ctx:
         with ctx.checkpoint.store_path({"steps_completed": 1}) as (path, _):
             pass
@@ -158,7 +171,9 @@ def test_validation_metric_rules(caplog):
         # None is only rejected for validation
         ctx.train.report_training_metrics(steps_completed=1, metrics={"loss": None})
         with caplog.at_level(logging.INFO, logger="determined.core"):
-            ctx.train.report_validation_metrics(steps_completed=2, metrics={"raw": b"x", "acc": 0.5})
+            ctx.train.report_validation_metrics(
+                steps_completed=2, metrics={"raw": b"x", "acc": 0.5}
+            )
         assert "dropping validation metric 'raw'" in caplog.text
         assert "report_validation_metrics(steps_completed=2, metrics={'acc': 0.5})" in caplog.text
         with pytest.raises(ValueError, match="without '.'"):
@@ -191,12 +206,30 @@ def test_enums_keep_determined_values():
 
 def test_core_exports_exactly_the_documented_names():
     assert set(core.__all__) == {
-        "init", "Context", "DistributedContext", "DummyDistributedContext", "CheckpointContext",
-        "DummyCheckpointContext", "DownloadMode", "TrainContext", "DummyTrainContext",
-        "EarlyExitReason", "SearcherContext", "DummySearcherContext", "SearcherOperation",
-        "DummySearcherOperation", "SearcherMode", "SearcherContextMissing", "Unit",
-        "PreemptContext", "DummyPreemptContext", "PreemptMode", "ProfilerContext",
-        "DummyProfilerContext", "ExperimentalCoreContext", "TensorboardMode",
+        "init",
+        "Context",
+        "DistributedContext",
+        "DummyDistributedContext",
+        "CheckpointContext",
+        "DummyCheckpointContext",
+        "DownloadMode",
+        "TrainContext",
+        "DummyTrainContext",
+        "EarlyExitReason",
+        "SearcherContext",
+        "DummySearcherContext",
+        "SearcherOperation",
+        "DummySearcherOperation",
+        "SearcherMode",
+        "SearcherContextMissing",
+        "Unit",
+        "PreemptContext",
+        "DummyPreemptContext",
+        "PreemptMode",
+        "ProfilerContext",
+        "DummyProfilerContext",
+        "ExperimentalCoreContext",
+        "TensorboardMode",
     }
     for name in core.__all__:
         assert getattr(core, name) is not None
@@ -216,9 +249,17 @@ def test_searcher_op_must_be_completed():
 
 
 def test_invalid_hp_exits_cleanly(tmp_path):
-    script = "import determined as det\nwith det.core.init():\n    raise det.InvalidHP('lr too big')\nprint('unreachable')\n"
-    result = subprocess.run([sys.executable, "-c", script], env=clean_env(tmp_path),
-                            capture_output=True, text=True, timeout=60)
+    script = (
+        "import determined as det\nwith det.core.init():\n    raise det.InvalidHP('lr "
+        "too big')\nprint('unreachable')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env=clean_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "unreachable" not in result.stdout
 
@@ -235,10 +276,17 @@ def test_profiler_arguments_are_validated():
 
 
 def test_import_is_framework_free(tmp_path):
-    code = "import sys, determined, determined.core, determined.generic; " \
-           "print(sorted(m for m in ('torch', 'tensorflow', 'jsonschema', 'requests') if m in sys.modules))"
-    result = subprocess.run([sys.executable, "-c", code], env=clean_env(tmp_path),
-                            capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys, determined, determined.core, determined.generic; "
+        "print(sorted(m for m in ('torch', 'tensorflow', 'jsonschema', 'requests') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=clean_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
@@ -253,7 +301,9 @@ NULL_CONTEXTS = [
 ]
 
 
-@pytest.mark.parametrize("attribute, dummy, real", NULL_CONTEXTS, ids=[a for a, _, _ in NULL_CONTEXTS])
+@pytest.mark.parametrize(
+    "attribute, dummy, real", NULL_CONTEXTS, ids=[a for a, _, _ in NULL_CONTEXTS]
+)
 def test_null_contexts_are_the_real_contexts(tmp_path, attribute, dummy, real):
     """Off the master, code checking `isinstance(ctx.preempt, core.PreemptContext)` still works."""
     assert issubclass(dummy, real)
@@ -307,4 +357,8 @@ def test_null_contexts_keep_the_rank_rules_and_synchronization():
     with pytest.raises(RuntimeError, match="only the chief"):
         only_chief.should_preempt()
     with pytest.raises(RuntimeError, match="only the chief may iterate"):
-        next(core.DummySearcherContext(RecordingDistributed(rank=1)).operations(core.SearcherMode.ChiefOnly))
+        next(
+            core.DummySearcherContext(RecordingDistributed(rank=1)).operations(
+                core.SearcherMode.ChiefOnly
+            )
+        )

@@ -4,6 +4,7 @@ Each stage of examples/core_api is submitted with `POST /api/v1/experiments` (co
 context tarball), and the test asserts on what the master stored: metric series, progress,
 checkpoints and their files, pause/activate behaviour.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,10 @@ def master(tmp_path_factory):
 
 
 def submit(session: Session, config_name: str) -> int:
-    body = {"config": (STAGES / config_name).read_text(), "context": context_tarball(directory_files(STAGES))}
+    body = {
+        "config": (STAGES / config_name).read_text(),
+        "context": context_tarball(directory_files(STAGES)),
+    }
     return session.post("/experiments", body)["experiment"]["id"]
 
 
@@ -86,8 +90,12 @@ def test_stage_1_reports_the_exact_series(master):
 def test_stage_2_pause_and_resume_from_the_checkpoint(master):
     exp_id = submit(master, "2_checkpoints.yaml")
     # Pause once the trial has checkpointed at least once (and is still far from done).
-    wait_until(lambda: checkpoints(master, exp_id), 120, "a checkpoint",
-               details=lambda: trial_logs(master, exp_id))
+    wait_until(
+        lambda: checkpoints(master, exp_id),
+        120,
+        "a checkpoint",
+        details=lambda: trial_logs(master, exp_id),
+    )
     master.post(f"/experiments/{exp_id}/pause")
     paused = wait_for_experiment(master, exp_id, {"PAUSED"} | TERMINAL_EXPERIMENT_STATES)
     assert paused["state"] == "PAUSED", trial_logs(master, exp_id)
@@ -98,7 +106,9 @@ def test_stage_2_pause_and_resume_from_the_checkpoint(master):
     assert trial["latest_checkpoint"] == saved[-1]["uuid"]
     paused_state = pathlib.Path(saved[-1]["path"]) / "state"
     assert paused_state.read_text() == f"{paused_at},{paused_at},{trial['id']}"
-    assert [s for s, _ in series(master, trial["id"], "training")] == list(range(10, paused_at + 1, 10))
+    assert [s for s, _ in series(master, trial["id"], "training")] == list(
+        range(10, paused_at + 1, 10)
+    )
     assert series(master, trial["id"], "validation") == []
 
     master.post(f"/experiments/{exp_id}/activate")
@@ -217,8 +227,8 @@ def test_core_api_on_the_master(master, tmp_path):
     experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)
     logs = trial_logs(master, exp_id)
     assert experiment["state"] == "COMPLETED", logs
-    (line,) = [l for l in logs.splitlines() if l.startswith("PROBE ")]
-    results = json.loads(line[len("PROBE "):])
+    (line,) = [entry for entry in logs.splitlines() if entry.startswith("PROBE ")]
+    results = json.loads(line[len("PROBE ") :])
     assert results["types"] == ["TrainContext", "CheckpointContext", "SearcherContext"]
     assert results["best_before"] is None
     assert "steps_completed" in results["missing_steps"]
@@ -232,10 +242,15 @@ def test_core_api_on_the_master(master, tmp_path):
     assert series(master, trial["id"], "validation") == [(7, {"loss": 0.25})]  # bytes dropped
     assert series(master, trial["id"], "custom") == [(5, {"a": 1})]
     assert experiment["best_validation"] == pytest.approx(0.25)
-    reported = {c["uuid"]: c for c in master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]}
+    reported = {
+        c["uuid"]: c for c in master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
+    }
     kept = reported[results["kept"]]
     assert kept["state"] == "COMPLETED" and kept["steps_completed"] == 5
-    assert kept["resources"] == {"model": len("weights"), "metadata.json": kept["resources"]["metadata.json"]}
+    assert kept["resources"] == {
+        "model": len("weights"),
+        "metadata.json": kept["resources"]["metadata.json"],
+    }
     # the deleted one is marked DELETED (or gone); the one without steps_completed was never reported
     assert all(c["state"] == "DELETED" for u, c in reported.items() if u != results["kept"])
     assert len(reported) <= 2
@@ -249,24 +264,37 @@ with det.core.init() as ctx:
 
 
 def test_invalid_hp_is_an_early_exit(master, tmp_path):
-    exp_id = submit_script(master, tmp_path, INVALID_HP, PROBE_CONFIG.replace("core-api-probe", "invalid-hp"))
+    exp_id = submit_script(
+        master, tmp_path, INVALID_HP, PROBE_CONFIG.replace("core-api-probe", "invalid-hp")
+    )
+
     # The trial exits 0 after reporting INVALID_HP; the searcher then replaces the point with a new
     # trial (which raises again, so the experiment is killed once that is seen).
     def replaced() -> list[dict] | None:
         found = trials(master, exp_id)
         return found if len(found) >= 2 and found[0]["state"] in TERMINAL_TRIAL_STATES else None
 
-    found = wait_until(replaced, 120, "a second trial after the first one ended", 0.3,
-                       details=lambda: trial_logs(master, exp_id))
+    found = wait_until(
+        replaced,
+        120,
+        "a second trial after the first one ended",
+        0.3,
+        details=lambda: trial_logs(master, exp_id),
+    )
     master.post(f"/experiments/{exp_id}/kill")
-    assert found[0]["state"] == "COMPLETED" and found[0]["exit_code"] == 0, trial_logs(master, exp_id)
+    assert found[0]["state"] == "COMPLETED" and found[0]["exit_code"] == 0, trial_logs(
+        master, exp_id
+    )
     wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)
 
 
 def test_stage_4_two_slots_allgather_and_ranked_logs(master):
     """Stage 4 launches one worker per slot; each batch adds the allgathered increments."""
-    config = (STAGES / "4_distributed.yaml").read_text().replace("slots_per_trial: 8",
-                                                                  "slots_per_trial: 2")
+    config = (
+        (STAGES / "4_distributed.yaml")
+        .read_text()
+        .replace("slots_per_trial: 8", "slots_per_trial: 2")
+    )
     body = {"config": config, "context": context_tarball(directory_files(STAGES))}
     exp_id = master.post("/experiments", body)["experiment"]["id"]
     experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)

@@ -3,6 +3,7 @@
 The session here stands in for the master connection only; the shipper, train and preempt code
 under test are the real ones.
 """
+
 import json
 import math
 import threading
@@ -165,7 +166,9 @@ class PreemptSession:
 
 def test_preemption_watcher_first_polls_with_zero_then_long_polls():
     session = PreemptSession([{"preempt": False}, {"preempt": False}, {"preempt": True}])
-    preempt = PreemptContext(session, "trial-1.1", DummyDistributedContext(), PreemptMode.WorkersAskChief)
+    preempt = PreemptContext(
+        session, "trial-1.1", DummyDistributedContext(), PreemptMode.WorkersAskChief
+    )
     preempt.start()
     wait_until(lambda: preempt.should_preempt(auto_ack=False), 10, "the preemption", 0.01)
     assert preempt.should_preempt(auto_ack=False) is True
@@ -229,5 +232,7 @@ def test_queue_is_bounded_and_the_caller_waits_for_room():
     gate.set()
     caller.join(10)
     train._close()
-    reports = [r for path, body in session.posts if path == "/trials/5/metrics" for r in body["reports"]]
+    reports = [
+        r for path, body in session.posts if path == "/trials/5/metrics" for r in body["reports"]
+    ]
     assert [r["steps_completed"] for r in reports] == list(range(0, 1101))

@@ -6,7 +6,7 @@ import pathlib
 import socket
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import pytest
 
@@ -41,7 +41,7 @@ print("RESULT " + json.dumps({"me": me, "results": results}), flush=True)
 """
 
 
-def free_ports(n: int) -> List[int]:
+def free_ports(n: int) -> list[int]:
     sockets = []
     for _ in range(n):
         s = socket.socket()
@@ -53,7 +53,7 @@ def free_ports(n: int) -> List[int]:
     return ports
 
 
-def start_rank(spec: Dict[str, Any], env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+def start_rank(spec: dict[str, Any], env: dict[str, str] | None = None) -> subprocess.Popen:
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = HARNESS + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.update(env or {})
@@ -66,7 +66,7 @@ def start_rank(spec: Dict[str, Any], env: Optional[Dict[str, str]] = None) -> su
     )
 
 
-def finish(procs: List[subprocess.Popen]) -> List[Dict[str, Any]]:
+def finish(procs: list[subprocess.Popen]) -> list[dict[str, Any]]:
     outputs = []
     for proc in procs:
         out, err = proc.communicate(timeout=60)
@@ -76,7 +76,7 @@ def finish(procs: List[subprocess.Popen]) -> List[Dict[str, Any]]:
     return outputs
 
 
-def rank_args(rank: int, size: int, local_size: int, ports: List[int], **extra: Any) -> dict:
+def rank_args(rank: int, size: int, local_size: int, ports: list[int], **extra: Any) -> dict:
     return {
         "rank": rank,
         "size": size,
@@ -92,7 +92,7 @@ def rank_args(rank: int, size: int, local_size: int, ports: List[int], **extra: 
     }
 
 
-def tagged(rank: int, tag: str) -> Dict[str, Any]:
+def tagged(rank: int, tag: str) -> dict[str, Any]:
     return {"rank": rank, "tag": tag}
 
 

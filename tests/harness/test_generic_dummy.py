@@ -1,4 +1,5 @@
 """The Generic API off the master: a thin alias over the Core API's dummy contexts."""
+
 import json
 import os
 import pathlib
@@ -21,7 +22,9 @@ def off_the_master(monkeypatch, tmp_path):
 
 
 def test_generic_loop_off_the_master(tmp_path):
-    with det.generic.init(hparams={"lr": 0.1}, trial_seed=7, checkpoint_storage=str(tmp_path / "c")) as context:
+    with det.generic.init(
+        hparams={"lr": 0.1}, trial_seed=7, checkpoint_storage=str(tmp_path / "c")
+    ) as context:
         assert context.training.hparams == {"lr": 0.1}
         assert context.training.trial_seed == 7
         assert context.latest_checkpoint is None
@@ -53,7 +56,9 @@ def test_generic_init_without_with_closes_at_exit(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
     env["PYTHONPATH"] = str(ROOT / "harness")
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "done"
 
@@ -63,8 +68,14 @@ def test_generic_walkthrough_runs_off_the_master(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
     env["PYTHONPATH"] = str(ROOT / "harness")
     env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
-    result = subprocess.run([sys.executable, "train.py"], cwd=ROOT / "examples" / "generic_api",
-                            env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=ROOT / "examples" / "generic_api",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert "report_validation_metrics(steps_completed=23" in result.stderr
     saved = list((tmp_path / "xdg" / "determined").iterdir())

@@ -1,4 +1,5 @@
 """The Generic API walkthrough (examples/generic_api) on a real master-lite."""
+
 import pathlib
 
 import pytest
@@ -18,9 +19,11 @@ WALKTHROUGH = ROOT / "examples" / "generic_api"
 pytestmark = pytest.mark.slow
 
 
-def test_generic_walkthrough_single_trial(master):
-    body = {"config": (WALKTHROUGH / "const.yaml").read_text(),
-            "context": context_tarball(directory_files(WALKTHROUGH))}
+def test_generic_walkthrough_single_trial(master):  # noqa: F811 (the fixture imported above)
+    body = {
+        "config": (WALKTHROUGH / "const.yaml").read_text(),
+        "context": context_tarball(directory_files(WALKTHROUGH)),
+    }
     exp_id = master.post("/experiments", body)["experiment"]["id"]
     experiment = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=280)
     assert experiment["state"] == "COMPLETED", trial_logs(master, exp_id)

@@ -1,4 +1,5 @@
 """`det.keras.DeterminedCallback` on a plain `model.fit`, with the Core API's local (dummy) contexts."""
+
 from __future__ import annotations
 
 import json
@@ -7,10 +8,9 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
+import keras
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-
-import keras
 import sklearn.datasets as sklearn_datasets
 
 from determined import core
@@ -26,20 +26,38 @@ def data():
 
 def _model(seed):
     keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(32, activation="relu"),
-                              keras.layers.Dense(10, activation="softmax")])
-    model.compile(optimizer=keras.optimizers.Adam(0.003), loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+    model = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(32, activation="relu"),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.003),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
     return model
 
 
 def _fit(model, data, epochs, callback):
     (x, y), val = data
-    return model.fit(x, y, batch_size=32, epochs=epochs, shuffle=False, verbose=0, validation_data=val,
-                     callbacks=[callback])
+    return model.fit(
+        x,
+        y,
+        batch_size=32,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+        validation_data=val,
+        callbacks=[callback],
+    )
 
 
-def test_resume_continues_at_the_checkpointed_epoch_and_warm_start_does_not(data, tmp_path, monkeypatch):
+def test_resume_continues_at_the_checkpointed_epoch_and_warm_start_does_not(
+    data, tmp_path, monkeypatch
+):
     for name in [k for k in os.environ if k.startswith("DET_")]:
         monkeypatch.delenv(name)
     storage = tmp_path / "ckpt"
@@ -49,10 +67,17 @@ def test_resume_continues_at_the_checkpointed_epoch_and_warm_start_does_not(data
         _fit(_model(1), data, 2, first_callback)
         checkpoint = first_callback.last_checkpoint
         metadata = json.loads((storage / checkpoint / "metadata.json").read_text())
-        assert metadata == {"steps_completed": 20, "epochs_completed": 2, "continue_id": "run-a", "format": "keras"}
+        assert metadata == {
+            "steps_completed": 20,
+            "epochs_completed": 2,
+            "continue_id": "run-a",
+            "format": "keras",
+        }
 
         resumed_model = _model(2)
-        resumed = _fit(resumed_model, data, 4, DeterminedCallback(core_context, checkpoint, "run-a"))
+        resumed = _fit(
+            resumed_model, data, 4, DeterminedCallback(core_context, checkpoint, "run-a")
+        )
         assert resumed.epoch == [2, 3]
         assert int(resumed_model.optimizer.iterations.numpy()) == 40
         np.testing.assert_allclose(resumed.history["loss"], straight.history["loss"][2:], rtol=1e-6)

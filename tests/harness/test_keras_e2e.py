@@ -5,6 +5,7 @@
 * pausing a trial and activating it resumes from its checkpoint at the same step with the same
   optimizer state: its training losses equal those of an uninterrupted experiment with the same seed.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -37,8 +38,14 @@ def master(tmp_path_factory):
 
 def _submit(master: Session, *args: str) -> int:
     env = child_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
-    done = subprocess.run([sys.executable, "train.py", *args], cwd=EXAMPLE, env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "train.py", *args],
+        cwd=EXAMPLE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert "Exiting the program after submitting the experiment." in lines
@@ -57,12 +64,20 @@ def _training_losses(master: Session, trial_id: int) -> dict[int, float]:
 
 
 def test_random_search_of_the_native_script(master):
-    exp_id = _submit(master, "--seed", "2718")  # a fixed seed: the sampled hparams and weights repeat
+    exp_id = _submit(
+        master, "--seed", "2718"
+    )  # a fixed seed: the sampled hparams and weights repeat
     answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
     trials = answer["trials"]
     assert answer["experiment"]["state"] == "COMPLETED", [_logs(master, t["id"]) for t in trials]
     assert len(trials) == 3
-    assert len({t["hparams"]["hidden"] for t in trials} | {t["hparams"]["learning_rate"] for t in trials}) > 2
+    assert (
+        len(
+            {t["hparams"]["hidden"] for t in trials}
+            | {t["hparams"]["learning_rate"] for t in trials}
+        )
+        > 2
+    )
     for trial in trials:
         assert trial["state"] == "COMPLETED"
         assert trial["steps_completed"] == 400
@@ -76,6 +91,7 @@ def test_random_search_of_the_native_script(master):
 def test_pause_and_activate_resumes_with_identical_optimizer_state(master):
     args = ("--searcher", "single", "--max-batches", "600", "--seed", "4242")
     paused_id = _submit(master, *args)
+
     def reported_100() -> bool:
         trials = master.get(f"/experiments/{paused_id}/trials")["trials"]
         latest = trials[0].get("latest_training") if trials else None
@@ -83,8 +99,9 @@ def test_pause_and_activate_resumes_with_identical_optimizer_state(master):
 
     wait_until(reported_100, 180, "the trial to report 100 batches")
     master.post(f"/experiments/{paused_id}/pause")
-    paused = wait_for_experiment(master, paused_id, {"PAUSED"} | TERMINAL_EXPERIMENT_STATES,
-                                 timeout=120, full=True)
+    paused = wait_for_experiment(
+        master, paused_id, {"PAUSED"} | TERMINAL_EXPERIMENT_STATES, timeout=120, full=True
+    )
     assert paused["experiment"]["state"] == "PAUSED"
     # The experiment is PAUSED at once; its trial checkpoints at the next chunk end and exits.
     trial_id = paused["trials"][0]["id"]
@@ -93,23 +110,26 @@ def test_pause_and_activate_resumes_with_identical_optimizer_state(master):
         trial = master.get(f"/trials/{trial_id}")["trial"]
         return trial if trial["state"] == "PAUSED" and trial["allocation_id"] is None else None
 
-    trial = wait_until(trial_paused, 120, "the trial to stop", 0.3,
-                       details=lambda: _logs(master, trial_id))
+    trial = wait_until(
+        trial_paused, 120, "the trial to stop", 0.3, details=lambda: _logs(master, trial_id)
+    )
     paused_at = trial["steps_completed"]
     assert 100 <= paused_at < 600, trial
     checkpoint = trial["latest_checkpoint"]
     assert checkpoint, _logs(master, trial["id"])
     master.post(f"/experiments/{paused_id}/activate")
-    resumed = wait_for_experiment(master, paused_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
+    resumed = wait_for_experiment(
+        master, paused_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True
+    )
     assert resumed["experiment"]["state"] == "COMPLETED"
     trial = resumed["trials"][0]
     assert trial["run_id"] >= 2 and trial["steps_completed"] == 600
-    assert f"resumed from checkpoint {checkpoint} at step {paused_at}" in _logs(
-        master, trial["id"]
-    )
+    assert f"resumed from checkpoint {checkpoint} at step {paused_at}" in _logs(master, trial["id"])
 
     straight_id = _submit(master, *args)
-    straight = wait_for_experiment(master, straight_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
+    straight = wait_for_experiment(
+        master, straight_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True
+    )
     assert straight["experiment"]["state"] == "COMPLETED"
     assert straight["trials"][0]["seed"] == trial["seed"]
     interrupted_losses = _training_losses(master, trial["id"])
@@ -119,13 +139,21 @@ def test_pause_and_activate_resumes_with_identical_optimizer_state(master):
     assert interrupted_losses == pytest.approx(straight_losses, rel=1e-5)
     # The losses after the pause prove the optimizer state came back (Adam's moments and step).
     after = [s for s in straight_losses if s > paused_at]
-    assert after and all(interrupted_losses[s] == pytest.approx(straight_losses[s], rel=1e-5) for s in after)
+    assert after and all(
+        interrupted_losses[s] == pytest.approx(straight_losses[s], rel=1e-5) for s in after
+    )
 
 
 def test_test_mode_submits_an_archived_one_batch_experiment(master):
     env = child_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
-    done = subprocess.run([sys.executable, "train.py", "--test"], cwd=EXAMPLE, env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "train.py", "--test"],
+        cwd=EXAMPLE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     exp_id = int(done.stdout.split("Created test experiment ")[1].split()[0])
     answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
@@ -138,7 +166,7 @@ def test_test_mode_submits_an_archived_one_batch_experiment(master):
     assert master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
 
 
-TRIAL_SCRIPT = '''
+TRIAL_SCRIPT = """
 import os
 import determined as det
 from determined import keras as det_keras
@@ -149,7 +177,10 @@ from sklearn.datasets import load_digits
 class DigitsTrial(det_keras.TFKerasTrial):
     def build_model(self):
         model = self.context.wrap_model(keras.Sequential([
-            keras.Input((64,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10, activation="softmax")]))
+            keras.Input((64,)),
+            keras.layers.Dense(32, activation="relu"),
+            keras.layers.Dense(10, activation="softmax"),
+        ]))
         model.compile(optimizer=keras.optimizers.Adam(0.003), loss="sparse_categorical_crossentropy",
                       metrics=["accuracy"])
         return model
@@ -176,14 +207,20 @@ config = {
 if __name__ == "__main__":
     exp_id = det.experimental.create(DigitsTrial, config, context_dir=os.path.dirname(os.path.abspath(__file__)))
     print(f"create() returned {exp_id}")
-'''
+"""
 
 
 def test_create_submits_a_tfkeras_trial_class_and_the_trial_trains_it(master, tmp_path):
     (tmp_path / "trial_script.py").write_text(TRIAL_SCRIPT)
     env = child_env({"DET_MASTER": master.info["url"], "DET_MASTER_TOKEN": master.info["token"]})
-    done = subprocess.run([sys.executable, "trial_script.py"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "trial_script.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     exp_id = int(done.stdout.split("Created experiment ")[1].split()[0])
     assert f"create() returned {exp_id}" in done.stdout  # create() returns instead of exiting

@@ -2,6 +2,7 @@
 
 A tiny MLP on scikit-learn's digits (ships offline) keeps each run to a few seconds.
 """
+
 from __future__ import annotations
 
 import os
@@ -9,10 +10,9 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
+import keras
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-
-import keras
 import sklearn.datasets as sklearn_datasets
 
 import determined as det
@@ -44,8 +44,12 @@ def digits():
 def _config(max_batches: int, **extra):
     return {
         "hyperparameters": {"global_batch_size": 32, "hidden": 64, "lr": 0.003},
-        "searcher": {"name": "single", "metric": "val_accuracy", "smaller_is_better": False,
-                     "max_length": {"batches": max_batches}},
+        "searcher": {
+            "name": "single",
+            "metric": "val_accuracy",
+            "smaller_is_better": False,
+            "max_length": {"batches": max_batches},
+        },
         "scheduling_unit": 50,
         "reproducibility": {"experiment_seed": 7},
         **extra,
@@ -53,16 +57,22 @@ def _config(max_batches: int, **extra):
 
 
 def _model(context):
-    model = keras.Sequential([
-        keras.Input((64,)),
-        keras.layers.Dense(context.get_hparam("hidden"), activation="relu"),
-        keras.layers.Dense(10, activation="softmax"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(context.get_hparam("hidden"), activation="relu"),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
     return model
 
 
 def _compile(model, lr=0.003):
-    model.compile(optimizer=keras.optimizers.Adam(lr), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.compile(
+        optimizer=keras.optimizers.Adam(lr),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
 
 
 def test_local_test_mode_trains_one_batch_validates_and_checkpoints(digits, capsys):
@@ -89,11 +99,14 @@ def test_local_training_runs_the_configured_length_and_prints_a_table(digits, ca
     out = capsys.readouterr().out
     assert int(model.optimizer.iterations.numpy()) == 300
     assert len(history.history["loss"]) == 6  # one training report per scheduling_unit (50)
-    assert len(history.history["val_accuracy"]) == 2  # at 150 (min_validation_period) and at the end
+    assert (
+        len(history.history["val_accuracy"]) == 2
+    )  # at 150 (min_validation_period) and at the end
     assert history.history["val_accuracy"][-1] > 0.9
-    table = out[out.index("batches  "):].splitlines()
-    assert table[0].split() == ["batches", "loss", "accuracy", "val_loss", "val_accuracy"] or \
-        table[0].split() == ["batches", "accuracy", "loss", "val_accuracy", "val_loss"]
+    table = out[out.index("batches  ") :].splitlines()
+    assert table[0].split() == ["batches", "loss", "accuracy", "val_loss", "val_accuracy"] or table[
+        0
+    ].split() == ["batches", "accuracy", "loss", "val_accuracy", "val_loss"]
     assert [line.split()[0] for line in table[2:8]] == ["50", "100", "150", "200", "250", "300"]
     assert "[local] trained 300 batches; checkpoints under" in out
     # The script continues after fit() locally, with the trained model.
@@ -185,7 +198,9 @@ class DigitsTrial(det.keras.TFKerasTrial):
         x, y = sklearn_datasets.load_digits(return_X_y=True)
         import tensorflow as tf
 
-        return tf.data.Dataset.from_tensor_slices(((x[1400:] / 16.0).astype("float32"), y[1400:])).batch(64)
+        return tf.data.Dataset.from_tensor_slices(
+            ((x[1400:] / 16.0).astype("float32"), y[1400:])
+        ).batch(64)
 
 
 def test_create_runs_a_tfkeras_trial_locally_in_test_mode(capsys):
@@ -213,8 +228,13 @@ def _spec(model, x, y, val, seed=3):
 
 def _fresh_model(seed):
     keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(32, activation="relu"),
-                              keras.layers.Dense(10, activation="softmax")])
+    model = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(32, activation="relu"),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
     _compile(model)
     return model
 
@@ -222,23 +242,36 @@ def _fresh_model(seed):
 def test_resuming_from_a_checkpoint_continues_exactly(digits, tmp_path):
     """Train 60 batches, checkpoint; resume to 120: the same losses as 120 batches in one go."""
     (x, y), val = digits
-    config = {"scheduling_unit": 20, "searcher": {"metric": "val_loss", "max_length": {"batches": 120}}}
+    config = {
+        "scheduling_unit": 20,
+        "searcher": {"metric": "val_loss", "max_length": {"batches": 120}},
+    }
 
     def run(max_batches, model, latest=None):
         cfg = {**config, "searcher": {**config["searcher"], "max_length": {"batches": max_batches}}}
         with core._dummy_init(checkpoint_storage=str(tmp_path / "ckpt")) as core_context:
-            loop = ManagedLoop(core_context, _spec(model, x, y, val), config=cfg, global_batch_size=32,
-                               mode=LoopMode.LOCAL, latest_checkpoint=latest)
+            loop = ManagedLoop(
+                core_context,
+                _spec(model, x, y, val),
+                config=cfg,
+                global_batch_size=32,
+                mode=LoopMode.LOCAL,
+                latest_checkpoint=latest,
+            )
             return loop.run()
 
     straight = run(120, _fresh_model(1))
     first = run(60, _fresh_model(1))
-    resumed_model = _fresh_model(2)  # different initial weights: everything must come from the checkpoint
+    resumed_model = _fresh_model(
+        2
+    )  # different initial weights: everything must come from the checkpoint
     second = run(120, resumed_model, latest=first.checkpoints[-1])
     assert int(resumed_model.optimizer.iterations.numpy()) == 120
 
     def losses(result):
-        return {r.steps_completed: r.metrics["loss"] for r in result.reports if r.group == "training"}
+        return {
+            r.steps_completed: r.metrics["loss"] for r in result.reports if r.group == "training"
+        }
 
     resumed = {**losses(first), **losses(second)}
     assert sorted(resumed) == [20, 40, 60, 80, 100, 120]
@@ -255,7 +288,9 @@ def test_array_batches_depend_only_on_the_batch_index():
 
     whole = labels(0, 20)
     np.testing.assert_array_equal(whole, source.indices(0, 20))  # y[i] == i: the records chosen
-    np.testing.assert_array_equal(whole, np.concatenate([labels(0, 7), labels(7, 13), labels(13, 20)]))
+    np.testing.assert_array_equal(
+        whole, np.concatenate([labels(0, 7), labels(7, 13), labels(13, 20)])
+    )
     # Each epoch (50 records) is a permutation of all records.
     assert sorted(whole[:50]) == list(range(50)) and sorted(whole[50:100]) == list(range(50))
 
@@ -284,7 +319,10 @@ class Recorder(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.events.append(sorted(logs))
-        if self.stop_at is not None and len([e for e in self.events if isinstance(e, list)]) == self.stop_at:
+        if (
+            self.stop_at is not None
+            and len([e for e in self.events if isinstance(e, list)]) == self.stop_at
+        ):
             self.model.stop_training = True
 
 
@@ -320,7 +358,9 @@ def test_dataset_and_pydataset_batches_depend_only_on_the_batch_index():
     source = _data.TFDatasetSource(dataset)
     whole = values(source.fit_kwargs(0, 6))
     assert whole == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9], [0, 1, 2], [3, 4, 5]]
-    assert values(source.fit_kwargs(0, 2)) + values(source.fit_kwargs(2, 6)) == whole  # consecutive calls
+    assert (
+        values(source.fit_kwargs(0, 2)) + values(source.fit_kwargs(2, 6)) == whole
+    )  # consecutive calls
     resumed = _data.TFDatasetSource(dataset)
     assert values(resumed.fit_kwargs(4, 6)) == whole[4:]  # a resume skips ahead
 
@@ -339,7 +379,9 @@ def test_dataset_and_pydataset_batches_depend_only_on_the_batch_index():
     # Building a model from sample inputs (a resume into an unbuilt model) reads nothing.
     probed = _data.TFDatasetSource(shuffled())
     assert probed.sample_inputs().shape == (1,) and values(probed.fit_kwargs(0, 8)) == flat
-    features = tf.data.Dataset.from_tensor_slices(({"a": np.ones((6, 3), "float32")}, np.arange(6))).batch(2)
+    features = tf.data.Dataset.from_tensor_slices(
+        ({"a": np.ones((6, 3), "float32")}, np.arange(6))
+    ).batch(2)
     assert _data.TFDatasetSource(features).sample_inputs()["a"].shape == (1, 3)
 
     class Squares(keras.utils.PyDataset):

@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-from typing import Dict, List, Optional
 
 import pytest
 
@@ -18,7 +17,7 @@ from tests._support import wait_until
 HARNESS = str(pathlib.Path(__file__).resolve().parents[2] / "harness")
 
 
-def launch_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def launch_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = HARNESS + os.pathsep + env.get("PYTHONPATH", "")
     # The workers' "python3" must be the interpreter that has torch.
@@ -29,7 +28,7 @@ def launch_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     return env
 
 
-def wrap_rank(args: List[str], **kwargs) -> subprocess.CompletedProcess:
+def wrap_rank(args: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "determined.launch.wrap_rank", *args],
         capture_output=True,
@@ -39,7 +38,7 @@ def wrap_rank(args: List[str], **kwargs) -> subprocess.CompletedProcess:
     )
 
 
-def python_cmd(code: str) -> List[str]:
+def python_cmd(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
 
@@ -55,9 +54,7 @@ def test_wrap_rank_prefixes_every_line_of_both_streams() -> None:
     """
     result = wrap_rank(["3", "--", *python_cmd(code)])
     assert result.returncode == 0
-    assert result.stdout == (
-        b"[rank=3] one\n[rank=3] two\r[rank=3] three\r\n[rank=3] four\n"
-    )
+    assert result.stdout == (b"[rank=3] one\n[rank=3] two\r[rank=3] three\r\n[rank=3] four\n")
     assert result.stderr == b"[rank=3] oops\n"
 
 
@@ -151,7 +148,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_launcher(tmp_path: pathlib.Path, script_args: List[str]) -> subprocess.CompletedProcess:
+def run_launcher(tmp_path: pathlib.Path, script_args: list[str]) -> subprocess.CompletedProcess:
     script = tmp_path / "all_reduce.py"
     script.write_text(ALL_REDUCE_SCRIPT)
     env = launch_env(

@@ -1,4 +1,5 @@
 """No master reachable: the error says what was tried and what to do, and comes quickly."""
+
 from __future__ import annotations
 
 import json
@@ -12,20 +13,24 @@ from determined.cli.main import main
 from determined.common import api
 
 
-
-
 @pytest.fixture
 def environment(monkeypatch, tmp_path):
-    for name in ("DET_MASTER", "DET_MASTER_ADDR", "DET_MASTER_TOKEN", "DET_SESSION_TOKEN",
-                 "DET_DEBUG"):
+    for name in (
+        "DET_MASTER",
+        "DET_MASTER_ADDR",
+        "DET_MASTER_TOKEN",
+        "DET_SESSION_TOKEN",
+        "DET_DEBUG",
+    ):
         monkeypatch.delenv(name, raising=False)
     root = tmp_path / "root"
     monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(root))
     return root
 
 
-def test_a_refused_det_master_names_the_variable_the_file_and_the_fix(environment, monkeypatch,
-                                                                      refused_port):
+def test_a_refused_det_master_names_the_variable_the_file_and_the_fix(
+    environment, monkeypatch, refused_port
+):
     url = f"http://127.0.0.1:{refused_port}"
     monkeypatch.setenv("DET_MASTER", url)
     session = api.connect(interactive=True)
@@ -40,8 +45,9 @@ def test_a_refused_det_master_names_the_variable_the_file_and_the_fix(environmen
     assert lines[0] == f"cannot reach the master at {url}: [Errno 111] Connection refused"
     assert f"  DET_MASTER={url}" in lines
     assert f"  {environment / 'master.json'}: not found" in lines
-    assert lines[-1].startswith("to fix:") and "master-lite" in lines[-1] and \
-        "JupyterLab" in lines[-1]
+    assert (
+        lines[-1].startswith("to fix:") and "master-lite" in lines[-1] and "JupyterLab" in lines[-1]
+    )
 
 
 def test_a_stale_master_file_says_its_master_is_gone(environment, refused_port):
@@ -49,34 +55,41 @@ def test_a_stale_master_file_says_its_master_is_gone(environment, refused_port):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     url = f"http://127.0.0.1:{refused_port}"
-    (environment / "master.json").write_text(json.dumps({"url": url, "token": "t",
-                                                         "pid": gone.pid}))
+    (environment / "master.json").write_text(
+        json.dumps({"url": url, "token": "t", "pid": gone.pid})
+    )
     with pytest.raises(api.MasterUnreachable) as raised:
         api.connect(interactive=True).get("/experiments")
     message = str(raised.value)
     assert "  DET_MASTER: not set" in message.splitlines()
-    assert f"master.json: names {url} (written by process {gone.pid}, which is no longer " \
-           "running" in message
+    assert (
+        f"master.json: names {url} (written by process {gone.pid}, which is no longer "
+        "running" in message
+    )
 
 
 def test_without_any_master_the_error_lists_what_was_looked_at(environment):
     with pytest.raises(api.MasterNotFound) as raised:
         api.connect(interactive=True)
     assert str(raised.value).splitlines()[:3] == [
-        "no master found; looked at:", "  DET_MASTER: not set",
-        f"  {environment / 'master.json'}: not found"]
+        "no master found; looked at:",
+        "  DET_MASTER: not set",
+        f"  {environment / 'master.json'}: not found",
+    ]
 
 
-def test_det_cli_reports_an_unreachable_master_quickly(environment, monkeypatch, capsys,
-                                                       refused_port):
+def test_det_cli_reports_an_unreachable_master_quickly(
+    environment, monkeypatch, capsys, refused_port
+):
     url = f"http://127.0.0.1:{refused_port}"
     monkeypatch.setenv("DET_MASTER", url)
     started = time.monotonic()
     assert main(["e", "list"]) == 1
     assert time.monotonic() - started < 3
     err = capsys.readouterr().err
-    assert err.startswith(f"Error: cannot reach the master at {url}: [Errno 111] Connection "
-                          "refused")
+    assert err.startswith(
+        f"Error: cannot reach the master at {url}: [Errno 111] Connection refused"
+    )
     assert f"DET_MASTER={url}" in err and "master-lite" in err and "Traceback" not in err
 
 

@@ -1,4 +1,5 @@
 """`det.experimental.create(PyTorchTrial, local=True, ...)` hands the class to the PyTorch harness."""
+
 from __future__ import annotations
 
 import json
@@ -31,13 +32,20 @@ def _run(workdir: pathlib.Path, mode: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "harness"), str(ROOT)])
     env["OMP_NUM_THREADS"] = "1"
-    return subprocess.run([sys.executable, "native.py", mode], cwd=workdir, env=env, capture_output=True,
-                          text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "native.py", mode],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def _checkpoint_steps(tmp_path: pathlib.Path) -> list[int]:
     return sorted(
-        json.loads((d / "metadata.json").read_text())["steps_completed"] for d in (tmp_path / "ckpts").iterdir()
+        json.loads((d / "metadata.json").read_text())["steps_completed"]
+        for d in (tmp_path / "ckpts").iterdir()
     )
 
 

@@ -1,4 +1,5 @@
 """The Native API's submit side and trial runner, without a master and without TensorFlow."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,24 +14,35 @@ import tarfile
 import pytest
 
 from determined.common import expconf
-from determined.experimental import Mode, RunpyGlobals, build_native_config, notebook_to_script
-from determined.experimental import _native
-from determined.experimental._mode import resolve_mode
 from determined.exec import native as exec_native
+from determined.experimental import (
+    Mode,
+    RunpyGlobals,
+    _native,
+    build_native_config,
+    notebook_to_script,
+)
+from determined.experimental._mode import resolve_mode
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_native_config_merges_defaults_and_sets_the_native_command():
     config = build_native_config(
-        {"searcher": {"name": "single", "metric": "val_loss", "max_length": {"batches": 7}},
-         "hyperparameters": {"global_batch_size": 8}},
+        {
+            "searcher": {"name": "single", "metric": "val_loss", "max_length": {"batches": 7}},
+            "hyperparameters": {"global_batch_size": 8},
+        },
         ["train.py", "--lr", "0.1"],
     )
     assert config["internal"]["native"]["command"] == ["train.py", "--lr", "0.1"]
     assert config["entrypoint"] == "python3 -m determined.exec.native"
     # The user's section replaces the default one as a whole (shallow merge, Determined 0.12.5).
-    assert config["searcher"] == {"name": "single", "metric": "val_loss", "max_length": {"batches": 7}}
+    assert config["searcher"] == {
+        "name": "single",
+        "metric": "val_loss",
+        "max_length": {"batches": 7},
+    }
     assert config["scheduling_unit"] == 100
     assert config["resources"] == {"slots_per_trial": 1, "native_parallel": False}
     expconf.check(config)  # the validator accepts internal.native.command
@@ -39,21 +51,37 @@ def test_native_config_merges_defaults_and_sets_the_native_command():
 def test_keras_defaults_give_a_searcher_metric():
     from determined.experimental.keras import KERAS_DEFAULTS
 
-    config = build_native_config({"hyperparameters": {"global_batch_size": 8}}, ["t.py"], defaults=KERAS_DEFAULTS)
+    config = build_native_config(
+        {"hyperparameters": {"global_batch_size": 8}}, ["t.py"], defaults=KERAS_DEFAULTS
+    )
     assert config["searcher"]["metric"] == "val_loss"
     assert config["searcher"]["max_length"] == {"batches": 100}
 
 
 def test_native_test_config_is_one_batch_of_one_sample():
     config = build_native_config(
-        {"searcher": {"name": "random", "metric": "val_accuracy", "smaller_is_better": False, "max_trials": 5,
-                      "max_length": {"batches": 500}},
-         "hyperparameters": {"global_batch_size": 8, "hidden": {"type": "int", "minval": 4, "maxval": 9}}},
+        {
+            "searcher": {
+                "name": "random",
+                "metric": "val_accuracy",
+                "smaller_is_better": False,
+                "max_trials": 5,
+                "max_length": {"batches": 500},
+            },
+            "hyperparameters": {
+                "global_batch_size": 8,
+                "hidden": {"type": "int", "minval": 4, "maxval": 9},
+            },
+        },
         ["train.py"],
         test=True,
     )
-    assert config["searcher"] == {"name": "single", "metric": "val_accuracy", "smaller_is_better": False,
-                                  "max_length": {"batches": 1}}
+    assert config["searcher"] == {
+        "name": "single",
+        "metric": "val_accuracy",
+        "smaller_is_better": False,
+        "max_length": {"batches": 1},
+    }
     assert config["scheduling_unit"] == 1 and config["max_restarts"] == 0
     hidden = config["hyperparameters"]["hidden"]
     assert hidden["type"] == "const" and 4 <= hidden["val"] <= 9
@@ -63,7 +91,9 @@ def test_native_test_config_is_one_batch_of_one_sample():
 
 def test_invalid_native_config_lists_the_problem_with_its_path():
     with pytest.raises(expconf.InvalidConfig) as info:
-        build_native_config({"searcher": {"name": "random", "metric": "x", "max_length": {"batches": 5}}}, ["t.py"])
+        build_native_config(
+            {"searcher": {"name": "random", "metric": "x", "max_length": {"batches": 5}}}, ["t.py"]
+        )
     assert any(error.startswith("searcher.max_trials") for error in info.value.errors)
 
 
@@ -95,7 +125,10 @@ def _notebook():
     return {
         "cells": [
             {"cell_type": "markdown", "source": ["# title\n", "import nothing\n"]},
-            {"cell_type": "code", "source": ["!pip install foo\n", "import os\n", "%matplotlib inline\n", "x = 1\n"]},
+            {
+                "cell_type": "code",
+                "source": ["!pip install foo\n", "import os\n", "%matplotlib inline\n", "x = 1\n"],
+            },
             {"cell_type": "code", "source": "%%bash\necho hi\n"},
             {"cell_type": "code", "source": "  !ls\nprint(x + 1)"},
         ],
@@ -154,7 +187,10 @@ def test_registering_twice_is_refused():
 
 
 def test_native_command_comes_from_the_config():
-    assert exec_native.native_command({"internal": {"native": {"command": ["a.py", "x"]}}}) == ["a.py", "x"]
+    assert exec_native.native_command({"internal": {"native": {"command": ["a.py", "x"]}}}) == [
+        "a.py",
+        "x",
+    ]
     with pytest.raises(ValueError, match="internal.native.command"):
         exec_native.native_command({})
 
@@ -163,7 +199,9 @@ def test_pack_context_adds_extra_files(tmp_path):
     (tmp_path / "train.py").write_text("print('hi')\n")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "a.py").write_text("")
-    packed = _native.pack_context(str(tmp_path), {"__det_notebook__.py": b"x = 1\n", "pkg/extra.txt": b"e"})
+    packed = _native.pack_context(
+        str(tmp_path), {"__det_notebook__.py": b"x = 1\n", "pkg/extra.txt": b"e"}
+    )
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(packed))) as tar:
         names = set(tar.getnames())
         assert tar.extractfile("__det_notebook__.py").read() == b"x = 1\n"
@@ -222,12 +260,15 @@ def test_in_a_notebook_the_jupyter_hooks_export_submit_and_stop(monkeypatch):
     """The harness reaches jupyter_determined only through determined.common.hooks."""
     from determined.common import hooks
 
-    registered = {hooks.NOTEBOOK_SCRIPT: lambda: ("x = 1\n", "/nb/demo.ipynb", ["c1"]),
-                  hooks.NOTEBOOK_SUBMITTED: lambda experiment_id: _Stopped(experiment_id)}
+    registered = {
+        hooks.NOTEBOOK_SCRIPT: lambda: ("x = 1\n", "/nb/demo.ipynb", ["c1"]),
+        hooks.NOTEBOOK_SUBMITTED: lambda experiment_id: _Stopped(experiment_id),
+    }
     monkeypatch.setattr(hooks, "get", registered.get)
     submitted = []
-    monkeypatch.setattr(_native, "submit_native",
-                        lambda *args, **kwargs: submitted.append((args, kwargs)) or 7)
+    monkeypatch.setattr(
+        _native, "submit_native", lambda *args, **kwargs: submitted.append((args, kwargs)) or 7
+    )
     with pytest.raises(_Stopped) as stopped:
         _native.submit_notebook_and_stop({}, ".", master_url=None, test=False, defaults=None)
     assert stopped.value.args == (7,)

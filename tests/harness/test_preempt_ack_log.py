@@ -1,5 +1,6 @@
 """The "acknowledging the preemption signal" log line appears only when the master asked the
 trial to stop, not on every normal end (running out of searcher operations also acks)."""
+
 from __future__ import annotations
 
 import logging
@@ -32,8 +33,9 @@ class PreemptSession:
 
 
 def started(session: PreemptSession) -> PreemptContext:
-    preempt = PreemptContext(session, "trial-1.1", DummyDistributedContext(),
-                             PreemptMode.WorkersAskChief)
+    preempt = PreemptContext(
+        session, "trial-1.1", DummyDistributedContext(), PreemptMode.WorkersAskChief
+    )
     preempt.start()
     return preempt
 
@@ -70,8 +72,13 @@ def test_the_searcher_context_acks_through_the_preempt_context(caplog):
         def _next_length(self):
             return None
 
-    searcher = NoOps(session, DummyDistributedContext(), 1, {},
-                     on_out_of_ops=preempt.acknowledge_preemption_signal)
+    searcher = NoOps(
+        session,
+        DummyDistributedContext(),
+        1,
+        {},
+        on_out_of_ops=preempt.acknowledge_preemption_signal,
+    )
     assert list(searcher.operations()) == []
     assert session.posts == ["/allocations/trial-1.1/signals/ack_preemption"]
     assert ACK_LINE not in caplog.text
@@ -98,8 +105,12 @@ print("TRIAL-DONE", flush=True)
 def test_a_trial_that_ends_normally_logs_no_preemption(tmp_path):
     from tests._support import MasterProcess, context_tarball, wait_for_experiment
 
-    config = {"name": "no-preemption", "entrypoint": "python3 train.py", "max_restarts": 0,
-              "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 3}}}
+    config = {
+        "name": "no-preemption",
+        "entrypoint": "python3 train.py",
+        "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 3}},
+    }
     with MasterProcess(tmp_path / "root", cpu_slots=1) as master:
         exp_id = master.create_experiment(config, context_tarball({"train.py": CORE_TRIAL}))
         experiment = wait_for_experiment(master, exp_id)

@@ -1,5 +1,6 @@
 """`core_context.profiler`: system metric groups (docs/gpus-and-distributed.md, "Profiler"), sampled
 for real, and stored by a real master so that `GET /trials/{id}/metrics?group=cpu` returns them."""
+
 from __future__ import annotations
 
 import threading
@@ -33,8 +34,13 @@ class Collector:
 
 
 def wait_for_groups(collector: Collector, groups: set[str], timeout: float = 30) -> None:
-    wait_until(lambda: groups <= collector.groups(), timeout, f"the groups {sorted(groups)}", 0.05,
-               details=lambda: f"only got {collector.groups()}")
+    wait_until(
+        lambda: groups <= collector.groups(),
+        timeout,
+        f"the groups {sorted(groups)}",
+        0.05,
+        details=lambda: f"only got {collector.groups()}",
+    )
 
 
 def test_profiler_reports_every_system_group_under_the_agent_id():
@@ -51,8 +57,11 @@ def test_profiler_reports_every_system_group_under_the_agent_id():
         values = metrics["agent-7"]
         if group in SYSTEM_GROUPS:
             assert SYSTEM_GROUPS[group] <= set(values), (group, values)
-        leaves = [v for value in values.values()
-                  for v in (value.values() if isinstance(value, dict) else [value])]
+        leaves = [
+            v
+            for value in values.values()
+            for v in (value.values() if isinstance(value, dict) else [value])
+        ]
         assert all(isinstance(v, float) for v in leaves), values
     # disk use per path, nested as Determined reports it
     disk = [m["agent-7"] for g, m in collector.reports if g == "disk"][0]
@@ -76,8 +85,15 @@ def test_only_local_rank_zero_collects():
     assert collector.reports == []
 
 
-@pytest.mark.parametrize("kwargs", [{"sampling_interval": 0.05}, {"samples_per_report": 0},
-                                    {"samples_per_report": 1.5}, {"sampling_interval": "1"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"sampling_interval": 0.05},
+        {"samples_per_report": 0},
+        {"samples_per_report": 1.5},
+        {"sampling_interval": "1"},
+    ],
+)
 def test_bad_arguments_are_refused(kwargs):
     for profiler in (ProfilerContext(Collector(), "agent"), DummyProfilerContext()):
         with pytest.raises(ValueError):
@@ -89,8 +105,9 @@ def test_gpu_group_per_gpu_uuid_when_nvml_finds_gpus():
     try:
         pynvml.nvmlInit()
         count = pynvml.nvmlDeviceGetCount()
-        uuids = [pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i))
-                 for i in range(count)]
+        uuids = [
+            pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)
+        ]
         pynvml.nvmlShutdown()
     except pynvml.NVMLError:
         pytest.skip("no NVIDIA driver on this machine")
@@ -127,11 +144,17 @@ PROFILED = """
 def test_profiler_metrics_are_stored_by_group_on_the_master(tmp_path):
     with MasterProcess(tmp_path / "master", cpu_slots=None) as master:
         session = master.session
-        exp_id = submit(session, {
-            "name": "profiled", "entrypoint": "python3 profiled.py",
-            "searcher": {"name": "single", "metric": "loss", "max_length": 1},
-            "hyperparameters": {}, "max_restarts": 0,
-        }, {"profiled.py": PROFILED})
+        exp_id = submit(
+            session,
+            {
+                "name": "profiled",
+                "entrypoint": "python3 profiled.py",
+                "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+                "hyperparameters": {},
+                "max_restarts": 0,
+            },
+            {"profiled.py": PROFILED},
+        )
         experiment = wait_for_experiment(session, exp_id, timeout=120)
         assert experiment["state"] == "COMPLETED", all_logs(session, exp_id)
         (trial,) = trials(session, exp_id)

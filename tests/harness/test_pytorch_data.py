@@ -1,4 +1,5 @@
 """det.pytorch building blocks without a training loop: units, samplers, DataLoader, reducers."""
+
 from __future__ import annotations
 
 import pytest
@@ -59,7 +60,11 @@ def test_data_loader_plain_pass_is_sequential_batches():
 
 def test_repeat_continues_past_the_end_of_the_dataset():
     loader = pytorch.DataLoader(_dataset(6), batch_size=4, drop_last=True)
-    assert _batches(loader.get_data_loader(repeat=True), 3) == [[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]
+    assert _batches(loader.get_data_loader(repeat=True), 3) == [
+        [0, 1, 2, 3],
+        [0, 1, 2, 3],
+        [0, 1, 2, 3],
+    ]
 
 
 def test_sharding_gives_each_rank_every_nth_batch():
@@ -108,7 +113,9 @@ def test_iterable_dataset_is_rejected():
 
 def test_conflicting_sampler_arguments_are_rejected():
     with pytest.raises(ValueError, match="sampler"):
-        pytorch.DataLoader(_dataset(4), sampler=torch.utils.data.SequentialSampler(range(4)), shuffle=True)
+        pytorch.DataLoader(
+            _dataset(4), sampler=torch.utils.data.SequentialSampler(range(4)), shuffle=True
+        )
 
 
 def test_data_length_and_to_device():
@@ -131,7 +138,9 @@ def test_builtin_reducers_values():
 
 def test_cross_slot_average_is_weighted_by_batches():
     per_slot = [{"loss": 1.0}, {"loss": 4.0}]
-    assert _reducer.cross_slot_reduce(per_slot, [3, 1], pytorch.Reducer.AVG) == {"loss": pytest.approx(1.75)}
+    assert _reducer.cross_slot_reduce(per_slot, [3, 1], pytorch.Reducer.AVG) == {
+        "loss": pytest.approx(1.75)
+    }
 
 
 def test_reducer_dict_missing_a_metric_names_it():

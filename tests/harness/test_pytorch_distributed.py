@@ -3,6 +3,7 @@
 Each rank reports what it saw; the test checks sharding (disjoint samples per global batch),
 synchronised weights, cross-rank metric reduction and a single checkpoint written by the chief.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -51,7 +51,11 @@ WORKER = textwrap.dedent(
             return {"saved": Saved()}
         def build_training_data_loader(self):
             ids = torch.arange(24, dtype=torch.float32)
-            return pytorch.DataLoader(torch.utils.data.TensorDataset(ids), batch_size=self.context.get_per_slot_batch_size(), shuffle=True)
+            return pytorch.DataLoader(
+                torch.utils.data.TensorDataset(ids),
+                batch_size=self.context.get_per_slot_batch_size(),
+                shuffle=True,
+            )
         def build_validation_data_loader(self):
             ids = torch.arange(10, dtype=torch.float32)
             return pytorch.DataLoader(torch.utils.data.TensorDataset(ids), batch_size=2)
@@ -100,15 +104,27 @@ def test_two_ranks_shard_data_and_stay_in_sync(tmp_path):
         env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
         env.update(
             PYTHONPATH=os.pathsep.join([str(ROOT / "harness"), str(ROOT)]),
-            RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2",
-            GROUP_RANK="0", GROUP_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(ports[0]),
-            INTER_TRAIN_PROCESS_COMM_PORT_1=str(ports[1]), INTER_TRAIN_PROCESS_COMM_PORT_2=str(ports[2]),
+            RANK=str(rank),
+            WORLD_SIZE="2",
+            LOCAL_RANK=str(rank),
+            LOCAL_WORLD_SIZE="2",
+            GROUP_RANK="0",
+            GROUP_WORLD_SIZE="1",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(ports[0]),
+            INTER_TRAIN_PROCESS_COMM_PORT_1=str(ports[1]),
+            INTER_TRAIN_PROCESS_COMM_PORT_2=str(ports[2]),
             OMP_NUM_THREADS="1",
         )
-        procs.append(subprocess.Popen(
-            [sys.executable, str(script), str(tmp_path), str(storage)], env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        ))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(script), str(tmp_path), str(storage)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
     outputs = [p.communicate(timeout=180)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], "\n".join(outputs)
 
@@ -116,7 +132,7 @@ def test_two_ranks_shard_data_and_stay_in_sync(tmp_path):
     assert r0["size"] == r1["size"] == 2  # per-slot batch = 4 // 2
     # Same global batch index on both ranks, disjoint samples.
     assert [i for i, _ in r0["seen"]] == [i for i, _ in r1["seen"]] == [0, 1, 2, 3, 4]
-    for (_, a), (_, b) in zip(r0["seen"], r1["seen"]):
+    for (_, a), (_, b) in zip(r0["seen"], r1["seen"], strict=False):
         assert not set(a) & set(b)
     assert r0["weights"] == r1["weights"]  # DDP averaged the gradients
     # Training metrics averaged across ranks (rank 0 and 1 => 0.5), reported by the chief only.

@@ -5,6 +5,7 @@
 * pause + activate resumes from the preemption checkpoint with exactly the metrics of an
   uninterrupted run of the same experiment seed.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,15 +36,27 @@ pytestmark = pytest.mark.slow
 def master(tmp_path_factory):
     with MasterProcess(tmp_path_factory.mktemp("pytorch-e2e-master")) as process:
         process.session.cli_env = child_env(  # type: ignore[attr-defined]
-            {"OMP_NUM_THREADS": "1", "DET_MASTER": process.url, "DET_MASTER_TOKEN": process.token})
+            {"OMP_NUM_THREADS": "1", "DET_MASTER": process.url, "DET_MASTER_TOKEN": process.token}
+        )
         yield process.session
 
 
 def det_create(master: Session, config_text: str, context: pathlib.Path) -> int:
     (context / "exp.yaml").write_text(config_text)
     result = subprocess.run(
-        [sys.executable, "-m", "determined.cli", "e", "create", str(context / "exp.yaml"), str(context)],
-        env=master.cli_env, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "determined.cli",
+            "e",
+            "create",
+            str(context / "exp.yaml"),
+            str(context),
+        ],
+        env=master.cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return int(result.stdout.strip().split()[-1])
@@ -52,7 +65,10 @@ def det_create(master: Session, config_text: str, context: pathlib.Path) -> int:
 def det_action(master: Session, action: str, exp_id: int) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "determined.cli", "e", action, str(exp_id)],
-        env=master.cli_env, capture_output=True, text=True, timeout=60,
+        env=master.cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -102,7 +118,9 @@ def test_random_search_of_three_trials(master, context):
     assert len(final) == 3
     for checkpoint in final:
         assert checkpoint["metadata"]["format"] == "pickle"
-        assert {"state_dict.pth", "trial_state.pkl", "load_data.json", "metadata.json"} <= set(checkpoint["resources"])
+        assert {"state_dict.pth", "trial_state.pkl", "load_data.json", "metadata.json"} <= set(
+            checkpoint["resources"]
+        )
     assert experiment["best_validation"] == pytest.approx(
         min(m["validation_loss"] for t in found for _, m in series(master, t["id"], "validation"))
     )
@@ -153,23 +171,36 @@ reproducibility:
 def test_pause_and_activate_resumes_exactly(master, context):
     config = (EXAMPLE / "const.yaml").read_text()
     config = config.replace("model_def:DigitsTrial", "slow_def:SlowDigitsTrial")
-    config = config.replace("batches: 200", "batches: 400").replace("scheduling_unit: 50", "scheduling_unit: 10")
+    config = config.replace("batches: 200", "batches: 400").replace(
+        "scheduling_unit: 50", "scheduling_unit: 10"
+    )
     config += "reproducibility:\n  experiment_seed: 11\n"
 
     reference = det_create(master, config, context)
-    assert wait_for_experiment(master, reference, timeout=300)["state"] == "COMPLETED", logs(master, reference)
+    assert wait_for_experiment(master, reference, timeout=300)["state"] == "COMPLETED", logs(
+        master, reference
+    )
 
     paused = det_create(master, config, context)
-    (trial,) = wait_until(lambda: _trained(master, paused, min_steps=60), 120,
-                          f"experiment {paused} to train 60 batches",
-                          details=lambda: logs(master, paused)[-4000:])
+    (trial,) = wait_until(
+        lambda: _trained(master, paused, min_steps=60),
+        120,
+        f"experiment {paused} to train 60 batches",
+        details=lambda: logs(master, paused)[-4000:],
+    )
     det_action(master, "pause", paused)
     wait_for_experiment(master, paused, {"PAUSED"})
-    wait_until(lambda: master.get(f"/trials/{trial['id']}")["trial"]["allocation_id"] is None, 60,
-               "the paused trial to exit", 0.5)
+    wait_until(
+        lambda: master.get(f"/trials/{trial['id']}")["trial"]["allocation_id"] is None,
+        60,
+        "the paused trial to exit",
+        0.5,
+    )
     stopped_at = master.get(f"/trials/{trial['id']}")["trial"]["steps_completed"]
     det_action(master, "activate", paused)
-    assert wait_for_experiment(master, paused, timeout=300)["state"] == "COMPLETED", logs(master, paused)
+    assert wait_for_experiment(master, paused, timeout=300)["state"] == "COMPLETED", logs(
+        master, paused
+    )
 
     (ref_trial,) = trials(master, reference)
     (resumed,) = trials(master, paused)
@@ -177,7 +208,9 @@ def test_pause_and_activate_resumes_exactly(master, context):
     assert 0 < stopped_at < 400, f"the pause did not interrupt training (stopped at {stopped_at})"
     assert "resumed from checkpoint" in logs(master, paused)
     assert series(master, resumed["id"], "training") == series(master, ref_trial["id"], "training")
-    assert series(master, resumed["id"], "validation") == series(master, ref_trial["id"], "validation")
+    assert series(master, resumed["id"], "validation") == series(
+        master, ref_trial["id"], "validation"
+    )
 
 
 def _trained(master: Session, exp_id: int, min_steps: int) -> list[dict] | None:

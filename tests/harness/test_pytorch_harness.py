@@ -1,4 +1,5 @@
 """`python -m determined.exec.harness model_def:Trial` off the master, on the digits example."""
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,11 @@ def workdir(digits_context: pathlib.Path) -> pathlib.Path:
 def _harness(workdir: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "determined.exec.harness", *args],
-        cwd=workdir, env=_env(), capture_output=True, text=True, timeout=120,
+        cwd=workdir,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -48,7 +53,8 @@ def in_process(workdir, monkeypatch):
 
 def _checkpoint_steps(tmp_path: pathlib.Path) -> list[int]:
     return sorted(
-        json.loads((d / "metadata.json").read_text())["steps_completed"] for d in (tmp_path / "ckpts").iterdir()
+        json.loads((d / "metadata.json").read_text())["steps_completed"]
+        for d in (tmp_path / "ckpts").iterdir()
     )
 
 
@@ -59,7 +65,11 @@ def test_harness_trains_the_config_length(workdir, tmp_path):
     assert "report_validation_metrics(steps_completed=10" in result.stderr
     assert "report_validation_metrics(steps_completed=20" in result.stderr
     assert _checkpoint_steps(tmp_path) == [10, 20]
-    ckpt = next(d for d in (tmp_path / "ckpts").iterdir() if json.loads((d / "metadata.json").read_text())["steps_completed"] == 20)
+    ckpt = next(
+        d
+        for d in (tmp_path / "ckpts").iterdir()
+        if json.loads((d / "metadata.json").read_text())["steps_completed"] == 20
+    )
     load_data = json.loads((ckpt / "load_data.json").read_text())
     assert load_data["trial_cls_spec"] == "model_def:DigitsTrial"
     assert load_data["hparams"]["hidden_size"] == 64
@@ -77,7 +87,9 @@ def test_harness_resumes_from_a_checkpoint(in_process, tmp_path, caplog):
     (uuid,) = [d.name for d in (tmp_path / "ckpts").iterdir()]
     caplog.clear()
     caplog.set_level("INFO")
-    assert in_process(["model_def:DigitsTrial", "--config", "local.yaml", "--checkpoint", uuid]) == 0
+    assert (
+        in_process(["model_def:DigitsTrial", "--config", "local.yaml", "--checkpoint", uuid]) == 0
+    )
     assert "resumed from checkpoint" in caplog.text
     assert "report_training_metrics(steps_completed=1," not in caplog.text
     assert _checkpoint_steps(tmp_path) == [1, 10, 20]
@@ -105,7 +117,12 @@ def test_default_hparams_pick_one_point():
         "nested": {"depth": {"type": "const", "val": 2}},
     }
     assert harness.default_hparams(space) == {
-        "global_batch_size": 32, "lr": 0.01, "units": 4, "act": "relu", "c": 3, "nested": {"depth": 2},
+        "global_batch_size": 32,
+        "lr": 0.01,
+        "units": 4,
+        "act": "relu",
+        "c": 3,
+        "nested": {"depth": 2},
     }
 
 

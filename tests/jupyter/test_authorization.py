@@ -4,6 +4,7 @@ hosted master (resource "determined": read / write / execute); trial tokens are 
 The server is real (pytest-jupyter) with a custom IdentityProvider (the user is named by a
 header, as a JupyterHub proxy would) and a custom Authorizer (a role per user).
 """
+
 from __future__ import annotations
 
 import json
@@ -61,12 +62,19 @@ with det.core.init() as core_context:
     core_context.train.report_training_metrics(steps_completed=1, metrics={"loss": 0.5})
     core_context.train.report_validation_metrics(steps_completed=1, metrics={"loss": 0.25})
 """
-CONFIG = {"name": "authorized", "entrypoint": "python3 train.py", "max_restarts": 0,
-          "searcher": {"name": "single", "metric": "loss", "max_length": 1}}
+CONFIG = {
+    "name": "authorized",
+    "entrypoint": "python3 train.py",
+    "max_restarts": 0,
+    "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+}
 # One that waits until killed, for the actions.
-SLEEPER_CONFIG = {"name": "sleeper", "entrypoint": "python3 -c 'import time; time.sleep(600)'",
-                  "max_restarts": 0, "searcher": {"name": "single", "metric": "loss",
-                                                  "max_length": 1}}
+SLEEPER_CONFIG = {
+    "name": "sleeper",
+    "entrypoint": "python3 -c 'import time; time.sleep(600)'",
+    "max_restarts": 0,
+    "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+}
 
 
 @pytest.fixture
@@ -74,13 +82,18 @@ def jp_server_config(tmp_path, monkeypatch):
     monkeypatch.setenv("DET_MASTER", "unset-by-test")
     monkeypatch.setenv("DET_MASTER_TOKEN", "unset-by-test")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "harness"), str(REPO)]))
-    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent),
-                                                os.environ.get("PATH", "")]))
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    )
     ASKED.clear()
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_determined": True},
-                          "identity_provider_class": HeaderIdentityProvider,
-                          "authorizer_class": RoleAuthorizer},
-            "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 2}}
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {"jupyter_determined": True},
+            "identity_provider_class": HeaderIdentityProvider,
+            "authorizer_class": RoleAuthorizer,
+        },
+        "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 2},
+    }
 
 
 @pytest.fixture
@@ -95,16 +108,27 @@ def call(jp_fetch):
     """`await call(user, method, path, body=None)` → (status, JSON answer); user None: with
     Jupyter's token (the server's owner, who is also the master's user)."""
 
-    async def request(user: str | None, method: str, path: str,
-                      body: Any = None) -> tuple[int, Any]:
+    async def request(
+        user: str | None, method: str, path: str, body: Any = None
+    ) -> tuple[int, Any]:
         # A named user is a browser session: its POSTs carry the _xsrf cookie and header pair.
-        headers = {} if user is None else {"Authorization": "", USER_HEADER: user,
-                                           "Cookie": f"_xsrf={XSRF}", "X-XSRFToken": XSRF}
+        headers = (
+            {}
+            if user is None
+            else {
+                "Authorization": "",
+                USER_HEADER: user,
+                "Cookie": f"_xsrf={XSRF}",
+                "X-XSRFToken": XSRF,
+            }
+        )
         try:
-            response = await jp_fetch(*path.strip("/").split("/"), method=method,
-                                      body=json.dumps(body if body is not None else {})
-                                      if method != "GET" else None,
-                                      headers=headers)
+            response = await jp_fetch(
+                *path.strip("/").split("/"),
+                method=method,
+                body=json.dumps(body if body is not None else {}) if method != "GET" else None,
+                headers=headers,
+            )
         except tornado.httpclient.HTTPClientError as exc:
             assert exc.response is not None
             return exc.code, json.loads(exc.response.body or b"null")
@@ -130,8 +154,9 @@ async def _until_terminal(call, experiment_id: int, timeout: float = 120) -> dic
 
 async def test_the_authorizer_decides_each_users_reads_actions_and_submissions(hosted, call):
     # The owner may run code: create an experiment whose trial reports with its trial token.
-    status, created = await call("owner", "POST", f"{API}/experiments",
-                                 {"config": CONFIG, "context": CONTEXT})
+    status, created = await call(
+        "owner", "POST", f"{API}/experiments", {"config": CONFIG, "context": CONTEXT}
+    )
     assert status == 201, created
     experiment_id = created["experiment"]["id"]
     done = await _until_terminal(call, experiment_id)
@@ -147,24 +172,30 @@ async def test_the_authorizer_decides_each_users_reads_actions_and_submissions(h
         assert [e["id"] for e in answer["experiments"]] == [experiment_id]
         status, _ = await call(user, "GET", f"{API}/trials/{trial['id']}/metrics")
         assert status == 200, user
-    for path in ("experiments", f"experiments/{experiment_id}", f"trials/{trial['id']}/logs",
-                 "master"):
+    for path in (
+        "experiments",
+        f"experiments/{experiment_id}",
+        f"trials/{trial['id']}/logs",
+        "master",
+    ):
         status, answer = await call("outsider", "GET", f"{API}/{path}")
         assert status == 403, (path, status, answer)
         assert "not authorized to read on resource: determined" in answer["message"]
 
     # Submitting runs code: "execute", which the operator lacks.
     for user in ("operator", "viewer", "outsider"):
-        status, answer = await call(user, "POST", f"{API}/experiments",
-                                    {"config": CONFIG, "context": CONTEXT})
+        status, answer = await call(
+            user, "POST", f"{API}/experiments", {"config": CONFIG, "context": CONTEXT}
+        )
         assert status == 403, (user, answer)
         assert "execute" in answer["message"]
     status, listed = await call("owner", "GET", f"{API}/experiments")
     assert len(listed["experiments"]) == 1  # nothing was created by the refused requests
 
     # The sidebar's actions (Pause, Activate, Kill; a trial's Kill) need "write".
-    status, sleeper = await call("owner", "POST", f"{API}/experiments",
-                                 {"config": SLEEPER_CONFIG, "context": CONTEXT})
+    status, sleeper = await call(
+        "owner", "POST", f"{API}/experiments", {"config": SLEEPER_CONFIG, "context": CONTEXT}
+    )
     assert status == 201, sleeper
     sleeper_id = sleeper["experiment"]["id"]
     for user in ("viewer", "outsider"):
@@ -199,8 +230,7 @@ async def test_requests_with_jupyters_token_are_the_servers_owner(hosted, call):
 
 async def test_export_preview_needs_read(hosted, call):
     cells = [{"id": "a", "cell_type": "code", "source": "x = 1"}]
-    status, answer = await call("outsider", "POST", "determined/export-preview",
-                                {"cells": cells})
+    status, answer = await call("outsider", "POST", "determined/export-preview", {"cells": cells})
     assert status == 403, answer
     status, answer = await call("viewer", "POST", "determined/export-preview", {"cells": cells})
     assert status == 200, answer

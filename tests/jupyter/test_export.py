@@ -1,4 +1,5 @@
 """Notebook → script export: IPython syntax, det-skip, saved vs unsaved notebooks, history."""
+
 from __future__ import annotations
 
 import subprocess
@@ -24,8 +25,9 @@ def cell(source: str, cell_id: str, tags: list[str] | None = None) -> dict:
 
 
 def test_magics_with_python_equivalents_are_converted() -> None:
-    code, warnings = convert_cell("%cd sub\n%env MODE=fast\n%time y = 2\n"
-                                  "%load_ext jupyter_determined\n%det list\n")
+    code, warnings = convert_cell(
+        "%cd sub\n%env MODE=fast\n%time y = 2\n%load_ext jupyter_determined\n%det list\n"
+    )
     assert "__import__('os').chdir('sub')" in code
     assert "__import__('os').environ['MODE'] = 'fast'" in code
     assert "\ny = 2\n" in code
@@ -33,18 +35,23 @@ def test_magics_with_python_equivalents_are_converted() -> None:
 
 
 def test_shell_lines_and_other_magics_are_dropped_with_a_warning() -> None:
-    source = ("import os\n%matplotlib inline\n%pip install torch\nfor name in ['a']:\n"
-              "    !echo $name\n    files = !ls\n    print(name)\n")
+    source = (
+        "import os\n%matplotlib inline\n%pip install torch\nfor name in ['a']:\n"
+        "    !echo $name\n    files = !ls\n    print(name)\n"
+    )
     code, warnings = convert_cell(source, "cell 3")
     compile(code, "exported", "exec")  # still valid Python: the loop body keeps its lines
     assert "    pass  # [det] dropped: !echo $name" in code
     assert "    files = None  # [det] dropped: files = !ls" in code
     assert "get_ipython" not in code
-    assert sorted(warnings) == sorted([
-        "cell 3: IPython magic dropped (it does not run in the trial): %matplotlib inline",
-        "cell 3: IPython magic dropped (it does not run in the trial): %pip install torch",
-        "cell 3: shell command dropped (it does not run in the trial): !echo $name",
-        "cell 3: shell command dropped (it does not run in the trial): files = !ls"])
+    assert sorted(warnings) == sorted(
+        [
+            "cell 3: IPython magic dropped (it does not run in the trial): %matplotlib inline",
+            "cell 3: IPython magic dropped (it does not run in the trial): %pip install torch",
+            "cell 3: shell command dropped (it does not run in the trial): !echo $name",
+            "cell 3: shell command dropped (it does not run in the trial): files = !ls",
+        ]
+    )
 
 
 def test_percent_signs_inside_strings_are_not_magics() -> None:
@@ -74,25 +81,31 @@ def test_a_syntax_error_names_the_cell() -> None:
 
 
 def test_script_order_and_what_is_left_out() -> None:
-    cells = [cell("import math", "a"), new_markdown_cell("# notes"),
-             cell("plot_everything()", "b", tags=["det-skip"]),
-             cell("%%det_submit other.yaml\nold_training()", "c"),
-             cell("   \n", "empty"),
-             cell("radius = 2", "d")]
-    exported = cells_to_script(cells, training_code="area = math.pi * radius ** 2\nprint(area)\n",
-                               training_cell_id="e")
+    cells = [
+        cell("import math", "a"),
+        new_markdown_cell("# notes"),
+        cell("plot_everything()", "b", tags=["det-skip"]),
+        cell("%%det_submit other.yaml\nold_training()", "c"),
+        cell("   \n", "empty"),
+        cell("radius = 2", "d"),
+    ]
+    exported = cells_to_script(
+        cells, training_code="area = math.pi * radius ** 2\nprint(area)\n", training_cell_id="e"
+    )
     assert exported.cell_ids == ["a", "d", "e"]
     script = exported.script
     assert "plot_everything" not in script and "old_training" not in script
     assert script.index("import math") < script.index("radius = 2") < script.index("area =")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "12.566370614359172"
 
 
 def test_export_notebook_script_from_a_file(tmp_path) -> None:
-    notebook = new_notebook(cells=[cell("a = 1", "one"), cell("b = a + 1", "two"),
-                                   cell("print(b)", "three")])
+    notebook = new_notebook(
+        cells=[cell("a = 1", "one"), cell("b = a + 1", "two"), cell("print(b)", "three")]
+    )
     path = tmp_path / "nb.ipynb"
     nbformat.write(notebook, path)
     whole = export_notebook_script(path)
@@ -108,8 +121,10 @@ def test_export_notebook_script_from_a_file(tmp_path) -> None:
 # --- the running kernel's notebook (an in-process IPython shell) ------------------------------
 
 
-EXPORT_ABOVE = ("from jupyter_determined._export import current_notebook_export\n"
-                "exported = current_notebook_export(which='above_current')")
+EXPORT_ABOVE = (
+    "from jupyter_determined._export import current_notebook_export\n"
+    "exported = current_notebook_export(which='above_current')"
+)
 
 
 def run(shell, source: str) -> None:
@@ -117,10 +132,15 @@ def run(shell, source: str) -> None:
     assert result.success, result.error_in_exec or result.error_before_exec
 
 
-def test_saved_notebook_is_exported_in_notebook_order_with_det_skip(shell, tmp_path,
-                                                                    monkeypatch) -> None:
-    cells = [cell("b = a * 2", "second"), cell("a = 21", "first"),
-             cell("print('only here')", "skip", tags=["det-skip"]), cell(EXPORT_ABOVE, "export")]
+def test_saved_notebook_is_exported_in_notebook_order_with_det_skip(
+    shell, tmp_path, monkeypatch
+) -> None:
+    cells = [
+        cell("b = a * 2", "second"),
+        cell("a = 21", "first"),
+        cell("print('only here')", "skip", tags=["det-skip"]),
+        cell(EXPORT_ABOVE, "export"),
+    ]
     path = tmp_path / "saved.ipynb"
     nbformat.write(new_notebook(cells=cells), path)
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))
@@ -160,25 +180,42 @@ def test_without_a_notebook_path_the_history_is_exported(shell) -> None:
 
 def test_the_frontend_snapshot_wins_over_the_saved_file(shell, tmp_path, monkeypatch) -> None:
     path = tmp_path / "saved.ipynb"
-    nbformat.write(new_notebook(cells=[cell("a = 'from the file'", "one"),
-                                       cell(EXPORT_ABOVE, "two")]), path)
+    nbformat.write(
+        new_notebook(cells=[cell("a = 'from the file'", "one"), cell(EXPORT_ABOVE, "two")]), path
+    )
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))
     # What the labextension pushes over the comm: the notebook with unsaved edits.
-    frontend_notebook._on_message({"content": {"data": {
-        "path": str(path),
-        "cells": [cell("a = 'edited in the browser'", "one"), cell(EXPORT_ABOVE, "two")]}}})
+    frontend_notebook._on_message(
+        {
+            "content": {
+                "data": {
+                    "path": str(path),
+                    "cells": [
+                        cell("a = 'edited in the browser'", "one"),
+                        cell(EXPORT_ABOVE, "two"),
+                    ],
+                }
+            }
+        }
+    )
     run(shell, EXPORT_ABOVE)
     exported = shell.user_ns["exported"]
     assert exported.source == "frontend"
     assert "edited in the browser" in exported.script and "from the file" not in exported.script
 
 
-def test_current_notebook_script_for_the_native_api_includes_later_cells(shell, tmp_path,
-                                                                         monkeypatch) -> None:
-    native = ("from jupyter_determined import current_notebook_script\n"
-              "result = current_notebook_script(warn=False)")
-    cells = [cell("%pip install nothing\nsetup = 1", "one"), cell(native, "two"),
-             cell("model_fit = True", "three")]
+def test_current_notebook_script_for_the_native_api_includes_later_cells(
+    shell, tmp_path, monkeypatch
+) -> None:
+    native = (
+        "from jupyter_determined import current_notebook_script\n"
+        "result = current_notebook_script(warn=False)"
+    )
+    cells = [
+        cell("%pip install nothing\nsetup = 1", "one"),
+        cell(native, "two"),
+        cell("model_fit = True", "three"),
+    ]
     path = tmp_path / "native.ipynb"
     nbformat.write(new_notebook(cells=cells), path)
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))

@@ -1,5 +1,6 @@
 """The export records where each notebook cell went in the script, and a failing
 `%%det_submit` trial names the notebook cell and line (traceback and `notebook_error`)."""
+
 from __future__ import annotations
 
 import nbformat
@@ -24,13 +25,22 @@ def markdown(source: str, cell_id: str):
 
 
 def test_each_cell_records_its_index_count_and_place_in_the_script() -> None:
-    cells = [markdown("# Title", "m0"), cell("a = 1\nb = 2", "one", count=3),
-             cell("print('here only')", "skip", tags=["det-skip"]), markdown("text", "m1"),
-             cell("%cd /tmp\nc = a + b\nprint(c)", "two"),
-             cell("%%time\nd = c * 2\n\ne = d\n", "timed", count=9)]
-    exported = cells_to_script(cells, training_code="train()\n", training_cell_id="sub",
-                               training_cell_index=7, training_execution_count=12,
-                               notebook_path="/w/nb.ipynb")
+    cells = [
+        markdown("# Title", "m0"),
+        cell("a = 1\nb = 2", "one", count=3),
+        cell("print('here only')", "skip", tags=["det-skip"]),
+        markdown("text", "m1"),
+        cell("%cd /tmp\nc = a + b\nprint(c)", "two"),
+        cell("%%time\nd = c * 2\n\ne = d\n", "timed", count=9),
+    ]
+    exported = cells_to_script(
+        cells,
+        training_code="train()\n",
+        training_cell_id="sub",
+        training_cell_index=7,
+        training_execution_count=12,
+        notebook_path="/w/nb.ipynb",
+    )
     by_id = {c.id: c for c in exported.cells}
     assert [c.id for c in exported.cells] == ["one", "two", "timed", "sub"]
     assert [c.index for c in exported.cells] == [1, 4, 5, 7]  # markdown and det-skip count
@@ -46,8 +56,13 @@ def test_each_cell_records_its_index_count_and_place_in_the_script() -> None:
     assert timed.line_map == [2, 3, 4]
     assert lines[timed.line_offset] == "d = c * 2" and lines[timed.line_offset + 2] == "e = d"
     field = exported.notebook_field()
-    assert field["cells"][0] == {"id": "one", "index": 1, "execution_count": 3,
-                                 "line_offset": by_id["one"].line_offset, "num_lines": 2}
+    assert field["cells"][0] == {
+        "id": "one",
+        "index": 1,
+        "execution_count": 3,
+        "line_offset": by_id["one"].line_offset,
+        "num_lines": 2,
+    }
     assert field["cells"][2]["line_map"] == [2, 3, 4]
     # The prelude carries the same table to the trial.
     assert "notebook_errors" in exported.script and "'line_map': [2, 3, 4]" in exported.script
@@ -60,15 +75,22 @@ def run(shell, source: str) -> None:
         raise result.error_in_exec or result.error_before_exec
 
 
-EXPORT = ("from jupyter_determined._export import current_notebook_export\n"
-          "exported = current_notebook_export(which='above_current', training_code='go()')")
+EXPORT = (
+    "from jupyter_determined._export import current_notebook_export\n"
+    "exported = current_notebook_export(which='above_current', training_code='go()')"
+)
 
 
-def test_the_submitting_cell_gets_its_notebook_index_and_the_kernels_count(shell, tmp_path,
-                                                                         monkeypatch) -> None:
+def test_the_submitting_cell_gets_its_notebook_index_and_the_kernels_count(
+    shell, tmp_path, monkeypatch
+) -> None:
     path = tmp_path / "saved.ipynb"
-    nbformat.write(new_notebook(cells=[markdown("# T", "m"), cell("a = 1", "first", count=1),
-                                       cell(EXPORT, "submit")]), path)
+    nbformat.write(
+        new_notebook(
+            cells=[markdown("# T", "m"), cell("a = 1", "first", count=1), cell(EXPORT, "submit")]
+        ),
+        path,
+    )
     monkeypatch.setenv("JPY_SESSION_NAME", str(path))
     run(shell, "a = 1")
     run(shell, EXPORT)
@@ -85,7 +107,10 @@ def test_history_cells_carry_their_execution_counts(shell) -> None:
     run(shell, EXPORT)
     exported = shell.user_ns["exported"]
     assert [(c.id, c.index, c.execution_count) for c in exported.cells] == [
-        ("history-1", 0, 1), ("history-2", 1, 2), ("history-3", 2, 3)]
+        ("history-1", 0, 1),
+        ("history-2", 1, 2),
+        ("history-3", 2, 3),
+    ]
 
 
 @pytest.mark.slow
@@ -93,10 +118,15 @@ def test_a_failing_det_submit_trial_names_the_notebook_cell(shell, tmp_path, mon
     from tests._support import MasterProcess, wait_for_experiment, wait_until
 
     body = "scale = 2\ncheck(scale)\n"
-    cells = [markdown("# Failing", "intro"),
-             cell("def check(value):\n    if value > 1:\n        raise ValueError(f'too big: "
-                  "{value}')\n", "helpers", count=1),
-             cell("%%det_submit --context $CTX --no-widget\n" + body, "submit")]
+    cells = [
+        markdown("# Failing", "intro"),
+        cell(
+            "def check(value):\n    if value > 1:\n        raise ValueError(f'too big: {value}')\n",
+            "helpers",
+            count=1,
+        ),
+        cell("%%det_submit --context $CTX --no-widget\n" + body, "submit"),
+    ]
     path = tmp_path / "failing.ipynb"
     nbformat.write(new_notebook(cells=cells), path)
     (tmp_path / "ctx").mkdir()
@@ -111,15 +141,20 @@ def test_a_failing_det_submit_trial_names_the_notebook_cell(shell, tmp_path, mon
         experiments = master.session.get("/experiments")["experiments"]
         experiment = wait_for_experiment(master, experiments[-1]["id"])
         assert experiment["state"] == "ERROR"
+
         def reported() -> list[dict] | None:
             found = master.trials(experiment["id"])
             return found if found and found[0]["notebook_error"] is not None else None
 
         # the trial's end and its JSON are written together; be patient anyway
         [trial] = wait_until(reported, 10, "the trial's notebook error", 0.1)
-        assert trial["notebook_error"] == {"notebook": str(path), "cell_id": "helpers",
-                                           "cell_index": 1, "line": 3,
-                                           "exception": "ValueError: too big: 2"}
+        assert trial["notebook_error"] == {
+            "notebook": str(path),
+            "cell_id": "helpers",
+            "cell_index": 1,
+            "line": 3,
+            "exception": "ValueError: too big: 2",
+        }
         assert trial["exit_summary"] == "exited with code 1"
         logs = "\n".join(master.logs(trial["id"]))
         assert 'File "failing.ipynb", cell 3 (id submit, In [3]), line 3, in <module>' in logs
@@ -152,32 +187,50 @@ class FailingTrial(pytorch.PyTorchTrial):
 
 
 @pytest.mark.slow
-def test_a_native_trial_failing_in_the_harness_names_the_notebook_cell(tmp_path,
-                                                                      monkeypatch) -> None:
+def test_a_native_trial_failing_in_the_harness_names_the_notebook_cell(
+    tmp_path, monkeypatch
+) -> None:
     """create() in a notebook: the notebook's script runs under determined.exec.native, and
     the error comes from a method the PyTorch harness calls, after the script was loaded."""
     from determined.experimental._native import submit_native
     from tests._support import MasterProcess, wait_for_experiment
 
-    cells = [markdown("# Native", "intro"), cell(FAILING_TRIAL, "trial", count=2),
-             cell("import determined as det\nconfig = {}\n"
-                  "det.experimental.create(FailingTrial, config, context_dir='.')\n", "submit")]
+    cells = [
+        markdown("# Native", "intro"),
+        cell(FAILING_TRIAL, "trial", count=2),
+        cell(
+            "import determined as det\nconfig = {}\n"
+            "det.experimental.create(FailingTrial, config, context_dir='.')\n",
+            "submit",
+        ),
+    ]
     exported = cells_to_script(cells, notebook_path="/w/native.ipynb")
     context = tmp_path / "ctx"
     context.mkdir()
-    config = {"name": "native-failing", "max_restarts": 0,
-              "hyperparameters": {"global_batch_size": 4},
-              "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 2}}}
+    config = {
+        "name": "native-failing",
+        "max_restarts": 0,
+        "hyperparameters": {"global_batch_size": 4},
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 2}},
+    }
     with MasterProcess(tmp_path / "root", cpu_slots=1) as master:
         monkeypatch.setenv("DET_MASTER_TOKEN", master.token)
-        experiment_id = submit_native(config, str(context), ["native__det__.py"],
-                                      master_url=master.url,
-                                      extra_files={"native__det__.py": exported.script.encode()})
+        experiment_id = submit_native(
+            config,
+            str(context),
+            ["native__det__.py"],
+            master_url=master.url,
+            extra_files={"native__det__.py": exported.script.encode()},
+        )
         experiment = wait_for_experiment(master, experiment_id, timeout=180)
         [trial] = master.trials(experiment_id)
         logs = "\n".join(master.logs(trial["id"]))
         assert experiment["state"] == "ERROR", logs
-        assert trial["notebook_error"] == {"notebook": "/w/native.ipynb", "cell_id": "trial",
-                                           "cell_index": 1, "line": 17,
-                                           "exception": "ValueError: bad batch 0"}, logs
+        assert trial["notebook_error"] == {
+            "notebook": "/w/native.ipynb",
+            "cell_id": "trial",
+            "cell_index": 1,
+            "line": 17,
+            "exception": "ValueError: bad batch 0",
+        }, logs
         assert 'File "native.ipynb", cell 2 (id trial, In [2]), line 17, in train_batch' in logs

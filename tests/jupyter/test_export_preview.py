@@ -1,6 +1,7 @@
 """The export preview: which cells a submission exports and why the others are left out —
 `preview_export` directly, the same script as `%%det_submit` exports, and the endpoint the
 labextension calls in a real jupyter_server (pytest-jupyter)."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def code(source: str, cell_id: str, tags: list[str] | None = None) -> dict:
-    return {"cell_type": "code", "id": cell_id, "source": source,
-            "metadata": {"tags": tags or []}}
+    return {"cell_type": "code", "id": cell_id, "source": source, "metadata": {"tags": tags or []}}
 
 
 NOTEBOOK = [
@@ -45,23 +45,29 @@ def test_each_cell_says_whether_it_goes_in_and_why_not() -> None:
     cells = by_id(preview)
     assert preview.mode == "cell" and preview.errors == []
     assert [(c.id, c.status, c.reason) for c in preview.cells] == [
-        ("intro", "left_out", "markdown"), ("load", "exported", None),
-        ("setup", "exported", None), ("scratch", "left_out", "det-skip"),
-        ("blank", "left_out", "empty"), ("other", "left_out", "det_submit"),
-        ("submit", "training", None), ("later", "left_out", "below")]
+        ("intro", "left_out", "markdown"),
+        ("load", "exported", None),
+        ("setup", "exported", None),
+        ("scratch", "left_out", "det-skip"),
+        ("blank", "left_out", "empty"),
+        ("other", "left_out", "det_submit"),
+        ("submit", "training", None),
+        ("later", "left_out", "below"),
+    ]
     assert cells["scratch"].note == "tagged det-skip"
     assert "another %%det_submit cell" in cells["other"].note
     # IPython lines: dropped with the warning the submission prints, `pass` in their place.
     assert cells["setup"].warnings == [
         "shell command dropped (it does not run in the trial): !pip install tqdm",
-        "IPython magic dropped (it does not run in the trial): %matplotlib inline"]
+        "IPython magic dropped (it does not run in the trial): %matplotlib inline",
+    ]
     assert "pass  # [det] dropped: !pip install tqdm" in cells["setup"].code
     assert cells["submit"].code == "print(scale * 21)\npass  # [det] dropped: !nvidia-smi\n"
     assert cells["submit"].summary == "%%det_submit config.yaml"
     # script_lines point at the cell's code in the script.
     lines = preview.script.splitlines()
     first, last = cells["setup"].script_lines
-    assert lines[first - 1:last] == cells["setup"].code.splitlines()
+    assert lines[first - 1 : last] == cells["setup"].code.splitlines()
     assert "undefined_name" not in preview.script and "after the" not in preview.script
     counts = preview.to_json()["counts"]
     assert counts == {"exported": 2, "training": 1, "left_out": 5, "error": 0}
@@ -79,12 +85,18 @@ def test_a_line_magic_submission_exports_the_cells_above_it() -> None:
     cells = [code("a = 1", "a"), code("%det_submit config.yaml", "submit"), code("b = 2", "b")]
     preview = preview_export(cells, submit_cell_id="submit")
     assert [(c.status, c.reason) for c in preview.cells] == [
-        ("exported", None), ("left_out", "submitting"), ("left_out", "below")]
+        ("exported", None),
+        ("left_out", "submitting"),
+        ("left_out", "below"),
+    ]
 
 
 def test_a_syntax_error_is_shown_on_its_cell_and_the_submission_would_fail() -> None:
-    cells = [code("ok = 1", "ok"), code("def broken(:\n    pass", "broken"),
-             code("%%det_submit\nprint(ok)", "submit")]
+    cells = [
+        code("ok = 1", "ok"),
+        code("def broken(:\n    pass", "broken"),
+        code("%%det_submit\nprint(ok)", "submit"),
+    ]
     preview = preview_export(cells, submit_cell_id="submit")
     broken = by_id(preview)["broken"]
     assert broken.status == "error" and broken.reason == "syntax_error"
@@ -120,22 +132,24 @@ def test_the_preview_is_what_det_submit_exports(shell) -> None:
     captured = {}
 
     def det_submit(line: str, cell: str) -> None:  # what %%det_submit exports, minus the POST
-        captured["export"] = current_notebook_export(shell, which="above_current",
-                                                     training_code=cell)
+        captured["export"] = current_notebook_export(
+            shell, which="above_current", training_code=cell
+        )
 
     shell.register_magic_function(det_submit, "cell", "det_submit")
-    frontend_notebook._on_message({"content": {"data": {"path": "train.ipynb",
-                                                        "cells": NOTEBOOK}}})
+    frontend_notebook._on_message({"content": {"data": {"path": "train.ipynb", "cells": NOTEBOOK}}})
     result = shell.run_cell(NOTEBOOK[6]["source"], store_history=True)
     assert result.success, result.error_in_exec
     exported = captured["export"]
     preview = preview_export(NOTEBOOK, submit_cell_id="submit", notebook_path="train.ipynb")
     # The prelude's cell table holds execution counts only the kernel knows; the code is equal.
     assert exported.script.split("\n# --- ", 1)[1] == preview.script.split("\n# --- ", 1)[1]
-    assert [(c.index, c.line_offset + 1, c.line_offset + c.num_lines) for c in exported.cells] \
-        == [(c.index, *c.script_lines) for c in preview.cells if c.script_lines]
-    assert exported.cell_ids == [c.id for c in preview.cells
-                                 if c.status in ("exported", "training")]
+    assert [(c.index, c.line_offset + 1, c.line_offset + c.num_lines) for c in exported.cells] == [
+        (c.index, *c.script_lines) for c in preview.cells if c.script_lines
+    ]
+    assert exported.cell_ids == [
+        c.id for c in preview.cells if c.status in ("exported", "training")
+    ]
 
 
 # --- the endpoint in a real jupyter_server ----------------------------------------------------
@@ -146,16 +160,22 @@ def jp_server_config(tmp_path, monkeypatch):
     monkeypatch.setenv("DET_MASTER", "unset-by-test")
     monkeypatch.setenv("DET_MASTER_TOKEN", "unset-by-test")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "harness"), str(REPO)]))
-    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent),
-                                                os.environ.get("PATH", "")]))
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_determined": True}},
-            "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 1}}
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    )
+    return {
+        "ServerApp": {"jpserver_extensions": {"jupyter_determined": True}},
+        "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 1},
+    }
 
 
 async def test_the_endpoint_answers_the_preview(jp_fetch) -> None:
-    response = await jp_fetch("determined", "export-preview", method="POST",
-                              body=json.dumps({"cells": NOTEBOOK, "submit_cell_id": "submit",
-                                               "path": "train.ipynb"}))
+    response = await jp_fetch(
+        "determined",
+        "export-preview",
+        method="POST",
+        body=json.dumps({"cells": NOTEBOOK, "submit_cell_id": "submit", "path": "train.ipynb"}),
+    )
     answer = json.loads(response.body)
     assert answer["mode"] == "cell" and answer["notebook_path"] == "train.ipynb"
     assert answer["counts"] == {"exported": 2, "training": 1, "left_out": 5, "error": 0}
@@ -165,10 +185,14 @@ async def test_the_endpoint_answers_the_preview(jp_fetch) -> None:
 
 
 async def test_the_endpoint_refuses_bad_requests_with_a_message(jp_fetch) -> None:
-    for body, message in [({"cells": NOTEBOOK, "submit_cell_id": "%%nope"},
-                           "submit_cell_id: no cell with id '%%nope'"),
-                          ([1, 2], 'expected a JSON object with "cells"'),
-                          ({"cells": "x = 1"}, "cells: expected a list")]:
+    for body, message in [
+        (
+            {"cells": NOTEBOOK, "submit_cell_id": "%%nope"},
+            "submit_cell_id: no cell with id '%%nope'",
+        ),
+        ([1, 2], 'expected a JSON object with "cells"'),
+        ({"cells": "x = 1"}, "cells: expected a list"),
+    ]:
         with pytest.raises(tornado.httpclient.HTTPClientError) as error:
             await jp_fetch("determined", "export-preview", method="POST", body=json.dumps(body))
         assert error.value.code == 400
@@ -177,6 +201,11 @@ async def test_the_endpoint_refuses_bad_requests_with_a_message(jp_fetch) -> Non
 
 async def test_the_endpoint_needs_jupyters_authentication(jp_fetch) -> None:
     with pytest.raises(tornado.httpclient.HTTPClientError) as error:
-        await jp_fetch("determined", "export-preview", method="POST",
-                       body=json.dumps({"cells": []}), headers={"Authorization": ""})
+        await jp_fetch(
+            "determined",
+            "export-preview",
+            method="POST",
+            body=json.dumps({"cells": []}),
+            headers={"Authorization": ""},
+        )
     assert error.value.code == 403

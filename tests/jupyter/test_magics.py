@@ -1,4 +1,5 @@
 """`%%det_submit`, `%det_submit`, `%det` in an IPython shell against a hosted master."""
+
 from __future__ import annotations
 
 import pytest
@@ -56,20 +57,24 @@ def run(shell, source: str):
     return result.result
 
 
-CONFIG_CELL = ('config = {"name": "magic", "max_restarts": 0,\n'
-               '          "searcher": {"name": "single", "metric": "y", "max_length": 3}}')
+CONFIG_CELL = (
+    'config = {"name": "magic", "max_restarts": 0,\n'
+    '          "searcher": {"name": "single", "metric": "y", "max_length": 3}}'
+)
 
 
-def test_running_the_submitting_cell_twice_makes_two_clean_experiments(shell, server,
-                                                                       capsys) -> None:
+def test_running_the_submitting_cell_twice_makes_two_clean_experiments(
+    shell, server, capsys
+) -> None:
     run(shell, "scale = 2")
     run(shell, CONFIG_CELL)
     submit = "%%det_submit config --context $CTX --no-widget --wait\n" + TRAINING
     run(shell, submit)
     run(shell, submit)
     out = capsys.readouterr().out
-    created = [int(line.split()[-1]) for line in out.splitlines()
-               if line.startswith("Created experiment")]
+    created = [
+        int(line.split()[-1]) for line in out.splitlines() if line.startswith("Created experiment")
+    ]
     assert len(created) == 2 and created[0] != created[1]
     scripts = []
     for experiment_id in created:
@@ -82,8 +87,13 @@ def test_running_the_submitting_cell_twice_makes_two_clean_experiments(shell, se
         assert script.count("TRAINING-MARKER") == 1  # the first submission is not re-run
         assert "get_ipython" not in script
         # The cell labels and the prelude's cell table (execution counts) differ.
-        scripts.append([line for line in script.splitlines()
-                        if not line.startswith("# ---") and "notebook_errors" not in line])
+        scripts.append(
+            [
+                line
+                for line in script.splitlines()
+                if not line.startswith("# ---") and "notebook_errors" not in line
+            ]
+        )
     assert scripts[0] == scripts[1]  # the same code; only the cell labels differ
     assert f"Experiment {created[1]} COMPLETED, best validation 6" in out
 
@@ -103,16 +113,19 @@ def test_line_magic_submits_the_cells_above_and_det_commands(shell, server, caps
     run(shell, TRAINING)  # runs here too, off-cluster (dummy Core API context)
     run(shell, "%det_submit config --context $CTX --no-widget --wait")
     out = capsys.readouterr().out
-    experiment_id = int([line for line in out.splitlines()
-                         if line.startswith("Created experiment")][0].split()[-1])
+    experiment_id = int(
+        [line for line in out.splitlines() if line.startswith("Created experiment")][0].split()[-1]
+    )
     answer = server.api("GET", f"experiments/{experiment_id}")
     assert answer["experiment"]["state"] == "COMPLETED"
     assert answer["experiment"]["best_validation"] == 15.0
 
     run(shell, "%det list")
     listing = capsys.readouterr().out
-    assert any(line.split()[:2] == [str(experiment_id), "COMPLETED"] and "line-magic" in line
-               for line in listing.splitlines())
+    assert any(
+        line.split()[:2] == [str(experiment_id), "COMPLETED"] and "line-magic" in line
+        for line in listing.splitlines()
+    )
     run(shell, "%det describe last")
     described = capsys.readouterr().out
     assert f"Experiment {experiment_id} line-magic: COMPLETED (100%)" in described
@@ -126,8 +139,11 @@ def test_line_magic_submits_the_cells_above_and_det_commands(shell, server, caps
 
 def test_pause_activate_kill(shell, server, capsys) -> None:
     run(shell, "scale = 1")
-    run(shell, 'config = {"name": "long", "max_restarts": 0,\n'
-               '          "searcher": {"name": "single", "metric": "y", "max_length": 100000}}')
+    run(
+        shell,
+        'config = {"name": "long", "max_restarts": 0,\n'
+        '          "searcher": {"name": "single", "metric": "y", "max_length": 100000}}',
+    )
     run(shell, "%%det_submit config --context $CTX --no-widget\nimport time\ntime.sleep(600)")
     experiment_id = int(capsys.readouterr().out.split()[-1])
     run(shell, f"%det pause {experiment_id}")
@@ -141,8 +157,11 @@ def test_pause_activate_kill(shell, server, capsys) -> None:
 def test_local_runs_in_the_kernel_and_submits_nothing(shell, server, capsys) -> None:
     before = len(server.api("GET", "experiments")["experiments"])
     run(shell, "scale = 1")
-    run(shell, "%%det_submit --local\nimport determined as det\n"
-               "print('local cluster info:', det.get_cluster_info())")
+    run(
+        shell,
+        "%%det_submit --local\nimport determined as det\n"
+        "print('local cluster info:', det.get_cluster_info())",
+    )
     assert "local cluster info: None" in capsys.readouterr().out
     assert len(server.api("GET", "experiments")["experiments"]) == before
 
@@ -157,14 +176,18 @@ def test_notebook_submitted_stops_the_cell_with_one_line(shell, capsys) -> None:
     assert "Traceback" not in shown and "later code" not in shown
 
 
-def test_test_mode_submits_an_archived_one_batch_experiment_and_waits(shell, server,
-                                                                     capsys) -> None:
+def test_test_mode_submits_an_archived_one_batch_experiment_and_waits(
+    shell, server, capsys
+) -> None:
     run(shell, "scale = 4")
     run(shell, CONFIG_CELL.replace('"magic"', '"test-mode"'))
     run(shell, "%%det_submit config --test --context $CTX --no-widget\n" + TRAINING)
     out = capsys.readouterr().out
-    experiment_id = int([line for line in out.splitlines()
-                         if line.startswith("Created test experiment")][0].split()[-1])
+    experiment_id = int(
+        [line for line in out.splitlines() if line.startswith("Created test experiment")][
+            0
+        ].split()[-1]
+    )
     assert f"Experiment {experiment_id} COMPLETED" in out  # --test waits
     answer = server.api("GET", f"experiments/{experiment_id}")
     assert answer["experiment"]["archived"] is True

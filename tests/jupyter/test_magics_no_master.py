@@ -1,5 +1,6 @@
 """The magics without a reachable master: a usage error that says what was tried and what to
 do, in about a second (no Jupyter server needed)."""
+
 from __future__ import annotations
 
 import time
@@ -15,8 +16,13 @@ from jupyter_determined._export import frontend_notebook
 def shell(monkeypatch, tmp_path):
     from IPython.core.interactiveshell import InteractiveShell
 
-    for name in ("DET_MASTER", "DET_MASTER_ADDR", "DET_MASTER_TOKEN", "DET_SESSION_TOKEN",
-                 "JPY_SESSION_NAME"):
+    for name in (
+        "DET_MASTER",
+        "DET_MASTER_ADDR",
+        "DET_MASTER_TOKEN",
+        "DET_SESSION_TOKEN",
+        "JPY_SESSION_NAME",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(tmp_path / "root"))
     monkeypatch.setattr(frontend_notebook, "snapshot", None)
@@ -37,10 +43,9 @@ def run(shell, source: str) -> None:
         raise result.error_in_exec or result.error_before_exec
 
 
-
-
-def test_det_submit_to_a_refused_master_says_what_was_tried(shell, monkeypatch, tmp_path,
-                                                            refused_port):
+def test_det_submit_to_a_refused_master_says_what_was_tried(
+    shell, monkeypatch, tmp_path, refused_port
+):
     url = f"http://127.0.0.1:{refused_port}"
     monkeypatch.setenv("DET_MASTER", url)
     started = time.monotonic()
@@ -48,8 +53,10 @@ def test_det_submit_to_a_refused_master_says_what_was_tried(shell, monkeypatch, 
         run(shell, "%%det_submit --context $CTX --no-widget\nprint('training')")
     assert time.monotonic() - started < 4
     message = str(refused.value)
-    assert message.startswith("%%det_submit: the experiment was not submitted: cannot reach the "
-                              f"master at {url}: [Errno 111] Connection refused")
+    assert message.startswith(
+        "%%det_submit: the experiment was not submitted: cannot reach the "
+        f"master at {url}: [Errno 111] Connection refused"
+    )
     assert f"DET_MASTER={url}" in message
     assert str(tmp_path / "root" / "master.json") in message
     assert "master-lite" in message and "JupyterLab" in message

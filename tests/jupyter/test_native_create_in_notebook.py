@@ -1,6 +1,7 @@
 """`det.experimental.create(TrialClass, ...)` called in a notebook behaves as
 `det.experimental.keras.init()` does there: the notebook is submitted, the experiment's widget
 is shown, `last` names it, and the cell stops with one line (later code does not run)."""
+
 from __future__ import annotations
 
 import pytest
@@ -56,15 +57,22 @@ def shell(master, monkeypatch, tmp_path):
     InteractiveShell.clear_instance()
 
 
-def test_create_in_a_notebook_shows_the_widget_sets_last_and_stops_the_cell(shell, master,
-                                                                            monkeypatch, capsys):
+def test_create_in_a_notebook_shows_the_widget_sets_last_and_stops_the_cell(
+    shell, master, monkeypatch, capsys
+):
     shown: list[int] = []
-    monkeypatch.setattr(jupyter_determined._widgets, "show_experiment",
-                        lambda experiment_id, **kwargs: shown.append(experiment_id))
+    monkeypatch.setattr(
+        jupyter_determined._widgets,
+        "show_experiment",
+        lambda experiment_id, **kwargs: shown.append(experiment_id),
+    )
     assert shell.run_cell(TRIAL_CELL, store_history=True).success
     assert shell.run_cell(CONFIG_CELL, store_history=True).success
-    result = shell.run_cell("experiment_id = det.experimental.create(TinyTrial, config, "
-                            "context_dir=CTX)\nprint('later code ran')", store_history=True)
+    result = shell.run_cell(
+        "experiment_id = det.experimental.create(TinyTrial, config, "
+        "context_dir=CTX)\nprint('later code ran')",
+        store_history=True,
+    )
 
     assert isinstance(result.error_in_exec, NotebookSubmitted)
     experiment_id = result.error_in_exec.experiment_id

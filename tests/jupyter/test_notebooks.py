@@ -4,6 +4,7 @@ The kernel gets what a kernel started by that server gets (DET_MASTER, DET_MASTE
 JPY_SESSION_NAME (as in a real Lab session), and each test asserts the experiment's outcome
 through the hosted API.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -34,9 +35,23 @@ def run_notebook(server, name: str, work: Path, timeout: float = 420) -> tuple[d
     env = server.kernel_environment()
     env["JPY_SESSION_NAME"] = str(source)
     completed = subprocess.run(
-        [sys.executable, "-m", "papermill", str(source), str(output), "-k", "python3",
-         "--cwd", str(work), "--no-progress-bar"],
-        env=env, capture_output=True, text=True, timeout=timeout)
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(source),
+            str(output),
+            "-k",
+            "python3",
+            "--cwd",
+            str(work),
+            "--no-progress-bar",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     executed = json.loads(output.read_text()) if output.exists() else {"cells": []}
     return executed, completed.stdout + completed.stderr
 
@@ -56,8 +71,12 @@ def experiment_named(server, name: str) -> dict:
 
 
 def test_every_notebook_is_covered() -> None:
-    assert ALL_NOTEBOOKS == ["keras_native.ipynb", "pytorch_trial.ipynb", "quickstart.ipynb",
-                             "search_widget.ipynb"]
+    assert ALL_NOTEBOOKS == [
+        "keras_native.ipynb",
+        "pytorch_trial.ipynb",
+        "quickstart.ipynb",
+        "search_widget.ipynb",
+    ]
 
 
 def test_quickstart(lab_server, tmp_path) -> None:
@@ -89,12 +108,16 @@ def test_search_widget(lab_server, tmp_path) -> None:
     assert all(trial["state"] == "COMPLETED" for trial in answer["trials"])
     # The saved notebook keeps a readable snapshot of the finished search under the cell.
     submit_cell = next(c for c in executed["cells"] if "%%det_submit" in "".join(c["source"]))
-    snapshots = ["".join(out["data"]["text/html"]) for out in submit_cell["outputs"]
-                 if "text/html" in out.get("data", {})]
+    snapshots = [
+        "".join(out["data"]["text/html"])
+        for out in submit_cell["outputs"]
+        if "text/html" in out.get("data", {})
+    ]
     assert snapshots and "COMPLETED" in snapshots[-1] and "det-chart" in snapshots[-1]
     # ... beside the live view's data: the experiment id and the same final snapshot.
-    [live] = [out["data"][MIME_TYPE] for out in submit_cell["outputs"]
-              if MIME_TYPE in out.get("data", {})]
+    [live] = [
+        out["data"][MIME_TYPE] for out in submit_cell["outputs"] if MIME_TYPE in out.get("data", {})
+    ]
     assert live["experiment_id"] == experiment["id"]
     assert live["snapshot"]["experiment"]["state"] == "COMPLETED"
     assert len(live["snapshot"]["trials"]) == 4
@@ -132,23 +155,24 @@ def _notebook_config(name: str) -> dict:
     for cell in notebook["cells"]:
         source = "".join(cell["source"])
         if "\nconfig = {" in "\n" + source:
-            lines = source[source.index("config = {"):].splitlines()
+            lines = source[source.index("config = {") :].splitlines()
             end = next(i for i, line in enumerate(lines) if line == "}")
             namespace: dict = {}
-            exec("\n".join(lines[:end + 1]), namespace)
+            exec("\n".join(lines[: end + 1]), namespace)
             return namespace["config"]
     raise AssertionError(f"{name} has no config cell")
 
 
-@pytest.mark.parametrize("name,framework", [("keras_native.ipynb", "tensorflow"),
-                                            ("pytorch_trial.ipynb", "torch")])
-def test_exported_native_notebooks_train_in_trials(lab_server, tmp_path, monkeypatch, name,
-                                                   framework) -> None:
+@pytest.mark.parametrize(
+    "name,framework", [("keras_native.ipynb", "tensorflow"), ("pytorch_trial.ipynb", "torch")]
+)
+def test_exported_native_notebooks_train_in_trials(
+    lab_server, tmp_path, monkeypatch, name, framework
+) -> None:
     """The trial half of the Native API from a notebook, independent of the kernel half:
     the whole exported notebook, re-executed by determined.exec.native, trains."""
     importlib.import_module(framework)  # `make test` installs both: a missing one fails here
     from determined.experimental._native import submit_native
-
     from jupyter_determined import export_notebook_script
 
     context = tmp_path / "ctx"
@@ -161,9 +185,13 @@ def test_exported_native_notebooks_train_in_trials(lab_server, tmp_path, monkeyp
     defaults = None
     if framework == "tensorflow":
         from determined.experimental.keras import KERAS_DEFAULTS as defaults
-    experiment_id = submit_native(_notebook_config(name), str(context), ["_det_notebook.py"],
-                                  extra_files={"_det_notebook.py": exported.script.encode()},
-                                  defaults=defaults)
+    experiment_id = submit_native(
+        _notebook_config(name),
+        str(context),
+        ["_det_notebook.py"],
+        extra_files={"_det_notebook.py": exported.script.encode()},
+        defaults=defaults,
+    )
     answer = lab_server.wait_experiment(experiment_id, timeout=400)
     trial = answer["trials"][0]
     assert answer["experiment"]["state"] == "COMPLETED", lab_server.trial_logs(trial["id"])

@@ -1,4 +1,5 @@
 """Notebooks as trials: `python3 -m determined.exec.notebook train.ipynb` under the hosted master."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from jupyter_determined._papermill import (executed_notebooks, is_notebook_entrypoint,
-                                           notebook_entrypoint, submit_notebook)
+from jupyter_determined._papermill import (
+    executed_notebooks,
+    is_notebook_entrypoint,
+    notebook_entrypoint,
+    submit_notebook,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,8 +42,11 @@ def write_notebook(path: Path, *cells: str) -> Path:
     parameters = new_code_cell("lr = 0.1\nlabel = 'default'")
     parameters.metadata["tags"] = ["parameters"]
     notebook = new_notebook(cells=[parameters, *(new_code_cell(source) for source in cells)])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, path)
     return path
@@ -55,8 +63,14 @@ def test_entrypoint_helpers() -> None:
 
 def test_runner_reports_a_missing_notebook(tmp_path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "harness"), str(REPO)])}
-    result = subprocess.run([sys.executable, "-m", "determined.exec.notebook", "nope.ipynb"],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "determined.exec.notebook", "nope.ipynb"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert "nope.ipynb not found in the context directory" in result.stderr
 
@@ -75,16 +89,21 @@ def _session(server):
 @pytest.mark.slow
 def test_hparams_are_injected_and_the_executed_notebook_is_kept(server, tmp_path) -> None:
     notebook = write_notebook(tmp_path / "ctx" / "train.ipynb", TRAINING_CELL)
-    config = {"name": "papermill-grid", "max_restarts": 0,
-              "hyperparameters": {"lr": {"type": "categorical", "vals": [0.5, 2.0]},
-                                  "label": "grid"},
-              "searcher": {"name": "grid", "metric": "x", "max_length": 3}}
+    config = {
+        "name": "papermill-grid",
+        "max_restarts": 0,
+        "hyperparameters": {"lr": {"type": "categorical", "vals": [0.5, 2.0]}, "label": "grid"},
+        "searcher": {"name": "grid", "metric": "x", "max_length": 3},
+    }
     experiment = submit_notebook(notebook, config, session=_session(server))
     answer = server.wait_experiment(experiment["id"])
-    assert answer["experiment"]["config"]["entrypoint"] == \
-        "python3 -m determined.exec.notebook train.ipynb"
-    assert answer["experiment"]["state"] == "COMPLETED", \
-        [server.trial_logs(t["id"]) for t in answer["trials"]]
+    assert (
+        answer["experiment"]["config"]["entrypoint"]
+        == "python3 -m determined.exec.notebook train.ipynb"
+    )
+    assert answer["experiment"]["state"] == "COMPLETED", [
+        server.trial_logs(t["id"]) for t in answer["trials"]
+    ]
     assert len(answer["trials"]) == 2
     for trial in answer["trials"]:
         lr = trial["hparams"]["lr"]
@@ -95,31 +114,49 @@ def test_hparams_are_injected_and_the_executed_notebook_is_kept(server, tmp_path
         assert [path.name for path in kept] == ["train.run-1.ipynb"]
         assert str(kept[0]) in logs  # a log line says where it is
         executed = json.loads(kept[0].read_text())
-        injected = [c for c in executed["cells"]
-                    if "injected-parameters" in c["metadata"].get("tags", [])]
+        injected = [
+            c for c in executed["cells"] if "injected-parameters" in c["metadata"].get("tags", [])
+        ]
         assert injected and f"lr = {lr}" in "".join(injected[0]["source"])
-        outputs = "".join("".join(o.get("text", "")) for c in executed["cells"]
-                          for o in c.get("outputs", []))
+        outputs = "".join(
+            "".join(o.get("text", "")) for c in executed["cells"] for o in c.get("outputs", [])
+        )
         assert f"trained with lr={lr} label=grid" in outputs
         # ... and downloadable through the master: `det t download-notebook`.
         downloaded = tmp_path / f"trial-{trial['id']}.ipynb"
         cli = subprocess.run(
-            [sys.executable, "-m", "determined.cli", "t", "download-notebook", str(trial["id"]),
-             "-o", str(downloaded)],
+            [
+                sys.executable,
+                "-m",
+                "determined.cli",
+                "t",
+                "download-notebook",
+                str(trial["id"]),
+                "-o",
+                str(downloaded),
+            ],
             env=server.kernel_environment(),
-            capture_output=True, text=True, timeout=60)
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert cli.returncode == 0, cli.stderr
         assert json.loads(downloaded.read_text()) == executed
 
 
 @pytest.mark.slow
 def test_a_failing_cell_errors_the_trial_with_its_traceback(server, tmp_path) -> None:
-    notebook = write_notebook(tmp_path / "ctx" / "broken.ipynb",
-                              "print('before the failure')",
-                              "def load():\n    raise ValueError('bad cell 42')\nload()",
-                              "print('never runs')")
-    config = {"name": "papermill-broken", "max_restarts": 0,
-              "searcher": {"name": "single", "metric": "x", "max_length": 1}}
+    notebook = write_notebook(
+        tmp_path / "ctx" / "broken.ipynb",
+        "print('before the failure')",
+        "def load():\n    raise ValueError('bad cell 42')\nload()",
+        "print('never runs')",
+    )
+    config = {
+        "name": "papermill-broken",
+        "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "x", "max_length": 1},
+    }
     experiment = submit_notebook(notebook, config, session=_session(server))
     answer = server.wait_experiment(experiment["id"])
     trial = answer["trials"][0]

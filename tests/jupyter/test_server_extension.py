@@ -1,4 +1,5 @@
 """The master hosted inside a real jupyter_server (pytest-jupyter): auth, trials, kernels."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,12 @@ with det.core.init() as core_context:
         core_context.train.report_training_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
     core_context.train.report_validation_metrics(steps_completed=2, metrics={"loss": 0.25})
 """
-TRIAL_CONFIG = {"name": "hosted", "entrypoint": "python3 train.py", "max_restarts": 0,
-                "searcher": {"name": "single", "metric": "loss", "max_length": 2}}
+TRIAL_CONFIG = {
+    "name": "hosted",
+    "entrypoint": "python3 train.py",
+    "max_restarts": 0,
+    "searcher": {"name": "single", "metric": "loss", "max_length": 2},
+}
 
 
 @pytest.fixture
@@ -34,10 +39,13 @@ def jp_server_config(tmp_path, monkeypatch):
     monkeypatch.setenv("DET_MASTER", "unset-by-test")
     monkeypatch.setenv("DET_MASTER_TOKEN", "unset-by-test")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "harness"), str(REPO)]))
-    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent),
-                                                os.environ.get("PATH", "")]))
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_determined": True}},
-            "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 3}}
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    )
+    return {
+        "ServerApp": {"jpserver_extensions": {"jupyter_determined": True}},
+        "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 3},
+    }
 
 
 def _extension(serverapp):
@@ -52,14 +60,21 @@ def hosted(jp_serverapp, jp_asyncio_loop):
 
 
 async def _api(jp_fetch, method: str, path: str, body=None, **kwargs):
-    response = await jp_fetch("determined", "api", "v1", *path.strip("/").split("/"),
-                              method=method, body=None if body is None else json.dumps(body),
-                              **kwargs)
+    response = await jp_fetch(
+        "determined",
+        "api",
+        "v1",
+        *path.strip("/").split("/"),
+        method=method,
+        body=None if body is None else json.dumps(body),
+        **kwargs,
+    )
     return json.loads(response.body)
 
 
-async def test_api_is_mounted_under_base_url_and_uses_the_configured_settings(hosted, jp_fetch,
-                                                                             tmp_path):
+async def test_api_is_mounted_under_base_url_and_uses_the_configured_settings(
+    hosted, jp_fetch, tmp_path
+):
     info = await _api(jp_fetch, "GET", "master")
     assert Path(info["root_dir"]) == tmp_path / "det-root"
     resources = await _api(jp_fetch, "GET", "resources")
@@ -75,15 +90,15 @@ async def test_requests_without_jupyter_auth_are_refused(hosted, jp_fetch):
         assert refused.value.code in (401, 403)
         assert "message" in json.loads(refused.value.response.body)
         with pytest.raises(tornado.httpclient.HTTPClientError) as refused:
-            await _api(jp_fetch, "POST", "experiments", {"config": TRIAL_CONFIG},
-                       headers=headers)
+            await _api(jp_fetch, "POST", "experiments", {"config": TRIAL_CONFIG}, headers=headers)
         assert refused.value.code in (401, 403)
     # The same request with Jupyter's token goes through.
     assert (await _api(jp_fetch, "GET", "experiments"))["experiments"] == []
 
 
-async def test_cookie_user_posts_still_need_the_xsrf_token(hosted, jp_serverapp, jp_fetch,
-                                                           jp_http_port, jp_base_url):
+async def test_cookie_user_posts_still_need_the_xsrf_token(
+    hosted, jp_serverapp, jp_fetch, jp_http_port, jp_base_url
+):
     """A browser session (login cookie, no token header) may read, but a POST without the
     _xsrf cookie/header pair is refused: the trial-token exemption does not open a hole."""
     client = tornado.httpclient.AsyncHTTPClient()
@@ -93,28 +108,47 @@ async def test_cookie_user_posts_still_need_the_xsrf_token(hosted, jp_serverapp,
     page = await client.fetch(f"{base}login", raise_error=False)
     cookies = "; ".join(value.split(";", 1)[0] for value in page.headers.get_list("Set-Cookie"))
     xsrf = [c.split("=", 1)[1] for c in cookies.split("; ") if c.startswith("_xsrf=")][0]
-    login = await client.fetch(f"{base}login", method="POST", follow_redirects=False,
-                               body=f"password={token}&_xsrf={xsrf}", raise_error=False,
-                               headers={"Cookie": cookies})
+    login = await client.fetch(
+        f"{base}login",
+        method="POST",
+        follow_redirects=False,
+        body=f"password={token}&_xsrf={xsrf}",
+        raise_error=False,
+        headers={"Cookie": cookies},
+    )
     assert login.code in (302, 303), login.code
-    session_cookies = "; ".join([cookies] + [value.split(";", 1)[0] for value in
-                                             login.headers.get_list("Set-Cookie")])
+    session_cookies = "; ".join(
+        [cookies] + [value.split(";", 1)[0] for value in login.headers.get_list("Set-Cookie")]
+    )
     api = f"{base}determined/api/v1/experiments"
     read = await client.fetch(api, headers={"Cookie": session_cookies}, raise_error=False)
     assert read.code == 200, read.body
-    forged = await client.fetch(api, method="POST", body=json.dumps({"config": TRIAL_CONFIG}),
-                                headers={"Cookie": session_cookies}, raise_error=False)
+    forged = await client.fetch(
+        api,
+        method="POST",
+        body=json.dumps({"config": TRIAL_CONFIG}),
+        headers={"Cookie": session_cookies},
+        raise_error=False,
+    )
     assert forged.code == 403, forged.body
-    allowed = await client.fetch(api, method="POST", body=json.dumps({"config": TRIAL_CONFIG}),
-                                 headers={"Cookie": session_cookies, "X-XSRFToken": xsrf},
-                                 raise_error=False)
+    allowed = await client.fetch(
+        api,
+        method="POST",
+        body=json.dumps({"config": TRIAL_CONFIG}),
+        headers={"Cookie": session_cookies, "X-XSRFToken": xsrf},
+        raise_error=False,
+    )
     assert allowed.code == 201, allowed.body
 
 
 @pytest.mark.slow
 async def test_a_trial_runs_against_the_hosted_master_with_its_session_token(hosted, jp_fetch):
-    created = await _api(jp_fetch, "POST", "experiments",
-                         {"config": TRIAL_CONFIG, "context": context_tarball({"train.py": TRIAL_SCRIPT})})
+    created = await _api(
+        jp_fetch,
+        "POST",
+        "experiments",
+        {"config": TRIAL_CONFIG, "context": context_tarball({"train.py": TRIAL_SCRIPT})},
+    )
     experiment_id = created["experiment"]["id"]
 
     async def terminal() -> dict | None:
@@ -126,8 +160,9 @@ async def test_a_trial_runs_against_the_hosted_master_with_its_session_token(hos
     logs = await _api(jp_fetch, "GET", f"trials/{trial['id']}/logs")
     assert answer["experiment"]["state"] == "COMPLETED", [entry["line"] for entry in logs["logs"]]
     # The trial reported through <base_url>determined/api/v1 with its trial token (no XSRF).
-    metrics = await _api(jp_fetch, "GET", f"trials/{trial['id']}/metrics",
-                         params={"group": "training"})
+    metrics = await _api(
+        jp_fetch, "GET", f"trials/{trial['id']}/metrics", params={"group": "training"}
+    )
     assert [m["steps_completed"] for m in metrics["metrics"]] == [1, 2]
     assert answer["experiment"]["best_validation"] == 0.25
 
@@ -159,16 +194,23 @@ async def _run_in_kernel(kernel_manager, code: str, timeout: float = 60) -> str:
 
 @pytest.mark.slow
 async def test_kernels_started_by_the_server_find_the_master_without_configuration(
-        hosted, jp_serverapp, jp_fetch):
-    await _api(jp_fetch, "POST", "experiments", {"config": {**TRIAL_CONFIG, "name": "seen"},
-                                                 "activate": False})
-    code = ("import os\n"
-            "from determined.common.api import Session, discover_master\n"
-            "address = discover_master()\n"
-            "session = Session(address.url, address.token)\n"
-            "names = [e['name'] for e in session.get('/experiments')['experiments']]\n"
-            "print('DET_MASTER=' + os.environ['DET_MASTER'])\n"
-            "print('NAMES=' + ','.join(names))\n")
+    hosted, jp_serverapp, jp_fetch
+):
+    await _api(
+        jp_fetch,
+        "POST",
+        "experiments",
+        {"config": {**TRIAL_CONFIG, "name": "seen"}, "activate": False},
+    )
+    code = (
+        "import os\n"
+        "from determined.common.api import Session, discover_master\n"
+        "address = discover_master()\n"
+        "session = Session(address.url, address.token)\n"
+        "names = [e['name'] for e in session.get('/experiments')['experiments']]\n"
+        "print('DET_MASTER=' + os.environ['DET_MASTER'])\n"
+        "print('NAMES=' + ','.join(names))\n"
+    )
     output = await _run_in_kernel(jp_serverapp.kernel_manager, code)
     assert f"DET_MASTER={hosted.master_url}" in output, output
     assert "NAMES=seen" in output, output
@@ -208,12 +250,22 @@ def test_clean_shutdown_pauses_trials_and_the_next_start_resumes_them(start_jupy
     root = tmp_path / "shared-root"
     first = start_jupyter(app="jupyter_server", root_dir=root)
     session = Session(first.det_master, first.token)
-    config = {"name": "survives-restart", "entrypoint": "python3 train.py", "max_restarts": 0,
-              "searcher": {"name": "single", "metric": "loss", "max_length": 40}}
-    experiment_id = session.post("/experiments", {
-        "config": config, "context": context_tarball({"train.py": RESUMABLE_TRIAL})})["experiment"]["id"]
-    wait_until(lambda: session.get(f"/experiments/{experiment_id}/checkpoints")["checkpoints"],
-               90, "a checkpoint before the shutdown", 0.3)
+    config = {
+        "name": "survives-restart",
+        "entrypoint": "python3 train.py",
+        "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "loss", "max_length": 40},
+    }
+    experiment_id = session.post(
+        "/experiments",
+        {"config": config, "context": context_tarball({"train.py": RESUMABLE_TRIAL})},
+    )["experiment"]["id"]
+    wait_until(
+        lambda: session.get(f"/experiments/{experiment_id}/checkpoints")["checkpoints"],
+        90,
+        "a checkpoint before the shutdown",
+        0.3,
+    )
     assert first.stop() == 0, first.log()[-3000:]
     assert "running trials were paused" in first.log()
 
@@ -229,8 +281,7 @@ def test_clean_shutdown_pauses_trials_and_the_next_start_resumes_them(start_jupy
 
 
 @pytest.mark.slow
-def test_det_cli_works_against_the_hosted_master_with_the_jupyter_token(start_jupyter,
-                                                                       tmp_path):
+def test_det_cli_works_against_the_hosted_master_with_the_jupyter_token(start_jupyter, tmp_path):
     import subprocess
 
     server = start_jupyter(app="jupyter_server")
@@ -239,14 +290,23 @@ def test_det_cli_works_against_the_hosted_master_with_the_jupyter_token(start_ju
     (context / "train.py").write_text(TRIAL_SCRIPT)
     (tmp_path / "config.yaml").write_text(
         "name: from-the-cli\nentrypoint: python3 train.py\nmax_restarts: 0\n"
-        "searcher: {name: single, metric: loss, max_length: 2}\n")
+        "searcher: {name: single, metric: loss, max_length: 2}\n"
+    )
     # What a user types in another shell: the server's URL + /determined, and its token.
-    env = {**server.kernel_environment(), "DET_MASTER": server.det_master,
-           "DET_MASTER_TOKEN": server.token}
+    env = {
+        **server.kernel_environment(),
+        "DET_MASTER": server.det_master,
+        "DET_MASTER_TOKEN": server.token,
+    }
 
     def det(*args: str) -> str:
-        result = subprocess.run([sys.executable, "-m", "determined.cli", *args], env=env,
-                                capture_output=True, text=True, timeout=180)
+        result = subprocess.run(
+            [sys.executable, "-m", "determined.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
 
@@ -257,6 +317,11 @@ def test_det_cli_works_against_the_hosted_master_with_the_jupyter_token(start_ju
     listing = det("experiment", "list")
     assert "from-the-cli" in listing and "COMPLETED" in listing
     env["DET_MASTER_TOKEN"] = "wrong"
-    refused = subprocess.run([sys.executable, "-m", "determined.cli", "experiment", "list"],
-                             env=env, capture_output=True, text=True, timeout=180)
+    refused = subprocess.run(
+        [sys.executable, "-m", "determined.cli", "experiment", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert refused.returncode != 0

@@ -3,6 +3,7 @@
 The live view is the labextension's (tests/browser/test_notebook_widget_e2e.py); here the
 output bundle, the static HTML/SVG snapshot and the reconciliation loop are checked.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,29 +23,79 @@ from jupyter_determined._widgets import (
 )
 from tests._support import context_tarball, wait_until
 
-EXPERIMENT = {"id": 7, "name": "digits", "state": "COMPLETED", "progress": 0.75,
-              "best_validation": 0.25,
-              "searcher": {"name": "adaptive_asha", "metric": "val_error",
-                           "smaller_is_better": True}}
-TRIALS = [{"id": 1, "experiment_id": 7, "state": "COMPLETED", "hparams": {"lr": 0.0001},
-           "steps_completed": 4, "latest_validation": {"metrics": {"val_error": 0.3}},
-           "best_validation": {"metrics": {"val_error": 0.25}}},
-          {"id": 2, "experiment_id": 7, "state": "ERROR", "hparams": {"lr": 0.1},
-           "steps_completed": 1, "exit_summary": "killed by SIGKILL (signal 9)",
-           "best_validation": {"metrics": {"val_error": 0.9}}},
-          {"id": 3, "experiment_id": 7, "state": "ACTIVE", "run_state": "QUEUED",
-           "hparams": {"lr": 0.01}, "steps_completed": 0}]
-METRICS = [{"id": 1, "trial_id": 1, "group": "validation", "steps_completed": 2,
-            "metrics": {"val_error": 0.4}},
-           {"id": 2, "trial_id": 1, "group": "validation", "steps_completed": 4,
-            "metrics": {"val_error": 0.25}},
-           {"id": 3, "trial_id": 2, "group": "validation", "steps_completed": 1,
-            "metrics": {"val_error": 0.9}},
-           {"id": 4, "trial_id": 1, "group": "training", "steps_completed": 4,
-            "metrics": {"val_error": 0.2}}]
-SNAPSHOT = {"experiment": EXPERIMENT, "trials": TRIALS, "metrics": METRICS,
-            "logs": [{"id": 9, "trial_id": 1, "line": "<b>epoch 1</b>\n"}],
-            "taken_at": "2026-11-23T10:00:00+00:00"}
+EXPERIMENT = {
+    "id": 7,
+    "name": "digits",
+    "state": "COMPLETED",
+    "progress": 0.75,
+    "best_validation": 0.25,
+    "searcher": {"name": "adaptive_asha", "metric": "val_error", "smaller_is_better": True},
+}
+TRIALS = [
+    {
+        "id": 1,
+        "experiment_id": 7,
+        "state": "COMPLETED",
+        "hparams": {"lr": 0.0001},
+        "steps_completed": 4,
+        "latest_validation": {"metrics": {"val_error": 0.3}},
+        "best_validation": {"metrics": {"val_error": 0.25}},
+    },
+    {
+        "id": 2,
+        "experiment_id": 7,
+        "state": "ERROR",
+        "hparams": {"lr": 0.1},
+        "steps_completed": 1,
+        "exit_summary": "killed by SIGKILL (signal 9)",
+        "best_validation": {"metrics": {"val_error": 0.9}},
+    },
+    {
+        "id": 3,
+        "experiment_id": 7,
+        "state": "ACTIVE",
+        "run_state": "QUEUED",
+        "hparams": {"lr": 0.01},
+        "steps_completed": 0,
+    },
+]
+METRICS = [
+    {
+        "id": 1,
+        "trial_id": 1,
+        "group": "validation",
+        "steps_completed": 2,
+        "metrics": {"val_error": 0.4},
+    },
+    {
+        "id": 2,
+        "trial_id": 1,
+        "group": "validation",
+        "steps_completed": 4,
+        "metrics": {"val_error": 0.25},
+    },
+    {
+        "id": 3,
+        "trial_id": 2,
+        "group": "validation",
+        "steps_completed": 1,
+        "metrics": {"val_error": 0.9},
+    },
+    {
+        "id": 4,
+        "trial_id": 1,
+        "group": "training",
+        "steps_completed": 4,
+        "metrics": {"val_error": 0.2},
+    },
+]
+SNAPSHOT = {
+    "experiment": EXPERIMENT,
+    "trials": TRIALS,
+    "metrics": METRICS,
+    "logs": [{"id": 9, "trial_id": 1, "line": "<b>epoch 1</b>\n"}],
+    "taken_at": "2026-11-23T10:00:00+00:00",
+}
 
 
 def test_the_output_carries_the_live_view_a_snapshot_and_text() -> None:
@@ -58,7 +109,8 @@ def test_the_output_carries_the_live_view_a_snapshot_and_text() -> None:
         "Experiment 7 digits: COMPLETED (100%)",  # COMPLETED is 100 %, whatever progress said
         "  trial 1 COMPLETED steps=4 best val_error=0.25",
         "  trial 2 ERROR steps=1 best val_error=0.9",
-        "  trial 3 QUEUED steps=0 best val_error="]
+        "  trial 3 QUEUED steps=0 best val_error=",
+    ]
     assert widget.curves() == {"1": [[2.0, 0.4], [4.0, 0.25]], "2": [[1.0, 0.9]]}
     assert widget.curves("training") == {"1": [[4.0, 0.2]]}
 
@@ -75,7 +127,13 @@ def test_the_html_snapshot_is_escaped_rounded_and_names_states() -> None:
 
 def test_numbers_read_as_a_person_reads_them() -> None:
     assert [format_number(v) for v in (0.0001, 0.12345678, 3, 1234567.0, None, "x")] == [
-        "1.000e-04", "0.1235", "3", "1.235e+06", "", "x"]
+        "1.000e-04",
+        "0.1235",
+        "3",
+        "1.235e+06",
+        "",
+        "x",
+    ]
     assert cut_line("x" * 20_000, 400) == "x" * 400 + "… (19,600 more characters)"
     assert cut_line("short\n") == "short"
 
@@ -90,16 +148,23 @@ def test_chart_ranges_hold_the_data_and_never_go_below_zero_for_positive_metrics
 
 
 def test_curves_draw_single_points_and_mark_the_best_trial() -> None:
-    svg = render_curve_svg({"2": [[1.0, 0.5], [2.0, 0.5]], "10": [[3.0, 0.1]]}, "loss",
-                           best_trial="10")
+    svg = render_curve_svg(
+        {"2": [[1.0, 0.5], [2.0, 0.5]], "10": [[3.0, 0.1]]}, "loss", best_trial="10"
+    )
     assert svg.count("<polyline") == 2  # one line per trial, even with flat values
     assert svg.index("data-trial='2'") < svg.index("data-trial='10'")  # numeric order
     # The one-point series is a visible marker, and the best line is the thick one.
     assert re.search(r"<circle cx='[\d.]+' cy='[\d.]+' r='3.5'", svg)
     assert "stroke-width='3'" in svg and "trial 10 (best)" in svg
     # The y axis holds the data (0.1..0.5) without going below zero.
-    labels = [float(t) for t in re.findall(r"text-anchor='end' font-size='10' "
-                                           r"fill='currentColor'>([-\d.e+]+)<", svg)]
+    labels = [
+        float(t)
+        for t in re.findall(
+            r"text-anchor='end' font-size='10' "
+            r"fill='currentColor'>([-\d.e+]+)<",
+            svg,
+        )
+    ]
     assert labels and min(labels) >= 0 and max(labels) >= 0.5
     assert "no validation loss yet" in render_curve_svg({}, "loss")
     assert "no trials yet" in render_trials_table([], "loss")
@@ -108,14 +173,29 @@ def test_curves_draw_single_points_and_mark_the_best_trial() -> None:
 def test_a_large_search_keeps_the_fallback_small_and_shows_the_best() -> None:
     # 100 trials x 200 points: JupyterLab sanitizes text/html outputs after every change of the
     # notebook, so the fallback shows the best trials and a thinned chart, not everything.
-    trials = [{"id": i, "experiment_id": 7, "state": "COMPLETED", "hparams": {"lr": i / 1000},
-               "steps_completed": 200,
-               "best_validation": {"metrics": {"val_error": 1.0 - i / 100}}}
-              for i in range(1, 101)]
-    metrics = [{"id": i * 1000 + step, "trial_id": i, "group": group, "steps_completed": step,
-                "metrics": {"val_error": 1.0 / step}}
-               for i in range(1, 101) for step in range(1, 201)
-               for group in ("validation", "training")]
+    trials = [
+        {
+            "id": i,
+            "experiment_id": 7,
+            "state": "COMPLETED",
+            "hparams": {"lr": i / 1000},
+            "steps_completed": 200,
+            "best_validation": {"metrics": {"val_error": 1.0 - i / 100}},
+        }
+        for i in range(1, 101)
+    ]
+    metrics = [
+        {
+            "id": i * 1000 + step,
+            "trial_id": i,
+            "group": group,
+            "steps_completed": step,
+            "metrics": {"val_error": 1.0 / step},
+        }
+        for i in range(1, 101)
+        for step in range(1, 201)
+        for group in ("validation", "training")
+    ]
     page = snapshot_html({**SNAPSHOT, "trials": trials, "metrics": metrics})
     assert len(page) < 60_000, len(page)
     assert "75 more trials (best 25 shown; curves of the best 10)" in page
@@ -183,10 +263,15 @@ def _create(server, length: int) -> int:
     from determined.common.api import Session
 
     session = Session(server.det_master, server.token)
-    config = {"name": f"widget-{length}", "entrypoint": "python3 train.py", "max_restarts": 0,
-              "searcher": {"name": "single", "metric": "loss", "max_length": length}}
-    return session.post("/experiments", {"config": config,
-                                         "context": context_tarball({"train.py": SLOW_TRIAL})})["experiment"]["id"]
+    config = {
+        "name": f"widget-{length}",
+        "entrypoint": "python3 train.py",
+        "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "loss", "max_length": length},
+    }
+    return session.post(
+        "/experiments", {"config": config, "context": context_tarball({"train.py": SLOW_TRIAL})}
+    )["experiment"]["id"]
 
 
 @pytest.mark.slow

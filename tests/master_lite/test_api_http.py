@@ -3,6 +3,7 @@
 The fake facade is not the thing under test: it stands in for `master_lite._master.Master` so
 these tests pin what the handlers do — parsing, auth, trial scopes, error mapping, OpenAPI, SSE.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,12 +33,23 @@ TRIAL_TOKENS = {
 
 
 def _experiment(exp_id: int, state: str = "ACTIVE") -> dict:
-    return {"id": exp_id, "name": f"exp-{exp_id}", "description": "", "labels": [],
-            "state": state, "archived": False, "progress": 0.0,
-            "start_time": "2026-11-22T01:02:03.456Z", "end_time": None,
-            "searcher": {"name": "single", "metric": "loss", "smaller_is_better": True},
-            "num_trials": 1, "best_validation": None, "context_hash": None, "notebook": None,
-            "parent_id": None}
+    return {
+        "id": exp_id,
+        "name": f"exp-{exp_id}",
+        "description": "",
+        "labels": [],
+        "state": state,
+        "archived": False,
+        "progress": 0.0,
+        "start_time": "2026-11-22T01:02:03.456Z",
+        "end_time": None,
+        "searcher": {"name": "single", "metric": "loss", "smaller_is_better": True},
+        "num_trials": 1,
+        "best_validation": None,
+        "context_hash": None,
+        "notebook": None,
+        "parent_id": None,
+    }
 
 
 class FakeMaster:
@@ -76,10 +88,15 @@ class FakeMaster:
             return UserPrincipal()
         return TRIAL_TOKENS.get(token)
 
-
     def create_experiment(self, config, context, *, activate=True, archived=False, notebook=None):
-        self._record("create_experiment", config, context, activate=activate, archived=archived,
-                     notebook=notebook)
+        self._record(
+            "create_experiment",
+            config,
+            context,
+            activate=activate,
+            archived=archived,
+            notebook=notebook,
+        )
         exp_id = max(self.experiments) + 1
         self.experiments[exp_id] = _experiment(exp_id)
         return self.experiments[exp_id]
@@ -127,22 +144,50 @@ class FakeMaster:
         self._record("kill_trial", trial_id)
         return self.trials[trial_id]
 
-    def get_metrics(self, *, trial_id=None, experiment_id=None, group=None, after_id=0,
-                    limit=None):
-        self._record("get_metrics", trial_id=trial_id, experiment_id=experiment_id, group=group,
-                     after_id=after_id, limit=limit)
-        return [{"id": 1, "trial_id": 1, "trial_run_id": 1, "group": "training",
-                 "steps_completed": 10, "metrics": {"loss": 0.5},
-                 "report_time": "2026-11-22T01:02:03.456Z"}]
+    def get_metrics(self, *, trial_id=None, experiment_id=None, group=None, after_id=0, limit=None):
+        self._record(
+            "get_metrics",
+            trial_id=trial_id,
+            experiment_id=experiment_id,
+            group=group,
+            after_id=after_id,
+            limit=limit,
+        )
+        return [
+            {
+                "id": 1,
+                "trial_id": 1,
+                "trial_run_id": 1,
+                "group": "training",
+                "steps_completed": 10,
+                "metrics": {"loss": 0.5},
+                "report_time": "2026-11-22T01:02:03.456Z",
+            }
+        ]
 
     def get_metrics_json(self, **kwargs):  # what the handlers call: get_metrics as JSON text
         return json.dumps(self.get_metrics(**kwargs))
 
     def get_logs(self, trial_id, *, after_id=0, limit=None, tail=None, rank=None, stream=None):
-        self._record("get_logs", trial_id, after_id=after_id, limit=limit, tail=tail, rank=rank,
-                     stream=stream)
-        return [{"id": 1, "trial_id": trial_id, "rank": 0, "stream": "stdout",
-                 "time": "2026-11-22T01:02:03.456Z", "line": "hello"}]
+        self._record(
+            "get_logs",
+            trial_id,
+            after_id=after_id,
+            limit=limit,
+            tail=tail,
+            rank=rank,
+            stream=stream,
+        )
+        return [
+            {
+                "id": 1,
+                "trial_id": trial_id,
+                "rank": 0,
+                "stream": "stdout",
+                "time": "2026-11-22T01:02:03.456Z",
+                "line": "hello",
+            }
+        ]
 
     def list_checkpoints(self, *, experiment_id=None, trial_id=None, state=None):
         self._record("list_checkpoints", experiment_id=experiment_id, state=state)
@@ -160,8 +205,12 @@ class FakeMaster:
 
     def resources(self):
         self._record("resources")
-        return {"slots": [{"id": 0, "type": "cpu", "gpu": None, "allocation_id": None,
-                           "trial_id": None}], "gpus": []}
+        return {
+            "slots": [
+                {"id": 0, "type": "cpu", "gpu": None, "allocation_id": None, "trial_id": None}
+            ],
+            "gpus": [],
+        }
 
     def best_validation(self, exp_id):
         self._record("best_validation", exp_id)
@@ -222,8 +271,16 @@ class Client:
         self.port = port
         self.http = tornado.httpclient.AsyncHTTPClient()
 
-    def request(self, method: str, path: str, body: Any = None, *, token: str | None = USER_TOKEN,
-                raw: bytes | None = None, headers: dict | None = None) -> Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = USER_TOKEN,
+        raw: bytes | None = None,
+        headers: dict | None = None,
+    ) -> Response:
         all_headers = dict(headers or {})
         if token is not None:
             all_headers["Authorization"] = f"Bearer {token}"
@@ -231,8 +288,13 @@ class Client:
         if data is None and method in ("POST", "PATCH", "PUT"):
             data = b""
         request = tornado.httpclient.HTTPRequest(
-            f"http://127.0.0.1:{self.port}{path}", method=method, body=data,
-            headers=all_headers, request_timeout=30, allow_nonstandard_methods=True)
+            f"http://127.0.0.1:{self.port}{path}",
+            method=method,
+            body=data,
+            headers=all_headers,
+            request_timeout=30,
+            allow_nonstandard_methods=True,
+        )
         answer = self.loop.run_until_complete(self.http.fetch(request, raise_error=False))
         return Response(answer.code, answer.body or b"", answer.headers)
 
@@ -287,10 +349,13 @@ def test_openapi_needs_no_token_and_matches_the_route_table(client: Client) -> N
     assert answer.status == 200
     doc = answer.json
     assert doc["openapi"].startswith("3.0")
-    documented = {(method, path) for path, item in doc["paths"].items()
-                  for method in item if method != "parameters"}
-    declared = {(method, "/api/v1" + route.path) for route in ROUTES
-                for method in route.operations}
+    documented = {
+        (method, path)
+        for path, item in doc["paths"].items()
+        for method in item
+        if method != "parameters"
+    }
+    declared = {(method, "/api/v1" + route.path) for route in ROUTES for method in route.operations}
     assert documented == declared
     for name in ("Experiment", "Trial", "Metric", "Log", "Checkpoint", "Error"):
         assert name in doc["components"]["schemas"]
@@ -308,11 +373,13 @@ def test_openapi_document_is_valid_openapi_3() -> None:
 
 def test_every_declared_method_is_implemented_and_nothing_more() -> None:
     handlers = make_handlers(FakeMaster(), "")
-    for (pattern, handler, kwargs), route in zip(handlers, ROUTES):
+    # make_handlers adds a JSON 404 handler after the routes.
+    for (_pattern, handler, kwargs), route in zip(handlers, ROUTES, strict=False):
         assert kwargs["route"] is route
         for method in ("get", "post", "patch", "put", "delete"):
-            implemented = getattr(handler, method) is not getattr(tornado.web.RequestHandler,
-                                                                  method)
+            implemented = getattr(handler, method) is not getattr(
+                tornado.web.RequestHandler, method
+            )
             assert implemented == (method in route.operations), (route.path, method)
 
 
@@ -332,22 +399,32 @@ def test_master_info(client: Client) -> None:
 
 def test_create_experiment_decodes_the_context(client: Client, fake: FakeMaster) -> None:
     context = b"\x1f\x8b\x08 fake tarball"
-    answer = client.post("/api/v1/experiments", {
-        "config": "name: x\n", "context": base64.b64encode(context).decode(), "activate": False,
-        "notebook": {"path": "a.ipynb", "cell_ids": ["c1"], "script": "print(1)"}})
+    answer = client.post(
+        "/api/v1/experiments",
+        {
+            "config": "name: x\n",
+            "context": base64.b64encode(context).decode(),
+            "activate": False,
+            "notebook": {"path": "a.ipynb", "cell_ids": ["c1"], "script": "print(1)"},
+        },
+    )
     assert answer.status == 201
     assert answer.json["experiment"]["id"] == 3
-    (args, kwargs), = fake.called("create_experiment")
+    ((args, kwargs),) = fake.called("create_experiment")
     assert args == ("name: x\n", context)
-    assert kwargs == {"activate": False, "archived": False,
-                      "notebook": {"path": "a.ipynb", "cell_ids": ["c1"], "script": "print(1)"}}
+    assert kwargs == {
+        "activate": False,
+        "archived": False,
+        "notebook": {"path": "a.ipynb", "cell_ids": ["c1"], "script": "print(1)"},
+    }
 
 
-def test_create_experiment_with_object_config_and_no_context(client: Client,
-                                                             fake: FakeMaster) -> None:
+def test_create_experiment_with_object_config_and_no_context(
+    client: Client, fake: FakeMaster
+) -> None:
     answer = client.post("/api/v1/experiments", {"config": {"name": "x"}, "context": None})
     assert answer.status == 201
-    (args, kwargs), = fake.called("create_experiment")
+    ((args, kwargs),) = fake.called("create_experiment")
     assert args == ({"name": "x"}, None)
     assert kwargs["activate"] is True
 
@@ -356,8 +433,9 @@ def test_list_experiments_passes_filters(client: Client, fake: FakeMaster) -> No
     answer = client.get("/api/v1/experiments?state=ACTIVE&name=exp&archived=false")
     assert answer.status == 200
     assert [e["id"] for e in answer.json["experiments"]] == [1]
-    assert fake.called("list_experiments") == [((), {"state": "ACTIVE", "name": "exp",
-                                                     "archived": False})]
+    assert fake.called("list_experiments") == [
+        ((), {"state": "ACTIVE", "name": "exp", "archived": False})
+    ]
 
 
 def test_get_experiment_includes_config_and_trials(client: Client) -> None:
@@ -382,8 +460,7 @@ def test_experiment_sub_resources(client: Client, fake: FakeMaster) -> None:
     assert fake.called("get_metrics")[-1][1]["group"] == "validation"
 
 
-@pytest.mark.parametrize("action", ["pause", "activate", "cancel", "kill", "archive",
-                                    "unarchive"])
+@pytest.mark.parametrize("action", ["pause", "activate", "cancel", "kill", "archive", "unarchive"])
 def test_experiment_actions(client: Client, fake: FakeMaster, action: str) -> None:
     answer = client.post(f"/api/v1/experiments/1/{action}")
     assert answer.status == 200
@@ -396,12 +473,19 @@ def test_trial_reads_and_kill(client: Client, fake: FakeMaster) -> None:
     assert client.post("/api/v1/trials/3/kill").json["trial"]["id"] == 3
     assert fake.called("kill_trial") == [((3,), {})]
     client.get("/api/v1/trials/1/metrics?group=training&after_id=5&limit=10")
-    assert fake.called("get_metrics")[-1][1] == {"trial_id": 1, "experiment_id": None,
-                                                 "group": "training", "after_id": 5, "limit": 10}
+    assert fake.called("get_metrics")[-1][1] == {
+        "trial_id": 1,
+        "experiment_id": None,
+        "group": "training",
+        "after_id": 5,
+        "limit": 10,
+    }
     logs = client.get("/api/v1/trials/1/logs?tail=20&rank=0&stream=stdout")
     assert logs.json["logs"][0]["line"] == "hello"
-    assert fake.called("get_logs")[-1] == ((1,), {"after_id": 0, "limit": None, "tail": 20,
-                                                  "rank": 0, "stream": "stdout"})
+    assert fake.called("get_logs")[-1] == (
+        (1,),
+        {"after_id": 0, "limit": None, "tail": 20, "rank": 0, "stream": "stdout"},
+    )
 
 
 def test_checkpoint_endpoints(client: Client, fake: FakeMaster) -> None:
@@ -409,11 +493,11 @@ def test_checkpoint_endpoints(client: Client, fake: FakeMaster) -> None:
     download = client.get("/api/v1/checkpoints/ck-1/download")
     assert download.headers["Content-Type"] == "application/gzip"
     assert download.body == b"\x1f\x8barchive"
-    answer = client.request("PATCH", "/api/v1/checkpoints",
-                            {"checkpoints": [{"uuid": "ck-1", "resources": {}}]})
+    answer = client.request(
+        "PATCH", "/api/v1/checkpoints", {"checkpoints": [{"uuid": "ck-1", "resources": {}}]}
+    )
     assert answer.status == 200
-    assert fake.called("mark_checkpoints_deleted") == [(([{"uuid": "ck-1", "resources": {}}],),
-                                                        {})]
+    assert fake.called("mark_checkpoints_deleted") == [(([{"uuid": "ck-1", "resources": {}}],), {})]
 
 
 def test_resources(client: Client) -> None:
@@ -426,46 +510,87 @@ TRIAL_1 = "trial-1-token"
 
 
 def test_determined_metric_form_is_normalised(client: Client, fake: FakeMaster) -> None:
-    answer = client.post("/api/v1/trials/1/metrics", {
-        "group": "validation", "metrics": {
-            "trialId": 1, "trialRunId": 2, "stepsCompleted": 100,
-            "reportTime": "2026-11-22T01:02:03Z",
-            "metrics": {"avgMetrics": {"loss": 0.1}, "batchMetrics": [{"loss": 0.2}]}}},
-        token=TRIAL_1)
+    answer = client.post(
+        "/api/v1/trials/1/metrics",
+        {
+            "group": "validation",
+            "metrics": {
+                "trialId": 1,
+                "trialRunId": 2,
+                "stepsCompleted": 100,
+                "reportTime": "2026-11-22T01:02:03Z",
+                "metrics": {"avgMetrics": {"loss": 0.1}, "batchMetrics": [{"loss": 0.2}]},
+            },
+        },
+        token=TRIAL_1,
+    )
     assert answer.status == 200
     assert answer.json == {"accepted": 1}
-    assert fake.called("report_metrics") == [((1, [{
-        "group": "validation", "steps_completed": 100, "metrics": {"loss": 0.1},
-        "batch_metrics": [{"loss": 0.2}], "report_time": "2026-11-22T01:02:03Z",
-        "trial_run_id": 2}]), {})]
+    assert fake.called("report_metrics") == [
+        (
+            (
+                1,
+                [
+                    {
+                        "group": "validation",
+                        "steps_completed": 100,
+                        "metrics": {"loss": 0.1},
+                        "batch_metrics": [{"loss": 0.2}],
+                        "report_time": "2026-11-22T01:02:03Z",
+                        "trial_run_id": 2,
+                    }
+                ],
+            ),
+            {},
+        )
+    ]
 
 
 def test_batch_metric_form_is_passed_through(client: Client, fake: FakeMaster) -> None:
-    reports = [{"group": "training", "steps_completed": 10, "metrics": {"loss": 1.0}},
-               {"group": "training", "steps_completed": 20, "metrics": {"loss": 0.9}}]
+    reports = [
+        {"group": "training", "steps_completed": 10, "metrics": {"loss": 1.0}},
+        {"group": "training", "steps_completed": 20, "metrics": {"loss": 0.9}},
+    ]
     answer = client.post("/api/v1/trials/1/metrics", {"reports": reports}, token=TRIAL_1)
     assert answer.json == {"accepted": 2}
     assert fake.called("report_metrics") == [((1, reports), {})]
 
 
 def test_metric_form_with_another_trial_id_in_the_body_is_rejected(client: Client) -> None:
-    answer = client.post("/api/v1/trials/1/metrics", {
-        "group": "training", "metrics": {"trialId": 3, "stepsCompleted": 1, "metrics": {}}},
-        token=TRIAL_1)
+    answer = client.post(
+        "/api/v1/trials/1/metrics",
+        {"group": "training", "metrics": {"trialId": 3, "stepsCompleted": 1, "metrics": {}}},
+        token=TRIAL_1,
+    )
     assert answer.status == 400
     assert "trialId" in answer.json["message"]
 
 
 def test_trial_reports(client: Client, fake: FakeMaster) -> None:
-    assert client.post("/api/v1/trials/1/progress", {"progress": 0.5, "is_raw": True},
-                       token=TRIAL_1).json == {}
-    assert client.post("/api/v1/trials/1/runner/metadata", {"state": "training"},
-                       token=TRIAL_1).status == 200
-    assert client.post("/api/v1/trials/1/early_exit", {"reason": "EXITED_REASON_INVALID_HP"},
-                       token=TRIAL_1).status == 200
-    assert client.post("/api/v1/trials/1/searcher/completed_operation",
-                       {"op": {"length": "100"}, "searcherMetric": 0.3},
-                       token=TRIAL_1).status == 200
+    assert (
+        client.post(
+            "/api/v1/trials/1/progress", {"progress": 0.5, "is_raw": True}, token=TRIAL_1
+        ).json
+        == {}
+    )
+    assert (
+        client.post("/api/v1/trials/1/runner/metadata", {"state": "training"}, token=TRIAL_1).status
+        == 200
+    )
+    assert (
+        client.post(
+            "/api/v1/trials/1/early_exit", {"reason": "EXITED_REASON_INVALID_HP"}, token=TRIAL_1
+        ).status
+        == 200
+    )
+    assert (
+        client.post(
+            "/api/v1/trials/1/searcher/completed_operation",
+            {"op": {"length": "100"}, "searcherMetric": 0.3},
+            token=TRIAL_1,
+        ).status
+        == 200
+    )
     assert fake.called("report_progress") == [((1, 0.5), {})]
     assert fake.called("set_runner_state") == [((1, "training"), {})]
     assert fake.called("report_early_exit") == [((1, "EXITED_REASON_INVALID_HP"), {})]
@@ -485,17 +610,24 @@ def test_long_polls_pass_the_timeout(client: Client, fake: FakeMaster) -> None:
 
 
 def test_best_validation(client: Client) -> None:
-    answer = client.get("/api/v1/experiments/1/searcher/best_searcher_validation_metric",
-                        token=TRIAL_1)
+    answer = client.get(
+        "/api/v1/experiments/1/searcher/best_searcher_validation_metric", token=TRIAL_1
+    )
     assert answer.json == {"metric": 0.25}
     none_yet = client.get("/api/v1/experiments/2/searcher/best_searcher_validation_metric")
     assert none_yet.status == 404
 
 
 def test_checkpoint_report_accepts_trial_id_or_task_id(client: Client, fake: FakeMaster) -> None:
-    body = {"uuid": "new-1", "allocationId": "trial-1.1", "trialId": 1,
-            "metadata": {"steps_completed": 5}, "resources": {"model.pt": 10},
-            "reportTime": "2026-11-22T01:02:03Z", "state": "COMPLETED"}
+    body = {
+        "uuid": "new-1",
+        "allocationId": "trial-1.1",
+        "trialId": 1,
+        "metadata": {"steps_completed": 5},
+        "resources": {"model.pt": 10},
+        "reportTime": "2026-11-22T01:02:03Z",
+        "state": "COMPLETED",
+    }
     answer = client.post("/api/v1/checkpoints", body, token=TRIAL_1)
     assert answer.status == 200
     assert answer.json["checkpoint"]["uuid"] == "new-1"
@@ -539,8 +671,9 @@ def test_trial_token_on_another_allocation_or_experiment(client: Client) -> None
     preempt = client.get("/api/v1/allocations/trial-2.1/signals/preemption", token=TRIAL_1)
     assert preempt.status == 403
     assert "trial-1.1" in preempt.json["message"] and "trial-2.1" in preempt.json["message"]
-    best = client.get("/api/v1/experiments/2/searcher/best_searcher_validation_metric",
-                      token=TRIAL_1)
+    best = client.get(
+        "/api/v1/experiments/2/searcher/best_searcher_validation_metric", token=TRIAL_1
+    )
     assert best.status == 403
     assert "experiment 1" in best.json["message"] and "experiment 2" in best.json["message"]
 
@@ -553,20 +686,29 @@ def test_trial_token_checkpoint_scopes(client: Client, fake: FakeMaster) -> None
     # A warm-start source from another experiment is readable.
     fake.configs[1] = {"searcher": {"name": "single", "source_checkpoint_uuid": "ck-2"}}
     assert client.get("/api/v1/checkpoints/ck-2", token=TRIAL_1).status == 200
-    report = client.post("/api/v1/checkpoints", {"uuid": "x", "trialId": 3, "metadata": {},
-                                                 "resources": {}}, token=TRIAL_1)
+    report = client.post(
+        "/api/v1/checkpoints",
+        {"uuid": "x", "trialId": 3, "metadata": {}, "resources": {}},
+        token=TRIAL_1,
+    )
     assert report.status == 403
     assert report.json["message"] == "trial token of trial 1 may not report a checkpoint of trial 3"
-    delete = client.request("PATCH", "/api/v1/checkpoints", {"checkpoints": [{"uuid": "ck-2"}]},
-                            token=TRIAL_1)
+    delete = client.request(
+        "PATCH", "/api/v1/checkpoints", {"checkpoints": [{"uuid": "ck-2"}]}, token=TRIAL_1
+    )
     assert delete.status == 403
     assert fake.called("report_checkpoint") == [] and fake.called("mark_checkpoints_deleted") == []
 
 
 def _concrete_path(route_path: str, principal: TrialPrincipal) -> str:
     """The route's path filled with the principal's own ids, so only the scope decides."""
-    values = {"experiment_id": principal.experiment_id, "trial_id": principal.trial_id,
-              "allocation_id": principal.allocation_id, "uuid": "ck-1", "action": "pause"}
+    values = {
+        "experiment_id": principal.experiment_id,
+        "trial_id": principal.trial_id,
+        "allocation_id": principal.allocation_id,
+        "uuid": "ck-1",
+        "action": "pause",
+    }
     return "/api/v1" + re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), route_path)
 
 
@@ -576,21 +718,27 @@ def test_auth_matrix_trial_token_only_reaches_trial_scoped_operations(client: Cl
         for method, operation in route.operations.items():
             if not operation.auth or route.path == "/events":
                 continue
-            answer = client.request(method.upper(), _concrete_path(route.path, principal),
-                                    {}, token=TRIAL_1)
+            answer = client.request(
+                method.upper(), _concrete_path(route.path, principal), {}, token=TRIAL_1
+            )
             if operation.trial_scope is None:
                 assert answer.status == 403, (method, route.path)
                 assert "needs the user token" in answer.json["message"]
             else:
                 assert answer.status != 403 and answer.status != 401, (method, route.path)
-            unauthenticated = client.request(method.upper(),
-                                             _concrete_path(route.path, principal), {}, token=None)
+            unauthenticated = client.request(
+                method.upper(), _concrete_path(route.path, principal), {}, token=None
+            )
             assert unauthenticated.status == 401, (method, route.path)
 
 
 def test_trial_scoped_operations_are_the_documented_ones() -> None:
-    scoped = {(method.upper(), route.path): operation.trial_scope for route in ROUTES
-              for method, operation in route.operations.items() if operation.trial_scope}
+    scoped = {
+        (method.upper(), route.path): operation.trial_scope
+        for route in ROUTES
+        for method, operation in route.operations.items()
+        if operation.trial_scope
+    }
     assert scoped == {
         ("POST", "/trials/{trial_id}/metrics"): TrialScope.TRIAL,
         ("POST", "/trials/{trial_id}/progress"): TrialScope.TRIAL,
@@ -598,8 +746,10 @@ def test_trial_scoped_operations_are_the_documented_ones() -> None:
         ("POST", "/trials/{trial_id}/early_exit"): TrialScope.TRIAL,
         ("GET", "/trials/{trial_id}/searcher/operation"): TrialScope.TRIAL,
         ("POST", "/trials/{trial_id}/searcher/completed_operation"): TrialScope.TRIAL,
-        ("GET", "/experiments/{experiment_id}/searcher/best_searcher_validation_metric"):
-            TrialScope.EXPERIMENT,
+        (
+            "GET",
+            "/experiments/{experiment_id}/searcher/best_searcher_validation_metric",
+        ): TrialScope.EXPERIMENT,
         ("GET", "/allocations/{allocation_id}/signals/preemption"): TrialScope.ALLOCATION,
         ("POST", "/allocations/{allocation_id}/signals/ack_preemption"): TrialScope.ALLOCATION,
         ("POST", "/checkpoints"): TrialScope.CHECKPOINT_REPORT,
@@ -644,12 +794,14 @@ def test_bad_query_parameter_is_400(client: Client) -> None:
 def test_invalid_request_keeps_every_error(client: Client, fake: FakeMaster) -> None:
     fake.fail_with = errors.InvalidRequest(
         "invalid experiment config: 2 errors",
-        ["searcher.max_trials: required", "hyperparameters.lr.minval: must be a number"])
+        ["searcher.max_trials: required", "hyperparameters.lr.minval: must be a number"],
+    )
     answer = client.post("/api/v1/experiments", {"config": "x: 1"})
     assert answer.status == 400
-    assert answer.json == {"message": "invalid experiment config: 2 errors",
-                           "errors": ["searcher.max_trials: required",
-                                      "hyperparameters.lr.minval: must be a number"]}
+    assert answer.json == {
+        "message": "invalid experiment config: 2 errors",
+        "errors": ["searcher.max_trials: required", "hyperparameters.lr.minval: must be a number"],
+    }
 
 
 def test_not_found(client: Client) -> None:
@@ -688,14 +840,16 @@ def test_body_over_the_limit_is_413_naming_the_limit(client: Client, fake: FakeM
     assert fake.called("create_experiment") == []
 
 
-def test_unexpected_error_is_500_without_the_traceback(client: Client, fake: FakeMaster,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_unexpected_error_is_500_without_the_traceback(
+    client: Client, fake: FakeMaster, caplog: pytest.LogCaptureFixture
+) -> None:
     fake.fail_with = RuntimeError("database exploded at /secret/path")
     with caplog.at_level(logging.ERROR):
         answer = client.get("/api/v1/resources")
     assert answer.status == 500
-    assert answer.json == {"message": "internal error in master_lite; the master's log has the "
-                                      "details"}
+    assert answer.json == {
+        "message": "internal error in master_lite; the master's log has the details"
+    }
     assert "database exploded" in caplog.text  # the traceback went to the log
 
 
@@ -703,11 +857,14 @@ def test_unexpected_error_is_500_without_the_traceback(client: Client, fake: Fak
 
 
 def test_events_stream_a_published_event_and_unsubscribe_on_disconnect(
-        client: Client, fake: FakeMaster, caplog: pytest.LogCaptureFixture) -> None:
+    client: Client, fake: FakeMaster, caplog: pytest.LogCaptureFixture
+) -> None:
     async def scenario() -> str:
         reader, writer = await asyncio.open_connection("127.0.0.1", client.port)
-        writer.write(f"GET /api/v1/events?experiment_id=1&types=trial,metric&token={USER_TOKEN}"
-                     " HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+        writer.write(
+            f"GET /api/v1/events?experiment_id=1&types=trial,metric&token={USER_TOKEN}"
+            " HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
+        )
         await writer.drain()
         received = b""
         while b": connected" not in received:
@@ -730,21 +887,27 @@ def test_events_stream_a_published_event_and_unsubscribe_on_disconnect(
         text = client.loop.run_until_complete(scenario())
     assert "GET /api/v1/events" in caplog.text
     assert USER_TOKEN not in caplog.text  # the access log redacts ?token=
-    assert ('event: trial\ndata: {"id": 1, "experiment_id": 1, "state": "COMPLETED"}\n\n'
-            in text.replace("\r\n", "\n"))
+    assert (
+        'event: trial\ndata: {"id": 1, "experiment_id": 1, "state": "COMPLETED"}\n\n'
+        in text.replace("\r\n", "\n")
+    )
     assert '"id": 7' not in text and "event: log" not in text
     assert fake.events._subscriptions == []
 
 
-def test_events_send_keepalive_comments(client: Client, fake: FakeMaster,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_events_send_keepalive_comments(
+    client: Client, fake: FakeMaster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from master_lite.api._events import EventsHandler
+
     monkeypatch.setattr(EventsHandler, "KEEPALIVE_SECONDS", 0.05)
 
     async def scenario() -> bytes:
         reader, writer = await asyncio.open_connection("127.0.0.1", client.port)
-        writer.write(f"GET /api/v1/events HTTP/1.1\r\nHost: localhost\r\n"
-                     f"Authorization: Bearer {USER_TOKEN}\r\n\r\n".encode())
+        writer.write(
+            f"GET /api/v1/events HTTP/1.1\r\nHost: localhost\r\n"
+            f"Authorization: Bearer {USER_TOKEN}\r\n\r\n".encode()
+        )
         received = b""
         while b": keepalive" not in received:
             received += await asyncio.wait_for(reader.read(4096), 10)
@@ -761,8 +924,9 @@ def test_events_need_a_token(client: Client) -> None:
 # --- mounted inside jupyter_server -----------------------------------------------------------
 
 
-def test_handlers_mount_inside_jupyter_server(fake: FakeMaster, tmp_path: Any,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_handlers_mount_inside_jupyter_server(
+    fake: FakeMaster, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Same handlers on jupyter's APIHandler: Jupyter's user via `user_auth`, trial tokens as
     standalone (no XSRF cookie needed), anything else refused."""
     from jupyter_server.base.handlers import APIHandler
@@ -775,14 +939,25 @@ def test_handlers_mount_inside_jupyter_server(fake: FakeMaster, tmp_path: Any,
     asyncio.set_event_loop(loop)
     try:
         serverapp = ServerApp()
-        serverapp.initialize(argv=["--ServerApp.token=jupyter-token",
-                                   f"--ServerApp.root_dir={tmp_path}",
-                                   "--ServerApp.base_url=/lab-base/"],
-                             find_extensions=False, new_httpserver=False)
+        serverapp.initialize(
+            argv=[
+                "--ServerApp.token=jupyter-token",
+                f"--ServerApp.root_dir={tmp_path}",
+                "--ServerApp.base_url=/lab-base/",
+            ],
+            find_extensions=False,
+            new_httpserver=False,
+        )
         prefix = url_path_join(serverapp.base_url, "determined")
-        serverapp.web_app.add_handlers(".*$", make_handlers(
-            fake, prefix, base_handler=APIHandler,
-            user_auth=lambda handler, action: handler.current_user is not None))
+        serverapp.web_app.add_handlers(
+            ".*$",
+            make_handlers(
+                fake,
+                prefix,
+                base_handler=APIHandler,
+                user_auth=lambda handler, action: handler.current_user is not None,
+            ),
+        )
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen(16)
@@ -792,8 +967,9 @@ def test_handlers_mount_inside_jupyter_server(fake: FakeMaster, tmp_path: Any,
         client = Client(loop, sock.getsockname()[1])
         root = "/lab-base/determined/api/v1"
 
-        as_user = client.get(root + "/experiments", token=None,
-                             headers={"Authorization": "token jupyter-token"})
+        as_user = client.get(
+            root + "/experiments", token=None, headers={"Authorization": "token jupyter-token"}
+        )
         assert as_user.status == 200
         assert [e["id"] for e in as_user.json["experiments"]] == [1, 2]
         as_trial = client.post(root + "/trials/1/progress", {"progress": 0.25}, token=TRIAL_1)
@@ -805,7 +981,8 @@ def test_handlers_mount_inside_jupyter_server(fake: FakeMaster, tmp_path: Any,
         assert client.get(root + "/experiments", token=None).status == 401
         assert client.get(root + "/experiments", token=TRIAL_1).status == 403
         assert client.get(root + "/openapi.json", token=None).json["servers"] == [
-            {"url": "/lab-base/determined"}]
+            {"url": "/lab-base/determined"}
+        ]
         server.stop()
     finally:
         loop.close()
@@ -816,6 +993,7 @@ def test_metric_body_errors_point_inside_the_report(client: Client) -> None:
     reports = [{"group": "training", "steps_completed": "ten", "metrics": {"loss": 1.0}}] * 50
     answer = client.post("/api/v1/trials/1/metrics", {"reports": reports}, token=TRIAL_1)
     assert answer.status == 400
-    assert answer.json["message"] == ("invalid request body: body.reports[0].steps_completed: "
-                                      "'ten' is not of type 'integer'")
+    assert answer.json["message"] == (
+        "invalid request body: body.reports[0].steps_completed: 'ten' is not of type 'integer'"
+    )
     assert all(len(line) <= 300 for line in answer.json["errors"])

@@ -1,4 +1,5 @@
 """The MasterLite app and the `master-lite` command: settings, master.json, start and stop."""
+
 from __future__ import annotations
 
 import asyncio
@@ -48,8 +49,16 @@ class LifecycleFakeMaster:
 
 def test_every_setting_is_a_documented_config_trait() -> None:
     traits = MasterLite.class_traits(config=True)
-    assert set(traits) == {"root_dir", "cpu_slots", "resource_manager", "ray_address", "context_size_limit",
-                           "preemption_grace_seconds", "host", "port"}
+    assert set(traits) == {
+        "root_dir",
+        "cpu_slots",
+        "resource_manager",
+        "ray_address",
+        "context_size_limit",
+        "preemption_grace_seconds",
+        "host",
+        "port",
+    }
     for name, trait in traits.items():
         assert trait.help, name
         assert "MASTER_LITE_" in trait.help, name
@@ -62,14 +71,19 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
     app = MasterLite()
     assert app.root_dir == str(tmp_path / "data" / "determined")
-    assert (app.cpu_slots, app.resource_manager, app.host, app.port) == (2, "local",
-                                                                          "127.0.0.1", 8080)
+    assert (app.cpu_slots, app.resource_manager, app.host, app.port) == (
+        2,
+        "local",
+        "127.0.0.1",
+        8080,
+    )
     assert app.context_size_limit == 96 * 1024 * 1024
     assert app.preemption_grace_seconds == 30.0
 
 
-def test_environment_variables_set_defaults_and_config_wins(monkeypatch: pytest.MonkeyPatch,
-                                                            tmp_path: Path) -> None:
+def test_environment_variables_set_defaults_and_config_wins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(tmp_path))
     monkeypatch.setenv("MASTER_LITE_PORT", "9123")
     monkeypatch.setenv("MASTER_LITE_CPU_SLOTS", "5")
@@ -83,7 +97,7 @@ def test_environment_variables_set_defaults_and_config_wins(monkeypatch: pytest.
 def test_bad_settings_name_the_problem(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MASTER_LITE_PORT", "eighty")
     with pytest.raises(TraitError, match="MASTER_LITE_PORT='eighty'"):
-        MasterLite().port
+        _ = MasterLite().port
     with pytest.raises(TraitError, match="port must be 0..65535"):
         MasterLite(port=70000)
 
@@ -100,11 +114,17 @@ def test_start_writes_private_master_json_and_stop_removes_it(tmp_path: Path) ->
         assert fake.started_with == url
         path = tmp_path / "master.json"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert json.loads(path.read_text()) == {"url": url, "token": "app-test-token",
-                                                "pid": os.getpid()}
+        assert json.loads(path.read_text()) == {
+            "url": url,
+            "token": "app-test-token",
+            "pid": os.getpid(),
+        }
         answer = await asyncio.to_thread(
-            requests.get, url + "/api/v1/master",
-            headers={"Authorization": "Bearer app-test-token"}, timeout=10)
+            requests.get,
+            url + "/api/v1/master",
+            headers={"Authorization": "Bearer app-test-token"},
+            timeout=10,
+        )
         assert answer.json()["cluster_id"] == "fake-cluster"
         await app.stop()
         assert fake.stopped_with == {"pause_running": True}
@@ -118,8 +138,7 @@ def test_port_in_use_is_a_start_error_naming_the_port(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        app = MasterLite(root_dir=str(tmp_path), port=port,
-                         master=LifecycleFakeMaster(tmp_path))
+        app = MasterLite(root_dir=str(tmp_path), port=port, master=LifecycleFakeMaster(tmp_path))
         with pytest.raises(MasterLiteStartError, match=f"port {port} .*already in use.*--port"):
             asyncio.run(app.start())
     assert not (tmp_path / "master.json").exists()
@@ -129,8 +148,13 @@ def test_port_in_use_is_a_start_error_naming_the_port(tmp_path: Path) -> None:
 
 
 def test_help_lists_the_options() -> None:
-    result = subprocess.run([sys.executable, "-m", "master_lite", "--help"], env=child_env(),
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "master_lite", "--help"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0
     for option in ("--root-dir", "--host", "--port", "--cpu-slots"):
         assert option in result.stdout
@@ -142,24 +166,32 @@ def test_port_in_use_exits_1_with_one_line(tmp_path: Path) -> None:
         taken.listen(1)
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "master_lite", "--port", str(port), "--root-dir",
-             str(tmp_path)], env=child_env(), capture_output=True, text=True, timeout=60)
+            [sys.executable, "-m", "master_lite", "--port", str(port), "--root-dir", str(tmp_path)],
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
-    assert last == (f"master-lite: error: port {port} on 127.0.0.1 is already in use; choose "
-                    "another with --port N (or --port 0 for any free port)")
+    assert last == (
+        f"master-lite: error: port {port} on 127.0.0.1 is already in use; choose "
+        "another with --port N (or --port 0 for any free port)"
+    )
 
 
 def _tiny_context() -> bytes:
-    script = (b"import json, os, urllib.request\n"
-              b"print('hello from trial', os.environ['DET_TRIAL_ID'], flush=True)\n"
-              b"body = {'reports': [{'group': 'training', 'steps_completed': 1,"
-              b" 'metrics': {'loss': 0.5}}]}\n"
-              b"request = urllib.request.Request(os.environ['DET_MASTER'] + '/api/v1/trials/' +"
-              b" os.environ['DET_TRIAL_ID'] + '/metrics', data=json.dumps(body).encode(),"
-              b" method='POST', headers={'Authorization': 'Bearer ' +"
-              b" os.environ['DET_SESSION_TOKEN'], 'Content-Type': 'application/json'})\n"
-              b"urllib.request.urlopen(request).read()\n")
+    script = (
+        b"import json, os, urllib.request\n"
+        b"print('hello from trial', os.environ['DET_TRIAL_ID'], flush=True)\n"
+        b"body = {'reports': [{'group': 'training', 'steps_completed': 1,"
+        b" 'metrics': {'loss': 0.5}}]}\n"
+        b"request = urllib.request.Request(os.environ['DET_MASTER'] + '/api/v1/trials/' +"
+        b" os.environ['DET_TRIAL_ID'] + '/metrics', data=json.dumps(body).encode(),"
+        b" method='POST', headers={'Authorization': 'Bearer ' +"
+        b" os.environ['DET_SESSION_TOKEN'], 'Content-Type': 'application/json'})\n"
+        b"urllib.request.urlopen(request).read()\n"
+    )
     return tar_gz({"train.py": script})
 
 
@@ -167,13 +199,27 @@ def _tiny_context() -> bytes:
 def test_master_lite_process_round_trip(tmp_path: Path) -> None:
     root = tmp_path / "root"
     process = subprocess.Popen(
-        [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root),
-         "--cpu-slots", "1"], env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        [
+            sys.executable,
+            "-m",
+            "master_lite",
+            "--port",
+            "0",
+            "--root-dir",
+            str(root),
+            "--cpu-slots",
+            "1",
+        ],
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = process.stdout.readline()
-        assert line.startswith("master-lite listening on http://127.0.0.1:"), \
+        assert line.startswith("master-lite listening on http://127.0.0.1:"), (
             line + process.stderr.read() if not line else line
+        )
         master_json = root / "master.json"
         assert f"token in {master_json}" in line
         assert stat.S_IMODE(master_json.stat().st_mode) == 0o600
@@ -184,19 +230,27 @@ def test_master_lite_process_round_trip(tmp_path: Path) -> None:
         url = info["url"] + "/api/v1"
 
         # A second master on the same root dir would share the store: refused.
-        second = subprocess.run([sys.executable, "-m", "master_lite", "--port", "0",
-                                 "--root-dir", str(root)], env=child_env(), capture_output=True,
-                                text=True, timeout=60)
+        second = subprocess.run(
+            [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root)],
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert second.returncode == 1
         assert f"in use by another master-lite (pid {process.pid}" in second.stderr
 
         events = api.get(url + "/events?types=trial", stream=True, timeout=30)
         assert events.headers["Content-Type"] == "text/event-stream"
-        config = ("name: round-trip\nentrypoint: python3 train.py\n"
-                  "searcher: {name: single, metric: loss, max_length: 1}\n")
-        created = api.post(url + "/experiments", json={
-            "config": config, "context": base64.b64encode(_tiny_context()).decode()},
-            timeout=30)
+        config = (
+            "name: round-trip\nentrypoint: python3 train.py\n"
+            "searcher: {name: single, metric: loss, max_length: 1}\n"
+        )
+        created = api.post(
+            url + "/experiments",
+            json={"config": config, "context": base64.b64encode(_tiny_context()).decode()},
+            timeout=30,
+        )
         assert created.status_code == 201, created.text
         exp_id = created.json()["experiment"]["id"]
 
@@ -215,7 +269,7 @@ def test_master_lite_process_round_trip(tmp_path: Path) -> None:
         lines = events.iter_lines(decode_unicode=True)
         for text in lines:
             if text.startswith("data: "):
-                seen_states.append(json.loads(text[len("data: "):])["state"])
+                seen_states.append(json.loads(text[len("data: ") :])["state"])
                 if seen_states[-1] == "COMPLETED":
                     break
         events.close()
@@ -234,8 +288,9 @@ def test_master_lite_process_round_trip(tmp_path: Path) -> None:
 def test_a_stale_master_json_is_replaced(tmp_path: Path) -> None:
     exited = subprocess.Popen([sys.executable, "-c", "pass"])
     exited.wait()
-    (tmp_path / "master.json").write_text(json.dumps(
-        {"url": "http://127.0.0.1:1", "token": "old", "pid": exited.pid}))
+    (tmp_path / "master.json").write_text(
+        json.dumps({"url": "http://127.0.0.1:1", "token": "old", "pid": exited.pid})
+    )
     fake = LifecycleFakeMaster(tmp_path)
     app = MasterLite(root_dir=str(tmp_path), port=0, master=fake)
 

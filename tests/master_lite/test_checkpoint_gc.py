@@ -1,5 +1,6 @@
 """Checkpoint GC after an experiment ends: which checkpoints are kept (save_experiment_best,
 save_trial_best, save_trial_latest) and which are deleted from storage and marked DELETED."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,21 +9,29 @@ import itertools
 import pytest
 
 from determined.common import storage
-
 from master_lite import errors
 from master_lite._gc import GcPolicy, checkpoints_to_keep
 from master_lite._master import Master
 
 
 def ckpt(uuid, trial_id, steps, report_time=None):
-    return {"uuid": uuid, "trial_id": trial_id, "steps_completed": steps,
-            "report_time": float(steps if report_time is None else report_time)}
+    return {
+        "uuid": uuid,
+        "trial_id": trial_id,
+        "steps_completed": steps,
+        "report_time": float(steps if report_time is None else report_time),
+    }
 
 
 # -- the pure policy --------------------------------------------------------------------------
 def test_defaults_keep_best_and_latest_of_each_trial():
-    checkpoints = [ckpt("a10", 1, 10), ckpt("a20", 1, 20), ckpt("a30", 1, 30),
-                   ckpt("b10", 2, 10), ckpt("b20", 2, 20)]
+    checkpoints = [
+        ckpt("a10", 1, 10),
+        ckpt("a20", 1, 20),
+        ckpt("a30", 1, 30),
+        ckpt("b10", 2, 10),
+        ckpt("b20", 2, 20),
+    ]
     metrics = {"a10": 0.5, "a20": 0.2, "a30": 0.4, "b10": 0.1, "b20": None}
     keep = checkpoints_to_keep(checkpoints, metrics, GcPolicy())
     assert keep == {"a20", "a30", "b10", "b20"}
@@ -36,13 +45,22 @@ def test_larger_is_better_flips_the_ranking():
 
 
 def test_experiment_best_spans_trials_and_unvalidated_rank_last():
-    checkpoints = [ckpt("a10", 1, 10), ckpt("a20", 1, 20), ckpt("b10", 2, 10),
-                   ckpt("b20", 2, 20), ckpt("c10", 3, 10)]
+    checkpoints = [
+        ckpt("a10", 1, 10),
+        ckpt("a20", 1, 20),
+        ckpt("b10", 2, 10),
+        ckpt("b20", 2, 20),
+        ckpt("c10", 3, 10),
+    ]
     metrics = {"a10": 0.3, "a20": 0.1, "b10": 0.2, "b20": None, "c10": None}
     assert checkpoints_to_keep(checkpoints, metrics, GcPolicy(2, 0, 0)) == {"a20", "b10"}
     # More best slots than validated checkpoints: unvalidated ones fill them, fewest steps first.
-    assert checkpoints_to_keep(checkpoints, metrics, GcPolicy(4, 0, 0)) == \
-        {"a20", "b10", "a10", "c10"}
+    assert checkpoints_to_keep(checkpoints, metrics, GcPolicy(4, 0, 0)) == {
+        "a20",
+        "b10",
+        "a10",
+        "c10",
+    }
     # Ties go to the earlier checkpoint.
     tied = {"a10": 0.1, "a20": 0.1, "b10": 0.5, "b20": 0.5, "c10": 0.5}
     assert checkpoints_to_keep(checkpoints, tied, GcPolicy(1, 0, 0)) == {"a10"}
@@ -69,18 +87,21 @@ def test_kept_set_is_the_union_of_the_three_rules(counts):
         value = metrics[c["uuid"]]
         return (value is None, value or 0, c["steps_completed"])
 
-    expected = {c["uuid"] for c in sorted(checkpoints, key=rank)[:policy.save_experiment_best]}
+    expected = {c["uuid"] for c in sorted(checkpoints, key=rank)[: policy.save_experiment_best]}
     for trial in (1, 2, 3):
         mine = [c for c in checkpoints if c["trial_id"] == trial]
-        expected |= {c["uuid"] for c in sorted(mine, key=rank)[:policy.save_trial_best]}
-        expected |= {c["uuid"] for c in sorted(mine, key=lambda c: -c["steps_completed"])
-                     [:policy.save_trial_latest]}
+        expected |= {c["uuid"] for c in sorted(mine, key=rank)[: policy.save_trial_best]}
+        expected |= {
+            c["uuid"]
+            for c in sorted(mine, key=lambda c: -c["steps_completed"])[: policy.save_trial_latest]
+        }
     assert keep == expected
 
 
 def test_policy_reads_checkpoint_storage():
-    assert GcPolicy.from_storage_config({"type": "shared_fs", "save_trial_best": 3}) == \
-        GcPolicy(0, 3, 1)
+    assert GcPolicy.from_storage_config({"type": "shared_fs", "save_trial_best": 3}) == GcPolicy(
+        0, 3, 1
+    )
     assert GcPolicy.from_storage_config(None) == GcPolicy(0, 1, 1)
 
 
@@ -88,6 +109,7 @@ def test_policy_reads_checkpoint_storage():
 def run(test):
     """An in-process master whose trials never start (created paused): the test plays the
     trial's part by reporting checkpoints and metrics through the facade."""
+
     def wrapper(tmp_path):
         async def body():
             master = Master(tmp_path / "root", cpu_slots=1, gpus=[])
@@ -96,18 +118,31 @@ def run(test):
                 await test(master, tmp_path)
             finally:
                 await master.stop(pause_running=False)
+
         asyncio.run(asyncio.wait_for(body(), 60))
+
     wrapper.__name__ = test.__name__
     return wrapper
 
 
 def config(**searcher):
-    return {"name": "gc", "entrypoint": "python3 -c pass",
-            "searcher": {"name": "random", "metric": "loss", "max_trials": 2,
-                         "max_length": 100, **searcher},
-            "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 1.0}},
-            "checkpoint_storage": {"save_experiment_best": 0, "save_trial_best": 1,
-                                   "save_trial_latest": 1}}
+    return {
+        "name": "gc",
+        "entrypoint": "python3 -c pass",
+        "searcher": {
+            "name": "random",
+            "metric": "loss",
+            "max_trials": 2,
+            "max_length": 100,
+            **searcher,
+        },
+        "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 1.0}},
+        "checkpoint_storage": {
+            "save_experiment_best": 0,
+            "save_trial_best": 1,
+            "save_trial_latest": 1,
+        },
+    }
 
 
 def save(master, trial, steps, loss=None):
@@ -117,12 +152,19 @@ def save(master, trial, steps, loss=None):
     path = storage.checkpoint_dir(storage_config, uuid)
     path.mkdir(parents=True)
     (path / "weights").write_text(str(steps))
-    master.report_checkpoint({"uuid": uuid, "trialId": trial["id"],
-                              "metadata": {"steps_completed": steps},
-                              "resources": {"weights": len(str(steps))}})
+    master.report_checkpoint(
+        {
+            "uuid": uuid,
+            "trialId": trial["id"],
+            "metadata": {"steps_completed": steps},
+            "resources": {"weights": len(str(steps))},
+        }
+    )
     if loss is not None:
-        master.report_metrics(trial["id"], [{"group": "validation", "steps_completed": steps,
-                                             "metrics": {"loss": loss}}])
+        master.report_metrics(
+            trial["id"],
+            [{"group": "validation", "steps_completed": steps, "metrics": {"loss": loss}}],
+        )
     return uuid
 
 
@@ -139,8 +181,12 @@ def states(master, exp_id):
 async def test_gc_after_the_end_deletes_files_and_marks_deleted(master, tmp_path):
     exp_id = master.create_experiment(config(), None, activate=False)["id"]
     first, second = master.list_trials(exp_id)
-    a = [save(master, first, 10, 0.5), save(master, first, 20, 0.1), save(master, first, 30),
-         save(master, first, 40, 0.3)]
+    a = [
+        save(master, first, 10, 0.5),
+        save(master, first, 20, 0.1),
+        save(master, first, 30),
+        save(master, first, 40, 0.3),
+    ]
     b = [save(master, second, 10, 0.9), save(master, second, 20, 0.8)]
     await settle()
     assert set(states(master, exp_id).values()) == {"COMPLETED"}  # nothing while it lives
@@ -166,8 +212,9 @@ async def test_checkpoints_needed_by_live_trials_are_held_until_they_finish(mast
     middle = save(master, trial, 20, 0.5)  # neither best nor latest: garbage...
     save(master, trial, 30, 0.7)  # latest
     # ... but a paused experiment warm-starts from it: its trials need it.
-    warm = master.create_experiment(config(source_checkpoint_uuid=middle), None,
-                                    activate=False)["id"]
+    warm = master.create_experiment(config(source_checkpoint_uuid=middle), None, activate=False)[
+        "id"
+    ]
     assert {t["latest_checkpoint"] for t in master.list_trials(warm)} == {middle}
 
     master.experiment_action(source_exp, "cancel")
@@ -193,8 +240,17 @@ async def test_a_resumed_runs_validation_decides_the_checkpoint_metric(master, t
     thirty = save(master, trial, 30, 0.9)
     # A later run redid step 10 and validated it worse: that report is the current one.
     master.store.update("trials", trial["id"], run_id=2)
-    master.report_metrics(trial["id"], [{"group": "validation", "steps_completed": 10,
-                                         "trial_run_id": 2, "metrics": {"loss": 0.7}}])
+    master.report_metrics(
+        trial["id"],
+        [
+            {
+                "group": "validation",
+                "steps_completed": 10,
+                "trial_run_id": 2,
+                "metrics": {"loss": 0.7},
+            }
+        ],
+    )
     master.experiment_action(exp_id, "cancel")
     await settle()
     assert states(master, exp_id) == {ten: "DELETED", twenty: "COMPLETED", thirty: "COMPLETED"}
@@ -206,5 +262,6 @@ async def test_gc_refuses_to_leave_the_storage_directory(master, tmp_path):
     trial, _ = master.list_trials(exp_id)
     for bad in ("../outside", "..", "a/b"):
         with pytest.raises(errors.InvalidRequest, match="plain directory name"):
-            master.report_checkpoint({"uuid": bad, "trialId": trial["id"],
-                                      "metadata": {"steps_completed": 1}})
+            master.report_checkpoint(
+                {"uuid": bad, "trialId": trial["id"], "metadata": {"steps_completed": 1}}
+            )

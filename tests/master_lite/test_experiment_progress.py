@@ -1,12 +1,16 @@
 """The experiment's progress comes from its searcher; a failing searcher is logged, not fatal."""
+
 import asyncio
 import logging
 
 from master_lite._master import Master
 
-CONFIG = {"name": "progress", "entrypoint": "python3 train.py",
-          "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10}},
-          "hyperparameters": {}}
+CONFIG = {
+    "name": "progress",
+    "entrypoint": "python3 train.py",
+    "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10}},
+    "hyperparameters": {},
+}
 
 
 class BrokenProgress:

@@ -1,5 +1,6 @@
 """GPU inventory, slot assignment through CUDA_VISIBLE_DEVICES, and gang allocation, with a faked
 4-GPU inventory (MASTER_LITE_FAKE_GPUS=4) and a real master running real trial processes."""
+
 from __future__ import annotations
 
 import socket
@@ -53,8 +54,13 @@ def config(name: str, *, slots: int, trials_count: int, data: dict) -> dict:
         "name": name,
         "entrypoint": "python3 show_slots.py",
         "resources": {"slots_per_trial": slots},
-        "searcher": {"name": "random", "metric": "x", "max_trials": trials_count,
-                     "max_concurrent_trials": trials_count, "max_length": 1},
+        "searcher": {
+            "name": "random",
+            "metric": "x",
+            "max_trials": trials_count,
+            "max_concurrent_trials": trials_count,
+            "max_length": 1,
+        },
         "hyperparameters": {"h": {"type": "int", "minval": 0, "maxval": 1000}},
         "max_restarts": 0,
         "data": data,
@@ -62,6 +68,7 @@ def config(name: str, *, slots: int, trials_count: int, data: dict) -> dict:
 
 
 # -- inventory (no master) ---------------------------------------------------------------------
+
 
 def test_fake_inventory_has_distinct_indices_and_uuids():
     gpus = discover_gpus(fake=4)
@@ -93,6 +100,7 @@ def test_no_gpu_means_cpu_slots_and_no_warnings(monkeypatch):
 
 # -- ports (no master) -------------------------------------------------------------------------
 
+
 def test_ports_are_distinct_while_allocations_live_and_skip_busy_ports():
     allocator = PortAllocator(first=31000, last=31099)
     with socket.socket() as busy:
@@ -106,27 +114,31 @@ def test_ports_are_distinct_while_allocations_live_and_skip_busy_ports():
     allocator.assign("trial-3.1", 3, live=["trial-3.1"])  # 1 and 2 are gone: forgotten
     assert set(allocator.held()) == {"trial-3.1"}
     env = PortAllocator(first=31100, last=31199).trial_ports("trial-9.1")
-    assert set(env) == {"C10D_PORT", "INTER_TRAIN_PROCESS_COMM_PORT_1",
-                        "INTER_TRAIN_PROCESS_COMM_PORT_2"}
+    assert set(env) == {
+        "C10D_PORT",
+        "INTER_TRAIN_PROCESS_COMM_PORT_1",
+        "INTER_TRAIN_PROCESS_COMM_PORT_2",
+    }
 
 
 # -- a real master with four fake GPUs -----------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def master(tmp_path_factory):
     root = tmp_path_factory.mktemp("gpu-master")
-    with MasterProcess(root, cpu_slots=None,
-                       env={"MASTER_LITE_FAKE_GPUS": "4"}) as process:
+    with MasterProcess(root, cpu_slots=None, env={"MASTER_LITE_FAKE_GPUS": "4"}) as process:
         session = process.session
         yield session
 
 
-
 @pytest.mark.slow
 def test_four_one_slot_trials_run_at_once_each_on_its_own_gpu(master, tmp_path):
-    exp_id = submit(master, config("four", slots=1, trials_count=4,
-                                   data={"gate": str(tmp_path), "wait_for": 4}),
-                    {"show_slots.py": SHOW_SLOTS})
+    exp_id = submit(
+        master,
+        config("four", slots=1, trials_count=4, data={"gate": str(tmp_path), "wait_for": 4}),
+        {"show_slots.py": SHOW_SLOTS},
+    )
     experiment = wait_for_experiment(master, exp_id, timeout=180)
     logs = all_logs(master, exp_id)
     assert experiment["state"] == "COMPLETED", logs
@@ -146,16 +158,27 @@ def test_two_slot_trial_waits_for_two_free_slots_without_deadlock(master, tmp_pa
     ones_gate, two_gate, late_gate = (tmp_path / n for n in ("ones", "two", "late"))
     for gate in (ones_gate, two_gate, late_gate):
         gate.mkdir()
-    three = submit(master, config("three-ones", slots=1, trials_count=3,
-                                  data={"gate": str(ones_gate), "release": str(release)}),
-                   {"show_slots.py": SHOW_SLOTS})
+    three = submit(
+        master,
+        config(
+            "three-ones",
+            slots=1,
+            trials_count=3,
+            data={"gate": str(ones_gate), "release": str(release)},
+        ),
+        {"show_slots.py": SHOW_SLOTS},
+    )
     wait_until(lambda: len(list(ones_gate.iterdir())) == 3, what="three 1-slot trials to start")
-    two = submit(master, config("two", slots=2, trials_count=1,
-                                data={"gate": str(two_gate), "wait_for": 1}),
-                 {"show_slots.py": SHOW_SLOTS})
-    late = submit(master, config("late-ones", slots=1, trials_count=2,
-                                 data={"gate": str(late_gate), "wait_for": 2}),
-                  {"show_slots.py": SHOW_SLOTS})
+    two = submit(
+        master,
+        config("two", slots=2, trials_count=1, data={"gate": str(two_gate), "wait_for": 1}),
+        {"show_slots.py": SHOW_SLOTS},
+    )
+    late = submit(
+        master,
+        config("late-ones", slots=1, trials_count=2, data={"gate": str(late_gate), "wait_for": 2}),
+        {"show_slots.py": SHOW_SLOTS},
+    )
 
     # One GPU is free, but it is held for the 2-slot trial at the head of the line: a late
     # 1-slot trial must not take it (or the 2-slot trial could starve).
@@ -164,15 +187,17 @@ def test_two_slot_trial_waits_for_two_free_slots_without_deadlock(master, tmp_pa
     three_ids = {t["id"] for t in trials(master, three)}
     assert sorted(t for t in holders.values() if t is not None) == sorted(three_ids)
     assert list(holders.values()).count(None) == 1
-    assert all(slot["type"] == "gpu" and "utilization" in slot["gpu"]
-               for slot in resources["slots"])
+    assert all(
+        slot["type"] == "gpu" and "utilization" in slot["gpu"] for slot in resources["slots"]
+    )
     assert [t["state"] for t in trials(master, two)] == ["ACTIVE"]
     assert not list(two_gate.iterdir()) and not list(late_gate.iterdir())
 
     release.touch()
     for exp_id in (three, two, late):
-        assert wait_for_experiment(master, exp_id, timeout=180)["state"] == "COMPLETED", \
-            all_logs(master, exp_id)
+        assert wait_for_experiment(master, exp_id, timeout=180)["state"] == "COMPLETED", all_logs(
+            master, exp_id
+        )
     (shown,) = marked_values(all_logs(master, two), "SLOTS")
     cuda = shown["cuda"].split(",")
     assert len(cuda) == 2 and len(set(cuda)) == 2

@@ -12,12 +12,23 @@ def test_entrypoint_forms():
     assert entrypoint_argv("python3 train.py --x 1") == ["sh", "-c", "python3 train.py --x 1"]
     assert entrypoint_argv(["python3", "train.py"]) == ["python3", "train.py"]
     assert entrypoint_argv("model_def:MyTrial", python="/py") == [
-        "/py", "-m", "determined.exec.harness", "model_def:MyTrial"]
+        "/py",
+        "-m",
+        "determined.exec.harness",
+        "model_def:MyTrial",
+    ]
     # A notebook entrypoint runs through papermill; a notebook among other words stays a command.
     assert entrypoint_argv("train.ipynb", python="/py") == [
-        "/py", "-m", "determined.exec.notebook", "train.ipynb"]
+        "/py",
+        "-m",
+        "determined.exec.notebook",
+        "train.ipynb",
+    ]
     assert entrypoint_argv("jupyter nbconvert train.ipynb") == [
-        "sh", "-c", "jupyter nbconvert train.ipynb"]
+        "sh",
+        "-c",
+        "jupyter nbconvert train.ipynb",
+    ]
 
 
 def test_rank_prefix_is_stripped_and_long_lines_split():
@@ -44,20 +55,28 @@ class Collector:
 def launch(tmp_path, script, allocation_id="trial-1.1"):
     collector = Collector()
     runner = LocalRunner(log_sink=collector.sink, on_exit=collector.on_exit)
-    pid = runner.launch(LaunchSpec(allocation_id=allocation_id, trial_id=1,
-                                   argv=[sys.executable, "-c", script],
-                                   env=dict(os.environ, PYTHONUNBUFFERED="1"), work_dir=tmp_path))
+    pid = runner.launch(
+        LaunchSpec(
+            allocation_id=allocation_id,
+            trial_id=1,
+            argv=[sys.executable, "-c", script],
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            work_dir=tmp_path,
+        )
+    )
     return runner, collector, pid
 
 
 def test_captures_streams_ranks_and_carriage_returns(tmp_path):
-    script = ("import sys\n"
-              "print('out line')\n"
-              "sys.stderr.write('err line\\n')\n"
-              "sys.stdout.write('10%\\r20%\\r\\n')\n"
-              "print('[rank=2] from rank two')\n"
-              "sys.stdout.write('no newline at end')\n"
-              "sys.exit(3)\n")
+    script = (
+        "import sys\n"
+        "print('out line')\n"
+        "sys.stderr.write('err line\\n')\n"
+        "sys.stdout.write('10%\\r20%\\r\\n')\n"
+        "print('[rank=2] from rank two')\n"
+        "sys.stdout.write('no newline at end')\n"
+        "sys.exit(3)\n"
+    )
     runner, collector, _ = launch(tmp_path, script)
     assert collector.done.wait(20)
     assert collector.exits == {"trial-1.1": 3}
@@ -66,17 +85,24 @@ def test_captures_streams_ranks_and_carriage_returns(tmp_path):
         assert trial_id == 1
         by_stream.setdefault(stream, []).append((rank, line))
     assert by_stream["stderr"] == [(None, "err line")]
-    assert by_stream["stdout"] == [(None, "out line"), (None, "10%"), (None, "20%"),
-                                   (2, "from rank two"), (None, "no newline at end")]
+    assert by_stream["stdout"] == [
+        (None, "out line"),
+        (None, "10%"),
+        (None, "20%"),
+        (2, "from rank two"),
+        (None, "no newline at end"),
+    ]
 
 
 def test_runs_in_its_own_process_group_and_kill_takes_the_group(tmp_path):
     marker = tmp_path / "child.pid"
-    script = ("import os, subprocess, sys, time\n"
-              f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-              f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
-              "print('pgid', os.getpgid(0), 'pid', os.getpid(), flush=True)\n"
-              "time.sleep(60)\n")
+    script = (
+        "import os, subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
+        "print('pgid', os.getpgid(0), 'pid', os.getpid(), flush=True)\n"
+        "time.sleep(60)\n"
+    )
     runner, collector, pid = launch(tmp_path, script)
     wait_until(lambda: marker.exists() and marker.read_text(), 20, "the child's pid", 0.05)
     child_pid = int(marker.read_text())
@@ -84,6 +110,7 @@ def test_runs_in_its_own_process_group_and_kill_takes_the_group(tmp_path):
     assert runner.kill("trial-1.1")
     assert collector.done.wait(20)
     assert collector.exits["trial-1.1"] == 128 + signal.SIGKILL
+
     def gone() -> bool:  # the grandchild dies with the group
         try:
             os.kill(child_pid, 0)
@@ -95,10 +122,12 @@ def test_runs_in_its_own_process_group_and_kill_takes_the_group(tmp_path):
 
 
 def test_terminate_sends_sigterm_then_sigkill(tmp_path):
-    script = ("import signal, time\n"
-              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-              "print('ready', flush=True)\n"
-              "time.sleep(60)\n")
+    script = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
     runner, collector, _ = launch(tmp_path, script)
     wait_until(lambda: any(r[4] == "ready" for r in collector.records), 20, "ready", 0.05)
     runner.terminate("trial-1.1", grace=0.5)
@@ -112,12 +141,13 @@ def test_orphan_kill_only_takes_groups_running_that_allocation():
     from master_lite.scheduler import kill_orphaned_group
 
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
-    ours = subprocess.Popen(sleeper, start_new_session=True,
-                            env=dict(os.environ, DET_ALLOCATION_ID="trial-7.2"))
-    stranger = subprocess.Popen(sleeper, start_new_session=True,
-                                env=dict(os.environ, DET_ALLOCATION_ID="trial-7.20"))
+    ours = subprocess.Popen(
+        sleeper, start_new_session=True, env=dict(os.environ, DET_ALLOCATION_ID="trial-7.2")
+    )
+    stranger = subprocess.Popen(
+        sleeper, start_new_session=True, env=dict(os.environ, DET_ALLOCATION_ID="trial-7.20")
+    )
     try:
-
         assert kill_orphaned_group(stranger.pid, "trial-7.2") is False
         assert kill_orphaned_group(ours.pid, "trial-7.2") is True
         assert ours.wait(10) == -signal.SIGKILL

@@ -1,4 +1,5 @@
 """The Master facade driven directly (no HTTP), with real trial subprocesses."""
+
 import asyncio
 import io
 import os
@@ -19,27 +20,45 @@ def until(predicate, timeout=30.0, what="condition"):
 
 
 def config(*, max_trials=1, max_restarts=0, entrypoint="python3 train.py", **extra):
-    return {"name": "facade-test", "entrypoint": entrypoint, "max_restarts": max_restarts,
-            "searcher": {"name": "random", "metric": "loss", "max_trials": max_trials,
-                         "max_length": {"batches": 10}},
-            "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 1.0},
-                                "layers": {"type": "int", "minval": 1, "maxval": 4}},
-            **extra}
+    return {
+        "name": "facade-test",
+        "entrypoint": entrypoint,
+        "max_restarts": max_restarts,
+        "searcher": {
+            "name": "random",
+            "metric": "loss",
+            "max_trials": max_trials,
+            "max_length": {"batches": 10},
+        },
+        "hyperparameters": {
+            "lr": {"type": "double", "minval": 0.1, "maxval": 1.0},
+            "layers": {"type": "int", "minval": 1, "maxval": 4},
+        },
+        **extra,
+    }
 
 
 def run(test):
     """Run an async test body against a started master; always stop it."""
+
     def wrapper(tmp_path):
         async def body():
-            master = Master(tmp_path / "root", cpu_slots=2, gpus=[],
-                            preemption_grace_seconds=1, terminate_grace_seconds=1,
-                            context_size_limit=1024 * 1024)
+            master = Master(
+                tmp_path / "root",
+                cpu_slots=2,
+                gpus=[],
+                preemption_grace_seconds=1,
+                terminate_grace_seconds=1,
+                context_size_limit=1024 * 1024,
+            )
             await master.start("http://127.0.0.1:9")
             try:
                 await test(master, tmp_path)
             finally:
                 await master.stop(pause_running=False)
+
         asyncio.run(asyncio.wait_for(body(), 120))
+
     wrapper.__name__ = test.__name__
     return wrapper
 
@@ -48,10 +67,12 @@ def experiment_state(master, exp_id):
     return master.get_experiment(exp_id)["state"]
 
 
-TRAIN_OK = (b"import json, os, sys\n"
-            b"hp = json.loads(os.environ['DET_HPARAMS'])\n"
-            b"print('lr', hp['lr'], 'run', os.environ['DET_TRIAL_RUN_ID'])\n"
-            b"sys.stderr.write('to stderr\\n')\n")
+TRAIN_OK = (
+    b"import json, os, sys\n"
+    b"hp = json.loads(os.environ['DET_HPARAMS'])\n"
+    b"print('lr', hp['lr'], 'run', os.environ['DET_TRIAL_RUN_ID'])\n"
+    b"sys.stderr.write('to stderr\\n')\n"
+)
 
 
 @run
@@ -68,9 +89,9 @@ async def test_random_search_runs_four_trials_to_completion(master, tmp_path):
         assert 0.1 <= trial["hparams"]["lr"] < 1.0 and 1 <= trial["hparams"]["layers"] <= 4
         assert trial["exit_code"] == 0 and trial["end_time"] is not None
         logs = master.get_logs(trial["id"])
-        stdout = [l["line"] for l in logs if l["stream"] == "stdout"]
+        stdout = [entry["line"] for entry in logs if entry["stream"] == "stdout"]
         assert stdout == [f"lr {trial['hparams']['lr']} run 1"]
-        assert [l["line"] for l in logs if l["stream"] == "stderr"] == ["to stderr"]
+        assert [entry["line"] for entry in logs if entry["stream"] == "stderr"] == ["to stderr"]
     finished = master.get_experiment(exp["id"])
     assert finished["end_time"] is not None and finished["config"]["max_restarts"] == 0
     assert master.get_experiment_context(exp["id"]) == context
@@ -89,26 +110,30 @@ async def test_identical_contexts_are_stored_once(master, tmp_path):
 async def test_failing_trial_is_restarted_then_errors(master, tmp_path):
     script = b"import os\nprint('run', os.environ['DET_TRIAL_RUN_ID'])\nraise SystemExit(1)\n"
     exp = master.create_experiment(config(max_restarts=2), tar_gz({"train.py": script}))
-    await until(lambda: experiment_state(master, exp["id"]) in ("ERROR", "COMPLETED"),
-                what="experiment end")
+    await until(
+        lambda: experiment_state(master, exp["id"]) in ("ERROR", "COMPLETED"), what="experiment end"
+    )
     [trial] = master.list_trials(exp["id"])
     assert trial["state"] == "ERROR" and trial["restarts"] == 2 and trial["exit_code"] == 1
     assert trial["run_id"] == 3
-    runs = [l["line"] for l in master.get_logs(trial["id"], stream="stdout")]
+    runs = [entry["line"] for entry in master.get_logs(trial["id"], stream="stdout")]
     assert runs == ["run 1", "run 2", "run 3"]
     assert experiment_state(master, exp["id"]) == "ERROR"
 
 
-LONG_FIRST_RUN = (b"import os, time\n"
-                  b"print('started run', os.environ['DET_TRIAL_RUN_ID'],"
-                  b" os.environ.get('DET_LATEST_CHECKPOINT'), flush=True)\n"
-                  b"if os.environ['DET_TRIAL_RUN_ID'] == '1':\n"
-                  b"    time.sleep(60)\n")
+LONG_FIRST_RUN = (
+    b"import os, time\n"
+    b"print('started run', os.environ['DET_TRIAL_RUN_ID'],"
+    b" os.environ.get('DET_LATEST_CHECKPOINT'), flush=True)\n"
+    b"if os.environ['DET_TRIAL_RUN_ID'] == '1':\n"
+    b"    time.sleep(60)\n"
+)
 
 
 def running_pid(master, trial_id):
-    rows = master.store.select("allocations", "trial_id = ? AND end_time IS NULL AND pid IS NOT "
-                               "NULL", (trial_id,))
+    rows = master.store.select(
+        "allocations", "trial_id = ? AND end_time IS NULL AND pid IS NOT NULL", (trial_id,)
+    )
     return rows[0]["pid"] if rows else None
 
 
@@ -132,9 +157,15 @@ async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, 
     allocation_id = master.get_trial(trial["id"])["allocation_id"]
     assert allocation_id == f"trial-{trial['id']}.1"
     assert await master.wait_preemption(allocation_id, 0) is False
-    master.report_checkpoint({"uuid": "ckpt-1", "trialId": trial["id"],
-                              "allocationId": allocation_id, "metadata": {"steps_completed": 5},
-                              "resources": {"model.pt": 10}})
+    master.report_checkpoint(
+        {
+            "uuid": "ckpt-1",
+            "trialId": trial["id"],
+            "allocationId": allocation_id,
+            "metadata": {"steps_completed": 5},
+            "resources": {"model.pt": 10},
+        }
+    )
 
     waiter = asyncio.ensure_future(master.wait_preemption(allocation_id, 30))
     paused = master.experiment_action(exp["id"], "pause")
@@ -148,7 +179,7 @@ async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, 
         master.experiment_action(exp["id"], "archive")
     master.experiment_action(exp["id"], "activate")
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
-    lines = [l["line"] for l in master.get_logs(trial["id"], stream="stdout")]
+    lines = [entry["line"] for entry in master.get_logs(trial["id"], stream="stdout")]
     assert lines == ["started run 1 None", "started run 2 ckpt-1"]
     with pytest.raises(errors.Conflict):
         master.experiment_action(exp["id"], "activate")
@@ -159,10 +190,11 @@ async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, 
 @run
 async def test_kill_experiment_cancels_running_trials(master, tmp_path):
     exp = master.create_experiment(config(max_trials=2), tar_gz({"train.py": LONG_FIRST_RUN}))
-    await until(lambda: all(running_pid(master, t["id"]) for t in master.list_trials(exp["id"])),
-                what="both trials running")
-    assert master.experiment_action(exp["id"], "kill")["state"] in ("STOPPING_CANCELED",
-                                                                     "CANCELED")
+    await until(
+        lambda: all(running_pid(master, t["id"]) for t in master.list_trials(exp["id"])),
+        what="both trials running",
+    )
+    assert master.experiment_action(exp["id"], "kill")["state"] in ("STOPPING_CANCELED", "CANCELED")
     await until(lambda: experiment_state(master, exp["id"]) == "CANCELED", what="CANCELED")
     assert {t["state"] for t in master.list_trials(exp["id"])} == {"CANCELED"}
 
@@ -175,17 +207,25 @@ async def test_searcher_operations_and_metrics(master, tmp_path):
     assert op == {"completed": False, "op": {"validateAfter": {"length": "10"}}}
 
     with pytest.raises(errors.InvalidRequest) as bad:
-        master.report_metrics(trial["id"], [
-            {"group": "validation", "steps_completed": 10, "metrics": {"loss": None}},
-            {"group": "a.b", "steps_completed": 10, "metrics": {}}])
+        master.report_metrics(
+            trial["id"],
+            [
+                {"group": "validation", "steps_completed": 10, "metrics": {"loss": None}},
+                {"group": "a.b", "steps_completed": 10, "metrics": {}},
+            ],
+        )
     assert any("reports[0].metrics.loss" in e for e in bad.value.errors)
     assert any("reports[1].group" in e for e in bad.value.errors)
     assert master.get_metrics(trial_id=trial["id"]) == []
 
-    accepted = master.report_metrics(trial["id"], [
-        {"group": "training", "steps_completed": 5, "metrics": {"loss": 0.9}},
-        {"group": "validation", "steps_completed": 10, "metrics": {"loss": 0.5}},
-        {"group": "validation", "steps_completed": 10, "metrics": {"loss": 0.7}}])
+    accepted = master.report_metrics(
+        trial["id"],
+        [
+            {"group": "training", "steps_completed": 5, "metrics": {"loss": 0.9}},
+            {"group": "validation", "steps_completed": 10, "metrics": {"loss": 0.5}},
+            {"group": "validation", "steps_completed": 10, "metrics": {"loss": 0.7}},
+        ],
+    )
     assert accepted == 3
     current = master.get_trial(trial["id"])
     assert current["latest_training"]["metrics"] == {"loss": 0.9}
@@ -210,9 +250,14 @@ async def test_checkpoints(master, tmp_path):
     with pytest.raises(errors.InvalidRequest, match="steps_completed"):
         master.report_checkpoint({"uuid": "u1", "trialId": trial["id"], "metadata": {}})
     assert master.list_checkpoints(experiment_id=exp["id"]) == []
-    checkpoint = master.report_checkpoint({"uuid": "u1", "trialId": trial["id"],
-                                           "metadata": {"steps_completed": 3},
-                                           "resources": {"w.bin": 4}})
+    checkpoint = master.report_checkpoint(
+        {
+            "uuid": "u1",
+            "trialId": trial["id"],
+            "metadata": {"steps_completed": 3},
+            "resources": {"w.bin": 4},
+        }
+    )
     expected_dir = tmp_path / "root" / "checkpoints" / "u1"
     assert os.path.normpath(checkpoint["path"]) == str(expected_dir)
     assert master.get_trial(trial["id"])["latest_checkpoint"] == "u1"
@@ -260,15 +305,18 @@ async def test_context_escaping_with_dotdot_is_rejected(master, tmp_path):
 
 @run
 async def test_trial_token_authenticates_only_as_its_trial(master, tmp_path):
-    script = (b"import os, time\nprint('token=' + os.environ['DET_SESSION_TOKEN'], flush=True)\n"
-              b"assert 'DET_MASTER_TOKEN' not in os.environ\ntime.sleep(60)\n")
+    script = (
+        b"import os, time\nprint('token=' + os.environ['DET_SESSION_TOKEN'], flush=True)\n"
+        b"assert 'DET_MASTER_TOKEN' not in os.environ\ntime.sleep(60)\n"
+    )
     exp = master.create_experiment(config(), tar_gz({"train.py": script}))
     [trial] = master.list_trials(exp["id"])
     lines = await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="token")
     token = lines[0]["line"].split("=", 1)[1]
     principal = master.authenticate(token)
-    assert principal == TrialPrincipal(trial_id=trial["id"], experiment_id=exp["id"],
-                                       allocation_id=f"trial-{trial['id']}.1")
+    assert principal == TrialPrincipal(
+        trial_id=trial["id"], experiment_id=exp["id"], allocation_id=f"trial-{trial['id']}.1"
+    )
     assert master.authenticate(master.user_token) == UserPrincipal()
     assert master.authenticate("trial.not-a-token") is None
     assert master.authenticate(master.user_token + "x") is None
@@ -284,19 +332,25 @@ def test_four_fake_gpus_give_distinct_devices(tmp_path):
         master = Master(tmp_path / "root", gpus=4, preemption_grace_seconds=1)
         await master.start("http://127.0.0.1:9")
         try:
-            script = (b"import os, json\nprint(os.environ['CUDA_VISIBLE_DEVICES'],"
-                      b" json.loads(os.environ['DET_GPU_UUIDS'])[0])\n")
+            script = (
+                b"import os, json\nprint(os.environ['CUDA_VISIBLE_DEVICES'],"
+                b" json.loads(os.environ['DET_GPU_UUIDS'])[0])\n"
+            )
             exp = master.create_experiment(config(max_trials=4), tar_gz({"train.py": script}))
             assert len(master.resources()["slots"]) == 4
-            await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED",
-                        what="COMPLETED")
-            seen = [master.get_logs(t["id"], stream="stdout")[0]["line"]
-                    for t in master.list_trials(exp["id"])]
+            await until(
+                lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED"
+            )
+            seen = [
+                master.get_logs(t["id"], stream="stdout")[0]["line"]
+                for t in master.list_trials(exp["id"])
+            ]
             devices = [line.split()[0] for line in seen]
             assert sorted(devices) == ["0", "1", "2", "3"]
             assert all(line.split()[1] == f"GPU-fake-{line.split()[0]}" for line in seen)
         finally:
             await master.stop(pause_running=False)
+
     asyncio.run(asyncio.wait_for(body(), 120))
 
 
@@ -313,12 +367,15 @@ def test_master_restart_resumes_paused_trials(tmp_path):
         await again.start("http://127.0.0.1:9")
         try:
             assert again.get_trial(trial["id"])["restarts"] == 0
-            await until(lambda: experiment_state(again, exp["id"]) == "COMPLETED",
-                        what="COMPLETED after restart")
-            lines = [l["line"] for l in again.get_logs(trial["id"], stream="stdout")]
+            await until(
+                lambda: experiment_state(again, exp["id"]) == "COMPLETED",
+                what="COMPLETED after restart",
+            )
+            lines = [entry["line"] for entry in again.get_logs(trial["id"], stream="stdout")]
             assert lines == ["started run 1 None", "started run 2 None"]
         finally:
             await again.stop(pause_running=False)
+
     asyncio.run(asyncio.wait_for(body(), 120))
 
 
@@ -346,28 +403,43 @@ def test_events_are_published(tmp_path):
             subscription.close()
             assert await subscription.get(timeout=1) is None
             other = master.events.subscribe(experiment_id=exp["id"] + 1, types=["log"])
-            master.events.publish("log", {"id": 0, "trial_id": first_log[1]["trial_id"], "line": "x"})
+            master.events.publish(
+                "log", {"id": 0, "trial_id": first_log[1]["trial_id"], "line": "x"}
+            )
             assert await other.get(timeout=0.5) is None
         finally:
             await master.stop(pause_running=False)
+
     asyncio.run(asyncio.wait_for(body(), 120))
 
 
 @run
 async def test_searcher_stop_preempts_and_completes_the_trial(master, tmp_path):
     asha = config(max_trials=4, resources={"slots_per_trial": 0})
-    asha["searcher"] = {"name": "adaptive_asha", "metric": "loss", "time_metric": "batches",
-                        "max_time": 100, "max_trials": 4, "max_concurrent_trials": 4,
-                        "mode": "aggressive", "divisor": 2, "max_rungs": 2}
+    asha["searcher"] = {
+        "name": "adaptive_asha",
+        "metric": "loss",
+        "time_metric": "batches",
+        "max_time": 100,
+        "max_trials": 4,
+        "max_concurrent_trials": 4,
+        "mode": "aggressive",
+        "divisor": 2,
+        "max_rungs": 2,
+    }
     exp = master.create_experiment(asha, tar_gz({"train.py": LONG_FIRST_RUN}))
     trials = master.list_trials(exp["id"])
     assert len(trials) == 4  # slots_per_trial 0: all run at once on a 2-slot master
     await until(lambda: all(running_pid(master, t["id"]) for t in trials), what="all running")
     good, bad = trials[0]["id"], trials[1]["id"]
-    master.report_metrics(good, [{"group": "validation", "steps_completed": 50,
-                                  "metrics": {"loss": 0.1, "batches": 50}}])
-    master.report_metrics(bad, [{"group": "validation", "steps_completed": 50,
-                                 "metrics": {"loss": 0.9, "batches": 50}}])
+    master.report_metrics(
+        good,
+        [{"group": "validation", "steps_completed": 50, "metrics": {"loss": 0.1, "batches": 50}}],
+    )
+    master.report_metrics(
+        bad,
+        [{"group": "validation", "steps_completed": 50, "metrics": {"loss": 0.9, "batches": 50}}],
+    )
     stopped = master.get_trial(bad)
     assert stopped["state"] == "STOPPING_COMPLETED"
     assert await master.wait_preemption(stopped["allocation_id"], 5) is True
@@ -381,8 +453,9 @@ async def test_searcher_stop_preempts_and_completes_the_trial(master, tmp_path):
 
 @run
 async def test_created_paused_runs_nothing_until_activated(master, tmp_path):
-    exp = master.create_experiment(config(max_trials=2), tar_gz({"train.py": TRAIN_OK}),
-                                   activate=False)
+    exp = master.create_experiment(
+        config(max_trials=2), tar_gz({"train.py": TRAIN_OK}), activate=False
+    )
     assert exp["state"] == "PAUSED"
     await asyncio.sleep(0.5)
     assert {t["state"] for t in master.list_trials(exp["id"])} == {"PAUSED"}
@@ -408,14 +481,17 @@ def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
         master = Master(tmp_path / "root", preemption_grace_seconds=1)
         await master.start("http://127.0.0.1:9")
         try:
-            await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED",
-                        what="COMPLETED after crash")
+            await until(
+                lambda: experiment_state(master, exp["id"]) == "COMPLETED",
+                what="COMPLETED after crash",
+            )
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
             resumed = master.get_trial(trial["id"])
             assert resumed["run_id"] == 2 and resumed["restarts"] == 0
         finally:
             await master.stop(pause_running=False)
+
     asyncio.run(asyncio.wait_for(body(), 120))
 
 
@@ -448,13 +524,15 @@ async def test_resources_logs_tail_and_filters(master, tmp_path):
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
     assert all(s["allocation_id"] is None for s in master.resources()["slots"])
     stdout = master.get_logs(trial["id"], stream="stdout")
-    assert [l["line"] for l in stdout] == [f"line {i}" for i in range(5)]
-    assert [l["rank"] for l in stdout] == [0, 1, 0, 1, 0]
-    assert [l["line"] for l in master.get_logs(trial["id"], stream="stdout", tail=2)] == [
-        "line 3", "line 4"]
-    assert [l["line"] for l in master.get_logs(trial["id"], rank=1)] == ["line 1", "line 3"]
+    assert [entry["line"] for entry in stdout] == [f"line {i}" for i in range(5)]
+    assert [entry["rank"] for entry in stdout] == [0, 1, 0, 1, 0]
+    assert [entry["line"] for entry in master.get_logs(trial["id"], stream="stdout", tail=2)] == [
+        "line 3",
+        "line 4",
+    ]
+    assert [entry["line"] for entry in master.get_logs(trial["id"], rank=1)] == ["line 1", "line 3"]
     after = master.get_logs(trial["id"], after_id=stdout[2]["id"], stream="stdout")
-    assert [l["line"] for l in after] == ["line 3", "line 4"]
+    assert [entry["line"] for entry in after] == ["line 3", "line 4"]
 
 
 def test_event_bus_filters_and_drops_oldest_for_slow_consumers():
@@ -467,9 +545,12 @@ def test_event_bus_filters_and_drops_oldest_for_slow_consumers():
         bus.attach(asyncio.get_running_loop())
         trial_only = bus.subscribe(trial_id=7)
         everything = bus.subscribe()
-        thread = threading.Thread(target=lambda: [
-            bus.publish("log", {"id": i, "trial_id": 7 if i % 2 else 8, "line": str(i)})
-            for i in range(10)])
+        thread = threading.Thread(
+            target=lambda: [
+                bus.publish("log", {"id": i, "trial_id": 7 if i % 2 else 8, "line": str(i)})
+                for i in range(10)
+            ]
+        )
         thread.start()
         thread.join()
         await asyncio.sleep(0.05)  # let the loop run the hand-offs from the other thread

@@ -1,6 +1,7 @@
 """Multi-slot trials on one machine: `python3 -m determined.launch.torch_distributed` in the
 entrypoint, gloo DDP on CPU slots, distinct rendezvous ports per allocation, and a crashed rank
 bringing the whole trial down (then the restart from max_restarts)."""
+
 from __future__ import annotations
 
 import pytest
@@ -71,8 +72,9 @@ DDP_DIGITS = """
 """
 
 
-def ddp_config(name: str, slots: int, *, steps: int = 150, crash_rank=None,
-               max_restarts: int = 0) -> dict:
+def ddp_config(
+    name: str, slots: int, *, steps: int = 150, crash_rank=None, max_restarts: int = 0
+) -> dict:
     hparams = {"steps": steps}
     if crash_rank is not None:
         hparams["crash_rank"] = crash_rank
@@ -80,8 +82,12 @@ def ddp_config(name: str, slots: int, *, steps: int = 150, crash_rank=None,
         "name": name,
         "entrypoint": "python3 -m determined.launch.torch_distributed python3 train.py",
         "resources": {"slots_per_trial": slots},
-        "searcher": {"name": "single", "metric": "accuracy", "smaller_is_better": False,
-                     "max_length": 1},
+        "searcher": {
+            "name": "single",
+            "metric": "accuracy",
+            "smaller_is_better": False,
+            "max_length": 1,
+        },
         "hyperparameters": hparams,
         "max_restarts": max_restarts,
     }
@@ -90,8 +96,7 @@ def ddp_config(name: str, slots: int, *, steps: int = 150, crash_rank=None,
 @pytest.fixture(scope="module")
 def cpu_master(tmp_path_factory):
     root = tmp_path_factory.mktemp("multislot-master")
-    with MasterProcess(root, cpu_slots=None,
-                       env={"MASTER_LITE_CPU_SLOTS": "2"}) as process:
+    with MasterProcess(root, cpu_slots=None, env={"MASTER_LITE_CPU_SLOTS": "2"}) as process:
         session = process.session
         yield session
 
@@ -105,11 +110,13 @@ def accuracy_of(session, exp_id: int) -> float:
 
 def test_two_slot_gloo_ddp_trains_to_the_same_accuracy_as_one_slot(cpu_master):
     one = submit(cpu_master, ddp_config("ddp-1", 1), {"train.py": DDP_DIGITS})
-    assert wait_for_experiment(cpu_master, one, timeout=240)["state"] == "COMPLETED", \
-        all_logs(cpu_master, one)
+    assert wait_for_experiment(cpu_master, one, timeout=240)["state"] == "COMPLETED", all_logs(
+        cpu_master, one
+    )
     two = submit(cpu_master, ddp_config("ddp-2", 2), {"train.py": DDP_DIGITS})
-    assert wait_for_experiment(cpu_master, two, timeout=240)["state"] == "COMPLETED", \
-        all_logs(cpu_master, two)
+    assert wait_for_experiment(cpu_master, two, timeout=240)["state"] == "COMPLETED", all_logs(
+        cpu_master, two
+    )
 
     ranks = marked_values(all_logs(cpu_master, two), "RANKINFO")
     assert sorted(r["rank"] for r in ranks) == [0, 1]
@@ -126,8 +133,11 @@ def test_two_slot_gloo_ddp_trains_to_the_same_accuracy_as_one_slot(cpu_master):
 
 
 def test_a_crashed_rank_brings_the_trial_down_and_it_restarts(cpu_master):
-    exp_id = submit(cpu_master, ddp_config("crash", 2, steps=40, crash_rank=1, max_restarts=1),
-                    {"train.py": DDP_DIGITS})
+    exp_id = submit(
+        cpu_master,
+        ddp_config("crash", 2, steps=40, crash_rank=1, max_restarts=1),
+        {"train.py": DDP_DIGITS},
+    )
     experiment = wait_for_experiment(cpu_master, exp_id, timeout=240)
     logs = all_logs(cpu_master, exp_id)
     assert experiment["state"] == "COMPLETED", logs
@@ -142,8 +152,7 @@ def test_two_multislot_trials_on_one_host_do_not_collide(tmp_path_factory, tmp_p
     # Four fake GPUs: two 2-slot trials at once, both rendezvousing on this host. Without
     # distinct per-allocation ports the second torchrun store (or ZMQ server) could not bind.
     root = tmp_path_factory.mktemp("multislot-gpu-master")
-    with MasterProcess(root, cpu_slots=None,
-                       env={"MASTER_LITE_FAKE_GPUS": "4"}) as process:
+    with MasterProcess(root, cpu_slots=None, env={"MASTER_LITE_FAKE_GPUS": "4"}) as process:
         session = process.session
         together = """
             import json, os, pathlib, time
@@ -178,12 +187,14 @@ def test_two_multislot_trials_on_one_host_do_not_collide(tmp_path_factory, tmp_p
             ids.append(submit(session, config, {"train.py": together}))
         shown = []
         for exp_id in ids:
-            assert wait_for_experiment(session, exp_id, timeout=240)["state"] == "COMPLETED", \
+            assert wait_for_experiment(session, exp_id, timeout=240)["state"] == "COMPLETED", (
                 all_logs(session, exp_id)
+            )
             values = marked_values(all_logs(session, exp_id), "TOGETHER")
             assert sorted(v["rank"] for v in values) == [0, 1]
-            assert all(v["together"] and v["sum"] == 3.0 and v["gathered"] == [0, 1]
-                       for v in values)
+            assert all(
+                v["together"] and v["sum"] == 3.0 and v["gathered"] == [0, 1] for v in values
+            )
             shown.append(set(values[0]["ports"]))
         assert len(shown[0] | shown[1]) == 6  # no port shared between the two allocations
 
@@ -193,10 +204,18 @@ def pytorch_trial_config(slots: int) -> dict:
         "name": f"digits-pytorchtrial-{slots}",
         "entrypoint": "model_def:DigitsTrial",  # legacy form: torchrun when slots > 1
         "resources": {"slots_per_trial": slots},
-        "hyperparameters": {"global_batch_size": 32, "learning_rate": 0.05, "hidden_size": 64,
-                            "dropout": 0.0},
-        "searcher": {"name": "single", "metric": "validation_loss", "smaller_is_better": True,
-                     "max_length": {"batches": 200}},
+        "hyperparameters": {
+            "global_batch_size": 32,
+            "learning_rate": 0.05,
+            "hidden_size": 64,
+            "dropout": 0.0,
+        },
+        "searcher": {
+            "name": "single",
+            "metric": "validation_loss",
+            "smaller_is_better": True,
+            "max_length": {"batches": 200},
+        },
         "min_validation_period": {"batches": 200},
         "scheduling_unit": 100,
         "max_restarts": 0,
@@ -206,20 +225,26 @@ def pytorch_trial_config(slots: int) -> dict:
 def test_pytorch_trial_on_two_slots_matches_one_slot(cpu_master):
     # det.pytorch wraps the model in DDP and splits the global batch over the slots.
     example = REPO / "examples" / "pytorch_digits"
-    files = {path.name: path.read_text() for path in example.iterdir()
-             if path.suffix == ".py" and path.is_file()}
+    files = {
+        path.name: path.read_text()
+        for path in example.iterdir()
+        if path.suffix == ".py" and path.is_file()
+    }
     accuracies = {}
     for slots in (1, 2):
         exp_id = submit(cpu_master, pytorch_trial_config(slots), files)
-        assert wait_for_experiment(cpu_master, exp_id, timeout=300)["state"] == "COMPLETED", \
+        assert wait_for_experiment(cpu_master, exp_id, timeout=300)["state"] == "COMPLETED", (
             all_logs(cpu_master, exp_id)
+        )
         (trial,) = trials(cpu_master, exp_id)
-        reports = cpu_master.get(f"/trials/{trial['id']}/metrics",
-                                 {"group": "validation"})["metrics"]
+        reports = cpu_master.get(f"/trials/{trial['id']}/metrics", {"group": "validation"})[
+            "metrics"
+        ]
         accuracies[slots] = reports[-1]["metrics"]["validation_accuracy"]
         if slots == 2:
-            ranks = {entry["rank"] for entry in
-                     cpu_master.get(f"/trials/{trial['id']}/logs")["logs"]}
+            ranks = {
+                entry["rank"] for entry in cpu_master.get(f"/trials/{trial['id']}/logs")["logs"]
+            }
             assert {0, 1} <= ranks, "both workers' output is in the trial log"
     assert accuracies[1] > 0.8
     assert abs(accuracies[1] - accuracies[2]) <= 0.05, accuracies

@@ -1,5 +1,6 @@
 """Pre-started interpreters: a `python3 <script.py>` trial run by a spare sees what a fresh
 process would (environment, cwd, argv, sys.path, __main__, stdio, signals, exit status)."""
+
 import json
 import os
 import pathlib
@@ -13,11 +14,12 @@ from master_lite.scheduler import LaunchSpec, LocalRunner, entrypoint_argv, kill
 from master_lite.scheduler._prestart import plain_python_launch
 from tests._support import wait_until
 
-pytestmark = pytest.mark.skipif(not pathlib.Path("/proc/self/fd").exists(),
-                                reason="the probes read /proc")
+pytestmark = pytest.mark.skipif(
+    not pathlib.Path("/proc/self/fd").exists(), reason="the probes read /proc"
+)
 
 # Everything a script can observe about how it was started.
-PROBE = r'''
+PROBE = r"""
 import json, os, signal, stat, sys
 import __main__
 def describe(stream):
@@ -48,7 +50,7 @@ report = {
     "flags": list(sys.flags), "hash": hash("determined"), "pid": os.getpid(),
 }
 print("PROBE " + json.dumps(report), flush=True)
-'''
+"""
 
 
 class Collector:
@@ -74,13 +76,17 @@ def trial_env(tmp_path, allocation_id):
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     root = pathlib.Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = os.pathsep.join([str(root / "harness"), str(root)])
-    env.update(PYTHONUNBUFFERED="1", DET_ALLOCATION_ID=allocation_id,
-               DET_TRIAL_ID=allocation_id.split("-")[1].split(".")[0], CUDA_VISIBLE_DEVICES="")
+    env.update(
+        PYTHONUNBUFFERED="1",
+        DET_ALLOCATION_ID=allocation_id,
+        DET_TRIAL_ID=allocation_id.split("-")[1].split(".")[0],
+        CUDA_VISIBLE_DEVICES="",
+    )
     return env
 
 
 def work_dir(tmp_path, allocation_id, script):
-    trial, run = allocation_id[len("trial-"):].split(".")
+    trial, run = allocation_id[len("trial-") :].split(".")
     path = tmp_path / "trials" / trial / f"run-{run}"
     path.mkdir(parents=True)
     (path / "train.py").write_text(script)
@@ -88,9 +94,13 @@ def work_dir(tmp_path, allocation_id, script):
 
 
 def run_trial(runner, collector, tmp_path, allocation_id, script, entrypoint="python3 train.py"):
-    spec = LaunchSpec(allocation_id=allocation_id, trial_id=1, argv=entrypoint_argv(entrypoint),
-                      env=trial_env(tmp_path, allocation_id),
-                      work_dir=work_dir(tmp_path, allocation_id, script))
+    spec = LaunchSpec(
+        allocation_id=allocation_id,
+        trial_id=1,
+        argv=entrypoint_argv(entrypoint),
+        env=trial_env(tmp_path, allocation_id),
+        work_dir=work_dir(tmp_path, allocation_id, script),
+    )
     pid = runner.launch(spec)
     wait_until(lambda: allocation_id in collector.exits, 60, f"{allocation_id} to exit", 0.02)
     return pid, spec, collector.exits[allocation_id]
@@ -104,16 +114,20 @@ def start_spares(runner, collector, tmp_path, count=1):
 
 
 def wait_for_spares(runner, count=1):
-    wait_until(lambda: len(runner.spare_pool.spares()) >= count, 60,
-               "a pre-started interpreter", 0.02)
+    wait_until(
+        lambda: len(runner.spare_pool.spares()) >= count, 60, "a pre-started interpreter", 0.02
+    )
     return runner.spare_pool.spares()
 
 
 def probe(collector, launched_pid):
     """The report of the trial whose process group the runner started as `launched_pid` (a
     fresh `sh -c` trial's interpreter is the shell's child, in the shell's group)."""
-    reports = [json.loads(line[len("PROBE "):]) for line in collector.lines("stdout")
-               if line.startswith("PROBE ")]
+    reports = [
+        json.loads(line[len("PROBE ") :])
+        for line in collector.lines("stdout")
+        if line.startswith("PROBE ")
+    ]
     return {r["group"]: r for r in reports}[launched_pid]
 
 
@@ -127,29 +141,52 @@ def runner():
 
 
 def test_only_plain_python_script_entrypoints_qualify():
-    env = {"PATH": "/bin", "PYTHONPATH": "/abs/a:/abs/b", "DET_TRIAL_ID": "3", "C10D_PORT": "1",
-           "CUDA_VISIBLE_DEVICES": "0"}
+    env = {
+        "PATH": "/bin",
+        "PYTHONPATH": "/abs/a:/abs/b",
+        "DET_TRIAL_ID": "3",
+        "C10D_PORT": "1",
+        "CUDA_VISIBLE_DEVICES": "0",
+    }
     plain = plain_python_launch(entrypoint_argv("python3 train.py --lr=0.1 x"), env)
     assert plain is not None
     assert (plain.interpreter, plain.script_argv) == ("python3", ["train.py", "--lr=0.1", "x"])
     # The spare starts without what names one allocation, and only that differs between keys.
     assert plain.spare_env == {"PATH": "/bin", "PYTHONPATH": "/abs/a:/abs/b"}
-    other = plain_python_launch(entrypoint_argv("python3 train.py --lr=0.1 x"),
-                                dict(env, DET_TRIAL_ID="4", C10D_PORT="2"))
+    other = plain_python_launch(
+        entrypoint_argv("python3 train.py --lr=0.1 x"), dict(env, DET_TRIAL_ID="4", C10D_PORT="2")
+    )
     assert other.key == plain.key
-    assert plain_python_launch(entrypoint_argv("python3 train.py"),
-                               dict(env, TZ="UTC")).key != plain.key
-    for entrypoint in ("python3 -m pkg.train", "python3 train.py > out.log",
-                       "python3 train.py $ARG", "python3 'my train.py'", "cd x && python3 t.py",
-                       "FOO=1 python3 train.py", "python3 -u train.py", "torchrun train.py",
-                       "python3 train.sh", "model_def:MyTrial", "train.ipynb"):
+    assert (
+        plain_python_launch(entrypoint_argv("python3 train.py"), dict(env, TZ="UTC")).key
+        != plain.key
+    )
+    for entrypoint in (
+        "python3 -m pkg.train",
+        "python3 train.py > out.log",
+        "python3 train.py $ARG",
+        "python3 'my train.py'",
+        "cd x && python3 t.py",
+        "FOO=1 python3 train.py",
+        "python3 -u train.py",
+        "torchrun train.py",
+        "python3 train.sh",
+        "model_def:MyTrial",
+        "train.ipynb",
+    ):
         assert plain_python_launch(entrypoint_argv(entrypoint), env) is None, entrypoint
     assert plain_python_launch(["python3", "train.py"], env) is None  # a list entrypoint: as is
     # Relative PYTHONPATH entries depend on the directory the interpreter started in.
-    assert plain_python_launch(entrypoint_argv("python3 train.py"),
-                               dict(env, PYTHONPATH="harness:/abs")) is None
-    assert plain_python_launch(entrypoint_argv("python3 train.py"),
-                               dict(env, PYTHONPATH="/abs:")) is None
+    assert (
+        plain_python_launch(
+            entrypoint_argv("python3 train.py"), dict(env, PYTHONPATH="harness:/abs")
+        )
+        is None
+    )
+    assert (
+        plain_python_launch(entrypoint_argv("python3 train.py"), dict(env, PYTHONPATH="/abs:"))
+        is None
+    )
 
 
 def test_a_prestarted_trial_sees_what_a_fresh_process_sees(runner, tmp_path):
@@ -170,9 +207,22 @@ def test_a_prestarted_trial_sees_what_a_fresh_process_sees(runner, tmp_path):
         assert report["file"] == str(spec.work_dir / "train.py")
         assert report["path"][0] == str(spec.work_dir)
     assert prestarted["path"][1:] == fresh["path"][1:]
-    same = ("argv", "orig_argv", "executable", "name", "main_is_module", "main_globals",
-            "main_loader", "main_spec", "stdin_is_devnull", "stdout", "stderr", "signals",
-            "open_fds", "flags")
+    same = (
+        "argv",
+        "orig_argv",
+        "executable",
+        "name",
+        "main_is_module",
+        "main_globals",
+        "main_loader",
+        "main_spec",
+        "stdin_is_devnull",
+        "stdout",
+        "stderr",
+        "signals",
+        "open_fds",
+        "flags",
+    )
     assert {k: prestarted[k] for k in same} == {k: fresh[k] for k in same}
     assert prestarted["argv"] == ["train.py"] and prestarted["stdin_is_devnull"]
     assert len(prestarted["courier_fds"]) == 2 and fresh["courier_fds"] == []
@@ -196,15 +246,21 @@ def test_each_prestarted_trial_is_its_own_process_with_its_own_hash_seed(runner,
 
 def test_exit_status_and_uncaught_exceptions_as_from_a_fresh_process(runner, tmp_path):
     collector = runner.collector
-    failing = ("import sys\nprint('before', flush=True)\n"
-               "def inner():\n    raise ValueError('boom')\ninner()\n")
+    failing = (
+        "import sys\nprint('before', flush=True)\n"
+        "def inner():\n    raise ValueError('boom')\ninner()\n"
+    )
     outcomes = {}
-    for n, (name, script) in enumerate([("exit3", "import sys\nsys.exit(3)\n"),
-                                        ("raise", failing),
-                                        ("syntax", "def broken(:\n"),
-                                        ("message", "raise SystemExit('bye')\n")], start=1):
-        (spare,) = start_spares(runner, collector, tmp_path) if n == 1 \
-            else wait_for_spares(runner)
+    for n, (name, script) in enumerate(
+        [
+            ("exit3", "import sys\nsys.exit(3)\n"),
+            ("raise", failing),
+            ("syntax", "def broken(:\n"),
+            ("message", "raise SystemExit('bye')\n"),
+        ],
+        start=1,
+    ):
+        (spare,) = start_spares(runner, collector, tmp_path) if n == 1 else wait_for_spares(runner)
         with collector.lock:
             collector.records.clear()
         pid, _, code = run_trial(runner, collector, tmp_path, f"trial-{n}.1", script)
@@ -228,23 +284,32 @@ def test_a_missing_script_fails_like_the_interpreter_says(runner, tmp_path):
     (spare,) = start_spares(runner, collector, tmp_path)
     with collector.lock:
         collector.records.clear()
-    pid, spec, code = run_trial(runner, collector, tmp_path, "trial-2.1", "pass\n",
-                                entrypoint="python3 missing.py")
+    pid, spec, code = run_trial(
+        runner, collector, tmp_path, "trial-2.1", "pass\n", entrypoint="python3 missing.py"
+    )
     assert pid == spare.process.pid and code == 2
     assert collector.lines("stderr") == [
         f"python3: can't open file {str(spec.work_dir / 'missing.py')!r}: "
-        "[Errno 2] No such file or directory"]
+        "[Errno 2] No such file or directory"
+    ]
 
 
 def test_proc_environ_shows_the_trial_environment_so_orphans_are_found(runner, tmp_path):
     collector = runner.collector
     (spare,) = start_spares(runner, collector, tmp_path)
-    spec = LaunchSpec(allocation_id="trial-2.1", trial_id=2,
-                      argv=entrypoint_argv("python3 train.py"),
-                      env=dict(trial_env(tmp_path, "trial-2.1"), DET_SESSION_TOKEN="tok-2",
-                               DET_EXPERIMENT_CONFIG="{" + "x" * 20000 + "}"),
-                      work_dir=work_dir(tmp_path, "trial-2.1",
-                                        "import time\nprint('up', flush=True)\ntime.sleep(600)\n"))
+    spec = LaunchSpec(
+        allocation_id="trial-2.1",
+        trial_id=2,
+        argv=entrypoint_argv("python3 train.py"),
+        env=dict(
+            trial_env(tmp_path, "trial-2.1"),
+            DET_SESSION_TOKEN="tok-2",
+            DET_EXPERIMENT_CONFIG="{" + "x" * 20000 + "}",
+        ),
+        work_dir=work_dir(
+            tmp_path, "trial-2.1", "import time\nprint('up', flush=True)\ntime.sleep(600)\n"
+        ),
+    )
     pid = runner.launch(spec)
     assert pid == spare.process.pid
     wait_until(lambda: "up" in collector.lines("stdout"), 60, "the trial's output", 0.02)
@@ -262,11 +327,15 @@ def test_an_environment_too_large_for_the_spare_starts_fresh(runner, tmp_path):
     collector = runner.collector
     (spare,) = start_spares(runner, collector, tmp_path)
     big = "{" + "x" * 100_000 + "}"
-    spec = LaunchSpec(allocation_id="trial-2.1", trial_id=2,
-                      argv=entrypoint_argv("python3 train.py"),
-                      env=dict(trial_env(tmp_path, "trial-2.1"), DET_EXPERIMENT_CONFIG=big),
-                      work_dir=work_dir(tmp_path, "trial-2.1", "import os\n"
-                                        "print(len(os.environ['DET_EXPERIMENT_CONFIG']))\n"))
+    spec = LaunchSpec(
+        allocation_id="trial-2.1",
+        trial_id=2,
+        argv=entrypoint_argv("python3 train.py"),
+        env=dict(trial_env(tmp_path, "trial-2.1"), DET_EXPERIMENT_CONFIG=big),
+        work_dir=work_dir(
+            tmp_path, "trial-2.1", "import os\nprint(len(os.environ['DET_EXPERIMENT_CONFIG']))\n"
+        ),
+    )
     pid = runner.launch(spec)
     assert pid != spare.process.pid
     wait_until(lambda: "trial-2.1" in collector.exits, 60, "the trial to exit", 0.02)
@@ -292,20 +361,31 @@ def test_locale_coercion_matches_a_fresh_interpreter(runner, tmp_path):
     collector = runner.collector
 
     def env_for(allocation_id):
-        return {k: v for k, v in trial_env(tmp_path, allocation_id).items()
-                if not k.startswith(("LC_", "LANG"))}
+        return {
+            k: v
+            for k, v in trial_env(tmp_path, allocation_id).items()
+            if not k.startswith(("LC_", "LANG"))
+        }
 
     reports = []
     for n in (1, 2, 3):  # fresh; fresh, after which spares start; prestarted
         if n == 3:
             (spare,) = wait_for_spares(runner)
         allocation_id = f"trial-{n}.1"
-        spec = LaunchSpec(allocation_id=allocation_id, trial_id=n,
-                          argv=entrypoint_argv("python3 train.py"), env=env_for(allocation_id),
-                          work_dir=work_dir(tmp_path, allocation_id, PROBE))
+        spec = LaunchSpec(
+            allocation_id=allocation_id,
+            trial_id=n,
+            argv=entrypoint_argv("python3 train.py"),
+            env=env_for(allocation_id),
+            work_dir=work_dir(tmp_path, allocation_id, PROBE),
+        )
         pid = runner.launch(spec)
-        wait_until(lambda exited=allocation_id: exited in collector.exits, 60, f"{allocation_id} to exit",
-                   0.02)
+        wait_until(
+            lambda exited=allocation_id: exited in collector.exits,
+            60,
+            f"{allocation_id} to exit",
+            0.02,
+        )
         reports.append(probe(collector, pid))
     assert pid == spare.process.pid
     fresh, _, prestarted = reports

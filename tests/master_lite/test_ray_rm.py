@@ -3,6 +3,7 @@ node with one fake GPU, driven by a real master-lite subprocess (resource_manage
 
 One module-scoped cluster and master: Ray takes seconds and ~500 MB to start.
 """
+
 from __future__ import annotations
 
 import os
@@ -87,15 +88,30 @@ CHECKPOINTING = """
 """
 
 
-def config(name: str, entrypoint: str, *, slots: int = 1, trials_count: int = 1,
-           data: dict | None = None, hparams: dict | None = None, max_restarts: int = 0) -> dict:
+def config(
+    name: str,
+    entrypoint: str,
+    *,
+    slots: int = 1,
+    trials_count: int = 1,
+    data: dict | None = None,
+    hparams: dict | None = None,
+    max_restarts: int = 0,
+) -> dict:
     return {
-        "name": name, "entrypoint": entrypoint,
+        "name": name,
+        "entrypoint": entrypoint,
         "resources": {"slots_per_trial": slots},
-        "searcher": {"name": "random", "metric": "loss", "max_trials": trials_count,
-                     "max_concurrent_trials": trials_count, "max_length": 1},
+        "searcher": {
+            "name": "random",
+            "metric": "loss",
+            "max_trials": trials_count,
+            "max_concurrent_trials": trials_count,
+            "max_length": 1,
+        },
         "hyperparameters": hparams or {"h": {"type": "int", "minval": 0, "maxval": 100}},
-        "max_restarts": max_restarts, "data": data or {},
+        "max_restarts": max_restarts,
+        "data": data or {},
     }
 
 
@@ -105,9 +121,16 @@ def start_cluster():
     # Only what the tests need: no dashboard, log monitors or autoscaler monitor (fewer Python
     # processes competing with the dashboard agents while the nodes start).
     lean = {"include_log_monitor": False}
-    cluster = Cluster(initialize_head=True,
-                      head_node_args={"num_cpus": 2, "num_gpus": 1, "include_dashboard": False,
-                                      "no_monitor": True, **lean})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 2,
+            "num_gpus": 1,
+            "include_dashboard": False,
+            "no_monitor": True,
+            **lean,
+        },
+    )
     try:
         cluster.add_node(num_cpus=2, num_gpus=1, **lean)
         cluster.wait_for_nodes()
@@ -129,8 +152,10 @@ def cluster():
         except Exception as exc:  # noqa: BLE001
             failures.append(f"{type(exc).__name__}: {exc}")
     else:
-        pytest.fail("could not start a local Ray cluster (is the machine overloaded?): "
-                    + " | ".join(failures))
+        pytest.fail(
+            "could not start a local Ray cluster (is the machine overloaded?): "
+            + " | ".join(failures)
+        )
     yield cluster
     cluster.shutdown()
 
@@ -138,9 +163,11 @@ def cluster():
 @pytest.fixture(scope="module")
 def master(cluster, tmp_path_factory):
     root = tmp_path_factory.mktemp("ray-master")
-    with MasterProcess(root, cpu_slots=None,
-                       env={"MASTER_LITE_RESOURCE_MANAGER": "ray",
-                            "MASTER_LITE_RAY_ADDRESS": cluster.address}) as process:
+    with MasterProcess(
+        root,
+        cpu_slots=None,
+        env={"MASTER_LITE_RESOURCE_MANAGER": "ray", "MASTER_LITE_RAY_ADDRESS": cluster.address},
+    ) as process:
         session = process.session
         yield session
 
@@ -155,11 +182,19 @@ def test_slots_are_the_clusters_gpus(master):
 
 
 def test_a_search_spreads_its_trials_over_both_nodes(master, cluster, tmp_path):
-    exp_id = submit(master, config("spread", "python3 show_node.py", trials_count=2,
-                                   data={"gate": str(tmp_path), "wait_for": 2}),
-                    {"show_node.py": SHOW_NODE})
-    assert wait_for_experiment(master, exp_id, timeout=120)["state"] == "COMPLETED", \
-        all_logs(master, exp_id)
+    exp_id = submit(
+        master,
+        config(
+            "spread",
+            "python3 show_node.py",
+            trials_count=2,
+            data={"gate": str(tmp_path), "wait_for": 2},
+        ),
+        {"show_node.py": SHOW_NODE},
+    )
+    assert wait_for_experiment(master, exp_id, timeout=120)["state"] == "COMPLETED", all_logs(
+        master, exp_id
+    )
     shown = marked_values(all_logs(master, exp_id), "NODE")
     assert len(shown) == 2
     assert {s["agent"] for s in shown} == node_ids(cluster)  # one trial on each node
@@ -167,11 +202,18 @@ def test_a_search_spreads_its_trials_over_both_nodes(master, cluster, tmp_path):
 
 
 def test_a_two_slot_trial_runs_one_rank_per_node(master, cluster):
-    exp_id = submit(master, config(
-        "two-nodes", "python3 -m determined.launch.torch_distributed python3 two_nodes.py",
-        slots=2), {"two_nodes.py": TWO_NODES})
-    assert wait_for_experiment(master, exp_id, timeout=180)["state"] == "COMPLETED", \
-        all_logs(master, exp_id)
+    exp_id = submit(
+        master,
+        config(
+            "two-nodes",
+            "python3 -m determined.launch.torch_distributed python3 two_nodes.py",
+            slots=2,
+        ),
+        {"two_nodes.py": TWO_NODES},
+    )
+    assert wait_for_experiment(master, exp_id, timeout=180)["state"] == "COMPLETED", all_logs(
+        master, exp_id
+    )
     shown = marked_values(all_logs(master, exp_id), "RANK")
     assert sorted(s["rank"] for s in shown) == [0, 1]
     assert all(s["size"] == 2 and s["cross_size"] == 2 and s["sum"] == 3.0 for s in shown)
@@ -182,14 +224,21 @@ def test_a_two_slot_trial_runs_one_rank_per_node(master, cluster):
 
 
 def test_killing_a_nodes_worker_restarts_the_trial_from_its_checkpoint(master):
-    exp_id = submit(master, config("lost-worker", "python3 checkpointing.py",
-                                   hparams={"steps": 25}, max_restarts=1),
-                    {"checkpointing.py": CHECKPOINTING})
+    exp_id = submit(
+        master,
+        config("lost-worker", "python3 checkpointing.py", hparams={"steps": 25}, max_restarts=1),
+        {"checkpointing.py": CHECKPOINTING},
+    )
     (trial,) = wait_until(lambda: trials(master, exp_id), what="the trial")
-    wait_until(lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
-               what="a first checkpoint")
-    placed = [e["line"] for e in trial_logs(master, trial["id"], stream="master")
-              if "worker pid" in e["line"]]
+    wait_until(
+        lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
+        what="a first checkpoint",
+    )
+    placed = [
+        e["line"]
+        for e in trial_logs(master, trial["id"], stream="master")
+        if "worker pid" in e["line"]
+    ]
     worker_pid = int(re.search(r"worker pid (\d+)", placed[0]).group(1))
     os.kill(worker_pid, signal.SIGKILL)  # the Ray worker running the trial dies
 
@@ -204,16 +253,22 @@ def test_killing_a_nodes_worker_restarts_the_trial_from_its_checkpoint(master):
 
 
 def test_pause_and_activate_resume_from_the_checkpoint_and_kill_cancels(master):
-    exp_id = submit(master, config("pause", "python3 checkpointing.py", hparams={"steps": 40}),
-                    {"checkpointing.py": CHECKPOINTING})
-    wait_until(lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
-               what="a first checkpoint")
+    exp_id = submit(
+        master,
+        config("pause", "python3 checkpointing.py", hparams={"steps": 40}),
+        {"checkpointing.py": CHECKPOINTING},
+    )
+    wait_until(
+        lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
+        what="a first checkpoint",
+    )
     master.post(f"/experiments/{exp_id}/pause")
     wait_until(lambda: trials(master, exp_id)[0]["state"] == "PAUSED", what="the trial to pause")
     assert marked_values(all_logs(master, exp_id), "PREEMPTED")
     master.post(f"/experiments/{exp_id}/activate")
-    wait_until(lambda: len(marked_values(all_logs(master, exp_id), "RESUMED")) == 2,
-               what="the resumed run")
+    wait_until(
+        lambda: len(marked_values(all_logs(master, exp_id), "RESUMED")) == 2, what="the resumed run"
+    )
     resumed = marked_values(all_logs(master, exp_id), "RESUMED")
     assert resumed[1]["step"] >= 1
     master.post(f"/experiments/{exp_id}/kill")
@@ -225,10 +280,22 @@ def test_container_environment_points_every_rank_at_the_chief():
     from master_lite.scheduler._ray_container import container_environment
 
     placements = [
-        {"node_id": "n0", "ip": "10.0.0.1", "gpu_ids": [3], "gpu_uuids": ["GPU-a"],
-         "cuda_visible_devices": "3", "ports": [30001, 30002, 30003]},
-        {"node_id": "n1", "ip": "10.0.0.2", "gpu_ids": [0], "gpu_uuids": [],
-         "cuda_visible_devices": "0", "ports": [31001, 31002, 31003]},
+        {
+            "node_id": "n0",
+            "ip": "10.0.0.1",
+            "gpu_ids": [3],
+            "gpu_uuids": ["GPU-a"],
+            "cuda_visible_devices": "3",
+            "ports": [30001, 30002, 30003],
+        },
+        {
+            "node_id": "n1",
+            "ip": "10.0.0.2",
+            "gpu_ids": [0],
+            "gpu_uuids": [],
+            "cuda_visible_devices": "0",
+            "ports": [31001, 31002, 31003],
+        },
     ]
     base = {"DET_TRIAL_ID": "7", "C10D_PORT": "29500"}
     env = container_environment(base, rank=1, placements=placements, use_gpus=True)
@@ -236,8 +303,11 @@ def test_container_environment_points_every_rank_at_the_chief():
     assert env["DET_CONTAINER_RANK"] == "1" and env["DET_AGENT_ID"] == "n1"
     assert env["DET_CONTAINER_ADDRS"] == '["10.0.0.1", "10.0.0.2"]'
     assert env["DET_CHIEF_IP"] == "10.0.0.1"
-    assert (env["C10D_PORT"], env["INTER_TRAIN_PROCESS_COMM_PORT_1"],
-            env["INTER_TRAIN_PROCESS_COMM_PORT_2"]) == ("30001", "30002", "30003")
+    assert (
+        env["C10D_PORT"],
+        env["INTER_TRAIN_PROCESS_COMM_PORT_1"],
+        env["INTER_TRAIN_PROCESS_COMM_PORT_2"],
+    ) == ("30001", "30002", "30003")
     assert env["DET_SLOT_IDS"] == "[0]" and env["CUDA_VISIBLE_DEVICES"] == "0"
     cpu = container_environment(base, rank=0, placements=placements, use_gpus=False)
     assert cpu["CUDA_VISIBLE_DEVICES"] == "" and cpu["DET_GPU_UUIDS"] == "[]"

@@ -7,6 +7,7 @@
 and in every case the stored metric series is exactly a clean run's: steps redone after a
 checkpoint replace the earlier reports instead of duplicating them.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,8 +19,14 @@ import pytest
 
 from master_lite import _auth, _recovery
 from master_lite._master import Master
-from tests._support import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
-                             context_tarball, wait_for_experiment, wait_until)
+from tests._support import (
+    CHECKPOINTING_SCRIPT,
+    MasterProcess,
+    clean_series,
+    context_tarball,
+    wait_for_experiment,
+    wait_until,
+)
 
 CONTEXT = context_tarball({"train.py": CHECKPOINTING_SCRIPT})
 
@@ -66,15 +73,19 @@ def assert_clean_series(master: MasterProcess, trial: dict) -> None:
 
 def resumed_from(master: MasterProcess, trial_id: int) -> list[int]:
     """The step each run of the trial started at (from its own log lines)."""
-    return [int(line.split()[3]) for line in master.logs(trial_id)
-            if line.startswith("starting at step ")]
+    return [
+        int(line.split()[3])
+        for line in master.logs(trial_id)
+        if line.startswith("starting at step ")
+    ]
 
 
 @pytest.mark.slow
 def test_killed_trial_restarts_from_its_latest_checkpoint(tmp_path):
     with MasterProcess(tmp_path / "root") as master:
         exp_id = master.create_experiment(
-            config("{name: single, metric: x}", max_restarts=1), CONTEXT)
+            config("{name: single, metric: x}", max_restarts=1), CONTEXT
+        )
         (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
         # Past the checkpoint at 30 and already reported 40: the restart must redo 40.
         wait_until(lambda: 40 in reported_steps(master, trial["id"]), 60, "step 40")
@@ -89,10 +100,12 @@ def test_killed_trial_restarts_from_its_latest_checkpoint(tmp_path):
         assert starts[0] == 0 and starts[1] >= 30 and starts[1] % 30 == 0, starts
         assert_clean_series(master, trial)
         # The redone steps were reported twice; only the later report is in the series.
-        superseded = master.db_rows("SELECT steps_completed, trial_run_id FROM metrics WHERE "
-                                    "superseded_by_run = 2")
-        assert superseded and all(row["trial_run_id"] == 1 and row["steps_completed"] > starts[1]
-                                  for row in superseded), superseded
+        superseded = master.db_rows(
+            "SELECT steps_completed, trial_run_id FROM metrics WHERE superseded_by_run = 2"
+        )
+        assert superseded and all(
+            row["trial_run_id"] == 1 and row["steps_completed"] > starts[1] for row in superseded
+        ), superseded
 
 
 @pytest.mark.slow
@@ -100,8 +113,8 @@ def test_master_killed_mid_search_resumes_and_matches_a_clean_run(tmp_path):
     root = tmp_path / "root"
     with MasterProcess(root) as master:
         exp_id = master.create_experiment(
-            config("{name: random, metric: x, max_trials: 3, max_concurrent_trials: 2}"),
-            CONTEXT)
+            config("{name: random, metric: x, max_trials: 3, max_concurrent_trials: 2}"), CONTEXT
+        )
         wait_until(lambda: len(master.trials(exp_id)) == 2, 30, "two trials")
         first = master.trials(exp_id)[0]
         wait_until(lambda: 40 in reported_steps(master, first["id"]), 60, "step 40")
@@ -123,8 +136,9 @@ def test_master_killed_mid_search_resumes_and_matches_a_clean_run(tmp_path):
             assert_clean_series(master, trial)
         first = trials[0]
         assert first["run_id"] == 2 and first["restarts"] == 0  # the master's fault, not its
-        assert any("processes" in line and "were killed" in line
-                   for line in master.logs(first["id"]))
+        assert any(
+            "processes" in line and "were killed" in line for line in master.logs(first["id"])
+        )
         assert resumed_from(master, first["id"])[1] >= 30
 
 
@@ -138,9 +152,13 @@ def test_clean_master_stop_pauses_trials_and_the_next_start_resumes_them(tmp_pat
         assert master.stop() == 0
         (stored,) = master.db_rows("SELECT state, latest_checkpoint FROM trials")
         assert stored["state"] == "PAUSED"
-        (paused_at,) = [row["steps_completed"] for row in master.db_rows(
-            "SELECT steps_completed FROM checkpoints WHERE uuid = ?",
-            (stored["latest_checkpoint"],))]
+        (paused_at,) = [
+            row["steps_completed"]
+            for row in master.db_rows(
+                "SELECT steps_completed FROM checkpoints WHERE uuid = ?",
+                (stored["latest_checkpoint"],),
+            )
+        ]
         assert paused_at < 100, "the trial finished before the stop reached it"
 
         master.restart()
@@ -156,12 +174,15 @@ def test_clean_master_stop_pauses_trials_and_the_next_start_resumes_them(tmp_pat
 # -- the pieces, without processes of a master ------------------------------------------------
 def test_orphans_are_found_by_their_session_token_only():
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
-    ours = subprocess.Popen(sleeper, env={**os.environ, "DET_SESSION_TOKEN": "trial.ours"},
-                            start_new_session=True)
+    ours = subprocess.Popen(
+        sleeper, env={**os.environ, "DET_SESSION_TOKEN": "trial.ours"}, start_new_session=True
+    )
     # Same allocation id and a token of another master: not ours to kill.
-    theirs = subprocess.Popen(sleeper, env={**os.environ, "DET_SESSION_TOKEN": "trial.theirs",
-                                            "DET_ALLOCATION_ID": "trial-1.1"},
-                              start_new_session=True)
+    theirs = subprocess.Popen(
+        sleeper,
+        env={**os.environ, "DET_SESSION_TOKEN": "trial.theirs", "DET_ALLOCATION_ID": "trial-1.1"},
+        start_new_session=True,
+    )
     try:
         tokens = {_auth.hash_token("trial.ours"): "trial-1.1"}
         assert _recovery.find_runs_by_token(tokens) == {"trial-1.1": [ours.pid]}
@@ -181,15 +202,28 @@ def test_a_later_run_supersedes_reports_of_earlier_runs(tmp_path):
         await master.start("http://127.0.0.1:9")
         try:
             exp_id = master.create_experiment(
-                {"name": "dedupe", "entrypoint": "python3 -c pass",
-                 "searcher": {"name": "single", "metric": "loss"}}, None,
-                activate=False)["id"]
+                {
+                    "name": "dedupe",
+                    "entrypoint": "python3 -c pass",
+                    "searcher": {"name": "single", "metric": "loss"},
+                },
+                None,
+                activate=False,
+            )["id"]
             (trial,) = master.list_trials(exp_id)
 
             def report(run, group, steps, loss):
-                return master.report_metrics(trial["id"], [{
-                    "group": group, "steps_completed": steps, "trial_run_id": run,
-                    "metrics": {"loss": loss}}])
+                return master.report_metrics(
+                    trial["id"],
+                    [
+                        {
+                            "group": group,
+                            "steps_completed": steps,
+                            "trial_run_id": run,
+                            "metrics": {"loss": loss},
+                        }
+                    ],
+                )
 
             for steps in (10, 20, 30):
                 report(1, "training", steps, steps / 10)
@@ -200,23 +234,30 @@ def test_a_later_run_supersedes_reports_of_earlier_runs(tmp_path):
             report(2, "validation", 30, 0.4)
             report(2, "training", 40, 4.5)
 
-            series = [(m["steps_completed"], m["metrics"]["loss"], m["trial_run_id"])
-                      for m in master.get_metrics(trial_id=trial["id"], group="training")]
+            series = [
+                (m["steps_completed"], m["metrics"]["loss"], m["trial_run_id"])
+                for m in master.get_metrics(trial_id=trial["id"], group="training")
+            ]
             assert series == [(10, 1.0, 1), (20, 2.0, 1), (30, 3.5, 2), (40, 4.5, 2)]
             current = master.get_trial(trial["id"])
             assert current["best_validation"]["metrics"] == {"loss": 0.4}
             assert current["latest_validation"]["metrics"] == {"loss": 0.4}
             assert master.best_validation(exp_id) == 0.4
             # Kept, but out of the series.
-            hidden = master.store.metric_rows("trial_id = ? AND superseded_by_run = 2",
-                                              (trial["id"],), include_superseded=True)
-            assert sorted((m["group"], m["steps_completed"]) for m in hidden) == \
-                [("training", 30), ("validation", 30)]
+            hidden = master.store.metric_rows(
+                "trial_id = ? AND superseded_by_run = 2", (trial["id"],), include_superseded=True
+            )
+            assert sorted((m["group"], m["steps_completed"]) for m in hidden) == [
+                ("training", 30),
+                ("validation", 30),
+            ]
             # Within one run two different reports of a step are both the script's business.
             report(2, "validation", 40, 0.3)
             report(2, "validation", 40, 0.2)
-            assert [m["metrics"]["loss"] for m in master.get_metrics(
-                trial_id=trial["id"], group="validation")] == [0.4, 0.3, 0.2]
+            assert [
+                m["metrics"]["loss"]
+                for m in master.get_metrics(trial_id=trial["id"], group="validation")
+            ] == [0.4, 0.3, 0.2]
         finally:
             await master.stop(pause_running=False)
 

@@ -4,8 +4,13 @@ from master_lite.scheduler import AllocationRequest, Scheduler, discover_gpus, f
 
 
 def req(key, slots, priority=42, experiment_id=1, max_slots=None):
-    return AllocationRequest(allocation_key=key, experiment_id=experiment_id, slots=slots,
-                             priority=priority, max_slots=max_slots)
+    return AllocationRequest(
+        allocation_key=key,
+        experiment_id=experiment_id,
+        slots=slots,
+        priority=priority,
+        max_slots=max_slots,
+    )
 
 
 def keys(grants):

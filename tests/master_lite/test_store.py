@@ -26,8 +26,9 @@ def test_wal_mode_and_foreign_keys(tmp_path):
 
 
 def _experiment(store):
-    return store.insert("experiments", name="e", state="ACTIVE", config={"a": [1, 2]},
-                        labels=["x"], start_time=1.0)
+    return store.insert(
+        "experiments", name="e", state="ACTIVE", config={"a": [1, 2]}, labels=["x"], start_time=1.0
+    )
 
 
 def test_json_columns_round_trip_and_update(tmp_path):
@@ -44,10 +45,26 @@ def test_json_columns_round_trip_and_update(tmp_path):
 def test_batched_metric_insert_returns_contiguous_ids(tmp_path):
     store = Store(tmp_path / "master.db")
     exp_id = _experiment(store)
-    trial_id = store.insert("trials", experiment_id=exp_id, request_id=1, state="ACTIVE",
-                            hparams={}, seed=1, start_time=1.0)
-    rows = [{"trial_id": trial_id, "trial_run_id": 1, "group": "training", "steps_completed": i,
-             "metrics": {"loss": 1.0 / (i + 1)}, "report_time": float(i)} for i in range(500)]
+    trial_id = store.insert(
+        "trials",
+        experiment_id=exp_id,
+        request_id=1,
+        state="ACTIVE",
+        hparams={},
+        seed=1,
+        start_time=1.0,
+    )
+    rows = [
+        {
+            "trial_id": trial_id,
+            "trial_run_id": 1,
+            "group": "training",
+            "steps_completed": i,
+            "metrics": {"loss": 1.0 / (i + 1)},
+            "report_time": float(i),
+        }
+        for i in range(500)
+    ]
     ids = store.insert_metrics(rows)
     assert len(ids) == 500 and ids == list(range(ids[0], ids[0] + 500))
     stored = store.metric_rows("trial_id = ? AND group_name = ?", (trial_id, "training"))
@@ -63,8 +80,18 @@ def test_foreign_key_rejects_metrics_of_unknown_trial(tmp_path):
 
     store = Store(tmp_path / "master.db")
     with pytest.raises(sqlite3.IntegrityError):
-        store.insert_metrics([{"trial_id": 99, "trial_run_id": 1, "group": "training",
-                               "steps_completed": 0, "metrics": {}, "report_time": 0.0}])
+        store.insert_metrics(
+            [
+                {
+                    "trial_id": 99,
+                    "trial_run_id": 1,
+                    "group": "training",
+                    "steps_completed": 0,
+                    "metrics": {},
+                    "report_time": 0.0,
+                }
+            ]
+        )
     assert store.scalar("SELECT COUNT(*) FROM metrics") == 0
     store.close()
 
@@ -76,8 +103,9 @@ def test_log_batches_from_many_threads(tmp_path):
 
     def writer(rank):
         for batch in range(20):
-            ids = store.insert_logs([(1, rank, "stdout", 0.0, f"r{rank} b{batch} l{i}")
-                                     for i in range(10)])
+            ids = store.insert_logs(
+                [(1, rank, "stdout", 0.0, f"r{rank} b{batch} l{i}") for i in range(10)]
+            )
             with lock:
                 all_ids.extend(ids)
 

@@ -1,5 +1,6 @@
 """A store written before migration 4 (trials.exit_summary, trials.notebook_error) opens,
 upgrades, and its trials read with both fields null."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,13 +20,21 @@ def old_store(path: Path, version: int = 3) -> None:
     for number, script in enumerate(MIGRATIONS[:version], start=1):
         conn.executescript(script)
         conn.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
-    config = {"name": "old", "entrypoint": "python3 train.py", "max_restarts": 0,
-              "searcher": {"name": "single", "metric": "loss", "max_length": 1}}
-    conn.execute("INSERT INTO experiments (name, state, config, start_time, end_time, "
-                 "searcher_shutdown) VALUES ('old', 'ERROR', ?, 1.0, 2.0, 1)",
-                 (json.dumps(config),))
-    conn.execute("INSERT INTO trials (experiment_id, request_id, state, hparams, seed, "
-                 "start_time, end_time, exit_code) VALUES (1, 1, 'ERROR', '{}', 7, 1.0, 2.0, 137)")
+    config = {
+        "name": "old",
+        "entrypoint": "python3 train.py",
+        "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+    }
+    conn.execute(
+        "INSERT INTO experiments (name, state, config, start_time, end_time, "
+        "searcher_shutdown) VALUES ('old', 'ERROR', ?, 1.0, 2.0, 1)",
+        (json.dumps(config),),
+    )
+    conn.execute(
+        "INSERT INTO trials (experiment_id, request_id, state, hparams, seed, "
+        "start_time, end_time, exit_code) VALUES (1, 1, 'ERROR', '{}', 7, 1.0, 2.0, 137)"
+    )
     conn.commit()
     conn.close()
 

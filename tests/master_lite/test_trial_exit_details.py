@@ -1,5 +1,6 @@
 """What the trial JSON says about a run's end and wait: `exit_summary`, `run_state`,
 `notebook_error` (the Master facade driven directly, with real trial subprocesses)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,27 +17,44 @@ pytestmark = pytest.mark.slow
 
 
 def config(*, max_trials: int = 1, entrypoint: str = "python3 train.py") -> dict:
-    return {"name": "exit-details", "entrypoint": entrypoint, "max_restarts": 0,
-            "searcher": {"name": "random", "metric": "loss", "max_trials": max_trials,
-                         "max_length": {"batches": 10}},
-            "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 1.0}}}
+    return {
+        "name": "exit-details",
+        "entrypoint": entrypoint,
+        "max_restarts": 0,
+        "searcher": {
+            "name": "random",
+            "metric": "loss",
+            "max_trials": max_trials,
+            "max_length": {"batches": 10},
+        },
+        "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 1.0}},
+    }
 
 
 def with_master(cpu_slots: int = 2):
     """Run an async test body against a started master (short grace periods); always stop it."""
+
     def decorate(test):
         def wrapper(tmp_path):
             async def body():
-                master = Master(tmp_path / "root", cpu_slots=cpu_slots, gpus=[],
-                                preemption_grace_seconds=1, terminate_grace_seconds=1)
+                master = Master(
+                    tmp_path / "root",
+                    cpu_slots=cpu_slots,
+                    gpus=[],
+                    preemption_grace_seconds=1,
+                    terminate_grace_seconds=1,
+                )
                 await master.start("http://127.0.0.1:9")
                 try:
                     await test(master)
                 finally:
                     await master.stop(pause_running=False)
+
             asyncio.run(asyncio.wait_for(body(), 120))
+
         wrapper.__name__ = test.__name__
         return wrapper
+
     return decorate
 
 
@@ -51,13 +69,17 @@ def only_trial(master: Master, exp_id: int) -> dict:
 
 
 def master_lines(master: Master, trial_id: int) -> list[str]:
-    return [row["line"] for row in master.store.select("logs", "trial_id = ? AND stream = ?",
-                                                        (trial_id, "master"))]
+    return [
+        row["line"]
+        for row in master.store.select("logs", "trial_id = ? AND stream = ?", (trial_id, "master"))
+    ]
 
 
 async def finished(master: Master, exp_id: int) -> None:
-    await until(lambda: master.get_experiment(exp_id)["state"] in
-                ("COMPLETED", "CANCELED", "ERROR"), what=f"experiment {exp_id} to end")
+    await until(
+        lambda: master.get_experiment(exp_id)["state"] in ("COMPLETED", "CANCELED", "ERROR"),
+        what=f"experiment {exp_id} to end",
+    )
 
 
 async def ended(master: Master, exp_id: int) -> dict:
@@ -71,17 +93,22 @@ SLEEPER = "import time\nprint('sleeping', flush=True)\ntime.sleep(600)\n"
 
 # --- exit_summary -------------------------------------------------------------------------------
 
+
 def test_exit_summaries_name_the_signal_and_why() -> None:
     assert _exits.exit_summary(0) is None and _exits.exit_summary(None) is None
     assert _exits.exit_summary(3) == "exited with code 3"
     assert _exits.exit_summary(128) == "exited with code 128"  # 128 + 0 is no signal
     assert _exits.exit_summary(255) == "exited with code 255"  # 127 is no signal
-    assert _exits.exit_summary(137) == ("killed by signal SIGKILL (9): possibly out of memory "
-                                        "(the kernel's OOM killer sends SIGKILL)")
+    assert _exits.exit_summary(137) == (
+        "killed by signal SIGKILL (9): possibly out of memory "
+        "(the kernel's OOM killer sends SIGKILL)"
+    )
     assert _exits.exit_summary(-9) == _exits.exit_summary(137)  # a Popen return code
     assert _exits.exit_summary(139) == "killed by signal SIGSEGV (11): reason unknown"
-    assert _exits.exit_summary(137, signalled_because="killed by the user (trial 4 kill)") == \
-        "killed by signal SIGKILL (9): killed by the user (trial 4 kill)"
+    assert (
+        _exits.exit_summary(137, signalled_because="killed by the user (trial 4 kill)")
+        == "killed by signal SIGKILL (9): killed by the user (trial 4 kill)"
+    )
     assert _exits.signal_of(143) == signal.SIGTERM and _exits.signal_of(1) is None
 
 
@@ -91,11 +118,15 @@ async def test_a_sigkill_the_master_did_not_send_is_possibly_out_of_memory(maste
     exp = master.create_experiment(config(), tar_gz({"train.py": script}))
     trial = await ended(master, exp["id"])
     assert trial["state"] == "ERROR" and trial["exit_code"] == 137
-    assert trial["exit_summary"] == ("killed by signal SIGKILL (9): possibly out of memory (the "
-                                     "kernel's OOM killer sends SIGKILL)")
+    assert trial["exit_summary"] == (
+        "killed by signal SIGKILL (9): possibly out of memory (the "
+        "kernel's OOM killer sends SIGKILL)"
+    )
     assert trial["run_state"] is None
-    assert any(line.endswith(f"exited with code 137: {trial['exit_summary']}")
-               for line in master_lines(master, trial["id"]))
+    assert any(
+        line.endswith(f"exited with code 137: {trial['exit_summary']}")
+        for line in master_lines(master, trial["id"])
+    )
     assert master.get_trial(trial["id"])["exit_summary"] == trial["exit_summary"]
 
 
@@ -115,36 +146,48 @@ async def test_plain_and_shell_style_exit_codes(master):
 async def test_a_killed_experiment_says_the_user_killed_it(master):
     exp = master.create_experiment(config(), tar_gz({"train.py": SLEEPER}))
     await until(lambda: only_trial(master, exp["id"])["run_state"] == "RUNNING", what="RUNNING")
-    await until(lambda: any("sleeping" in row["line"] for row in master.store.select("logs")),
-                what="the trial to start")
+    await until(
+        lambda: any("sleeping" in row["line"] for row in master.store.select("logs")),
+        what="the trial to start",
+    )
     master.experiment_action(exp["id"], "kill")
     trial = await ended(master, exp["id"])
     assert trial["state"] == "CANCELED" and trial["exit_code"] == 137
-    assert trial["exit_summary"] == (f"killed by signal SIGKILL (9): killed by the user "
-                                     f"(experiment {exp['id']} kill)")
+    assert trial["exit_summary"] == (
+        f"killed by signal SIGKILL (9): killed by the user (experiment {exp['id']} kill)"
+    )
 
 
 @with_master()
 async def test_a_run_that_ignores_the_pause_is_terminated_as_preempted(master):
     exp = master.create_experiment(config(), tar_gz({"train.py": SLEEPER}))
-    await until(lambda: any("sleeping" in row["line"] for row in master.store.select("logs")),
-                what="the trial to start")
+    await until(
+        lambda: any("sleeping" in row["line"] for row in master.store.select("logs")),
+        what="the trial to start",
+    )
     master.experiment_action(exp["id"], "pause")
     await until(lambda: only_trial(master, exp["id"])["state"] == "PAUSED", what="PAUSED")
     trial = only_trial(master, exp["id"])
     assert trial["exit_summary"] == (
         "killed by signal SIGTERM (15): preempted (the experiment was paused) and terminated "
-        "by the master: it did not exit within 1s of the preemption signal")
+        "by the master: it did not exit within 1s of the preemption signal"
+    )
     assert trial["run_state"] is None  # PAUSED: not waiting for a slot
 
 
 # --- run_state ----------------------------------------------------------------------------------
 
+
 @with_master(cpu_slots=1)
 async def test_with_one_slot_the_second_trial_is_queued(master):
     exp = master.create_experiment(config(max_trials=2), tar_gz({"train.py": SLEEPER}))
-    await until(lambda: sorted(str(t["run_state"]) for t in master.list_trials(exp["id"]))
-                == ["QUEUED", "RUNNING"], what="one trial RUNNING, one QUEUED")
+    await until(
+        lambda: (
+            sorted(str(t["run_state"]) for t in master.list_trials(exp["id"]))
+            == ["QUEUED", "RUNNING"]
+        ),
+        what="one trial RUNNING, one QUEUED",
+    )
     trials = master.list_trials(exp["id"])
     assert all(trial["state"] == "ACTIVE" for trial in trials)
     running = next(t for t in trials if t["run_state"] == "RUNNING")
@@ -153,8 +196,10 @@ async def test_with_one_slot_the_second_trial_is_queued(master):
     assert queued["allocation_id"] is None and queued["slot_ids"] == []
     assert master.get_trial(queued["id"])["run_state"] == "QUEUED"
     page = master.trials_page(exp["id"], order_by="-id")["trials"]
-    assert {t["id"]: t["run_state"] for t in page} == {running["id"]: "RUNNING",
-                                                       queued["id"]: "QUEUED"}
+    assert {t["id"]: t["run_state"] for t in page} == {
+        running["id"]: "RUNNING",
+        queued["id"]: "QUEUED",
+    }
     master.experiment_action(exp["id"], "kill")
     await finished(master, exp["id"])
     assert [t["run_state"] for t in master.list_trials(exp["id"])] == [None, None]
@@ -162,15 +207,23 @@ async def test_with_one_slot_the_second_trial_is_queued(master):
 
 # --- notebook_error -----------------------------------------------------------------------------
 
+
 @with_master()
 async def test_the_marker_line_becomes_the_trials_notebook_error(master):
-    record = {"notebook": "/work/nb.ipynb", "cell_id": "c3", "cell_index": 2, "line": 4,
-              "exception": "ValueError: boom"}
-    script = ("import sys\nprint('not a marker: DET_NOTEBOOK_ERROR {}', flush=True)\n"
-              f"sys.stderr.write({notebook_errors.marker_line(record)!r} + '\\n')\n"
-              # a second marker (another rank, a consequence) does not replace the first
-              f"sys.stderr.write({notebook_errors.marker_line({**record, 'line': 9})!r} + '\\n')\n"
-              "sys.exit(1)\n")
+    record = {
+        "notebook": "/work/nb.ipynb",
+        "cell_id": "c3",
+        "cell_index": 2,
+        "line": 4,
+        "exception": "ValueError: boom",
+    }
+    script = (
+        "import sys\nprint('not a marker: DET_NOTEBOOK_ERROR {}', flush=True)\n"
+        f"sys.stderr.write({notebook_errors.marker_line(record)!r} + '\\n')\n"
+        # a second marker (another rank, a consequence) does not replace the first
+        f"sys.stderr.write({notebook_errors.marker_line({**record, 'line': 9})!r} + '\\n')\n"
+        "sys.exit(1)\n"
+    )
     exp = master.create_experiment(config(), tar_gz({"train.py": script}))
     trial = await ended(master, exp["id"])
     assert trial["state"] == "ERROR"
@@ -192,20 +245,33 @@ async def test_an_exported_notebook_names_the_failing_cell(master):
     traceback in the logs names the cell -> the master stores `notebook_error`."""
     from jupyter_determined._export import cells_to_script
 
-    cells = [{"cell_type": "markdown", "source": "# Title", "id": "md"},
-             {"cell_type": "code", "source": "import json\n\ndef check(x):\n"
-              "    if x > 1:\n        raise ValueError('boom')\n", "id": "helpers",
-              "execution_count": 1},
-             {"cell_type": "code", "source": "%%time\nvalue = 2\ncheck(value)\n", "id": "run"}]
+    cells = [
+        {"cell_type": "markdown", "source": "# Title", "id": "md"},
+        {
+            "cell_type": "code",
+            "source": "import json\n\ndef check(x):\n"
+            "    if x > 1:\n        raise ValueError('boom')\n",
+            "id": "helpers",
+            "execution_count": 1,
+        },
+        {"cell_type": "code", "source": "%%time\nvalue = 2\ncheck(value)\n", "id": "run"},
+    ]
     exported = cells_to_script(cells, notebook_path="/work/quickstart.ipynb")
-    exp = master.create_experiment(config(entrypoint="python3 _det_notebook_cell.py"),
-                                   tar_gz({"_det_notebook_cell.py": exported.script}))
+    exp = master.create_experiment(
+        config(entrypoint="python3 _det_notebook_cell.py"),
+        tar_gz({"_det_notebook_cell.py": exported.script}),
+    )
     trial = await ended(master, exp["id"])
-    assert trial["notebook_error"] == {"notebook": "/work/quickstart.ipynb", "cell_id": "helpers",
-                                       "cell_index": 1, "line": 5,
-                                       "exception": "ValueError: boom"}
-    text = "\n".join(row["line"] for row in master.store.select("logs", "trial_id = ?",
-                                                                  (trial["id"],)))
+    assert trial["notebook_error"] == {
+        "notebook": "/work/quickstart.ipynb",
+        "cell_id": "helpers",
+        "cell_index": 1,
+        "line": 5,
+        "exception": "ValueError: boom",
+    }
+    text = "\n".join(
+        row["line"] for row in master.store.select("logs", "trial_id = ?", (trial["id"],))
+    )
     assert 'File "quickstart.ipynb", cell 3 (id run), line 3, in <module>' in text
     assert 'File "quickstart.ipynb", cell 2 (id helpers, In [1]), line 5, in check' in text
     assert "_det_notebook_cell.py" not in text.split("Traceback", 1)[1]

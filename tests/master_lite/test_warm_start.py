@@ -1,6 +1,7 @@
 """Warm starts: `searcher.source_trial_id` / `searcher.source_checkpoint_uuid` make every trial of
 a new experiment start from that checkpoint (its DET_LATEST_CHECKPOINT); a source that does not
 exist is refused when the experiment is created, naming the field."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,15 +10,23 @@ import pytest
 
 from master_lite import errors
 from master_lite._master import Master
-from tests._support import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
-                             context_tarball, wait_for_experiment)
+from tests._support import (
+    CHECKPOINTING_SCRIPT,
+    MasterProcess,
+    clean_series,
+    context_tarball,
+    wait_for_experiment,
+)
 
 
 def config(**searcher):
-    return {"name": "warm", "entrypoint": "python3 train.py",
-            "hyperparameters": {"increment_by": {"type": "int", "minval": 1, "maxval": 8}},
-            "searcher": {"name": "single", "metric": "x", **searcher},
-            "environment": {"environment_variables": ["STEP_SLEEP=0.005"]}}
+    return {
+        "name": "warm",
+        "entrypoint": "python3 train.py",
+        "hyperparameters": {"increment_by": {"type": "int", "minval": 1, "maxval": 8}},
+        "searcher": {"name": "single", "metric": "x", **searcher},
+        "environment": {"environment_variables": ["STEP_SLEEP=0.005"]},
+    }
 
 
 def with_master(test):
@@ -29,17 +38,23 @@ def with_master(test):
                 await test(master)
             finally:
                 await master.stop(pause_running=False)
+
         asyncio.run(asyncio.wait_for(body(), 60))
+
     wrapper.__name__ = test.__name__
     return wrapper
 
 
 @with_master
 async def test_missing_sources_are_refused_at_creation_naming_the_field(master):
-    cases = [({"source_trial_id": 999}, "searcher.source_trial_id: trial 999 does not exist"),
-             ({"source_checkpoint_uuid": "no-such-uuid"},
-              "searcher.source_checkpoint_uuid: checkpoint no-such-uuid does not exist"),
-             ({"source_trial_id": 1, "source_checkpoint_uuid": "x"}, "set at most one")]
+    cases = [
+        ({"source_trial_id": 999}, "searcher.source_trial_id: trial 999 does not exist"),
+        (
+            {"source_checkpoint_uuid": "no-such-uuid"},
+            "searcher.source_checkpoint_uuid: checkpoint no-such-uuid does not exist",
+        ),
+        ({"source_trial_id": 1, "source_checkpoint_uuid": "x"}, "set at most one"),
+    ]
     for searcher, message in cases:
         with pytest.raises(errors.InvalidRequest) as refused:
             master.create_experiment(config(**searcher), None)
@@ -49,16 +64,20 @@ async def test_missing_sources_are_refused_at_creation_naming_the_field(master):
     # A trial that exists but never checkpointed has nothing to start from.
     source = master.create_experiment(config(), None, activate=False)["id"]
     (trial,) = master.list_trials(source)
-    with pytest.raises(errors.InvalidRequest,
-                       match=f"searcher.source_trial_id: trial {trial['id']} has no checkpoint"):
+    with pytest.raises(
+        errors.InvalidRequest,
+        match=f"searcher.source_trial_id: trial {trial['id']} has no checkpoint",
+    ):
         master.create_experiment(config(source_trial_id=trial["id"]), None)
 
     # A deleted checkpoint is no source either.
-    master.report_checkpoint({"uuid": "gone", "trialId": trial["id"],
-                              "metadata": {"steps_completed": 5}})
+    master.report_checkpoint(
+        {"uuid": "gone", "trialId": trial["id"], "metadata": {"steps_completed": 5}}
+    )
     master.mark_checkpoints_deleted([{"uuid": "gone", "resources": {}}])
-    with pytest.raises(errors.InvalidRequest,
-                       match="searcher.source_checkpoint_uuid: checkpoint gone is DELETED"):
+    with pytest.raises(
+        errors.InvalidRequest, match="searcher.source_checkpoint_uuid: checkpoint gone is DELETED"
+    ):
         master.create_experiment(config(source_checkpoint_uuid="gone"), None)
 
 
@@ -67,15 +86,26 @@ async def test_every_trial_of_the_new_experiment_gets_the_source(master):
     source = master.create_experiment(config(), None, activate=False)["id"]
     (trial,) = master.list_trials(source)
     for steps in (10, 20):
-        master.report_checkpoint({"uuid": f"src-{steps}", "trialId": trial["id"],
-                                  "metadata": {"steps_completed": steps}})
+        master.report_checkpoint(
+            {"uuid": f"src-{steps}", "trialId": trial["id"], "metadata": {"steps_completed": steps}}
+        )
     by_trial = master.create_experiment(
-        {**config(source_trial_id=trial["id"]),
-         "searcher": {"name": "random", "metric": "x", "max_trials": 3,
-                      "source_trial_id": trial["id"]}}, None, activate=False)["id"]
+        {
+            **config(source_trial_id=trial["id"]),
+            "searcher": {
+                "name": "random",
+                "metric": "x",
+                "max_trials": 3,
+                "source_trial_id": trial["id"],
+            },
+        },
+        None,
+        activate=False,
+    )["id"]
     assert [t["latest_checkpoint"] for t in master.list_trials(by_trial)] == ["src-20"] * 3
-    by_uuid = master.create_experiment(config(source_checkpoint_uuid="src-10"), None,
-                                       activate=False)["id"]
+    by_uuid = master.create_experiment(
+        config(source_checkpoint_uuid="src-10"), None, activate=False
+    )["id"]
     assert [t["latest_checkpoint"] for t in master.list_trials(by_uuid)] == ["src-10"]
 
 
@@ -89,14 +119,19 @@ def test_warm_started_trial_continues_from_the_source_checkpoint(tmp_path):
         assert wait_for_experiment(master, source)["state"] == "COMPLETED"
         (source_trial,) = master.trials(source)
         source_inc = source_trial["hparams"]["increment_by"]
-        kept = {c["steps_completed"]: c["uuid"] for c in master.session.get(
-            f"/experiments/{source}/checkpoints", {"state": "COMPLETED"})["checkpoints"]}
+        kept = {
+            c["steps_completed"]: c["uuid"]
+            for c in master.session.get(
+                f"/experiments/{source}/checkpoints", {"state": "COMPLETED"}
+            )["checkpoints"]
+        }
         assert sorted(kept) == [90, 100]
         assert source_trial["latest_checkpoint"] == kept[100]
 
         for searcher, uuid, start_x in (
-                ({"source_trial_id": source_trial["id"]}, kept[100], 100 * source_inc),
-                ({"source_checkpoint_uuid": kept[90]}, kept[90], 90 * source_inc)):
+            ({"source_trial_id": source_trial["id"]}, kept[100], 100 * source_inc),
+            ({"source_checkpoint_uuid": kept[90]}, kept[90], 90 * source_inc),
+        ):
             exp_id = master.create_experiment(config(**searcher), context)
             assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED"
             (trial,) = master.trials(exp_id)

@@ -14,6 +14,7 @@ a route added to the table is checked without editing this test:
 empty bodies of user-only operations still proves the request got past authentication, since
 the pipeline authenticates before it parses the body (docs/rest-api.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,7 @@ import pytest
 import requests
 
 from master_lite.api import ROUTES, TrialScope
-from tests._support import (MasterProcess, context_tarball, wait_for_experiment,
-                             wait_until)
+from tests._support import MasterProcess, context_tarball, wait_for_experiment, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -49,14 +49,20 @@ with det.core.init() as core:
 """
 
 PRINCIPALS = ("none", "wrong", "user", "own", "foreign")
-DESTRUCTIVE = {("post", "/trials/{trial_id}/kill"),
-               ("post", "/experiments/{experiment_id}/{action}")}
+DESTRUCTIVE = {
+    ("post", "/trials/{trial_id}/kill"),
+    ("post", "/experiments/{experiment_id}/{action}"),
+}
 
 
 def _idle_trial(master: MasterProcess, out: pathlib.Path, name: str) -> dict:
-    config = {"name": name, "entrypoint": "python3 idle.py", "max_restarts": 0,
-              "searcher": {"name": "single", "metric": "x", "max_length": 1},
-              "environment": {"environment_variables": [f"AUTH_OUT={out}"]}}
+    config = {
+        "name": name,
+        "entrypoint": "python3 idle.py",
+        "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "x", "max_length": 1},
+        "environment": {"environment_variables": [f"AUTH_OUT={out}"]},
+    }
     exp_id = master.create_experiment(config, context_tarball({"idle.py": TOKEN_SCRIPT}))
     trial_id = wait_until(lambda: [t["id"] for t in master.trials(exp_id)], 60, "a trial")[0]
     path = out / f"trial-{trial_id}.json"
@@ -66,18 +72,26 @@ def _idle_trial(master: MasterProcess, out: pathlib.Path, name: str) -> dict:
 
 def _request_for(method: str, path_template: str, operation, own: dict) -> tuple[str, dict]:
     """A concrete path and request kwargs that pass every scope check for `own`'s token."""
-    values = {"experiment_id": own["experiment_id"], "trial_id": own["trial_id"],
-              "allocation_id": own["allocation_id"], "uuid": own["checkpoint"],
-              "action": "unarchive"}
+    values = {
+        "experiment_id": own["experiment_id"],
+        "trial_id": own["trial_id"],
+        "allocation_id": own["allocation_id"],
+        "uuid": own["checkpoint"],
+        "action": "unarchive",
+    }
     path = path_template.format(**values)
     kwargs: dict = {"params": {}}
     if any(p.name == "timeout_seconds" for p in operation.query):
         kwargs["params"]["timeout_seconds"] = 0
     if operation.trial_scope is TrialScope.CHECKPOINT_REPORT:
-        kwargs["json"] = {"uuid": str(uuid_module.uuid4()), "trialId": own["trial_id"],
-                          "allocationId": own["allocation_id"],
-                          "metadata": {"steps_completed": 1}, "resources": {},
-                          "state": "COMPLETED"}
+        kwargs["json"] = {
+            "uuid": str(uuid_module.uuid4()),
+            "trialId": own["trial_id"],
+            "allocationId": own["allocation_id"],
+            "metadata": {"steps_completed": 1},
+            "resources": {},
+            "state": "COMPLETED",
+        }
     elif operation.trial_scope is TrialScope.CHECKPOINT_DELETE:
         # A spare checkpoint of `own`'s experiment (registered by the test), so the real one
         # stays readable for the other operations.
@@ -107,14 +121,29 @@ def test_every_endpoint_allows_exactly_the_declared_callers(tmp_path: pathlib.Pa
     with MasterProcess(tmp_path / "root", cpu_slots=2) as master:
         own = _idle_trial(master, out, "auth-own")
         foreign = _idle_trial(master, out, "auth-foreign")
-        own["spare_checkpoint"] = master.session.post("/checkpoints", {
-            "uuid": str(uuid_module.uuid4()), "trialId": own["trial_id"],
-            "allocationId": own["allocation_id"], "metadata": {"steps_completed": 1},
-            "resources": {}, "state": "COMPLETED"})["checkpoint"]["uuid"]
-        tokens = {"none": None, "wrong": "not-a-token", "user": master.token,
-                  "own": own["token"], "foreign": foreign["token"]}
-        operations = [(route.path, method, operation) for route in ROUTES
-                      for method, operation in route.operations.items()]
+        own["spare_checkpoint"] = master.session.post(
+            "/checkpoints",
+            {
+                "uuid": str(uuid_module.uuid4()),
+                "trialId": own["trial_id"],
+                "allocationId": own["allocation_id"],
+                "metadata": {"steps_completed": 1},
+                "resources": {},
+                "state": "COMPLETED",
+            },
+        )["checkpoint"]["uuid"]
+        tokens = {
+            "none": None,
+            "wrong": "not-a-token",
+            "user": master.token,
+            "own": own["token"],
+            "foreign": foreign["token"],
+        }
+        operations = [
+            (route.path, method, operation)
+            for route in ROUTES
+            for method, operation in route.operations.items()
+        ]
         assert len(operations) >= 25, "the route table shrank: is ROUTES still the whole API?"
         # Destructive user calls last, so every other check sees live trials.
         operations.sort(key=lambda item: (item[1], item[0]) in DESTRUCTIVE)
@@ -122,24 +151,40 @@ def test_every_endpoint_allows_exactly_the_declared_callers(tmp_path: pathlib.Pa
         for path_template, method, operation in operations:
             # A destructive call by the user token ends the trial run, which revokes the
             # trial tokens: ask every other caller first.
-            principals = sorted(PRINCIPALS, key=lambda p: p == "user") \
-                if (method, path_template) in DESTRUCTIVE else PRINCIPALS
+            principals = (
+                sorted(PRINCIPALS, key=lambda p: p == "user")
+                if (method, path_template) in DESTRUCTIVE
+                else PRINCIPALS
+            )
             for principal in principals:
                 path, kwargs = _request_for(method, path_template, operation, own)
-                headers = {"Authorization": f"Bearer {tokens[principal]}"} \
-                    if tokens[principal] else {}
-                response = requests.request(method.upper(), f"{master.url}/api/v1{path}",
-                                            headers=headers, timeout=30, **kwargs)
+                headers = (
+                    {"Authorization": f"Bearer {tokens[principal]}"} if tokens[principal] else {}
+                )
+                response = requests.request(
+                    method.upper(),
+                    f"{master.url}/api/v1{path}",
+                    headers=headers,
+                    timeout=30,
+                    **kwargs,
+                )
                 status = response.status_code
-                message = "" if status == 200 and kwargs.get("stream") else \
-                    response.json().get("message", "") if status >= 400 else ""
+                message = (
+                    ""
+                    if status == 200 and kwargs.get("stream")
+                    else response.json().get("message", "")
+                    if status >= 400
+                    else ""
+                )
                 response.close()
                 allowed = status not in (401, 403)
                 if status >= 500:
                     mismatches.append(f"{method.upper()} {path} as {principal}: {status}")
                 elif allowed != _expected_allowed(operation, principal):
-                    mismatches.append(f"{method.upper()} {path} as {principal}: {status} "
-                                      f"(expected {'allowed' if not allowed else 'refused'})")
+                    mismatches.append(
+                        f"{method.upper()} {path} as {principal}: {status} "
+                        f"(expected {'allowed' if not allowed else 'refused'})"
+                    )
                 elif not allowed and principal in ("none", "wrong"):
                     assert status == 401, (path, principal, status)
                 elif not allowed and (method, path_template) in DESTRUCTIVE:

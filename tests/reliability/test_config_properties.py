@@ -6,6 +6,7 @@
 * Every config broken at one known path answers 400, and `errors` names that path.
 Experiments are created paused (`activate: false`), so nothing runs.
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,8 +23,9 @@ from tests.common.test_expconf_properties import valid_config
 
 pytestmark = pytest.mark.slow
 
-SETTINGS = settings(max_examples=25, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck))
+SETTINGS = settings(
+    max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 
 
 def _grid_size(config: dict) -> float:
@@ -32,8 +34,13 @@ def _grid_size(config: dict) -> float:
     sizes = []
     for _, spec in expconf.hparam_leaves(config.get("hyperparameters") or {}):
         kind = spec.get("type")
-        sizes.append(len(spec["vals"]) if kind == "categorical" else spec.get("count", 1)
-                     if kind in ("int", "double", "log") else 1)
+        sizes.append(
+            len(spec["vals"])
+            if kind == "categorical"
+            else spec.get("count", 1)
+            if kind in ("int", "double", "log")
+            else 1
+        )
     return math.prod(sizes)
 
 
@@ -62,8 +69,9 @@ def _assert_user_values_kept(given_value, stored_value, path: str) -> None:
 @given(config=small_valid_config)
 def test_every_valid_config_round_trips(master: MasterProcess, config: dict) -> None:
     original = copy.deepcopy(config)
-    answer = master.session.post("/experiments", {"config": config, "context": None,
-                                                  "activate": False})
+    answer = master.session.post(
+        "/experiments", {"config": config, "context": None, "activate": False}
+    )
     exp_id = answer["experiment"]["id"]
     stored = master.session.get(f"/experiments/{exp_id}")["experiment"]["config"]
     assert expconf.validate(stored) == []
@@ -77,10 +85,13 @@ def test_every_valid_config_round_trips(master: MasterProcess, config: dict) -> 
 
 # (path, a wrong value for it): each breaks a valid config at exactly that path.
 BREAKAGES = [
-    ("max_restarts", "lots"), ("max_restarts", -1),
-    ("searcher.metric", 5), ("searcher.name", "sometimes"),
+    ("max_restarts", "lots"),
+    ("max_restarts", -1),
+    ("searcher.metric", 5),
+    ("searcher.name", "sometimes"),
     ("searcher.smaller_is_better", "yes"),
-    ("resources.slots_per_trial", "two"), ("resources.slots_per_trial", -3),
+    ("resources.slots_per_trial", "two"),
+    ("resources.slots_per_trial", -3),
     ("checkpoint_policy", "sometimes"),
     ("min_validation_period", {"minutes": 3}),
     ("hyperparameters.bad", {"type": "int", "minval": 5, "maxval": 1}),
@@ -108,15 +119,15 @@ def _set_path(config: dict, path: str, value) -> dict:
 
 @SETTINGS
 @given(config=small_valid_config, breakage=st.sampled_from(BREAKAGES))
-def test_every_invalid_config_is_a_400_naming_the_path(master: MasterProcess, config: dict,
-                                                       breakage: tuple[str, object]) -> None:
+def test_every_invalid_config_is_a_400_naming_the_path(
+    master: MasterProcess, config: dict, breakage: tuple[str, object]
+) -> None:
     path, value = breakage
     if path.startswith("hyperparameters.") and config["searcher"]["name"] == "grid":
         config = {**config, "hyperparameters": {}}
     broken = _set_path(config, path, value)
     with pytest.raises(APIError) as caught:
-        master.session.post("/experiments", {"config": broken, "context": None,
-                                             "activate": False})
+        master.session.post("/experiments", {"config": broken, "context": None, "activate": False})
     error = caught.value
     assert error.status == 400, error
     named = [line for line in (error.errors or []) if line.split(":", 1)[0].startswith(path)]

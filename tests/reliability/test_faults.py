@@ -4,6 +4,7 @@ equal an uninterrupted run's (steps redone after a checkpoint replace, never dup
 
 `make test` runs 2 rounds; `soak/soak_faults.py` runs the same code for 10 rounds.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,14 @@ import time
 
 import pytest
 
-from tests._support import (CHECKPOINTING_SCRIPT, MasterProcess, clean_series,
-                             context_tarball, wait_for_experiment, wait_until)
+from tests._support import (
+    CHECKPOINTING_SCRIPT,
+    MasterProcess,
+    clean_series,
+    context_tarball,
+    wait_for_experiment,
+    wait_until,
+)
 
 CONFIG = """
 name: faults
@@ -32,8 +39,12 @@ environment:
 
 
 def _running_pids(master: MasterProcess) -> list[int]:
-    return [row["pid"] for row in master.db_rows(
-        "SELECT pid FROM allocations WHERE end_time IS NULL AND pid IS NOT NULL")]
+    return [
+        row["pid"]
+        for row in master.db_rows(
+            "SELECT pid FROM allocations WHERE end_time IS NULL AND pid IS NOT NULL"
+        )
+    ]
 
 
 def _kill(pid: int) -> bool:
@@ -44,13 +55,14 @@ def _kill(pid: int) -> bool:
         return False
 
 
-def run_fault_rounds(root: pathlib.Path, rounds: int, seed: int,
-                     log=lambda message: None) -> dict:
+def run_fault_rounds(root: pathlib.Path, rounds: int, seed: int, log=lambda message: None) -> dict:
     """Run a search, inject `rounds` faults, check the outcome; returns a summary dict."""
     rng = random.Random(seed)
     faults: list[str] = []
     with MasterProcess(root, cpu_slots=2) as master:
-        exp_id = master.create_experiment(CONFIG, context_tarball({"train.py": CHECKPOINTING_SCRIPT}))
+        exp_id = master.create_experiment(
+            CONFIG, context_tarball({"train.py": CHECKPOINTING_SCRIPT})
+        )
         for number in range(rounds):
             experiment = master.session.get(f"/experiments/{exp_id}")["experiment"]
             if experiment["state"] not in ("ACTIVE", "PAUSED"):
@@ -64,8 +76,10 @@ def run_fault_rounds(root: pathlib.Path, rounds: int, seed: int,
                 pids = _running_pids(master)
                 victim = rng.choice(sorted(pids)) if pids else None
                 killed = victim is not None and _kill(victim)
-                faults.append(f"round {number}: SIGKILL trial process {victim} "
-                              f"({'killed' if killed else 'already gone'}) after {pause:.2f}s")
+                faults.append(
+                    f"round {number}: SIGKILL trial process {victim} "
+                    f"({'killed' if killed else 'already gone'}) after {pause:.2f}s"
+                )
             else:
                 master.kill()
                 master.restart()
@@ -79,17 +93,25 @@ def run_fault_rounds(root: pathlib.Path, rounds: int, seed: int,
             for group in ("training", "validation"):
                 stored = master.series(trial["id"], group)
                 if stored != expected[group]:
-                    mismatches.append(f"trial {trial['id']} {group}: stored {stored}, "
-                                      f"a clean run stores {expected[group]}")
+                    mismatches.append(
+                        f"trial {trial['id']} {group}: stored {stored}, "
+                        f"a clean run stores {expected[group]}"
+                    )
         integrity = master.db_rows("PRAGMA integrity_check")[0]["integrity_check"]
-    return {"state": final["state"], "trials": len(trials), "faults": faults,
-            "mismatches": mismatches, "integrity": integrity,
-            "restarts": sum(t["restarts"] for t in trials)}
+    return {
+        "state": final["state"],
+        "trials": len(trials),
+        "faults": faults,
+        "mismatches": mismatches,
+        "integrity": integrity,
+        "restarts": sum(t["restarts"] for t in trials),
+    }
 
 
 @pytest.mark.slow
 def test_random_kills_of_trials_and_master_lose_and_duplicate_nothing(
-        tmp_path: pathlib.Path) -> None:
+    tmp_path: pathlib.Path,
+) -> None:
     summary = run_fault_rounds(tmp_path / "root", rounds=2, seed=20261122)
     assert summary["state"] == "COMPLETED", summary
     assert summary["trials"] == 4, summary

@@ -8,6 +8,7 @@ the store (SQLite's integrity check passes and what was stored before is intact)
   (`unshare -m`), which only the master's process sees; chmod would not stop root. Skipped
   where unprivileged.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -42,6 +43,7 @@ def _metric_count(db: pathlib.Path) -> int:
 
 def _start_limited_master(root: pathlib.Path, fsize: int) -> MasterProcess:
     """A master whose files may grow to `fsize` bytes (RLIMIT_FSIZE)."""
+
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
@@ -53,23 +55,36 @@ def test_disk_full_gives_clear_errors_and_keeps_the_store_intact(tmp_path: pathl
     # First an ordinary master creates the store, an experiment and one trial.
     with MasterProcess(root, cpu_slots=1) as master:
         exp_id = master.create_experiment(
-            {"name": "disk-full", "entrypoint": "sleep 3600", "max_restarts": 0,
-             "searcher": {"name": "single", "metric": "x", "max_length": 1}}, None,
-            activate=False)
+            {
+                "name": "disk-full",
+                "entrypoint": "sleep 3600",
+                "max_restarts": 0,
+                "searcher": {"name": "single", "metric": "x", "max_length": 1},
+            },
+            None,
+            activate=False,
+        )
     db = root / "master.db"
     # Then one whose files may grow only a little past their current size.
     limit = db.stat().st_size + 256 * 1024
     limited = _start_limited_master(root, limit)
     from determined.common.api import APIError
+
     session = limited.session
     try:
         failures: list[APIError] = []
         accepted = 0
         for number in range(400):
-            body = {"config": {"name": f"fill-{number}", "description": "x" * 20_000,
-                               "entrypoint": "true",
-                               "searcher": {"name": "single", "metric": "x", "max_length": 1}},
-                    "context": None, "activate": False}
+            body = {
+                "config": {
+                    "name": f"fill-{number}",
+                    "description": "x" * 20_000,
+                    "entrypoint": "true",
+                    "searcher": {"name": "single", "metric": "x", "max_length": 1},
+                },
+                "context": None,
+                "activate": False,
+            }
             try:
                 session.post("/experiments", body)
                 accepted += 1
@@ -99,17 +114,31 @@ def _unshare_works(tmp_path: pathlib.Path) -> bool:
     probe = tmp_path / "probe"
     probe.mkdir()
     result = subprocess.run(
-        ["unshare", "-m", "sh", "-c",
-         f"mount --bind {probe} {probe} && mount -o remount,bind,ro {probe} && "
-         f"! touch {probe}/x 2>/dev/null"], capture_output=True)
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f"mount --bind {probe} {probe} && mount -o remount,bind,ro {probe} && "
+            f"! touch {probe}/x 2>/dev/null",
+        ],
+        capture_output=True,
+    )
     return result.returncode == 0
 
 
 def _run_read_only(root: pathlib.Path) -> subprocess.CompletedProcess:
-    command = (f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && "
-               f"exec {sys.executable} -m master_lite --port 0 --root-dir {root}")
-    return subprocess.run(["unshare", "-m", "sh", "-c", command], env=child_env(),
-                          capture_output=True, text=True, timeout=120)
+    command = (
+        f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && "
+        f"exec {sys.executable} -m master_lite --port 0 --root-dir {root}"
+    )
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", command],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("existing", [False, True], ids=["fresh", "existing-store"])
@@ -121,9 +150,15 @@ def test_read_only_root_dir_is_a_one_line_error(tmp_path: pathlib.Path, existing
     if existing:
         with MasterProcess(root, cpu_slots=1) as master:
             master.create_experiment(
-                {"name": "kept", "entrypoint": "true", "max_restarts": 0,
-                 "searcher": {"name": "single", "metric": "x", "max_length": 1}}, None,
-                activate=False)
+                {
+                    "name": "kept",
+                    "entrypoint": "true",
+                    "max_restarts": 0,
+                    "searcher": {"name": "single", "metric": "x", "max_length": 1},
+                },
+                None,
+                activate=False,
+            )
         before = (root / "master.db").read_bytes()
     result = _run_read_only(root)
     assert result.returncode == 1, result
@@ -135,5 +170,6 @@ def test_read_only_root_dir_is_a_one_line_error(tmp_path: pathlib.Path, existing
         assert (root / "master.db").read_bytes() == before
         assert _integrity(root / "master.db") == "ok"
         with MasterProcess(root, cpu_slots=1) as master:
-            assert [e["name"] for e in master.session.get("/experiments")["experiments"]] == \
-                ["kept"]
+            assert [e["name"] for e in master.session.get("/experiments")["experiments"]] == [
+                "kept"
+            ]

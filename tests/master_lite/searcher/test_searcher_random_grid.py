@@ -1,11 +1,19 @@
 """Random, single and grid searchers: hand-computed operation sequences and hyperparameter rules."""
+
 import math
 import random
 
 import pytest
 
 from master_lite.searcher import (
-    Close, Create, ExitedReason, Shutdown, ValidateAfter, grid_points, make_searcher, sample_hparams,
+    Close,
+    Create,
+    ExitedReason,
+    Shutdown,
+    ValidateAfter,
+    grid_points,
+    make_searcher,
+    sample_hparams,
 )
 
 HPARAMS = {"a": {"type": "int", "minval": 1, "maxval": 8}}
@@ -13,9 +21,13 @@ HPARAMS = {"a": {"type": "int", "minval": 1, "maxval": 8}}
 
 def random_config(max_trials=4, concurrency=2, seed=7, hparams=HPARAMS, max_length=None):
     return {
-        "searcher": {"name": "random", "metric": "loss", "max_trials": max_trials,
-                     "max_concurrent_trials": concurrency,
-                     "max_length": max_length if max_length is not None else {"batches": 100}},
+        "searcher": {
+            "name": "random",
+            "metric": "loss",
+            "max_trials": max_trials,
+            "max_concurrent_trials": concurrency,
+            "max_length": max_length if max_length is not None else {"batches": 100},
+        },
         "hyperparameters": hparams,
         "reproducibility": {"experiment_seed": seed},
     }
@@ -71,12 +83,18 @@ def test_missing_max_length_gives_length_one():
 
 
 def test_single_is_one_trial():
-    config = {"searcher": {"name": "single", "metric": "x", "max_length": {"epochs": 3}},
-              "hyperparameters": {"lr": 0.1, "opt": {"type": "const", "val": "sgd"}},
-              "reproducibility": {"experiment_seed": 1}}
+    config = {
+        "searcher": {"name": "single", "metric": "x", "max_length": {"epochs": 3}},
+        "hyperparameters": {"lr": 0.1, "opt": {"type": "const", "val": "sgd"}},
+        "reproducibility": {"experiment_seed": 1},
+    }
     s = make_searcher(config)
     ops = s.initial_operations()
-    assert len(ops) == 2 and ops[0].hparams == {"lr": 0.1, "opt": "sgd"} and ops[1] == ValidateAfter(1, 3)
+    assert (
+        len(ops) == 2
+        and ops[0].hparams == {"lr": 0.1, "opt": "sgd"}
+        and ops[1] == ValidateAfter(1, 3)
+    )
     assert s.on_validation_completed(1, 1.0, 3) == [Close(1)]
     assert s.on_trial_closed(1) == [Shutdown()]
 
@@ -101,8 +119,10 @@ def test_random_progress_is_mean_over_max_trials():
 
 
 def test_same_seed_same_hparams_different_seed_different():
-    spec = {"lr": {"type": "log", "minval": -4, "maxval": -1, "base": 10},
-            "layers": {"type": "int", "minval": 1, "maxval": 100}}
+    spec = {
+        "lr": {"type": "log", "minval": -4, "maxval": -1, "base": 10},
+        "layers": {"type": "int", "minval": 1, "maxval": 100},
+    }
 
     def first_creates(seed):
         config = random_config(max_trials=5, concurrency=5, seed=seed, hparams=spec)
@@ -140,7 +160,10 @@ def test_sampled_values_stay_in_range_and_reach_int_bounds():
 
 def test_sampling_visits_names_in_sorted_order():
     rng_a, rng_b = random.Random(5), random.Random(5)
-    spec = {"zeta": {"type": "int", "minval": 0, "maxval": 1000}, "alpha": {"type": "int", "minval": 0, "maxval": 1000}}
+    spec = {
+        "zeta": {"type": "int", "minval": 0, "maxval": 1000},
+        "alpha": {"type": "int", "minval": 0, "maxval": 1000},
+    }
     hp = sample_hparams(spec, rng_a)
     assert hp["alpha"] == rng_b.randint(0, 1000) and hp["zeta"] == rng_b.randint(0, 1000)
 
@@ -152,13 +175,16 @@ def test_unknown_hparam_type_is_an_error_naming_the_path():
 
 # -- grid ----------------------------------------------------------------------------------------
 
+
 def axis(spec):
     return [p["h"] for p in grid_points({"h": spec})]
 
 
 def test_grid_int_axes():
     assert axis({"type": "int", "minval": 1, "maxval": 3, "count": 10}) == [1, 2, 3]  # clamped
-    assert axis({"type": "int", "minval": 1, "maxval": 4, "count": 1}) == [3]  # round(2.5) away from 0
+    assert axis({"type": "int", "minval": 1, "maxval": 4, "count": 1}) == [
+        3
+    ]  # round(2.5) away from 0
     assert axis({"type": "int", "minval": 0, "maxval": 10, "count": 3}) == [0, 5, 10]
     assert axis({"type": "int", "minval": 0, "maxval": 10, "count": 4}) == [0, 3, 7, 10]
 
@@ -175,9 +201,11 @@ def test_grid_double_log_categorical_const_axes():
 
 
 def test_grid_nested_axes_and_empty_group():
-    spec = {"b": {"type": "categorical", "vals": ["x", "y"]},
-            "a": {"inner": {"type": "int", "minval": 1, "maxval": 2, "count": 2}, "c": 5},
-            "e": {}}
+    spec = {
+        "b": {"type": "categorical", "vals": ["x", "y"]},
+        "a": {"inner": {"type": "int", "minval": 1, "maxval": 2, "count": 2}, "c": 5},
+        "e": {},
+    }
     assert grid_points(spec) == [
         {"a": {"c": 5, "inner": 1}, "b": "x", "e": {}},
         {"a": {"c": 5, "inner": 1}, "b": "y", "e": {}},
@@ -187,18 +215,28 @@ def test_grid_nested_axes_and_empty_group():
 
 
 def test_grid_requires_count():
-    config = {"searcher": {"name": "grid", "metric": "x", "max_length": 10},
-              "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 0.2}}}
+    config = {
+        "searcher": {"name": "grid", "metric": "x", "max_length": 10},
+        "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 0.2}},
+    }
     with pytest.raises(ValueError, match=r"hyperparameters\.lr\.count"):
         make_searcher(config)
 
 
 def grid_config(concurrency=2):
-    return {"searcher": {"name": "grid", "metric": "x", "max_length": {"batches": 10},
-                         "max_concurrent_trials": concurrency},
-            "hyperparameters": {"a": {"type": "int", "minval": 1, "maxval": 3, "count": 3},
-                                "b": {"type": "categorical", "vals": ["p", "q"]}},
-            "reproducibility": {"experiment_seed": 2}}
+    return {
+        "searcher": {
+            "name": "grid",
+            "metric": "x",
+            "max_length": {"batches": 10},
+            "max_concurrent_trials": concurrency,
+        },
+        "hyperparameters": {
+            "a": {"type": "int", "minval": 1, "maxval": 3, "count": 3},
+            "b": {"type": "categorical", "vals": ["p", "q"]},
+        },
+        "reproducibility": {"experiment_seed": 2},
+    }
 
 
 def test_grid_consumes_points_from_the_end():
@@ -208,7 +246,11 @@ def test_grid_consumes_points_from_the_end():
     assert hparams == [{"a": 3, "b": "q"}, {"a": 3, "b": "p"}]
     s.on_validation_completed(1, 0.0, 10)
     ops = s.on_trial_closed(1)
-    assert ops[0].hparams == {"a": 2, "b": "q"} and ops[0].request_id == 3 and ops[1] == ValidateAfter(3, 10)
+    assert (
+        ops[0].hparams == {"a": 2, "b": "q"}
+        and ops[0].request_id == 3
+        and ops[1] == ValidateAfter(3, 10)
+    )
 
 
 def test_grid_runs_every_point_once_and_does_not_replace_invalid_hp():
@@ -222,7 +264,8 @@ def test_grid_runs_every_point_once_and_does_not_replace_invalid_hp():
         ops = s.on_trial_closed(rid)
     assert ops == [Shutdown()]
     assert sorted((c.hparams["a"], c.hparams["b"]) for c in creates) == sorted(
-        (a, b) for a in (1, 2, 3) for b in ("p", "q"))
+        (a, b) for a in (1, 2, 3) for b in ("p", "q")
+    )
 
 
 def test_grid_progress_reaches_one_at_shutdown():

@@ -1,4 +1,5 @@
 """simulate(), format_preview(), progress and snapshot/restore equivalence."""
+
 import json
 import re
 from collections import deque
@@ -6,15 +7,33 @@ from collections import deque
 import pytest
 
 from master_lite.searcher import (
-    Close, ExitedReason, Shutdown, Stop, ValidateAfter, format_preview, make_searcher, restore_searcher, simulate,
+    Close,
+    ExitedReason,
+    Shutdown,
+    Stop,
+    ValidateAfter,
+    format_preview,
+    make_searcher,
+    restore_searcher,
+    simulate,
 )
 
 
 def halving(stop_once):
-    return {"searcher": {"name": "async_halving", "metric": "loss", "num_rungs": 2, "divisor": 2, "max_trials": 4,
-                         "max_concurrent_trials": 2, "max_length": {"batches": 8}, "stop_once": stop_once},
-            "hyperparameters": {"a": {"type": "int", "minval": 1, "maxval": 8}},
-            "reproducibility": {"experiment_seed": 5}}
+    return {
+        "searcher": {
+            "name": "async_halving",
+            "metric": "loss",
+            "num_rungs": 2,
+            "divisor": 2,
+            "max_trials": 4,
+            "max_concurrent_trials": 2,
+            "max_length": {"batches": 8},
+            "stop_once": stop_once,
+        },
+        "hyperparameters": {"a": {"type": "int", "minval": 1, "maxval": 8}},
+        "reproducibility": {"experiment_seed": 5},
+    }
 
 
 def by_request_id(request_id, hparams, length):
@@ -24,7 +43,11 @@ def by_request_id(request_id, hparams, length):
 def test_simulate_promotion_asha_hand_worked():
     sim = simulate(halving(False), metric=by_request_id)
     assert [(t.request_id, t.lengths, t.state) for t in sim.trials] == [
-        (1, [4, 8], "closed"), (2, [4, 8], "closed"), (3, [4], "closed"), (4, [4], "closed")]
+        (1, [4, 8], "closed"),
+        (2, [4, 8], "closed"),
+        (3, [4], "closed"),
+        (4, [4], "closed"),
+    ]
     assert sim.total_length == 24
     assert [(r.length, r.trials) for r in sim.brackets[0].rungs] == [(4, 4), (8, 2)]
     assert sim.shutdown == Shutdown()
@@ -32,16 +55,30 @@ def test_simulate_promotion_asha_hand_worked():
 
 def test_simulate_stop_once_hand_worked():
     sim = simulate(halving(True), metric=by_request_id)
-    assert [(t.request_id, t.lengths) for t in sim.trials] == [(1, [4, 8]), (2, [4]), (3, [4]), (4, [4])]
+    assert [(t.request_id, t.lengths) for t in sim.trials] == [
+        (1, [4, 8]),
+        (2, [4]),
+        (3, [4]),
+        (4, [4]),
+    ]
     assert sim.total_length == 20
     assert [(r.length, r.trials) for r in sim.brackets[0].rungs] == [(4, 4), (8, 1)]
 
 
 def stage3(**changes):
-    searcher = {"name": "adaptive_asha", "metric": "x", "max_trials": 10, "time_metric": "batches", "max_time": 100}
+    searcher = {
+        "name": "adaptive_asha",
+        "metric": "x",
+        "max_trials": 10,
+        "time_metric": "batches",
+        "max_time": 100,
+    }
     searcher.update(changes)
-    return {"searcher": searcher, "hyperparameters": {"increment_by": {"type": "int", "minval": 1, "maxval": 8}},
-            "reproducibility": {"experiment_seed": 3}}
+    return {
+        "searcher": searcher,
+        "hyperparameters": {"increment_by": {"type": "int", "minval": 1, "maxval": 8}},
+        "reproducibility": {"experiment_seed": 3},
+    }
 
 
 def test_simulate_time_driven_worked_example():
@@ -60,7 +97,9 @@ def test_simulation_is_deterministic_and_seeded():
     assert simulate(stage3()) == simulate(stage3())
     other = stage3()
     other["reproducibility"]["experiment_seed"] = 4
-    assert [t.hparams for t in simulate(other).trials] != [t.hparams for t in simulate(stage3()).trials]
+    assert [t.hparams for t in simulate(other).trials] != [
+        t.hparams for t in simulate(stage3()).trials
+    ]
 
 
 def test_preview_for_adaptive_asha():
@@ -75,8 +114,10 @@ def test_preview_for_adaptive_asha():
 
 
 def test_preview_for_random():
-    cfg = {"searcher": {"name": "random", "metric": "x", "max_trials": 4, "max_length": {"epochs": 2}},
-           "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 0.2}}}
+    cfg = {
+        "searcher": {"name": "random", "metric": "x", "max_trials": 4, "max_length": {"epochs": 2}},
+        "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 0.2}},
+    }
     text = format_preview(cfg)
     assert "Trials | Training length" in text
     assert re.search(r"^ +4 \| +2 epochs$", text, re.M)
@@ -96,6 +137,7 @@ def test_asha_progress():
 
 
 # -- snapshot / restore -----------------------------------------------------------------------------
+
 
 def drive(config, restore_at=None, exits=None):
     """Run a searcher with a fixed FIFO policy and optional early exits; return the op trace.
@@ -152,21 +194,42 @@ def drive(config, restore_at=None, exits=None):
 SNAPSHOT_CONFIGS = {
     "random": {"name": "random", "max_trials": 6, "max_concurrent_trials": 2, "max_length": 10},
     "grid": {"name": "grid", "max_concurrent_trials": 2, "max_length": 10},
-    "promotion": {"name": "adaptive_asha", "max_trials": 12, "max_length": 64, "divisor": 2,
-                  "max_concurrent_trials": 3},
-    "stop_once": {"name": "adaptive_asha", "max_trials": 12, "max_length": 64, "divisor": 2, "stop_once": True,
-                  "max_concurrent_trials": 3},
-    "time_driven": {"name": "adaptive_asha", "max_trials": 12, "time_metric": "batches", "max_time": 64,
-                    "divisor": 2, "max_concurrent_trials": 3},
+    "promotion": {
+        "name": "adaptive_asha",
+        "max_trials": 12,
+        "max_length": 64,
+        "divisor": 2,
+        "max_concurrent_trials": 3,
+    },
+    "stop_once": {
+        "name": "adaptive_asha",
+        "max_trials": 12,
+        "max_length": 64,
+        "divisor": 2,
+        "stop_once": True,
+        "max_concurrent_trials": 3,
+    },
+    "time_driven": {
+        "name": "adaptive_asha",
+        "max_trials": 12,
+        "time_metric": "batches",
+        "max_time": 64,
+        "divisor": 2,
+        "max_concurrent_trials": 3,
+    },
 }
 
 
 @pytest.mark.parametrize("kind", sorted(SNAPSHOT_CONFIGS))
 def test_snapshot_restore_at_every_step_gives_the_same_future(kind):
-    config = {"searcher": {"metric": "loss", **SNAPSHOT_CONFIGS[kind]},
-              "hyperparameters": {"a": {"type": "int", "minval": 1, "maxval": 3, "count": 3},
-                                  "b": {"type": "log", "minval": -2, "maxval": 0, "count": 2}},
-              "reproducibility": {"experiment_seed": 9}}
+    config = {
+        "searcher": {"metric": "loss", **SNAPSHOT_CONFIGS[kind]},
+        "hyperparameters": {
+            "a": {"type": "int", "minval": 1, "maxval": 3, "count": 3},
+            "b": {"type": "log", "minval": -2, "maxval": 0, "count": 2},
+        },
+        "reproducibility": {"experiment_seed": 9},
+    }
     exits = {3: ExitedReason.INVALID_HP, 5: ExitedReason.ERRORED}
     reference, steps = drive(config, exits=exits)
     assert reference[-1] == repr(Shutdown())
@@ -185,18 +248,30 @@ def test_restore_rejects_a_snapshot_of_another_searcher():
 def test_operations_round_trip_through_json():
     from master_lite.searcher import Create, operation_from_json, operation_to_json
 
-    ops = [Create(1, {"a": {"b": 2}}, 7, "uuid"), ValidateAfter(1, 100), Close(1), Stop(2),
-           Shutdown(failure=True, reason="why")]
+    ops = [
+        Create(1, {"a": {"b": 2}}, 7, "uuid"),
+        ValidateAfter(1, 100),
+        Close(1),
+        Stop(2),
+        Shutdown(failure=True, reason="why"),
+    ]
     assert [operation_from_json(json.loads(json.dumps(operation_to_json(op)))) for op in ops] == ops
     with pytest.raises(ValueError, match="Train"):
         operation_from_json({"type": "Train", "request_id": 1})
 
 
 def test_simulate_random_with_default_metric():
-    cfg = {"searcher": {"name": "random", "metric": "x", "max_trials": 5, "max_concurrent_trials": 2,
-                        "max_length": {"batches": 30}},
-           "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 0.2}},
-           "reproducibility": {"experiment_seed": 8}}
+    cfg = {
+        "searcher": {
+            "name": "random",
+            "metric": "x",
+            "max_trials": 5,
+            "max_concurrent_trials": 2,
+            "max_length": {"batches": 30},
+        },
+        "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 0.2}},
+        "reproducibility": {"experiment_seed": 8},
+    }
     sim = simulate(cfg)
     assert [t.request_id for t in sim.trials] == [1, 2, 3, 4, 5]
     assert all(t.lengths == [30] and t.state == "closed" for t in sim.trials)
