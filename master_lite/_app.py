@@ -24,7 +24,7 @@ import tornado.netutil
 import tornado.web
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Any as AnyTrait
-from traitlets import Enum, Float, Integer, TraitError, Unicode, default, validate
+from traitlets import Enum, Float, Integer, TraitError, Type, Unicode, default, validate
 from traitlets.config import Configurable
 
 from determined.common import context as context_mod
@@ -105,6 +105,15 @@ class MasterLite(Configurable):
         help="What runs trials: 'local' subprocesses (default) or 'ray'. "
         "Env: MASTER_LITE_RESOURCE_MANAGER.",
     ).tag(config=True)
+    runner_class = Type(
+        None,
+        klass="master_lite.scheduler.Runner",
+        allow_none=True,
+        help="A Runner subclass (dotted name) that runs trials instead of the one "
+        "resource_manager names: the seam container and kernel runners plug into. It is "
+        "constructed with log_sink= and on_exit= (see master_lite/scheduler/_runner.py). "
+        "Env: MASTER_LITE_RUNNER_CLASS.",
+    ).tag(config=True)
     ray_address = Unicode(
         None,
         allow_none=True,
@@ -142,6 +151,10 @@ class MasterLite(Configurable):
     @default("cpu_slots")
     def _default_cpu_slots(self) -> int:
         return _from_env("MASTER_LITE_CPU_SLOTS", int, 2)
+
+    @default("runner_class")
+    def _default_runner_class(self) -> str | None:
+        return os.environ.get("MASTER_LITE_RUNNER_CLASS") or None
 
     @default("resource_manager")
     def _default_resource_manager(self) -> str:
@@ -201,6 +214,7 @@ class MasterLite(Configurable):
             context_size_limit=self.context_size_limit,
             resource_manager=self.resource_manager,
             ray_address=self.ray_address,
+            runner_class=self.runner_class,
             preemption_grace_seconds=self.preemption_grace_seconds,
             **overrides,
         )

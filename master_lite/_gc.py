@@ -26,8 +26,6 @@ import logging
 import shutil
 
 from determined.common.states import (
-    TERMINAL_EXPERIMENT_STATES,
-    TERMINAL_TRIAL_STATES,
     CheckpointState,
 )
 from master_lite import _reports
@@ -111,41 +109,21 @@ class CheckpointGC:
     """A mixin of `Master`: runs on the event loop thread."""
 
     def _checkpoints_in_use(self) -> set[str]:
-        terminal_trials = [str(s) for s in TERMINAL_TRIAL_STATES]
-        marks = ", ".join("?" for _ in terminal_trials)
-        in_use = {
-            row["latest_checkpoint"]
-            for row in self.store.select(
-                "trials",
-                f"state NOT IN ({marks}) AND latest_checkpoint IS NOT NULL",
-                terminal_trials,
-            )
-        }
-        terminal_experiments = [str(s) for s in TERMINAL_EXPERIMENT_STATES]
-        marks = ", ".join("?" for _ in terminal_experiments)
-        in_use |= {
-            row["warm_start_checkpoint"]
-            for row in self.store.select(
-                "experiments",
-                f"state NOT IN ({marks}) AND warm_start_checkpoint IS NOT NULL",
-                terminal_experiments,
-            )
-        }
-        return in_use
+        return (
+            self.store.trials.checkpoints_in_use()
+            | self.store.experiments.warm_start_checkpoints_in_use()
+        )
 
     def _checkpoint_metrics(
         self, checkpoints: list[dict], metric_name: str | None
     ) -> dict[str, float | None]:
         metrics: dict[str, float | None] = {}
         for checkpoint in checkpoints:
-            rows = self.store.metric_rows(
-                "trial_id = ? AND group_name = 'validation' AND steps_completed = ?",
-                (checkpoint["trial_id"], checkpoint["steps_completed"]),
-                order="id DESC",
-                limit=1,
+            row = self.store.metrics.validation_at(
+                checkpoint["trial_id"], checkpoint["steps_completed"]
             )
             metrics[checkpoint["uuid"]] = (
-                _reports.metric_value(rows[0]["metrics"], metric_name) if rows else None
+                _reports.metric_value(row["metrics"], metric_name) if row else None
             )
         return metrics
 
@@ -153,11 +131,7 @@ class CheckpointGC:
         """GC every finished experiment not yet fully collected."""
         if self._closed:
             return
-        terminal = [str(s) for s in TERMINAL_EXPERIMENT_STATES]
-        marks = ", ".join("?" for _ in terminal)
-        pending = self.store.select(
-            "experiments", f"state IN ({marks}) AND checkpoint_gc_done = 0", terminal
-        )
+        pending = self.store.experiments.awaiting_checkpoint_gc()
         if not pending:
             return
         in_use = self._checkpoints_in_use()
@@ -177,11 +151,8 @@ class CheckpointGC:
         experiment = self.store.get("experiments", exp_id)
         config = experiment["config"]
         searcher_config = config.get("searcher") or {}
-        checkpoints = self.store.select(
-            "checkpoints",
-            "experiment_id = ? AND state = ?",
-            (exp_id, str(CheckpointState.COMPLETED)),
-            order="report_time, uuid",
+        checkpoints = self.store.checkpoints.matching(
+            experiment_id=exp_id, state=str(CheckpointState.COMPLETED)
         )
         keep = checkpoints_to_keep(
             checkpoints,

@@ -167,10 +167,7 @@ class TrialLifecycle:
         return trial_id
 
     def _trial_by_request(self, exp_id: int, request_id: int) -> dict | None:
-        rows = self.store.select(
-            "trials", "experiment_id = ? AND request_id = ?", (exp_id, request_id)
-        )
-        return rows[0] if rows else None
+        return self.store.trials.by_request(exp_id, request_id)
 
     def _queue_validate_after(self, exp_id: int, request_id: int, length: int) -> None:
         trial = self._trial_by_request(exp_id, request_id)
@@ -512,9 +509,7 @@ class TrialLifecycle:
                     end_time=time.time(),
                     exit_code=exit_code,
                 )
-                self.store.execute(
-                    "DELETE FROM trial_tokens WHERE allocation_id = ?", (allocation_id,)
-                )
+                self.store.allocations.revoke_tokens(allocation_id)
                 sig = _exits.signal_of(exit_code)
                 because = allocation["signalled"].get(int(sig)) if sig is not None else None
                 summary = _exits.exit_summary(exit_code, signalled_because=because)
@@ -602,7 +597,7 @@ class TrialLifecycle:
         state = experiment["state"]
         if state in (ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState.ERROR):
             return
-        trials = self.store.select("trials", "experiment_id = ?", (exp_id,))
+        trials = self.store.trials.of_experiment(exp_id)
         running = [t for t in trials if t["id"] in self._trial_allocation]
         if state in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_ERROR):
             if running:
@@ -631,7 +626,7 @@ class TrialLifecycle:
         )
 
     def _fail_experiment(self, exp_id: int, message: str) -> None:
-        for trial in self.store.select("trials", "experiment_id = ?", (exp_id,)):
+        for trial in self.store.trials.of_experiment(exp_id):
             if trial["state"] in TERMINAL_TRIAL_STATES:
                 continue
             self._master_log(trial["id"], message)
@@ -662,7 +657,7 @@ class TrialLifecycle:
         searcher = self._searchers.get(exp_id)
         if searcher is None:
             return
-        trials = self.store.select("trials", "experiment_id = ?", (exp_id,))
+        trials = self.store.trials.of_experiment(exp_id)
         per_trial = {
             t["request_id"]: (
                 1.0 if t["state"] == TrialState.COMPLETED else float(t["progress"] or 0.0)
@@ -696,10 +691,7 @@ class TrialLifecycle:
                 continue
             record = notebook_errors.parse_marker(line)
             if record is not None:
-                self.store.execute(
-                    "UPDATE trials SET notebook_error = ? WHERE id = ? AND notebook_error IS NULL",
-                    (json.dumps(record), trial_id),
-                )
+                self.store.trials.set_notebook_error_once(trial_id, record)
         if not self.events.has_subscribers("log"):
             return
         for log_id, (trial_id, rank, stream, timestamp, line) in zip(ids, records, strict=False):

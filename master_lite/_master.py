@@ -45,11 +45,12 @@ from master_lite.scheduler import (
     PortAllocator,
     RayCluster,
     RayRunner,
+    Runner,
     Scheduler,
     discover_gpus,
     fake_gpus,
 )
-from master_lite.store import Store, _queries
+from master_lite.store import MIN_DATAPOINTS, TRIAL_ORDERS, Store
 
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 
@@ -68,12 +69,16 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         terminate_grace_seconds: float = 10.0,
         cluster_id: str = "master-lite",
         ray_address: str | None = None,
+        runner_class: type[Runner] | None = None,
     ) -> None:
         if resource_manager not in ("local", "ray"):
             raise ValueError(
                 f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"
             )
         self.resource_manager = resource_manager
+        # A runner of the deployment's own (containers, kernels) instead of the built-in one
+        # `resource_manager` names: constructed with log_sink= and on_exit= by start().
+        self.runner_class = runner_class
         self.root_dir = Path(root_dir).absolute()
         self.user_token = user_token or _auth.new_user_token()
         self.context_size_limit = context_size_limit
@@ -98,7 +103,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         self.events = EventBus(experiment_of_trial=self._experiment_of_trial)
         self.master_url = ""
         self.store: Store = None  # type: ignore[assignment]  # opened by start()
-        self.runner: LocalRunner | RayRunner = None  # type: ignore[assignment]  # made by start()
+        self.runner: Runner = None  # type: ignore[assignment]  # made by start()
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self._searchers: dict[int, Any] = {}
         self._allocations: dict[str, dict] = {}
@@ -113,7 +118,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
     def _experiment_of_trial(self, trial_id: int) -> int | None:
         if self.store is None:
             return None
-        return self.store.scalar("SELECT experiment_id FROM trials WHERE id = ?", (trial_id,))
+        return self.store.trials.experiment_of(trial_id)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, master_url: str) -> None:
@@ -131,7 +136,11 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         self._log_writer = LogWriter(self._store_logs)
         # Exits arrive on a waiter thread; they go through the log writer so that they reach
         # the loop only after the run's last lines are stored.
-        if self.ray_cluster is not None:
+        if self.runner_class is not None:
+            self.runner = self.runner_class(
+                log_sink=self._log_writer.submit, on_exit=self._exit_observed
+            )
+        elif self.ray_cluster is not None:
             self.runner = RayRunner(
                 self.ray_cluster,
                 log_sink=self._log_writer.submit,
@@ -173,8 +182,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         for timer in self._grace_timers.values():
             timer.cancel()
         self._grace_timers.clear()
-        if isinstance(self.runner, LocalRunner):
-            self.runner.close()  # its pre-started interpreters
+        self.runner.close()  # e.g. the local runner's pre-started interpreters
         self._log_writer.close()
         self._closed = True
         self.store.close()
@@ -335,10 +343,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             partial = path.with_suffix(".partial")
             partial.write_bytes(data)
             os.replace(partial, path)
-        self.store.execute(
-            "INSERT OR IGNORE INTO contexts (hash, path, size, created) VALUES (?, ?, ?, ?)",
-            (context_hash, str(path), len(data), time.time()),
-        )
+        self.store.contexts.add(context_hash, str(path), len(data))
 
     def _read_context(self, context_hash: str) -> bytes:
         row = self.store.get("contexts", context_hash, key_column="hash")
@@ -353,9 +358,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         return row
 
     def _experiment_json(self, row: dict, *, with_config: bool) -> dict:
-        num_trials = self.store.scalar(
-            "SELECT COUNT(*) FROM trials WHERE experiment_id = ?", (row["id"],)
-        )
+        num_trials = self.store.trials.count(row["id"])
         return _serialize.experiment_json(
             row,
             num_trials=num_trials,
@@ -366,18 +369,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
     def list_experiments(
         self, *, state: str | None = None, name: str | None = None, archived: bool | None = None
     ) -> list[dict]:
-        where: list[str] = []
-        params: list[Any] = []
-        if state:
-            where.append("state = ?")
-            params.append(str(state))
-        if name:
-            where.append("instr(lower(name), lower(?)) > 0")
-            params.append(name)
-        if archived is not None:
-            where.append("archived = ?")
-            params.append(int(bool(archived)))
-        rows = self.store.select("experiments", " AND ".join(where), params)
+        rows = self.store.experiments.matching(state=state, name=name, archived=archived)
         return [self._experiment_json(row, with_config=False) for row in rows]
 
     def get_experiment(self, exp_id: int, *, with_config: bool = True) -> dict:
@@ -432,7 +424,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
     def _live_trials(self, exp_id: int) -> list[dict]:
         return [
             t
-            for t in self.store.select("trials", "experiment_id = ?", (exp_id,))
+            for t in self.store.trials.of_experiment(exp_id)
             if t["state"] not in TERMINAL_TRIAL_STATES
         ]
 
@@ -491,9 +483,9 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
 
     def _trials_json(
         self,
-        where: str,
-        params: tuple,
         *,
+        experiment_id: int | None = None,
+        trial_ids: list[int] | None = None,
         metric_name: str | None,
         order: str = "id",
         limit: int | None = None,
@@ -511,8 +503,12 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
             start_time,
             end_time,
             notebook_error,
-        ) in _queries.trial_rows(
-            self.store, where, params, order=order, limit=limit, offset=offset
+        ) in self.store.trials.rows_with_summaries(
+            experiment_id=experiment_id,
+            trial_ids=trial_ids,
+            order=order,
+            limit=limit,
+            offset=offset,
         ):
             row["hparams"] = hparams
             row["notebook_error"] = notebook_error
@@ -535,13 +531,13 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
 
     def _trial_json(self, row: dict) -> dict:
         [trial] = self._trials_json(
-            "t.id = ?", (row["id"],), metric_name=self._metric_name(row["experiment_id"])
+            trial_ids=[row["id"]], metric_name=self._metric_name(row["experiment_id"])
         )
         return trial
 
     def list_trials(self, exp_id: int) -> list[dict]:
         metric_name = self._metric_name(exp_id)  # NotFound for an unknown experiment
-        return self._trials_json("t.experiment_id = ?", (int(exp_id),), metric_name=metric_name)
+        return self._trials_json(experiment_id=int(exp_id), metric_name=metric_name)
 
     def trials_page(
         self, exp_id: int, *, limit: int | None = None, offset: int = 0, order_by: str = "id"
@@ -552,19 +548,17 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         experiment = self._experiment_row(exp_id)
         searcher = experiment["config"].get("searcher") or {}
         metric_name = searcher.get("metric")
-        if order_by not in (*_queries.TRIAL_ORDERS, "best"):
-            message = (
-                f"order_by: {order_by!r} is not one of "
-                f"{', '.join((*_queries.TRIAL_ORDERS, 'best'))}"
-            )
+        if order_by not in (*TRIAL_ORDERS, "best"):
+            message = f"order_by: {order_by!r} is not one of {', '.join((*TRIAL_ORDERS, 'best'))}"
             raise errors.InvalidRequest(message, [message])
-        total = self.store.scalar(
-            "SELECT COUNT(*) FROM trials WHERE experiment_id = ?", (int(exp_id),)
-        )
-        where, params = "t.experiment_id = ?", (int(exp_id),)
+        total = self.store.trials.count(int(exp_id))
         if order_by != "best":
             trials = self._trials_json(
-                where, params, metric_name=metric_name, order=order_by, limit=limit, offset=offset
+                experiment_id=int(exp_id),
+                metric_name=metric_name,
+                order=order_by,
+                limit=limit,
+                offset=offset,
             )
             return {"trials": trials, "total": total}
         # The best value sits in stored JSON that SQLite's JSON functions may reject (NaN):
@@ -578,16 +572,14 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
                 value = None
             return (value is None, 0.0 if value is None else sign * value, trial_id)
 
-        ordered = sorted(_queries.best_validation_metrics(self.store, exp_id), key=best_first)
+        ordered = sorted(self.store.trials.best_validation_metrics(exp_id), key=best_first)
         end = None if limit is None else offset + limit
         page = [trial_id for trial_id, _ in ordered[offset:end]]
         position = {trial_id: index for index, trial_id in enumerate(page)}
         trials = []
         for start in range(0, len(page), 500):
             chunk = page[start : start + 500]
-            trials += self._trials_json(
-                f"t.id IN ({', '.join('?' for _ in chunk)})", tuple(chunk), metric_name=metric_name
-            )
+            trials += self._trials_json(trial_ids=chunk, metric_name=metric_name)
         return {"trials": sorted(trials, key=lambda trial: position[trial["id"]]), "total": total}
 
     def get_trial(self, trial_id: int) -> dict:
@@ -634,50 +626,34 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         max_datapoints: int | None = None,
     ) -> str:
         """`get_metrics` as the JSON text of the list (what the API sends)."""
-        where = ["id > ?"]
-        params: list[Any] = [int(after_id or 0)]
         if trial_id is not None:
             self._trial_row(trial_id)
-            where.append("trial_id = ?")
-            params.append(int(trial_id))
         if experiment_id is not None:
             self._experiment_row(experiment_id)
-            if trial_ids is None:
-                where.append("trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)")
-                params.append(int(experiment_id))
-            else:
+            if trial_ids is not None:
                 trial_ids = self._trials_of_experiment(experiment_id, trial_ids)
-                where.append(f"trial_id IN ({', '.join('?' for _ in trial_ids)})")
-                params.extend(trial_ids)
         elif trial_ids is not None:
             raise errors.InvalidRequest("trial_ids: only with experiment_id")
-        if group:
-            where.append("group_name = ?")
-            params.append(group)
-        if max_datapoints is not None and max_datapoints < _queries.MIN_DATAPOINTS:
+        if max_datapoints is not None and max_datapoints < MIN_DATAPOINTS:
             message = (
-                f"max_datapoints: must be at least {_queries.MIN_DATAPOINTS} (the first "
+                f"max_datapoints: must be at least {MIN_DATAPOINTS} (the first "
                 f"and the last report), got {max_datapoints}"
             )
             raise errors.InvalidRequest(message, [message])
-        return _queries.metric_reports_json(
-            self.store, " AND ".join(where), params, limit=limit, max_datapoints=max_datapoints
+        return self.store.metrics.reports_json(
+            after_id=after_id,
+            trial_id=trial_id,
+            experiment_id=experiment_id,
+            trial_ids=trial_ids,
+            group=group,
+            limit=limit,
+            max_datapoints=max_datapoints,
         )
 
     def _trials_of_experiment(self, exp_id: int, trial_ids: list[int]) -> list[int]:
         """`trial_ids` without repeats, each checked to be a trial of experiment `exp_id`."""
         wanted = sorted({int(t) for t in trial_ids})
-        found: set[int] = set()
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            found.update(
-                row["id"]
-                for row in self.store.select(
-                    "trials",
-                    f"experiment_id = ? AND id IN ({', '.join('?' for _ in chunk)})",
-                    (int(exp_id), *chunk),
-                )
-            )
+        found = self.store.trials.ids_in_experiment(exp_id, wanted)
         missing = [t for t in wanted if t not in found]
         if missing:
             message = (

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from determined.common.states import TERMINAL_EXPERIMENT_STATES, ExperimentState, TrialState
+from determined.common.states import ExperimentState, TrialState
 from master_lite import _auth
 from master_lite._lifecycle import searcher_module
 from master_lite.scheduler import kill_orphaned_group, process_group_alive
@@ -111,9 +111,7 @@ class MasterRecovery:
     def _recover(self) -> None:
         self._end_orphaned_runs()
         module = None
-        for experiment in self.store.select(
-            "experiments", "state NOT IN (?, ?, ?)", [str(s) for s in TERMINAL_EXPERIMENT_STATES]
-        ):
+        for experiment in self.store.experiments.unfinished():
             exp_id = experiment["id"]
             module = module or searcher_module()
             if experiment["searcher_snapshot"] is not None:
@@ -128,14 +126,10 @@ class MasterRecovery:
 
     def _end_orphaned_runs(self) -> None:
         """Kill what the previous master left running and end its allocations in the store."""
-        unfinished = self.store.select("allocations", "end_time IS NULL", order="id")
+        unfinished = self.store.allocations.unfinished()
         killed: dict[str, list[int]] = {}
         if unfinished and proc_available():
-            tokens = {
-                row["token_hash"]: row["allocation_id"]
-                for row in self.store.select("trial_tokens", order="token_hash")
-            }
-            killed = end_orphaned_runs(tokens)
+            killed = end_orphaned_runs(self.store.allocations.token_owners())
         for allocation in unfinished:
             if (
                 not proc_available()
@@ -162,11 +156,11 @@ class MasterRecovery:
                 f"{allocation['id']} was running when the "
                 f"master stopped{found}: it will resume from its latest checkpoint",
             )
-        self.store.execute("DELETE FROM trial_tokens")
+        self.store.allocations.revoke_all_tokens()
 
     def _recover_trials(self, experiment: dict) -> None:
         exp_id = experiment["id"]
-        for trial in self.store.select("trials", "experiment_id = ?", (exp_id,)):
+        for trial in self.store.trials.of_experiment(exp_id):
             state = trial["state"]
             if state == TrialState.STOPPING_COMPLETED:
                 self._end_trial(trial, TrialState.COMPLETED, None)

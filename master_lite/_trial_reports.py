@@ -6,7 +6,6 @@ A mixin of `Master` (kept apart only to keep files small); see `_master.py`.
 from __future__ import annotations
 
 import io
-import json
 import tarfile
 import time
 from pathlib import Path
@@ -37,22 +36,9 @@ class TrialReports:
         stream: str | None = None,
     ) -> list[dict]:
         self._trial_row(trial_id)
-        where = ["trial_id = ?", "id > ?"]
-        params: list[Any] = [int(trial_id), int(after_id or 0)]
-        if rank is not None:
-            where.append("rank = ?")
-            params.append(int(rank))
-        if stream:
-            where.append("stream = ?")
-            params.append(stream)
-        if tail is not None:
-            rows = self.store.select(
-                "logs", " AND ".join(where), params, order="id DESC", limit=tail
-            )[::-1]
-            if limit is not None:
-                rows = rows[:limit]
-        else:
-            rows = self.store.select("logs", " AND ".join(where), params, limit=limit)
+        rows = self.store.logs.lines(
+            trial_id, after_id=after_id, limit=limit, tail=tail, rank=rank, stream=stream
+        )
         return [_serialize.log_json(row) for row in rows]
 
     def report_metrics(self, trial_id: int, reports: list[dict]) -> int:
@@ -85,10 +71,10 @@ class TrialReports:
             elif any(row["group"] == "validation" for row in rows):
                 best_id, best_value = trial["best_validation_id"], None
                 if best_id is not None:
-                    best_rows = self.store.metric_rows("id = ?", (best_id,))
+                    best_row = self.store.metrics.by_id(best_id)
                     best_value = (
-                        _reports.metric_value(best_rows[0]["metrics"], metric_name)
-                        if best_rows
+                        _reports.metric_value(best_row["metrics"], metric_name)
+                        if best_row
                         else None
                     )
                 for row in rows:
@@ -150,9 +136,7 @@ class TrialReports:
         """The trial's current validation report with the best searcher metric (the earliest
         of equals)."""
         best_id, best_value = None, None
-        for row in self.store.metric_rows(
-            "trial_id = ? AND group_name = 'validation'", (trial_id,)
-        ):
+        for row in self.store.metrics.validations(trial_id):
             value = _reports.metric_value(row["metrics"], metric_name)
             if value is not None and (
                 best_value is None
@@ -253,10 +237,7 @@ class TrialReports:
         metric_name = searcher_config.get("metric")
         if not metric_name:
             return None
-        rows = self.store.metric_rows(
-            "id IN (SELECT best_validation_id FROM trials WHERE experiment_id = ?)",
-            (experiment["id"],),
-        )
+        rows = self.store.metrics.best_validations(experiment["id"])
         values = [
             v
             for v in (_reports.metric_value(r["metrics"], metric_name) for r in rows)
@@ -332,22 +313,19 @@ class TrialReports:
         except ValueError:
             report_time = time.time()
         with self.store.transaction():
-            self.store.execute(
-                "INSERT OR REPLACE INTO checkpoints (uuid, trial_id, experiment_id, allocation_id,"
-                " steps_completed, metadata, resources, state, report_time, path)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    uuid,
-                    trial["id"],
-                    trial["experiment_id"],
-                    allocation_id,
-                    metadata["steps_completed"],
-                    json.dumps(metadata),
-                    json.dumps(resources),
-                    str(CheckpointState.COMPLETED),
-                    report_time,
-                    str(path),
-                ),
+            self.store.checkpoints.put(
+                {
+                    "uuid": uuid,
+                    "trial_id": trial["id"],
+                    "experiment_id": trial["experiment_id"],
+                    "allocation_id": allocation_id,
+                    "steps_completed": metadata["steps_completed"],
+                    "metadata": metadata,
+                    "resources": resources,
+                    "state": str(CheckpointState.COMPLETED),
+                    "report_time": report_time,
+                    "path": str(path),
+                }
             )
             self.store.update("trials", trial["id"], latest_checkpoint=uuid)
         checkpoint = self.get_checkpoint(uuid)
@@ -356,14 +334,9 @@ class TrialReports:
         return checkpoint
 
     def _checkpoint_json(self, row: dict) -> dict:
-        rows = self.store.metric_rows(
-            "trial_id = ? AND group_name = 'validation' AND steps_completed = ?",
-            (row["trial_id"], row["steps_completed"]),
-            order="id DESC",
-            limit=1,
-        )
+        validation = self.store.metrics.validation_at(row["trial_id"], row["steps_completed"])
         return _serialize.checkpoint_json(
-            row, validation_metrics=rows[0]["metrics"] if rows else None
+            row, validation_metrics=validation["metrics"] if validation else None
         )
 
     def get_checkpoint(self, uuid: str) -> dict:
@@ -379,21 +352,12 @@ class TrialReports:
         trial_id: int | None = None,
         state: str | None = None,
     ) -> list[dict]:
-        where: list[str] = []
-        params: list[Any] = []
         if experiment_id is not None:
             self._experiment_row(experiment_id)
-            where.append("experiment_id = ?")
-            params.append(int(experiment_id))
         if trial_id is not None:
             self._trial_row(trial_id)
-            where.append("trial_id = ?")
-            params.append(int(trial_id))
-        if state:
-            where.append("state = ?")
-            params.append(str(state))
-        rows = self.store.select(
-            "checkpoints", " AND ".join(where), params, order="report_time, uuid"
+        rows = self.store.checkpoints.matching(
+            experiment_id=experiment_id, trial_id=trial_id, state=state
         )
         return [self._checkpoint_json(row) for row in rows]
 

@@ -13,6 +13,7 @@ from ._local import (
 from ._ports import TRIAL_PORT_NAMES, PortAllocator
 from ._prestart import SparePool, plain_python_launch
 from ._ray import RayCluster, RayRunner
+from ._runner import Runner
 from ._scheduler import DEFAULT_PRIORITY, AllocationRequest, Grant, Scheduler
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "TRIAL_PORT_NAMES",
     "RayCluster",
     "RayRunner",
+    "Runner",
     "SparePool",
     "plain_python_launch",
 ]

@@ -35,6 +35,7 @@ from master_lite.scheduler._prestart import (
     send_launch,
 )
 from master_lite.scheduler._ray_container import MAX_LINE_BYTES, read_lines
+from master_lite.scheduler._runner import Runner
 
 _RANK_PREFIX = re.compile(r"^\[rank=(\d+)\] ")
 _LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z0-9_.]+:[A-Za-z0-9_]+$")
@@ -97,7 +98,9 @@ class _Running:
     readers: list[threading.Thread]
 
 
-class LocalRunner:
+class LocalRunner(Runner):
+    """Runs each trial as a local process group (with pre-started interpreters when it can)."""
+
     def __init__(
         self,
         *,
@@ -111,8 +114,7 @@ class LocalRunner:
         `prestarted`: how many pre-started interpreters to keep for `python3 <script.py>`
         entrypoints (see `_prestart`); default $MASTER_LITE_PRESTARTED_INTERPRETERS, else 2;
         0 turns them off."""
-        self._log_sink = log_sink
-        self._on_exit = on_exit
+        super().__init__(log_sink=log_sink, on_exit=on_exit)
         self._loop = loop
         self._running: dict[str, _Running] = {}
         self._lock = threading.Lock()

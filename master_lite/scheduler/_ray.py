@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from master_lite.scheduler._local import LaunchSpec, LogRecord, split_line
+from master_lite.scheduler._runner import Runner
 
 RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
 PLACEMENT_STRATEGY_ENV = "MASTER_LITE_RAY_PLACEMENT_STRATEGY"
@@ -129,8 +130,8 @@ class _Run:
         self.thread: threading.Thread | None = None
 
 
-class RayRunner:
-    """Same interface as `LocalRunner` (launch/kill/terminate/send_signal/running/pid_of)."""
+class RayRunner(Runner):
+    """Runs each trial in an actor on a Ray cluster's nodes (see `_ray_container`)."""
 
     def __init__(
         self,
@@ -143,8 +144,7 @@ class RayRunner:
     ) -> None:
         self.cluster = cluster
         self.ray = cluster.ray
-        self._log_sink = log_sink
-        self._on_exit = on_exit
+        super().__init__(log_sink=log_sink, on_exit=on_exit)
         self.use_gpus = use_gpus
         strategy = (placement_strategy or os.environ.get(PLACEMENT_STRATEGY_ENV) or "PACK").upper()
         if strategy not in PLACEMENT_STRATEGIES:

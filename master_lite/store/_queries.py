@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._store import Store
+if TYPE_CHECKING:
+    from ._store import Store
 
 MIN_DATAPOINTS = 2  # the first and the last report of a series
 

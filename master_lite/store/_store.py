@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import _repositories
 from ._schema import JSON_COLUMNS, MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
@@ -35,6 +36,14 @@ class Store:
         self._connections_lock = threading.Lock()
         self._closed = False
         self.migrate()
+        # The master's reads and writes by aggregate (SQL stays in this package).
+        self.experiments = _repositories.Experiments(self)
+        self.trials = _repositories.Trials(self)
+        self.allocations = _repositories.Allocations(self)
+        self.metrics = _repositories.Metrics(self)
+        self.logs = _repositories.Logs(self)
+        self.checkpoints = _repositories.Checkpoints(self)
+        self.contexts = _repositories.Contexts(self)
 
     # -- connections and transactions --------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:

@@ -54,6 +54,7 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "cpu_slots",
         "resource_manager",
         "ray_address",
+        "runner_class",
         "context_size_limit",
         "preemption_grace_seconds",
         "host",
