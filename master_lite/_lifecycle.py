@@ -50,10 +50,6 @@ def searcher_module() -> Any:
     return importlib.import_module("master_lite.searcher")
 
 
-def _op_kind(op: Any) -> str:
-    return type(op).__name__
-
-
 class TrialLifecycle:
     # -- atomic state changes -----------------------------------------------------------------
     @contextlib.contextmanager
@@ -112,36 +108,39 @@ class TrialLifecycle:
         self._update_experiment_progress(exp_id)
 
     def _apply_operations(self, exp_id: int, ops: list) -> None:
+        # Operations come from a searcher, so its package is loaded by now.
+        from master_lite.searcher import Close, Create, Shutdown, Stop, ValidateAfter
+
         queue = list(ops)
         while queue:
             op = queue.pop(0)
-            kind = _op_kind(op)
-            if kind == "Create":
-                trial_id = self._create_trial(exp_id, op)
-                searcher = self._searchers[exp_id]
-                queue.extend(searcher.on_trial_created(op.request_id) or [])
-                self._schedule_trial(trial_id)
-            elif kind == "ValidateAfter":
-                self._queue_validate_after(exp_id, op.request_id, int(op.length))
-            elif kind == "Close":
-                trial = self._trial_by_request(exp_id, op.request_id)
-                if trial is not None:
-                    self.store.update("trials", trial["id"], closed=1)
-                    self._notify(("trial", trial["id"]))
-            elif kind == "Stop":
-                trial = self._trial_by_request(exp_id, op.request_id)
-                if trial is not None:
-                    self._stop_trial(trial)
-            elif kind == "Shutdown":
-                self.store.update(
-                    "experiments",
-                    exp_id,
-                    searcher_shutdown=1,
-                    searcher_failure=int(bool(getattr(op, "failure", False))),
-                )
-                self._maybe_finish_experiment(exp_id)
-            else:
-                raise ValueError(f"unknown searcher operation {op!r}")
+            match op:
+                case Create():
+                    trial_id = self._create_trial(exp_id, op)
+                    searcher = self._searchers[exp_id]
+                    queue.extend(searcher.on_trial_created(op.request_id) or [])
+                    self._schedule_trial(trial_id)
+                case ValidateAfter():
+                    self._queue_validate_after(exp_id, op.request_id, int(op.length))
+                case Close():
+                    trial = self._trial_by_request(exp_id, op.request_id)
+                    if trial is not None:
+                        self.store.update("trials", trial["id"], closed=1)
+                        self._notify(("trial", trial["id"]))
+                case Stop():
+                    trial = self._trial_by_request(exp_id, op.request_id)
+                    if trial is not None:
+                        self._stop_trial(trial)
+                case Shutdown():
+                    self.store.update(
+                        "experiments",
+                        exp_id,
+                        searcher_shutdown=1,
+                        searcher_failure=int(op.failure),
+                    )
+                    self._maybe_finish_experiment(exp_id)
+                case _:
+                    raise ValueError(f"unknown searcher operation {op!r}")
         self._save_searcher(exp_id)
 
     def _create_trial(self, exp_id: int, op: Any) -> int:
