@@ -24,11 +24,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from determined.common.states import (
     CheckpointState,
 )
 from master_lite import _reports
+
+if TYPE_CHECKING:
+    from master_lite.store import Store
 
 logger = logging.getLogger("master_lite")
 
@@ -105,8 +110,16 @@ def _safe_uuid(uuid: str) -> bool:
     )
 
 
-class CheckpointGC:
-    """A mixin of `Master`: runs on the event loop thread."""
+class CheckpointCollector:
+    """The master's checkpoint GC: owns no state of its own beyond the store's checkpoint rows
+    and the experiments' `checkpoint_gc_done` flag. Runs on the event loop thread.
+
+    `on_deleted(uuid)` is called for each checkpoint it deleted (the master publishes it).
+    """
+
+    def __init__(self, store: Store, *, on_deleted: Callable[[str], None]) -> None:
+        self.store = store
+        self._on_deleted = on_deleted
 
     def _checkpoints_in_use(self) -> set[str]:
         return (
@@ -127,10 +140,8 @@ class CheckpointGC:
             )
         return metrics
 
-    def _collect_checkpoint_garbage(self) -> None:
+    def collect_pending(self) -> None:
         """GC every finished experiment not yet fully collected."""
-        if self._closed:
-            return
         pending = self.store.experiments.awaiting_checkpoint_gc()
         if not pending:
             return
@@ -149,6 +160,8 @@ class CheckpointGC:
         from determined.common import storage
 
         experiment = self.store.get("experiments", exp_id)
+        if experiment is None:
+            raise ValueError(f"checkpoint GC: no experiment {exp_id}")
         config = experiment["config"]
         searcher_config = config.get("searcher") or {}
         checkpoints = self.store.checkpoints.matching(
@@ -194,8 +207,7 @@ class CheckpointGC:
                 resources={},
             )
             deleted.append(checkpoint["uuid"])
-            if self.events.has_subscribers("checkpoint"):
-                self.events.publish("checkpoint", self.get_checkpoint(checkpoint["uuid"]))
+            self._on_deleted(checkpoint["uuid"])
         if not held:
             self.store.update("experiments", exp_id, checkpoint_gc_done=1)
         if deleted or held:
@@ -210,4 +222,4 @@ class CheckpointGC:
         return deleted
 
 
-__all__ = ["CheckpointGC", "GcPolicy", "checkpoints_to_keep"]
+__all__ = ["CheckpointCollector", "GcPolicy", "checkpoints_to_keep"]

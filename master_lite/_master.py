@@ -34,7 +34,7 @@ from determined.common.states import (
 )
 from master_lite import _auth, _reports, _serialize, errors
 from master_lite._events import EventBus
-from master_lite._gc import CheckpointGC
+from master_lite._gc import CheckpointCollector
 from master_lite._lifecycle import TrialLifecycle, searcher_module
 from master_lite._logwriter import LogWriter
 from master_lite._recovery import MasterRecovery
@@ -55,7 +55,7 @@ from master_lite.store import MIN_DATAPOINTS, TRIAL_ORDERS, Store
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 
 
-class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
+class Master(TrialReports, TrialLifecycle, MasterRecovery):
     def __init__(
         self,
         root_dir: str | os.PathLike,
@@ -133,6 +133,7 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
         for sub in ("contexts", "trials", "checkpoints"):
             (self.root_dir / sub).mkdir(parents=True, exist_ok=True)
         self.store = Store(self.root_dir / "master.db")
+        self.checkpoint_gc = CheckpointCollector(self.store, on_deleted=self._checkpoint_deleted)
         self._log_writer = LogWriter(self._store_logs)
         # Exits arrive on a waiter thread; they go through the log writer so that they reach
         # the loop only after the run's last lines are stored.
@@ -732,6 +733,21 @@ class Master(TrialReports, TrialLifecycle, CheckpointGC, MasterRecovery):
     def _publish_trial(self, trial_id: int) -> None:
         if self.events.has_subscribers("trial"):
             self.events.publish("trial", self.get_trial(trial_id))
+
+    def _checkpoint_deleted(self, uuid: str) -> None:
+        if self.events.has_subscribers("checkpoint"):
+            self.events.publish("checkpoint", self.get_checkpoint(uuid))
+
+    # -- checkpoint GC (master_lite._gc.CheckpointCollector) ---------------------------------
+    def _collect_checkpoint_garbage(self) -> None:
+        if not self._closed:
+            self.checkpoint_gc.collect_pending()
+
+    def collect_experiment_checkpoints(
+        self, exp_id: int, *, in_use: set[str] | None = None
+    ) -> list[str]:
+        """Delete the checkpoints of a finished experiment its GC policy does not keep."""
+        return self.checkpoint_gc.collect_experiment_checkpoints(exp_id, in_use=in_use)
 
 
 __all__ = ["Master"]
