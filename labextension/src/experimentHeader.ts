@@ -1,4 +1,6 @@
 /** The experiment view's header: name, state, actions, progress and the search's summary. */
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+
 import { progressText, stateBadge, stateProgressBar } from './badges';
 import { h } from './dom';
 import { formatMetric, formatStartTime } from './format';
@@ -37,6 +39,23 @@ export const ACTION_TEXT: Record<
     danger: false
   }
 };
+
+/**
+ * Ask before an action that cannot be undone (`name`: the experiment as the dialog names it);
+ * true when it may run. Only those ask: Pause and Activate undo each other, Kill does not.
+ */
+export async function confirmAction(action: ExperimentAction, name: string): Promise<boolean> {
+  const text = ACTION_TEXT[action];
+  if (!text.danger) {
+    return true;
+  }
+  const result = await showDialog({
+    title: `${text.label} ${name}`,
+    body: text.confirm,
+    buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: text.label })]
+  });
+  return result.button.accept;
+}
 
 /** The header's rows for `experiment`; `counts`: its trials running and queued. */
 export function headerContent(

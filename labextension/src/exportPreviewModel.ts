@@ -8,6 +8,8 @@ import { ServerConnection } from '@jupyterlab/services';
 
 export const SKIP_TAG = 'det-skip';
 export const EXPORT_PREVIEW_PATH = 'determined/export-preview';
+/** Source of a cell that uses Determined (its notebook gets the sync and the skip toggles). */
+export const USES_DETERMINED = /det_submit|jupyter_determined|determined/;
 
 export type CellStatus = 'exported' | 'training' | 'left_out' | 'error';
 

@@ -16,7 +16,7 @@ import { h, replaceChildren } from './dom';
 import { ExportPreviewView } from './exportPreview';
 import { ICellPreview, cellLabel, previewTarget, submitKind } from './exportPreviewModel';
 import { NotebookWatcher, SkipMarkers, isSkipped, setSkipped } from './skipToggle';
-import { notebookSnapshot } from './submit';
+import { notebookSnapshot } from './notebookSync';
 
 export const ExportCommandIDs = {
   previewExport: 'determined:preview-export',
@@ -111,7 +111,7 @@ export class ExportPreviewPanel extends Widget {
     void this.refresh();
   }
 
-  dispose(): void {
+  override dispose(): void {
     if (this.isDisposed) {
       return;
     }

@@ -9,7 +9,8 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
 
-import { DeterminedClient, EventHub } from './api';
+import { DeterminedClient } from './api';
+import { EventHub } from './events';
 import { ExperimentView } from './experimentView';
 import { activateExportTools } from './exportTools';
 import { experimentRendererFactory } from './notebookWidget';

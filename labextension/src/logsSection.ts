@@ -2,7 +2,8 @@
  * The Logs section of the experiment view: a trial picker, rank and level filters, and the
  * trial's log lines, followed live through the event hub while the section is shown.
  */
-import { DeterminedClient, EventHub, describeError } from './api';
+import { DeterminedClient, describeError } from './api';
+import { EventHub } from './events';
 import { errorBox, h, replaceChildren, select } from './dom';
 import { LOG_LEVELS, LogLevel, filterLogs, formatLogLine, logLevel } from './logs';
 import { LogBuffer } from './model';

@@ -19,18 +19,13 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { DeterminedClient, EventHub, describeError } from './api';
+import { DeterminedClient, describeError } from './api';
+import { EventHub } from './events';
 import { h, replaceChildren } from './dom';
 import { ExperimentView } from './experimentView';
 import type { IExperiment, ILogLine, IMetricReport, ITrial } from './types';
-import {
-  IBannerLine,
-  IExperimentOutputData,
-  LOG_TAIL_LINES,
-  LogTail,
-  TrialWithErrors,
-  errorBannerLines
-} from './widgetModel';
+import { ErrorBanner } from './notebookBanner';
+import { IExperimentOutputData, LOG_TAIL_LINES, LogTail } from './widgetModel';
 
 export const EXPERIMENT_MIME_TYPE = 'application/vnd.determined.experiment+json';
 
@@ -51,7 +46,7 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
   private _experimentId: number | null = null;
   private _model: IRenderMime.IMimeModel | null = null;
   private _status = h('div', { class: 'jp-Det-nbStatus', attrs: { 'aria-live': 'polite' } });
-  private _banner = h('div', { class: 'jp-Det-nbBanner' });
+  private _banner: ErrorBanner;
   private _logs = h('pre', { class: 'jp-Det-nbLogs' });
   private _tail = new LogTail();
   private _timer = 0;
@@ -67,10 +62,11 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
   constructor(
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
-    private readonly _notebooks: INotebookTracker | null
+    notebooks: INotebookTracker | null
   ) {
     super();
     this.addClass('jp-Det-notebookWidget');
+    this._banner = new ErrorBanner(this.node, notebooks);
   }
 
   get experimentId(): number | null {
@@ -105,7 +101,7 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     this.node.dataset.experimentId = String(id);
     this._applySnapshot(data!);
     // Children are widgets of this panel: a renderer is not in the page yet when it renders.
-    for (const node of [this._status, this._banner]) {
+    for (const node of [this._status, this._banner.node]) {
       this.addWidget(new Widget({ node }));
     }
     this.addWidget(this._view);
@@ -279,81 +275,8 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
   }
 
   private _onModelChanged(): void {
-    this._renderBanner();
-  }
-
-  private _renderBanner(): void {
-    const view = this._view;
-    if (!view) {
-      return;
-    }
-    const lines = errorBannerLines(view.model.trials.values() as Iterable<TrialWithErrors>);
-    const experiment = view.model.experiment;
-    if (experiment?.state === 'ERROR' && !lines.length) {
-      lines.push({
-        trialId: -1,
-        text: `Experiment ${experiment.id} ended in ERROR.`,
-        cellId: null
-      });
-    }
-    if (!lines.length) {
-      replaceChildren(this._banner);
-      this._banner.hidden = true;
-      return;
-    }
-    this._banner.hidden = false;
-    const shown = lines.slice(0, 4).map(line => this._bannerLine(line, view));
-    const more =
-      lines.length > 4
-        ? h('div', null, `… and ${lines.length - 4} more failed trials (see Trials).`)
-        : null;
-    replaceChildren(this._banner, ...shown, more);
-  }
-
-  private _bannerLine(line: IBannerLine, view: ExperimentView): HTMLElement {
-    const cellId = line.cellId;
-    const goToCell =
-      cellId && this._notebooks
-        ? h(
-            'button',
-            {
-              class: 'jp-Det-button jp-Det-nbGoToCell',
-              on: { click: () => this._goToCell(cellId) }
-            },
-            'Go to cell'
-          )
-        : null;
-    const showLogs =
-      line.trialId >= 0
-        ? h(
-            'button',
-            {
-              class: 'jp-Det-button jp-Det-nbShowLogs',
-              on: { click: () => view.showTrialLogs(line.trialId) }
-            },
-            'Show logs'
-          )
-        : null;
-    return h(
-      'div',
-      { class: 'jp-Det-nbBanner-line', attrs: { role: 'alert' } },
-      h('span', { class: 'jp-Det-nbBanner-text' }, line.text),
-      goToCell,
-      showLogs
-    );
-  }
-
-  private _goToCell(cellId: string): void {
-    const panel =
-      this._notebooks?.find(p => p.node.contains(this.node)) ?? this._notebooks?.currentWidget;
-    const notebook = panel?.content;
-    if (!notebook) {
-      return;
-    }
-    const index = notebook.widgets.findIndex(cell => cell.model.id === cellId);
-    if (index >= 0) {
-      notebook.activeCellIndex = index;
-      void notebook.scrollToItem(index, 'center');
+    if (this._view) {
+      this._banner.render(this._view);
     }
   }
 
@@ -404,7 +327,7 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     });
   }
 
-  dispose(): void {
+  override dispose(): void {
     if (this.isDisposed) {
       return;
     }

@@ -5,7 +5,8 @@
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { DeterminedClient, EventHub, FeedMode, describeError } from './api';
+import { DeterminedClient, describeError } from './api';
+import { EventHub, FeedMode } from './events';
 import { ClusterStrip } from './cluster';
 import { progressText, stateBadge, stateProgressBar } from './badges';
 import { errorBox, h, replaceChildren, select } from './dom';
@@ -176,7 +177,7 @@ export class DeterminedSidebar extends Widget {
     this._hub.modeChanged.add(mode => this._showFeedMode(mode));
   }
 
-  protected onAfterShow(msg: Message): void {
+  protected override onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     void this.start();
   }
@@ -296,7 +297,7 @@ export class DeterminedSidebar extends Widget {
     replaceChildren(this._list, fragment);
   }
 
-  dispose(): void {
+  override dispose(): void {
     if (this.isDisposed) {
       return;
     }

@@ -9,12 +9,11 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { IDisposable } from '@lumino/disposable';
 
 import { h } from './dom';
-import { SKIP_TAG, hasSkipTag, withSkipTag } from './exportPreviewModel';
+import { SKIP_TAG, USES_DETERMINED, hasSkipTag, withSkipTag } from './exportPreviewModel';
 
 export const SKIPPED_CLASS = 'jp-Det-skipped';
 const TOGGLE_CLASS = 'jp-Det-skipToggle';
 const USES_DETERMINED_CLASS = 'jp-Det-usesDetermined';
-const RELEVANT = /det_submit|jupyter_determined|determined/;
 
 export function isSkipped(model: ICellModel): boolean {
   return hasSkipTag(model.getMetadata('tags'));
@@ -152,7 +151,7 @@ export class SkipMarkers implements IDisposable {
     for (const cell of notebook.widgets) {
       const model = cell.model;
       const skipped = model.type === 'code' && isSkipped(model);
-      relevant ||= skipped || RELEVANT.test(model.sharedModel.getSource());
+      relevant ||= skipped || USES_DETERMINED.test(model.sharedModel.getSource());
       cell.toggleClass(SKIPPED_CLASS, skipped);
       const toggle = this._toggleOf(cell);
       if (toggle) {

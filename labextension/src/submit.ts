@@ -1,17 +1,13 @@
 /**
- * Notebook integration:
- *
- * * `NotebookSync`: keeps the kernel's copy of the notebook current over the comm target
- *   `jupyter_determined.notebook` (protocol in jupyter_determined/_export.py), so `%%det_submit`
- *   exports the cells as the user sees them, unsaved edits and tags included.
- * * The toolbar button "Submit to Determined": pick a config (a `*.yaml` beside the notebook,
+ * The notebook toolbar's "Submit to Determined" (and, per notebook, the sync of notebookSync.ts):
+ * pick a config (a `*.yaml` beside the notebook,
  *   editable) while the export preview shows which cells go in (a row's button adds or removes
  *   `det-skip`), then run `%det_submit` in the notebook's kernel and show what it answered.
  */
 import { Dialog, ToolbarButton, showDialog } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
-import { INotebookModel, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import { Contents, Kernel, KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { JSONObject } from '@lumino/coreutils';
@@ -19,108 +15,12 @@ import { Widget } from '@lumino/widgets';
 
 import { h, replaceChildren } from './dom';
 import { ExportPreviewView } from './exportPreview';
+import { notebookSnapshot, notebookSync, startNotebookSync } from './notebookSync';
 import { setSkipped } from './skipToggle';
 
-export const COMM_TARGET = 'jupyter_determined.notebook';
 /** The id of the stand-in cell the toolbar submission runs as (see `submitNotebook`). */
 export const TOOLBAR_CELL_ID = 'jupyter-determined-toolbar-submit';
 const CONFIG_VARIABLE = '_det_toolbar_config';
-
-// Type aliases, not interfaces: they are JSON objects as they are (comm data is a JSONObject).
-type ICellSnapshot = {
-  id: string;
-  cell_type: string;
-  source: string;
-  metadata: { tags: string[] };
-};
-type INotebookSnapshot = { path: string; cells: ICellSnapshot[] };
-
-/** The notebook as the kernel-side exporter wants it. */
-export function notebookSnapshot(
-  panel: NotebookPanel,
-  extraCells: ICellSnapshot[] = []
-): INotebookSnapshot {
-  const cells: ICellSnapshot[] = [];
-  const model = panel.content.model;
-  if (model) {
-    for (let i = 0; i < model.cells.length; i++) {
-      const cell = model.cells.get(i);
-      const tags = cell.getMetadata('tags');
-      cells.push({
-        id: cell.id,
-        cell_type: cell.type,
-        source: cell.sharedModel.getSource(),
-        metadata: { tags: Array.isArray(tags) ? tags.map(String) : [] }
-      });
-    }
-  }
-  return { path: panel.context.path, cells: [...cells, ...extraCells] };
-}
-
-const RELEVANT = /det_submit|jupyter_determined|determined/;
-
-/** Sends notebook snapshots to the kernel over the comm, once the kernel has the target. */
-class NotebookSync implements IDisposable {
-  private _comm: Kernel.IComm | null = null;
-  private _commKernel: Kernel.IKernelConnection | null = null;
-  private _disposed = false;
-
-  constructor(private readonly _panel: NotebookPanel) {
-    NotebookActions.executionScheduled.connect(this._onScheduled, this);
-  }
-
-  get isDisposed(): boolean {
-    return this._disposed;
-  }
-
-  dispose(): void {
-    this._disposed = true;
-    NotebookActions.executionScheduled.disconnect(this._onScheduled, this);
-    this._comm = null;
-  }
-
-  private _onScheduled(_: unknown, args: { notebook: unknown }): void {
-    if (args.notebook !== this._panel.content) {
-      return;
-    }
-    const snapshot = notebookSnapshot(this._panel);
-    // Only notebooks that use Determined: the other kernels have no such comm target.
-    if (!snapshot.cells.some(cell => RELEVANT.test(cell.source))) {
-      return;
-    }
-    this.send(snapshot);
-  }
-
-  /** Send a snapshot now (before the execute request that needs it: shell messages keep order). */
-  send(snapshot: INotebookSnapshot): void {
-    const kernel = this._panel.sessionContext.session?.kernel;
-    if (!kernel) {
-      return;
-    }
-    try {
-      if (this._comm && this._commKernel === kernel && !this._comm.isDisposed) {
-        this._comm.send(snapshot);
-        return;
-      }
-      // The target exists once `%load_ext jupyter_determined` ran; until then the kernel
-      // closes the comm at once and we try again at the next execution.
-      const comm = kernel.createComm(COMM_TARGET);
-      comm.onClose = () => {
-        if (this._comm === comm) {
-          this._comm = null;
-        }
-      };
-      comm.open(snapshot);
-      this._comm = comm;
-      this._commKernel = kernel;
-    } catch (error) {
-      this._comm = null;
-      console.warn('jupyter-determined: cannot send the notebook to the kernel', error);
-    }
-  }
-}
-
-const syncs = new WeakMap<NotebookPanel, NotebookSync>();
 
 /** Python string literal of any text (JSON strings are valid Python literals). */
 export function pythonString(text: string): string {
@@ -244,7 +144,7 @@ class SubmitDialogBody extends Widget {
     void this.preview.load(notebookSnapshot(this._panel), this._settings);
   }
 
-  dispose(): void {
+  override dispose(): void {
     this.preview.dispose();
     super.dispose();
   }
@@ -349,12 +249,7 @@ export async function submitNotebook(
       };
     } else {
       const code = submitCode(config);
-      let sync = syncs.get(panel);
-      if (!sync) {
-        sync = new NotebookSync(panel);
-        syncs.set(panel, sync);
-      }
-      sync.send(
+      notebookSync(panel).send(
         notebookSnapshot(panel, [
           { id: TOOLBAR_CELL_ID, cell_type: 'code', source: code, metadata: { tags: [] } }
         ])
@@ -395,8 +290,7 @@ export class SubmitButtonExtension implements DocumentRegistry.IWidgetExtension<
   ) {}
 
   createNew(panel: NotebookPanel): IDisposable {
-    const sync = new NotebookSync(panel);
-    syncs.set(panel, sync);
+    const sync = startNotebookSync(panel);
     const button = new ToolbarButton({
       className: 'jp-Det-submitButton',
       label: 'Submit to Determined',

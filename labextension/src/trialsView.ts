@@ -35,9 +35,18 @@ export interface ITrialsTableInput {
   onCompare: () => void;
 }
 
-/** The toolbar and the (horizontally scrolling) table. */
+/** The toolbar and the (horizontally scrolling) table; a note while there are no trials. */
 export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
   const { trials, metric, selected } = input;
+  if (!trials.length) {
+    return [
+      h(
+        'div',
+        { class: 'jp-Det-empty' },
+        'No trials yet: the searcher creates them once the experiment is scheduled.'
+      )
+    ];
+  }
   const best = bestTrialId(trials, metric, input.smallerIsBetter);
   const light = isLightTheme();
   const hparams = hparamColumns(trials);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { axisFor, axisPosition, axisTicks, parcoordsModel } from '../src/parcoords';
+import { axisFor, axisPosition, axisTicks, parcoordsModel } from '../src/parcoordsModel';
 import type { ITrial } from '../src/types';
 
 function trial(id: number, hparams: Record<string, unknown>, metric: number | null): ITrial {
