@@ -14,6 +14,7 @@ import os
 import random
 from typing import Any
 
+from determined import _loop as loop_core
 from determined import errors
 from determined.estimator._availability import require_estimator
 from determined.estimator._context import EstimatorTrialContext
@@ -22,8 +23,6 @@ from determined.estimator._loop import (
     EstimatorSpecs,
     LoopMode,
     LoopResult,
-    Report,
-    format_table,
 )
 from determined.estimator._trial import EstimatorTrial
 from determined.experimental._local import local_core_context
@@ -47,12 +46,6 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed % (2**32))
 
 
-def _print_report(report: Report) -> None:
-    if report.group == "validation":
-        shown = ", ".join(f"{name} {value:.4f}" for name, value in report.metrics.items())
-        print(f"[local] batches {report.steps_completed}: {shown}", flush=True)
-
-
 def train(
     core_context: Any,
     context: Any,
@@ -70,9 +63,10 @@ def train(
         mode=mode,
         latest_checkpoint=latest_checkpoint,
         stop_requested=context.get_stop_requested,
-        on_report=_print_report if mode is not LoopMode.CLUSTER else None,
+        on_report=loop_core.print_validation if mode is not LoopMode.CLUSTER else None,
     )
     result = loop.run()
+    assert isinstance(result, LoopResult)
     if mode is LoopMode.CLUSTER:
         loop.cleanup()  # everything worth keeping is in Determined's checkpoints
     return result
@@ -142,20 +136,20 @@ def train_trial_class(
 
 
 def print_local_summary(result: LoopResult, *, test: bool, checkpoint_base: Any = None) -> None:
-    print(format_table(result.reports), flush=True)
-    if test:
-        print(
-            f"[local test] trained {result.steps_completed} batch(es), validated and checkpointed: the model "
-            "definition works. Set local=False to submit the experiment to the master.",
-            flush=True,
-        )
-    else:
-        where = f" under {checkpoint_base}" if checkpoint_base else ""
-        print(
-            f"[local] trained {result.steps_completed} batches (model_dir {result.model_dir}); "
-            f"checkpoints{where}: {', '.join(result.checkpoints)}",
-            flush=True,
-        )
+    """Print a local run's metric table and what it trained.
+
+    Args:
+        result: the loop's result.
+        test: a `test=True` run (one batch).
+        checkpoint_base: where the checkpoints are, if known.
+    """
+    loop_core.print_local_summary(
+        result,
+        test=test,
+        checkpoint_base=checkpoint_base,
+        validation_prefix="val_",
+        detail=f" (model_dir {result.model_dir})",
+    )
 
 
 def run_estimator_trial(

@@ -1,8 +1,8 @@
-"""The managed Keras training loop: searcher lengths, validation, checkpoints, preemption, resume.
+"""Keras' adapter of the managed training loop (`determined._loop`).
 
-Keras' own `fit` does the training. A chunk ends at the next multiple of `scheduling_unit`, the
-next validation or checkpoint boundary, or the end of the searcher operation, so chunk
-boundaries depend only on the step count: a resumed trial cuts its chunks where an
+The core decides lengths, chunks, validation/checkpoint periods, preemption and reports; Keras'
+own `fit` trains, `evaluate` validates, and a checkpoint is the model in Keras' format. Chunk
+boundaries depend only on the step count, so a resumed trial cuts its chunks where an
 uninterrupted one does, and (with data that is a function of the batch index, see `_data`)
 trains on the same batches with the same optimizer state.
 
@@ -19,19 +19,16 @@ model's `steps_per_execution` (Keras runs whole executions); otherwise each chun
 from __future__ import annotations
 
 import dataclasses
-import enum
-import json
 import logging
 import math
 import pathlib
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import keras
 
-from determined import errors
-from determined.common import expconf
+from determined import _loop as loop_core
+from determined._loop import Every, LoopMode, Report
 from determined.keras import _data
 from determined.keras._callback import numeric_logs
 from determined.keras._context import FitArguments, check_compiled, original_fit
@@ -43,18 +40,12 @@ MODEL_FILE = "model.keras"
 # The most training data (bytes) one `fit` call may be handed when chunks share it: the arrays
 # are gathered (copied) for the call, and tf.data copies them once more.
 FIT_DATA_BUDGET_BYTES = 64 * 1024 * 1024
-# The least time between two progress reports between chunks on the master.
-PROGRESS_INTERVAL_S = 1.0
-
-
-class LoopMode(str, enum.Enum):
-    CLUSTER = "cluster"  # a trial run by the master: searcher operations, preemption
-    LOCAL = "local"  # real training in this process for searcher.max_length
-    TEST = "test"  # one batch, validation, checkpoint
 
 
 @dataclasses.dataclass
 class TrainingSpec:
+    """What Keras trains: the compiled model, its data, and the user's callbacks."""
+
     model: Any
     train: _data.BatchSource
     validation: dict  # evaluate() keyword arguments
@@ -63,23 +54,15 @@ class TrainingSpec:
 
 
 @dataclasses.dataclass
-class Report:
-    group: str  # "training" or "validation"
-    steps_completed: int
-    metrics: dict
-
-
-@dataclasses.dataclass
-class LoopResult:
-    steps_completed: int
-    reports: list[Report]
-    checkpoints: list[str]
-    preempted: bool = False
-    stopped_early: bool = False
-    searcher_metrics: list[float] = dataclasses.field(default_factory=list)
+class LoopResult(loop_core.LoopResult):
+    """The core's result, which Keras also shows as a `History` (what `fit` returns)."""
 
     def history(self) -> keras.callbacks.History:
-        """The reports as a Keras History (`history.history[name]` lists, in report order)."""
+        """The reports as a Keras History (`history.history[name]` lists, in report order).
+
+        Returns:
+            A `keras.callbacks.History` with one entry per reported metric.
+        """
         history = keras.callbacks.History()
         history.history = {}
         for report in self.reports:
@@ -153,49 +136,41 @@ class ChunkedCallbacks(keras.callbacks.Callback):
             self.inner.on_train_end(logs)
 
 
-class _ChunkEnd(enum.Enum):
-    """Why `fit` was told to stop before its last epoch (chunk)."""
-
-    STOPPED = "stopped"  # model.stop_training or context.set_stop_requested(True)
-    PREEMPTED = "preempted"  # checkpointed; the trial exits
-    REPLAN = "replan"  # the next chunk is not the length this fit call was set up for
+# Why a `fit` call ended before its last epoch (chunk) for a reason of the adapter's own: the
+# next chunk is not the length the call was set up for.
+_REPLAN = "replan"
 
 
 class _ChunkDriver(keras.callbacks.Callback):
-    """Runs the loop's between-chunk work at each chunk's (Keras epoch's) end, inside `fit`."""
+    """Ends each chunk (Keras epoch) inside `fit`: the core loop's `_end_chunk` runs here."""
 
     def __init__(self, loop: ManagedLoop, op: Any, target: int, length: int, chunks: int) -> None:
         super().__init__()
         self.loop, self.op, self.target = loop, op, target
         self.length, self.chunks_left = length, chunks
-        self.outcome: _ChunkEnd | None = None
+        self.outcome: loop_core.ChunkEnd | str | None = None
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         self.chunks_left -= 1
-        outcome = self.loop._end_chunk(self.op, self.target, self.length, logs)
+        loop = self.loop
+        end = loop.steps + self.length
+        if getattr(loop.model, "stop_training", False):
+            trained = int(loop.model.optimizer.iterations.numpy())
+            if loop.steps <= trained < end:
+                end = trained  # a callback stopped training inside the chunk
+        loop._epoch += 1
+        outcome: loop_core.ChunkEnd | str | None = loop._end_chunk(
+            self.op, self.target, end, numeric_logs(logs)
+        )
         if (
             outcome is None
             and self.chunks_left > 0
-            and self.loop._chunk_end(self.target) != self.loop.steps + self.length
+            and loop.chunk_end(self.target) != loop.steps + self.length
         ):
-            outcome = _ChunkEnd.REPLAN
+            outcome = _REPLAN
         if outcome is not None:
             self.outcome = outcome
-            self.loop.model.stop_training = True
-
-
-class _LocalOperation:
-    """One "train to `length` batches" operation when no master hands them out."""
-
-    def __init__(self, length: int) -> None:
-        self.length = length
-        self.completed_with: Any = None
-
-    def report_progress(self, length: float) -> None:
-        pass
-
-    def report_completed(self, searcher_metric: Any) -> None:
-        self.completed_with = searcher_metric
+            loop.model.stop_training = True
 
 
 def spec_from_fit(
@@ -214,59 +189,27 @@ def spec_from_fit(
     )
 
 
-class Lengths:
-    """Converts config lengths (batches, records, epochs) into batches."""
+class ManagedLoop(loop_core.TrainingLoop):
+    """The Keras adapter of the core loop: Keras' own `fit` trains, `evaluate` validates, and a
+    checkpoint is the model saved in Keras' format.
 
-    def __init__(self, config: dict, global_batch_size: int, records_per_epoch: int | None) -> None:
-        self.config = config
-        self.batch_size = global_batch_size
-        self.records_per_epoch = int(config.get("records_per_epoch") or 0) or records_per_epoch
+    Args:
+        core_context: the Core API context.
+        spec: the model, its data and callbacks.
+        config: the (expanded) experiment config.
+        global_batch_size: records per batch, summed over all ranks.
+        mode: CLUSTER, LOCAL or TEST.
+        latest_checkpoint: a checkpoint to resume from.
+        stop_requested: polled after every chunk (besides `model.stop_training`).
+        on_report: called with every report.
+    """
 
-    def batches(self, unit: str | None, amount: int, where: str) -> int:
-        try:
-            return expconf.unit_to_batches(
-                unit,
-                amount,
-                global_batch_size=self.batch_size,
-                records_per_epoch=self.records_per_epoch,
-                where=where,
-            )
-        except expconf.LengthError as exc:
-            hint = " (or train on arrays, whose length is known)" if unit == "epochs" else ""
-            raise errors.InvalidExperimentException(f"{exc}{hint}") from None
+    result_type = LoopResult
+    _log = logger
+    default_searcher_metric = "val_loss"
+    searcher_metric_forms = ("{}", "val_{}")
+    searcher_metric_hint = "validation metrics are Keras' metric names prefixed with 'val_'"
 
-    def of(self, key: str) -> int:
-        length = self.config.get(key)
-        if length is None:
-            return 0
-        unit, amount = expconf.length_of(length)
-        return self.batches(unit, amount, key)
-
-    def searcher_unit(self) -> str | None:
-        max_length = (self.config.get("searcher") or {}).get("max_length")
-        if max_length is None:
-            return None
-        return expconf.length_of(max_length)[0]
-
-    def max_length(self) -> int:
-        searcher = self.config.get("searcher") or {}
-        if searcher.get("max_length") is None:
-            raise errors.InvalidExperimentException(
-                "searcher.max_length is required to train locally (e.g. max_length: {batches: 500})"
-            )
-        unit, amount = expconf.length_of(searcher["max_length"])
-        return self.batches(unit, amount, "searcher.max_length")
-
-    def to_units(self, unit: str | None, batches: int) -> float:
-        return expconf.batches_to_units(
-            unit,
-            batches,
-            global_batch_size=self.batch_size,
-            records_per_epoch=self.records_per_epoch,
-        )
-
-
-class ManagedLoop:
     def __init__(
         self,
         core_context: Any,
@@ -279,119 +222,72 @@ class ManagedLoop:
         stop_requested: Callable[[], bool] = lambda: False,
         on_report: Callable[[Report], None] | None = None,
     ) -> None:
-        self.core = core_context
+        lengths = loop_core.Lengths(
+            config,
+            global_batch_size,
+            records_per_epoch=spec.train.records,
+            epoch_hint=" (or train on arrays, whose length is known)",
+        )
+        super().__init__(
+            core_context,
+            config=config,
+            lengths=lengths,
+            mode=mode,
+            latest_checkpoint=latest_checkpoint,
+            stop_requested=stop_requested,
+            on_report=on_report,
+        )
         self.spec = spec
         self.model = spec.model
-        self.mode = LoopMode(mode)
-        self.lengths = Lengths(config, global_batch_size, spec.train.records)
-        self.scheduling_unit = (
-            1 if self.mode is LoopMode.TEST else max(1, int(config.get("scheduling_unit") or 100))
-        )
-        self.validation_period = self.lengths.of("min_validation_period")
-        self.checkpoint_period = self.lengths.of("min_checkpoint_period")
-        self.searcher_metric = expconf.searcher_metric(config)
-        self.latest_checkpoint = latest_checkpoint
-        self.stop_requested = stop_requested
-        self.on_report = on_report
-        self.steps = 0
-        self.last_validation = 0
-        self.last_checkpoint = 0
-        self.last_validation_metrics: dict | None = None
-        self.result = LoopResult(0, [], [])
-        self._epoch = 0
+        self._epoch = 0  # Keras epochs (chunks) so far, so callbacks see one numbering
         self.callbacks = ChunkedCallbacks(spec.callbacks) if spec.callbacks else None
         self._warned_execution = False
-        self._last_progress_report = -math.inf
 
-    # --- the loop -----------------------------------------------------------------------------
-    def _operations(self) -> Iterable[Any]:
-        if self.mode is LoopMode.CLUSTER:
-            return self.core.searcher.operations()
-        length = 1 if self.mode is LoopMode.TEST else self.lengths.max_length()
-        return [_LocalOperation(length)]
-
-    def _op_target(self, op: Any) -> int:
-        if self.mode is LoopMode.CLUSTER:
-            return self.lengths.batches(
-                self.lengths.searcher_unit(), op.length, "searcher operation"
-            )
-        return op.length
-
-    def run(self) -> LoopResult:
+    # --- the core loop's hooks ------------------------------------------------------------------
+    def _before_run(self) -> None:
         check_compiled(self.model)
-        if self.latest_checkpoint:
-            self._restore(self.latest_checkpoint)
-        self._epoch = self.steps // self.scheduling_unit
-        for op in self._operations():
-            target = self._op_target(op)
-            while self.steps < target:
-                outcome = self._train_chunks(op, target)
-                if outcome is _ChunkEnd.PREEMPTED:
-                    return self._finish()
-                if outcome is _ChunkEnd.STOPPED:
-                    break
-            metrics = (
-                self._validate()
-                if self.last_validation != self.steps or self.last_validation_metrics is None
-                else self.last_validation_metrics
-            )
-            searcher_value = self._searcher_value(metrics)
-            self.result.searcher_metrics.append(searcher_value)
-            if self.mode is LoopMode.CLUSTER:
-                op.report_progress(op.length)
-            op.report_completed(searcher_value)
-            if self.result.stopped_early:
-                break
-        self._checkpoint_if_needed()
-        if self.result.stopped_early and self.mode is LoopMode.CLUSTER:
-            from determined.core import EarlyExitReason
 
-            self.core.train.report_early_exit(EarlyExitReason.USER_REQUESTED_STOP)
-        return self._finish()
-
-    def _finish(self) -> LoopResult:
-        self.result.steps_completed = self.steps
+    def _finish(self) -> loop_core.LoopResult:
         if self.callbacks is not None:
             self.callbacks.finish(self.last_validation_metrics)
-        return self.result
+        return super()._finish()
 
-    def _chunk_end(self, target: int) -> int:
-        return self._chunk_end_from(self.steps, self.last_validation, self.last_checkpoint, target)
+    def _stop_requested(self) -> bool:
+        return bool(getattr(self.model, "stop_training", False) or self.stop_requested())
 
-    def _chunk_end_from(
-        self, steps: int, last_validation: int, last_checkpoint: int, target: int
-    ) -> int:
-        end = min(target, (steps // self.scheduling_unit + 1) * self.scheduling_unit)
-        if self.validation_period:
-            end = min(end, last_validation + self.validation_period)
-        if self.checkpoint_period:
-            end = min(end, last_checkpoint + self.checkpoint_period)
-        return max(end, steps + 1)
+    def _validated(self, metrics: dict | None) -> None:
+        # The user's callbacks get the chunk's on_epoch_end only now, with the val_* metrics.
+        if self.callbacks is not None:
+            self.callbacks.deliver_epoch_end(metrics)
 
-    def _next_chunk_lengths(self, target: int, most: int) -> list[int]:
-        """The lengths of the next (at most `most`) chunks as `_end_chunk` will cut them if
-        training is not stopped: the same bookkeeping, run ahead on copies."""
-        steps, last_validation, last_checkpoint = (
-            self.steps,
-            self.last_validation,
-            self.last_checkpoint,
+    def _train_chunks(self, op: Any, target: int) -> loop_core.ChunkEnd | None:
+        """One `fit` call training one or more chunks; the driver ends each chunk."""
+        length, chunks = self._chunks_per_fit(target)
+        data = self.spec.train.fit_kwargs(self.steps, self.steps + length * chunks)
+        driver = _ChunkDriver(self, op, target, length, chunks)
+        # The user's callbacks first: their on_epoch_end is held back until the driver validated.
+        callbacks = [self.callbacks, driver] if self.callbacks is not None else [driver]
+        original_fit(
+            self.model,
+            **data,
+            epochs=self._epoch + chunks,
+            initial_epoch=self._epoch,
+            steps_per_epoch=length if chunks > 1 else None,
+            verbose=0,
+            callbacks=callbacks,
+            class_weight=self.spec.class_weight,
         )
-        lengths: list[int] = []
-        while steps < target and len(lengths) < most:
-            end = self._chunk_end_from(steps, last_validation, last_checkpoint, target)
-            lengths.append(end - steps)
-            steps = end
-            if (
-                self.validation_period and steps - last_validation >= self.validation_period
-            ) or steps == target:
-                last_validation = steps
-            if self.checkpoint_period and steps - last_checkpoint >= self.checkpoint_period:
-                last_checkpoint = steps
-        return lengths
+        if driver.outcome in (_REPLAN, loop_core.ChunkEnd.PREEMPTED):
+            self.model.stop_training = False  # set by the driver, not by the user
+        if driver.chunks_left and driver.outcome is None:
+            # fit ended before its last epoch without our asking: treat it as a user stop.
+            self.result.stopped_early = True
+            return loop_core.ChunkEnd.STOPPED
+        return driver.outcome if isinstance(driver.outcome, loop_core.ChunkEnd) else None
 
     def _chunks_per_fit(self, target: int) -> tuple[int, int]:
         """(chunk length, number of chunks) for the next `fit` call."""
-        length = self._chunk_end(target) - self.steps
+        length = self.chunk_end(target) - self.steps
         execution = max(1, int(getattr(self.model, "steps_per_execution", 1) or 1))
         if length % execution:
             if not self._warned_execution:
@@ -411,181 +307,46 @@ class ManagedLoop:
             most = (
                 max(1, FIT_DATA_BUDGET_BYTES // max(1, length * batch_bytes)) if batch_bytes else 1
             )
-        lengths = self._next_chunk_lengths(target, most)
+        lengths = self.plan.next_chunk_lengths(
+            self.steps, self.last_validation, self.last_checkpoint, target, most
+        )
         chunks = 1
         while chunks < len(lengths) and lengths[chunks] == length:
             chunks += 1
         return length, chunks
 
-    def _user_stopped(self) -> bool:
-        if getattr(self.model, "stop_training", False) or self.stop_requested():
-            logger.info(
-                "training stop requested at step %d (model.stop_training / set_stop_requested)",
-                self.steps,
-            )
-            self.result.stopped_early = True
-        return self.result.stopped_early
-
-    def _report_progress(self, op: Any, target: int) -> None:
-        # `op.report_progress` is a synchronous POST (~1-2 ms of this thread): at most once per
-        # PROGRESS_INTERVAL_S between chunks; run() reports the op's full length at its end.
-        if self.mode is LoopMode.CLUSTER:
-            now = time.monotonic()
-            if now - self._last_progress_report < PROGRESS_INTERVAL_S:
-                return
-            self._last_progress_report = now
-            done = self.lengths.to_units(self.lengths.searcher_unit(), self.steps)
-            op.report_progress(min(float(op.length), done))
-
-    # --- steps --------------------------------------------------------------------------------
-    def _train_chunks(self, op: Any, target: int) -> _ChunkEnd | None:
-        """One `fit` call training one or more chunks; the driver ends each chunk."""
-        length, chunks = self._chunks_per_fit(target)
-        data = self.spec.train.fit_kwargs(self.steps, self.steps + length * chunks)
-        driver = _ChunkDriver(self, op, target, length, chunks)
-        # The user's callbacks first: their on_epoch_end is held back until the driver validated.
-        callbacks = [self.callbacks, driver] if self.callbacks is not None else [driver]
-        original_fit(
-            self.model,
-            **data,
-            epochs=self._epoch + chunks,
-            initial_epoch=self._epoch,
-            steps_per_epoch=length if chunks > 1 else None,
-            verbose=0,
-            callbacks=callbacks,
-            class_weight=self.spec.class_weight,
-        )
-        if driver.outcome in (_ChunkEnd.REPLAN, _ChunkEnd.PREEMPTED):
-            self.model.stop_training = False  # set by the driver, not by the user
-        if driver.chunks_left and driver.outcome is None:
-            # fit ended before its last epoch without our asking: treat it as a user stop.
-            self.result.stopped_early = True
-            return _ChunkEnd.STOPPED
-        return driver.outcome
-
-    def _end_chunk(self, op: Any, target: int, length: int, logs: Any) -> _ChunkEnd | None:
-        """After a chunk: report its training metrics, validate, checkpoint, check for a stop."""
-        start = self.steps
-        end = start + length
-        if getattr(self.model, "stop_training", False):
-            trained = int(self.model.optimizer.iterations.numpy())
-            if start <= trained < end:
-                end = trained  # a callback stopped training inside the chunk
-        self._epoch += 1
-        self.steps = end
-        metrics = numeric_logs(logs)
-        self._report(Report("training", end, metrics))
-        self.core.train.report_training_metrics(steps_completed=end, metrics=metrics)
-
-        validated = None
-        if self.validation_period and self.steps - self.last_validation >= self.validation_period:
-            validated = self._validate()
-        elif self.steps == target:  # the op's own validation comes next: let callbacks see it
-            validated = self._validate()
-        if self.callbacks is not None:
-            self.callbacks.deliver_epoch_end(validated)
-        if self.checkpoint_period and self.steps - self.last_checkpoint >= self.checkpoint_period:
-            self._checkpoint()
-        if self._user_stopped():
-            return _ChunkEnd.STOPPED
-        if self.mode is LoopMode.CLUSTER and self.core.preempt.should_preempt():
-            logger.info("preempted at step %d: checkpointing and exiting", self.steps)
-            self._checkpoint_if_needed()
-            self.result.preempted = True
-            return _ChunkEnd.PREEMPTED
-        self._report_progress(op, target)
-        return None
-
-    def _validate(self) -> dict:
+    def _evaluate(self) -> dict:
         results = self.model.evaluate(**self.spec.validation, return_dict=True, verbose=0)
-        metrics = {f"val_{name}": float(value) for name, value in results.items()}
-        self.last_validation, self.last_validation_metrics = self.steps, metrics
-        self._report(Report("validation", self.steps, metrics))
-        self.core.train.report_validation_metrics(steps_completed=self.steps, metrics=metrics)
-        return metrics
+        return {f"val_{name}": float(value) for name, value in results.items()}
 
-    def _searcher_value(self, metrics: dict) -> float:
-        name = self.searcher_metric
-        if name is None:
-            return float(metrics.get("val_loss", next(iter(metrics.values()), 0.0)))
-        for candidate in (name, f"val_{name}"):
-            if candidate in metrics:
-                return metrics[candidate]
-        raise errors.InvalidExperimentException(
-            f"searcher.metric: {name!r} is not among the validation metrics ({', '.join(sorted(metrics))}); "
-            "name one of them (validation metrics are Keras' metric names prefixed with 'val_')"
-        )
-
-    def _report(self, report: Report) -> None:
-        self.result.reports.append(report)
-        if self.on_report is not None:
-            self.on_report(report)
-
-    # --- checkpoints --------------------------------------------------------------------------
-    def _checkpoint_if_needed(self) -> None:
-        if self.last_checkpoint != self.steps or not self.result.checkpoints:
-            self._checkpoint()
-
-    def _checkpoint(self) -> str:
+    def _checkpoint_metadata(self) -> dict:
         import tensorflow as tf
 
-        metadata = {
-            "steps_completed": self.steps,
-            "framework": f"tensorflow-{tf.__version__}",
-            "format": "keras",
-            "last_validation_steps": self.last_validation,
-            "last_checkpoint_steps": self.steps,
-        }
-        with self.core.checkpoint.store_path(metadata) as (path, storage_id):
-            self.model.save(pathlib.Path(path) / MODEL_FILE)
-        self.last_checkpoint = self.steps
-        self.result.checkpoints.append(storage_id)
-        logger.info("checkpoint %s at step %d", storage_id, self.steps)
-        return storage_id
+        return {"framework": f"tensorflow-{tf.__version__}", "format": "keras"}
 
-    def _restore(self, storage_id: str) -> None:
-        with self.core.checkpoint.restore_path(storage_id) as path:
-            path = pathlib.Path(path)
-            metadata_file = path / "metadata.json"
-            metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
-            if not self.model.built:
-                self.model(self.spec.train.sample_inputs())
-            if not self.model.optimizer.built:
-                # Without building first, load_weights would skip the optimizer's state.
-                self.model.optimizer.build(self.model.trainable_variables)
-            self.model.load_weights(path / MODEL_FILE)
-        self.steps = int(
-            metadata.get("steps_completed", int(self.model.optimizer.iterations.numpy()))
-        )
-        self.last_validation = int(metadata.get("last_validation_steps", self.steps))
-        self.last_checkpoint = int(metadata.get("last_checkpoint_steps", self.steps))
-        self.result.checkpoints.append(storage_id)
-        logger.info("resumed from checkpoint %s at step %d", storage_id, self.steps)
+    def _save(self, path: pathlib.Path) -> None:
+        self.model.save(path / MODEL_FILE)
 
-
-# ---------------------------------------------------------------------------------------------
-# metric tables (local mode)
+    def _load(self, path: pathlib.Path, metadata: dict, storage_id: str) -> int:
+        if not self.model.built:
+            self.model(self.spec.train.sample_inputs())
+        if not self.model.optimizer.built:
+            # Without building first, load_weights would skip the optimizer's state.
+            self.model.optimizer.build(self.model.trainable_variables)
+        self.model.load_weights(path / MODEL_FILE)
+        steps = int(metadata.get("steps_completed", int(self.model.optimizer.iterations.numpy())))
+        report_every = self.plan.report
+        self._epoch = steps // report_every.batches if isinstance(report_every, Every) else 0
+        return steps
 
 
 def format_table(reports: list[Report]) -> str:
-    """One row per step: the training metrics and validation metrics reported at it."""
-    rows: dict[int, dict] = {}
-    for report in reports:
-        rows.setdefault(report.steps_completed, {}).update(report.metrics)
-    names: list[str] = []
-    for report in reports:
-        for name in report.metrics:
-            if name not in names:
-                names.append(name)
-    header = ["batches", *names]
-    lines = [header]
-    for steps in sorted(rows):
-        values = rows[steps]
-        lines.append([str(steps)] + [f"{values[n]:.4f}" if n in values else "" for n in names])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    out = [
-        "  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=False))
-        for line in lines
-    ]
-    out.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(out)
+    """One row per batch count: the training and validation metrics reported at it.
+
+    Args:
+        reports: the loop's reports.
+
+    Returns:
+        The table as text (see `determined._loop.format_table`).
+    """
+    return loop_core.format_table(reports)

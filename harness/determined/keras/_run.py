@@ -15,6 +15,7 @@ from typing import Any
 
 import keras
 
+from determined import _loop as loop_core
 from determined import errors
 from determined.experimental._context import DistributedInfo
 from determined.experimental._local import local_core_context
@@ -24,20 +25,12 @@ from determined.keras._loop import (
     LoopMode,
     LoopResult,
     ManagedLoop,
-    Report,
     TrainingSpec,
-    format_table,
     spec_from_fit,
 )
 from determined.keras._trial import TFKerasTrial
 
 logger = logging.getLogger("determined.keras")
-
-
-def _print_report(report: Report) -> None:
-    if report.group == "validation":
-        shown = ", ".join(f"{name} {value:.4f}" for name, value in report.metrics.items())
-        print(f"[local] batches {report.steps_completed}: {shown}", flush=True)
 
 
 def _loop(
@@ -55,9 +48,12 @@ def _loop(
         mode=mode,
         latest_checkpoint=latest_checkpoint,
         stop_requested=context.get_stop_requested,
-        on_report=_print_report if mode is not LoopMode.CLUSTER else None,
+        on_report=loop_core.print_validation if mode is not LoopMode.CLUSTER else None,
     )
-    return loop.run()
+    result = loop.run()
+    # ManagedLoop.result_type is Keras' LoopResult (it adds history()).
+    assert isinstance(result, LoopResult)
+    return result
 
 
 def train_native(
@@ -147,19 +143,14 @@ def train_trial_class(
 
 
 def print_local_summary(result: LoopResult, *, test: bool, checkpoint_base: Any = None) -> None:
-    print(format_table(result.reports), flush=True)
-    if test:
-        print(
-            f"[local test] trained {result.steps_completed} batch(es), validated and checkpointed: the model "
-            "definition works. Set local=False to submit the experiment to the master.",
-            flush=True,
-        )
-    else:
-        where = f" under {checkpoint_base}" if checkpoint_base else ""
-        print(
-            f"[local] trained {result.steps_completed} batches; checkpoints{where}: {', '.join(result.checkpoints)}",
-            flush=True,
-        )
+    """Print a local run's metric table and what it trained.
+
+    Args:
+        result: the loop's result.
+        test: a `test=True` run (one batch).
+        checkpoint_base: where the checkpoints are, if known.
+    """
+    loop_core.print_local_summary(result, test=test, checkpoint_base=checkpoint_base)
 
 
 def silence_tensorflow() -> None:

@@ -1,23 +1,25 @@
-"""The training loop behind `Trainer.fit`: batches, boundaries, validation and checkpoints.
+"""PyTorch's adapter of the managed training loop (`determined._loop`): `Trainer.fit` runs it.
 
-After every batch four boundaries are checked: TRAIN (max_length reached), VALIDATE, CHECKPOINT
-and REPORT. When any is hit, the training metrics since the previous boundary are averaged across
-ranks and reported; then the boundaries are acted on, and preemption / stop requests are checked.
+The core decides the chunks (from the periods, converted to batches), validation, checkpoints,
+preemption, stop requests and reports. This adapter trains batches (`train_batch`, epoch
+callbacks, LR schedulers), averages the training metrics across ranks at each chunk end,
+validates (`evaluate_batch` / `evaluate_full_dataset`, reducers), and saves and restores the
+trial's state dicts.
 """
 
 from __future__ import annotations
 
-import enum
 import inspect
 import logging
-import math
+import pathlib
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
 
+from determined import _loop as loop_core
 from determined.pytorch import _data, _state
 from determined.pytorch._callback import PyTorchCallback
 from determined.pytorch._context import PyTorchTrialContext
@@ -30,17 +32,28 @@ logger = logging.getLogger("determined.pytorch")
 
 # The least time between two progress reports at report boundaries on the master (see _progress_due).
 PROGRESS_INTERVAL_S = 1.0
+# "Never checkpointed" in the loop's bookkeeping (a warm start from another trial's checkpoint).
+_NEVER = -1
 
 
-class Boundary(enum.Enum):
-    TRAIN = "train"
-    VALIDATE = "validate"
-    CHECKPOINT = "checkpoint"
-    REPORT = "report"
+def _period(unit: TrainUnit, epoch_len: int) -> loop_core.Period:
+    """A `Batch`/`Epoch` period in batches: ints are multiples, containers exact counts."""
+    if isinstance(unit.value, int):
+        if isinstance(unit, Epoch):
+            # Epoch(n <= 0) is every epoch end.
+            return loop_core.Every(max(unit.value, 1) * epoch_len)
+        return loop_core.Every(unit.value)
+    return loop_core.At(unit.value, epoch_len if isinstance(unit, Epoch) else 0)
 
 
-class _PyTorchTrialController:
+class _PyTorchTrialController(loop_core.TrainingLoop):
     """Runs one `PyTorchTrial` for one `Trainer.fit` call."""
+
+    _log = logger
+    searcher_metric_hint = "return it from evaluate_batch / evaluate_full_dataset"
+    stop_completes_operation = False
+    checkpoint_each_operation = True
+    checkpoint_shard = True
 
     def __init__(
         self,
@@ -54,68 +67,71 @@ class _PyTorchTrialController:
         latest_checkpoint: str | None,
         step_zero_validation: bool,
         test_mode: bool,
-        searcher_metric_name: str | None,
-        smaller_is_better: bool,
+        progress_of: TrainUnit | None = None,
     ) -> None:
+        config = context.get_experiment_config()
+        gbs = (context._hparams or {}).get("global_batch_size")
+        super().__init__(
+            context._core,
+            config=config,
+            lengths=loop_core.Lengths(config, gbs if isinstance(gbs, int) else 0),
+            mode=loop_core.LoopMode.CLUSTER
+            if context._managed_training
+            else loop_core.LoopMode.LOCAL,
+            # The periods count epochs of the data loader: planned once it is built (_before_run).
+            plan=loop_core.ChunkPlan(report=loop_core.Every(1)),
+            latest_checkpoint=latest_checkpoint,
+            stop_requested=context.get_stop_requested,
+            checkpoint_policy=checkpoint_policy,
+        )
         self.trial = trial
         self.context = context
-        self.core = context._core
         self.dist = context.distributed
         self.is_chief = self.dist.rank == 0
-        self.on_cluster = context._managed_training
-        self.checkpoint_period = checkpoint_period
-        self.validation_period = validation_period
-        self.reporting_period = reporting_period
-        self.checkpoint_policy = checkpoint_policy
-        self.latest_checkpoint = latest_checkpoint
+        self.periods = (reporting_period, validation_period, checkpoint_period)
         self.step_zero_validation = step_zero_validation
         self.test_mode = test_mode
-        self.searcher_metric_name = searcher_metric_name
-        self.smaller_is_better = smaller_is_better
-
-        self.state = _state.TrialState(trial_id=context._trial_id)
+        self.progress_of = progress_of
+        self.trial_id = context._trial_id
         self.callbacks = trial.build_callbacks()
+        self._train_loader: Any = None
         self._train_iter: Iterator[Any] | None = None
         self._epoch_len = 0
         self._validation_loader: Any = None
-        self._batches_this_fit = 0
-        self._training_started = False
+        self._restored_state: _state.TrialState | None = None
         self._last_progress_report = -float("inf")
 
-    # --- setup ---------------------------------------------------------------------------
-    def setup(self) -> None:
-        """Build the data loaders, restore the checkpoint, position the training data."""
-        train_loader = self.trial.build_training_data_loader()
+    # --- setup ---------------------------------------------------------------------------------
+    def _before_run(self) -> None:
+        """Build the data loaders; the periods and lengths in epochs follow from them."""
+        self._train_loader = self.trial.build_training_data_loader()
         self._validation_loader = self.trial.build_validation_data_loader()
-        if self.latest_checkpoint is not None:
-            self._load(self.latest_checkpoint)
-        self.context._steps_completed = self.state.batches_trained
-        self._train_iter, self._epoch_len = self._training_batches(train_loader)
+        self._epoch_len = self._batches_per_epoch(self._train_loader)
         self.context._epoch_len = self._epoch_len
-        self.context._current_batch_idx = self.state.batches_trained
-        for callback in self.callbacks.values():
-            callback.on_trial_startup(self.state.batches_trained, self.latest_checkpoint)
+        self.lengths.batches_per_epoch = self._epoch_len
+        report, validation, checkpoint = (_period(p, self._epoch_len) for p in self.periods)
+        self.plan = loop_core.ChunkPlan(report=report, validation=validation, checkpoint=checkpoint)
 
-    def _training_batches(self, loader: Any) -> tuple[Iterator[Any], int]:
-        skip = self.state.batches_trained
+    def _start(self) -> None:
+        """Position the training data after the restored batches; startup callbacks."""
+        self.context._steps_completed = self.steps
+        self.context._current_batch_idx = self.steps
+        self._train_iter = self._training_batches(self._train_loader)
+        for callback in self.callbacks.values():
+            callback.on_trial_startup(self.steps, self.latest_checkpoint)
+        if self.step_zero_validation and self.steps == 0 and self.last_validation_metrics is None:
+            self._validate()
+        for callback in self.callbacks.values():
+            callback.on_training_start()
+
+    def _batches_per_epoch(self, loader: Any) -> int:
         if isinstance(loader, _data.DataLoader):
             base = loader._base_batch_sampler()
             epoch_len = len(
                 _data.adapt_batch_sampler(base, num_replicas=self.dist.size, rank=self.dist.rank)
             )
-            torch_loader = loader.get_data_loader(
-                repeat=True, skip=skip, num_replicas=self.dist.size, rank=self.dist.rank
-            )
-            iterator: Iterator[Any] = iter(torch_loader)
         elif isinstance(loader, torch.utils.data.DataLoader):
-            if self.dist.size > 1:
-                logger.warning(
-                    "build_training_data_loader returned a torch DataLoader: Determined cannot shard it "
-                    "across %d ranks (return det.pytorch.DataLoader to get sharding)",
-                    self.dist.size,
-                )
             epoch_len = _data.batches_per_epoch(loader)
-            iterator = _data.repeat_and_skip(loader, skip)
         else:
             raise TypeError(
                 "build_training_data_loader must return a det.pytorch.DataLoader (or a "
@@ -126,56 +142,39 @@ class _PyTorchTrialController:
                 "the training data loader has no batches for this rank: use a larger dataset or a "
                 "smaller batch size"
             )
-        return iterator, epoch_len
+        return epoch_len
 
-    # --- the loop ----------------------------------------------------------------------------
-    def train_until(
-        self, max_length: TrainUnit | None, progress_of: TrainUnit | None = None
-    ) -> bool:
-        """Train until `max_length` (None: only in test mode); False if stopped early (preempted)."""
-        if (
-            self.step_zero_validation
-            and self.state.batches_trained == 0
-            and self.state.last_val is None
-        ):
-            self._validate()
-        if not self._training_started:
-            self._training_started = True
-            for callback in self.callbacks.values():
-                callback.on_training_start()
-        while not self._train_reached(max_length, epoch_end=True):
-            hits, batch_metrics = self._train_with_boundaries(max_length)
-            self._report_training_metrics(batch_metrics)
-            if Boundary.TRAIN in hits or (Boundary.REPORT in hits and self._progress_due()):
-                self._report_progress(progress_of or max_length)
-            if Boundary.VALIDATE in hits and not self._validation_is_current():
-                self._validate()
-            if Boundary.CHECKPOINT in hits and not self._checkpoint_is_current():
-                self._checkpoint()
-            if self.on_cluster and self.is_chief:
-                self.core.train.upload_tensorboard_files()
-            if self._should_exit():
-                return False
-            if Boundary.TRAIN in hits:
-                break
-        return True
+    def _training_batches(self, loader: Any) -> Iterator[Any]:
+        skip = self.steps
+        if isinstance(loader, _data.DataLoader):
+            torch_loader = loader.get_data_loader(
+                repeat=True, skip=skip, num_replicas=self.dist.size, rank=self.dist.rank
+            )
+            return iter(torch_loader)
+        if self.dist.size > 1:
+            logger.warning(
+                "build_training_data_loader returned a torch DataLoader: Determined cannot shard it "
+                "across %d ranks (return det.pytorch.DataLoader to get sharding)",
+                self.dist.size,
+            )
+        return _data.repeat_and_skip(loader, skip)
 
-    def _train_reached(self, max_length: TrainUnit | None, epoch_end: bool) -> bool:
+    # --- what to train to ------------------------------------------------------------------------
+    def local_operations(self, max_length: TrainUnit | None) -> Iterable[loop_core.LocalOperation]:
+        """`Trainer.fit(max_length=...)` as one operation (1 batch in test mode); lazy, because
+        epochs and the restored batch count are known only once `run()` has started."""
         if self.test_mode:
-            return self._batches_this_fit >= 1
+            yield loop_core.LocalOperation(self.steps + 1)
+            return
         assert max_length is not None and isinstance(max_length.value, int)  # checked by fit()
-        if isinstance(max_length, Epoch):
-            return epoch_end and self.state.batches_trained // self._epoch_len >= max_length.value
-        return self.state.batches_trained >= max_length.value
+        yield loop_core.LocalOperation(self._batches(max_length))
 
-    def _period_hit(self, period: TrainUnit, epoch_end: bool) -> bool:
-        if isinstance(period, Epoch):
-            return epoch_end and period.should_stop(self.state.batches_trained // self._epoch_len)
-        return period.should_stop(self.state.batches_trained)
+    def _batches(self, length: TrainUnit) -> int:
+        assert isinstance(length.value, int)
+        return length.value * self._epoch_len if isinstance(length, Epoch) else length.value
 
-    def _train_with_boundaries(
-        self, max_length: TrainUnit | None
-    ) -> tuple[set[Boundary], list[dict[str, Any]]]:
+    # --- training ---------------------------------------------------------------------------------
+    def _train_batches(self, start: int, end: int) -> tuple[int, dict]:
         assert self._train_iter is not None
         for model in self.context.models:
             model.train()
@@ -183,12 +182,11 @@ class _PyTorchTrialController:
             if reducer.for_training:
                 reducer.reducer.reset()
         batch_metrics: list[dict[str, Any]] = []
-        next_check = self._next_possible_boundary(max_length)
-        while True:
-            batch_idx = self.state.batches_trained
-            epoch_idx = batch_idx // self._epoch_len
+        epoch_len = self._epoch_len
+        for batch_idx in range(start, end):
+            epoch_idx = batch_idx // epoch_len
             self.context._current_batch_idx = batch_idx
-            if batch_idx % self._epoch_len == 0:
+            if batch_idx % epoch_len == 0:
                 for callback in self.callbacks.values():
                     callback.on_training_epoch_start(epoch_idx)
             batch = self.context.to_device(next(self._train_iter))
@@ -200,73 +198,28 @@ class _PyTorchTrialController:
                     and (batch_idx + 1) % wrapper.frequency == 0
                 ):
                     wrapper.step()
-            self.state.batches_trained += 1
-            self._batches_this_fit += 1
-            if self.state.batches_trained < next_check:
-                continue  # no boundary can fall on this batch: skip the checks below
-            next_check = self._next_possible_boundary(max_length)
-            epoch_end = self.state.batches_trained % self._epoch_len == 0
-            if epoch_end:
-                self.state.epochs_trained = self.state.batches_trained // self._epoch_len
+            self.steps = batch_idx + 1
+            if self.steps % epoch_len == 0:
+                epochs_trained = self.steps // epoch_len
                 for wrapper in self.context.lr_schedulers:
                     if (
                         wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_EPOCH
-                        and self.state.epochs_trained % wrapper.frequency == 0
+                        and epochs_trained % wrapper.frequency == 0
                     ):
                         wrapper.step()
                 for callback in self.callbacks.values():
                     callback.on_training_epoch_end(epoch_idx)
-            hits = set()
-            if self._train_reached(max_length, epoch_end):
-                hits.add(Boundary.TRAIN)
-            for boundary, period in (
-                (Boundary.VALIDATE, self.validation_period),
-                (Boundary.CHECKPOINT, self.checkpoint_period),
-                (Boundary.REPORT, self.reporting_period),
-            ):
-                if self._period_hit(period, epoch_end):
-                    hits.add(boundary)
-            if hits:
-                self.context._current_batch_idx = self.state.batches_trained
-                return hits, batch_metrics
-
-    def _next_possible_boundary(self, max_length: TrainUnit | None) -> int:
-        """The least batch count after the current one at which a boundary can be hit.
-
-        Checking every period after every batch cost a few microseconds per batch, a measurable
-        share of a small model's step (bench/bench_trial_throughput.py); between boundaries the
-        loop now only counts. Epoch ends are always checked (epoch-based lengths and periods,
-        epoch callbacks and schedulers act there); so is every batch in test mode and for a
-        period given as a list of batch numbers.
-        """
-        done = self.state.batches_trained
-        if self.test_mode:
-            return done + 1
-        candidates = [(done // self._epoch_len + 1) * self._epoch_len]
-        if (
-            max_length is not None
-            and not isinstance(max_length, Epoch)
-            and isinstance(max_length.value, int)
-        ):
-            candidates.append(max_length.value if max_length.value > done else done + 1)
-        for period in (self.validation_period, self.checkpoint_period, self.reporting_period):
-            if isinstance(period, Epoch):
-                continue
-            if isinstance(period.value, int) and period.value > 0:
-                candidates.append((done // period.value + 1) * period.value)
-            else:
-                return done + 1
-        return min(candidates)
+        self.context._current_batch_idx = self.steps
+        return self.steps, self._training_metrics(batch_metrics)
 
     def _add_time_keys(self, metrics: dict[str, Any]) -> dict[str, Any]:
         # ASHA's time_metric reads these from validation metrics.
-        metrics.setdefault("batches", self.state.batches_trained)
-        metrics.setdefault(
-            "epochs", self.state.batches_trained // self._epoch_len if self._epoch_len else 0
-        )
+        metrics.setdefault("batches", self.steps)
+        metrics.setdefault("epochs", self.steps // self._epoch_len if self._epoch_len else 0)
         return metrics
 
-    def _report_training_metrics(self, batch_metrics: list[dict[str, Any]]) -> None:
+    def _training_metrics(self, batch_metrics: list[dict[str, Any]]) -> dict[str, Any]:
+        """The chunk's training metrics averaged over its batches and all ranks."""
         batch_metrics = _metric_values(batch_metrics)
         mine = per_slot_reduce(batch_metrics, Reducer.AVG) if batch_metrics else {}
         custom = [r.reducer.per_slot_reduce() for r in self.context._reducers if r.for_training]
@@ -274,12 +227,9 @@ class _PyTorchTrialController:
         metrics = cross_slot_reduce([e[0] for e in everyone], [e[1] for e in everyone], Reducer.AVG)
         metrics.update(self._cross_slot_custom([e[2] for e in everyone], for_training=True))
         metrics = self._add_time_keys(metrics)
-        if self.is_chief:
-            self.core.train.report_training_metrics(
-                steps_completed=self.state.batches_trained, metrics=metrics
-            )
         for callback in self.callbacks.values():
             callback.on_training_workload_end(metrics, batch_metrics)
+        return metrics
 
     def _cross_slot_custom(self, per_rank: list[list[Any]], for_training: bool) -> dict[str, Any]:
         wrapped = [
@@ -301,11 +251,22 @@ class _PyTorchTrialController:
                 )
         return out
 
+    # --- the core loop's hooks ------------------------------------------------------------------
+    def _after_chunk(self) -> None:
+        if self.mode is loop_core.LoopMode.CLUSTER and self.is_chief:
+            self.core.train.upload_tensorboard_files()
+
+    def _stop_requested(self) -> bool:
+        return any(self.dist.allgather(self.context.get_stop_requested()))
+
+    def _agree(self, decision: bool) -> bool:
+        return bool(self.dist.broadcast(decision))
+
     def _progress_due(self) -> bool:
         """On the master a progress report is a POST of its own (the metrics shipper sends it at
         once), ~1-2 ms of the training thread's time: at report boundaries, once a second is
         plenty for a progress bar. Off the master every boundary reports (nothing is sent)."""
-        if not self.on_cluster:
+        if self.mode is not loop_core.LoopMode.CLUSTER:
             return True
         now = time.monotonic()
         if now - self._last_progress_report < PROGRESS_INTERVAL_S:
@@ -313,62 +274,28 @@ class _PyTorchTrialController:
         self._last_progress_report = now
         return True
 
-    def _report_progress(self, length: TrainUnit | None) -> None:
-        if (
-            not self.is_chief
-            or length is None
-            or not isinstance(length.value, int)
-            or length.value <= 0
+    def _report_progress(self, op: Any, target: int, *, done: bool = False) -> None:
+        # The fraction of the whole length (the searcher's, or fit's max_length), reported when
+        # an operation's target is reached and, throttled, at report boundaries.
+        if done or not self.is_chief:
+            return
+        if not (
+            self.steps >= target
+            or (self.plan.report.due(self.steps, self.steps) and self._progress_due())
         ):
             return
-        if isinstance(length, Epoch):
-            done = self.state.batches_trained / self._epoch_len
-        else:
-            done = self.state.batches_trained
-        self.core.train.report_progress(min(1.0, max(0.0, done / length.value)))
+        whole = self._batches(self.progress_of) if self.progress_of is not None else target
+        if whole <= 0:
+            return
+        self.core.train.report_progress(min(1.0, max(0.0, self.steps / whole)))
 
-    def _should_exit(self) -> bool:
-        stop_requested = any(self.dist.allgather(self.context.get_stop_requested()))
-        preempted = self.core.preempt.should_preempt()
-        if not (stop_requested or preempted):
-            return False
-        logger.info(
-            "%s: stopping training at batch %d",
-            "preempted" if preempted else "stop requested",
-            self.state.batches_trained,
-        )
-        if not self._checkpoint_is_current():
-            self._checkpoint()
-        if stop_requested and not preempted and self.on_cluster and self.is_chief:
-            from determined.core import EarlyExitReason
-
-            self.core.train.report_early_exit(EarlyExitReason.USER_REQUESTED_STOP)
-        return True
-
-    def finish(self) -> None:
-        """End of training: validate and checkpoint unless already current."""
-        if not self._validation_is_current():
-            self._validate()
-        if not self._checkpoint_is_current():
-            self._checkpoint()
-
-    def shutdown(self) -> None:
-        for callback in self.callbacks.values():
-            callback.on_trial_shutdown()
+    def searcher_value(self, metrics: dict) -> float:
+        if self.test_mode and self.searcher_metric not in metrics:
+            return float("nan")  # test mode checks that the trial runs, not the searcher's metric
+        return super().searcher_value(metrics)
 
     # --- validation ---------------------------------------------------------------------------
-    def _validation_is_current(self) -> bool:
-        return self.state.last_val == self.state.batches_trained
-
-    def _checkpoint_is_current(self) -> bool:
-        return self.state.last_ckpt == self.state.batches_trained
-
-    def last_validation_metrics(self) -> dict[str, Any] | None:
-        if self._validation_is_current():
-            return self.state.last_validation_metrics
-        return None
-
-    def _validate(self) -> dict[str, Any]:
+    def _evaluate(self) -> dict:
         for model in self.context.models:
             model.eval()
         for callback in self.callbacks.values():
@@ -385,36 +312,13 @@ class _PyTorchTrialController:
                 )
         for model in self.context.models:
             model.train()
-        metrics = self._add_time_keys({k: to_number(v) for k, v in metrics.items()})
+        return self._add_time_keys({k: to_number(v) for k, v in metrics.items()})
 
-        best_before = None
-        if self.is_chief:
-            if self.checkpoint_policy == "best":
-                # Asked before reporting: the master must not count this validation yet.
-                best_before = self.core.train.get_experiment_best_validation()
-            self.core.train.report_validation_metrics(
-                steps_completed=self.state.batches_trained, metrics=metrics
-            )
-        self.state.last_val = self.state.batches_trained
-        self.state.last_validation_metrics = metrics
+    def _after_validation(self, metrics: dict) -> None:
         for callback in self.callbacks.values():
             callback.on_validation_end(metrics)
-
-        should_checkpoint = False
-        if self.is_chief and not self.test_mode:
-            name = self.searcher_metric_name
-            if name is not None and name not in metrics:
-                raise RuntimeError(
-                    f"the searcher metric {name!r} (searcher.metric) is not among the validation metrics "
-                    f"{sorted(metrics)}: return it from evaluate_batch / evaluate_full_dataset"
-                )
-            if self.checkpoint_policy == "all":
-                should_checkpoint = True
-            elif self.checkpoint_policy == "best" and name is not None:
-                should_checkpoint = _is_better(metrics[name], best_before, self.smaller_is_better)
-        if self.dist.broadcast(should_checkpoint) and not self._checkpoint_is_current():
-            self._checkpoint()
-        return metrics
+        if self.is_chief and not self.test_mode and self.searcher_metric is not None:
+            self.searcher_value(metrics)  # a missing searcher metric fails at once
 
     def _validation_torch_loader(self, shard: bool) -> Any:
         loader = self._validation_loader
@@ -474,29 +378,45 @@ class _PyTorchTrialController:
         return self.dist.broadcast(metrics)
 
     # --- checkpoints ---------------------------------------------------------------------------
-    def _checkpoint(self) -> str:
-        metadata = _state.checkpoint_metadata(self.state.batches_trained)
-        self.state.last_ckpt = self.state.batches_trained
-        with self.core.checkpoint.store_path(metadata, shard=True) as (path, storage_id):
-            state = _state.build_state_dict(self.context, self.callbacks)
-            for callback in self.callbacks.values():
-                callback.on_checkpoint_save_start(state)
-            if self.is_chief:
-                _state.write_checkpoint_files(path, state, self.state, self._load_data())
-            for callback in self.callbacks.values():
-                callback.on_checkpoint_write_end(str(path))
-                if type(callback).on_checkpoint_end is not PyTorchCallback.on_checkpoint_end:
-                    warnings.warn(
-                        "PyTorchCallback.on_checkpoint_end is deprecated: use on_checkpoint_write_end",
-                        FutureWarning,
-                        stacklevel=2,
-                    )
-                    callback.on_checkpoint_end(str(path))
+    def _checkpoint_metadata(self) -> dict:
+        metadata = _state.checkpoint_metadata(self.steps)
+        del metadata["steps_completed"]  # the core's
+        return metadata
+
+    def _loop_metadata(self) -> dict:
+        return {}  # where the loop stood is in trial_state.pkl
+
+    def _trial_state(self) -> _state.TrialState:
+        validated = self.last_validation_metrics is not None
+        return _state.TrialState(
+            trial_id=self.trial_id,
+            batches_trained=self.steps,
+            epochs_trained=self.steps // self._epoch_len if self._epoch_len else 0,
+            last_ckpt=self.steps,
+            last_val=self.last_validation if validated else None,
+            last_validation_metrics=self.last_validation_metrics,
+        )
+
+    def _save(self, path: pathlib.Path) -> None:
+        state = _state.build_state_dict(self.context, self.callbacks)
+        for callback in self.callbacks.values():
+            callback.on_checkpoint_save_start(state)
+        if self.is_chief:
+            _state.write_checkpoint_files(path, state, self._trial_state(), self._load_data())
+        for callback in self.callbacks.values():
+            callback.on_checkpoint_write_end(str(path))
+            if type(callback).on_checkpoint_end is not PyTorchCallback.on_checkpoint_end:
+                warnings.warn(
+                    "PyTorchCallback.on_checkpoint_end is deprecated: use on_checkpoint_write_end",
+                    FutureWarning,
+                    stacklevel=2,
+                )
+                callback.on_checkpoint_end(str(path))
+
+    def _saved(self, storage_id: str) -> None:
         for callback in self.callbacks.values():
             callback.on_checkpoint_upload_end(storage_id)
         self.latest_checkpoint = storage_id
-        logger.info("checkpoint %s at batch %d", storage_id, self.state.batches_trained)
-        return storage_id
 
     def _load_data(self) -> dict[str, Any]:
         return {
@@ -507,21 +427,34 @@ class _PyTorchTrialController:
             "is_trainer": True,
         }
 
-    def _load(self, storage_id: str) -> None:
-        with self.core.checkpoint.restore_path(storage_id) as path:
-            state = _state.read_state_dict(path, map_location=self.context.device)
-            trial_state = _state.read_trial_state(path)
+    def _load(self, path: pathlib.Path, metadata: dict, storage_id: str) -> int:
+        state = _state.read_state_dict(path, map_location=self.context.device)
+        trial_state = _state.read_trial_state(path)
         for callback in self.callbacks.values():
             callback.on_checkpoint_load_start(state)
         _state.load_state_dict(state, self.context, self.callbacks)
-        if trial_state is not None and trial_state.trial_id == self.state.trial_id:
-            self.state = trial_state
-        else:
-            # A checkpoint of another trial (warm start): keep its weights, start counting at 0.
+        self._restored_state = trial_state
+        if trial_state is None or trial_state.trial_id != self.trial_id:
+            # A checkpoint of another trial (a warm start): keep its weights, start counting at 0.
             logger.info("warm-starting from checkpoint %s of another trial", storage_id)
-        logger.info(
-            "resumed from checkpoint %s at batch %d", storage_id, self.state.batches_trained
-        )
+            self._restored_state = None
+            return 0
+        return trial_state.batches_trained
+
+    def _restore_bookkeeping(self, metadata: dict) -> None:
+        trial_state = self._restored_state
+        if trial_state is None:
+            self.last_validation, self.last_checkpoint = 0, _NEVER
+            return
+        self.last_checkpoint = _NEVER if trial_state.last_ckpt is None else trial_state.last_ckpt
+        self.last_validation = trial_state.last_val or 0
+        if trial_state.last_val is not None:
+            self.last_validation_metrics = trial_state.last_validation_metrics
+
+    def shutdown(self) -> None:
+        """End of `fit`: the callbacks' `on_trial_shutdown`."""
+        for callback in self.callbacks.values():
+            callback.on_trial_shutdown()
 
 
 def _training_metrics_dict(metrics: Any) -> dict[str, Any]:
@@ -581,12 +514,3 @@ def _scalar_tensor_values(values: list[Any]) -> list[Any] | None:
     if stacked.dim() != 1 or stacked.shape[0] != len(values):
         return None  # some of the 1-d tensors held more than one element
     return stacked.cpu().tolist()
-
-
-def _is_better(value: Any, best: float | None, smaller_is_better: bool) -> bool:
-    value = float(value)
-    if math.isnan(value):
-        return False
-    if best is None:
-        return True
-    return value < best if smaller_is_better else value > best

@@ -120,51 +120,22 @@ class Trainer:
             latest_checkpoint=latest_checkpoint,
             step_zero_validation=step_zero_validation,
             test_mode=test_mode,
-            searcher_metric_name=searcher.get("metric")
-            if isinstance(searcher.get("metric"), str)
+            # With searcher operations, progress is measured against the whole searcher length.
+            progress_of=_length_unit(searcher, self._context)(_searcher_length(searcher))
+            if use_operations
             else None,
-            smaller_is_better=bool(searcher.get("smaller_is_better", True)),
         )
         profiling = profiling_enabled and not self._local_training
         if profiling:
             self._core.profiler.on()
         try:
-            controller.setup()
-            if use_operations:
-                self._fit_searcher_operations(controller, searcher)
-            elif controller.train_until(max_length):
-                controller.finish()
+            # The master's searcher decides with operations: each op's length is an absolute
+            # target in the configured unit (this is how ASHA promotions work for Trial classes).
+            controller.run(None if use_operations else controller.local_operations(max_length))
         finally:
             if profiling:
                 self._core.profiler.off()
             controller.shutdown()
-
-    def _fit_searcher_operations(self, controller: _PyTorchTrialController, searcher: dict) -> None:
-        """The master's searcher decides: train to each op's length, validate, report the metric.
-
-        This is how ASHA promotions work for Trial classes: each op's length is an absolute target
-        in the configured unit (the key of `searcher.max_length`).
-        """
-        unit_of = _length_unit(searcher, self._context)
-        # Progress is measured against the whole searcher length, not the current op's.
-        progress_of = unit_of(_searcher_length(searcher))
-        metric_name = controller.searcher_metric_name
-        for op in self._core.searcher.operations():
-            if not controller.train_until(unit_of(op.length), progress_of=progress_of):
-                return  # preempted or stop requested: checkpointed; the master resumes us later
-            metrics = controller.last_validation_metrics()
-            if metrics is None:
-                metrics = controller._validate()
-            if not controller._checkpoint_is_current():
-                controller._checkpoint()
-            if controller.is_chief:
-                if metric_name is None or metric_name not in metrics:
-                    raise RuntimeError(
-                        f"cannot report the searcher operation: searcher.metric {metric_name!r} is not among "
-                        f"the validation metrics {sorted(metrics)}"
-                    )
-                op.report_completed(metrics[metric_name])
-        controller.finish()
 
 
 def _global_batch_size(context: PyTorchTrialContext) -> int | None:

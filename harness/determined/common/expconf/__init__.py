@@ -24,6 +24,7 @@ from determined.common.expconf._lengths import (
     batches_per_epoch,
     batches_to_units,
     length_to_batches,
+    operation_unit,
     records_to_batches,
     unit_to_batches,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "batches_per_epoch",
     "batches_to_units",
     "length_to_batches",
+    "operation_unit",
     "records_to_batches",
     "unit_to_batches",
     "load",

@@ -44,6 +44,9 @@ def batches_per_epoch(records_per_epoch: int, global_batch_size: int) -> int:
     Args:
         records_per_epoch: records in one pass over the training data.
         global_batch_size: records per batch, summed over all ranks.
+
+    Returns:
+        The number of batches in an epoch.
     """
     return max(1, math.ceil(records_per_epoch / global_batch_size))
 
@@ -90,7 +93,21 @@ def unit_to_batches(
     records_per_epoch: int | None = None,
     where: str = "length",
 ) -> int:
-    """`amount` of `unit` ("batches", "records", "epochs"; None: batches) in batches."""
+    """`amount` of `unit` in batches.
+
+    Args:
+        unit: "batches", "records", "epochs", or None (batches).
+        amount: how many of `unit`.
+        global_batch_size: records per batch, summed over all ranks.
+        records_per_epoch: records in an epoch; needed only for epochs.
+        where: the config key the length came from, for error messages.
+
+    Returns:
+        The number of batches (records: Determined's `max(records // global_batch_size, 1)`).
+
+    Raises:
+        LengthError: an unknown unit, or epochs with no known epoch size.
+    """
     if unit in (None, "batches"):
         return int(amount)
     if unit == "records":
@@ -105,6 +122,25 @@ def unit_to_batches(
     raise LengthError(f"{where}: unknown length unit {unit!r} (use batches, records or epochs)")
 
 
+def operation_unit(searcher: dict) -> str | None:
+    """The unit the searcher's operation lengths are counted in, as the master hands them out.
+
+    The key of `searcher.max_length` (`{epochs: 4}` -> "epochs"); without `max_length`, a 0.38
+    `time_metric` of batches, records or epochs; otherwise None (a bare length counts batches).
+
+    Args:
+        searcher: the config's `searcher` section.
+
+    Returns:
+        "batches", "records", "epochs" or None.
+    """
+    max_length = searcher.get("max_length")
+    if max_length is not None:
+        return length_of(max_length)[0]
+    time_metric = searcher.get("time_metric")
+    return time_metric if time_metric in ("batches", "records", "epochs") else None
+
+
 def batches_to_units(
     unit: str | None,
     batches: int,
@@ -112,7 +148,17 @@ def batches_to_units(
     global_batch_size: int,
     records_per_epoch: int | None = None,
 ) -> float:
-    """`batches` expressed in `unit` (for progress and searcher reports in the config's unit)."""
+    """`batches` expressed in `unit` (for progress and searcher reports in the config's unit).
+
+    Args:
+        unit: "batches", "records", "epochs", or None (batches).
+        batches: a number of global batches.
+        global_batch_size: records per batch, summed over all ranks.
+        records_per_epoch: records in an epoch (for epochs; unknown counts 1).
+
+    Returns:
+        The amount of `unit` those batches make (fractional for epochs).
+    """
     if unit in (None, "batches"):
         return float(batches)
     if unit == "records":
