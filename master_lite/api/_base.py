@@ -7,9 +7,6 @@ same handlers serve both, and nothing here may assume more of the base class tha
 
 from __future__ import annotations
 
-import base64
-import datetime
-import enum
 import errno
 import http
 import inspect
@@ -22,138 +19,28 @@ from typing import TYPE_CHECKING, Any
 
 import tornado.web
 
-from determined.common import expconf
 from master_lite import errors
 from master_lite._auth import TrialPrincipal, UserPrincipal
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
-
-SQLITE_INT_MIN, SQLITE_INT_MAX = -(2**63), 2**63 - 1
+from master_lite.api._parsing import (
+    SQLITE_INT_MAX,
+    SQLITE_INT_MIN,
+    ApiError,
+    checkpoint_trial_id,
+    decode_base64,
+    error_line,
+    json_default,
+    max_body_bytes,
+    parse_query_value,
+    request_validator,
+)
 
 log = logging.getLogger("master_lite.api")
-
-# Users send contexts base64-encoded inside JSON: 4 bytes per 3, plus room for the config.
-BODY_OVERHEAD_BYTES = 1024 * 1024
 
 # How a host (jupyter_server) vouches for its logged-in user: `(handler, action)` → True when
 # the user may do `action` ("read", "write", "execute"), False when nobody is logged in; it
 # raises a 403 HTTPError when the host's authorizer refuses.
 UserAuth = Callable[[Any, str], bool | Awaitable[bool]]
-
-
-def max_body_bytes(context_size_limit: int) -> int:
-    """Largest request body the API reads for a context of `context_size_limit` bytes."""
-    return (context_size_limit + 2) // 3 * 4 + BODY_OVERHEAD_BYTES
-
-
-class ApiError(Exception):
-    """An answer other than success, decided by the HTTP layer itself (auth, parsing)."""
-
-    def __init__(self, status: int, message: str, errors: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.errors = list(errors or [])
-
-
-# ---------------------------------------------------------------------------------------------
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return value.isoformat(timespec="milliseconds") + "Z"
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _schema_path(path: Any) -> str:
-    text = "body"
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text
-
-
-def openapi_to_jsonschema(schema: Any) -> Any:
-    """OpenAPI 3.0's `nullable: true` as JSON Schema (which the validator understands)."""
-    if isinstance(schema, list):
-        return [openapi_to_jsonschema(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    converted = {
-        key: openapi_to_jsonschema(value) for key, value in schema.items() if key != "nullable"
-    }
-    if schema.get("nullable"):
-        return {"anyOf": [converted, {"type": "null"}]}
-    return converted
-
-
-_validators: dict[int, Any] = {}
-MAX_ERROR_LINE = 300
-
-
-def _error_line(error: Any) -> str:
-    """One "body.path: message" line; for oneOf/anyOf, the deepest failure inside (it lies in
-    the alternative the client meant: a batch with one bad report fails deep in `reports`)."""
-    while error.context:
-        error = max(error.context, key=lambda inner: len(inner.absolute_path))
-    line = f"{_schema_path(error.absolute_path)}: {error.message}"
-    # Messages quote the offending value, which may be a whole metrics batch.
-    return line if len(line) <= MAX_ERROR_LINE else line[: MAX_ERROR_LINE - 3] + "..."
-
-
-def _validator(schema: dict) -> Any:
-    """A cached validator of a route's request schema (schemas live as long as the routes)."""
-    validator = _validators.get(id(schema))
-    if validator is None:
-        jsonschema = expconf.import_jsonschema()  # the master imports it at start, in a thread
-        validator = jsonschema.Draft7Validator(openapi_to_jsonschema(schema))
-        _validators[id(schema)] = validator
-    return validator
-
-
-def _parse_query_value(param: Param, raw: str) -> Any:
-    where = f"query parameter {param.name}"
-    if param.kind == "integer":
-        try:
-            value: Any = int(raw)
-        except ValueError:
-            raise ApiError(400, f"{where}: expected an integer, got {raw!r}") from None
-        if not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:  # else SQLite raises OverflowError
-            raise ApiError(400, f"{where}: {raw} is out of range (64-bit integers only)")
-    elif param.kind == "number":
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ApiError(400, f"{where}: expected a number, got {raw!r}") from None
-    elif param.kind == "boolean":
-        lowered = raw.lower()
-        if lowered not in ("true", "false", "1", "0"):
-            raise ApiError(400, f"{where}: expected true or false, got {raw!r}")
-        value = lowered in ("true", "1")
-    elif param.kind == "csv":
-        value = [item.strip() for item in raw.split(",") if item.strip()]
-        if param.enum is not None:
-            unknown = [item for item in value if item not in param.enum]
-            if unknown:
-                raise ApiError(
-                    400,
-                    f"{where}: unknown value(s) {', '.join(unknown)}; "
-                    f"choose from {', '.join(param.enum)}",
-                )
-        return value
-    else:
-        value = raw
-    if param.enum is not None and value not in param.enum:
-        raise ApiError(400, f"{where}: {raw!r} is not one of {', '.join(param.enum)}")
-    if param.minimum is not None and value < param.minimum:
-        raise ApiError(400, f"{where}: {raw} is below the minimum {param.minimum:g}")
-    if param.maximum is not None and value > param.maximum:
-        raise ApiError(400, f"{where}: {raw} is above the maximum {param.maximum:g}")
-    return value
 
 
 if TYPE_CHECKING:
@@ -292,7 +179,7 @@ class ApiHandlerMixin(_Handler):
         raw = self.get_query_argument(param.name, None)
         if raw is None or raw == "":
             return param.default
-        return _parse_query_value(param, raw)
+        return parse_query_value(param, raw)
 
     def _json_body(self, schema: dict, fast_accept: Callable[[Any], bool] | None = None) -> Any:
         raw = self.request.body or b""
@@ -305,12 +192,12 @@ class ApiHandlerMixin(_Handler):
                 raise ApiError(400, f"request body is not valid JSON: {exc}") from None
         if fast_accept is not None and fast_accept(body):
             return body
-        validator = _validator(schema)
+        validator = request_validator(schema)
         problems = sorted(
             validator.iter_errors(body), key=lambda error: list(map(str, error.absolute_path))
         )
         if problems:
-            messages = [_error_line(e) for e in problems]
+            messages = [error_line(e) for e in problems]
             raise ApiError(400, f"invalid request body: {messages[0]}", messages)
         return body
 
@@ -398,7 +285,7 @@ class ApiHandlerMixin(_Handler):
     def send_json(self, payload: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(json.dumps(payload, default=_json_default))
+        self.finish(json.dumps(payload, default=json_default))
 
     async def send_bytes(self, data: bytes, content_type: str, filename: str) -> None:
         self.set_header("Content-Type", content_type)
@@ -478,27 +365,6 @@ def _is_storage_failure(exc: BaseException | None) -> bool:
         errno.EROFS,
         errno.EDQUOT,
     )
-
-
-def checkpoint_trial_id(body: dict) -> int | None:
-    """The trial a checkpoint report names: `trialId`, or Determined's `taskId` "trial-<id>"."""
-    if body.get("trialId") is not None:
-        return int(body["trialId"])
-    task_id = str(body.get("taskId") or "")
-    if task_id.startswith("trial-") and task_id[len("trial-") :].isdigit():
-        return int(task_id[len("trial-") :])
-    return None
-
-
-def decode_base64(value: str, field: str) -> bytes:
-    try:
-        return base64.b64decode(value, validate=True)
-    except (ValueError, TypeError):
-        raise ApiError(
-            400,
-            f"{field}: not valid base64 (send the tar.gz bytes base64-encoded)",
-            [f"{field}: not valid base64"],
-        ) from None
 
 
 class NotFoundHandlerMixin(ApiHandlerMixin):

@@ -7,12 +7,12 @@ from typing import Any
 
 from tornado.iostream import StreamClosedError
 
-from master_lite.api._base import ApiHandlerMixin, _json_default
+from master_lite.api._base import ApiHandlerMixin, json_default
 
 
 def format_event(event_type: str, payload: Any) -> str:
     # json.dumps never emits a raw newline, so one `data:` line always suffices.
-    return f"event: {event_type}\ndata: {json.dumps(payload, default=_json_default)}\n\n"
+    return f"event: {event_type}\ndata: {json.dumps(payload, default=json_default)}\n\n"
 
 
 class EventsHandler(ApiHandlerMixin):

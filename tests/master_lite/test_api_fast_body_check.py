@@ -6,8 +6,8 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from master_lite.api._base import openapi_to_jsonschema
-from master_lite.api._routes import METRICS_BODY, is_plain_metrics_batch
+from master_lite.api._parsing import openapi_to_jsonschema
+from master_lite.api._schemas import METRICS_BODY, is_plain_metrics_batch
 
 SCHEMA = jsonschema.Draft7Validator(openapi_to_jsonschema(METRICS_BODY))
 

@@ -1,0 +1,212 @@
+"""The routes under /trials and /allocations: what a trial reports (metrics, logs, progress,
+searcher operations, preemption) and what a user reads of one trial.
+
+`_routes.py` joins them into the one route table.
+"""
+
+from __future__ import annotations
+
+from master_lite.api import _allocations, _trials
+from master_lite.api._declarations import Operation, Param, Route, TrialScope
+from master_lite.api._openapi import (
+    BOOLEAN,
+    EMPTY,
+    INTEGER,
+    NUMBER,
+    STRING,
+    array,
+    nullable,
+    obj,
+    ref,
+)
+from master_lite.api._schemas import (
+    AFTER_ID,
+    ALLOCATION_ID,
+    GZIP,
+    LIMIT,
+    MAX_DATAPOINTS,
+    METRICS_ANSWER,
+    METRICS_BODY,
+    SIZE,
+    TIMEOUT,
+    TRIAL_ANSWER,
+    TRIAL_ID,
+    is_plain_metrics_batch,
+)
+
+TRIAL_ROUTES: tuple[Route, ...] = (
+    Route(
+        "/trials/{trial_id}",
+        _trials.TrialHandler,
+        {"get": Operation("A trial", TRIAL_ANSWER)},
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/notebook",
+        _trials.TrialNotebookHandler,
+        {
+            "get": Operation(
+                "The executed notebook of a notebook trial's latest run",
+                GZIP,
+                content_type="application/x-ipynb+json",
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/kill",
+        _trials.TrialKillHandler,
+        {"post": Operation("Kill a trial", TRIAL_ANSWER)},
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/metrics",
+        _trials.TrialMetricsHandler,
+        {
+            "get": Operation(
+                "Metric reports of a trial",
+                METRICS_ANSWER,
+                query=(
+                    Param("group", "string", "only this group, e.g. training"),
+                    AFTER_ID,
+                    LIMIT,
+                    MAX_DATAPOINTS,
+                ),
+            ),
+            "post": Operation(
+                "Report metrics (Determined's form or a batch)",
+                obj(["accepted"], accepted=INTEGER),
+                request=METRICS_BODY,
+                fast_accept=is_plain_metrics_batch,
+                trial_scope=TrialScope.TRIAL,
+            ),
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/logs",
+        _trials.TrialLogsHandler,
+        {
+            "get": Operation(
+                "Log lines of a trial, ascending id",
+                obj(["logs"], logs=array(ref("Log"))),
+                query=(
+                    AFTER_ID,
+                    LIMIT,
+                    Param("tail", "integer", "only the last N lines", minimum=0),
+                    Param("rank", "integer", "only this rank", minimum=0),
+                    Param(
+                        "stream", "string", "only this stream", enum=("stdout", "stderr", "master")
+                    ),
+                ),
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/progress",
+        _trials.TrialProgressHandler,
+        {
+            "post": Operation(
+                "Report training progress",
+                EMPTY,
+                trial_scope=TrialScope.TRIAL,
+                # Not bounded here: the facade clamps to 0..1, and a harness that
+                # overshoots should not crash its trial over a progress bar.
+                request=obj(
+                    ["progress"],
+                    progress={**NUMBER, "description": "fraction done, 0..1"},
+                    is_raw=BOOLEAN,
+                ),
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/runner/metadata",
+        _trials.RunnerMetadataHandler,
+        {
+            "post": Operation(
+                "Report what the trial process is doing",
+                EMPTY,
+                trial_scope=TrialScope.TRIAL,
+                request=obj(["state"], state=STRING),
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/early_exit",
+        _trials.EarlyExitHandler,
+        {
+            "post": Operation(
+                "Report that the trial exits early (400 if already reported)",
+                EMPTY,
+                trial_scope=TrialScope.TRIAL,
+                request=obj(
+                    ["reason"],
+                    reason={
+                        **STRING,
+                        "enum": ["EXITED_REASON_INVALID_HP", "EXITED_REASON_USER_REQUESTED_STOP"],
+                    },
+                ),
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/searcher/operation",
+        _trials.SearcherOperationHandler,
+        {
+            "get": Operation(
+                "Long poll for the trial's next searcher operation",
+                obj(
+                    ["completed", "op"],
+                    completed=BOOLEAN,
+                    op=nullable(obj(validateAfter=obj(length=STRING))),
+                ),
+                trial_scope=TrialScope.TRIAL,
+                query=(TIMEOUT,),
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/searcher/completed_operation",
+        _trials.CompletedOperationHandler,
+        {
+            "post": Operation(
+                "Report a searcher operation done, with its metric",
+                EMPTY,
+                trial_scope=TrialScope.TRIAL,
+                request=obj(
+                    ["op"], op=obj(["length"], length={**SIZE}), searcherMetric=nullable(NUMBER)
+                ),
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/allocations/{allocation_id}/signals/preemption",
+        _allocations.PreemptionHandler,
+        {
+            "get": Operation(
+                "Long poll: should this allocation stop (pause, kill)?",
+                obj(["preempt"], preempt=BOOLEAN),
+                trial_scope=TrialScope.ALLOCATION,
+                query=(TIMEOUT,),
+            )
+        },
+        (ALLOCATION_ID,),
+    ),
+    Route(
+        "/allocations/{allocation_id}/signals/ack_preemption",
+        _allocations.AckPreemptionHandler,
+        {
+            "post": Operation(
+                "Acknowledge the preemption signal", EMPTY, trial_scope=TrialScope.ALLOCATION
+            )
+        },
+        (ALLOCATION_ID,),
+    ),
+)
