@@ -115,6 +115,11 @@ def test_a_search_of_single_point_series_log_axes_and_comparison(page, lab: Lab)
     # Only the best trial plotted: its single point alone must put colour on the canvas.
     page.click(f'{view} .jp-Det-tab[data-section="trials"]')
     page.click(f"{view} .jp-Det-trialsToolbar button:has-text('None')")
+    # The table is redrawn on the next animation frame: until then its boxes are the old ones,
+    # still ticked, and `check` would find the best trial's ticked and do nothing.
+    page.wait_for_selector(
+        f"{view} .jp-Det-trialsTable input[type=checkbox]:checked", state="detached"
+    )
     best = min(trials, key=lambda t: t["best_validation"]["metrics"]["val_loss"])
     page.check(f'{view} .jp-Det-trialsTable tr[data-trial-id="{best["id"]}"] input[type=checkbox]')
     page.click(f'{view} .jp-Det-tab[data-section="curves"]')
