@@ -27,6 +27,8 @@ class Checkpoints:
         self._runs = runs
 
     def report_checkpoint(self, record: dict) -> dict:
+        """A checkpoint a run saved (uuid, metadata.steps_completed, trial or allocation): stored as
+        COMPLETED and made the trial's latest; returns its JSON."""
         from determined.common import storage
 
         uuid = record.get("uuid")
@@ -92,6 +94,7 @@ class Checkpoints:
         )
 
     def get_checkpoint(self, uuid: str) -> dict:
+        """One checkpoint as API JSON, with the validation metrics of its step."""
         row = self._shared.store.get("checkpoints", uuid, key_column="uuid")
         if row is None:
             raise errors.NotFound(f"checkpoint {uuid} not found")
@@ -104,6 +107,7 @@ class Checkpoints:
         trial_id: int | None = None,
         state: str | None = None,
     ) -> list[dict]:
+        """Checkpoints of an experiment and/or trial, in a state, as API JSON."""
         if experiment_id is not None:
             self._views.experiment_row(experiment_id)
         if trial_id is not None:
@@ -114,6 +118,7 @@ class Checkpoints:
         return [self._checkpoint_json(row) for row in rows]
 
     def checkpoint_archive(self, uuid: str) -> bytes:
+        """The checkpoint's files as a tar.gz (NotFound when they are gone)."""
         checkpoint = self.get_checkpoint(uuid)
         path = Path(checkpoint["path"])
         if checkpoint["state"] != CheckpointState.COMPLETED or not path.is_dir():
@@ -127,6 +132,7 @@ class Checkpoints:
         return buffer.getvalue()
 
     def mark_checkpoints_deleted(self, items: list[dict]) -> None:
+        """Mark checkpoints DELETED (whoever deleted their files says so), all or none."""
         for item in items:
             uuid = item.get("uuid") if isinstance(item, dict) else None
             if not uuid:

@@ -32,6 +32,8 @@ class Reports:
         self._searcher_metric_cache: dict[int, tuple[str | None, bool]] = {}
 
     def report_metrics(self, trial_id: int, reports: list[dict]) -> int:
+        """Store a run's metric reports and tell the searcher its validations; returns how many were
+        accepted."""
         trial = self._views.trial_row(trial_id)
         rows = _reports.normalize_metric_reports(
             reports, trial_id=trial["id"], default_run_id=trial["run_id"]
@@ -134,6 +136,7 @@ class Reports:
         return best_id
 
     def report_progress(self, trial_id: int, progress: float) -> None:
+        """The trial's progress (clamped to 0..1), and the experiment's that follows."""
         trial = self._views.trial_row(trial_id)
         try:
             value = float(progress)
@@ -145,11 +148,13 @@ class Reports:
         self._views.publish_experiment(trial["experiment_id"])
 
     def set_runner_state(self, trial_id: int, state: str) -> None:
+        """What the trial's run says it is doing (free text shown with the trial)."""
         trial = self._views.trial_row(trial_id)
         self._shared.store.update("trials", trial["id"], runner_state=str(state or ""))
         self._views.publish_trial(trial["id"])
 
     def report_early_exit(self, trial_id: int, reason: str) -> None:
+        """The run exits early: invalid hyperparameters (the searcher hears it) or a user's stop."""
         trial = self._views.trial_row(trial_id)
         normalized = EARLY_EXIT_REASONS.get(str(reason))
         if normalized is None:
@@ -192,6 +197,7 @@ class Reports:
         return {"completed": True, "op": None}
 
     def complete_operation(self, trial_id: int, length: int, metric: Any) -> None:
+        """The run finished the queued operation of `length` with this searcher metric."""
         trial = self._views.trial_row(trial_id)
         try:
             length = int(length)
