@@ -70,6 +70,18 @@ def trial_environment(
     return env
 
 
+def steps_to_resume(trial: dict, checkpoint: dict | None) -> int:
+    """DET_STEPS_COMPLETED of a run resuming from the trial's latest checkpoint (its row, or
+    None when the trial has none or the row is gone)."""
+    if not trial["latest_checkpoint"]:
+        return 0
+    if checkpoint is None:
+        return trial["steps_completed"]
+    if checkpoint["trial_id"] == trial["id"]:
+        return checkpoint["steps_completed"]
+    return 0  # a warm start from another trial's checkpoint begins at step 0
+
+
 def _config_environment_variables(config: dict, *, gpu: bool) -> dict[str, str]:
     try:
         from determined.common.expconf import environment_variables
@@ -82,4 +94,4 @@ def _config_environment_variables(config: dict, *, gpu: bool) -> dict[str, str]:
         return dict(str(v).split("=", 1) for v in variables if "=" in str(v))
 
 
-__all__ = ["trial_environment"]
+__all__ = ["steps_to_resume", "trial_environment"]

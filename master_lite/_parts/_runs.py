@@ -19,7 +19,7 @@ from determined.common.states import ExperimentState, TrialState
 from master_lite import _auth, _exits, errors
 from master_lite._logwriter import LogWriter
 from master_lite._parts._contexts import Contexts
-from master_lite._parts._environment import trial_environment
+from master_lite._parts._environment import steps_to_resume, trial_environment
 from master_lite._parts._logs import TrialLogs
 from master_lite._parts._preemption import Preemption, RunEnded, RunSettings
 from master_lite._parts._shared import MasterState
@@ -235,7 +235,7 @@ class Runs:
             token=token,
             slot_ids=slot_ids,
             gpus=[self.gpus[i] for i in slot_ids] if self.gpus else [],
-            checkpoint_steps=self._checkpoint_steps(trial),
+            checkpoint_steps=steps_to_resume(trial, self._resume_checkpoint(trial)),
             master_url=self._master_url,
             cluster_id=self.settings.cluster_id,
             ports=self.ports.trial_ports(allocation_id, live=self._allocations),
@@ -293,17 +293,11 @@ class Runs:
         store.update("allocations", allocation_id, key_column="id", pid=pid, pgid=pid)
         self._views.publish_trial(trial_id)
 
-    def _checkpoint_steps(self, trial: dict) -> int:
-        """DET_STEPS_COMPLETED of a run resuming from the trial's latest checkpoint."""
+    def _resume_checkpoint(self, trial: dict) -> dict | None:
         checkpoint = trial["latest_checkpoint"]
         if not checkpoint:
-            return 0
-        row = self._shared.store.get("checkpoints", checkpoint, key_column="uuid")
-        if row is None:
-            return trial["steps_completed"]
-        if row["trial_id"] == trial["id"]:
-            return row["steps_completed"]
-        return 0  # a warm start from another trial's checkpoint begins at step 0
+            return None
+        return self._shared.store.get("checkpoints", checkpoint, key_column="uuid")
 
     # -- preemption (the grace timers are the preemption side's, `_preemption.py`) ------------
     def preempt(self, allocation_id: str, intent: str) -> None:
