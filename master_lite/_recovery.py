@@ -10,6 +10,8 @@ fresh random `DET_SESSION_TOKEN` and the store keeps its sha256 until the run en
 whose token hashes to one of those is certainly a run of *this* root dir's master — unlike a pid,
 a pgid or an allocation id (`trial-1.1` exists under every master), which can be reused.
 Launchers' child processes inherit the environment, so the whole tree is found.
+
+What the master does with them at start is the recovery part's (`_parts/_recovery.py`).
 """
 
 from __future__ import annotations
@@ -20,10 +22,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from determined.common.states import ExperimentState, TrialState
 from master_lite import _auth
-from master_lite._lifecycle import searcher_module
-from master_lite.scheduler import kill_orphaned_group, process_group_alive
 
 PROC = Path("/proc")
 TOKEN_VARIABLE = b"DET_SESSION_TOKEN="
@@ -105,83 +104,7 @@ def end_orphaned_runs(token_hashes: dict[str, str], timeout: float = 10.0) -> di
     return found
 
 
-class MasterRecovery:
-    """A mixin of `Master`: what `start()` does with the state a previous master left."""
-
-    def _recover(self) -> None:
-        self._end_orphaned_runs()
-        module = None
-        for experiment in self.store.experiments.unfinished():
-            exp_id = experiment["id"]
-            module = module or searcher_module()
-            if experiment["searcher_snapshot"] is not None:
-                self._searchers[exp_id] = module.restore_searcher(
-                    experiment["config"], experiment["searcher_snapshot"]
-                )
-            else:
-                self._searchers[exp_id] = module.make_searcher(experiment["config"])
-            with self._atomic():
-                self._recover_trials(experiment)
-        self._collect_checkpoint_garbage()  # GCs cut short by the previous master's end
-
-    def _end_orphaned_runs(self) -> None:
-        """Kill what the previous master left running and end its allocations in the store."""
-        unfinished = self.store.allocations.unfinished()
-        killed: dict[str, list[int]] = {}
-        if unfinished and proc_available():
-            killed = end_orphaned_runs(self.store.allocations.token_owners())
-        for allocation in unfinished:
-            if (
-                not proc_available()
-                and allocation["pgid"]
-                and process_group_alive(allocation["pgid"])
-            ):
-                if kill_orphaned_group(allocation["pgid"], allocation["id"]):
-                    killed[allocation["id"]] = [allocation["pgid"]]
-            intent = allocation["end_intent"] or "master-stop"
-            self.store.update(
-                "allocations",
-                allocation["id"],
-                state="ENDED",
-                end_time=time.time(),
-                end_intent=intent,
-            )
-            found = (
-                f"; its processes {killed[allocation['id']]} were killed"
-                if allocation["id"] in killed
-                else ""
-            )
-            self._master_log(
-                allocation["trial_id"],
-                f"{allocation['id']} was running when the "
-                f"master stopped{found}: it will resume from its latest checkpoint",
-            )
-        self.store.allocations.revoke_all_tokens()
-
-    def _recover_trials(self, experiment: dict) -> None:
-        exp_id = experiment["id"]
-        for trial in self.store.trials.of_experiment(exp_id):
-            state = trial["state"]
-            if state == TrialState.STOPPING_COMPLETED:
-                self._end_trial(trial, TrialState.COMPLETED, None)
-                self._searcher_event(exp_id, "on_trial_closed", trial["request_id"])
-            elif state in (TrialState.STOPPING_CANCELED, TrialState.STOPPING_KILLED):
-                self._end_trial(trial, TrialState.CANCELED, None)
-            elif state == TrialState.STOPPING_ERROR:
-                self._end_trial(trial, TrialState.ERROR, None)
-            elif state == TrialState.PAUSED and experiment["state"] == ExperimentState.ACTIVE:
-                self.store.update("trials", trial["id"], state=str(TrialState.ACTIVE))
-                self._schedule_trial(trial["id"])
-            elif state == TrialState.ACTIVE:
-                if experiment["state"] == ExperimentState.PAUSED:
-                    self.store.update("trials", trial["id"], state=str(TrialState.PAUSED))
-                else:
-                    self._schedule_trial(trial["id"])
-        self._maybe_finish_experiment(exp_id)
-
-
 __all__ = [
-    "MasterRecovery",
     "end_orphaned_runs",
     "find_runs_by_token",
     "kill_processes",

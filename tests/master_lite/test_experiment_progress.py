@@ -25,9 +25,9 @@ def test_a_failing_searcher_progress_is_logged_with_the_experiment_id(tmp_path, 
         try:
             exp = master.create_experiment(CONFIG, None, activate=False)
             before = master.get_experiment(exp["id"])["progress"]
-            master._searchers[exp["id"]] = BrokenProgress()
+            master.searchers.add(exp["id"], BrokenProgress())
             with caplog.at_level(logging.WARNING, logger="master_lite"):
-                master._update_experiment_progress(exp["id"])
+                master.searchers.update_progress(exp["id"])
             assert master.get_experiment(exp["id"])["progress"] == before
             return exp["id"]
         finally:

@@ -1,0 +1,97 @@
+"""The environment a trial's run starts with (docs/internals.md lists every variable)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+from master_lite.scheduler import GPU
+
+
+def trial_environment(
+    *,
+    trial: dict,
+    experiment: dict,
+    allocation_id: str,
+    run_id: int,
+    token: str,
+    slot_ids: list[int],
+    gpus: list[GPU],
+    checkpoint_steps: int,
+    master_url: str,
+    cluster_id: str,
+    ports: dict[str, str],
+) -> dict[str, str]:
+    """The master's environment plus the run's `DET_*` variables, its GPUs, ports and the
+    config's `environment_variables`."""
+    config = experiment["config"]
+    checkpoint = trial["latest_checkpoint"]
+    env = dict(os.environ)
+    env.pop("DET_MASTER_TOKEN", None)
+    env.pop("DET_LATEST_CHECKPOINT", None)
+    # `python3` in an entrypoint must be the master's interpreter (its venv has determined).
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.update(
+        {
+            "DET_MASTER": master_url,
+            "DET_SESSION_TOKEN": token,
+            "DET_CLUSTER_ID": cluster_id,
+            "DET_AGENT_ID": socket.gethostname(),
+            "DET_TASK_TYPE": "TRIAL",
+            "DET_TASK_ID": f"trial-{trial['id']}",
+            "DET_ALLOCATION_ID": allocation_id,
+            "DET_EXPERIMENT_ID": str(experiment["id"]),
+            "DET_TRIAL_ID": str(trial["id"]),
+            "DET_TRIAL_RUN_ID": str(run_id),
+            "DET_TRIAL_SEED": str(trial["seed"]),
+            "DET_HPARAMS": json.dumps(trial["hparams"]),
+            "DET_EXPERIMENT_CONFIG": json.dumps(config),
+            "DET_STEPS_COMPLETED": str(checkpoint_steps),
+            "DET_SLOT_IDS": json.dumps(slot_ids),
+            "DET_GPU_UUIDS": json.dumps([g.uuid for g in gpus]),
+            "DET_CONTAINER_ADDRS": json.dumps(["127.0.0.1"]),
+            "DET_CONTAINER_RANK": "0",
+            "DET_CONTAINER_SLOT_COUNTS": json.dumps([len(slot_ids)]),
+            "CUDA_VISIBLE_DEVICES": ",".join(str(g.index) for g in gpus),
+            # CUDA numbers GPUs fastest-first by default, NVML by PCI bus: make them agree, so
+            # index i in CUDA_VISIBLE_DEVICES is the GPU whose uuid is in DET_GPU_UUIDS.
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    if checkpoint:
+        env["DET_LATEST_CHECKPOINT"] = checkpoint
+    # Distinct rendezvous ports per allocation: two multi-slot trials on one host must not
+    # meet on torchrun's or DistributedContext's default ports.
+    env.update(ports)
+    env.update(_config_environment_variables(config, gpu=bool(gpus)))
+    return env
+
+
+def steps_to_resume(trial: dict, checkpoint: dict | None) -> int:
+    """DET_STEPS_COMPLETED of a run resuming from the trial's latest checkpoint (its row, or
+    None when the trial has none or the row is gone)."""
+    if not trial["latest_checkpoint"]:
+        return 0
+    if checkpoint is None:
+        return trial["steps_completed"]
+    if checkpoint["trial_id"] == trial["id"]:
+        return checkpoint["steps_completed"]
+    return 0  # a warm start from another trial's checkpoint begins at step 0
+
+
+def _config_environment_variables(config: dict, *, gpu: bool) -> dict[str, str]:
+    try:
+        from determined.common.expconf import environment_variables
+
+        return environment_variables(config, gpu=gpu)
+    except ImportError:
+        variables = (config.get("environment") or {}).get("environment_variables") or []
+        if isinstance(variables, dict):
+            variables = variables.get("cuda" if gpu else "cpu") or []
+        return dict(str(v).split("=", 1) for v in variables if "=" in str(v))
+
+
+__all__ = ["steps_to_resume", "trial_environment"]

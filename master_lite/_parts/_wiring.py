@@ -1,0 +1,118 @@
+"""Building the parts and wiring the calls that go both ways (see `Parts`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from master_lite._parts._checkpoints import Checkpoints
+from master_lite._parts._contexts import Contexts
+from master_lite._parts._experiments import Experiments
+from master_lite._parts._logs import TrialLogs
+from master_lite._parts._preemption import RunSettings
+from master_lite._parts._recovery import Recovery
+from master_lite._parts._reporting import Reports
+from master_lite._parts._run_exits import RunExits
+from master_lite._parts._runs import Runs
+from master_lite._parts._searchers import Searchers
+from master_lite._parts._shared import MasterState
+from master_lite._parts._views import Views
+from master_lite.scheduler import GPU, LocalRunner, RayCluster, RayRunner, Runner, Scheduler
+
+
+@dataclasses.dataclass(frozen=True)
+class Parts:
+    """Every part of one master, built and wired by `build_parts`."""
+
+    shared: MasterState
+    logs: TrialLogs
+    views: Views
+    contexts: Contexts
+    searchers: Searchers
+    runs: Runs
+    experiments: Experiments
+    run_exits: RunExits
+    reports: Reports
+    checkpoints: Checkpoints
+    recovery: Recovery
+
+
+def build_parts(
+    shared: MasterState,
+    *,
+    scheduler: Scheduler,
+    gpus: list[GPU],
+    settings: RunSettings,
+    context_size_limit: int,
+    collect_garbage: Callable[[], None],
+) -> Parts:
+    """Each part gets the parts it calls in its constructor; where two parts call each other,
+    the one built first is wired to the other by its `connect`."""
+    logs = TrialLogs(shared)
+    views = Views(shared)
+    contexts = Contexts(shared, size_limit=context_size_limit)
+    searchers = Searchers(shared, views)
+    runs = Runs(
+        shared,
+        views=views,
+        contexts=contexts,
+        logs=logs,
+        scheduler=scheduler,
+        gpus=gpus,
+        settings=settings,
+    )
+    experiments = Experiments(
+        shared,
+        views=views,
+        contexts=contexts,
+        searchers=searchers,
+        runs=runs,
+        logs=logs,
+        collect_garbage=collect_garbage,
+    )
+    run_exits = RunExits(
+        shared, views=views, logs=logs, searchers=searchers, experiments=experiments, runs=runs
+    )
+    # The cycles: trial JSON shows the live allocation; the searchers create, stop and schedule
+    # trials; a run's end goes back to the trial's and the experiment's state machines.
+    views.connect(allocation_of=runs.allocation_of_trial)
+    searchers.connect(experiments=experiments, runs=runs)
+    runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
+    return Parts(
+        shared=shared,
+        logs=logs,
+        views=views,
+        contexts=contexts,
+        searchers=searchers,
+        runs=runs,
+        experiments=experiments,
+        run_exits=run_exits,
+        reports=Reports(shared, views=views, searchers=searchers),
+        checkpoints=Checkpoints(shared, views=views, runs=runs),
+        recovery=Recovery(
+            shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
+        ),
+    )
+
+
+def make_runner(
+    runner_class: type[Runner] | None,
+    ray_cluster: RayCluster | None,
+    *,
+    log_sink: Callable[[list], None],
+    on_exit: Callable[[str, int], None],
+) -> Runner:
+    """The deployment's own runner class if given, else Ray's or the local one."""
+    if runner_class is not None:
+        return runner_class(log_sink=log_sink, on_exit=on_exit)
+    if ray_cluster is not None:
+        return RayRunner(
+            ray_cluster,
+            log_sink=log_sink,
+            on_exit=on_exit,
+            use_gpus=ray_cluster.slots().kind == "gpu",
+        )
+    return LocalRunner(log_sink=log_sink, on_exit=on_exit)
+
+
+__all__ = ["Parts", "build_parts", "make_runner"]
