@@ -27,6 +27,7 @@ from master_lite._parts import (
     EXPERIMENT_ACTIONS,
     MasterState,
     RunSettings,
+    authenticate,
     build_parts,
     make_runner,
 )
@@ -165,7 +166,7 @@ class Master:
     # -- delegation: one line each, to the part that owns the use case -----------------------
     def authenticate(self, token: str | None) -> _auth.Principal | None:
         """The user or trial run that holds `token`, or None."""
-        return self.runs.authenticate(token, user_token=self.user_token)
+        return authenticate(self.shared.store, token, user_token=self.user_token)
 
     def create_experiment(
         self,

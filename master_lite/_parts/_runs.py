@@ -119,25 +119,6 @@ class Runs:
             raise errors.NotFound(f"allocation {allocation_id} not found")
         return row
 
-    def authenticate(self, token: str | None, *, user_token: str) -> _auth.Principal | None:
-        """Who holds `token`: the user (the master's token) or a live run of a trial."""
-        if not token:
-            return None
-        if _auth.tokens_equal(token, user_token):
-            return _auth.UserPrincipal()
-        store = self._shared.store
-        row = store.get("trial_tokens", _auth.hash_token(token), key_column="token_hash")
-        if row is None:
-            return None
-        trial = store.get("trials", row["trial_id"])
-        if trial is None:  # a token outlives its trial only until the trial's row is gone
-            return None
-        return _auth.TrialPrincipal(
-            trial_id=row["trial_id"],
-            experiment_id=trial["experiment_id"],
-            allocation_id=row["allocation_id"],
-        )
-
     def resources(self) -> dict:
         """The slots, which allocation holds each, and the GPUs."""
         slot_owner: dict[int, dict] = {}

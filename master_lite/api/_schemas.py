@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from master_lite._master import EXPERIMENT_ACTIONS
+from master_lite._parts import EXPERIMENT_ACTIONS
 from master_lite.api._declarations import Param, PathParam
 from master_lite.api._openapi import (
     BOOLEAN,
