@@ -6,6 +6,7 @@ import asyncio
 import json
 
 from master_lite import _auth
+from master_lite._parts import authenticate
 from tests._support.parts import SINGLE, settle, started_parts
 
 
@@ -18,7 +19,9 @@ def test_a_failed_run_is_restarted_then_ends_the_trial_as_error(tmp_path):
             assert spec.env["DET_TRIAL_ID"] == str(trial["id"])
             assert spec.env["DET_MASTER"] == "http://127.0.0.1:9"
             assert json.loads(spec.env["DET_SLOT_IDS"]) == [0]
-            principal = parts.runs.authenticate(spec.env["DET_SESSION_TOKEN"], user_token="u")
+            principal = authenticate(
+                parts.shared.store, spec.env["DET_SESSION_TOKEN"], user_token="u"
+            )
             assert isinstance(principal, _auth.TrialPrincipal)
             assert principal.allocation_id == spec.allocation_id
 
@@ -26,7 +29,10 @@ def test_a_failed_run_is_restarted_then_ends_the_trial_as_error(tmp_path):
             await settle(lambda: len(runner.launched) == 2)
             assert parts.views.trial_row(trial["id"])["restarts"] == 1
             # The first run's token died with it.
-            assert parts.runs.authenticate(spec.env["DET_SESSION_TOKEN"], user_token="u") is None
+            assert (
+                authenticate(parts.shared.store, spec.env["DET_SESSION_TOKEN"], user_token="u")
+                is None
+            )
 
             runner.exit(runner.launched[1].allocation_id, 3)
             await settle(lambda: parts.views.get_experiment(exp["id"])["state"] == "ERROR")
