@@ -5,7 +5,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
+# torch and the torchvision release built against it, pinned here only (pyproject names both
+# unpinned): torchvision 0.28.0's wheels require torch==2.13.0. CPU wheels of both come from
+# TORCH_INDEX_URL; PyPI's torchvision is a CUDA build, which beside a CPU torch fails on import
+# (it links libc10_cuda.so), so it is removed again where no CPU build was reachable.
 TORCH_VERSION := 2.13.0
+TORCHVISION_VERSION := 0.28.0
+TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?=
 ROOT_DIR ?=
 PORT ?= 8080
@@ -30,7 +36,11 @@ $(STAMP): pyproject.toml $(LABEXT_SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel
 	@# torch first: an unpinned torch pulled in by another package would be a multi-GB CUDA build
-	$(PIP) install -q torch==$(TORCH_VERSION)
+	$(PIP) install -q torch==$(TORCH_VERSION) torchvision==$(TORCHVISION_VERSION) \
+		$(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL))
+	@$(PY) -c 'import torchvision' 2>/dev/null || { \
+		echo "torchvision $(TORCHVISION_VERSION): no CPU build reachable (TORCH_INDEX_URL); uninstalled"; \
+		$(PIP) uninstall -q -y torchvision; }
 	$(PIP) install -q -e '.[all]'
 	@touch $(STAMP)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -60,7 +62,48 @@ class PyTorchCallback:
         """Deprecated: use on_checkpoint_write_end."""
 
     def state_dict(self) -> dict[str, Any]:
+        """What this callback keeps in a checkpoint (default: nothing)."""
         return {}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        pass
+        """Restore what `state_dict()` returned, when a checkpoint is loaded."""
+
+
+class ClipGradsL2Norm(PyTorchCallback):
+    """Deprecated (Determined 0.13): clips the gradients' L2 norm to `clip_value` before each
+    optimizer step. Use `context.step_optimizer(optimizer, clip_grads=...)` instead."""
+
+    def __init__(self, clip_value: float) -> None:
+        warnings.warn(
+            "ClipGradsL2Norm is deprecated: pass clip_grads=lambda params: "
+            "torch.nn.utils.clip_grad_norm_(params, value) to context.step_optimizer",
+            FutureWarning,
+            stacklevel=2,
+        )
+        self._clip_value = clip_value
+
+    def on_before_optimizer_step(self, parameters: Iterable[Any]) -> None:
+        """Clip the gradients of `parameters` (called by `step_optimizer`)."""
+        import torch
+
+        torch.nn.utils.clip_grad_norm_(list(parameters), self._clip_value)
+
+
+class ClipGradsL2Value(PyTorchCallback):
+    """Deprecated (Determined 0.13): clips every gradient value to `[-clip_value, clip_value]`
+    before each optimizer step. Use `context.step_optimizer(optimizer, clip_grads=...)` instead."""
+
+    def __init__(self, clip_value: float) -> None:
+        warnings.warn(
+            "ClipGradsL2Value is deprecated: pass clip_grads=lambda params: "
+            "torch.nn.utils.clip_grad_value_(params, value) to context.step_optimizer",
+            FutureWarning,
+            stacklevel=2,
+        )
+        self._clip_value = clip_value
+
+    def on_before_optimizer_step(self, parameters: Iterable[Any]) -> None:
+        """Clip the gradients of `parameters` (called by `step_optimizer`)."""
+        import torch
+
+        torch.nn.utils.clip_grad_value_(list(parameters), self._clip_value)

@@ -11,6 +11,7 @@ import torch
 
 from determined import errors
 from determined.pytorch import _data
+from determined.pytorch._experimental import PyTorchExperimentalContext
 from determined.pytorch._lr_scheduler import LRScheduler
 from determined.pytorch._reducer import MetricReducer, _WrappedReducer
 
@@ -66,6 +67,9 @@ class PyTorchTrialContext:
         ] = {}  # id(lr scheduler wrapper) -> optimizer steps seen
         self._stop_requested = False
         self._tensorboard_writer: Any = None
+        # The trial's callbacks, set by the training loop (legacy on_before_optimizer_step hooks).
+        self._callbacks: dict[str, Any] = {}
+        self.experimental = PyTorchExperimentalContext(self)
 
         # Kept up to date by the training loop.
         self._current_batch_idx = steps_completed
@@ -75,6 +79,8 @@ class PyTorchTrialContext:
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
         """Move `model` to `context.device`, register it for checkpointing, wrap it in DDP when distributed."""
         model = model.to(self.device)
+        if self.experimental._auto_amp:
+            model = self.autocast_forward_pass(model)
         self.models.append(model)
         if (
             torch.distributed.is_available()
@@ -158,6 +164,8 @@ class PyTorchTrialContext:
         retain_graph: bool = False,
         create_graph: bool = False,
     ) -> None:
+        if self.experimental._auto_amp and self._scaler is not None:
+            loss = self._scaler.scale(loss)
         loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
     def _is_aggregation_boundary(self) -> bool:
@@ -184,6 +192,16 @@ class PyTorchTrialContext:
         # Built only when used: a list over every parameter on every batch is measurable for small models.
         def params() -> list[torch.nn.Parameter]:
             return [p for group in optimizer.param_groups for p in group["params"]]
+
+        if scaler is None and self.experimental._auto_amp:
+            scaler = self._scaler
+        legacy_hooks = [
+            c.on_before_optimizer_step
+            for c in self._callbacks.values()
+            if callable(getattr(c, "on_before_optimizer_step", None))
+        ]
+        if legacy_hooks:  # 0.13's ClipGradsL2Norm / ClipGradsL2Value callbacks
+            clip_grads = _chain_clips(clip_grads, legacy_hooks)
 
         if self._aggregation_frequency > 1 and self._average_aggregated_gradients():
             for p in params():
@@ -349,4 +367,31 @@ class PyTorchTrialContext:
         logger.warning("set_profiler: the torch profiler integration is not supported; ignored")
 
     def autocast_forward_pass(self, module: torch.nn.Module) -> torch.nn.Module:
+        """`module` with its forward pass run under `torch.autocast` on a CUDA device (what
+        `experimental.use_amp()` does to wrapped models); unchanged on CPU."""
+        if self.device.type != "cuda":
+            return module
+        forward = module.forward
+
+        def autocast_forward(*args: Any, **kwargs: Any) -> Any:
+            with torch.autocast("cuda"):
+                return forward(*args, **kwargs)
+
+        module.forward = autocast_forward
         return module
+
+
+def _chain_clips(
+    clip_grads: Callable[[Iterable[torch.nn.Parameter]], None] | None,
+    hooks: list[Callable[[list[torch.nn.Parameter]], None]],
+) -> Callable[[Iterable[torch.nn.Parameter]], None]:
+    """`clip_grads` (if any), then each callback's `on_before_optimizer_step(parameters)`."""
+
+    def clip(parameters: Iterable[torch.nn.Parameter]) -> None:
+        params = list(parameters)
+        if clip_grads is not None:
+            clip_grads(params)
+        for hook in hooks:
+            hook(params)
+
+    return clip

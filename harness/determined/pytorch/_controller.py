@@ -94,6 +94,7 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
         self.progress_of = progress_of
         self.trial_id = context._trial_id
         self.callbacks = trial.build_callbacks()
+        context._callbacks = self.callbacks
         self._train_loader: Any = None
         self._train_iter: Iterator[Any] | None = None
         self._epoch_len = 0
@@ -103,10 +104,16 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
 
     # --- setup ---------------------------------------------------------------------------------
     def _before_run(self) -> None:
-        """Build the data loaders; the periods and lengths in epochs follow from them."""
+        """Build the data loaders; the periods and lengths in epochs follow from them.
+
+        The epoch length is the chief's: when the batches do not split evenly across ranks, a
+        rank's own shard may hold one batch fewer than the chief's, and ranks that disagree on
+        where an epoch ends stop at different batches (one in a gradient allreduce, the other in a
+        metrics allgather) and hang. Determined broadcasts the chief's length the same way.
+        """
         self._train_loader = self.trial.build_training_data_loader()
         self._validation_loader = self.trial.build_validation_data_loader()
-        self._epoch_len = self._batches_per_epoch(self._train_loader)
+        self._epoch_len = self._agreed_epoch_len(self._batches_per_epoch(self._train_loader))
         self.context._epoch_len = self._epoch_len
         self.lengths.batches_per_epoch = self._epoch_len
         report, validation, checkpoint = (_period(p, self._epoch_len) for p in self.periods)
@@ -124,6 +131,24 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
         for callback in self.callbacks.values():
             callback.on_training_start()
 
+    def _agreed_epoch_len(self, mine: int) -> int:
+        """The chief's epoch length, on every rank (`mine` on a single rank)."""
+        chiefs = mine if self.dist.size <= 1 else int(self.dist.broadcast(mine))
+        if chiefs < 1:  # every rank raises: the chief's length is everyone's
+            raise ValueError(
+                "the training data loader has no batches: use a larger dataset or a smaller batch "
+                "size"
+            )
+        if chiefs != mine:
+            logger.info(
+                "rank %d: its shard has %d batches an epoch, the chief's %d; counting epochs as "
+                "the chief does (the training data repeats, so the rank reads on)",
+                self.dist.rank,
+                mine,
+                chiefs,
+            )
+        return chiefs
+
     def _batches_per_epoch(self, loader: Any) -> int:
         if isinstance(loader, _data.DataLoader):
             base = loader._base_batch_sampler()
@@ -137,11 +162,6 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
                 "build_training_data_loader must return a det.pytorch.DataLoader (or a "
                 f"torch.utils.data.DataLoader), got {type(loader).__name__}"
             )
-        if epoch_len < 1:
-            raise ValueError(
-                "the training data loader has no batches for this rank: use a larger dataset or a "
-                "smaller batch size"
-            )
         return epoch_len
 
     def _training_batches(self, loader: Any) -> Iterator[Any]:
@@ -151,7 +171,7 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
                 repeat=True, skip=skip, num_replicas=self.dist.size, rank=self.dist.rank
             )
             return iter(torch_loader)
-        if self.dist.size > 1:
+        if self.dist.size > 1 and not self.context.experimental._data_repro_checks_disabled:
             logger.warning(
                 "build_training_data_loader returned a torch DataLoader: Determined cannot shard it "
                 "across %d ranks (return det.pytorch.DataLoader to get sharding)",
@@ -189,7 +209,9 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
             if batch_idx % epoch_len == 0:
                 for callback in self.callbacks.values():
                     callback.on_training_epoch_start(epoch_idx)
-            batch = self.context.to_device(next(self._train_iter))
+            batch = next(self._train_iter)
+            if self.context.experimental._auto_to_device:
+                batch = self.context.to_device(batch)
             metrics = self.trial.train_batch(batch, epoch_idx, batch_idx)
             batch_metrics.append(_training_metrics_dict(metrics))
             for wrapper in self.context.lr_schedulers:
@@ -344,7 +366,8 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
         takes_batch_idx = len(inspect.signature(self.trial.evaluate_batch).parameters) >= 2
         outputs: list[dict[str, Any]] = []
         for idx, batch in enumerate(self._validation_torch_loader(shard=True)):
-            batch = self.context.to_device(batch)
+            if self.context.experimental._auto_to_device:
+                batch = self.context.to_device(batch)
             result = (
                 self.trial.evaluate_batch(batch, idx)
                 if takes_batch_idx

@@ -8,17 +8,23 @@ pass (seed + pass number), so "skip the first N batches" lands exactly where a r
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import torch
 import torch.utils.data
 
+from determined.pytorch import samplers
 
-class ReproducibleShuffleSampler(torch.utils.data.Sampler):
-    """A new permutation on every pass, determined by `seed` and the pass number."""
+# What a batch of training or validation data is: a tensor, a sequence of tensors, or a dict of
+# them (Determined's `det.pytorch.TorchData`, for type hints in `train_batch` / `evaluate_batch`).
+TorchData: TypeAlias = dict[str, torch.Tensor] | Sequence[torch.Tensor] | torch.Tensor
+
+
+class _PassShuffleSampler(torch.utils.data.Sampler):
+    """`DataLoader(shuffle=True)`'s sampler: a new permutation on every pass, determined by
+    `seed` and the pass number (so a resumed run sees the permutations of the run it continues)."""
 
     def __init__(self, data_source: Any, seed: int) -> None:
         self._num_samples = len(data_source)
@@ -35,72 +41,28 @@ class ReproducibleShuffleSampler(torch.utils.data.Sampler):
         return self._num_samples
 
 
-class RepeatBatchSampler(torch.utils.data.Sampler):
-    """Iterates the wrapped batch sampler forever; `len()` is one pass."""
-
-    def __init__(self, batch_sampler: Any) -> None:
-        self.batch_sampler = batch_sampler
-
-    def __iter__(self) -> Iterator[list[int]]:
-        while True:
-            empty = True
-            for batch in self.batch_sampler:
-                empty = False
-                yield batch
-            if empty:
-                raise ValueError(
-                    "the training data loader yields no batches: cannot repeat an empty dataset"
-                )
-
-    def __len__(self) -> int:
-        return len(self.batch_sampler)
-
-
-class DistributedBatchSampler(torch.utils.data.Sampler):
-    """Rank r of n gets batches r, r+n, r+2n, ... of the wrapped batch sampler."""
-
-    def __init__(self, batch_sampler: Any, num_workers: int, rank: int) -> None:
-        if num_workers < 1 or not 0 <= rank < num_workers:
-            raise ValueError(
-                f"DistributedBatchSampler: need 0 <= rank < num_workers, got rank={rank}, num_workers={num_workers}"
-            )
-        self.batch_sampler = batch_sampler
-        self.num_workers = num_workers
-        self.rank = rank
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return itertools.islice(self.batch_sampler, self.rank, None, self.num_workers)
-
-    def __len__(self) -> int:
-        total = len(self.batch_sampler)
-        return total // self.num_workers + int(total % self.num_workers > self.rank)
-
-
-class SkipBatchSampler(torch.utils.data.Sampler):
-    """Drops the first `skip` batches (already trained before a checkpoint)."""
-
-    def __init__(self, batch_sampler: Any, skip: int) -> None:
-        if skip < 0:
-            raise ValueError(f"SkipBatchSampler: skip must be >= 0, got {skip}")
-        self.batch_sampler = batch_sampler
-        self.skip = skip
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return itertools.islice(self.batch_sampler, self.skip, None)
-
-    def __len__(self) -> int:
-        return max(0, len(self.batch_sampler) - self.skip)
-
-
 def adapt_batch_sampler(
     batch_sampler: Any, repeat: bool = False, skip: int = 0, num_replicas: int = 1, rank: int = 0
 ) -> Any:
+    """`batch_sampler` repeated (training), sharded across `num_replicas` ranks, then with its
+    first `skip` (already trained) batches of this rank dropped, in that order.
+
+    Args:
+        batch_sampler: the data loader's batch sampler.
+        repeat: wrap it in `samplers.RepeatBatchSampler` (endless training data).
+        skip: batches of this rank to drop (`samplers.SkipBatchSampler`), to resume.
+        num_replicas: ranks to shard across (`samplers.DistributedBatchSampler`).
+        rank: this rank.
+
+    Returns:
+        The wrapped batch sampler.
+    """
     if repeat:
-        batch_sampler = RepeatBatchSampler(batch_sampler)
+        batch_sampler = samplers.RepeatBatchSampler(batch_sampler)
     if num_replicas > 1:
-        batch_sampler = DistributedBatchSampler(batch_sampler, num_replicas, rank)
+        batch_sampler = samplers.DistributedBatchSampler(batch_sampler, num_replicas, rank)
     if skip > 0:
-        batch_sampler = SkipBatchSampler(batch_sampler, skip)
+        batch_sampler = samplers.SkipBatchSampler(batch_sampler, skip)
     return batch_sampler
 
 
@@ -176,7 +138,7 @@ class DataLoader:
         if self.sampler is not None:
             sampler = self.sampler
         elif self.shuffle:
-            sampler = ReproducibleShuffleSampler(self.dataset, self._shuffle_seed)
+            sampler = _PassShuffleSampler(self.dataset, self._shuffle_seed)
         else:
             sampler = torch.utils.data.SequentialSampler(self.dataset)
         assert self.batch_size is not None  # __init__ refuses neither batch_size nor batch_sampler
@@ -275,10 +237,7 @@ def batches_per_epoch(loader: Any) -> int:
 
 __all__: Sequence[str] = [
     "DataLoader",
-    "DistributedBatchSampler",
-    "RepeatBatchSampler",
-    "ReproducibleShuffleSampler",
-    "SkipBatchSampler",
+    "TorchData",
     "adapt_batch_sampler",
     "data_length",
     "to_device",

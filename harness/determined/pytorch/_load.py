@@ -29,6 +29,32 @@ def _import_trial_class(spec: str) -> type[PyTorchTrial]:
     return obj
 
 
+class CheckpointLoadContext(PyTorchTrialContext):
+    """A `PyTorchTrialContext` for building a trial outside training, to load a checkpoint into.
+
+    It reports nothing and uploads nothing (a dummy Core API context on one CPU rank); use
+    `det.pytorch.init()` to train. With the Trainer API, where a trial's `__init__` may take
+    more arguments than the context, build the trial with it yourself::
+
+        context = det.pytorch.CheckpointLoadContext(hparams=..., exp_conf=...)
+        trial = MyTrial(context, my_arg=...)
+
+    Args:
+        hparams: the hyperparameters `context.get_hparam(s)` return.
+        exp_conf: the experiment config `context.get_experiment_config()` returns.
+    """
+
+    def __init__(self, hparams: dict | None = None, exp_conf: dict[str, Any] | None = None) -> None:
+        super().__init__(
+            core._dummy_init(),
+            trial_seed=0,
+            hparams=hparams,
+            exp_conf=exp_conf,
+            managed_training=False,
+            device=torch.device("cpu"),
+        )
+
+
 def load_trial_from_checkpoint_path(
     path: str | os.PathLike,
     trial_class: type[PyTorchTrial] | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -75,3 +76,17 @@ class PyTorchTrial(LegacyTrial):
 
 def _overrides(trial: PyTorchTrial, method: str) -> bool:
     return getattr(type(trial), method) is not getattr(PyTorchTrial, method)
+
+
+def reset_parameters(model: torch.nn.Module) -> None:
+    """Deprecated (Determined 0.13): call `reset_parameters()` of every submodule of `model`
+    that has one. Modules reset themselves in their own `__init__`; this is kept for old code."""
+    warnings.warn(
+        "det.pytorch.reset_parameters() is deprecated: modules reset their parameters in __init__",
+        FutureWarning,
+        stacklevel=2,
+    )
+    for module in model.modules():
+        reset = getattr(module, "reset_parameters", None)
+        if callable(reset):
+            reset()
