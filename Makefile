@@ -12,6 +12,9 @@ STAMP := $(VENV)/.installed
 TORCH_VERSION := 2.13.0
 TORCHVISION_VERSION := 0.28.0
 TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
+# Keras 2 for Determined-era Keras code (TF_USE_LEGACY_KERAS=1), the release matching TensorFlow's;
+# --no-deps: tf-keras requires the `tensorflow` distribution, which would land over tensorflow-cpu.
+TF_KERAS_VERSION := 2.21.*
 PYTEST_ARGS ?=
 ROOT_DIR ?=
 PORT ?= 8080
@@ -42,6 +45,7 @@ $(STAMP): pyproject.toml $(LABEXT_SOURCES)
 		echo "torchvision $(TORCHVISION_VERSION): no CPU build reachable (TORCH_INDEX_URL); uninstalled"; \
 		$(PIP) uninstall -q -y torchvision; }
 	$(PIP) install -q -e '.[all]'
+	$(PIP) install -q --no-deps 'tf-keras==$(TF_KERAS_VERSION)'
 	@touch $(STAMP)
 
 ## lab: start JupyterLab with the Determined sidebar and the embedded master

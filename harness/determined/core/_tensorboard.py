@@ -1,8 +1,10 @@
 """TensorBoard integration of the Core API.
 
-AUTO mode is accepted but writes no event files: master_lite has no TensorBoard task and the
-harness stays free of TensorFlow/tensorboard imports, so reports are only counted. MANUAL mode
-copies files the user wrote into `get_tensorboard_path()` to checkpoint storage when asked.
+The harness writes no event files itself (it stays free of TensorFlow/tensorboard imports); a
+user's or framework's TensorBoard writer puts them into `get_tensorboard_path()`. AUTO mode (as in
+Determined) copies the files there that are new or changed to checkpoint storage
+(`tensorboard/experiment/<id>/trial/<id>/`) after every metrics report; MANUAL mode copies them
+when the user calls `train.upload_tensorboard_files()`.
 """
 
 from __future__ import annotations
@@ -47,9 +49,33 @@ class TensorboardManager:
         )
         self._rank = rank
         self.reports_seen = 0
+        self._synced: dict[pathlib.Path, tuple[int, int]] = {}  # file -> (mtime_ns, size) copied
 
     def on_metrics(self, group: str, steps_completed: int, metrics: dict) -> None:
         self.reports_seen += 1
+        if self.mode is TensorboardMode.AUTO:
+            self._copy(lambda _: True, lambda path, _: path)
+
+    def _copy(
+        self,
+        selector: Callable[[pathlib.Path], bool],
+        mangler: Callable[[pathlib.Path, int], pathlib.Path],
+    ) -> None:
+        """Copy the selected files under `path` that changed since they were last copied."""
+        if self._target is None or not self.path.is_dir():
+            return
+        for file in sorted(p for p in self.path.rglob("*") if p.is_file()):
+            try:
+                stat = file.stat()
+            except OSError:  # removed meanwhile
+                continue
+            if self._synced.get(file) == (stat.st_mtime_ns, stat.st_size) or not selector(file):
+                continue
+            relative = pathlib.Path(mangler(file.relative_to(self.path), self._rank))
+            destination = self._target / relative
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(file, destination)
+            self._synced[file] = (stat.st_mtime_ns, stat.st_size)
 
     def upload(
         self,
@@ -61,12 +87,4 @@ class TensorboardManager:
                 "upload_tensorboard_files() is only for tensorboard_mode=TensorboardMode.MANUAL; "
                 "pass it to det.core.init()"
             )
-        if self._target is None or not self.path.is_dir():
-            return
-        for file in sorted(p for p in self.path.rglob("*") if p.is_file()):
-            if not selector(file):
-                continue
-            relative = pathlib.Path(mangler(file.relative_to(self.path), self._rank))
-            destination = self._target / relative
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(file, destination)
+        self._copy(selector, mangler)

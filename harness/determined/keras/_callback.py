@@ -23,6 +23,8 @@ from typing import Any
 
 import keras
 
+from determined.keras import _flavor, _tensorboard
+
 logger = logging.getLogger("determined.keras")
 
 CHECKPOINT_FILE = "model_checkpoint.keras"
@@ -182,3 +184,33 @@ def _is_number(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+class TensorBoard(_flavor.default_module().callbacks.TensorBoard):  # type: ignore[misc]
+    """`det.keras.TensorBoard` (Determined 0.38): Keras' TensorBoard callback, used with
+    `DeterminedCallback`, writing into `core_context.train.get_tensorboard_path()` when the core
+    context has one (on the master; a given `log_dir` is then ignored), else into `log_dir`.
+    Event files are flushed after every epoch, so the Core API's uploads after each metrics
+    report carry them.
+
+    Args:
+        core_context: the `det.core.init()` context.
+        *args, **kwargs: Keras' TensorBoard arguments.
+    """
+
+    def __init__(self, core_context: Any, *args: Any, **kwargs: Any) -> None:
+        path = core_context.train.get_tensorboard_path()
+        if path:
+            if "log_dir" in kwargs:
+                logger.warning(
+                    "arg log_dir=%s to det.keras.TensorBoard will be ignored", kwargs.pop("log_dir")
+                )
+            elif args:
+                logger.warning("arg log_dir=%s to det.keras.TensorBoard will be ignored", args[0])
+                args = args[1:]
+            args = (str(path), *args)
+        super().__init__(*args, **kwargs)
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        super().on_epoch_end(epoch, logs)
+        _tensorboard.flush_writers(self)

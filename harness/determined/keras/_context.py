@@ -1,12 +1,13 @@
 """The Keras contexts and the `fit()` interception of the Native API.
 
-`wrap_model(model)` registers the model and returns it unchanged (Keras 3 models need no proxy:
-the Native API intercepts `keras.Model.fit` itself, which catches `keras` and `tf.keras` models
-alike). While a Native context is active, `fit()` on its model records its arguments and hands
+`wrap_model(model)` registers the model and returns it unchanged (models need no proxy: the
+Native API intercepts `keras.Model.fit` itself, which catches `keras` and `tf.keras` models alike,
+and `tf_keras.Model.fit` when tf_keras is in use, see `_flavor`). While a Native context is
+active, `fit()` on its model records its arguments and hands
 them to the context's training function instead of training for `epochs`.
 
 The interception is scoped: `activate_native_context(context)` (at `det.experimental.keras.init()`)
-installs it, and it is removed again, leaving `keras.Model.fit` exactly as it was, when that
+installs it, and it is removed again, leaving each `Model.fit` exactly as it was, when that
 `fit()` starts the managed run or on `activate_native_context(None)`. Other models' `fit()` calls
 in between pass straight through.
 """
@@ -17,22 +18,37 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 
 from determined import errors
 from determined.experimental._context import NativeContext, TrialContextBase
+from determined.keras import _flavor
 
 logger = logging.getLogger("determined.keras")
 
-_ORIGINAL_FIT: Callable[..., Any] = keras.Model.fit
-_FIT_SIGNATURE = inspect.signature(_ORIGINAL_FIT)
+_ORIGINAL_FITS: dict[Any, Callable[..., Any]] = {keras.Model: keras.Model.fit}
+
+
+def _model_class(model: Any) -> Any:
+    """`keras.Model` or `tf_keras.Model`, whichever `model` is an instance of."""
+    module = _flavor.module_of(model)
+    return module.Model if module is not None else keras.Model
+
+
+def _original_fit_of(cls: Any) -> Callable[..., Any]:
+    if cls not in _ORIGINAL_FITS:
+        fit = cls.fit
+        if fit is _managed_fit:  # pragma: no cover - installed before it was ever recorded
+            raise errors.InternalException(f"{cls.__name__}.fit is intercepted and has no original")
+        _ORIGINAL_FITS[cls] = fit
+    return _ORIGINAL_FITS[cls]
 
 
 def original_fit(model: Any, **kwargs: Any) -> Any:
-    """Keras' own `fit`, whatever the Native API has installed over it."""
-    return _ORIGINAL_FIT(model, **kwargs)
+    """Keras' own `fit` (Keras 3's or tf_keras'), whatever the Native API has installed over it."""
+    return _original_fit_of(_model_class(model))(model, **kwargs)
 
 
 @dataclasses.dataclass
@@ -49,6 +65,8 @@ class FitArguments:
     verbose: Any = "auto"
 
 
+_KERAS2_LOADER_ARGUMENTS = ("workers", "use_multiprocessing", "max_queue_size")
+
 _IGNORED_FIT_ARGUMENTS = (
     "epochs",
     "batch_size",
@@ -58,11 +76,24 @@ _IGNORED_FIT_ARGUMENTS = (
     "validation_steps",
     "validation_freq",
     "validation_batch_size",
+    "workers",  # tf_keras
+    "use_multiprocessing",
+    "max_queue_size",
 )
 
 
 def bind_fit_arguments(model: Any, args: tuple, kwargs: dict) -> FitArguments:
-    bound = _FIT_SIGNATURE.bind(model, *args, **kwargs)
+    signature = inspect.signature(_original_fit_of(_model_class(model)))
+    # Keras 2's loader arguments (Determined-era scripts pass them) are not in Keras 3's fit.
+    dropped = [
+        name
+        for name in _KERAS2_LOADER_ARGUMENTS
+        if name in kwargs and name not in signature.parameters
+    ]
+    if dropped:
+        logger.info("fit(%s=...): Keras 2 loader arguments, ignored", ", ".join(dropped))
+        kwargs = {k: v for k, v in kwargs.items() if k not in dropped}
+    bound = signature.bind(model, *args, **kwargs)
     given = dict(bound.arguments)
     given.pop("self", None)
     ignored = [
@@ -99,41 +130,51 @@ def check_compiled(model: Any) -> None:
 
 
 class _FitInterception:
-    """`keras.Model.fit` replaced by `_managed_fit` for one Native context, until `restore()`.
+    """`fit` of `keras.Model` (and `tf_keras.Model` when in use) replaced by `_managed_fit` for one
+    Native context, until `restore()`.
 
-    Keras defines `fit` on a base class of `keras.Model` (the backend's trainer), so installing
+    Keras 3 defines `fit` on a base class of `keras.Model` (the backend's trainer), so installing
     puts an attribute on `keras.Model` itself; restoring removes it again rather than copying the
-    inherited function onto `keras.Model`, so the class is left exactly as it was found.
+    inherited function onto it, so each class is left exactly as it was found.
     """
 
     _INHERITED = object()
 
     def __init__(self) -> None:
         self.context: TFKerasNativeContext | None = None
-        self._found: Any = self._INHERITED  # keras.Model's own `fit` before install, if it had one
-        self._passthrough: Callable[..., Any] = _ORIGINAL_FIT  # what other models' fit() runs
+        self._found: dict[Any, Any] = {}  # class -> its own `fit` before install (or _INHERITED)
+        self._passthrough: dict[Any, Callable[..., Any]] = {}  # what other models' fit() runs
 
     def install(self, context: TFKerasNativeContext) -> None:
         self.context = context
-        if keras.Model.fit is _managed_fit:
+        for cls in _flavor.model_classes():
+            self.cover(cls)
+
+    def cover(self, cls: Any) -> None:
+        """Intercept `cls.fit` too (a tf_keras model wrapped after `install`)."""
+        if self.context is None or cls in self._found or cls.fit is _managed_fit:
             return
-        self._found = vars(keras.Model).get("fit", self._INHERITED)
-        self._passthrough = keras.Model.fit
-        keras.Model.fit = _managed_fit
+        _original_fit_of(cls)
+        self._found[cls] = vars(cls).get("fit", self._INHERITED)
+        self._passthrough[cls] = cls.fit
+        cls.fit = _managed_fit
 
     def restore(self) -> None:
         self.context = None
-        if keras.Model.fit is not _managed_fit:
-            return  # never installed, already restored, or replaced by someone else since
-        if self._found is self._INHERITED:
-            del keras.Model.fit
-        else:
-            keras.Model.fit = self._found
-        self._found = self._INHERITED
-        self._passthrough = _ORIGINAL_FIT
+        for cls, found in self._found.items():
+            if vars(cls).get("fit") is not _managed_fit:
+                continue  # replaced by someone else since
+            if found is self._INHERITED:
+                delattr(cls, "fit")
+            else:
+                cls.fit = found
+        self._found.clear()
+        self._passthrough.clear()
 
     def passthrough(self, model: Any, *args: Any, **kwargs: Any) -> Any:
-        return self._passthrough(model, *args, **kwargs)
+        cls = _model_class(model)
+        fit = self._passthrough.get(cls) or _original_fit_of(cls)
+        return fit(model, *args, **kwargs)
 
 
 _interception = _FitInterception()
@@ -184,10 +225,23 @@ class _KerasContextMixin:
         self._fit_arguments: FitArguments | None = None
 
     def wrap_model(self, model: Any) -> Any:
-        if not isinstance(model, keras.Model):
+        """Register the model Determined trains (returned unchanged).
+
+        Args:
+            model: a `keras.Model` (Keras 3) or a `tf_keras.Model` (Keras 2, what `tf.keras` is
+                under `TF_USE_LEGACY_KERAS=1`).
+
+        Returns:
+            The same model.
+        """
+        module = _flavor.module_of(model)
+        if module is None:
             raise TypeError(
-                f"wrap_model() takes a keras.Model (tf.keras is Keras 3), got {type(model).__name__}"
+                "wrap_model() takes a keras.Model (Keras 3, also tf.keras) or a tf_keras.Model "
+                f"(tf.keras under TF_USE_LEGACY_KERAS=1), got {type(model).__name__}"
             )
+        if _interception.context is self:
+            _interception.cover(module.Model)
         self._model = model
         return model
 
@@ -221,6 +275,41 @@ class _KerasContextMixin:
             logger.info(
                 "configure_fit(): workers/use_multiprocessing/max_queue_size/validation_steps are ignored"
             )
+
+    @property
+    def experimental(self) -> TFKerasExperimentalContext:
+        """`context.experimental` (Determined's dataset caching, removed there in 0.18)."""
+        return TFKerasExperimentalContext()
+
+
+TFKerasContext = _KerasContextMixin
+"""The base of both Keras contexts (Determined 0.13's name)."""
+
+
+class TFKerasExperimentalContext:
+    """`context.experimental` of the Keras contexts: the dataset-caching methods Determined
+    removed in 0.18 (they raise, with Determined's message)."""
+
+    def cache_train_dataset(self, *args: Any) -> Any:
+        raise RuntimeError(
+            "cache_train_dataset was deprecated in Determined 0.18.0 and removed; use yogadl "
+            "directly or tf.data.Dataset.cache()"
+        )
+
+    def cache_validation_dataset(self, *args: Any) -> Any:
+        raise RuntimeError(
+            "cache_validation_dataset was deprecated in Determined 0.18.0 and removed; use "
+            "yogadl directly or tf.data.Dataset.cache()"
+        )
+
+
+class TFKerasTrainConfig(NamedTuple):
+    """Training data, validation data and callbacks of a Keras trial (Determined's internal
+    record of them, exported by it)."""
+
+    training_data: Any
+    validation_data: Any
+    callbacks: list
 
 
 class TFKerasTrialContext(_KerasContextMixin, TrialContextBase):

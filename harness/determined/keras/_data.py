@@ -24,6 +24,7 @@ it, so every source can produce the batches `[start, end)` directly:
 from __future__ import annotations
 
 import logging
+import types
 from typing import Any
 
 import keras
@@ -94,8 +95,9 @@ def _is_sequence(data: Any) -> bool:
     )
 
 
-class _BatchList(keras.utils.PyDataset):
-    """Materialised batches of one chunk, fed to the original `fit`."""
+class _BatchListMixin:
+    """Materialised batches of one chunk, fed to the original `fit` (a `keras.utils.PyDataset`
+    or a `tf_keras.utils.Sequence`, whichever the model's Keras takes)."""
 
     def __init__(self, batches: list) -> None:
         super().__init__()
@@ -108,10 +110,24 @@ class _BatchList(keras.utils.PyDataset):
         return self._batches[index]
 
 
+_BATCH_LISTS: dict[str, type] = {}
+
+
+def batch_list(batches: list, module: types.ModuleType = keras) -> Any:
+    """`batches` as the Sequence type of `module` (`keras` or `tf_keras`)."""
+    if module.__name__ not in _BATCH_LISTS:
+        base = (
+            module.utils.PyDataset if hasattr(module.utils, "PyDataset") else module.utils.Sequence
+        )
+        _BATCH_LISTS[module.__name__] = type("_BatchList", (_BatchListMixin, base), {})
+    return _BATCH_LISTS[module.__name__](batches)
+
+
 class BatchSource:
     """Base: `fit_kwargs(start, end)` returns the data arguments for training batches [start, end)."""
 
     records: int | None = None  # records per epoch when known (arrays, sized datasets)
+    keras_module: types.ModuleType = keras  # the model's Keras (`keras` or `tf_keras`)
     streams = False  # True: `fit_kwargs` holds no batches in memory (no data budget applies)
     _batch_bytes: int = 0  # 0 until known
 
@@ -262,7 +278,10 @@ class SequenceSource(BatchSource):
                 self.dataset.on_epoch_end()
             batches.append(self.dataset[k % self.length])
         self._measure(batches)
-        return {"x": _BatchList(batches), "shuffle": False}  # the order is batch k = f(k)
+        return {
+            "x": batch_list(batches, self.keras_module),
+            "shuffle": False,
+        }  # the order is batch k = f(k)
 
 
 class TFDatasetSource(BatchSource):
@@ -315,15 +334,46 @@ class TFDatasetSource(BatchSource):
 
 
 def training_source(
-    x: Any, y: Any, sample_weight: Any, *, batch_size: int, shuffle: bool, seed: int
+    x: Any,
+    y: Any,
+    sample_weight: Any,
+    *,
+    batch_size: int,
+    shuffle: bool,
+    seed: int,
+    keras_module: types.ModuleType = keras,
 ) -> BatchSource:
+    """The batch source of fit's (or a data loader's) training data.
+
+    Args:
+        x, y, sample_weight: as passed to `fit` (x may be a dataset, a Sequence/PyDataset or a
+            `det.keras.SequenceAdapter`).
+        batch_size: records per batch (per slot).
+        shuffle: shuffle arrays each epoch.
+        seed: the trial seed (the shuffles' seed).
+        keras_module: the model's Keras, `keras` or `tf_keras`.
+
+    Returns:
+        The source.
+    """
     if x is None:
         raise errors.InvalidExperimentException("fit(): no training data (x) was given")
+    x = unwrap_adapter(x)
+    source: BatchSource
     if _is_tf_dataset(x):
-        return TFDatasetSource(x)
-    if _is_sequence(x):
-        return SequenceSource(x)
-    return ArraySource(x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed)
+        source = TFDatasetSource(x)
+    elif _is_sequence(x):
+        source = SequenceSource(x)
+    else:
+        source = ArraySource(x, y, sample_weight, batch_size, shuffle=shuffle, seed=seed)
+    source.keras_module = keras_module
+    return source
+
+
+def unwrap_adapter(data: Any) -> Any:
+    """The Sequence inside a `det.keras.SequenceAdapter` (its loader settings do not apply)."""
+    sequence = getattr(data, "_determined_sequence", None)
+    return data if sequence is None else sequence
 
 
 def validation_kwargs(validation_data: Any, *, batch_size: int) -> dict:
@@ -333,6 +383,7 @@ def validation_kwargs(validation_data: Any, *, batch_size: int) -> dict:
             "fit(): validation_data is required under Determined (validation metrics drive the "
             "searcher and checkpoint selection): pass validation_data=(x_val, y_val) or a dataset"
         )
+    validation_data = unwrap_adapter(validation_data)
     if _is_tf_dataset(validation_data) or _is_sequence(validation_data):
         return {"x": validation_data}
     if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):

@@ -22,6 +22,7 @@ import dataclasses
 import logging
 import math
 import pathlib
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -29,13 +30,14 @@ import keras
 
 from determined import _loop as loop_core
 from determined._loop import Every, LoopMode, Report
-from determined.keras import _data
+from determined.keras import _data, _flavor, _tensorboard
 from determined.keras._callback import numeric_logs
 from determined.keras._context import FitArguments, check_compiled, original_fit
 
 logger = logging.getLogger("determined.keras")
 
 MODEL_FILE = "model.keras"
+TF_KERAS_WEIGHTS = "determined-keras-model-weights"  # tf_keras models: TensorFlow checkpoint
 
 # The most training data (bytes) one `fit` call may be handed when chunks share it: the arrays
 # are gathered (copied) for the call, and tf.data copies them once more.
@@ -72,17 +74,25 @@ class LoopResult(loop_core.LoopResult):
         return history
 
 
-class ChunkedCallbacks(keras.callbacks.Callback):
+class ChunkedCallbacksMixin:
     """Shows the user's callbacks one training run although `fit` is called once per chunk.
 
     `on_train_begin` reaches them once (so e.g. EarlyStopping keeps its patience across chunks),
     `on_train_end` once at the very end, and each chunk's `on_epoch_end` is held back until the
     loop has validated, so its logs carry the `val_*` metrics when a validation happened there.
+    Callbacks with Determined's hooks (`det.keras.callbacks.Callback`) also get
+    `on_train_workload_begin/end` around each chunk and `on_checkpoint_end` after each checkpoint.
+
+    Made into a callback of the model's Keras by `chunked_callbacks()`.
     """
 
-    def __init__(self, callbacks: list) -> None:
+    model: Any
+
+    def __init__(self, callbacks: list, keras_module: types.ModuleType = keras) -> None:
         super().__init__()
-        self.inner = keras.callbacks.CallbackList(list(callbacks))
+        self.callbacks_given = list(callbacks)
+        self.inner = keras_module.callbacks.CallbackList(list(callbacks))
+        self._chunk_start = 0
         self._began = False
         self._pending_epoch_end: tuple[int, dict] | None = None
         # Keras runs batch-end hooks off the training thread ("async") only when every callback
@@ -98,12 +108,15 @@ class ChunkedCallbacks(keras.callbacks.Callback):
         )
 
     def set_model(self, model: Any) -> None:
-        super().set_model(model)
+        super().set_model(model)  # type: ignore[misc]
         self.inner.set_model(model)
 
     def set_params(self, params: Any) -> None:
-        super().set_params(params)
+        super().set_params(params)  # type: ignore[misc]
         self.inner.set_params(params)
+
+    def _each_with(self, hook: str) -> list:
+        return [getattr(cb, hook) for cb in self.callbacks_given if hasattr(cb, hook)]
 
     def on_train_begin(self, logs: Any = None) -> None:
         if not self._began:
@@ -115,6 +128,11 @@ class ChunkedCallbacks(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         self.inner.on_epoch_begin(epoch, logs)
+        hooks = self._each_with("on_train_workload_begin")
+        if hooks:
+            self._chunk_start = int(self.model.optimizer.iterations.numpy())
+            for hook in hooks:
+                hook(self._chunk_start, None, {})
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         self._pending_epoch_end = (epoch, dict(logs or {}))
@@ -130,10 +148,21 @@ class ChunkedCallbacks(keras.callbacks.Callback):
             epoch, logs = self._pending_epoch_end
             self._pending_epoch_end = None
             self.inner.on_epoch_end(epoch, {**logs, **(validation_metrics or {})})
+            for hook in self._each_with("on_train_workload_end"):
+                hook(int(self.model.optimizer.iterations.numpy()), logs)
+
+    def checkpoint_end(self, checkpoint_dir: str) -> None:
+        for hook in self._each_with("on_checkpoint_end"):
+            hook(checkpoint_dir)
 
     def finish(self, logs: dict | None) -> None:
         if self._began:
             self.inner.on_train_end(logs)
+
+
+def chunked_callbacks(callbacks: list, keras_module: types.ModuleType) -> Any:
+    """A `ChunkedCallbacksMixin` callback of `keras_module` (`keras` or `tf_keras`)."""
+    return _flavor.specialise(ChunkedCallbacksMixin, keras_module)(callbacks, keras_module)
 
 
 # Why a `fit` call ended before its last epoch (chunk) for a reason of the adapter's own: the
@@ -141,8 +170,10 @@ class ChunkedCallbacks(keras.callbacks.Callback):
 _REPLAN = "replan"
 
 
-class _ChunkDriver(keras.callbacks.Callback):
-    """Ends each chunk (Keras epoch) inside `fit`: the core loop's `_end_chunk` runs here."""
+class _ChunkDriverMixin:
+    """Ends each chunk (Keras epoch) inside `fit`: the core loop's `_end_chunk` runs here.
+
+    Made into a callback of the model's Keras by `_flavor.specialise`."""
 
     def __init__(self, loop: ManagedLoop, op: Any, target: int, length: int, chunks: int) -> None:
         super().__init__()
@@ -181,7 +212,13 @@ def spec_from_fit(
     return TrainingSpec(
         model=model,
         train=_data.training_source(
-            fit.x, fit.y, fit.sample_weight, batch_size=batch_size, shuffle=shuffle, seed=seed
+            fit.x,
+            fit.y,
+            fit.sample_weight,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            keras_module=_flavor.module_of(model) or keras,
         ),
         validation=_data.validation_kwargs(fit.validation_data, batch_size=batch_size),
         callbacks=list(fit.callbacks),
@@ -239,8 +276,14 @@ class ManagedLoop(loop_core.TrainingLoop):
         )
         self.spec = spec
         self.model = spec.model
+        # Where det.keras.callbacks.TensorBoard writes (the Core API uploads that directory).
+        train = getattr(core_context, "train", None)
+        _tensorboard.set_active_path(train.get_tensorboard_path() if train is not None else None)
+        self.keras_module = _flavor.module_of(spec.model) or keras
         self._epoch = 0  # Keras epochs (chunks) so far, so callbacks see one numbering
-        self.callbacks = ChunkedCallbacks(spec.callbacks) if spec.callbacks else None
+        self.callbacks = (
+            chunked_callbacks(spec.callbacks, self.keras_module) if spec.callbacks else None
+        )
         self._warned_execution = False
 
     # --- the core loop's hooks ------------------------------------------------------------------
@@ -264,7 +307,9 @@ class ManagedLoop(loop_core.TrainingLoop):
         """One `fit` call training one or more chunks; the driver ends each chunk."""
         length, chunks = self._chunks_per_fit(target)
         data = self.spec.train.fit_kwargs(self.steps, self.steps + length * chunks)
-        driver = _ChunkDriver(self, op, target, length, chunks)
+        driver = _flavor.specialise(_ChunkDriverMixin, self.keras_module)(
+            self, op, target, length, chunks
+        )
         # The user's callbacks first: their on_epoch_end is held back until the driver validated.
         callbacks = [self.callbacks, driver] if self.callbacks is not None else [driver]
         original_fit(
@@ -288,7 +333,7 @@ class ManagedLoop(loop_core.TrainingLoop):
     def _chunks_per_fit(self, target: int) -> tuple[int, int]:
         """(chunk length, number of chunks) for the next `fit` call."""
         length = self.chunk_end(target) - self.steps
-        execution = max(1, int(getattr(self.model, "steps_per_execution", 1) or 1))
+        execution = _flavor.steps_per_execution(self.model)
         if length % execution:
             if not self._warned_execution:
                 self._warned_execution = True
@@ -322,22 +367,44 @@ class ManagedLoop(loop_core.TrainingLoop):
     def _checkpoint_metadata(self) -> dict:
         import tensorflow as tf
 
-        return {"framework": f"tensorflow-{tf.__version__}", "format": "keras"}
+        return {
+            "framework": f"tensorflow-{tf.__version__}",
+            "format": "keras",
+            "keras": _flavor.TF_KERAS if _flavor.is_tf_keras(self.keras_module) else _flavor.KERAS3,
+        }
 
     def _save(self, path: pathlib.Path) -> None:
+        if _flavor.is_tf_keras(self.keras_module):
+            # tf_keras' .keras file leaves out a legacy optimizer's state: the weights and the
+            # optimizer are restored from TensorFlow's checkpoint format (Determined's file name).
+            self.model.save_weights(str(path / TF_KERAS_WEIGHTS))
         self.model.save(path / MODEL_FILE)
+        if self.callbacks is not None:
+            self.callbacks.checkpoint_end(str(path))
 
     def _load(self, path: pathlib.Path, metadata: dict, storage_id: str) -> int:
-        if not self.model.built:
-            self.model(self.spec.train.sample_inputs())
-        if not self.model.optimizer.built:
-            # Without building first, load_weights would skip the optimizer's state.
-            self.model.optimizer.build(self.model.trainable_variables)
-        self.model.load_weights(path / MODEL_FILE)
+        if (
+            _flavor.is_tf_keras(self.keras_module)
+            and path.joinpath(TF_KERAS_WEIGHTS + ".index").exists()
+        ):
+            # TensorFlow's format restores the optimizer's slots when they are created.
+            self.model.load_weights(str(path / TF_KERAS_WEIGHTS))
+        else:
+            self._load_keras_file(path / MODEL_FILE)
+        steps = int(metadata.get("steps_completed", int(self.model.optimizer.iterations.numpy())))
         steps = int(metadata.get("steps_completed", int(self.model.optimizer.iterations.numpy())))
         report_every = self.plan.report
         self._epoch = steps // report_every.batches if isinstance(report_every, Every) else 0
         return steps
+
+    def _load_keras_file(self, file: pathlib.Path) -> None:
+        if not self.model.built:
+            self.model(self.spec.train.sample_inputs())
+        optimizer = self.model.optimizer
+        if not getattr(optimizer, "built", getattr(optimizer, "_built", True)):
+            # Without building first, load_weights would skip the optimizer's state.
+            optimizer.build(self.model.trainable_variables)
+        self.model.load_weights(file)
 
 
 def format_table(reports: list[Report]) -> str:

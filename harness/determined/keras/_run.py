@@ -19,7 +19,7 @@ from determined import _loop as loop_core
 from determined import errors
 from determined.experimental._context import DistributedInfo
 from determined.experimental._local import local_core_context
-from determined.keras import _data
+from determined.keras import _data, _flavor
 from determined.keras._context import FitArguments, TFKerasNativeContext, TFKerasTrialContext
 from determined.keras._loop import (
     LoopMode,
@@ -77,6 +77,7 @@ def train_native(
 
 
 def _unpack_loader(data: Any) -> tuple[Any, Any, Any]:
+    data = _data.unwrap_adapter(data)
     if isinstance(data, (tuple, list)) and len(data) in (2, 3):
         x, y, *rest = data
         return x, y, rest[0] if rest else None
@@ -113,9 +114,10 @@ def train_trial_class(
     trial = trial_class(context)
     model = trial.build_model()
     if context._model is None:
-        if not isinstance(model, keras.Model):
+        if _flavor.module_of(model) is None:
             raise errors.InvalidModelException(
-                f"{trial_class.__name__}.build_model() must return a keras.Model, got {type(model).__name__}"
+                f"{trial_class.__name__}.build_model() must return a keras.Model or a "
+                f"tf_keras.Model, got {type(model).__name__}"
             )
         logger.info(
             "%s.build_model() did not call context.wrap_model(); using the returned model",
@@ -129,7 +131,13 @@ def train_trial_class(
     spec = TrainingSpec(
         model=context._model,
         train=_data.training_source(
-            x, y, sample_weight, batch_size=batch_size, shuffle=shuffle, seed=trial_seed
+            x,
+            y,
+            sample_weight,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            seed=trial_seed,
+            keras_module=_flavor.module_of(context._model) or keras,
         ),
         validation=_data.validation_kwargs(validation, batch_size=batch_size),
         callbacks=list(trial.keras_callbacks() or []),
