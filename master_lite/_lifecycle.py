@@ -36,10 +36,13 @@ from determined.common.states import TERMINAL_TRIAL_STATES, ExperimentState, Tri
 from master_lite import _auth, _exits, _serialize
 from master_lite.scheduler import (
     DEFAULT_PRIORITY,
+    STARTUP_HOOK,
     AllocationRequest,
     Grant,
     LaunchSpec,
     entrypoint_argv,
+    has_startup_hook,
+    with_startup_hook,
 )
 
 logger = logging.getLogger("master_lite")
@@ -253,6 +256,11 @@ class TrialLifecycle:
         slot_ids = list(grant.slot_ids)
         env = self._trial_environment(trial, experiment, allocation_id, run_id, token, slot_ids)
         argv = entrypoint_argv(config.get("entrypoint") or "", python=sys.executable)
+        shown = " ".join(argv)
+        if has_startup_hook(work_dir):
+            # Sourced first, in the entrypoint's shell, as Determined's container entrypoint does.
+            argv = with_startup_hook(argv)
+            shown = f"{STARTUP_HOOK}, then {shown}"
         now = time.time()
         with self.store.transaction():
             # A new run: the previous run's notebook error no longer describes the trial.
@@ -286,9 +294,7 @@ class TrialLifecycle:
             "signalled": {},
         }
         self._trial_allocation[trial_id] = allocation_id
-        self._master_log(
-            trial_id, f"starting {allocation_id} on slots {slot_ids}: {' '.join(argv)}"
-        )
+        self._master_log(trial_id, f"starting {allocation_id} on slots {slot_ids}: {shown}")
         try:
             pid = self.runner.launch(
                 LaunchSpec(
