@@ -27,6 +27,7 @@ from master_lite._parts._views import Views
 from master_lite.scheduler import (
     DEFAULT_PRIORITY,
     GPU,
+    STARTUP_HOOK,
     AllocationRequest,
     Grant,
     LaunchSpec,
@@ -34,6 +35,8 @@ from master_lite.scheduler import (
     Runner,
     Scheduler,
     entrypoint_argv,
+    has_startup_hook,
+    with_startup_hook,
 )
 
 logger = logging.getLogger("master_lite")
@@ -222,6 +225,11 @@ class Runs:
             ports=self.ports.trial_ports(allocation_id, live=self._allocations),
         )
         argv = entrypoint_argv(config.get("entrypoint") or "", python=sys.executable)
+        shown = " ".join(argv)
+        if has_startup_hook(work_dir):
+            # Sourced first, in the entrypoint's shell, as Determined's container entrypoint does.
+            argv = with_startup_hook(argv)
+            shown = f"{STARTUP_HOOK}, then {shown}"
         with store.transaction():
             # A new run: the previous run's notebook error no longer describes the trial.
             store.update(
@@ -254,9 +262,7 @@ class Runs:
             "signalled": {},
         }
         self._trial_allocation[trial_id] = allocation_id
-        self._logs.master_log(
-            trial_id, f"starting {allocation_id} on slots {slot_ids}: {' '.join(argv)}"
-        )
+        self._logs.master_log(trial_id, f"starting {allocation_id} on slots {slot_ids}: {shown}")
         try:
             pid = self.runner.launch(
                 LaunchSpec(

@@ -15,6 +15,7 @@ from ._prestart import SparePool, plain_python_launch
 from ._ray import RayCluster, RayRunner
 from ._runner import Runner
 from ._scheduler import DEFAULT_PRIORITY, AllocationRequest, Grant, Scheduler
+from ._startup_hook import STARTUP_HOOK, has_startup_hook, with_startup_hook
 
 __all__ = [
     "kill_orphaned_group",
@@ -39,4 +40,7 @@ __all__ = [
     "Runner",
     "SparePool",
     "plain_python_launch",
+    "STARTUP_HOOK",
+    "has_startup_hook",
+    "with_startup_hook",
 ]

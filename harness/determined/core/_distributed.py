@@ -693,10 +693,14 @@ class DistributedContext:
         Returns:
             ``(context, strategy)``: ``MultiWorkerMirroredStrategy`` when ``TF_CONFIG`` lists
             several workers, ``MirroredStrategy`` with several local GPUs, else TensorFlow's
-            default strategy.
+            default strategy. With several workers the context's rank is the worker's
+            ``task.index``; its local layout comes from the launcher's ``LOCAL_RANK`` /
+            ``LOCAL_WORLD_SIZE`` / ``GROUP_RANK`` / ``GROUP_WORLD_SIZE`` when
+            ``determined.launch.tensorflow`` set them, else one worker per node (Determined's).
 
         Raises:
             ValueError: ``TF_CONFIG`` is not valid JSON.
+            RuntimeError: ``TF_CONFIG``'s task is not a ``worker``.
         """
         import json
 
@@ -705,15 +709,23 @@ class DistributedContext:
         tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
         workers = tf_config.get("cluster", {}).get("worker", [])
         if len(workers) > 1:
+            task_type = tf_config.get("task", {}).get("type")
+            if task_type != "worker":
+                raise RuntimeError(
+                    "DistributedContext.from_tf_config() only supports the default strategy, "
+                    "MirroredStrategy or MultiWorkerMirroredStrategy, but found unexpected "
+                    f'task_type="{task_type}" in TF_CONFIG ({os.environ["TF_CONFIG"]})'
+                )
             index = int(tf_config["task"]["index"])
             chief_ip = os.environ.get("DET_CHIEF_IP") or workers[0].rsplit(":", 1)[0]
+            local_rank, local_size, cross_rank, cross_size = _tf_local_layout(index, len(workers))
             context = cls(
                 rank=index,
                 size=len(workers),
-                local_rank=0,
-                local_size=1,
-                cross_rank=index,
-                cross_size=len(workers),
+                local_rank=local_rank,
+                local_size=local_size,
+                cross_rank=cross_rank,
+                cross_size=cross_size,
                 chief_ip=chief_ip,
             )
             return context, tf.distribute.MultiWorkerMirroredStrategy()
@@ -728,6 +740,35 @@ class DistributedContext:
         if len(tf.config.list_physical_devices("GPU")) > 1:
             return context, tf.distribute.MirroredStrategy()
         return context, tf.distribute.get_strategy()
+
+
+def _tf_local_layout(index: int, size: int) -> tuple[int, int, int, int]:
+    """(local_rank, local_size, cross_rank, cross_size) of TF_CONFIG worker `index`.
+
+    Determined runs one TensorFlow worker per node, so each is local rank 0 of 1 and its node
+    index is its rank. `determined.launch.tensorflow` here may run several workers on one node;
+    it then also sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK and
+    GROUP_WORLD_SIZE, which are used when they agree with TF_CONFIG.
+    """
+    names = [
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "GROUP_WORLD_SIZE",
+    ]
+    try:
+        rank, world, local_rank, local_size, cross_rank, cross_size = (
+            int(os.environ[name]) for name in names
+        )
+    except (KeyError, ValueError):
+        return 0, 1, index, size
+    if (rank, world) != (index, size) or not 0 <= local_rank < local_size <= size:
+        return 0, 1, index, size
+    if not 0 <= cross_rank < cross_size:
+        return 0, 1, index, size
+    return local_rank, local_size, cross_rank, cross_size
 
 
 def _require_env(names: list[str], hint: str) -> dict:

@@ -13,7 +13,6 @@ so each worker gets torchrun's ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/... (read 
 ``max_restarts 0`` means one crashed worker stops all of them and the launcher exits non-zero.
 """
 
-import json
 import logging
 import os
 import shutil
@@ -24,6 +23,7 @@ import sys
 import tempfile
 
 from determined.launch import _lifetime
+from determined.launch._common import LaunchError, NodeLayout
 
 logger = logging.getLogger("determined.launch.torch_distributed")
 
@@ -31,57 +31,6 @@ DEFAULT_C10D_PORT = 29400
 
 # torchrun handles these by stopping its workers; anything else would just kill it.
 FORWARDED_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
-
-
-class LaunchError(Exception):
-    """The launcher cannot run here; the message says why and what to do."""
-
-
-class NodeLayout:
-    """Where this container sits in the trial: the part of ClusterInfo a launcher needs."""
-
-    def __init__(self, *, container_addrs: list[str], container_rank: int, slot_ids: list[int]):
-        self.container_addrs = container_addrs
-        self.container_rank = container_rank
-        self.slot_ids = slot_ids
-
-    @property
-    def num_nodes(self) -> int:
-        return len(self.container_addrs)
-
-    @property
-    def procs_per_node(self) -> int:
-        # A CPU-only trial (slots_per_trial: 0) still runs one process.
-        return max(1, len(self.slot_ids))
-
-    @property
-    def chief_ip(self) -> str:
-        return self.container_addrs[0]
-
-    @classmethod
-    def from_env(cls) -> "NodeLayout":
-        """Read the DET_* variables the resource manager sets (docs/internals.md)."""
-        if "DET_SLOT_IDS" not in os.environ or "DET_CONTAINER_ADDRS" not in os.environ:
-            raise LaunchError(
-                "determined.launch.torch_distributed must run inside a Determined trial "
-                "(DET_SLOT_IDS and DET_CONTAINER_ADDRS are not set). Submit the script with "
-                "`det experiment create`, or run it with torchrun directly when testing locally."
-            )
-        try:
-            slot_ids = [int(s) for s in json.loads(os.environ["DET_SLOT_IDS"])]
-            addrs = [str(a) for a in json.loads(os.environ["DET_CONTAINER_ADDRS"])]
-            rank = int(os.environ.get("DET_CONTAINER_RANK", "0"))
-        except (ValueError, TypeError) as e:
-            raise LaunchError(
-                f"malformed DET_SLOT_IDS / DET_CONTAINER_ADDRS / DET_CONTAINER_RANK: {e}"
-            ) from e
-        if not addrs:
-            raise LaunchError("DET_CONTAINER_ADDRS is an empty list")
-        if not 0 <= rank < len(addrs):
-            raise LaunchError(
-                f"DET_CONTAINER_RANK={rank} is outside the {len(addrs)} container address(es)"
-            )
-        return cls(container_addrs=addrs, container_rank=rank, slot_ids=slot_ids)
 
 
 def split_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
