@@ -98,7 +98,11 @@ class TrainContext:
         self._shipper.start()
 
     def _close(self) -> None:
-        self._shipper.close()
+        try:
+            self._shipper.close()
+        finally:
+            # Events written after the last report still reach checkpoint storage.
+            self._tensorboard.close()
 
     def report_metrics(self, group: str, steps_completed: int, metrics: dict) -> None:
         """Report metrics of any group; "training" and "validation" are the built-in series.
