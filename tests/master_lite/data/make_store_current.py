@@ -67,7 +67,7 @@ async def fill(root: Path) -> None:
             ]
         )
         runner.exit(allocation, 1)  # the run fails once: the trial restarts (run 2)
-        await settle(lambda: parts.views.trial_row(first)["restarts"] == 1)
+        await settle(lambda: parts.views.get_trial(first)["restarts"] == 1)
         parts.logs.store_logs([(first, 0, "stderr", 1700000002.0, NOTEBOOK_ERROR)])
 
 
