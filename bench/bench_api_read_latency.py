@@ -73,15 +73,14 @@ def populate(root: pathlib.Path) -> int:
         default_checkpoint_storage={"type": "shared_fs", "host_path": str(root / "checkpoints")},
     )
     now = time.time() - 3600
-    exp_id = store.insert(
-        "experiments",
+    exp_id = store.experiments.create(
         name="bench-read",
         state="COMPLETED",
         config=config,
         progress=1.0,
         start_time=now,
         end_time=now + 1800,
-        searcher_shutdown=1,
+        searcher_shutdown=True,
     )
     validation_every = POINTS // 100 or 1
     with store.transaction() as conn:

@@ -33,7 +33,7 @@ from determined.common.states import (
 from master_lite import _reports
 
 if TYPE_CHECKING:
-    from master_lite.store import Store
+    from master_lite.store import CheckpointRow, Store
 
 logger = logging.getLogger("master_lite")
 
@@ -60,42 +60,41 @@ class GcPolicy:
 
 
 def checkpoints_to_keep(
-    checkpoints: list[dict],
+    checkpoints: list[CheckpointRow],
     metrics: dict[str, float | None],
     policy: GcPolicy,
     *,
     smaller_is_better: bool = True,
 ) -> set[str]:
-    """UUIDs to keep among one experiment's `checkpoints` (dicts with uuid, trial_id,
-    steps_completed, report_time); `metrics` maps uuid -> searcher metric (None: unvalidated)."""
+    """UUIDs to keep among one experiment's `checkpoints` (their uuid, trial_id,
+    steps_completed and report_time count); `metrics` maps uuid -> searcher metric (None: unvalidated)."""
 
-    def best_first(checkpoint: dict) -> tuple:
-        value = metrics.get(checkpoint["uuid"])
+    def best_first(checkpoint: CheckpointRow) -> tuple:
+        value = metrics.get(checkpoint.uuid)
         signed = 0.0 if value is None else (value if smaller_is_better else -value)
         return (
             value is None,
             signed,
-            checkpoint["steps_completed"],
-            checkpoint["report_time"],
-            checkpoint["uuid"],
+            checkpoint.steps_completed,
+            checkpoint.report_time,
+            checkpoint.uuid,
         )
 
-    def latest_first(checkpoint: dict) -> tuple:
-        return (-checkpoint["steps_completed"], -checkpoint["report_time"], checkpoint["uuid"])
+    def latest_first(checkpoint: CheckpointRow) -> tuple:
+        return (-checkpoint.steps_completed, -checkpoint.report_time, checkpoint.uuid)
 
     keep: set[str] = set()
     ranked = sorted(checkpoints, key=best_first)
-    keep.update(c["uuid"] for c in ranked[: policy.save_experiment_best])
-    by_trial: dict[int, list[dict]] = {}
+    keep.update(c.uuid for c in ranked[: policy.save_experiment_best])
+    by_trial: dict[int, list[CheckpointRow]] = {}
     for checkpoint in checkpoints:
-        by_trial.setdefault(checkpoint["trial_id"], []).append(checkpoint)
+        by_trial.setdefault(checkpoint.trial_id, []).append(checkpoint)
     for trial_checkpoints in by_trial.values():
         keep.update(
-            c["uuid"] for c in sorted(trial_checkpoints, key=best_first)[: policy.save_trial_best]
+            c.uuid for c in sorted(trial_checkpoints, key=best_first)[: policy.save_trial_best]
         )
         keep.update(
-            c["uuid"]
-            for c in sorted(trial_checkpoints, key=latest_first)[: policy.save_trial_latest]
+            c.uuid for c in sorted(trial_checkpoints, key=latest_first)[: policy.save_trial_latest]
         )
     return keep
 
@@ -128,14 +127,12 @@ class CheckpointCollector:
         )
 
     def _checkpoint_metrics(
-        self, checkpoints: list[dict], metric_name: str | None
+        self, checkpoints: list[CheckpointRow], metric_name: str | None
     ) -> dict[str, float | None]:
         metrics: dict[str, float | None] = {}
         for checkpoint in checkpoints:
-            row = self.store.metrics.validation_at(
-                checkpoint["trial_id"], checkpoint["steps_completed"]
-            )
-            metrics[checkpoint["uuid"]] = (
+            row = self.store.metrics.validation_at(checkpoint.trial_id, checkpoint.steps_completed)
+            metrics[checkpoint.uuid] = (
                 _reports.metric_value(row["metrics"], metric_name) if row else None
             )
         return metrics
@@ -148,9 +145,9 @@ class CheckpointCollector:
         in_use = self._checkpoints_in_use()
         for experiment in pending:
             try:
-                self.collect_experiment_checkpoints(experiment["id"], in_use=in_use)
+                self.collect_experiment_checkpoints(experiment.id, in_use=in_use)
             except Exception:  # one experiment's storage trouble must not stop the master
-                logger.exception("checkpoint GC of experiment %s failed", experiment["id"])
+                logger.exception("checkpoint GC of experiment %s failed", experiment.id)
 
     def collect_experiment_checkpoints(
         self, exp_id: int, *, in_use: set[str] | None = None
@@ -159,10 +156,10 @@ class CheckpointCollector:
         returns their uuids."""
         from determined.common import storage
 
-        experiment = self.store.get("experiments", exp_id)
+        experiment = self.store.experiments.get(exp_id)
         if experiment is None:
             raise ValueError(f"checkpoint GC: no experiment {exp_id}")
-        config = experiment["config"]
+        config = experiment.config
         searcher_config = config.get("searcher") or {}
         checkpoints = self.store.checkpoints.matching(
             experiment_id=exp_id, state=str(CheckpointState.COMPLETED)
@@ -175,19 +172,19 @@ class CheckpointCollector:
         )
         if in_use is None:
             in_use = self._checkpoints_in_use()
-        doomed = [c for c in checkpoints if c["uuid"] not in keep and c["uuid"] not in in_use]
-        held = [c for c in checkpoints if c["uuid"] not in keep and c["uuid"] in in_use]
+        doomed = [c for c in checkpoints if c.uuid not in keep and c.uuid not in in_use]
+        held = [c for c in checkpoints if c.uuid not in keep and c.uuid in in_use]
         deleted = []
         for checkpoint in doomed:
-            path = storage.checkpoint_dir(config["checkpoint_storage"], checkpoint["uuid"])
+            path = storage.checkpoint_dir(config["checkpoint_storage"], checkpoint.uuid)
             base = storage.checkpoint_base(config["checkpoint_storage"])
-            if not _safe_uuid(checkpoint["uuid"]) or path.resolve().parent != base.resolve():
+            if not _safe_uuid(checkpoint.uuid) or path.resolve().parent != base.resolve():
                 # Never rmtree outside the storage dir, whatever a trial registered.
                 logger.warning(
                     "checkpoint GC: refusing to delete %s (uuid %r is not a plain "
                     "directory name under %s)",
                     path,
-                    checkpoint["uuid"],
+                    checkpoint.uuid,
                     base,
                 )
                 continue
@@ -199,17 +196,13 @@ class CheckpointCollector:
                 logger.warning("checkpoint GC: could not delete %s: %s", path, exc)
                 held.append(checkpoint)  # try again next time
                 continue
-            self.store.update(
-                "checkpoints",
-                checkpoint["uuid"],
-                key_column="uuid",
-                state=str(CheckpointState.DELETED),
-                resources={},
+            self.store.checkpoints.update(
+                checkpoint.uuid, state=str(CheckpointState.DELETED), resources={}
             )
-            deleted.append(checkpoint["uuid"])
-            self._on_deleted(checkpoint["uuid"])
+            deleted.append(checkpoint.uuid)
+            self._on_deleted(checkpoint.uuid)
         if not held:
-            self.store.update("experiments", exp_id, checkpoint_gc_done=1)
+            self.store.experiments.mark_checkpoint_gc_done(exp_id)
         if deleted or held:
             logger.info(
                 "checkpoint GC of experiment %s: deleted %d, kept %d, held back %d "

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from master_lite.store import CheckpointRow, ExperimentRow
 
 
 def iso(timestamp: float | None) -> str | None:
@@ -46,27 +49,28 @@ def searcher_summary(config: dict) -> dict:
 
 
 def experiment_json(
-    row: dict, *, num_trials: int, best_validation: float | None, with_config: bool = False
+    row: ExperimentRow, *, num_trials: int, best_validation: float | None, with_config: bool = False
 ) -> dict:
+    """The Experiment object of the API, from its typed row."""
     out = {
-        "id": row["id"],
-        "name": row["name"],
-        "description": row["description"] or "",
-        "labels": row["labels"] or [],
-        "state": row["state"],
-        "archived": bool(row["archived"]),
-        "progress": float(row["progress"] or 0.0),
-        "start_time": iso(row["start_time"]),
-        "end_time": iso(row["end_time"]),
-        "searcher": searcher_summary(row["config"]),
+        "id": row.id,
+        "name": row.name,
+        "description": row.description or "",
+        "labels": row.labels or [],
+        "state": row.state,
+        "archived": row.archived,
+        "progress": float(row.progress or 0.0),
+        "start_time": iso(row.start_time),
+        "end_time": iso(row.end_time),
+        "searcher": searcher_summary(row.config),
         "num_trials": num_trials,
         "best_validation": best_validation,
-        "context_hash": row["context_hash"],
-        "notebook": row["notebook"],
-        "parent_id": row["parent_id"],
+        "context_hash": row.context_hash,
+        "notebook": row.notebook,
+        "parent_id": row.parent_id,
     }
     if with_config:
-        out["config"] = row["config"]
+        out["config"] = row.config
     return out
 
 
@@ -174,17 +178,18 @@ def log_json(row: dict) -> dict:
     }
 
 
-def checkpoint_json(row: dict, *, validation_metrics: dict | None) -> dict:
+def checkpoint_json(row: CheckpointRow, *, validation_metrics: dict | None) -> dict:
+    """The Checkpoint object of the API, from its typed row."""
     return {
-        "uuid": row["uuid"],
-        "trial_id": row["trial_id"],
-        "experiment_id": row["experiment_id"],
-        "allocation_id": row["allocation_id"],
-        "steps_completed": row["steps_completed"],
-        "metadata": row["metadata"],
-        "resources": row["resources"],
-        "state": row["state"],
-        "report_time": iso(row["report_time"]),
-        "path": row["path"],
+        "uuid": row.uuid,
+        "trial_id": row.trial_id,
+        "experiment_id": row.experiment_id,
+        "allocation_id": row.allocation_id,
+        "steps_completed": row.steps_completed,
+        "metadata": row.metadata,
+        "resources": row.resources,
+        "state": row.state,
+        "report_time": iso(row.report_time),
+        "path": row.path,
         "validation_metrics": validation_metrics,
     }

@@ -16,6 +16,7 @@ from master_lite import _serialize, errors
 from master_lite._parts._runs import Runs
 from master_lite._parts._shared import MasterState
 from master_lite._parts._views import Views
+from master_lite.store import CheckpointRow
 
 
 class Checkpoints:
@@ -50,11 +51,11 @@ class Checkpoints:
         trial_id = record.get("trial_id", record.get("trialId"))
         allocation_id = record.get("allocation_id", record.get("allocationId"))
         if trial_id is None and allocation_id:
-            trial_id = self._runs.allocation_row(allocation_id)["trial_id"]
+            trial_id = self._runs.allocation_row(allocation_id).trial_id
         if trial_id is None:
             raise errors.InvalidRequest("trialId: required", ["trialId: required"])
         trial = self._views.trial_row(int(trial_id))
-        config = self._views.experiment_row(trial["experiment_id"])["config"]
+        config = self._views.experiment_row(trial.experiment_id).config
         path = storage.checkpoint_dir(config["checkpoint_storage"], uuid)
         resources = record.get("resources") or {}
         try:
@@ -68,8 +69,8 @@ class Checkpoints:
             self._shared.store.checkpoints.put(
                 {
                     "uuid": uuid,
-                    "trial_id": trial["id"],
-                    "experiment_id": trial["experiment_id"],
+                    "trial_id": trial.id,
+                    "experiment_id": trial.experiment_id,
                     "allocation_id": allocation_id,
                     "steps_completed": metadata["steps_completed"],
                     "metadata": metadata,
@@ -79,26 +80,28 @@ class Checkpoints:
                     "path": str(path),
                 }
             )
-            self._shared.store.update("trials", trial["id"], latest_checkpoint=uuid)
+            self._shared.store.trials.update(trial.id, latest_checkpoint=uuid)
         checkpoint = self.get_checkpoint(uuid)
         self._shared.events.publish("checkpoint", checkpoint)
-        self._views.publish_trial(trial["id"])
+        self._views.publish_trial(trial.id)
         return checkpoint
 
-    def _checkpoint_json(self, row: dict) -> dict:
-        validation = self._shared.store.metrics.validation_at(
-            row["trial_id"], row["steps_completed"]
-        )
+    def _checkpoint_json(self, row: CheckpointRow) -> dict:
+        validation = self._shared.store.metrics.validation_at(row.trial_id, row.steps_completed)
         return _serialize.checkpoint_json(
             row, validation_metrics=validation["metrics"] if validation else None
         )
 
-    def get_checkpoint(self, uuid: str) -> dict:
-        """One checkpoint as API JSON, with the validation metrics of its step."""
-        row = self._shared.store.get("checkpoints", uuid, key_column="uuid")
+    def checkpoint_row(self, uuid: str) -> CheckpointRow:
+        """The checkpoint's stored row; NotFound if there is none."""
+        row = self._shared.store.checkpoints.get(uuid)
         if row is None:
             raise errors.NotFound(f"checkpoint {uuid} not found")
-        return self._checkpoint_json(row)
+        return row
+
+    def get_checkpoint(self, uuid: str) -> dict:
+        """One checkpoint as API JSON, with the validation metrics of its step."""
+        return self._checkpoint_json(self.checkpoint_row(uuid))
 
     def list_checkpoints(
         self,
@@ -119,11 +122,11 @@ class Checkpoints:
 
     def checkpoint_archive(self, uuid: str) -> bytes:
         """The checkpoint's files as a tar.gz (NotFound when they are gone)."""
-        checkpoint = self.get_checkpoint(uuid)
-        path = Path(checkpoint["path"])
-        if checkpoint["state"] != CheckpointState.COMPLETED or not path.is_dir():
+        checkpoint = self.checkpoint_row(uuid)
+        path = Path(checkpoint.path)
+        if checkpoint.state != CheckpointState.COMPLETED or not path.is_dir():
             raise errors.NotFound(
-                f"checkpoint {uuid} has no files at {path} (state {checkpoint['state']})"
+                f"checkpoint {uuid} has no files at {path} (state {checkpoint.state})"
             )
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -137,13 +140,13 @@ class Checkpoints:
             uuid = item.get("uuid") if isinstance(item, dict) else None
             if not uuid:
                 raise errors.InvalidRequest("checkpoints[].uuid: required")
-            self.get_checkpoint(uuid)
+            self.checkpoint_row(uuid)
         with self._shared.store.transaction():
             for item in items:
                 changes: dict[str, Any] = {"state": str(CheckpointState.DELETED)}
                 if item.get("resources") is not None:
                     changes["resources"] = item["resources"]
-                self._shared.store.update("checkpoints", item["uuid"], key_column="uuid", **changes)
+                self._shared.store.checkpoints.update(item["uuid"], **changes)
 
     def publish_deleted(self, uuid: str) -> None:
         """Tell checkpoint subscribers the GC deleted `uuid` (skipped when nobody listens)."""

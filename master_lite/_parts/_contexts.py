@@ -46,10 +46,10 @@ class Contexts:
 
     def read(self, context_hash: str) -> bytes:
         """The stored tarball of `context_hash`; NotFound if there is none."""
-        row = self._shared.store.get("contexts", context_hash, key_column="hash")
+        row = self._shared.store.contexts.get(context_hash)
         if row is None:
             raise errors.NotFound(f"context {context_hash} not found")
-        return Path(row["path"]).read_bytes()
+        return Path(row.path).read_bytes()
 
     def unpack(self, context_hash: str, work_dir: Path) -> None:
         """Unpack the stored tarball into a run's fresh working directory."""

@@ -8,12 +8,13 @@ import socket
 import sys
 
 from master_lite.scheduler import GPU
+from master_lite.store import CheckpointRow, ExperimentRow, TrialRow
 
 
 def trial_environment(
     *,
-    trial: dict,
-    experiment: dict,
+    trial: TrialRow,
+    experiment: ExperimentRow,
     allocation_id: str,
     run_id: int,
     token: str,
@@ -26,8 +27,8 @@ def trial_environment(
 ) -> dict[str, str]:
     """The master's environment plus the run's `DET_*` variables, its GPUs, ports and the
     config's `environment_variables`."""
-    config = experiment["config"]
-    checkpoint = trial["latest_checkpoint"]
+    config = experiment.config
+    checkpoint = trial.latest_checkpoint
     env = dict(os.environ)
     env.pop("DET_MASTER_TOKEN", None)
     env.pop("DET_LATEST_CHECKPOINT", None)
@@ -40,13 +41,13 @@ def trial_environment(
             "DET_CLUSTER_ID": cluster_id,
             "DET_AGENT_ID": socket.gethostname(),
             "DET_TASK_TYPE": "TRIAL",
-            "DET_TASK_ID": f"trial-{trial['id']}",
+            "DET_TASK_ID": f"trial-{trial.id}",
             "DET_ALLOCATION_ID": allocation_id,
-            "DET_EXPERIMENT_ID": str(experiment["id"]),
-            "DET_TRIAL_ID": str(trial["id"]),
+            "DET_EXPERIMENT_ID": str(experiment.id),
+            "DET_TRIAL_ID": str(trial.id),
             "DET_TRIAL_RUN_ID": str(run_id),
-            "DET_TRIAL_SEED": str(trial["seed"]),
-            "DET_HPARAMS": json.dumps(trial["hparams"]),
+            "DET_TRIAL_SEED": str(trial.seed),
+            "DET_HPARAMS": json.dumps(trial.hparams),
             "DET_EXPERIMENT_CONFIG": json.dumps(config),
             "DET_STEPS_COMPLETED": str(checkpoint_steps),
             "DET_SLOT_IDS": json.dumps(slot_ids),
@@ -70,15 +71,15 @@ def trial_environment(
     return env
 
 
-def steps_to_resume(trial: dict, checkpoint: dict | None) -> int:
+def steps_to_resume(trial: TrialRow, checkpoint: CheckpointRow | None) -> int:
     """DET_STEPS_COMPLETED of a run resuming from the trial's latest checkpoint (its row, or
     None when the trial has none or the row is gone)."""
-    if not trial["latest_checkpoint"]:
+    if not trial.latest_checkpoint:
         return 0
     if checkpoint is None:
-        return trial["steps_completed"]
-    if checkpoint["trial_id"] == trial["id"]:
-        return checkpoint["steps_completed"]
+        return trial.steps_completed
+    if checkpoint.trial_id == trial.id:
+        return checkpoint.steps_completed
     return 0  # a warm start from another trial's checkpoint begins at step 0
 
 

@@ -27,6 +27,7 @@ from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
 from master_lite._parts._views import Views
+from master_lite.store import TrialRow
 
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 
@@ -110,13 +111,12 @@ class Experiments:
         state = ExperimentState.ACTIVE if activate else ExperimentState.PAUSED
         # The experiment, its first trials and the searcher's snapshot appear together.
         with self._shared.atomic():
-            exp_id = self._shared.store.insert(
-                "experiments",
+            exp_id = self._shared.store.experiments.create(
                 name=str(expanded.get("name") or "Experiment"),
                 description=expanded.get("description") or "",
                 labels=list(expanded.get("labels") or []),
                 state=str(state),
-                archived=int(bool(archived)),
+                archived=bool(archived),
                 config=expanded,
                 original_config=original_text,
                 context_hash=context_hash,
@@ -144,9 +144,9 @@ class Experiments:
             )
             raise errors.InvalidRequest(message, [message])
         if uuid is not None:
-            row = store.get("checkpoints", str(uuid), key_column="uuid")
-            if row is None or row["state"] != CheckpointState.COMPLETED:
-                why = "does not exist" if row is None else f"is {row['state']}"
+            row = store.checkpoints.get(str(uuid))
+            if row is None or row.state != CheckpointState.COMPLETED:
+                why = "does not exist" if row is None else f"is {row.state}"
                 message = (
                     f"searcher.source_checkpoint_uuid: checkpoint {uuid} {why} "
                     "(pick one from `det checkpoint list`)"
@@ -154,17 +154,13 @@ class Experiments:
                 raise errors.InvalidRequest(message, [message])
             return str(uuid)
         if trial_id is not None:
-            trial = store.get("trials", int(trial_id))
+            trial = store.trials.get(int(trial_id))
             if trial is None:
                 message = f"searcher.source_trial_id: trial {trial_id} does not exist"
                 raise errors.InvalidRequest(message, [message])
-            latest = trial["latest_checkpoint"]
-            row = store.get("checkpoints", latest, key_column="uuid") if latest else None
-            if (
-                row is None
-                or row["trial_id"] != trial["id"]
-                or row["state"] != CheckpointState.COMPLETED
-            ):
+            latest = trial.latest_checkpoint
+            row = store.checkpoints.get(latest) if latest else None
+            if row is None or row.trial_id != trial.id or row.state != CheckpointState.COMPLETED:
                 message = (
                     f"searcher.source_trial_id: trial {trial_id} has no checkpoint to "
                     "start from (it never reported one, or it was deleted)"
@@ -176,9 +172,9 @@ class Experiments:
     def get_experiment_context(self, exp_id: int) -> bytes:
         """The context tarball the experiment was submitted with."""
         row = self._views.experiment_row(exp_id)
-        if not row["context_hash"]:
+        if not row.context_hash:
             raise errors.NotFound(f"experiment {exp_id} has no context")
-        return self._contexts.read(row["context_hash"])
+        return self._contexts.read(row.context_hash)
 
     # -- actions ------------------------------------------------------------------------------
     def experiment_action(self, exp_id: int, action: str) -> dict:
@@ -189,7 +185,7 @@ class Experiments:
                 f"{', '.join(EXPERIMENT_ACTIONS)}"
             )
         experiment = self._views.experiment_row(exp_id)
-        state = ExperimentState(experiment["state"])
+        state = ExperimentState(experiment.state)
         terminal = state in TERMINAL_EXPERIMENT_STATES
         if action in ("archive", "unarchive"):
             if not terminal:
@@ -197,7 +193,7 @@ class Experiments:
                     f"experiment {exp_id} is {state}: only finished experiments "
                     f"can be {action}d (cancel it first)"
                 )
-            self._shared.store.update("experiments", exp_id, archived=int(action == "archive"))
+            self._shared.store.experiments.set_archived(exp_id, action == "archive")
             self._views.publish_experiment(exp_id)
         elif (
             terminal
@@ -219,46 +215,46 @@ class Experiments:
                 self._stop_experiment(exp_id, kill=(action == "kill"))
         return self._views.get_experiment(exp_id, with_config=False)
 
-    def _live_trials(self, exp_id: int) -> list[dict]:
+    def _live_trials(self, exp_id: int) -> list[TrialRow]:
         return [
             t
             for t in self._shared.store.trials.of_experiment(exp_id)
-            if t["state"] not in TERMINAL_TRIAL_STATES
+            if t.state not in TERMINAL_TRIAL_STATES
         ]
 
     def _pause_experiment(self, exp_id: int) -> None:
         self._set_experiment_state(exp_id, ExperimentState.PAUSED)
         for trial in self._live_trials(exp_id):
-            allocation_id = self._runs.allocation_id_of(trial["id"])
+            allocation_id = self._runs.allocation_id_of(trial.id)
             if allocation_id is not None:
                 self._runs.preempt(allocation_id, "pause")
             else:
-                self._runs.cancel_request(trial["id"])
-                self._shared.store.update("trials", trial["id"], state=str(TrialState.PAUSED))
-                self._views.publish_trial(trial["id"])
+                self._runs.cancel_request(trial.id)
+                self._shared.store.trials.set_state(trial.id, TrialState.PAUSED)
+                self._views.publish_trial(trial.id)
         self._runs.run_scheduler()
 
     def _activate_experiment(self, exp_id: int) -> None:
         self._set_experiment_state(exp_id, ExperimentState.ACTIVE)
         for trial in self._live_trials(exp_id):
-            if self._runs.is_running(trial["id"]):
+            if self._runs.is_running(trial.id):
                 continue  # still draining after the pause: it is requeued when it exits
-            if trial["state"] == TrialState.PAUSED:
-                self._shared.store.update("trials", trial["id"], state=str(TrialState.ACTIVE))
-                self._views.publish_trial(trial["id"])
-            self._runs.schedule_trial(trial["id"])
+            if trial.state == TrialState.PAUSED:
+                self._shared.store.trials.set_state(trial.id, TrialState.ACTIVE)
+                self._views.publish_trial(trial.id)
+            self._runs.schedule_trial(trial.id)
 
     def _stop_experiment(self, exp_id: int, *, kill: bool) -> None:
         self._set_experiment_state(exp_id, ExperimentState.STOPPING_CANCELED)
         for trial in self._live_trials(exp_id):
-            allocation_id = self._runs.allocation_id_of(trial["id"])
+            allocation_id = self._runs.allocation_id_of(trial.id)
             if allocation_id is None:
-                self._runs.cancel_request(trial["id"])
+                self._runs.cancel_request(trial.id)
                 self.end_trial(trial, TrialState.CANCELED, None)
                 continue
             stopping = TrialState.STOPPING_KILLED if kill else TrialState.STOPPING_CANCELED
-            self._shared.store.update("trials", trial["id"], state=str(stopping))
-            self._views.publish_trial(trial["id"])
+            self._shared.store.trials.set_state(trial.id, stopping)
+            self._views.publish_trial(trial.id)
             if kill:
                 self._runs.kill(
                     allocation_id, "kill", f"killed by the user (experiment {exp_id} kill)"
@@ -272,72 +268,72 @@ class Experiments:
     def kill_trial(self, trial_id: int) -> dict:
         """Kill the trial's run (or cancel it if it does not run); the trial's JSON."""
         trial = self._views.trial_row(trial_id)
-        if trial["state"] in TERMINAL_TRIAL_STATES:
+        if trial.state in TERMINAL_TRIAL_STATES:
             return self._views.get_trial(trial_id)
-        allocation_id = self._runs.allocation_id_of(trial["id"])
+        allocation_id = self._runs.allocation_id_of(trial.id)
         if allocation_id is not None:
-            self._shared.store.update("trials", trial["id"], state=str(TrialState.STOPPING_KILLED))
+            self._shared.store.trials.set_state(trial.id, TrialState.STOPPING_KILLED)
             self._runs.kill(
                 allocation_id, "kill-trial", f"killed by the user (trial {trial_id} kill)"
             )
             return self._views.get_trial(trial_id)
         with self._shared.atomic():  # the trial's end and the searcher's hearing of it, together
-            self._runs.cancel_request(trial["id"])
+            self._runs.cancel_request(trial.id)
             self.end_trial(trial, TrialState.CANCELED, None)
-            experiment = self._views.experiment_row(trial["experiment_id"])
-            if experiment["state"] == ExperimentState.ACTIVE:
+            experiment = self._views.experiment_row(trial.experiment_id)
+            if experiment.state == ExperimentState.ACTIVE:
                 reason = searcher_module().ExitedReason.USER_CANCELED
                 self._searchers.event(
-                    experiment["id"], "on_trial_exited_early", trial["request_id"], reason
+                    experiment.id, "on_trial_exited_early", trial.request_id, reason
                 )
-            self.maybe_finish_experiment(trial["experiment_id"])
+            self.maybe_finish_experiment(trial.experiment_id)
         return self._views.get_trial(trial_id)
 
-    def stop_trial(self, trial: dict) -> None:
+    def stop_trial(self, trial: TrialRow) -> None:
         """Searcher early-stop: the run is preempted and its exit means COMPLETED."""
-        if trial["state"] in TERMINAL_TRIAL_STATES:
+        if trial.state in TERMINAL_TRIAL_STATES:
             return
         store = self._shared.store
-        store.update("trials", trial["id"], stop_requested=1)
-        allocation_id = self._runs.allocation_id_of(trial["id"])
+        store.trials.request_stop(trial.id)
+        allocation_id = self._runs.allocation_id_of(trial.id)
         if allocation_id is not None:
-            store.update("trials", trial["id"], state=str(TrialState.STOPPING_COMPLETED))
+            store.trials.set_state(trial.id, TrialState.STOPPING_COMPLETED)
             self._runs.preempt(allocation_id, "stop")
-            self._shared.notify(("trial", trial["id"]))
-            self._views.publish_trial(trial["id"])
+            self._shared.notify(("trial", trial.id))
+            self._views.publish_trial(trial.id)
             return
-        self._runs.cancel_request(trial["id"])
+        self._runs.cancel_request(trial.id)
         self.end_trial(trial, TrialState.COMPLETED, exit_code=None)
-        self._searchers.event(trial["experiment_id"], "on_trial_closed", trial["request_id"])
-        self.maybe_finish_experiment(trial["experiment_id"])
+        self._searchers.event(trial.experiment_id, "on_trial_closed", trial.request_id)
+        self.maybe_finish_experiment(trial.experiment_id)
 
-    def end_trial(self, trial: dict, state: TrialState, exit_code: int | None) -> None:
+    def end_trial(self, trial: TrialRow, state: TrialState, exit_code: int | None) -> None:
         """Give the trial its final `state` (and exit code), and tell whoever waits."""
         changes: dict[str, Any] = {"state": str(state), "end_time": time.time()}
         if exit_code is not None:
             changes["exit_code"] = exit_code
         if state == TrialState.COMPLETED:
             changes["progress"] = 1.0
-        self._shared.store.update("trials", trial["id"], **changes)
-        self._shared.notify(("trial", trial["id"]))
-        self._views.publish_trial(trial["id"])
+        self._shared.store.trials.update(trial.id, **changes)
+        self._shared.notify(("trial", trial.id))
+        self._views.publish_trial(trial.id)
 
     # -- the experiment's state machine -------------------------------------------------------
     def maybe_finish_experiment(self, exp_id: int) -> None:
         """End the experiment if nothing of it runs or will run any more."""
         store = self._shared.store
         experiment = self._views.experiment_row(exp_id)
-        state = experiment["state"]
+        state = experiment.state
         if state in (ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState.ERROR):
             return
         trials = store.trials.of_experiment(exp_id)
-        running = [t for t in trials if self._runs.is_running(t["id"])]
+        running = [t for t in trials if self._runs.is_running(t.id)]
         if state in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_ERROR):
             if running:
                 return
             for trial in trials:
-                if trial["state"] not in TERMINAL_TRIAL_STATES:
-                    self._runs.cancel_request(trial["id"])
+                if trial.state not in TERMINAL_TRIAL_STATES:
+                    self._runs.cancel_request(trial.id)
                     self.end_trial(trial, TrialState.CANCELED, None)
             final = (
                 ExperimentState.CANCELED
@@ -346,13 +342,13 @@ class Experiments:
             )
             self._set_experiment_state(exp_id, final, ended=True)
             return
-        if not experiment["searcher_shutdown"]:
+        if not experiment.searcher_shutdown:
             return
-        unfinished = [t for t in trials if t["state"] not in TERMINAL_TRIAL_STATES]
+        unfinished = [t for t in trials if t.state not in TERMINAL_TRIAL_STATES]
         if unfinished:
             return
-        failed = bool(experiment["searcher_failure"]) or (
-            bool(trials) and all(t["state"] == TrialState.ERROR for t in trials)
+        failed = bool(experiment.searcher_failure) or (
+            bool(trials) and all(t.state == TrialState.ERROR for t in trials)
         )
         self._set_experiment_state(
             exp_id, ExperimentState.ERROR if failed else ExperimentState.COMPLETED, ended=True
@@ -361,10 +357,10 @@ class Experiments:
     def fail_experiment(self, exp_id: int, message: str) -> None:
         """Kill every run of the experiment and end it as ERROR (`message` says why)."""
         for trial in self._shared.store.trials.of_experiment(exp_id):
-            if trial["state"] in TERMINAL_TRIAL_STATES:
+            if trial.state in TERMINAL_TRIAL_STATES:
                 continue
-            self._logs.master_log(trial["id"], message)
-            allocation_id = self._runs.allocation_id_of(trial["id"])
+            self._logs.master_log(trial.id, message)
+            allocation_id = self._runs.allocation_id_of(trial.id)
             if allocation_id is not None:
                 self._runs.kill(
                     allocation_id,
@@ -377,10 +373,9 @@ class Experiments:
     def _set_experiment_state(
         self, exp_id: int, state: ExperimentState, *, ended: bool = False
     ) -> None:
-        changes: dict[str, Any] = {"state": str(state)}
-        if ended:
-            changes["end_time"] = time.time()
-        self._shared.store.update("experiments", exp_id, **changes)
+        self._shared.store.experiments.set_state(
+            exp_id, state, end_time=time.time() if ended else None
+        )
         self._views.publish_experiment(exp_id)
         if ended:
             # After the current change has committed: GC deletes files, which no rollback

@@ -63,7 +63,7 @@ class TrialLogs:
     ) -> list[dict]:
         """The trial's log lines after `after_id` (or its last `tail`), of a rank or stream."""
         store = self._shared.store
-        if store.get("trials", int(trial_id)) is None:
+        if store.trials.get(int(trial_id)) is None:
             raise errors.NotFound(f"trial {trial_id} not found")
         rows = store.logs.lines(
             trial_id, after_id=after_id, limit=limit, tail=tail, rank=rank, stream=stream

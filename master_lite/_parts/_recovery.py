@@ -8,8 +8,6 @@ from its snapshot (docs/fault-tolerance.md).
 
 from __future__ import annotations
 
-import time
-
 from determined.common.states import ExperimentState, TrialState
 from master_lite._parts._experiments import Experiments
 from master_lite._parts._logs import TrialLogs
@@ -18,6 +16,7 @@ from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
 from master_lite._recovery import end_orphaned_runs, proc_available
 from master_lite.scheduler import kill_orphaned_group, process_group_alive
+from master_lite.store import ExperimentRow
 
 
 class Recovery:
@@ -56,53 +55,43 @@ class Recovery:
         if unfinished and proc_available():
             killed = end_orphaned_runs(store.allocations.token_owners())
         for allocation in unfinished:
-            if (
-                not proc_available()
-                and allocation["pgid"]
-                and process_group_alive(allocation["pgid"])
-            ):
-                if kill_orphaned_group(allocation["pgid"], allocation["id"]):
-                    killed[allocation["id"]] = [allocation["pgid"]]
-            intent = allocation["end_intent"] or "master-stop"
-            store.update(
-                "allocations",
-                allocation["id"],
-                state="ENDED",
-                end_time=time.time(),
-                end_intent=intent,
-            )
+            if not proc_available() and allocation.pgid and process_group_alive(allocation.pgid):
+                if kill_orphaned_group(allocation.pgid, allocation.id):
+                    killed[allocation.id] = [allocation.pgid]
+            intent = allocation.end_intent or "master-stop"
+            store.allocations.end(allocation.id, intent=intent)
             found = (
-                f"; its processes {killed[allocation['id']]} were killed"
-                if allocation["id"] in killed
+                f"; its processes {killed[allocation.id]} were killed"
+                if allocation.id in killed
                 else ""
             )
             self._logs.master_log(
-                allocation["trial_id"],
-                f"{allocation['id']} was running when the "
+                allocation.trial_id,
+                f"{allocation.id} was running when the "
                 f"master stopped{found}: it will resume from its latest checkpoint",
             )
         store.allocations.revoke_all_tokens()
 
-    def _recover_trials(self, experiment: dict) -> None:
-        exp_id = experiment["id"]
+    def _recover_trials(self, experiment: ExperimentRow) -> None:
+        exp_id = experiment.id
         store = self._shared.store
         for trial in store.trials.of_experiment(exp_id):
-            state = trial["state"]
+            state = trial.state
             if state == TrialState.STOPPING_COMPLETED:
                 self._experiments.end_trial(trial, TrialState.COMPLETED, None)
-                self._searchers.event(exp_id, "on_trial_closed", trial["request_id"])
+                self._searchers.event(exp_id, "on_trial_closed", trial.request_id)
             elif state in (TrialState.STOPPING_CANCELED, TrialState.STOPPING_KILLED):
                 self._experiments.end_trial(trial, TrialState.CANCELED, None)
             elif state == TrialState.STOPPING_ERROR:
                 self._experiments.end_trial(trial, TrialState.ERROR, None)
-            elif state == TrialState.PAUSED and experiment["state"] == ExperimentState.ACTIVE:
-                store.update("trials", trial["id"], state=str(TrialState.ACTIVE))
-                self._runs.schedule_trial(trial["id"])
+            elif state == TrialState.PAUSED and experiment.state == ExperimentState.ACTIVE:
+                store.trials.set_state(trial.id, TrialState.ACTIVE)
+                self._runs.schedule_trial(trial.id)
             elif state == TrialState.ACTIVE:
-                if experiment["state"] == ExperimentState.PAUSED:
-                    store.update("trials", trial["id"], state=str(TrialState.PAUSED))
+                if experiment.state == ExperimentState.PAUSED:
+                    store.trials.set_state(trial.id, TrialState.PAUSED)
                 else:
-                    self._runs.schedule_trial(trial["id"])
+                    self._runs.schedule_trial(trial.id)
         self._experiments.maybe_finish_experiment(exp_id)
 
 

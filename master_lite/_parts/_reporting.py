@@ -36,19 +36,19 @@ class Reports:
         accepted."""
         trial = self._views.trial_row(trial_id)
         rows = _reports.normalize_metric_reports(
-            reports, trial_id=trial["id"], default_run_id=trial["run_id"]
+            reports, trial_id=trial.id, default_run_id=trial.run_id
         )
         if not rows:
             return 0
         accepted = len(rows)
-        metric_name, smaller_is_better = self._searcher_metric(trial["experiment_id"])
+        metric_name, smaller_is_better = self._searcher_metric(trial.experiment_id)
         changes: dict[str, Any] = {}
         # Stored and heard by the searcher in one transaction: after a crash either both
         # happened or neither did (the resumed run reports it again).
         with self._shared.atomic():
             # A resumed run redoing steps an earlier run reported replaces those reports
             # instead of duplicating them (docs/fault-tolerance.md).
-            ids, superseded = self._shared.store.insert_current_metrics(trial["id"], rows)
+            ids, superseded = self._shared.store.insert_current_metrics(trial.id, rows)
             rows = [row for row, metric_id in zip(rows, ids, strict=False) if metric_id is not None]
             for metric_id, row in zip([i for i in ids if i is not None], rows, strict=False):
                 row["id"] = metric_id
@@ -56,12 +56,12 @@ class Reports:
                     changes["latest_training_id"] = metric_id
                 elif row["group"] == "validation":
                     changes["latest_validation_id"] = metric_id
-            if trial["best_validation_id"] in superseded:  # rare: recount from scratch
+            if trial.best_validation_id in superseded:  # rare: recount from scratch
                 changes["best_validation_id"] = self._best_validation_id(
-                    trial["id"], metric_name, smaller_is_better
+                    trial.id, metric_name, smaller_is_better
                 )
             elif any(row["group"] == "validation" for row in rows):
-                best_id, best_value = trial["best_validation_id"], None
+                best_id, best_value = trial.best_validation_id, None
                 if best_id is not None:
                     best_row = self._shared.store.metrics.by_id(best_id)
                     best_value = (
@@ -82,27 +82,24 @@ class Reports:
                         best_id, best_value = row["id"], value
                 changes["best_validation_id"] = best_id
             changes["steps_completed"] = max(
-                [trial["steps_completed"]] + [row["steps_completed"] for row in rows]
+                [trial.steps_completed] + [row["steps_completed"] for row in rows]
             )
-            self._shared.store.update("trials", trial["id"], **changes)
+            self._shared.store.trials.update(trial.id, **changes)
             validations = [
-                ("on_validation_reported", (trial["request_id"], row["metrics"]))
+                ("on_validation_reported", (trial.request_id, row["metrics"]))
                 for row in rows
                 if row["group"] == "validation"
             ]
             if validations:
-                self._searchers.events(trial["experiment_id"], validations)
+                self._searchers.events(trial.experiment_id, validations)
         if self._shared.events.has_subscribers("metric"):
             for row in rows:
                 self._shared.events.publish("metric", _serialize.metric_json(row))
-        self._views.publish_trial(trial["id"])
+        self._views.publish_trial(trial.id)
         # The experiment's best validation is derived from its trials' best: listeners of
         # experiment events (the sidebar's list) must hear when it moves.
-        if (
-            changes.get("best_validation_id", trial["best_validation_id"])
-            != trial["best_validation_id"]
-        ):
-            self._views.publish_experiment(trial["experiment_id"])
+        if changes.get("best_validation_id", trial.best_validation_id) != trial.best_validation_id:
+            self._views.publish_experiment(trial.experiment_id)
         return accepted
 
     def _searcher_metric(self, experiment_id: int) -> tuple[str | None, bool]:
@@ -111,7 +108,7 @@ class Reports:
         cache = self._searcher_metric_cache
         cached = cache.get(experiment_id)
         if cached is None:
-            config = self._views.experiment_row(experiment_id)["config"]
+            config = self._views.experiment_row(experiment_id).config
             searcher_config = config.get("searcher") or {}
             cached = (
                 searcher_config.get("metric"),
@@ -142,16 +139,16 @@ class Reports:
             value = float(progress)
         except (TypeError, ValueError) as exc:
             raise errors.InvalidRequest(f"progress: expected a number, got {progress!r}") from exc
-        self._shared.store.update("trials", trial["id"], progress=max(0.0, min(1.0, value)))
-        self._searchers.update_progress(trial["experiment_id"])
-        self._views.publish_trial(trial["id"])
-        self._views.publish_experiment(trial["experiment_id"])
+        self._shared.store.trials.update(trial.id, progress=max(0.0, min(1.0, value)))
+        self._searchers.update_progress(trial.experiment_id)
+        self._views.publish_trial(trial.id)
+        self._views.publish_experiment(trial.experiment_id)
 
     def set_runner_state(self, trial_id: int, state: str) -> None:
         """What the trial's run says it is doing (free text shown with the trial)."""
         trial = self._views.trial_row(trial_id)
-        self._shared.store.update("trials", trial["id"], runner_state=str(state or ""))
-        self._views.publish_trial(trial["id"])
+        self._shared.store.trials.update(trial.id, runner_state=str(state or ""))
+        self._views.publish_trial(trial.id)
 
     def report_early_exit(self, trial_id: int, reason: str) -> None:
         """The run exits early: invalid hyperparameters (the searcher hears it) or a user's stop."""
@@ -163,16 +160,16 @@ class Reports:
                 "EXITED_REASON_INVALID_HP or "
                 "EXITED_REASON_USER_REQUESTED_STOP"
             )
-        if trial["early_exit"]:
+        if trial.early_exit:
             raise errors.InvalidRequest(
-                f"trial {trial_id} already reported an early exit ({trial['early_exit']})"
+                f"trial {trial_id} already reported an early exit ({trial.early_exit})"
             )
-        self._shared.store.update("trials", trial["id"], early_exit=normalized)
+        self._shared.store.trials.update(trial.id, early_exit=normalized)
         if normalized == "INVALID_HP":
             self._searchers.event(
-                trial["experiment_id"],
+                trial.experiment_id,
                 "on_trial_exited_early",
-                trial["request_id"],
+                trial.request_id,
                 searcher_module().ExitedReason.INVALID_HP,
             )
 
@@ -187,12 +184,12 @@ class Reports:
         the master starts it again from its latest checkpoint. `timeout` is accepted for the
         long-poll contract; no answer needs to wait."""
         trial = self._views.trial_row(trial_id)
-        if trial["stop_requested"]:  # early-stopped: whatever was queued will not run
+        if trial.stop_requested:  # early-stopped: whatever was queued will not run
             return {"completed": True, "op": None}
-        if trial["op_queue"] and trial["state"] not in TERMINAL_TRIAL_STATES:
+        if trial.op_queue and trial.state not in TERMINAL_TRIAL_STATES:
             return {
                 "completed": False,
-                "op": {"validateAfter": {"length": str(trial["op_queue"][0])}},
+                "op": {"validateAfter": {"length": str(trial.op_queue[0])}},
             }
         return {"completed": True, "op": None}
 
@@ -203,25 +200,25 @@ class Reports:
             length = int(length)
         except (TypeError, ValueError) as exc:
             raise errors.InvalidRequest(f"op.length: expected an integer, got {length!r}") from exc
-        if length not in trial["op_queue"]:
+        if length not in trial.op_queue:
             raise errors.InvalidRequest(
                 f"trial {trial_id} has no pending operation of length {length} "
-                f"(pending: {trial['op_queue'] or 'none'})"
+                f"(pending: {trial.op_queue or 'none'})"
             )
         if isinstance(metric, bool) or not isinstance(metric, (int, float)):
             raise errors.InvalidRequest(f"searcherMetric: expected a number, got {metric!r}")
-        queue = list(trial["op_queue"])
+        queue = list(trial.op_queue)
         queue.remove(length)
         with self._shared.atomic():  # the op is done exactly when the searcher has heard of it
-            self._shared.store.update("trials", trial["id"], op_queue=queue)
+            self._shared.store.trials.update(trial.id, op_queue=queue)
             self._searchers.event(
-                trial["experiment_id"],
+                trial.experiment_id,
                 "on_validation_completed",
-                trial["request_id"],
+                trial.request_id,
                 float(metric),
                 length,
             )
-        self._shared.notify(("trial", trial["id"]))
+        self._shared.notify(("trial", trial.id))
 
 
 __all__ = ["EARLY_EXIT_REASONS", "Reports"]

@@ -20,6 +20,7 @@ from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
 from master_lite._parts._views import Views
+from master_lite.store import ExperimentRow, TrialRow
 
 
 class RunExits:
@@ -46,7 +47,7 @@ class RunExits:
         """The trial's next state after its run ended, then maybe the experiment's end."""
         self._handle_trial_exit(ended)
         trial = self._views.trial_row(ended.trial_id)
-        self._experiments.maybe_finish_experiment(trial["experiment_id"])
+        self._experiments.maybe_finish_experiment(trial.experiment_id)
 
     def trial_failed_to_start(self, trial_id: int) -> None:
         """The trial's run could not be launched: it ends as ERROR."""
@@ -54,69 +55,69 @@ class RunExits:
         with self._shared.atomic():
             self._experiments.end_trial(trial, TrialState.ERROR, exit_code=None)
             self._searchers.event(
-                trial["experiment_id"],
+                trial.experiment_id,
                 "on_trial_exited_early",
-                trial["request_id"],
+                trial.request_id,
                 searcher_module().ExitedReason.ERRORED,
             )
-            self._experiments.maybe_finish_experiment(trial["experiment_id"])
+            self._experiments.maybe_finish_experiment(trial.experiment_id)
 
     def _handle_trial_exit(self, ended: RunEnded) -> None:
         trial_id, intent, exit_code = ended.trial_id, ended.intent, ended.exit_code
         trial = self._views.trial_row(trial_id)
-        experiment = self._views.experiment_row(trial["experiment_id"])
-        exp_id = experiment["id"]
+        experiment = self._views.experiment_row(trial.experiment_id)
+        exp_id = experiment.id
         reasons = searcher_module().ExitedReason
         end_trial = self._experiments.end_trial
         if intent in ("kill", "cancel", "kill-trial"):
             end_trial(trial, TrialState.CANCELED, exit_code)
-            if intent == "kill-trial" and experiment["state"] == ExperimentState.ACTIVE:
+            if intent == "kill-trial" and experiment.state == ExperimentState.ACTIVE:
                 self._searchers.event(
-                    exp_id, "on_trial_exited_early", trial["request_id"], reasons.USER_CANCELED
+                    exp_id, "on_trial_exited_early", trial.request_id, reasons.USER_CANCELED
                 )
-        elif intent == "stop" or (exit_code == 0 and trial["early_exit"]):
+        elif intent == "stop" or (exit_code == 0 and trial.early_exit):
             end_trial(trial, TrialState.COMPLETED, exit_code)
-            if trial["early_exit"] != "INVALID_HP":  # the searcher already heard about it
-                self._searchers.event(exp_id, "on_trial_closed", trial["request_id"])
+            if trial.early_exit != "INVALID_HP":  # the searcher already heard about it
+                self._searchers.event(exp_id, "on_trial_closed", trial.request_id)
         elif intent in ("pause", "master-stop") or (
-            exit_code == 0 and ended.acked and trial["op_queue"]
+            exit_code == 0 and ended.acked and trial.op_queue
         ):
             # Out of ops when it asked, but the searcher has given it more since (a promotion
             # that came while it was exiting): run it again from its latest checkpoint.
             self._requeue_or_pause(trial, experiment)
         elif exit_code == 0:
             end_trial(trial, TrialState.COMPLETED, exit_code)
-            if trial["early_exit"] != "INVALID_HP":
-                self._searchers.event(exp_id, "on_trial_closed", trial["request_id"])
-        elif trial["early_exit"] == "INVALID_HP":
+            if trial.early_exit != "INVALID_HP":
+                self._searchers.event(exp_id, "on_trial_closed", trial.request_id)
+        elif trial.early_exit == "INVALID_HP":
             end_trial(trial, TrialState.COMPLETED, exit_code)
-        elif trial["restarts"] < int(experiment["config"].get("max_restarts", 5)):
-            self._shared.store.update(
-                "trials", trial_id, restarts=trial["restarts"] + 1, exit_code=exit_code
+        elif trial.restarts < int(experiment.config.get("max_restarts", 5)):
+            self._shared.store.trials.update(
+                trial_id, restarts=trial.restarts + 1, exit_code=exit_code
             )
             self._logs.master_log(
                 trial_id,
                 f"trial {trial_id} failed (exit code {exit_code}); "
-                f"restart {trial['restarts'] + 1} of "
-                f"{experiment['config'].get('max_restarts', 5)}",
+                f"restart {trial.restarts + 1} of "
+                f"{experiment.config.get('max_restarts', 5)}",
             )
             self._views.publish_trial(trial_id)
             self._runs.schedule_trial(trial_id)
         else:
             end_trial(trial, TrialState.ERROR, exit_code)
             self._searchers.event(
-                exp_id, "on_trial_exited_early", trial["request_id"], reasons.ERRORED
+                exp_id, "on_trial_exited_early", trial.request_id, reasons.ERRORED
             )
 
-    def _requeue_or_pause(self, trial: dict, experiment: dict) -> None:
+    def _requeue_or_pause(self, trial: TrialRow, experiment: ExperimentRow) -> None:
         store = self._shared.store
-        if experiment["state"] == ExperimentState.ACTIVE and not self._shared.stopping:
-            store.update("trials", trial["id"], state=str(TrialState.ACTIVE))
-            self._views.publish_trial(trial["id"])
-            self._runs.schedule_trial(trial["id"])
+        if experiment.state == ExperimentState.ACTIVE and not self._shared.stopping:
+            store.trials.set_state(trial.id, TrialState.ACTIVE)
+            self._views.publish_trial(trial.id)
+            self._runs.schedule_trial(trial.id)
         else:
-            store.update("trials", trial["id"], state=str(TrialState.PAUSED))
-            self._views.publish_trial(trial["id"])
+            store.trials.set_state(trial.id, TrialState.PAUSED)
+            self._views.publish_trial(trial.id)
 
 
 __all__ = ["RunExits"]

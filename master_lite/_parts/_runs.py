@@ -12,7 +12,6 @@ import asyncio
 import logging
 import shutil
 import sys
-import time
 from collections.abc import Callable
 
 from determined.common.states import ExperimentState, TrialState
@@ -38,6 +37,7 @@ from master_lite.scheduler import (
     has_startup_hook,
     with_startup_hook,
 )
+from master_lite.store import AllocationRow, CheckpointRow, TrialRow
 
 logger = logging.getLogger("master_lite")
 
@@ -115,9 +115,9 @@ class Runs:
         """Ids of every live allocation."""
         return list(self._allocations)
 
-    def allocation_row(self, allocation_id: str) -> dict:
+    def allocation_row(self, allocation_id: str) -> AllocationRow:
         """The allocation's stored row; NotFound if there is none."""
-        row = self._shared.store.get("allocations", allocation_id)
+        row = self._shared.store.allocations.get(allocation_id)
         if row is None:
             raise errors.NotFound(f"allocation {allocation_id} not found")
         return row
@@ -148,13 +148,13 @@ class Runs:
     def schedule_trial(self, trial_id: int) -> None:
         """Ask for slots if the trial should run and neither runs nor waits already."""
         trial = self._views.trial_row(trial_id)
-        experiment = self._views.experiment_row(trial["experiment_id"])
-        if experiment["state"] != ExperimentState.ACTIVE or trial["state"] != TrialState.ACTIVE:
+        experiment = self._views.experiment_row(trial.experiment_id)
+        if experiment.state != ExperimentState.ACTIVE or trial.state != TrialState.ACTIVE:
             return
         key = f"trial-{trial_id}"
         if trial_id in self._trial_allocation or self.scheduler.is_pending(key):
             return
-        resources = experiment["config"].get("resources") or {}
+        resources = experiment.config.get("resources") or {}
         priority = resources.get("priority")
         slots = int(resources.get("slots_per_trial", 1))
         if slots > len(self.scheduler.slot_ids):
@@ -167,7 +167,7 @@ class Runs:
         self.scheduler.request(
             AllocationRequest(
                 allocation_key=key,
-                experiment_id=experiment["id"],
+                experiment_id=experiment.id,
                 slots=slots,
                 priority=DEFAULT_PRIORITY if priority is None else int(priority),
                 max_slots=resources.get("max_slots"),
@@ -199,17 +199,17 @@ class Runs:
     def _launch(self, trial_id: int, grant: Grant) -> None:
         store = self._shared.store
         trial = self._views.trial_row(trial_id)
-        experiment = self._views.experiment_row(trial["experiment_id"])
-        config = experiment["config"]
-        run_id = trial["run_id"] + 1
+        experiment = self._views.experiment_row(trial.experiment_id)
+        config = experiment.config
+        run_id = trial.run_id + 1
         allocation_id = f"trial-{trial_id}.{run_id}"
         token = _auth.new_trial_token()
         work_dir = self._shared.root_dir / "trials" / str(trial_id) / f"run-{run_id}"
         if work_dir.exists():  # left by a master that crashed before recording this run
             shutil.rmtree(work_dir)
         work_dir.mkdir(parents=True)
-        if experiment["context_hash"]:
-            self._contexts.unpack(experiment["context_hash"], work_dir)
+        if experiment.context_hash:
+            self._contexts.unpack(experiment.context_hash, work_dir)
         slot_ids = list(grant.slot_ids)
         env = trial_environment(
             trial=trial,
@@ -232,28 +232,20 @@ class Runs:
             shown = f"{STARTUP_HOOK}, then {shown}"
         with store.transaction():
             # A new run: the previous run's notebook error no longer describes the trial.
-            store.update(
-                "trials", trial_id, run_id=run_id, state=str(TrialState.ACTIVE), notebook_error=None
+            store.trials.update(
+                trial_id, run_id=run_id, state=str(TrialState.ACTIVE), notebook_error=None
             )
-            store.insert(
-                "allocations",
-                id=allocation_id,
+            store.allocations.start(
+                allocation_id,
                 trial_id=trial_id,
                 run_id=run_id,
-                state="RUNNING",
                 slot_ids=slot_ids,
-                start_time=time.time(),
-            )
-            store.insert(
-                "trial_tokens",
                 token_hash=_auth.hash_token(token),
-                trial_id=trial_id,
-                allocation_id=allocation_id,
             )
         self._allocations[allocation_id] = {
             "id": allocation_id,
             "trial_id": trial_id,
-            "experiment_id": experiment["id"],
+            "experiment_id": experiment.id,
             "slot_ids": slot_ids,
             "preempt": False,
             "acked": False,
@@ -277,14 +269,14 @@ class Runs:
             self._logs.master_log(trial_id, f"could not start {argv[0]!r}: {exc}")
             self._shared.loop.call_soon(self._on_exit, allocation_id, 127)
             return
-        store.update("allocations", allocation_id, key_column="id", pid=pid, pgid=pid)
+        store.allocations.set_process(allocation_id, pid)
         self._views.publish_trial(trial_id)
 
-    def _resume_checkpoint(self, trial: dict) -> dict | None:
-        checkpoint = trial["latest_checkpoint"]
+    def _resume_checkpoint(self, trial: TrialRow) -> CheckpointRow | None:
+        checkpoint = trial.latest_checkpoint
         if not checkpoint:
             return None
-        return self._shared.store.get("checkpoints", checkpoint, key_column="uuid")
+        return self._shared.store.checkpoints.get(checkpoint)
 
     # -- preemption (the grace timers are the preemption side's, `_preemption.py`) ------------
     def preempt(self, allocation_id: str, intent: str) -> None:
@@ -321,7 +313,7 @@ class Runs:
         allocation = self._allocations.get(allocation_id)
         if allocation is not None:
             allocation["acked"] = True
-        self._shared.store.update("allocations", allocation_id, preempt_acked=1)
+        self._shared.store.allocations.update(allocation_id, preempt_acked=True)
 
     # -- exits --------------------------------------------------------------------------------
     def exit_observed(self, allocation_id: str, exit_code: int) -> None:
@@ -353,18 +345,12 @@ class Runs:
             # The run's end, the trial's new state and what the searcher makes of it commit
             # together: a crash in between would otherwise lose the searcher's event.
             with self._shared.atomic():
-                store.update(
-                    "allocations",
-                    allocation_id,
-                    state="ENDED",
-                    end_time=time.time(),
-                    exit_code=exit_code,
-                )
+                store.allocations.end(allocation_id, exit_code=exit_code)
                 store.allocations.revoke_tokens(allocation_id)
                 sig = _exits.signal_of(exit_code)
                 because = allocation["signalled"].get(int(sig)) if sig is not None else None
                 summary = _exits.exit_summary(exit_code, signalled_because=because)
-                store.update("trials", trial_id, exit_summary=summary)
+                store.trials.update(trial_id, exit_summary=summary)
                 self._logs.master_log(
                     trial_id,
                     f"{allocation_id} exited with code {exit_code}"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from determined.common.states import ExperimentState, TrialState
 from master_lite._parts._shared import MasterState
 from master_lite._parts._views import Views
+from master_lite.store import ExperimentRow
 
 if TYPE_CHECKING:
     from master_lite._parts._experiments import Experiments
@@ -46,15 +47,13 @@ class Searchers:
         """The live searcher of the experiment, if it has one."""
         return self._searchers.get(exp_id)
 
-    def restore(self, experiment: dict, module: Any) -> None:
+    def restore(self, experiment: ExperimentRow, module: Any) -> None:
         """Bring back an unfinished experiment's searcher from its snapshot (or anew)."""
-        if experiment["searcher_snapshot"] is not None:
-            searcher = module.restore_searcher(
-                experiment["config"], experiment["searcher_snapshot"]
-            )
+        if experiment.searcher_snapshot is not None:
+            searcher = module.restore_searcher(experiment.config, experiment.searcher_snapshot)
         else:
-            searcher = module.make_searcher(experiment["config"])
-        self._searchers[experiment["id"]] = searcher
+            searcher = module.make_searcher(experiment.config)
+        self._searchers[experiment.id] = searcher
 
     # -- events -------------------------------------------------------------------------------
     def event(self, exp_id: int, method: str, *args: Any) -> None:
@@ -82,7 +81,7 @@ class Searchers:
         searcher = self._searchers.get(exp_id)
         if searcher is None:
             return
-        self._shared.store.update("experiments", exp_id, searcher_snapshot=searcher.snapshot())
+        self._shared.store.experiments.save_searcher(exp_id, searcher.snapshot())
         self.update_progress(exp_id)
 
     def update_progress(self, exp_id: int) -> None:
@@ -92,9 +91,7 @@ class Searchers:
             return
         trials = self._shared.store.trials.of_experiment(exp_id)
         per_trial = {
-            t["request_id"]: (
-                1.0 if t["state"] == TrialState.COMPLETED else float(t["progress"] or 0.0)
-            )
+            t.request_id: (1.0 if t.state == TrialState.COMPLETED else float(t.progress or 0.0))
             for t in trials
         }
         try:
@@ -107,7 +104,7 @@ class Searchers:
                 exc_info=True,
             )
             return
-        self._shared.store.update("experiments", exp_id, progress=max(0.0, min(1.0, progress)))
+        self._shared.store.experiments.update(exp_id, progress=max(0.0, min(1.0, progress)))
 
     # -- operations ---------------------------------------------------------------------------
     def _apply_operations(self, exp_id: int, ops: list) -> None:
@@ -129,19 +126,14 @@ class Searchers:
                 case Close():
                     trial = store.trials.by_request(exp_id, op.request_id)
                     if trial is not None:
-                        store.update("trials", trial["id"], closed=1)
-                        self._shared.notify(("trial", trial["id"]))
+                        store.trials.mark_closed(trial.id)
+                        self._shared.notify(("trial", trial.id))
                 case Stop():
                     trial = store.trials.by_request(exp_id, op.request_id)
                     if trial is not None:
                         self._experiments.stop_trial(trial)
                 case Shutdown():
-                    store.update(
-                        "experiments",
-                        exp_id,
-                        searcher_shutdown=1,
-                        searcher_failure=int(op.failure),
-                    )
+                    store.experiments.mark_searcher_shutdown(exp_id, failure=bool(op.failure))
                     self._experiments.maybe_finish_experiment(exp_id)
                 case _:
                     raise ValueError(f"unknown searcher operation {op!r}")
@@ -151,14 +143,11 @@ class Searchers:
         store = self._shared.store
         experiment = self._views.experiment_row(exp_id)
         state = (
-            TrialState.ACTIVE
-            if experiment["state"] == ExperimentState.ACTIVE
-            else TrialState.PAUSED
+            TrialState.ACTIVE if experiment.state == ExperimentState.ACTIVE else TrialState.PAUSED
         )
         # A warm start: the trial's first run gets the source as DET_LATEST_CHECKPOINT.
-        checkpoint = getattr(op, "checkpoint", None) or experiment["warm_start_checkpoint"]
-        trial_id = store.insert(
-            "trials",
+        checkpoint = getattr(op, "checkpoint", None) or experiment.warm_start_checkpoint
+        trial_id = store.trials.create(
             experiment_id=exp_id,
             request_id=op.request_id,
             state=str(state),
@@ -175,17 +164,17 @@ class Searchers:
         trial = store.trials.by_request(exp_id, request_id)
         if trial is None:
             return
-        queue = list(trial["op_queue"]) + [length]
+        queue = list(trial.op_queue) + [length]
         changes: dict[str, Any] = {"op_queue": queue}
-        if trial["state"] == TrialState.COMPLETED:
+        if trial.state == TrialState.COMPLETED:
             # It exited after running out of ops, and the searcher wants more (e.g. an ASHA
             # promotion): run it again from its latest checkpoint.
             changes.update(state=str(TrialState.ACTIVE), end_time=None, closed=0)
-        store.update("trials", trial["id"], **changes)
-        self._shared.notify(("trial", trial["id"]))
-        if trial["state"] == TrialState.COMPLETED:
-            self._views.publish_trial(trial["id"])
-            self._runs.schedule_trial(trial["id"])
+        store.trials.update(trial.id, **changes)
+        self._shared.notify(("trial", trial.id))
+        if trial.state == TrialState.COMPLETED:
+            self._views.publish_trial(trial.id)
+            self._runs.schedule_trial(trial.id)
 
 
 __all__ = ["Searchers"]

@@ -15,14 +15,14 @@ def authenticate(store: Store, token: str | None, *, user_token: str) -> _auth.P
         return None
     if _auth.tokens_equal(token, user_token):
         return _auth.UserPrincipal()
-    row = store.get("trial_tokens", _auth.hash_token(token), key_column="token_hash")
+    row = store.allocations.token(_auth.hash_token(token))
     if row is None:
         return None
-    trial = store.get("trials", row["trial_id"])
+    trial = store.trials.get(row.trial_id)
     if trial is None:  # a token outlives its trial only until the trial's row is gone
         return None
     return _auth.TrialPrincipal(
-        trial_id=row["trial_id"],
-        experiment_id=trial["experiment_id"],
-        allocation_id=row["allocation_id"],
+        trial_id=row.trial_id,
+        experiment_id=trial.experiment_id,
+        allocation_id=row.allocation_id,
     )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from master_lite import _reports, _serialize, errors
 from master_lite._parts._shared import MasterState
-from master_lite.store import MIN_DATAPOINTS, TRIAL_ORDERS
+from master_lite.store import MIN_DATAPOINTS, TRIAL_ORDERS, ExperimentRow, TrialRow
 
 
 class Views:
@@ -27,25 +27,25 @@ class Views:
         self._allocation_of = allocation_of
 
     # -- rows ---------------------------------------------------------------------------------
-    def experiment_row(self, exp_id: int) -> dict:
+    def experiment_row(self, exp_id: int) -> ExperimentRow:
         """The experiment's stored row; NotFound if there is none."""
-        row = self._shared.store.get("experiments", int(exp_id))
+        row = self._shared.store.experiments.get(int(exp_id))
         if row is None:
             raise errors.NotFound(f"experiment {exp_id} not found")
         return row
 
-    def trial_row(self, trial_id: int) -> dict:
+    def trial_row(self, trial_id: int) -> TrialRow:
         """The trial's stored row; NotFound if there is none."""
-        row = self._shared.store.get("trials", int(trial_id))
+        row = self._shared.store.trials.get(int(trial_id))
         if row is None:
             raise errors.NotFound(f"trial {trial_id} not found")
         return row
 
     # -- experiments --------------------------------------------------------------------------
-    def _experiment_json(self, row: dict, *, with_config: bool) -> dict:
+    def _experiment_json(self, row: ExperimentRow, *, with_config: bool) -> dict:
         return _serialize.experiment_json(
             row,
-            num_trials=self._shared.store.trials.count(row["id"]),
+            num_trials=self._shared.store.trials.count(row.id),
             best_validation=self._best_validation(row),
             with_config=with_config,
         )
@@ -63,18 +63,18 @@ class Views:
 
     def get_experiment_config(self, exp_id: int) -> dict:
         """The experiment's expanded config."""
-        return self.experiment_row(exp_id)["config"]
+        return self.experiment_row(exp_id).config
 
     def best_validation(self, exp_id: int) -> float | None:
         """The best searcher metric any trial of the experiment validated."""
         return self._best_validation(self.experiment_row(exp_id))
 
-    def _best_validation(self, experiment: dict) -> float | None:
-        searcher_config = experiment["config"].get("searcher") or {}
+    def _best_validation(self, experiment: ExperimentRow) -> float | None:
+        searcher_config = experiment.config.get("searcher") or {}
         metric_name = searcher_config.get("metric")
         if not metric_name:
             return None
-        rows = self._shared.store.metrics.best_validations(experiment["id"])
+        rows = self._shared.store.metrics.best_validations(experiment.id)
         values = [
             v
             for v in (_reports.metric_value(r["metrics"], metric_name) for r in rows)
@@ -86,7 +86,7 @@ class Views:
 
     # -- trials -------------------------------------------------------------------------------
     def _metric_name(self, exp_id: int) -> str | None:
-        config = self.experiment_row(exp_id)["config"]
+        config = self.experiment_row(exp_id).config
         return (config.get("searcher") or {}).get("metric")
 
     def _trials_json(
@@ -148,7 +148,7 @@ class Views:
         `order_by` order: "id", "-id", or "best" (best searcher metric first, by the
         experiment's smaller_is_better; trials without a validation last, then by id)."""
         experiment = self.experiment_row(exp_id)
-        searcher = experiment["config"].get("searcher") or {}
+        searcher = experiment.config.get("searcher") or {}
         metric_name = searcher.get("metric")
         if order_by not in (*TRIAL_ORDERS, "best"):
             message = f"order_by: {order_by!r} is not one of {', '.join((*TRIAL_ORDERS, 'best'))}"
@@ -189,7 +189,7 @@ class Views:
         """One trial as API JSON."""
         row = self.trial_row(trial_id)
         [trial] = self._trials_json(
-            trial_ids=[row["id"]], metric_name=self._metric_name(row["experiment_id"])
+            trial_ids=[row.id], metric_name=self._metric_name(row.experiment_id)
         )
         return trial
 

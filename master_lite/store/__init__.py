@@ -1,20 +1,38 @@
-"""SQLite store of the master (WAL, versioned migrations) and its repositories by aggregate."""
+"""SQLite store of the master (WAL, versioned migrations), its repositories by aggregate and
+the typed rows they return."""
 
 from ._queries import MIN_DATAPOINTS, TRIAL_ORDERS
-from ._repositories import Allocations, Checkpoints, Contexts, Experiments, Logs, Metrics, Trials
+from ._repositories import Allocations, Checkpoints, Contexts, Experiments, Trials
+from ._rows import (
+    AllocationRow,
+    CheckpointRow,
+    ContextRow,
+    ExperimentRow,
+    Row,
+    TokenRow,
+    TrialRow,
+)
 from ._schema import MIGRATIONS
+from ._series import Logs, Metrics
 from ._store import Store
 
 __all__ = [
     "MIGRATIONS",
     "MIN_DATAPOINTS",
     "TRIAL_ORDERS",
+    "AllocationRow",
     "Allocations",
+    "CheckpointRow",
     "Checkpoints",
+    "ContextRow",
     "Contexts",
+    "ExperimentRow",
     "Experiments",
     "Logs",
     "Metrics",
+    "Row",
     "Store",
+    "TokenRow",
+    "TrialRow",
     "Trials",
 ]

@@ -1,9 +1,11 @@
 """The master's reads and writes by aggregate: every SQL condition the master needs lives here.
 
-One repository per aggregate (experiments, trials, allocations and their tokens, metrics, logs,
-checkpoints, contexts), each a thin object over the `Store`'s generic helpers and the fast paths
-of `_queries.py`. The rest of `master_lite` names what it wants (`store.trials.of_experiment(id)`)
-instead of writing a `WHERE`. Rows are the store's dicts (JSON columns decoded).
+One repository per aggregate (experiments, trials, allocations and their tokens, checkpoints,
+contexts; metrics and logs are in `_series.py`), each a thin object over the `Store`'s generic
+helpers and the fast paths of `_queries.py`. The rest of `master_lite` names what it wants
+(`store.trials.of_experiment(id)`, `store.trials.set_state(id, state)`) instead of writing a
+`WHERE` or naming a table. Reads return the frozen rows of `_rows.py`; writes name columns
+that are checked against the row's fields.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from determined.common.states import TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES
 
 from . import _queries
+from ._rows import AllocationRow, CheckpointRow, ContextRow, ExperimentRow, Row, TokenRow, TrialRow
 
 if TYPE_CHECKING:
     from ._store import Store
@@ -23,8 +26,11 @@ if TYPE_CHECKING:
 # SQLite allows 999 parameters in old builds: `IN (...)` lists are sent in chunks of this size.
 CHUNK = 500
 
+R = TypeVar("R", bound=Row)
 
-def _marks(values: Sequence[Any]) -> str:
+
+def marks(values: Sequence[Any]) -> str:
+    """`?, ?, ?`: one placeholder per value."""
     return ", ".join("?" for _ in values)
 
 
@@ -32,17 +38,49 @@ def _terminal(states: Iterable[Any]) -> list[str]:
     return sorted(str(state) for state in states)
 
 
-class _Repository:
+class Repository:
+    """A repository over the store."""
+
     def __init__(self, store: Store) -> None:
         self._store = store
 
 
-class Experiments(_Repository):
+class TypedRepository(Repository, Generic[R]):
+    """A repository of one table whose rows are the frozen dataclass `row_type`."""
+
+    row_type: type[R]
+
+    def get(self, key: Any) -> R | None:
+        """The row with this key, or None."""
+        row = self.row_type
+        stored = self._store.get(row.TABLE, key, key_column=row.KEY)
+        return None if stored is None else row.from_stored(stored)
+
+    def update(self, key: Any, **changes: Any) -> None:
+        """Write `changes` (column=value, JSON columns as Python values) to the row with this
+        key; ValueError for a name that is not a column (or is the key)."""
+        self.row_type.check_columns(changes)
+        self._store.update(self.row_type.TABLE, key, key_column=self.row_type.KEY, **changes)
+
+    def _insert(self, **values: Any) -> int:
+        self.row_type.check_columns(values, writing_key=True)
+        return self._store.insert(self.row_type.TABLE, **values)
+
+    def _select(self, where: str = "", params: Sequence[Any] = (), *, order: str = "id") -> list[R]:
+        return [
+            self.row_type.from_stored(stored)
+            for stored in self._store.select(self.row_type.TABLE, where, params, order=order)
+        ]
+
+
+class Experiments(TypedRepository[ExperimentRow]):
     """The `experiments` table."""
+
+    row_type = ExperimentRow
 
     def matching(
         self, *, state: str | None = None, name: str | None = None, archived: bool | None = None
-    ) -> list[dict]:
+    ) -> list[ExperimentRow]:
         """Experiments in id order; `name`: a case-insensitive part of the name."""
         where: list[str] = []
         params: list[Any] = []
@@ -55,53 +93,80 @@ class Experiments(_Repository):
         if archived is not None:
             where.append("archived = ?")
             params.append(int(bool(archived)))
-        return self._store.select("experiments", " AND ".join(where), params)
+        return self._select(" AND ".join(where), params)
 
-    def unfinished(self) -> list[dict]:
+    def unfinished(self) -> list[ExperimentRow]:
         """Experiments not in a terminal state (what recovery resumes)."""
         terminal = _terminal(TERMINAL_EXPERIMENT_STATES)
-        return self._store.select("experiments", f"state NOT IN ({_marks(terminal)})", terminal)
+        return self._select(f"state NOT IN ({marks(terminal)})", terminal)
 
-    def awaiting_checkpoint_gc(self) -> list[dict]:
+    def awaiting_checkpoint_gc(self) -> list[ExperimentRow]:
         """Finished experiments whose checkpoints were not all collected yet."""
         terminal = _terminal(TERMINAL_EXPERIMENT_STATES)
-        return self._store.select(
-            "experiments", f"state IN ({_marks(terminal)}) AND checkpoint_gc_done = 0", terminal
-        )
+        return self._select(f"state IN ({marks(terminal)}) AND checkpoint_gc_done = 0", terminal)
 
     def warm_start_checkpoints_in_use(self) -> set[str]:
         """Checkpoints unfinished experiments start their trials from."""
         terminal = _terminal(TERMINAL_EXPERIMENT_STATES)
         rows = self._store.select(
             "experiments",
-            f"state NOT IN ({_marks(terminal)}) AND warm_start_checkpoint IS NOT NULL",
+            f"state NOT IN ({marks(terminal)}) AND warm_start_checkpoint IS NOT NULL",
             terminal,
         )
         return {row["warm_start_checkpoint"] for row in rows}
 
+    def create(self, **values: Any) -> int:
+        """Insert a new experiment (column=value); its id."""
+        return self._insert(**values)
 
-class Trials(_Repository):
+    def set_state(self, experiment_id: int, state: str, *, end_time: float | None = None) -> None:
+        """The experiment's new state (and, when it ended, its end time)."""
+        changes: dict[str, Any] = {"state": str(state)}
+        if end_time is not None:
+            changes["end_time"] = end_time
+        self.update(experiment_id, **changes)
+
+    def set_archived(self, experiment_id: int, archived: bool) -> None:
+        """Archive or unarchive the experiment."""
+        self.update(experiment_id, archived=bool(archived))
+
+    def save_searcher(self, experiment_id: int, snapshot: Any) -> None:
+        """The searcher's snapshot (what recovery restores it from)."""
+        self.update(experiment_id, searcher_snapshot=snapshot)
+
+    def mark_searcher_shutdown(self, experiment_id: int, *, failure: bool) -> None:
+        """The searcher has nothing more to do (`failure`: it ended in error)."""
+        self.update(experiment_id, searcher_shutdown=True, searcher_failure=bool(failure))
+
+    def mark_checkpoint_gc_done(self, experiment_id: int) -> None:
+        """Checkpoint GC after the experiment's end ran to completion."""
+        self.update(experiment_id, checkpoint_gc_done=True)
+
+
+class Trials(TypedRepository[TrialRow]):
     """The `trials` table, with the trial reads built in SQLite (`_queries.trial_rows`)."""
 
+    row_type = TrialRow
+
     def experiment_of(self, trial_id: int) -> int | None:
+        """The id of the trial's experiment (None for an unknown trial)."""
         return self._store.scalar("SELECT experiment_id FROM trials WHERE id = ?", (trial_id,))
 
     def count(self, experiment_id: int) -> int:
+        """How many trials the experiment has."""
         return int(
             self._store.scalar(
                 "SELECT COUNT(*) FROM trials WHERE experiment_id = ?", (int(experiment_id),)
             )
         )
 
-    def of_experiment(self, experiment_id: int) -> list[dict]:
+    def of_experiment(self, experiment_id: int) -> list[TrialRow]:
         """The experiment's trials in id order."""
-        return self._store.select("trials", "experiment_id = ?", (int(experiment_id),))
+        return self._select("experiment_id = ?", (int(experiment_id),))
 
-    def by_request(self, experiment_id: int, request_id: int) -> dict | None:
+    def by_request(self, experiment_id: int, request_id: int) -> TrialRow | None:
         """The trial the searcher knows as `request_id`."""
-        rows = self._store.select(
-            "trials", "experiment_id = ? AND request_id = ?", (experiment_id, request_id)
-        )
+        rows = self._select("experiment_id = ? AND request_id = ?", (experiment_id, request_id))
         return rows[0] if rows else None
 
     def ids_in_experiment(self, experiment_id: int, trial_ids: Sequence[int]) -> set[int]:
@@ -112,7 +177,7 @@ class Trials(_Repository):
             chunk = wanted[start : start + CHUNK]
             rows = self._store.select(
                 "trials",
-                f"experiment_id = ? AND id IN ({_marks(chunk)})",
+                f"experiment_id = ? AND id IN ({marks(chunk)})",
                 (int(experiment_id), *chunk),
             )
             found.update(row["id"] for row in rows)
@@ -123,10 +188,26 @@ class Trials(_Repository):
         terminal = _terminal(TERMINAL_TRIAL_STATES)
         rows = self._store.select(
             "trials",
-            f"state NOT IN ({_marks(terminal)}) AND latest_checkpoint IS NOT NULL",
+            f"state NOT IN ({marks(terminal)}) AND latest_checkpoint IS NOT NULL",
             terminal,
         )
         return {row["latest_checkpoint"] for row in rows}
+
+    def create(self, **values: Any) -> int:
+        """Insert a new trial (column=value); its id."""
+        return self._insert(**values)
+
+    def set_state(self, trial_id: int, state: str) -> None:
+        """The trial's new state."""
+        self.update(trial_id, state=str(state))
+
+    def mark_closed(self, trial_id: int) -> None:
+        """The searcher closed the trial: it gets no more operations."""
+        self.update(trial_id, closed=True)
+
+    def request_stop(self, trial_id: int) -> None:
+        """The searcher stopped the trial early: its run's exit completes it."""
+        self.update(trial_id, stop_requested=True)
 
     def set_notebook_error_once(self, trial_id: int, record: dict) -> None:
         """Keep the first notebook error a trial reports (later ones are its consequences)."""
@@ -148,7 +229,7 @@ class Trials(_Repository):
         `_queries.trial_rows`."""
         if trial_ids is not None:
             ids = list(trial_ids)
-            where, params = f"t.id IN ({_marks(ids)})", tuple(ids)
+            where, params = f"t.id IN ({marks(ids)})", tuple(ids)
         elif experiment_id is not None:
             where, params = "t.experiment_id = ?", (int(experiment_id),)
         else:
@@ -158,15 +239,65 @@ class Trials(_Repository):
         )
 
     def best_validation_metrics(self, experiment_id: int) -> list[tuple[int, str | None]]:
+        """(trial id, its best validation's metrics as JSON text) of each trial."""
         return _queries.best_validation_metrics(self._store, experiment_id)
 
 
-class Allocations(_Repository):
+class Allocations(TypedRepository[AllocationRow]):
     """The `allocations` table and the trial tokens issued to them."""
 
-    def unfinished(self) -> list[dict]:
+    row_type = AllocationRow
+
+    def unfinished(self) -> list[AllocationRow]:
         """Allocations with no end (what a stopped master left running)."""
-        return self._store.select("allocations", "end_time IS NULL", order="id")
+        return self._select("end_time IS NULL")
+
+    def start(
+        self,
+        allocation_id: str,
+        *,
+        trial_id: int,
+        run_id: int,
+        slot_ids: list[int],
+        token_hash: str,
+    ) -> None:
+        """Record a run starting on `slot_ids`, and the (hashed) token it authenticates with."""
+        with self._store.transaction():
+            self._insert(
+                id=allocation_id,
+                trial_id=trial_id,
+                run_id=run_id,
+                state="RUNNING",
+                slot_ids=slot_ids,
+                start_time=time.time(),
+            )
+            self._store.insert(
+                TokenRow.TABLE,
+                token_hash=token_hash,
+                trial_id=trial_id,
+                allocation_id=allocation_id,
+            )
+
+    def set_process(self, allocation_id: str, pid: int | None) -> None:
+        """The run's process (it leads its own process group)."""
+        self.update(allocation_id, pid=pid, pgid=pid)
+
+    def end(
+        self, allocation_id: str, *, exit_code: int | None = None, intent: str | None = None
+    ) -> None:
+        """The run is over (`exit_code` when it was seen to exit; `intent`: why it was ended,
+        recorded when given)."""
+        changes: dict[str, Any] = {"state": "ENDED", "end_time": time.time()}
+        if exit_code is not None:
+            changes["exit_code"] = exit_code
+        if intent is not None:
+            changes["end_intent"] = intent
+        self.update(allocation_id, **changes)
+
+    def token(self, token_hash: str) -> TokenRow | None:
+        """The token issued with this hash, or None."""
+        stored = self._store.get(TokenRow.TABLE, token_hash, key_column=TokenRow.KEY)
+        return None if stored is None else TokenRow.from_stored(stored)
 
     def token_owners(self) -> dict[str, str]:
         """Token hash -> allocation id, of every token issued."""
@@ -180,98 +311,10 @@ class Allocations(_Repository):
         self._store.execute("DELETE FROM trial_tokens")
 
 
-class Metrics(_Repository):
-    """The `metrics` table: current (not superseded) reports."""
-
-    def by_id(self, metric_id: int) -> dict | None:
-        rows = self._store.metric_rows("id = ?", (metric_id,))
-        return rows[0] if rows else None
-
-    def validations(self, trial_id: int) -> list[dict]:
-        """The trial's validation reports in report order."""
-        return self._store.metric_rows("trial_id = ? AND group_name = 'validation'", (trial_id,))
-
-    def validation_at(self, trial_id: int, steps_completed: int) -> dict | None:
-        """The trial's latest validation report made at `steps_completed`."""
-        rows = self._store.metric_rows(
-            "trial_id = ? AND group_name = 'validation' AND steps_completed = ?",
-            (trial_id, steps_completed),
-            order="id DESC",
-            limit=1,
-        )
-        return rows[0] if rows else None
-
-    def best_validations(self, experiment_id: int) -> list[dict]:
-        """The best validation report of each trial of the experiment."""
-        return self._store.metric_rows(
-            "id IN (SELECT best_validation_id FROM trials WHERE experiment_id = ?)",
-            (experiment_id,),
-        )
-
-    def reports_json(
-        self,
-        *,
-        after_id: int = 0,
-        trial_id: int | None = None,
-        experiment_id: int | None = None,
-        trial_ids: Sequence[int] | None = None,
-        group: str | None = None,
-        limit: int | None = None,
-        max_datapoints: int | None = None,
-    ) -> str:
-        """Reports as the JSON text the API sends (see `_queries.metric_reports_json`)."""
-        where = ["id > ?"]
-        params: list[Any] = [int(after_id or 0)]
-        if trial_id is not None:
-            where.append("trial_id = ?")
-            params.append(int(trial_id))
-        if trial_ids is not None:
-            ids = list(trial_ids)
-            where.append(f"trial_id IN ({_marks(ids)})")
-            params.extend(ids)
-        elif experiment_id is not None:
-            where.append("trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)")
-            params.append(int(experiment_id))
-        if group:
-            where.append("group_name = ?")
-            params.append(group)
-        return _queries.metric_reports_json(
-            self._store, " AND ".join(where), params, limit=limit, max_datapoints=max_datapoints
-        )
-
-
-class Logs(_Repository):
-    """The `logs` table."""
-
-    def lines(
-        self,
-        trial_id: int,
-        *,
-        after_id: int = 0,
-        limit: int | None = None,
-        tail: int | None = None,
-        rank: int | None = None,
-        stream: str | None = None,
-    ) -> list[dict]:
-        """The trial's lines after `after_id` in order: the last `tail`, or the first `limit`."""
-        where = ["trial_id = ?", "id > ?"]
-        params: list[Any] = [int(trial_id), int(after_id or 0)]
-        if rank is not None:
-            where.append("rank = ?")
-            params.append(int(rank))
-        if stream:
-            where.append("stream = ?")
-            params.append(stream)
-        if tail is not None:
-            rows = self._store.select(
-                "logs", " AND ".join(where), params, order="id DESC", limit=tail
-            )[::-1]
-            return rows if limit is None else rows[:limit]
-        return self._store.select("logs", " AND ".join(where), params, limit=limit)
-
-
-class Checkpoints(_Repository):
+class Checkpoints(TypedRepository[CheckpointRow]):
     """The `checkpoints` table."""
+
+    row_type = CheckpointRow
 
     def matching(
         self,
@@ -279,7 +322,7 @@ class Checkpoints(_Repository):
         experiment_id: int | None = None,
         trial_id: int | None = None,
         state: str | None = None,
-    ) -> list[dict]:
+    ) -> list[CheckpointRow]:
         """Checkpoints in report order."""
         where: list[str] = []
         params: list[Any] = []
@@ -292,12 +335,12 @@ class Checkpoints(_Repository):
         if state:
             where.append("state = ?")
             params.append(str(state))
-        return self._store.select(
-            "checkpoints", " AND ".join(where), params, order="report_time, uuid"
-        )
+        return self._select(" AND ".join(where), params, order="report_time, uuid")
 
     def put(self, row: dict) -> None:
-        """Insert or replace one checkpoint (a re-report of a uuid replaces it)."""
+        """Insert or replace one checkpoint, given as a dict of every column (a re-report of a
+        uuid replaces it)."""
+        CheckpointRow.check_columns(row, writing_key=True)
         self._store.execute(
             "INSERT OR REPLACE INTO checkpoints (uuid, trial_id, experiment_id, allocation_id,"
             " steps_completed, metadata, resources, state, report_time, path)"
@@ -317,8 +360,10 @@ class Checkpoints(_Repository):
         )
 
 
-class Contexts(_Repository):
+class Contexts(TypedRepository[ContextRow]):
     """The `contexts` table: uploaded context tarballs, by content hash."""
+
+    row_type = ContextRow
 
     def add(self, context_hash: str, path: str, size: int) -> None:
         """Record a context file (a second upload of the same content changes nothing)."""
@@ -333,7 +378,7 @@ __all__ = [
     "Checkpoints",
     "Contexts",
     "Experiments",
-    "Logs",
-    "Metrics",
+    "Repository",
+    "TypedRepository",
     "Trials",
 ]

@@ -2,7 +2,9 @@
 
 The event loop thread does almost all writes; log capture threads insert log batches. WAL lets
 readers run beside the single writer, and `busy_timeout` makes a second writer wait instead of
-failing. Rows come back as plain dicts with JSON columns already decoded.
+failing. The generic helpers (`get`, `select`, `insert`, `update`) take a table name and
+hand out plain dicts with JSON columns already decoded; they are for the repositories of this
+package (and tests), which give the rest of the master typed rows (`_rows.py`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _repositories
+from . import _repositories, _series
 from ._schema import JSON_COLUMNS, MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
@@ -40,8 +42,8 @@ class Store:
         self.experiments = _repositories.Experiments(self)
         self.trials = _repositories.Trials(self)
         self.allocations = _repositories.Allocations(self)
-        self.metrics = _repositories.Metrics(self)
-        self.logs = _repositories.Logs(self)
+        self.metrics = _series.Metrics(self)
+        self.logs = _series.Logs(self)
         self.checkpoints = _repositories.Checkpoints(self)
         self.contexts = _repositories.Contexts(self)
 

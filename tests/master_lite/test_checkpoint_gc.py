@@ -12,15 +12,22 @@ from determined.common import storage
 from master_lite import errors
 from master_lite._gc import GcPolicy, checkpoints_to_keep
 from master_lite._master import Master
+from master_lite.store import CheckpointRow
 
 
 def ckpt(uuid, trial_id, steps, report_time=None):
-    return {
-        "uuid": uuid,
-        "trial_id": trial_id,
-        "steps_completed": steps,
-        "report_time": float(steps if report_time is None else report_time),
-    }
+    return CheckpointRow(
+        uuid=uuid,
+        trial_id=trial_id,
+        experiment_id=1,
+        allocation_id=None,
+        steps_completed=steps,
+        metadata={},
+        resources={},
+        state="COMPLETED",
+        report_time=float(steps if report_time is None else report_time),
+        path=uuid,
+    )
 
 
 # -- the pure policy --------------------------------------------------------------------------
@@ -84,16 +91,16 @@ def test_kept_set_is_the_union_of_the_three_rules(counts):
     keep = checkpoints_to_keep(checkpoints, metrics, policy)
 
     def rank(c):
-        value = metrics[c["uuid"]]
-        return (value is None, value or 0, c["steps_completed"])
+        value = metrics[c.uuid]
+        return (value is None, value or 0, c.steps_completed)
 
-    expected = {c["uuid"] for c in sorted(checkpoints, key=rank)[: policy.save_experiment_best]}
+    expected = {c.uuid for c in sorted(checkpoints, key=rank)[: policy.save_experiment_best]}
     for trial in (1, 2, 3):
-        mine = [c for c in checkpoints if c["trial_id"] == trial]
-        expected |= {c["uuid"] for c in sorted(mine, key=rank)[: policy.save_trial_best]}
+        mine = [c for c in checkpoints if c.trial_id == trial]
+        expected |= {c.uuid for c in sorted(mine, key=rank)[: policy.save_trial_best]}
         expected |= {
-            c["uuid"]
-            for c in sorted(mine, key=lambda c: -c["steps_completed"])[: policy.save_trial_latest]
+            c.uuid
+            for c in sorted(mine, key=lambda c: -c.steps_completed)[: policy.save_trial_latest]
         }
     assert keep == expected
 

@@ -65,7 +65,7 @@ def test_a_finished_experiment_keeps_its_best_and_latest_and_deletes_the_rest(tm
 
     assert deleted == ["ckpt-20"]
     assert sorted(p.name for p in (tmp_path / "ckpts").iterdir()) == ["ckpt-10", "ckpt-30"]
-    states = {c["uuid"]: c["state"] for c in store.checkpoints.matching(experiment_id=exp_id)}
+    states = {c.uuid: c.state for c in store.checkpoints.matching(experiment_id=exp_id)}
     assert states == {"ckpt-10": "COMPLETED", "ckpt-20": "DELETED", "ckpt-30": "COMPLETED"}
     assert store.get("experiments", exp_id)["checkpoint_gc_done"] == 1
     assert store.experiments.awaiting_checkpoint_gc() == []

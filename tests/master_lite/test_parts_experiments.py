@@ -19,13 +19,13 @@ def test_a_created_experiment_gets_its_searchers_trial_scheduled_and_launched(tm
             # and the runs part launched it once the creation committed.
             [trial] = parts.views.list_trials(exp["id"])
             row = parts.views.trial_row(trial["id"])
-            assert row["op_queue"] == [10]
+            assert row.op_queue == [10]
             assert [spec.allocation_id for spec in runner.launched] == [f"trial-{trial['id']}.1"]
             assert parts.runs.is_running(trial["id"])
             assert trial["hparams"] == {"lr": 0.1}
             # The searcher's snapshot is stored with the experiment.
             stored = parts.views.experiment_row(exp["id"])
-            assert stored["searcher_snapshot"] is not None
+            assert stored.searcher_snapshot is not None
             assert parts.searchers.get(exp["id"]) is not None
 
     asyncio.run(asyncio.wait_for(body(), 60))

@@ -21,11 +21,11 @@ def test_a_run_left_by_a_dead_master_is_ended_and_its_trial_resumed(tmp_path):
 
     async def second_master() -> None:
         async with started_parts(root) as (parts, runner):
-            assert parts.views.trial_row(trial_id)["run_id"] == 1
+            assert parts.views.trial_row(trial_id).run_id == 1
             parts.recovery.recover()
             # The old allocation is ended as a master stop, and the trial's second run starts.
             ended = parts.runs.allocation_row(f"trial-{trial_id}.1")
-            assert (ended["state"], ended["end_intent"]) == ("ENDED", "master-stop")
+            assert (ended.state, ended.end_intent) == ("ENDED", "master-stop")
             assert [spec.allocation_id for spec in runner.launched] == [f"trial-{trial_id}.2"]
             lines = [r["line"] for r in parts.logs.get_logs(trial_id, stream="master")]
             assert any("was running when the master stopped" in line for line in lines)

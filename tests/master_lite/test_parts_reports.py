@@ -27,7 +27,7 @@ def test_reports_move_the_best_validation_and_complete_the_searchers_operation(t
             ]
             assert parts.reports.report_metrics(trial_id, reports) == 3
             row = parts.views.trial_row(trial_id)
-            assert row["steps_completed"] == 10
+            assert row.steps_completed == 10
             assert parts.views.get_trial(trial_id)["searcher_metric"] == 0.2
             assert parts.views.best_validation(exp["id"]) == 0.2
 
@@ -40,7 +40,7 @@ def test_reports_move_the_best_validation_and_complete_the_searchers_operation(t
                 "op": None,
             }
             parts.reports.report_progress(trial_id, 2.0)  # clamped
-            assert parts.views.trial_row(trial_id)["progress"] == 1.0
+            assert parts.views.trial_row(trial_id).progress == 1.0
 
     asyncio.run(asyncio.wait_for(body(), 60))
 
@@ -66,7 +66,7 @@ def test_a_reported_checkpoint_becomes_the_trials_latest_and_can_be_listed(tmp_p
             )
             assert checkpoint["trial_id"] == trial["id"]
             assert checkpoint["state"] == "COMPLETED"
-            assert parts.views.trial_row(trial["id"])["latest_checkpoint"] == "ckpt-1"
+            assert parts.views.trial_row(trial["id"]).latest_checkpoint == "ckpt-1"
             listed = parts.checkpoints.list_checkpoints(experiment_id=exp["id"])
             assert [c["uuid"] for c in listed] == ["ckpt-1"]
 

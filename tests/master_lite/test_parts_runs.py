@@ -27,7 +27,7 @@ def test_a_failed_run_is_restarted_then_ends_the_trial_as_error(tmp_path):
 
             runner.exit(spec.allocation_id, 3)
             await settle(lambda: len(runner.launched) == 2)
-            assert parts.views.trial_row(trial["id"])["restarts"] == 1
+            assert parts.views.trial_row(trial["id"]).restarts == 1
             # The first run's token died with it.
             assert (
                 authenticate(parts.shared.store, spec.env["DET_SESSION_TOKEN"], user_token="u")
@@ -54,10 +54,10 @@ def test_a_run_that_ignores_its_preemption_is_terminated_when_its_grace_ends(tmp
 
             parts.runs.preempt(allocation_id, "pause")
             await settle(lambda: ("terminate", allocation_id) in runner.calls)
-            assert parts.runs.allocation_row(allocation_id)["end_intent"] == "pause"
+            assert parts.runs.allocation_row(allocation_id).end_intent == "pause"
             runner.exit(allocation_id, -15)  # SIGTERM
-            await settle(lambda: parts.runs.allocation_row(allocation_id)["state"] == "ENDED")
-            summary = parts.views.trial_row(trial["id"])["exit_summary"]
+            await settle(lambda: parts.runs.allocation_row(allocation_id).state == "ENDED")
+            summary = parts.views.trial_row(trial["id"]).exit_summary
             assert "did not exit within 0.05s of the preemption signal" in summary
 
     asyncio.run(asyncio.wait_for(body(), 60))

@@ -51,11 +51,11 @@ def test_experiments_by_filter_and_by_what_recovery_and_gc_need(store):
     active = _experiment(store)
     done = _experiment(store, state="COMPLETED")
     store.update("experiments", done, name="Digits MLP", archived=1)
-    assert [e["id"] for e in store.experiments.matching(name="mlp")] == [done]
-    assert [e["id"] for e in store.experiments.matching(archived=False)] == [active]
-    assert [e["id"] for e in store.experiments.matching(state="COMPLETED")] == [done]
-    assert [e["id"] for e in store.experiments.unfinished()] == [active]
-    assert [e["id"] for e in store.experiments.awaiting_checkpoint_gc()] == [done]
+    assert [e.id for e in store.experiments.matching(name="mlp")] == [done]
+    assert [e.id for e in store.experiments.matching(archived=False)] == [active]
+    assert [e.id for e in store.experiments.matching(state="COMPLETED")] == [done]
+    assert [e.id for e in store.experiments.unfinished()] == [active]
+    assert [e.id for e in store.experiments.awaiting_checkpoint_gc()] == [done]
     store.update("experiments", done, checkpoint_gc_done=1)
     assert store.experiments.awaiting_checkpoint_gc() == []
 
@@ -65,8 +65,8 @@ def test_trials_of_an_experiment_by_request_and_membership(store):
     ids = [_trial(store, exp_id, request_id) for request_id in range(1, 601)]
     stranger = _trial(store, other, 1)
     assert store.trials.count(exp_id) == 600
-    assert [t["id"] for t in store.trials.of_experiment(exp_id)] == ids
-    assert store.trials.by_request(exp_id, 7)["id"] == ids[6]
+    assert [t.id for t in store.trials.of_experiment(exp_id)] == ids
+    assert store.trials.by_request(exp_id, 7).id == ids[6]
     assert store.trials.by_request(exp_id, 999) is None
     assert store.trials.experiment_of(stranger) == other
     # More ids than one IN list carries: asked in chunks.
@@ -139,8 +139,8 @@ def test_checkpoints_put_replace_and_match(store):
     store.checkpoints.put({**row, "uuid": "u0", "report_time": 1.0})
     store.checkpoints.put({**row, "resources": {"model.pt": 20}})  # a re-report replaces
     found = store.checkpoints.matching(experiment_id=exp_id, state="COMPLETED")
-    assert [c["uuid"] for c in found] == ["u0", "u1"]
-    assert found[1]["resources"] == {"model.pt": 20}
+    assert [c.uuid for c in found] == ["u0", "u1"]
+    assert found[1].resources == {"model.pt": 20}
     assert store.checkpoints.matching(trial_id=trial_id, state="DELETED") == []
 
 

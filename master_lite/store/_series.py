@@ -1,0 +1,108 @@
+"""Repositories of the bulk series: metric reports and log lines.
+
+Their rows are not typed (see `_rows.py`): a read returns thousands of them, which the API sends
+on as JSON, so they stay the store's dicts (metric reports mostly as JSON text built inside
+SQLite by `_queries.py`), with `group` for the column `group_name`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import _queries
+from ._repositories import Repository, marks
+
+
+class Metrics(Repository):
+    """The `metrics` table: current (not superseded) reports."""
+
+    def by_id(self, metric_id: int) -> dict | None:
+        """One current report by id, or None."""
+        rows = self._store.metric_rows("id = ?", (metric_id,))
+        return rows[0] if rows else None
+
+    def validations(self, trial_id: int) -> list[dict]:
+        """The trial's validation reports in report order."""
+        return self._store.metric_rows("trial_id = ? AND group_name = 'validation'", (trial_id,))
+
+    def validation_at(self, trial_id: int, steps_completed: int) -> dict | None:
+        """The trial's latest validation report made at `steps_completed`."""
+        rows = self._store.metric_rows(
+            "trial_id = ? AND group_name = 'validation' AND steps_completed = ?",
+            (trial_id, steps_completed),
+            order="id DESC",
+            limit=1,
+        )
+        return rows[0] if rows else None
+
+    def best_validations(self, experiment_id: int) -> list[dict]:
+        """The best validation report of each trial of the experiment."""
+        return self._store.metric_rows(
+            "id IN (SELECT best_validation_id FROM trials WHERE experiment_id = ?)",
+            (experiment_id,),
+        )
+
+    def reports_json(
+        self,
+        *,
+        after_id: int = 0,
+        trial_id: int | None = None,
+        experiment_id: int | None = None,
+        trial_ids: Sequence[int] | None = None,
+        group: str | None = None,
+        limit: int | None = None,
+        max_datapoints: int | None = None,
+    ) -> str:
+        """Reports as the JSON text the API sends (see `_queries.metric_reports_json`)."""
+        where = ["id > ?"]
+        params: list[Any] = [int(after_id or 0)]
+        if trial_id is not None:
+            where.append("trial_id = ?")
+            params.append(int(trial_id))
+        if trial_ids is not None:
+            ids = list(trial_ids)
+            where.append(f"trial_id IN ({marks(ids)})")
+            params.extend(ids)
+        elif experiment_id is not None:
+            where.append("trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)")
+            params.append(int(experiment_id))
+        if group:
+            where.append("group_name = ?")
+            params.append(group)
+        return _queries.metric_reports_json(
+            self._store, " AND ".join(where), params, limit=limit, max_datapoints=max_datapoints
+        )
+
+
+class Logs(Repository):
+    """The `logs` table."""
+
+    def lines(
+        self,
+        trial_id: int,
+        *,
+        after_id: int = 0,
+        limit: int | None = None,
+        tail: int | None = None,
+        rank: int | None = None,
+        stream: str | None = None,
+    ) -> list[dict]:
+        """The trial's lines after `after_id` in order: the last `tail`, or the first `limit`."""
+        where = ["trial_id = ?", "id > ?"]
+        params: list[Any] = [int(trial_id), int(after_id or 0)]
+        if rank is not None:
+            where.append("rank = ?")
+            params.append(int(rank))
+        if stream:
+            where.append("stream = ?")
+            params.append(stream)
+        if tail is not None:
+            rows = self._store.select(
+                "logs", " AND ".join(where), params, order="id DESC", limit=tail
+            )[::-1]
+            return rows if limit is None else rows[:limit]
+        return self._store.select("logs", " AND ".join(where), params, limit=limit)
+
+
+__all__ = ["Logs", "Metrics"]
