@@ -19,7 +19,14 @@ logger = logging.getLogger("determined.experimental")
 
 
 class DistributedInfo:
-    """The old (horovod-era) distributed context: getters only, rank 0 of 1 unless told otherwise."""
+    """The old (horovod-era) distributed context: getters only, rank 0 of 1 unless told otherwise.
+
+    Args:
+        rank: this process's rank among all processes of the trial.
+        size: the number of processes.
+        local_rank: this process's rank among the processes on its agent.
+        num_agents: the number of agents (machines) the trial runs on.
+    """
 
     def __init__(
         self, rank: int = 0, size: int = 1, local_rank: int = 0, num_agents: int = 1
@@ -33,20 +40,33 @@ class DistributedInfo:
 
     @classmethod
     def from_core(cls, distributed: Any) -> DistributedInfo:
+        """The getters of a Core API distributed context.
+
+        Args:
+            distributed: a `det.core.DistributedContext` (`core_context.distributed`).
+
+        Returns:
+            A `DistributedInfo` with its rank, size, local rank and, as the number of agents, its
+            `cross_size`.
+        """
         return cls(
             distributed.rank, distributed.size, distributed.local_rank, distributed.cross_size
         )
 
     def get_rank(self) -> int:
+        """This process's rank among all processes of the trial, from 0 (0 is the chief)."""
         return self._rank
 
     def get_local_rank(self) -> int:
+        """This process's rank among the processes on its agent, from 0."""
         return self._local_rank
 
     def get_size(self) -> int:
+        """The number of processes training the trial."""
         return self._size
 
     def get_num_agents(self) -> int:
+        """The number of agents (machines) the trial runs on."""
         return self._num_agents
 
 
@@ -75,7 +95,17 @@ def sample_hparams(hparams: dict, seed: int | None = None) -> dict:
 
 
 class TrialContextBase:
-    """What every Native/Trial context offers (Determined's `_TrainContext`)."""
+    """What every Native/Trial context offers (Determined's `_TrainContext`).
+
+    Args:
+        config: the experiment config.
+        hparams: the trial's hyperparameter values.
+        trial_seed: the trial's random seed.
+        trial_id: the trial's id on the master; None off it.
+        experiment_id: the experiment's id on the master; None off it.
+        distributed: rank information; a single process by default.
+        core_context: the Core API context, when there is one.
+    """
 
     def __init__(
         self,
@@ -99,7 +129,15 @@ class TrialContextBase:
 
     @classmethod
     def from_config(cls, config: dict) -> TrialContextBase:
-        """A context for debugging off the master: hyperparameters sampled once from the config."""
+        """A context for debugging off the master: hyperparameters sampled once from the config.
+
+        Args:
+            config: an experiment config; its defaults are filled in.
+
+        Returns:
+            A context with the filled-in config, one sample of its hyperparameters (seeded
+            with `reproducibility.experiment_seed`) and that seed as the trial seed.
+        """
         expanded = expconf.apply_defaults(config)
         seed = expanded["reproducibility"]["experiment_seed"]
         return cls(
@@ -108,15 +146,43 @@ class TrialContextBase:
 
     # --- config and hyperparameters -----------------------------------------------------------
     def get_experiment_config(self) -> dict:
+        """The experiment config.
+
+        Returns:
+            A deep copy: changing it changes nothing.
+        """
         return copy.deepcopy(self._config)
 
     def get_data_config(self) -> dict:
+        """The `data` section of the experiment config.
+
+        Returns:
+            A deep copy of it; an empty dict when the config has none.
+        """
         return copy.deepcopy(self._config.get("data") or {})
 
     def get_hparams(self) -> dict:
+        """The trial's hyperparameter values.
+
+        Returns:
+            A deep copy of the dict of hyperparameter name to value.
+        """
         return copy.deepcopy(self._hparams)
 
     def get_hparam(self, name: str) -> Any:
+        """One hyperparameter's value.
+
+        Asking for `global_batch_size` logs a deprecation warning: use the batch size getters.
+
+        Args:
+            name: a top-level hyperparameter name (a nested section comes back as a dict).
+
+        Returns:
+            Its value (not a copy).
+
+        Raises:
+            ValueError: the trial has no hyperparameter called `name`.
+        """
         if name == "global_batch_size":
             logger.warning(
                 "get_hparam('global_batch_size') is deprecated in Determined; use get_global_batch_size() "
@@ -131,6 +197,14 @@ class TrialContextBase:
 
     # --- ids ----------------------------------------------------------------------------------
     def get_experiment_id(self) -> int:
+        """The id of this trial's experiment on the master.
+
+        Returns:
+            The experiment id.
+
+        Raises:
+            ValueError: not running in an experiment (local mode).
+        """
         if self._experiment_id is None:
             raise ValueError(
                 "get_experiment_id(): this context does not run in an experiment (local mode)"
@@ -138,11 +212,24 @@ class TrialContextBase:
         return self._experiment_id
 
     def get_trial_id(self) -> int:
+        """The id of this trial on the master.
+
+        Returns:
+            The trial id.
+
+        Raises:
+            ValueError: not running as a trial (local mode).
+        """
         if self._trial_id is None:
             raise ValueError("get_trial_id(): this context does not run in a trial (local mode)")
         return self._trial_id
 
     def get_trial_seed(self) -> int:
+        """The trial's random seed.
+
+        Returns:
+            The seed the context was built with (0 when none was given).
+        """
         return self._trial_seed
 
     # --- batch sizes --------------------------------------------------------------------------
@@ -151,6 +238,15 @@ class TrialContextBase:
         return max(1, int(resources.get("slots_per_trial") or 1))
 
     def get_global_batch_size(self) -> int:
+        """The number of records in one training step, summed over all slots.
+
+        Returns:
+            Hyperparameter `global_batch_size`, as it is.
+
+        Raises:
+            det.errors.InvalidExperimentException: `global_batch_size` is missing or not a
+                positive int.
+        """
         value = self._hparams.get("global_batch_size")
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise errors.InvalidExperimentException(
@@ -160,6 +256,15 @@ class TrialContextBase:
         return value
 
     def get_per_slot_batch_size(self) -> int:
+        """The number of records each slot trains on per batch.
+
+        Returns:
+            `global_batch_size // resources.slots_per_trial` (slots from the config, at least 1).
+
+        Raises:
+            det.errors.InvalidExperimentException: `global_batch_size` is missing, not a positive
+                int, or smaller than `resources.slots_per_trial`.
+        """
         global_size, slots = self.get_global_batch_size(), self._slots()
         if global_size < slots:
             raise errors.InvalidExperimentException(
@@ -170,9 +275,25 @@ class TrialContextBase:
 
     # --- stopping -----------------------------------------------------------------------------
     def get_stop_requested(self) -> bool:
+        """Whether a stop was asked for with `set_stop_requested`.
+
+        Returns:
+            The value last set; False at first.
+        """
         return self._stop_requested
 
     def set_stop_requested(self, stop_requested: bool) -> None:
+        """Ask the training loop to stop training early (or withdraw that request).
+
+        The Keras training loop checks it after each span of batches it trains between two
+        reports, validations or checkpoints, not after every batch.
+
+        Args:
+            stop_requested: True to stop, False to withdraw an earlier request.
+
+        Raises:
+            TypeError: `stop_requested` is not a bool.
+        """
         if not isinstance(stop_requested, bool):
             raise TypeError(
                 f"set_stop_requested() takes a bool, got {type(stop_requested).__name__}"

@@ -246,10 +246,27 @@ class _KerasContextMixin:
         return model
 
     def wrap_optimizer(self, optimizer: Any) -> Any:
+        """Kept for Determined compatibility: there is nothing to wrap here.
+
+        Args:
+            optimizer: a Keras optimizer.
+
+        Returns:
+            `optimizer` itself.
+        """
         # Single-process training: there is nothing to wrap (Determined wrapped it for horovod).
         return optimizer
 
     def wrap_dataset(self, dataset: Any, shard_dataset: bool = True) -> Any:
+        """Kept for Determined compatibility: datasets are not wrapped or sharded here.
+
+        Args:
+            dataset: a dataset.
+            shard_dataset: ignored.
+
+        Returns:
+            `dataset` itself.
+        """
         return dataset
 
     def configure_fit(
@@ -262,6 +279,17 @@ class _KerasContextMixin:
         shuffle: Any = None,
         validation_steps: Any = None,
     ) -> None:
+        """Set training options that `fit()` would otherwise take (the values given win over fit's).
+
+        Args:
+            verbose: recorded but unused (training runs without Keras' progress output).
+            class_weight: passed to Keras' training as `class_weight`.
+            workers: ignored (logged).
+            use_multiprocessing: ignored (logged).
+            max_queue_size: ignored (logged).
+            shuffle: whether array training data is shuffled every epoch.
+            validation_steps: ignored (logged).
+        """
         for name, value in (
             ("verbose", verbose),
             ("class_weight", class_weight),
@@ -291,12 +319,28 @@ class TFKerasExperimentalContext:
     removed in 0.18 (they raise, with Determined's message)."""
 
     def cache_train_dataset(self, *args: Any) -> Any:
+        """Removed in Determined 0.18: always raises.
+
+        Args:
+            *args: ignored.
+
+        Raises:
+            RuntimeError: always; cache with `tf.data.Dataset.cache()` instead.
+        """
         raise RuntimeError(
             "cache_train_dataset was deprecated in Determined 0.18.0 and removed; use yogadl "
             "directly or tf.data.Dataset.cache()"
         )
 
     def cache_validation_dataset(self, *args: Any) -> Any:
+        """Removed in Determined 0.18: always raises.
+
+        Args:
+            *args: ignored.
+
+        Raises:
+            RuntimeError: always; cache with `tf.data.Dataset.cache()` instead.
+        """
         raise RuntimeError(
             "cache_validation_dataset was deprecated in Determined 0.18.0 and removed; use "
             "yogadl directly or tf.data.Dataset.cache()"

@@ -77,7 +77,27 @@ def _reject_iterable(dataset: Any) -> None:
 
 
 class DataLoader:
-    """Same arguments as `torch.utils.data.DataLoader`; Determined builds the torch loader."""
+    """Same arguments as `torch.utils.data.DataLoader`; Determined builds the torch loader.
+
+    Return it from `build_training_data_loader` / `build_validation_data_loader`: Determined
+    then builds the torch loader with `get_data_loader`, sharded across ranks and, for
+    training, repeated and positioned after the batches already trained. With `shuffle=True`
+    the shuffle seed is drawn once, here (from torch's random generator, seeded with the trial
+    seed on the master, or from `generator`), and each pass uses a new permutation.
+
+    Args:
+        dataset: a map-style dataset (with `__getitem__` and `__len__`).
+        batch_size: records per batch; use `context.get_per_slot_batch_size()`. None (no
+            batching) is not supported.
+        shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, drop_last,
+            timeout, worker_init_fn, multiprocessing_context, generator, prefetch_factor,
+            persistent_workers: as for `torch.utils.data.DataLoader`.
+
+    Raises:
+        ValueError: `dataset` is an `IterableDataset`; `batch_sampler` is combined with
+            `batch_size`, `shuffle`, `sampler` or `drop_last`; `sampler` with `shuffle=True`;
+            or `batch_size` is None without a `batch_sampler`.
+    """
 
     def __init__(
         self,
@@ -147,6 +167,24 @@ class DataLoader:
     def get_data_loader(
         self, repeat: bool = False, skip: int = 0, num_replicas: int = 1, rank: int = 0
     ) -> torch.utils.data.DataLoader:
+        """Build the torch DataLoader to iterate; the trainer calls it, you rarely need to.
+
+        The batch sampler (from `batch_sampler`, or `sampler`/`shuffle` with `batch_size`) is
+        repeated, then sharded, then has its first batches skipped, in that order (see
+        `adapt_batch_sampler`). Without a `generator`, the loader gets one seeded with this
+        DataLoader's fixed seed, so worker seeds do not depend on torch's global random state.
+
+        Args:
+            repeat: loop over the data without end (training).
+            skip: batches of this rank's shard to drop from the start (to resume).
+            num_replicas: the number of ranks to shard across; rank `r` gets batches `r`,
+                `r + num_replicas`, ...
+            rank: this process's rank.
+
+        Returns:
+            A `torch.utils.data.DataLoader` with that batch sampler and this DataLoader's other
+            arguments (workers, collate_fn, pin_memory, ...).
+        """
         batch_sampler = adapt_batch_sampler(
             self._base_batch_sampler(), repeat, skip, num_replicas, rank
         )

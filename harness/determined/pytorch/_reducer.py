@@ -24,18 +24,43 @@ class MetricReducer(abc.ABC):
 
     You feed it yourself (conventionally with an `update(...)` method of your own signature,
     called from `train_batch`/`evaluate_batch`); Determined calls `reset()` before each round,
-    `per_slot_reduce()` on every rank afterwards, and `cross_slot_reduce(per_slot_values)` on the
-    chief with the values of all ranks in rank order.
+    `per_slot_reduce()` on every rank afterwards, and `cross_slot_reduce(per_slot_values)` on
+    every rank with the values of all ranks in rank order.
+
+    A round is a span of training batches whose metrics are reported together (with
+    `for_training`) or one validation pass through `evaluate_batch` (with `for_validation`).
     """
 
     @abc.abstractmethod
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Clear what was accumulated; called on every rank before each round.
+
+        A round is a span of training batches reported together, or one validation pass (see
+        the class docstring). Also set up the state here: it is called before the first round.
+        """
 
     @abc.abstractmethod
-    def per_slot_reduce(self) -> Any: ...
+    def per_slot_reduce(self) -> Any:
+        """Reduce what this rank accumulated in the round; called on every rank after it.
+
+        Returns:
+            Any picklable value; it is gathered from all ranks and passed to
+            `cross_slot_reduce`.
+        """
 
     @abc.abstractmethod
-    def cross_slot_reduce(self, per_slot_metrics: list[Any]) -> Any: ...
+    def cross_slot_reduce(self, per_slot_metrics: list[Any]) -> Any:
+        """Combine the values of all ranks into the metric; called on every rank after a round.
+
+        Args:
+            per_slot_metrics: what `per_slot_reduce()` returned on each rank, in rank order
+                (one item in a single process); every rank gets the same list.
+
+        Returns:
+            For a reducer wrapped with a `name`, the metric's value (a number, or a tensor or
+            array, turned into a Python number or list). Without a name, a dict of metric
+            name to value, merged into the metrics (anything else raises a ValueError).
+        """
 
 
 class _WrappedReducer:

@@ -25,7 +25,15 @@ def _check_unit(name: str, unit: Any) -> TrainUnit:
 
 
 class Trainer:
-    """`Trainer(trial, context).fit(max_length=Epoch(1), ...)`."""
+    """`Trainer(trial, context).fit(max_length=Epoch(1), ...)`.
+
+    Args:
+        trial: the `PyTorchTrial` to train.
+        context: the context from `det.pytorch.init()` that the trial was built with.
+
+    Raises:
+        TypeError: `context` is not a `PyTorchTrialContext`.
+    """
 
     def __init__(self, trial: PyTorchTrial, context: PyTorchTrialContext) -> None:
         if not isinstance(context, PyTorchTrialContext):
@@ -37,6 +45,12 @@ class Trainer:
         self._local_training = not context._managed_training
 
     def configure_profiler(self, *args: Any, **kwargs: Any) -> None:
+        """Deprecated: does nothing but log an error; use `fit(profiling_enabled=True)`.
+
+        Args:
+            *args: ignored.
+            **kwargs: ignored.
+        """
         logger.error(
             "Trainer.configure_profiler() is deprecated and does nothing; use fit(profiling_enabled=True)"
         )
@@ -59,6 +73,32 @@ class Trainer:
 
         Returns normally when training is done or when the trial must stop (preemption, stop
         request); in the latter case a checkpoint was saved first.
+
+        Args:
+            checkpoint_period: how often to checkpoint, a `Batch(n)` or `Epoch(n)`; never by
+                default (checkpoints are still saved at the end, on preemption and on a stop
+                request).
+            validation_period: how often to validate, a `Batch(n)` or `Epoch(n)`; never by
+                default (the end of `max_length` is still validated).
+            max_length: how long to train in all, a `Batch(n)` or `Epoch(n)` with an int `n`,
+                counted from the start of training. Required, except on the master when the
+                config's deprecated `searcher.max_length` is set (a warning is issued).
+            reporting_period: how often to report training metrics; `Batch(100)` by default.
+            checkpoint_policy: "best" (checkpoint after a validation better than the
+                experiment's best so far), "all" (after every validation) or "none". Off the
+                master "best" acts as "all".
+            latest_checkpoint: the storage id of a checkpoint to resume from, e.g.
+                `det.get_cluster_info().latest_checkpoint`; None starts from scratch.
+            step_zero_validation: validate once before training when starting from scratch.
+            test_mode: train one batch only, to check that the trial runs; local training only.
+            profiling_enabled: turn on the Core API profiler while training; only on the
+                master.
+
+        Raises:
+            TypeError: a period or `max_length` is not a `Batch` or `Epoch`, or the value of
+                `max_length` is not an int.
+            ValueError: `checkpoint_policy` is unknown, `test_mode` is asked for on the
+                master, or `max_length` is missing.
         """
         checkpoint_period = _check_unit("checkpoint_period", checkpoint_period or never())
         validation_period = _check_unit("validation_period", validation_period or never())
