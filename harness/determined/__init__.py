@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from determined._hparams import Categorical, Constant, Double, Integer, Log
+from determined._import import import_from_path
 from determined._info import ClusterInfo, RendezvousInfo, ResourcesInfo, TrialInfo, get_cluster_info
 from determined.common.harness import VERSION as __version__
 from determined.errors import InvalidHP
@@ -56,4 +57,5 @@ __all__ = [
     "TrialInfo",
     "__version__",
     "get_cluster_info",
+    "import_from_path",
 ]

@@ -20,8 +20,12 @@ ESTIMATOR_INSTALLED = importlib.util.find_spec("tensorflow_estimator") is not No
 if ESTIMATOR_INSTALLED:
     collect_ignore = ["test_estimator_unavailable.py"]
 else:
-    collect_ignore = ["test_estimator_local.py", "test_estimator_e2e.py"]
-collect_ignore += ["digits_native.py", "digits_trial.py"]
+    collect_ignore = [
+        "test_estimator_local.py",
+        "test_estimator_e2e.py",
+        "test_estimator_compat.py",
+    ]
+collect_ignore += ["digits_native.py", "digits_trial.py", "iris_v1_trial.py"]
 
 
 @pytest.fixture

@@ -161,10 +161,8 @@ def test_checkpoints_hold_a_saved_model_per_serving_input_receiver_fn(scripts, t
     assert "serving_default" in loaded.signatures
 
 
-def test_a_training_input_that_runs_out_is_refused_with_the_fix(scripts, tmp_path):
+def test_a_training_dataset_that_ends_is_repeated_as_determined_does(scripts, tmp_path):
     import tensorflow as tf
-
-    from determined import errors
 
     module = _trial_class(scripts)
 
@@ -175,10 +173,31 @@ def test_a_training_input_that_runs_out_is_refused_with_the_fix(scripts, tmp_pat
                 lambda: tf.data.Dataset.from_tensor_slices(({"x": x[:320]}, y[:320])).batch(32)
             )
 
+    result = _run_trial_class(OneEpoch, tmp_path, max_batches=50)  # 10 batches per epoch
+    assert result.steps_completed == 50
+
+
+def test_a_tensor_training_input_that_runs_out_is_refused(scripts, tmp_path):
+    import tensorflow as tf
+
+    from determined import errors
+
+    module = _trial_class(scripts)
+
+    class OneEpochTensors(module.DigitsTrial):
+        def build_train_spec(self):
+            x, y = module._digits()
+
+            def input_fn():
+                dataset = tf.data.Dataset.from_tensor_slices(({"x": x[:320]}, y[:320])).batch(32)
+                return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+
+            return tf.estimator.TrainSpec(input_fn)
+
     with pytest.raises(
-        errors.InvalidExperimentException, match=r"ran out of data at step 10.*dataset.repeat\(\)"
+        errors.InvalidExperimentException, match=r"ran out of data at step 10.*must not end"
     ):
-        _run_trial_class(OneEpoch, tmp_path, max_batches=50)
+        _run_trial_class(OneEpochTensors, tmp_path, max_batches=50)
 
 
 def _run_trial_class(trial_class, storage, *, max_batches):

@@ -48,3 +48,19 @@ def require_estimator(where: str = "det.experimental.estimator") -> None:
         raise EstimatorUnavailable(
             f"{where} needs tf.estimator: {reason}. To use it, {INSTALL_HINT}"
         )
+
+
+def estimator_classes() -> tuple[type, ...]:
+    """The classes an estimator may be: `tf.estimator.Estimator` and `tf.compat.v1.estimator.Estimator`.
+
+    In TensorFlow 2.x the v1 Estimators (`tf.compat.v1.estimator.DNNClassifier`, `LinearClassifier`,
+    ...) do not subclass `tf.estimator.Estimator`; Determined trained both. Imports TensorFlow.
+    """
+    import tensorflow as tf
+
+    return (tf.estimator.Estimator, tf.compat.v1.estimator.Estimator)
+
+
+def is_estimator(value: object) -> bool:
+    """Whether `value` is a v2 (`tf.estimator`) or v1 (`tf.compat.v1.estimator`) Estimator."""
+    return isinstance(value, estimator_classes())

@@ -1,9 +1,10 @@
 """The Estimator contexts: `EstimatorTrialContext` (Trial API) and `EstimatorNativeContext` (Native API).
 
 Both add to the framework-free `TrialContextBase` the wrappers Determined's Estimator contexts
-offered. With one slot per trial there is nothing to distribute, so `wrap_optimizer` and
-`wrap_dataset` hand their argument back; `wrap_run_config` seeds the graph with the trial seed.
-TensorFlow is imported only by `wrap_run_config`.
+offered, and `make_metric` (also as `context.experimental.make_metric`). With one slot per trial
+there is nothing to distribute, so `wrap_optimizer` and `wrap_dataset` hand their argument back;
+`wrap_run_config` seeds the graph with the trial seed. TensorFlow is imported only by
+`wrap_run_config` and `make_metric`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,53 @@ from collections.abc import Callable
 from typing import Any
 
 from determined import errors
+from determined.estimator._reducer import MetricReducer, make_metric
 from determined.experimental._context import NativeContext, TrialContextBase
 
+ServingInputReceiverFn = Callable[..., Any]
+"""The type of a serving_input_receiver_fn: no arguments, returns a
+`tf.estimator.export.ServingInputReceiver` (or `TensorServingInputReceiver`), e.g. one built by
+`tf.estimator.export.build_parsing_serving_input_receiver_fn(...)`. `EstimatorTrial.
+build_serving_input_receiver_fns()` returns a dict of name -> ServingInputReceiverFn."""
 
-class _EstimatorWrappers:
+
+class EstimatorExperimentalContext:
+    """`context.experimental` of the Estimator contexts (Determined 0.13-0.24)."""
+
+    def __init__(self, context: EstimatorContext) -> None:
+        self._context = context
+
+    def make_metric(
+        self, metric: Any, reducer: Callable[[list[Any]], Any] | MetricReducer, numpy_dtype: Any
+    ) -> tuple[Any, Any]:
+        """The same as `context.make_metric()` (its 0.13-0.16 place)."""
+        return make_metric(metric, reducer, numpy_dtype)
+
+    def allgather_metrics(self, metrics: Any) -> list[Any]:
+        """Every slot's `metrics`, in rank order: with one slot per trial, `[metrics]`."""
+        return [metrics]
+
+
+class EstimatorContext:
+    """What both Estimator contexts offer on top of the common ones: the wrappers and `make_metric`."""
+
     _trial_seed: int
+
+    @property
+    def experimental(self) -> EstimatorExperimentalContext:
+        """`make_metric()` and `allgather_metrics()`, where Determined 0.13 had them."""
+        return EstimatorExperimentalContext(self)
+
+    def make_metric(
+        self, metric: Any, reducer: Callable[[list[Any]], Any] | MetricReducer, numpy_dtype: Any
+    ) -> tuple[Any, Any]:
+        """A validation metric computed in Python: `(value_op, update_op)` for `eval_metric_ops`.
+
+        `reducer` is a `det.estimator.MetricReducer` or a function of the list of every batch's
+        value of `metric` (a tensor, a flat list of tensors or a dict of str -> tensor); `numpy_dtype`
+        is the result's dtype. See `determined.estimator._reducer.make_metric`.
+        """
+        return make_metric(metric, reducer, numpy_dtype)
 
     def wrap_optimizer(self, optimizer: Any) -> Any:
         """Determined wrapped the optimizer for Horovod; a one-slot trial trains with it as is."""
@@ -37,11 +80,11 @@ class _EstimatorWrappers:
         return config.replace(tf_random_seed=self._trial_seed)
 
 
-class EstimatorTrialContext(_EstimatorWrappers, TrialContextBase):
+class EstimatorTrialContext(EstimatorContext, TrialContextBase):
     """What `EstimatorTrial` methods see as `self.context`: hyperparameters, ids, batch sizes, wrappers."""
 
 
-class EstimatorNativeContext(_EstimatorWrappers, NativeContext):
+class EstimatorNativeContext(EstimatorContext, NativeContext):
     """Returned by `det.experimental.estimator.init()`; `train_and_evaluate()` hands over to Determined."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -62,9 +105,12 @@ class EstimatorNativeContext(_EstimatorWrappers, NativeContext):
         """
         import tensorflow as tf
 
-        if not isinstance(estimator, tf.estimator.Estimator):
+        from determined.estimator._availability import is_estimator
+
+        if not is_estimator(estimator):
             raise errors.InvalidExperimentException(
-                f"train_and_evaluate(estimator=...): expected a tf.estimator.Estimator, got {type(estimator).__name__}"
+                "train_and_evaluate(estimator=...): expected a tf.estimator.Estimator (or a "
+                f"tf.compat.v1.estimator.Estimator), got {type(estimator).__name__}"
             )
         if not isinstance(train_spec, tf.estimator.TrainSpec) or not isinstance(
             eval_spec, tf.estimator.EvalSpec

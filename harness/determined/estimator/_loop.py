@@ -23,7 +23,7 @@ import pathlib
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from determined import _loop as loop_core
@@ -54,7 +54,11 @@ class EstimatorSpecs:
 
 
 def skipping_input_fn(input_fn: Callable[..., Any], skip: int) -> Callable[..., Any]:
-    """`input_fn` with its first `skip` batches dropped when it returns a `tf.data.Dataset`.
+    """`input_fn` repeated, with its first `skip` batches dropped, when it returns a `tf.data.Dataset`.
+
+    Like Determined, the training dataset is repeated (`dataset.repeat()`) so that it never runs
+    out: how long to train is the searcher's decision. Repeating a dataset that already repeats
+    changes nothing.
 
     Estimator passes `mode`/`params`/`config`/`input_context` only to an input_fn naming them, so
     the wrapper names all four and forwards those the user's input_fn takes.
@@ -73,8 +77,9 @@ def skipping_input_fn(input_fn: Callable[..., Any], skip: int) -> Callable[..., 
 
         given = {"mode": mode, "params": params, "config": config, "input_context": input_context}
         result = input_fn(**{name: given[name] for name in wanted})
-        if skip and isinstance(result, tf.data.Dataset):
-            return result.skip(skip)
+        if isinstance(result, tf.data.Dataset):
+            result = result.repeat()
+            return result.skip(skip) if skip else result
         if skip:
             logger.warning(
                 "the training input_fn returned %s, not a tf.data.Dataset: it starts over at every chunk of "
@@ -166,6 +171,21 @@ class EstimatorLoop(loop_core.TrainingLoop):
         self.trial_seed = trial_seed
         self._tf_checkpoint = ""  # the TensorFlow checkpoint the Determined one being saved holds
 
+    # --- det.estimator.RunHook callbacks -------------------------------------------------------
+    def _run_hooks(self) -> list:
+        """The training hooks that are `det.estimator.RunHook`s (they get Determined's callbacks)."""
+        from determined.estimator._callback import RunHook
+
+        return [hook for hook in (self.specs.train_spec.hooks or ()) if isinstance(hook, RunHook)]
+
+    def run(self, operations: Iterable[Any] | None = None) -> loop_core.LoopResult:
+        """The core loop; every RunHook's `on_trial_close()` runs when it ends, however it ends."""
+        try:
+            return super().run(operations)
+        finally:
+            for hook in self._run_hooks():
+                hook.on_trial_close()
+
     # --- model_dir ----------------------------------------------------------------------------
     def _before_run(self) -> None:
         """Point the estimator at a fresh directory of ours, with the graph seeded by the trial seed.
@@ -211,7 +231,7 @@ class EstimatorLoop(loop_core.TrainingLoop):
         if trained < end:
             raise errors.InvalidExperimentException(
                 f"the training input_fn ran out of data at step {trained} (of {end}): the searcher says how "
-                "long to train, so the training dataset must repeat (`dataset.repeat()`)"
+                "long to train, so training input that is not a tf.data.Dataset must not end"
             )
         return trained, ({"loss": loss.mean()} if loss.mean() is not None else {})
 
@@ -250,6 +270,8 @@ class EstimatorLoop(loop_core.TrainingLoop):
         )
         for name, receiver_fn in (self.specs.serving_input_receiver_fns or {}).items():
             self.estimator.export_saved_model(str(path / "saved_models" / name), receiver_fn)
+        for hook in self._run_hooks():
+            hook.on_checkpoint_end(str(path))
 
     def _load(self, path: pathlib.Path, metadata: dict, storage_id: str) -> int:
         prefix = metadata.get("tf_checkpoint") or _prefix_from_index(path / CHECKPOINT_INDEX)
@@ -259,6 +281,8 @@ class EstimatorLoop(loop_core.TrainingLoop):
                 f"checkpoint {storage_id} holds no Estimator checkpoint files (model.ckpt-<step>.*): "
                 "it was not written by an Estimator trial"
             )
+        for hook in self._run_hooks():
+            hook.on_checkpoint_load(str(path))
         for file in files:
             shutil.copy2(file, self.model_dir / file.name)
         (self.model_dir / CHECKPOINT_INDEX).write_text(

@@ -16,7 +16,7 @@ from typing import Any
 
 from determined import _loop as loop_core
 from determined import errors
-from determined.estimator._availability import require_estimator
+from determined.estimator._availability import is_estimator, require_estimator
 from determined.estimator._context import EstimatorTrialContext
 from determined.estimator._loop import (
     EstimatorLoop,
@@ -77,9 +77,10 @@ def specs_from_trial(trial: EstimatorTrial) -> EstimatorSpecs:
 
     name = type(trial).__name__
     estimator = trial.build_estimator()
-    if not isinstance(estimator, tf.estimator.Estimator):
+    if not is_estimator(estimator):
         raise errors.InvalidModelException(
-            f"{name}.build_estimator() must return a tf.estimator.Estimator, got {type(estimator).__name__}"
+            f"{name}.build_estimator() must return a tf.estimator.Estimator (or a "
+            f"tf.compat.v1.estimator.Estimator), got {type(estimator).__name__}"
         )
     train_spec, eval_spec = trial.build_train_spec(), trial.build_validation_spec()
     if not isinstance(train_spec, tf.estimator.TrainSpec):

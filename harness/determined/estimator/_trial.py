@@ -12,9 +12,10 @@ class EstimatorTrial:
     """Subclass it and implement `build_estimator`, `build_train_spec` and `build_validation_spec`.
 
     Run it with `entrypoint: model_def:MyEstimatorTrial` or `det.experimental.create(MyEstimatorTrial, ...)`.
-    The training input must repeat (`dataset.repeat()`): how long to train comes from the searcher,
-    not from `TrainSpec.max_steps`. The validation input should end (`EvalSpec(steps=None)` evaluates
-    all of it).
+    `build_estimator()` may return a `tf.estimator.Estimator` or a v1 one
+    (`tf.compat.v1.estimator.DNNClassifier`, ...). How long to train comes from the searcher, not
+    from `TrainSpec.max_steps`: a training `tf.data.Dataset` is repeated as Determined does. The
+    validation input should end (`EvalSpec(steps=None)` evaluates all of it).
     """
 
     trial_context_class = EstimatorTrialContext
