@@ -21,19 +21,47 @@ class EstimatorTrial:
     trial_context_class = EstimatorTrialContext
 
     def __init__(self, context: EstimatorTrialContext) -> None:
+        """Keep the trial's context (hyperparameters, batch sizes, `wrap_optimizer`, ...).
+
+        Args:
+            context: made by the harness; subclasses that override `__init__` must pass it on.
+        """
         self.context = context
 
     def build_estimator(self) -> Any:
+        """The Estimator to train, built from `self.context`'s hyperparameters.
+
+        The harness trains it in a `model_dir` of its own (what Determined checkpoints is copied
+        from there to checkpoint storage) and sets `tf_random_seed` to the trial seed where the
+        `RunConfig` sets none; the rest of its configuration is used as given.
+
+        Returns:
+            A `tf.estimator.Estimator` or a `tf.compat.v1.estimator.Estimator` (e.g. a canned
+            `DNNClassifier`).
+        """
         raise NotImplementedError(
             "EstimatorTrial.build_estimator() must return a tf.estimator.Estimator"
         )
 
     def build_train_spec(self) -> Any:
+        """What to train on.
+
+        Returns:
+            A `tf.estimator.TrainSpec`: its `input_fn` (a `tf.data.Dataset`, repeated as
+            Determined does, or tensors) and `hooks` are used; `max_steps` is not (the searcher
+            says how long to train).
+        """
         raise NotImplementedError(
             "EstimatorTrial.build_train_spec() must return a tf.estimator.TrainSpec"
         )
 
     def build_validation_spec(self) -> Any:
+        """What to validate on.
+
+        Returns:
+            A `tf.estimator.EvalSpec` whose `input_fn` ends (`steps=None` evaluates all of it);
+            its metrics are the validation metrics the searcher reads.
+        """
         raise NotImplementedError(
             "EstimatorTrial.build_validation_spec() must return a tf.estimator.EvalSpec"
         )
