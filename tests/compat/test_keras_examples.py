@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import struct
 import subprocess
 import sys
 import textwrap
@@ -133,24 +132,12 @@ def master(tmp_path_factory):
         yield process
 
 
-def _tfrecords(path: pathlib.Path) -> list[bytes]:
-    """The records of a TFRecord file (an event file): length, its CRC, data, the data's CRC."""
-    data, records, offset = path.read_bytes(), [], 0
-    while offset < len(data):
-        (length,) = struct.unpack_from("<Q", data, offset)
-        offset += 12
-        records.append(data[offset : offset + length])
-        offset += length + 4
-    return records
-
-
 def _summary_tags(path: pathlib.Path) -> set[str]:
-    from tensorboardX.proto import event_pb2
+    """The summary tags in an event file, read by TensorBoard's own loader."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
     tags = set()
-    for record in _tfrecords(path):
-        event = event_pb2.Event()
-        event.ParseFromString(record)
+    for event in EventFileLoader(str(path)).Load():
         tags |= {value.tag for value in event.summary.value}
     return tags
 
