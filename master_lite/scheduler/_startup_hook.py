@@ -47,6 +47,7 @@ exec "$@"
 
 
 def has_startup_hook(work_dir: Path | str) -> bool:
+    """Whether the unpacked context in `work_dir` has a startup hook at its top level."""
     return (Path(work_dir) / STARTUP_HOOK).is_file()
 
 
