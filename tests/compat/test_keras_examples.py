@@ -21,6 +21,7 @@ import textwrap
 
 import pytest
 
+from determined.keras import _flavor
 from tests._support import (
     REPO,
     TERMINAL_EXPERIMENT_STATES,
@@ -301,6 +302,47 @@ def test_native_impl_script_runs_locally(tmp_path, legacy, use_fit):
     assert final, done.stdout[-3000:]
     metrics = json.loads(final[-1][len("FINAL ") :])
     assert metrics["val_accuracy"] > 0.7, metrics
+
+
+KERAS_OF = {False: _flavor.KERAS3, True: _flavor.TF_KERAS}
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["keras3", "tf_keras"])
+def test_native_impl_script_submits_itself_and_trains_on_the_master(master, tmp_path, legacy):
+    # Without --local, Determined 0.13's Native script submits itself (its directory is the
+    # context) and exits; the master runs it again as the trial, where `fit_generator` trains.
+    (tmp_path / "native_impl.py").write_text(textwrap.dedent(NATIVE_IMPL))
+    env = child_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    args = ["--use-fit"]  # Keras 3 has no fit_generator
+    if legacy:
+        env["TF_USE_LEGACY_KERAS"] = "1"
+        legacy_env = {"environment": {"environment_variables": ["TF_USE_LEGACY_KERAS=1"]}}
+        args = ["--config", json.dumps(legacy_env)]  # and fit_generator, as the example
+    done = subprocess.run(
+        [sys.executable, "native_impl.py", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    created = [line for line in done.stdout.splitlines() if line.startswith("Created experiment ")]
+    assert created, done.stdout[-3000:]
+    exp_id = int(created[0].split()[-1])
+
+    answer = wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES, timeout=300, full=True)
+    logs = all_logs(master, exp_id)
+    assert answer["experiment"]["state"] == "COMPLETED", logs[-4000:]
+    (trial,) = answer["trials"]
+    # max_length {epochs: 3} of 1,400 records in batches of 32: 3 x 44 batches.
+    assert trial["steps_completed"] == 132
+    assert trial["latest_validation"]["metrics"]["val_accuracy"] > 0.7
+    # The checkpoint says which Keras trained it: the trial ran the model the script built.
+    checkpoints = master.session.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
+    assert checkpoints
+    assert {c["metadata"]["keras"] for c in checkpoints} == {KERAS_OF[legacy]}
 
 
 # Every public name of Determined 0.38's determined.keras, and what 0.13-0.37 examples import.
