@@ -8,7 +8,8 @@
   checkpoint, and real TensorBoard event files in checkpoint storage.
 * a `native_impl.py`-style script (Determined 0.13's fashion-MNIST Native example:
   `from determined.keras import _ArrayLikeAdapter`, `det.experimental.keras.init()`, `fit` /
-  `fit_generator` with an adapter as validation data) runs locally, in Keras 3 and in tf_keras.
+  `fit_generator` with an adapter as validation data) runs locally, in Keras 3 and in tf_keras,
+  and submits itself to a real master (no `--local`), where it trains as the trial.
 """
 
 from __future__ import annotations
