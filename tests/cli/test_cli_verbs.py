@@ -232,6 +232,51 @@ def test_login_stores_the_token_where_determined_keeps_it(master, tmp_path):
     failed(det(bare, "e", "list"), "no master found", str(path))
 
 
+def det_on_a_terminal(env: dict, *args: str, answer: str) -> tuple[int, str]:
+    """Run `det` with a pseudo-terminal as its controlling terminal; type `answer` at the
+    password prompt. Returns (exit code, everything the terminal showed)."""
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec at once, nothing else
+        os.execve(sys.executable, [sys.executable, "-m", "determined.cli", *args], env)
+    shown, answered = b"", False
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the child is gone
+                break
+            if not chunk:
+                break
+            shown += chunk
+            if not answered and b"Password for user" in shown:
+                os.write(fd, answer.encode() + b"\n")
+                answered = True
+    finally:
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), shown.decode(errors="replace")
+
+
+def test_login_on_a_terminal_asks_with_getpass_and_does_not_echo(master, tmp_path):
+    home = tmp_path / "home"
+    env = remote_env(master, home)
+    code, shown = det_on_a_terminal(env, "user", "login", "erin", answer=master.token)
+    assert code == 0, shown
+    assert "Password for user 'erin': " in shown
+    assert master.token not in shown  # getpass turned echo off
+    assert authentication.stored_login(master.url, path=auth_file(home)) == ("erin", master.token)
+    code, shown = det_on_a_terminal(env, "user", "login", "erin", answer="wrong")
+    assert code == 1 and "invalid username and/or password" in shown and "Traceback" not in shown
+
+
 def test_login_follows_xdg_config_home_and_keeps_other_masters(master, tmp_path):
     home, xdg = tmp_path / "home", tmp_path / "xdg"
     path = xdg / "determined" / "auth.json"
