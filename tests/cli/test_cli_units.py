@@ -210,6 +210,8 @@ def no_master(monkeypatch, tmp_path):
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(tmp_path / "empty-root"))
+    # No login stored by `det user login` of whoever runs the tests either.
+    monkeypatch.setenv("DET_DEBUG_CONFIG_PATH", str(tmp_path / "det-config"))
     return tmp_path
 
 

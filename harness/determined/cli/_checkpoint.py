@@ -23,7 +23,7 @@ CHECKPOINT_HEADERS = [
 ]
 
 
-def render_checkpoints(checkpoints: list[dict], *, as_json: bool) -> int:
+def render_checkpoints(checkpoints: list[dict], *, as_json: bool, as_csv: bool = False) -> int:
     if as_json:
         _render.print_json(checkpoints)
         return 0
@@ -38,13 +38,13 @@ def render_checkpoints(checkpoints: list[dict], *, as_json: bool) -> int:
         ]
         for c in checkpoints
     ]
-    print(_render.format_table(CHECKPOINT_HEADERS, rows))
+    _render.print_table(CHECKPOINT_HEADERS, rows, as_csv=as_csv)
     return 0
 
 
 def list_checkpoints(args: argparse.Namespace, ctx: Context) -> int:
     checkpoints = ctx.session.get(f"/experiments/{args.experiment_id}/checkpoints")["checkpoints"]
-    return render_checkpoints(checkpoints, as_json=args.json)
+    return render_checkpoints(checkpoints, as_json=args.json, as_csv=args.csv)
 
 
 def describe_text(checkpoint: dict) -> str:
@@ -79,27 +79,28 @@ def _copy_direct(source: pathlib.Path, dest: pathlib.Path) -> None:
     shutil.copytree(source, dest, dirs_exist_ok=True)
 
 
-def download(args: argparse.Namespace, ctx: Context) -> int:
-    checkpoint = ctx.session.get(f"/checkpoints/{args.uuid}")["checkpoint"]
-    if checkpoint.get("state") not in ("COMPLETED", "PARTIALLY_DELETED"):
+DOWNLOADABLE_STATES = ("COMPLETED", "PARTIALLY_DELETED")
+
+
+def download_checkpoint(
+    ctx: Context, checkpoint: dict, *, output_dir: str | None, mode: str, quiet: bool
+) -> int:
+    """Download `checkpoint` (the API's object) to `output_dir` (default `checkpoints/<uuid>`)
+    and print where; shared by `det checkpoint download` and `det trial download`."""
+    uuid = checkpoint["uuid"]
+    if checkpoint.get("state") not in DOWNLOADABLE_STATES:
         raise CliError(
-            f"checkpoint {args.uuid} is {checkpoint.get('state')}; only COMPLETED checkpoints can be downloaded"
+            f"checkpoint {uuid} is {checkpoint.get('state')}; only COMPLETED checkpoints can be downloaded"
         )
-    dest = (
-        pathlib.Path(args.output_dir)
-        if args.output_dir
-        else pathlib.Path("checkpoints") / args.uuid
-    )
+    dest = pathlib.Path(output_dir) if output_dir else pathlib.Path("checkpoints") / uuid
     source = pathlib.Path(checkpoint["path"]) if checkpoint.get("path") else None
     direct_possible = source is not None and source.is_dir()
-    if args.mode == "direct" and not direct_possible:
-        raise CliError(
-            f"checkpoint {args.uuid} is not readable here at {source}; use --mode master"
-        )
-    if direct_possible and args.mode != "master":
+    if mode == "direct" and not direct_possible:
+        raise CliError(f"checkpoint {uuid} is not readable here at {source}; use --mode master")
+    if direct_possible and mode != "master":
         _copy_direct(source, dest)  # type: ignore[arg-type]
     else:
-        data = ctx.session.get_bytes(f"/checkpoints/{args.uuid}/download")
+        data = ctx.session.get_bytes(f"/checkpoints/{uuid}/download")
         # Checkpoints may be far larger than a context: the safety checks stay, the size cap goes.
         context_mod.unpack(data, dest, limit_bytes=1 << 62)
     metadata_path = dest / "metadata.json"
@@ -107,12 +108,38 @@ def download(args: argparse.Namespace, ctx: Context) -> int:
         metadata_path.write_text(
             json.dumps(checkpoint.get("metadata") or {}, indent=2, sort_keys=True)
         )
-    if args.quiet:
+    if quiet:
         print(os.fspath(dest))
     else:
         print(f"Local checkpoint path:\n{dest}\n")
         print(describe_text(checkpoint))
     return 0
+
+
+def download(args: argparse.Namespace, ctx: Context) -> int:
+    checkpoint = ctx.session.get(f"/checkpoints/{args.uuid}")["checkpoint"]
+    return download_checkpoint(
+        ctx, checkpoint, output_dir=args.output_dir, mode=args.mode, quiet=args.quiet
+    )
+
+
+def add_download_arguments(parser: argparse.ArgumentParser) -> None:
+    """-o/--output-dir, -q/--quiet and --mode, as `det checkpoint download` has them."""
+    parser.add_argument("-o", "--output-dir", metavar="DIR")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the local path")
+    parser.add_argument(
+        "--mode",
+        choices=["auto", "direct", "master"],
+        default="auto",
+        help="direct: read the storage path here; master: stream through the master",
+    )
+
+
+def add_list_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """--json or --csv (the default is a table)."""
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print as JSON")
+    output.add_argument("--csv", action="store_true", help="print as CSV")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -123,7 +150,7 @@ def add_parser(subparsers: Any) -> None:
 
     p = verbs.add_parser("list", aliases=["ls"], help="checkpoints of an experiment")
     p.add_argument("experiment_id", type=int, metavar="EXPERIMENT_ID")
-    p.add_argument("--json", action="store_true")
+    add_list_output_arguments(p)
     p.set_defaults(handler=list_checkpoints)
 
     p = verbs.add_parser("describe", help="one checkpoint")
@@ -133,12 +160,5 @@ def add_parser(subparsers: Any) -> None:
 
     p = verbs.add_parser("download", help="download a checkpoint (default: checkpoints/<uuid>)")
     p.add_argument("uuid", metavar="UUID")
-    p.add_argument("-o", "--output-dir", metavar="DIR")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only the local path")
-    p.add_argument(
-        "--mode",
-        choices=["auto", "direct", "master"],
-        default="auto",
-        help="direct: read the storage path here; master: stream through the master",
-    )
+    add_download_arguments(p)
     p.set_defaults(handler=download)

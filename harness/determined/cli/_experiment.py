@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from determined.cli import _follow, _render
-from determined.cli._base import CliError, Context
+from determined.cli._base import CliError, Context, NotSupported
 from determined.common import context as context_mod
 from determined.common import expconf
 from determined.common.expconf import test_mode_config
@@ -188,7 +188,7 @@ def list_experiments(args: argparse.Namespace, ctx: Context) -> int:
         if args.all:
             row.append("yes" if e.get("archived") else "no")
         rows.append(row)
-    print(_render.format_table(headers, rows))
+    _render.print_table(headers, rows, as_csv=getattr(args, "csv", False))
     return 0
 
 
@@ -278,7 +278,7 @@ def list_trials(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         _render.print_json(trials)
         return 0
-    print(_render.format_table(TRIAL_HEADERS, trial_rows(trials)))
+    _render.print_table(TRIAL_HEADERS, trial_rows(trials), as_csv=args.csv)
     return 0
 
 
@@ -288,6 +288,7 @@ def list_checkpoints(args: argparse.Namespace, ctx: Context) -> int:
     return _checkpoint.render_checkpoints(
         ctx.session.get(f"/experiments/{args.experiment_id}/checkpoints")["checkpoints"],
         as_json=args.json,
+        as_csv=args.csv,
     )
 
 
@@ -334,6 +335,90 @@ def logs(args: argparse.Namespace, ctx: Context) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# Determined commands that need master endpoints master-lite does not have yet
+
+# (verb path, Determined's positional arguments, what to do instead)
+UNSUPPORTED: tuple[tuple[tuple[str, ...], tuple[tuple[str, Any], ...], str], ...] = (
+    (
+        ("label", "add"),
+        (("label", str),),
+        "the master cannot change labels; set `labels:` in the experiment config",
+    ),
+    (
+        ("label", "remove"),
+        (("label", str),),
+        "the master cannot change labels; set `labels:` in the experiment config",
+    ),
+    (
+        ("set", "description"),
+        (("description", str),),
+        "the master cannot change it; set `description:` in the experiment config",
+    ),
+    (
+        ("set", "name"),
+        (("name", str),),
+        "the master cannot rename experiments; set `name:` in the experiment config",
+    ),
+    (
+        ("set", "priority"),
+        (("priority", int),),
+        "master-lite schedules experiments first come, first served",
+    ),
+    (
+        ("set", "max-slots"),
+        (("max_slots", str),),
+        "set `resources.max_slots` in the experiment config",
+    ),
+    (
+        ("set", "weight"),
+        (("weight", float),),
+        "master-lite schedules experiments first come, first served",
+    ),
+    (
+        ("delete",),
+        (),
+        "the master cannot delete experiments; archive it instead with det e archive",
+    ),
+)
+
+
+_GROUP_HELP = {
+    "label": "manage experiment labels (not supported yet)",
+    "set": "set experiment attributes (not supported yet)",
+}
+
+
+def _not_supported(args: argparse.Namespace, ctx: Context) -> int:
+    raise NotSupported(args.unsupported_command, args.unsupported_detail)
+
+
+def _add_unsupported(verbs: Any) -> None:
+    """Register Determined's verbs master-lite cannot do, so they fail with one clear line
+    (exit 1) instead of an argparse error."""
+    groups: dict[str, Any] = {}
+    for path, positionals, detail in UNSUPPORTED:
+        if len(path) == 1:
+            p = verbs.add_parser(path[0], help=f"{path[0]} experiment (not supported yet)")
+        else:
+            if path[0] not in groups:
+                group = verbs.add_parser(path[0], help=_GROUP_HELP[path[0]])
+                groups[path[0]] = group.add_subparsers(
+                    dest="attribute", metavar="ATTR", required=True
+                )
+            p = groups[path[0]].add_parser(path[1], help=f"{path[0]} {path[1]} (not supported yet)")
+        p.add_argument("experiment_id", type=int, metavar="ID")
+        for name, kind in positionals:
+            p.add_argument(name, type=kind)
+        if path == ("delete",):
+            p.add_argument("--yes", action="store_true", help="answer yes to prompts")
+        p.set_defaults(
+            handler=_not_supported,
+            unsupported_command="det experiment " + " ".join(path),
+            unsupported_detail=detail,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
 # parser
 
 
@@ -345,11 +430,11 @@ def _positive_float(text: str) -> float:
 
 
 def add_parser(subparsers: Any) -> None:
-    from determined.cli import _trial
+    from determined.cli import _checkpoint, _trial
 
     parser = subparsers.add_parser("experiment", aliases=["e"], help="manage experiments")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    parser.set_defaults(handler=list_experiments, all=False, json=False)
+    parser.set_defaults(handler=list_experiments, all=False, json=False, csv=False)
 
     p = verbs.add_parser(
         "create", help="create an experiment from a config and a context directory"
@@ -400,7 +485,7 @@ def add_parser(subparsers: Any) -> None:
             name, aliases=aliases, help="list experiments (unarchived unless --all)"
         )
         p.add_argument("-a", "--all", action="store_true", help="include archived experiments")
-        p.add_argument("--json", action="store_true")
+        _checkpoint.add_list_output_arguments(p)
         p.set_defaults(handler=list_experiments)
 
     p = verbs.add_parser("describe", help="the experiment, its config and its trials")
@@ -448,10 +533,12 @@ def add_parser(subparsers: Any) -> None:
 
     p = verbs.add_parser("list-trials", aliases=["lt"], help="the experiment's trials")
     p.add_argument("experiment_id", type=int, metavar="ID")
-    p.add_argument("--json", action="store_true")
+    _checkpoint.add_list_output_arguments(p)
     p.set_defaults(handler=list_trials)
 
     p = verbs.add_parser("list-checkpoints", aliases=["lc"], help="the experiment's checkpoints")
     p.add_argument("experiment_id", type=int, metavar="ID")
-    p.add_argument("--json", action="store_true")
+    _checkpoint.add_list_output_arguments(p)
     p.set_defaults(handler=list_checkpoints)
+
+    _add_unsupported(verbs)

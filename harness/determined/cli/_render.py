@@ -68,6 +68,26 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def format_csv(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """The table as CSV (header row first), cells rendered as in `format_table`."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows([format_value(cell) for cell in row] for row in rows)
+    return out.getvalue()
+
+
+def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, as_csv: bool) -> None:
+    """`format_table` or, with `as_csv`, `format_csv` on stdout."""
+    if as_csv:
+        sys.stdout.write(format_csv(headers, rows))
+    else:
+        print(format_table(headers, rows))
+
+
 def format_record(pairs: Sequence[tuple[str, Any]]) -> str:
     """'Key:   value' lines for describing one object."""
     width = max((len(k) for k, _ in pairs), default=0) + 1

@@ -7,8 +7,8 @@ import pathlib
 import re
 from typing import Any
 
-from determined.cli import _follow, _render
-from determined.cli._base import Context
+from determined.cli import _checkpoint, _follow, _render
+from determined.cli._base import CliError, Context
 
 
 def describe(args: argparse.Namespace, ctx: Context) -> int:
@@ -57,6 +57,93 @@ def download_notebook(args: argparse.Namespace, ctx: Context) -> int:
     target.write_bytes(response.content)
     print(f"Saved the executed notebook of trial {args.trial_id} to {target}")
     return 0
+
+
+def _numeric_metric(checkpoint: dict, metric: str) -> float | None:
+    value = (checkpoint.get("validation_metrics") or {}).get(metric)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _latest_first(checkpoint: dict) -> tuple[int, str]:
+    return (int(checkpoint.get("steps_completed") or 0), str(checkpoint.get("report_time") or ""))
+
+
+def select_checkpoint(args: argparse.Namespace, ctx: Context) -> dict:
+    """The checkpoint `det trial download` means: --uuid, --latest or --best (Determined's rules:
+    --sort-by and --smaller-is-better together, and only with --best)."""
+    if args.sort_by is not None and not args.best:
+        raise CliError("--sort-by and --smaller-is-better flags can only be used with --best")
+    if (args.sort_by is None) != (args.smaller_is_better is None):
+        raise CliError("--sort-by and --smaller-is-better must be set together")
+    trial_id = args.trial_id
+    trial = ctx.session.get(f"/trials/{trial_id}")["trial"]
+    if args.uuid:
+        checkpoint = ctx.session.get(f"/checkpoints/{args.uuid}")["checkpoint"]
+        if checkpoint.get("trial_id") != trial_id:
+            raise CliError(
+                f"checkpoint {args.uuid} belongs to trial {checkpoint.get('trial_id')}, "
+                f"not to trial {trial_id}"
+            )
+        return dict(checkpoint)
+    experiment_id = trial["experiment_id"]
+    checkpoints = [
+        c
+        for c in ctx.session.get(f"/experiments/{experiment_id}/checkpoints")["checkpoints"]
+        if c.get("trial_id") == trial_id
+    ]
+    if not checkpoints:
+        raise CliError(f"No checkpoints found for trial {trial_id}")
+    downloadable = [c for c in checkpoints if c.get("state") in _checkpoint.DOWNLOADABLE_STATES]
+    if not downloadable:
+        raise CliError(
+            f"Download failed: no downloadable checkpoint found for trial {trial_id} "
+            f"(states: {', '.join(sorted({str(c.get('state')) for c in checkpoints}))})"
+        )
+    if args.latest:
+        latest: dict = max(downloadable, key=_latest_first)
+        return latest
+    if args.sort_by is not None:
+        metric, smaller_is_better = args.sort_by, bool(args.smaller_is_better)
+    else:
+        experiment = ctx.session.get(f"/experiments/{experiment_id}")["experiment"]
+        searcher = (experiment.get("config") or {}).get("searcher") or {}
+        metric = searcher.get("metric")
+        smaller_is_better = searcher.get("smaller_is_better", True) is not False
+        if not metric:
+            raise CliError(
+                f"experiment {experiment_id} has no searcher metric; name one with --sort-by "
+                "and --smaller-is-better"
+            )
+    scored: list[tuple[float, dict]] = []
+    for c in downloadable:
+        value = _numeric_metric(c, metric)
+        if value is not None:
+            scored.append((value if smaller_is_better else -value, c))
+    if not scored:
+        raise CliError(
+            f"no checkpoint of trial {trial_id} has a validation metric {metric!r}; "
+            "use --latest or --uuid"
+        )
+    return dict(min(scored, key=lambda pair: pair[0])[1])
+
+
+def download(args: argparse.Namespace, ctx: Context) -> int:
+    checkpoint = select_checkpoint(args, ctx)
+    return _checkpoint.download_checkpoint(
+        ctx, checkpoint, output_dir=args.output_dir, mode=args.mode, quiet=args.quiet
+    )
+
+
+def string_to_bool(text: str) -> bool:
+    """Determined's true/false argument values."""
+    value = text.strip().lower()
+    if value in ("1", "true", "t", "yes", "y", "on"):
+        return True
+    if value in ("0", "false", "f", "no", "n", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def log_filters(args: argparse.Namespace) -> dict:
@@ -136,6 +223,30 @@ def add_parser(subparsers: Any) -> None:
         "-o", "--output", metavar="PATH", help="file or directory (default: ./<name>.ipynb)"
     )
     p.set_defaults(handler=download_notebook)
+
+    p = verbs.add_parser(
+        "download", help="download a checkpoint of a trial (default: checkpoints/<uuid>)"
+    )
+    p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--best",
+        action="store_true",
+        help="the checkpoint with the best validation metric (the searcher's, or --sort-by)",
+    )
+    which.add_argument("--latest", action="store_true", help="the most recent checkpoint")
+    which.add_argument("--uuid", metavar="UUID", help="the checkpoint with this UUID")
+    _checkpoint.add_download_arguments(p)
+    p.add_argument(
+        "--sort-by", metavar="METRIC", help="with --best: the validation metric to sort on"
+    )
+    p.add_argument(
+        "--smaller-is-better",
+        type=string_to_bool,
+        metavar="(true|false)",
+        help="with --best and --sort-by: the sort order",
+    )
+    p.set_defaults(handler=download)
 
     p = verbs.add_parser("kill", help="kill a trial")
     p.add_argument("trial_id", type=int, metavar="TRIAL_ID")

@@ -12,19 +12,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from determined.cli import _checkpoint, _experiment, _preview, _trial
-from determined.cli._base import CliError, Context
+from determined.cli import _checkpoint, _experiment, _info, _preview, _trial, _user
+from determined.cli._base import CliError, Context, NotSupported
 from determined.common import api, expconf
 from determined.common import context as context_mod
-
-
-def _version() -> str:
-    try:
-        import determined
-
-        return str(determined.__version__)
-    except (ImportError, AttributeError):
-        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,20 +23,27 @@ def build_parser() -> argparse.ArgumentParser:
         prog="det",
         description="Determined-compatible command line for master_lite.",
         epilog="The master is -m, else DET_MASTER (+DET_MASTER_TOKEN), else <root_dir>/master.json "
-        "of a running master-lite.",
+        "of a running master-lite, else the master of the login stored by `det user login`.",
     )
     parser.add_argument(
         "-m", "--master", metavar="URL", help="master address (default: DET_MASTER or master.json)"
     )
     parser.add_argument(
-        "-u", "--user", metavar="NAME", help="accepted for compatibility; there is one user"
+        "-u",
+        "--user",
+        metavar="NAME",
+        help="use this user's stored login (master-lite has one user)",
     )
-    parser.add_argument("-v", "--version", action="version", version=f"det {_version()}")
+    parser.add_argument(
+        "-v", "--version", action="version", version=f"det {_info.client_version()}"
+    )
     nouns = parser.add_subparsers(dest="noun", metavar="NOUN")
     _experiment.add_parser(nouns)
     _trial.add_parser(nouns)
     _checkpoint.add_parser(nouns)
     _preview.add_parser(nouns)
+    _user.add_parser(nouns)
+    _info.add_parser(nouns)
     return parser
 
 
@@ -66,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
-    ctx = Context(args.master)
+    ctx = Context(args.master, args.user)
     try:
         return int(handler(args, ctx) or 0)
     except KeyboardInterrupt:
@@ -82,19 +80,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if _debug():
             raise
-        return _report(e)
+        return _report(e, ctx)
     finally:
         ctx.close()
 
 
-def _report(error: Exception) -> int:
+def _report(error: Exception, ctx: Context | None = None) -> int:
     if isinstance(error, api.MasterNotFound):
         return _fail(str(error))
+    if isinstance(error, NotSupported):
+        return _fail(str(error))
     if isinstance(error, api.Unauthorized):
+        address = ctx.address if ctx is not None else None
+        if address is not None and address.user is not None:
+            return _fail(
+                f"Error: {error.message}",
+                f"  the login stored for {address.url} ({address.token_source}) is no longer "
+                "valid: run `det user login` again, or set DET_MASTER_TOKEN",
+            )
         return _fail(
             f"Error: {error.message}",
-            "  the master wants its token: set DET_MASTER_TOKEN (a standalone master-lite writes it "
-            "to <root_dir>/master.json)",
+            "  the master wants its token: set DET_MASTER_TOKEN or run `det user login` (a "
+            "standalone master-lite writes it to <root_dir>/master.json)",
         )
     if isinstance(error, api.APIError):
         return _fail(f"Error: {error.message}", *(f"  {e}" for e in error.errors))
@@ -104,7 +111,7 @@ def _report(error: Exception) -> int:
         return _fail(
             f"Error: invalid experiment config ({len(error.errors)} errors):", *error.errors
         )
-    if isinstance(error, (context_mod.ContextError, CliError)):
+    if isinstance(error, (context_mod.ContextError, CliError, api.TokenStoreError)):
         return _fail(f"Error: {error}")
     if isinstance(error, OSError):
         return _fail(f"Error: {error}")

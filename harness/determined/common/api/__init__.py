@@ -6,6 +6,7 @@ from determined.common.api._errors import (
     MasterNotFound,
     MasterUnreachable,
     NotFound,
+    TokenStoreError,
     Unauthorized,
 )
 from determined.common.api._master import MasterAddress, discover_master, read_master_file
@@ -19,6 +20,7 @@ __all__ = [
     "MasterUnreachable",
     "NotFound",
     "Session",
+    "TokenStoreError",
     "Unauthorized",
     "connect",
     "discover_master",

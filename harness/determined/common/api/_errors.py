@@ -40,3 +40,8 @@ class MasterUnreachable(APIError):
 
 class MasterNotFound(RuntimeError):
     """No master address could be found (no -m, DET_MASTER or master.json)."""
+
+
+class TokenStoreError(RuntimeError):
+    """The token store of `det user login` (auth.json) cannot be read or changed; the message
+    names the file and what to do."""

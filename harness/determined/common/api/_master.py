@@ -1,4 +1,5 @@
-"""Where is the master? `-m`, else DET_MASTER (+ DET_MASTER_TOKEN), else <root_dir>/master.json.
+"""Where is the master? `-m`, else DET_MASTER (+ DET_MASTER_TOKEN), else <root_dir>/master.json,
+else the master of the login `det user login` stored (Determined's auth.json).
 
 Every place looked at is remembered (`MasterAddress.tried`), so that "no master" and "cannot
 reach the master" errors say what was tried and what to do, instead of a bare connection error.
@@ -11,7 +12,8 @@ import json
 import os
 import pathlib
 
-from determined.common.api._errors import MasterNotFound
+from determined.common.api import authentication
+from determined.common.api._errors import MasterNotFound, TokenStoreError
 
 HOW_TO_START = (
     "start JupyterLab with the jupyter_determined extension enabled (it runs the master and gives "
@@ -26,6 +28,9 @@ class MasterAddress:
     token: str | None
     source: str  # where the address came from, for error messages
     tried: tuple[str, ...] = ()  # every place discovery looked at, in order, for error messages
+    token_source: str | None = None  # where the token came from, for error messages
+    # the user of the login stored by `det user login`, when that login gave the token
+    user: str | None = None
 
 
 def default_root_dir() -> pathlib.Path:
@@ -94,32 +99,92 @@ def read_master_file(root_dir: str | os.PathLike | None = None) -> MasterAddress
 
 
 def discover_master(
-    master: str | None = None, token: str | None = None, *, given_as: str = "-m"
+    master: str | None = None,
+    token: str | None = None,
+    *,
+    given_as: str = "-m",
+    user: str | None = None,
 ) -> MasterAddress:
     """Resolve the master in the documented order; raise MasterNotFound saying what was tried.
 
-    `given_as` names the `master` argument in messages (`-m` for the CLI, `master_url=` for
-    the Native API).
+    The URL: `master`, else DET_MASTER (or DET_MASTER_ADDR), else `<root_dir>/master.json`, else
+    the one master `det user login` stored a login for (auth.json). The token: `token`, else
+    DET_MASTER_TOKEN (or DET_SESSION_TOKEN), else master.json's when it names the same URL (the
+    running master wrote it: always current), else the login stored for that URL (`user`'s, or
+    the active user's). `given_as` names the `master` argument in messages (`-m` for the CLI,
+    `master_url=` for the Native API).
     """
-    token = token or os.environ.get("DET_MASTER_TOKEN") or os.environ.get("DET_SESSION_TOKEN")
+    token_source: str | None = "token" if token else None
+    if not token:
+        for name in ("DET_MASTER_TOKEN", "DET_SESSION_TOKEN"):
+            if os.environ.get(name):
+                token, token_source = os.environ[name], name
+                break
     path = master_file_path()
     env_name = "DET_MASTER" if os.environ.get("DET_MASTER") else "DET_MASTER_ADDR"
     env = os.environ.get(env_name)
-    if master:
+    if master or env:
+        given = master or env
+        assert given is not None
+        url = canonical_url(given)
         found, note = _look_at_master_file(path)
-        if token is None and found is not None and found.url == canonical_url(master):
-            token = found.token
-        return MasterAddress(canonical_url(master), token, given_as, (f"{given_as} {master}", note))
-    if env:
-        found, note = _look_at_master_file(path)
-        if token is None and found is not None and found.url == canonical_url(env):
-            token = found.token
-        return MasterAddress(canonical_url(env), token, env_name, (f"{env_name}={env}", note))
+        given_tried = (f"{given_as} {master}" if master else f"{env_name}={env}", note)
+        address = MasterAddress(
+            url, token, given_as if master else env_name, given_tried, token_source
+        )
+        return _with_token(address, found, user)
     found, note = _look_at_master_file(path)
-    tried = ("DET_MASTER: not set", note)
-    if found is None:
-        raise MasterNotFound(not_found_message(tried))
-    return dataclasses.replace(found, tried=tried)
+    tried: tuple[str, ...] = ("DET_MASTER: not set", note)
+    if found is not None:
+        found = dataclasses.replace(found, tried=tried)
+        if token:
+            return dataclasses.replace(found, token=token, token_source=token_source)
+        if found.token:
+            return dataclasses.replace(found, token_source=found.source)
+        return _with_token(found, None, user)
+    # No master.json: the master of the one stored login, if there is exactly one.
+    auth_path = authentication.auth_file_path()
+    try:
+        logged_in = authentication.logged_in_masters(auth_path)
+    except TokenStoreError as e:
+        raise MasterNotFound(not_found_message((*tried, f"{auth_path}: {e}"))) from e
+    if len(logged_in) == 1:
+        url = canonical_url(logged_in[0])
+        tried = (*tried, f"{auth_path}: logged in to {url}")
+        address = MasterAddress(url, token, str(auth_path), tried, token_source)
+        return _with_token(address, None, user)
+    if logged_in:
+        tried = (
+            *tried,
+            f"{auth_path}: logged in to {len(logged_in)} masters ({', '.join(logged_in)}); "
+            "choose one with -m or DET_MASTER",
+        )
+    else:
+        tried = (*tried, f"{auth_path}: no login (det user login)")
+    raise MasterNotFound(not_found_message(tried))
+
+
+def _with_token(
+    address: MasterAddress, master_file: MasterAddress | None, user: str | None
+) -> MasterAddress:
+    """`address` with its token: its own, else master.json's for the same URL, else the login
+    stored for the URL."""
+    if address.token:
+        return address
+    if master_file is not None and master_file.url == address.url and master_file.token:
+        return dataclasses.replace(
+            address, token=master_file.token, token_source=master_file.source
+        )
+    login = authentication.stored_login(address.url, user)
+    if login is None:
+        return address
+    name, token = login
+    return dataclasses.replace(
+        address,
+        token=token,
+        token_source=f"{authentication.auth_file_path()} (det user login as {name!r})",
+        user=name,
+    )
 
 
 def not_found_message(tried: tuple[str, ...] | list[str]) -> str:

@@ -221,15 +221,20 @@ class Session:
 
 
 def connect(
-    master: str | None = None, *, interactive: bool = False, given_as: str = "-m"
+    master: str | None = None,
+    *,
+    interactive: bool = False,
+    given_as: str = "-m",
+    user: str | None = None,
 ) -> Session:
     """A session with the discovered master (`discover_master(master)`).
 
     `interactive=True` (someone waits: a notebook cell, a CLI command) gives up on an
     unreachable master within about a second; either way the error says where the address
-    came from and how to start a master.
+    came from and how to start a master. `user` picks whose login stored by `det user login`
+    is used when no other token is found (default: the active user's).
     """
-    address = discover_master(master, given_as=given_as)
+    address = discover_master(master, given_as=given_as, user=user)
     if interactive:
         return Session(
             address.url,
