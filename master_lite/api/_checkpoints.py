@@ -33,6 +33,10 @@ class CheckpointHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:
         self.send_json({"checkpoint": self.master.get_checkpoint(uuid)})
 
+    async def patch(self, uuid: str) -> None:
+        checkpoint = self.master.set_checkpoint_metadata(uuid, self.body["metadata"])
+        self.send_json({"checkpoint": checkpoint})
+
 
 class CheckpointDownloadHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import pathlib
-import shutil
 from typing import Any
 
 from determined.cli import _render
 from determined.cli._base import CliError, Context
-from determined.common import context as context_mod
 
 CHECKPOINT_HEADERS = [
     "UUID",
@@ -75,43 +71,22 @@ def describe(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-def _copy_direct(source: pathlib.Path, dest: pathlib.Path) -> None:
-    shutil.copytree(source, dest, dirs_exist_ok=True)
-
-
 def download(args: argparse.Namespace, ctx: Context) -> int:
-    checkpoint = ctx.session.get(f"/checkpoints/{args.uuid}")["checkpoint"]
-    if checkpoint.get("state") not in ("COMPLETED", "PARTIALLY_DELETED"):
-        raise CliError(
-            f"checkpoint {args.uuid} is {checkpoint.get('state')}; only COMPLETED checkpoints can be downloaded"
-        )
-    dest = (
-        pathlib.Path(args.output_dir)
-        if args.output_dir
-        else pathlib.Path("checkpoints") / args.uuid
-    )
-    source = pathlib.Path(checkpoint["path"]) if checkpoint.get("path") else None
-    direct_possible = source is not None and source.is_dir()
-    if args.mode == "direct" and not direct_possible:
-        raise CliError(
-            f"checkpoint {args.uuid} is not readable here at {source}; use --mode master"
-        )
-    if direct_possible and args.mode != "master":
-        _copy_direct(source, dest)  # type: ignore[arg-type]
-    else:
-        data = ctx.session.get_bytes(f"/checkpoints/{args.uuid}/download")
-        # Checkpoints may be far larger than a context: the safety checks stay, the size cap goes.
-        context_mod.unpack(data, dest, limit_bytes=1 << 62)
-    metadata_path = dest / "metadata.json"
-    if not metadata_path.exists():
-        metadata_path.write_text(
-            json.dumps(checkpoint.get("metadata") or {}, indent=2, sort_keys=True)
-        )
+    """`det checkpoint download`: the SDK's `Checkpoint.download`, as in Determined."""
+    from determined import errors as det_errors
+    from determined.common.experimental import checkpoint as sdk_checkpoint
+
+    answer = ctx.session.get(f"/checkpoints/{args.uuid}")["checkpoint"]
+    checkpoint = sdk_checkpoint.Checkpoint._from_json(answer, ctx.session)
+    try:
+        dest = checkpoint.download(args.output_dir, mode=sdk_checkpoint.DownloadMode(args.mode))
+    except (det_errors.CheckpointStateException, det_errors.NoDirectStorageAccess) as e:
+        raise CliError(str(e)) from e
     if args.quiet:
         print(os.fspath(dest))
     else:
         print(f"Local checkpoint path:\n{dest}\n")
-        print(describe_text(checkpoint))
+        print(describe_text(answer))
     return 0
 
 

@@ -1,11 +1,21 @@
-"""Talking to a master: an authenticated HTTP session and master discovery."""
+"""Talking to a master: an authenticated HTTP session and master discovery.
 
+`errors` is Determined's module of the same name (`from determined.common.api import errors`).
+"""
+
+from determined.common.api import errors
 from determined.common.api._errors import (
     APIError,
+    APIException,
+    BadRequestException,
     Forbidden,
+    ForbiddenException,
     MasterNotFound,
+    MasterNotFoundException,
     MasterUnreachable,
     NotFound,
+    NotFoundException,
+    UnauthenticatedException,
     Unauthorized,
 )
 from determined.common.api._master import MasterAddress, discover_master, read_master_file
@@ -13,14 +23,21 @@ from determined.common.api._session import Session, connect
 
 __all__ = [
     "APIError",
+    "APIException",
+    "BadRequestException",
     "Forbidden",
+    "ForbiddenException",
     "MasterAddress",
     "MasterNotFound",
+    "MasterNotFoundException",
     "MasterUnreachable",
     "NotFound",
+    "NotFoundException",
     "Session",
+    "UnauthenticatedException",
     "Unauthorized",
     "connect",
     "discover_master",
+    "errors",
     "read_master_file",
 ]
