@@ -376,6 +376,12 @@ class Master:
         """Mark checkpoints deleted (whoever deleted their files says so)."""
         return self.checkpoints.mark_checkpoints_deleted(items)
 
+    def delete_checkpoint(self, uuid: str) -> dict:
+        """A user's deletion of a checkpoint's files (Conflict when a live trial needs it);
+        the checkpoint after it (DELETED)."""
+        self.checkpoint_gc.delete_checkpoint(uuid)
+        return self.checkpoints.get_checkpoint(uuid)
+
     def collect_experiment_checkpoints(
         self, exp_id: int, *, in_use: set[str] | None = None
     ) -> list[str]:

@@ -222,6 +222,12 @@ ROUTES: tuple[Route, ...] = (
                 description="the master's record only: the files in storage keep their "
                 "metadata.json",
             ),
+            "delete": Operation(
+                "Delete a checkpoint's files; it stays listed as DELETED",
+                CHECKPOINT_ANSWER,
+                description="409 when it is not COMPLETED or a trial that is not finished "
+                "resumes or warm-starts from it",
+            ),
         },
         (CHECKPOINT_UUID,),
     ),

@@ -321,8 +321,8 @@ def test_what_the_master_lacks_raises_not_implemented(finished):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         best = finished.top_checkpoint()
-    with pytest.raises(NotImplementedError, match="Checkpoint.delete"):
-        best.delete()
+    with pytest.raises(NotImplementedError, match="Checkpoint.remove_files"):
+        best.remove_files(["*"])
 
 
 def test_module_functions_find_the_master_like_det(master, finished, monkeypatch):
@@ -342,6 +342,20 @@ def test_module_functions_find_the_master_like_det(master, finished, monkeypatch
     assert det.experimental.client is client
 
 
+def test_checkpoint_delete(sdk, finished):
+    [unvalidated] = [c for c in finished.list_checkpoints() if c.training.validation_metrics == {}]
+    files = pathlib.Path(unvalidated.storage_path)
+    assert files.is_dir()
+    unvalidated.delete()
+    assert unvalidated.state == CheckpointState.DELETED
+    assert not files.exists()
+    assert sdk.get_checkpoint(unvalidated.uuid).state == CheckpointState.DELETED
+    assert unvalidated.uuid not in [c.uuid for c in finished.list_checkpoints()]
+    with pytest.raises(errors.APIException, match="is DELETED") as raised:
+        unvalidated.delete()
+    assert raised.value.status_code == 409
+
+
 def test_pause_activate_and_kill_a_running_experiment(sdk, tmp_path):
     exp = sdk.create_experiment(config("sdk-long", 1_000_000), model_dir(tmp_path, LONG_PY))
     trial = exp.await_first_trial(interval=0.2)
@@ -355,6 +369,11 @@ def test_pause_activate_and_kill_a_running_experiment(sdk, tmp_path):
     with pytest.raises(ValueError, match="paused"):
         exp.wait(interval=0.1)
     paused_at = sdk.get_trial(trial.id).steps_completed
+    # The paused trial resumes from its latest checkpoint: that one cannot be deleted.
+    latest = exp.list_checkpoints(CheckpointSortBy.BATCH_NUMBER, OrderBy.DESC)[0]
+    with pytest.raises(errors.APIException, match="in use") as raised:
+        latest.delete()
+    assert raised.value.status_code == 409
     assert any("preempted at" in line for line in trial.iter_logs())
 
     exp.activate()

@@ -136,6 +136,13 @@ class FakeMaster:
         self.checkpoints[uuid]["metadata"] = metadata
         return self.checkpoints[uuid]
 
+    def delete_checkpoint(self, uuid):
+        self._record("delete_checkpoint", uuid)
+        if uuid not in self.checkpoints:
+            raise errors.NotFound(f"checkpoint {uuid} not found")
+        self.checkpoints[uuid]["state"] = "DELETED"
+        return self.checkpoints[uuid]
+
     def patch_experiment(self, exp_id, *, name=None, description=None, labels=None):
         self._record("patch_experiment", exp_id, name=name, description=description, labels=labels)
         experiment = self._experiment_or_404(exp_id)
@@ -502,6 +509,14 @@ def test_patch_checkpoint_metadata(client: Client, fake: FakeMaster) -> None:
         "PATCH", "/api/v1/checkpoints/ck-1", {"metadata": {}}, token="trial-1-token"
     )
     assert trial.status == 403
+
+
+def test_delete_checkpoint(client: Client, fake: FakeMaster) -> None:
+    answer = client.request("DELETE", "/api/v1/checkpoints/ck-1")
+    assert answer.status == 200 and answer.json["checkpoint"]["state"] == "DELETED"
+    assert fake.called("delete_checkpoint") == [(("ck-1",), {})]
+    assert client.request("DELETE", "/api/v1/checkpoints/nope").status == 404
+    assert client.request("DELETE", "/api/v1/checkpoints/ck-1", token="trial-1-token").status == 403
 
 
 @pytest.mark.parametrize("action", ["pause", "activate", "cancel", "kill", "archive", "unarchive"])

@@ -184,6 +184,9 @@ class Session:
     def patch(self, path: str, body: Any = None, **kw: Any) -> Any:
         return _json(self.request("PATCH", path, json_body=body if body is not None else {}, **kw))
 
+    def delete(self, path: str, **kw: Any) -> Any:
+        return _json(self.request("DELETE", path, **kw))
+
     def get_bytes(self, path: str, params: dict[str, Any] | None = None) -> bytes:
         return self.request("GET", path, params=params).content
 

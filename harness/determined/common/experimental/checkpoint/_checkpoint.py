@@ -288,13 +288,16 @@ class Checkpoint:
         self._push_metadata({k: v for k, v in (self.metadata or {}).items() if k not in keys})
 
     def delete(self) -> None:
-        """Delete the checkpoint and its files (not available here).
+        """Delete the checkpoint's files from storage; it stays listed, DELETED (`state` is
+        updated). Determined deletes asynchronously; this master has deleted them on return.
 
         Raises:
-            NotImplementedError: this master has no endpoint for a user to delete checkpoints
-                (it deletes them itself, by the experiment's `checkpoint_storage` policy).
+            determined.common.api.errors.NotFoundException: no checkpoint has this UUID.
+            determined.common.api.errors.APIException: it is not COMPLETED, or a trial that
+                is not finished resumes or warm-starts from it (409).
         """
-        raise _util.missing_endpoint("Checkpoint.delete()")
+        self._hydrate(self._session.delete(f"/checkpoints/{self.uuid}")["checkpoint"])
+        logger.info("Deleted checkpoint %s.", self.uuid)
 
     def remove_files(self, globs: list[str]) -> None:
         """Remove files of the checkpoint from storage (not available here).
