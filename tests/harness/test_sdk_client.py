@@ -323,6 +323,8 @@ def test_what_the_master_lacks_raises_not_implemented(finished):
         best = finished.top_checkpoint()
     with pytest.raises(NotImplementedError, match="Checkpoint.remove_files"):
         best.remove_files(["*"])
+    with pytest.raises(NotImplementedError, match="Checkpoint.get_metrics"):
+        best.get_metrics("inference")
 
 
 def test_module_functions_find_the_master_like_det(master, finished, monkeypatch):

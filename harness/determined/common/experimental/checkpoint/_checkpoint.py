@@ -310,6 +310,18 @@ class Checkpoint:
         """
         raise _util.missing_endpoint("Checkpoint.remove_files()")
 
+    def get_metrics(self, group: str | None = None) -> Any:
+        """The metrics tasks reported while using this checkpoint (not available here).
+
+        Args:
+            group: the metric group.
+
+        Raises:
+            NotImplementedError: this master keeps no metrics of tasks that use checkpoints
+                (`report_task_using_checkpoint`).
+        """
+        raise _util.missing_endpoint("Checkpoint.get_metrics()")
+
     def __repr__(self) -> str:
         if self.training is not None:
             return (
