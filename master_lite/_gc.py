@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from determined.common.states import (
     CheckpointState,
 )
-from master_lite import _reports
+from master_lite import _reports, errors
 
 if TYPE_CHECKING:
     from master_lite.store import CheckpointRow, Store
@@ -137,6 +137,63 @@ class CheckpointCollector:
             )
         return metrics
 
+    def _delete(self, checkpoint: CheckpointRow, storage_config: dict) -> str:
+        """Delete one checkpoint's files and mark it DELETED: "deleted"; "refused" for a
+        uuid that is not a plain directory name under the storage dir (never rmtree outside
+        it, whatever a trial registered); "failed" when the files could not be removed."""
+        from determined.common import storage
+
+        path = storage.checkpoint_dir(storage_config, checkpoint.uuid)
+        base = storage.checkpoint_base(storage_config)
+        if not _safe_uuid(checkpoint.uuid) or path.resolve().parent != base.resolve():
+            logger.warning(
+                "checkpoint GC: refusing to delete %s (uuid %r is not a plain "
+                "directory name under %s)",
+                path,
+                checkpoint.uuid,
+                base,
+            )
+            return "refused"
+        try:
+            shutil.rmtree(path)
+        except FileNotFoundError:
+            pass  # already gone (deleted by hand, or by a GC the master died during)
+        except OSError as exc:
+            logger.warning("checkpoint GC: could not delete %s: %s", path, exc)
+            return "failed"
+        self.store.checkpoints.update(
+            checkpoint.uuid, state=str(CheckpointState.DELETED), resources={}
+        )
+        self._on_deleted(checkpoint.uuid)
+        return "deleted"
+
+    def delete_checkpoint(self, uuid: str) -> None:
+        """A user's deletion of one checkpoint: its files and its record's state.
+
+        Raises:
+            NotFound: no such checkpoint.
+            Conflict: a live trial needs it (its latest checkpoint or a warm-start source), or
+                it is not COMPLETED.
+            MasterError: its files could not be removed (or its uuid is unsafe).
+        """
+        checkpoint = self.store.checkpoints.get(uuid)
+        if checkpoint is None:
+            raise errors.NotFound(f"checkpoint {uuid} not found")
+        if checkpoint.state != CheckpointState.COMPLETED:
+            raise errors.Conflict(f"checkpoint {uuid} is {checkpoint.state}: nothing to delete")
+        if uuid in self._checkpoints_in_use():
+            raise errors.Conflict(
+                f"checkpoint {uuid} is in use: a trial that is not finished resumes or "
+                "warm-starts from it"
+            )
+        experiment = self.store.experiments.get(checkpoint.experiment_id)
+        assert experiment is not None  # a checkpoint's experiment is never removed
+        outcome = self._delete(checkpoint, experiment.config["checkpoint_storage"])
+        if outcome != "deleted":
+            raise errors.MasterError(
+                f"checkpoint {uuid}: its files could not be deleted (see the master's log)"
+            )
+
     def collect_pending(self) -> None:
         """GC every finished experiment not yet fully collected."""
         pending = self.store.experiments.awaiting_checkpoint_gc()
@@ -154,8 +211,6 @@ class CheckpointCollector:
     ) -> list[str]:
         """Delete the checkpoints of a finished experiment that the GC policy does not keep;
         returns their uuids."""
-        from determined.common import storage
-
         experiment = self.store.experiments.get(exp_id)
         if experiment is None:
             raise ValueError(f"checkpoint GC: no experiment {exp_id}")
@@ -176,31 +231,11 @@ class CheckpointCollector:
         held = [c for c in checkpoints if c.uuid not in keep and c.uuid in in_use]
         deleted = []
         for checkpoint in doomed:
-            path = storage.checkpoint_dir(config["checkpoint_storage"], checkpoint.uuid)
-            base = storage.checkpoint_base(config["checkpoint_storage"])
-            if not _safe_uuid(checkpoint.uuid) or path.resolve().parent != base.resolve():
-                # Never rmtree outside the storage dir, whatever a trial registered.
-                logger.warning(
-                    "checkpoint GC: refusing to delete %s (uuid %r is not a plain "
-                    "directory name under %s)",
-                    path,
-                    checkpoint.uuid,
-                    base,
-                )
-                continue
-            try:
-                shutil.rmtree(path)
-            except FileNotFoundError:
-                pass  # already gone (deleted by hand, or by a GC the master died during)
-            except OSError as exc:
-                logger.warning("checkpoint GC: could not delete %s: %s", path, exc)
+            outcome = self._delete(checkpoint, config["checkpoint_storage"])
+            if outcome == "failed":
                 held.append(checkpoint)  # try again next time
-                continue
-            self.store.checkpoints.update(
-                checkpoint.uuid, state=str(CheckpointState.DELETED), resources={}
-            )
-            deleted.append(checkpoint.uuid)
-            self._on_deleted(checkpoint.uuid)
+            elif outcome == "deleted":
+                deleted.append(checkpoint.uuid)
         if not held:
             self.store.experiments.mark_checkpoint_gc_done(exp_id)
         if deleted or held:

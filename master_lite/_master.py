@@ -210,6 +210,19 @@ class Master:
         """pause | activate | cancel | kill | archive | unarchive."""
         return self.experiments.experiment_action(exp_id, action)
 
+    def patch_experiment(
+        self,
+        exp_id: int,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        labels: list[str] | None = None,
+    ) -> dict:
+        """Change an experiment's name, description or labels (those given)."""
+        return self.experiments.patch_experiment(
+            exp_id, name=name, description=description, labels=labels
+        )
+
     def list_trials(self, exp_id: int) -> list[dict]:
         """Every trial of the experiment."""
         return self.views.list_trials(exp_id)
@@ -355,9 +368,19 @@ class Master:
         """The checkpoint's files as a tar.gz."""
         return self.checkpoints.checkpoint_archive(uuid)
 
+    def set_checkpoint_metadata(self, uuid: str, metadata: dict) -> dict:
+        """Replace a checkpoint's metadata (the files in storage keep theirs)."""
+        return self.checkpoints.set_checkpoint_metadata(uuid, metadata)
+
     def mark_checkpoints_deleted(self, items: list[dict]) -> None:
         """Mark checkpoints deleted (whoever deleted their files says so)."""
         return self.checkpoints.mark_checkpoints_deleted(items)
+
+    def delete_checkpoint(self, uuid: str) -> dict:
+        """A user's deletion of a checkpoint's files (Conflict when a live trial needs it);
+        the checkpoint after it (DELETED)."""
+        self.checkpoint_gc.delete_checkpoint(uuid)
+        return self.checkpoints.get_checkpoint(uuid)
 
     def collect_experiment_checkpoints(
         self, exp_id: int, *, in_use: set[str] | None = None

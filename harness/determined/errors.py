@@ -33,3 +33,11 @@ class InternalException(Exception):
 
 class CheckpointNotFound(FileNotFoundError):
     """A checkpoint uuid has no directory in the checkpoint storage."""
+
+
+class CheckpointStateException(Exception):
+    """A checkpoint's state does not allow what was asked (e.g. downloading a DELETED one)."""
+
+
+class NoDirectStorageAccess(Exception):
+    """A checkpoint's storage is not readable on this machine; download it through the master."""

@@ -148,6 +148,15 @@ class Checkpoints:
                     changes["resources"] = item["resources"]
                 self._shared.store.checkpoints.update(item["uuid"], **changes)
 
+    def set_checkpoint_metadata(self, uuid: str, metadata: dict) -> dict:
+        """Replace a checkpoint's metadata (a user's edit: the files in storage keep theirs);
+        the checkpoint's JSON after it."""
+        self.checkpoint_row(uuid)  # NotFound names it
+        self._shared.store.checkpoints.set_metadata(uuid, metadata)
+        checkpoint = self.get_checkpoint(uuid)
+        self._shared.events.publish("checkpoint", checkpoint)
+        return checkpoint
+
     def publish_deleted(self, uuid: str) -> None:
         """Tell checkpoint subscribers the GC deleted `uuid` (skipped when nobody listens)."""
         if self._shared.events.has_subscribers("checkpoint"):

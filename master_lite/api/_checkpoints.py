@@ -33,6 +33,13 @@ class CheckpointHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:
         self.send_json({"checkpoint": self.master.get_checkpoint(uuid)})
 
+    async def patch(self, uuid: str) -> None:
+        checkpoint = self.master.set_checkpoint_metadata(uuid, self.body["metadata"])
+        self.send_json({"checkpoint": checkpoint})
+
+    async def delete(self, uuid: str) -> None:
+        self.send_json({"checkpoint": self.master.delete_checkpoint(uuid)})
+
 
 class CheckpointDownloadHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:

@@ -75,6 +75,16 @@ class ExperimentHandler(ApiHandlerMixin):
             experiment["config"] = self.master.get_experiment_config(experiment_id)
         self.send_json({"experiment": experiment, "trials": self.master.list_trials(experiment_id)})
 
+    async def patch(self, experiment_id: int) -> None:
+        body = self.body
+        experiment = self.master.patch_experiment(
+            experiment_id,
+            name=body.get("name"),
+            description=body.get("description"),
+            labels=body.get("labels"),
+        )
+        self.send_json({"experiment": experiment})
+
 
 class ExperimentTrialsHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:

@@ -90,7 +90,17 @@ ROUTES: tuple[Route, ...] = (
                     experiment=ref("Experiment"),
                     trials=array(ref("Trial")),
                 ),
-            )
+            ),
+            "patch": Operation(
+                "Change an experiment's name, description or labels (those given)",
+                EXPERIMENT_ANSWER,
+                request=obj(
+                    name={**STRING, "minLength": 1},
+                    description=STRING,
+                    labels={**array({**STRING, "minLength": 1}), "description": "all its labels"},
+                ),
+                description="any state; labels replace the old ones (repeats dropped)",
+            ),
         },
         (EXPERIMENT_ID,),
     ),
@@ -204,7 +214,20 @@ ROUTES: tuple[Route, ...] = (
         {
             "get": Operation(
                 "A checkpoint", CHECKPOINT_ANSWER, trial_scope=TrialScope.CHECKPOINT_READ
-            )
+            ),
+            "patch": Operation(
+                "Replace a checkpoint's metadata",
+                CHECKPOINT_ANSWER,
+                request=obj(["metadata"], metadata=OBJECT),
+                description="the master's record only: the files in storage keep their "
+                "metadata.json",
+            ),
+            "delete": Operation(
+                "Delete a checkpoint's files; it stays listed as DELETED",
+                CHECKPOINT_ANSWER,
+                description="409 when it is not COMPLETED or a trial that is not finished "
+                "resumes or warm-starts from it",
+            ),
         },
         (CHECKPOINT_UUID,),
     ),

@@ -130,6 +130,20 @@ class Experiments(TypedRepository[ExperimentRow]):
         """Archive or unarchive the experiment."""
         self.update(experiment_id, archived=bool(archived))
 
+    def set_details(
+        self,
+        experiment_id: int,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        labels: list[str] | None = None,
+    ) -> None:
+        """The fields a user edits (those given): name, description, labels."""
+        given = {"name": name, "description": description, "labels": labels}
+        changes = {column: value for column, value in given.items() if value is not None}
+        if changes:
+            self.update(experiment_id, **changes)
+
     def save_searcher(self, experiment_id: int, snapshot: Any) -> None:
         """The searcher's snapshot (what recovery restores it from)."""
         self.update(experiment_id, searcher_snapshot=snapshot)
@@ -336,6 +350,10 @@ class Checkpoints(TypedRepository[CheckpointRow]):
             where.append("state = ?")
             params.append(str(state))
         return self._select(" AND ".join(where), params, order="report_time, uuid")
+
+    def set_metadata(self, uuid: str, metadata: dict) -> None:
+        """Replace the checkpoint's user metadata."""
+        self.update(uuid, metadata=metadata)
 
     def put(self, row: dict) -> None:
         """Insert or replace one checkpoint, given as a dict of every column (a re-report of a

@@ -129,6 +129,27 @@ class FakeMaster:
             raise errors.Conflict(f"experiment {exp_id} is COMPLETED and cannot be activated")
         return experiment
 
+    def set_checkpoint_metadata(self, uuid, metadata):
+        self._record("set_checkpoint_metadata", uuid, metadata)
+        if uuid not in self.checkpoints:
+            raise errors.NotFound(f"checkpoint {uuid} not found")
+        self.checkpoints[uuid]["metadata"] = metadata
+        return self.checkpoints[uuid]
+
+    def delete_checkpoint(self, uuid):
+        self._record("delete_checkpoint", uuid)
+        if uuid not in self.checkpoints:
+            raise errors.NotFound(f"checkpoint {uuid} not found")
+        self.checkpoints[uuid]["state"] = "DELETED"
+        return self.checkpoints[uuid]
+
+    def patch_experiment(self, exp_id, *, name=None, description=None, labels=None):
+        self._record("patch_experiment", exp_id, name=name, description=description, labels=labels)
+        experiment = self._experiment_or_404(exp_id)
+        given = {"name": name, "description": description, "labels": labels}
+        experiment.update({key: value for key, value in given.items() if value is not None})
+        return experiment
+
     def list_trials(self, exp_id):
         self._record("list_trials", exp_id)
         self._experiment_or_404(exp_id)
@@ -458,6 +479,44 @@ def test_experiment_sub_resources(client: Client, fake: FakeMaster) -> None:
     assert metrics.json["metrics"][0]["metrics"] == {"loss": 0.5}
     assert fake.called("get_metrics")[-1][1]["experiment_id"] == 1
     assert fake.called("get_metrics")[-1][1]["group"] == "validation"
+
+
+def test_patch_experiment_passes_the_fields_given(client: Client, fake: FakeMaster) -> None:
+    answer = client.request("PATCH", "/api/v1/experiments/1", {"name": "new", "labels": ["a"]})
+    assert answer.status == 200
+    assert answer.json["experiment"]["name"] == "new"
+    assert answer.json["experiment"]["labels"] == ["a"]
+    assert fake.called("patch_experiment") == [
+        ((1,), {"name": "new", "description": None, "labels": ["a"]})
+    ]
+    empty_name = client.request("PATCH", "/api/v1/experiments/1", {"name": ""})
+    assert empty_name.status == 400 and "body.name" in empty_name.json["message"]
+    bad_labels = client.request("PATCH", "/api/v1/experiments/1", {"labels": "a"})
+    assert bad_labels.status == 400 and "body.labels" in bad_labels.json["message"]
+    missing = client.request("PATCH", "/api/v1/experiments/99", {"description": "d"})
+    assert missing.status == 404 and missing.json["message"] == "experiment 99 not found"
+
+
+def test_patch_checkpoint_metadata(client: Client, fake: FakeMaster) -> None:
+    answer = client.request("PATCH", "/api/v1/checkpoints/ck-1", {"metadata": {"a": 1}})
+    assert answer.status == 200 and answer.json["checkpoint"]["metadata"] == {"a": 1}
+    assert fake.called("set_checkpoint_metadata") == [(("ck-1", {"a": 1}), {})]
+    assert client.request("PATCH", "/api/v1/checkpoints/ck-1", {}).status == 400
+    missing = client.request("PATCH", "/api/v1/checkpoints/nope", {"metadata": {}})
+    assert missing.status == 404 and missing.json["message"] == "checkpoint nope not found"
+    # A trial token may read its experiment's checkpoints, not edit them.
+    trial = client.request(
+        "PATCH", "/api/v1/checkpoints/ck-1", {"metadata": {}}, token="trial-1-token"
+    )
+    assert trial.status == 403
+
+
+def test_delete_checkpoint(client: Client, fake: FakeMaster) -> None:
+    answer = client.request("DELETE", "/api/v1/checkpoints/ck-1")
+    assert answer.status == 200 and answer.json["checkpoint"]["state"] == "DELETED"
+    assert fake.called("delete_checkpoint") == [(("ck-1",), {})]
+    assert client.request("DELETE", "/api/v1/checkpoints/nope").status == 404
+    assert client.request("DELETE", "/api/v1/checkpoints/ck-1", token="trial-1-token").status == 403
 
 
 @pytest.mark.parametrize("action", ["pause", "activate", "cancel", "kill", "archive", "unarchive"])

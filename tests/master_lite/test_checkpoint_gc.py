@@ -272,3 +272,22 @@ async def test_gc_refuses_to_leave_the_storage_directory(master, tmp_path):
             master.report_checkpoint(
                 {"uuid": bad, "trialId": trial["id"], "metadata": {"steps_completed": 1}}
             )
+
+
+@run
+async def test_a_user_deletes_one_checkpoint_unless_a_live_trial_needs_it(master, tmp_path):
+    exp_id = master.create_experiment(config(), None, activate=False)["id"]
+    trial, _ = master.list_trials(exp_id)
+    old = save(master, trial, 10, 0.5)
+    latest = save(master, trial, 20, 0.4)  # the (paused) trial resumes from it
+    with pytest.raises(errors.Conflict, match=f"checkpoint {latest} is in use"):
+        master.delete_checkpoint(latest)
+    assert (tmp_path / "root" / "checkpoints" / latest).is_dir()
+
+    deleted = master.delete_checkpoint(old)
+    assert deleted["state"] == "DELETED" and deleted["resources"] == {}
+    assert not (tmp_path / "root" / "checkpoints" / old).exists()
+    with pytest.raises(errors.Conflict, match="is DELETED"):
+        master.delete_checkpoint(old)
+    with pytest.raises(errors.NotFound, match="checkpoint nope not found"):
+        master.delete_checkpoint("nope")

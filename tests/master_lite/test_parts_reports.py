@@ -70,6 +70,15 @@ def test_a_reported_checkpoint_becomes_the_trials_latest_and_can_be_listed(tmp_p
             listed = parts.checkpoints.list_checkpoints(experiment_id=exp["id"])
             assert [c["uuid"] for c in listed] == ["ckpt-1"]
 
+            # A user's metadata edit replaces the master's record of it.
+            edited = parts.checkpoints.set_checkpoint_metadata(
+                "ckpt-1", {"steps_completed": 10, "note": "best"}
+            )
+            assert edited["metadata"] == {"steps_completed": 10, "note": "best"}
+            assert parts.checkpoints.get_checkpoint("ckpt-1")["metadata"]["note"] == "best"
+            with pytest.raises(errors.NotFound, match="checkpoint nope not found"):
+                parts.checkpoints.set_checkpoint_metadata("nope", {})
+
             parts.checkpoints.mark_checkpoints_deleted([{"uuid": "ckpt-1"}])
             assert parts.checkpoints.get_checkpoint("ckpt-1")["state"] == "DELETED"
             with pytest.raises(errors.NotFound):

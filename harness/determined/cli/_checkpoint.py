@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import pathlib
-import shutil
 from typing import Any
 
 from determined.cli import _render
 from determined.cli._base import CliError, Context
-from determined.common import context as context_mod
 
 CHECKPOINT_HEADERS = [
     "UUID",
@@ -75,39 +71,23 @@ def describe(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-def _copy_direct(source: pathlib.Path, dest: pathlib.Path) -> None:
-    shutil.copytree(source, dest, dirs_exist_ok=True)
-
-
 DOWNLOADABLE_STATES = ("COMPLETED", "PARTIALLY_DELETED")
 
 
 def download_checkpoint(
     ctx: Context, checkpoint: dict, *, output_dir: str | None, mode: str, quiet: bool
 ) -> int:
-    """Download `checkpoint` (the API's object) to `output_dir` (default `checkpoints/<uuid>`)
-    and print where; shared by `det checkpoint download` and `det trial download`."""
-    uuid = checkpoint["uuid"]
-    if checkpoint.get("state") not in DOWNLOADABLE_STATES:
-        raise CliError(
-            f"checkpoint {uuid} is {checkpoint.get('state')}; only COMPLETED checkpoints can be downloaded"
-        )
-    dest = pathlib.Path(output_dir) if output_dir else pathlib.Path("checkpoints") / uuid
-    source = pathlib.Path(checkpoint["path"]) if checkpoint.get("path") else None
-    direct_possible = source is not None and source.is_dir()
-    if mode == "direct" and not direct_possible:
-        raise CliError(f"checkpoint {uuid} is not readable here at {source}; use --mode master")
-    if direct_possible and mode != "master":
-        _copy_direct(source, dest)  # type: ignore[arg-type]
-    else:
-        data = ctx.session.get_bytes(f"/checkpoints/{uuid}/download")
-        # Checkpoints may be far larger than a context: the safety checks stay, the size cap goes.
-        context_mod.unpack(data, dest, limit_bytes=1 << 62)
-    metadata_path = dest / "metadata.json"
-    if not metadata_path.exists():
-        metadata_path.write_text(
-            json.dumps(checkpoint.get("metadata") or {}, indent=2, sort_keys=True)
-        )
+    """Download `checkpoint` (the API's object) with the SDK's `Checkpoint.download` (default
+    `checkpoints/<uuid>`) and print where; shared by `det checkpoint download` and
+    `det trial download`."""
+    from determined import errors as det_errors
+    from determined.common.experimental import checkpoint as sdk_checkpoint
+
+    sdk = sdk_checkpoint.Checkpoint._from_json(checkpoint, ctx.session)
+    try:
+        dest = sdk.download(output_dir, mode=sdk_checkpoint.DownloadMode(mode))
+    except (det_errors.CheckpointStateException, det_errors.NoDirectStorageAccess) as e:
+        raise CliError(str(e)) from e
     if quiet:
         print(os.fspath(dest))
     else:
@@ -117,6 +97,7 @@ def download_checkpoint(
 
 
 def download(args: argparse.Namespace, ctx: Context) -> int:
+    """`det checkpoint download`: the SDK's `Checkpoint.download`, as in Determined."""
     checkpoint = ctx.session.get(f"/checkpoints/{args.uuid}")["checkpoint"]
     return download_checkpoint(
         ctx, checkpoint, output_dir=args.output_dir, mode=args.mode, quiet=args.quiet

@@ -1,7 +1,10 @@
-"""The Native API (`det.experimental.keras.init()`, `det.experimental.create()`, `Mode`).
+"""The Native API (`det.experimental.keras.init()`, `det.experimental.create()`, `Mode`) and
+the Python SDK (`det.experimental.client`, `det.experimental.Determined`, `Experiment`, `Trial`,
+`Checkpoint`, ...).
 
 Importing this package never imports TensorFlow or torch: `det.experimental.keras` and
-`det.experimental.estimator` load TensorFlow only when they train.
+`det.experimental.estimator` load TensorFlow only when they train. The SDK is imported on first
+use of one of its names.
 """
 
 from __future__ import annotations
@@ -20,7 +23,22 @@ from determined.experimental._native import (
     submit_native,
 )
 
-_LAZY_SUBMODULES = frozenset({"keras", "estimator"})
+_LAZY_SUBMODULES = frozenset({"keras", "estimator", "client"})
+# Determined's SDK names here, from determined.common.experimental (its modules `checkpoint`
+# and `metrics` too).
+_SDK_NAMES = frozenset(
+    {
+        "Checkpoint",
+        "Determined",
+        "Experiment",
+        "OrderBy",
+        "Trial",
+        "TrialOrderBy",
+        "TrialSortBy",
+        "checkpoint",
+        "metrics",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -28,6 +46,11 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module(f"determined.experimental.{name}")
         globals()[name] = module
         return module
+    if name in _SDK_NAMES:
+        sdk = importlib.import_module("determined.common.experimental")
+        value = getattr(sdk, name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'determined.experimental' has no attribute {name!r}")
 
 

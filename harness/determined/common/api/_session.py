@@ -13,19 +13,12 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from determined.common.api._errors import (
-    APIError,
-    Forbidden,
-    MasterUnreachable,
-    NotFound,
-    Unauthorized,
-)
+from determined.common.api._errors import APIError, MasterUnreachable, error_for_status
 from determined.common.api._master import MasterAddress, discover_master, unreachable_message
 
 if TYPE_CHECKING:
     import requests
 
-_ERROR_TYPES = {401: Unauthorized, 403: Forbidden, 404: NotFound}
 # Someone is waiting (a notebook cell, a `det` command): a refused connection is reported after
 # two quick retries (0.6 s, enough for a master that is just restarting), not after ~6 s.
 INTERACTIVE_CONNECT_RETRIES = 2
@@ -191,6 +184,9 @@ class Session:
     def patch(self, path: str, body: Any = None, **kw: Any) -> Any:
         return _json(self.request("PATCH", path, json_body=body if body is not None else {}, **kw))
 
+    def delete(self, path: str, **kw: Any) -> Any:
+        return _json(self.request("DELETE", path, **kw))
+
     def get_bytes(self, path: str, params: dict[str, Any] | None = None) -> bytes:
         return self.request("GET", path, params=params).content
 
@@ -225,16 +221,18 @@ def connect(
     *,
     interactive: bool = False,
     given_as: str = "-m",
+    token: str | None = None,
     user: str | None = None,
 ) -> Session:
-    """A session with the discovered master (`discover_master(master)`).
+    """A session with the discovered master (`discover_master(master, token)`).
 
-    `interactive=True` (someone waits: a notebook cell, a CLI command) gives up on an
-    unreachable master within about a second; either way the error says where the address
-    came from and how to start a master. `user` picks whose login stored by `det user login`
-    is used when no other token is found (default: the active user's).
+    `token` is the master's token (default: `DET_MASTER_TOKEN`, or master.json's when it names
+    the same master, else the login `det user login` stored for it: `user`'s, default the active
+    user's). `interactive=True` (someone waits: a notebook cell, a CLI command) gives up on an
+    unreachable master within about a second; either way the error says where the address came
+    from and how to start a master.
     """
-    address = discover_master(master, given_as=given_as, user=user)
+    address = discover_master(master, token, given_as=given_as, user=user)
     if interactive:
         return Session(
             address.url,
@@ -270,5 +268,4 @@ def _error_from(response: requests.Response) -> APIError:
     else:
         message = f"{response.status_code} {response.reason}: {response.text[:200]}"
         errors = []
-    cls = _ERROR_TYPES.get(response.status_code, APIError)
-    return cls(response.status_code, message, errors, body)
+    return error_for_status(response.status_code, message, errors, body)

@@ -1,0 +1,255 @@
+"""`Determined`: the SDK's entry object, one session with one master."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import pathlib
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+from determined.common import api
+from determined.common import context as context_mod
+from determined.common.experimental import checkpoint, experiment, metrics, trial
+from determined.common.experimental._util import OrderBy
+
+logger = logging.getLogger("determined.client")
+
+
+class Determined:
+    """Access to one master's experiments, trials and checkpoints.
+
+    The master is found as the CLI finds it: `master` if given, else `DET_MASTER` (with
+    `DET_MASTER_TOKEN`), else the `master.json` a running master-lite wrote in its root dir.
+    """
+
+    def __init__(
+        self,
+        master: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        cert_path: str | None = None,
+        cert_name: str | None = None,
+        noverify: bool = False,
+        *,
+        token: str | None = None,
+    ) -> None:
+        """Connect to a master (nothing is sent until the first call).
+
+        Args:
+            master: the master's URL (`http://host:port`, `host:port`, with or without
+                `/api/v1`); default as described above.
+            user: accepted for Determined's signature; this master has no users (it
+                authenticates with its token), so it is not used.
+            password: accepted and not used, as `user`.
+            cert_path: not used (no TLS settings here); accepted for Determined's signature.
+            cert_name: not used, as `cert_path`.
+            noverify: not used, as `cert_path`.
+            token: the master's token (ours); default `DET_MASTER_TOKEN`, or the token in
+                `master.json` when the URL is that master's.
+
+        Raises:
+            determined.common.api.errors.MasterNotFoundException: no master address was found
+                (the message says where it looked and how to start one).
+        """
+        del user, password, cert_path, cert_name, noverify  # no users or TLS settings here
+        # Someone waits (a notebook cell, a script): an unreachable master is reported within
+        # about a second, with where its address came from.
+        self._session = api.connect(master, token=token, interactive=True, given_as="master=")
+        self._master = self._session.master_url
+
+    @classmethod
+    def _from_session(cls, session: api.Session) -> Determined:
+        """A `Determined` over an existing session (as Determined's CLI makes them)."""
+        made = cls.__new__(cls)
+        made._session = session
+        made._master = session.master_url
+        return made
+
+    def create_experiment(
+        self,
+        config: str | pathlib.Path | dict,
+        model_dir: str | pathlib.Path | None = None,
+        includes: Iterable[str | pathlib.Path] | None = None,
+        project_id: int | None = None,
+        template: str | None = None,
+    ) -> experiment.Experiment:
+        """Create an experiment (activated) from a config and a model directory.
+
+        Args:
+            config: the path of a YAML/JSON config file, or the config as a dict.
+            model_dir: the directory uploaded as the experiment's code (its context; honours
+                `.detignore`); None uploads no code.
+            includes: more files or directories added at the top level of the context.
+            project_id: not used (this master has one project).
+            template: config templates are not supported here: must be None.
+
+        Returns:
+            The new `Experiment`.
+
+        Raises:
+            ValueError: config is neither a path nor a dict.
+            NotImplementedError: a template was given.
+            determined.common.context.ContextError: the model directory cannot be packed (too
+                large: the message names the largest files).
+            determined.common.api.errors.APIException: the master refused the config (400,
+                every error with its path in `errors`).
+        """
+        del project_id  # one project here
+        if template is not None:
+            raise NotImplementedError("create_experiment(template=...): no config templates here")
+        config_field: Any
+        if isinstance(config, (str, pathlib.Path)):
+            config_field = pathlib.Path(os.fspath(config)).read_text(encoding="utf-8")
+        elif isinstance(config, dict):
+            config_field = config
+        else:
+            raise ValueError("config parameter must be dictionary or path")
+        packed = None
+        if model_dir is not None:
+            packed = context_mod.pack(model_dir, includes=[pathlib.Path(i) for i in includes or ()])
+        elif includes:
+            raise ValueError("includes need a model_dir to add them to")
+        body = {
+            "config": config_field,
+            "context": base64.b64encode(packed).decode("ascii") if packed is not None else None,
+            "activate": True,
+        }
+        answer = self._session.post("/experiments", body)
+        return experiment.Experiment._from_json(answer["experiment"], self._session)
+
+    def get_experiment(self, experiment_id: int) -> experiment.Experiment:
+        """One experiment, with its config.
+
+        Args:
+            experiment_id: the experiment's id.
+
+        Returns:
+            The `Experiment`.
+
+        Raises:
+            determined.common.api.errors.NotFoundException: no experiment has this id
+                (`experiment 7 not found`).
+        """
+        answer = self._session.get(f"/experiments/{int(experiment_id)}")
+        return experiment.Experiment._from_json(answer["experiment"], self._session)
+
+    def list_experiments(
+        self,
+        sort_by: experiment.ExperimentSortBy | None = None,
+        order_by: OrderBy | None = None,
+        experiment_ids: list[int] | None = None,
+        labels: list[str] | None = None,
+        users: list[str] | None = None,
+        states: list[experiment.ExperimentState] | None = None,
+        name: str | None = None,
+        project_id: int | None = None,
+        *,
+        archived: bool | None = None,
+    ) -> list[experiment.Experiment]:
+        """Experiments matching every filter given, sorted.
+
+        Args:
+            sort_by: an `ExperimentSortBy` (default ID).
+            order_by: `OrderBy.ASC` (default) or `OrderBy.DESC`.
+            experiment_ids: only these ids.
+            labels: only experiments with a label in this list.
+            users: not used (this master has one user, who owns every experiment).
+            states: only experiments in these `ExperimentState`s.
+            name: only experiments whose name contains this.
+            project_id: not used (this master has one project).
+            archived: only archived (True) or unarchived (False) ones; default both (ours).
+
+        Returns:
+            A list of `Experiment` (their `config` is read on first use).
+
+        Raises:
+            NotImplementedError: a sort this master has no data for (CHECKPOINT_SIZE,
+                CHECKPOINT_COUNT).
+        """
+        del users, project_id  # one user, one project here
+        answers = experiment.list_experiment_answers(
+            self._session,
+            sort_by=sort_by,
+            order_by=order_by,
+            experiment_ids=experiment_ids,
+            labels=labels,
+            states=states,
+            name=name,
+            archived=archived,
+        )
+        return [experiment.Experiment._from_json(e, self._session) for e in answers]
+
+    def get_trial(self, trial_id: int) -> trial.Trial:
+        """One trial.
+
+        Args:
+            trial_id: the trial's id.
+
+        Returns:
+            The `Trial`.
+
+        Raises:
+            determined.common.api.errors.NotFoundException: no trial has this id
+                (`trial 7 not found`).
+        """
+        answer = self._session.get(f"/trials/{int(trial_id)}")
+        return trial.Trial._from_json(answer["trial"], self._session)
+
+    def get_checkpoint(self, uuid: str) -> checkpoint.Checkpoint:
+        """One checkpoint.
+
+        Args:
+            uuid: the checkpoint's UUID.
+
+        Returns:
+            The `Checkpoint`.
+
+        Raises:
+            determined.common.api.errors.NotFoundException: no checkpoint has this UUID
+                (`checkpoint <uuid> not found`).
+        """
+        answer = self._session.get(f"/checkpoints/{uuid}")
+        return checkpoint.Checkpoint._from_json(answer["checkpoint"], self._session)
+
+    def iter_trials_metrics(
+        self, trial_ids: list[int], group: str
+    ) -> Iterable[metrics.TrialMetrics]:
+        """The metric reports of one group of several trials, following them until they end.
+
+        Args:
+            trial_ids: the trials.
+            group: "training", "validation", or any group the trials reported.
+
+        Returns:
+            An iterator of `TrialMetrics`.
+
+        Raises:
+            determined.common.api.errors.NotFoundException: a trial id is unknown.
+        """
+        return trial.iter_trial_metrics(self._session, list(trial_ids), group)
+
+    def stream_trials_metrics(
+        self, trial_ids: list[int], group: str
+    ) -> Iterable[metrics.TrialMetrics]:
+        """Deprecated in Determined (FutureWarning): the same as `iter_trials_metrics`.
+
+        Args:
+            trial_ids: the trials.
+            group: the metric group.
+
+        Returns:
+            An iterator of `TrialMetrics`.
+        """
+        warnings.warn(
+            "Determined.stream_trials_metrics is deprecated. Use iter_trials_metrics instead",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.iter_trials_metrics(trial_ids, group)
+
+    def logout(self) -> None:
+        """Close this object's connection to the master (there is no login to end here)."""
+        self._session.close()

@@ -1,0 +1,304 @@
+"""Determined's Python SDK: experiments, trials and checkpoints of a master, from Python.
+
+    from determined.experimental import client
+
+    exp = client.create_experiment(config="const.yaml", model_dir=".")
+    state = exp.wait()                       # ExperimentState.COMPLETED
+    best = exp.list_checkpoints(max_results=1)[0]
+    path = best.download()                   # checkpoints/<uuid>
+
+The module's functions use one `Determined` object, made on first use (the master found as
+`det` finds it: `DET_MASTER`, else a running master-lite's `master.json`) or by `login()`.
+To talk to several masters, make `Determined(master=...)` objects instead. docs/sdk.md lists
+what is the same as Determined and what differs.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import pathlib
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
+
+from determined.common import api as _api
+from determined.common.experimental import (
+    Checkpoint,
+    CheckpointOrderBy,
+    CheckpointSortBy,
+    CheckpointState,
+    CheckpointTrainingMetadata,
+    Determined,
+    DownloadMode,
+    Experiment,
+    ExperimentOrderBy,
+    ExperimentSortBy,
+    ExperimentState,
+    OrderBy,
+    Trial,
+    TrialMetrics,
+    TrialOrderBy,
+    TrialSortBy,
+    TrialState,
+)
+
+logger = logging.getLogger("determined.client")
+
+_determined: Determined | None = None
+
+C = TypeVar("C", bound=Callable[..., Any])
+
+
+def _require_singleton(fn: C) -> C:
+    @functools.wraps(fn)
+    def with_singleton(*args: Any, **kwargs: Any) -> Any:
+        global _determined
+        if _determined is None:
+            _determined = Determined()
+        return fn(*args, **kwargs)
+
+    return cast(C, with_singleton)
+
+
+def _singleton() -> Determined:
+    assert _determined is not None  # made by _require_singleton
+    return _determined
+
+
+def login(
+    master: str | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    cert_path: str | None = None,
+    cert_name: str | None = None,
+    noverify: bool = False,
+    *,
+    token: str | None = None,
+) -> None:
+    """Choose the master the module's functions use; call it before any of them, or not at all
+    (they then find the master as `det` does).
+
+    Args:
+        master: the master's URL; default `DET_MASTER`, else a running master-lite's
+            `master.json`.
+        user: not used (this master has no users; it authenticates with its token).
+        password: not used, as `user`.
+        cert_path: not used (no TLS settings here).
+        cert_name: not used, as `cert_path`.
+        noverify: not used, as `cert_path`.
+        token: the master's token (ours); default `DET_MASTER_TOKEN` or `master.json`'s.
+
+    Raises:
+        ValueError: login() or another function of this module was called before.
+        determined.common.api.errors.MasterNotFoundException: no master address was found.
+    """
+    global _determined
+    if _determined is not None:
+        raise ValueError(
+            "You can only call login() once, before any other calls to any functions in the client "
+            "module.  If you have reason to connect to multiple masters, you should use explicit "
+            "client.Determined() objects, which each expose the same functions as this module."
+        )
+    _determined = Determined(master, user, password, cert_path, cert_name, noverify, token=token)
+
+
+def logout() -> None:
+    """Forget the module's `Determined` object (the next function call finds the master again)."""
+    global _determined
+    if _determined is None:
+        logger.warning("client has not been logged in; client.logout() is a no-op")
+        return
+    _determined.logout()
+    _determined = None
+
+
+@_require_singleton
+def create_experiment(
+    config: str | pathlib.Path | dict,
+    model_dir: str | pathlib.Path | None = None,
+    includes: Iterable[str | pathlib.Path] | None = None,
+    project_id: int | None = None,
+    template: str | None = None,
+) -> Experiment:
+    """Create an experiment (activated) from a config and a model directory.
+
+    Args:
+        config: the path of a YAML/JSON config file, or the config as a dict.
+        model_dir: the directory uploaded as the experiment's code; None uploads none.
+        includes: more files or directories added at the top level of the code.
+        project_id: not used (this master has one project).
+        template: must be None (no config templates here).
+
+    Returns:
+        The new `Experiment`.
+
+    Raises:
+        NotImplementedError: a template was given.
+        determined.common.api.errors.APIException: the master refused the config (every error
+            with its path in `errors`).
+    """
+    return _singleton().create_experiment(config, model_dir, includes, project_id, template)
+
+
+@_require_singleton
+def get_experiment(experiment_id: int) -> Experiment:
+    """One experiment, with its config.
+
+    Args:
+        experiment_id: the experiment's id.
+
+    Returns:
+        The `Experiment`.
+
+    Raises:
+        determined.common.api.errors.NotFoundException: no experiment has this id.
+    """
+    return _singleton().get_experiment(experiment_id)
+
+
+@_require_singleton
+def list_experiments(
+    sort_by: ExperimentSortBy | None = None,
+    order_by: OrderBy | None = None,
+    experiment_ids: list[int] | None = None,
+    labels: list[str] | None = None,
+    users: list[str] | None = None,
+    states: list[ExperimentState] | None = None,
+    name: str | None = None,
+    project_id: int | None = None,
+    *,
+    archived: bool | None = None,
+) -> list[Experiment]:
+    """Experiments matching every filter given, sorted.
+
+    Args:
+        sort_by: an `ExperimentSortBy` (default ID).
+        order_by: `OrderBy.ASC` (default) or `OrderBy.DESC`.
+        experiment_ids: only these ids.
+        labels: only experiments with a label in this list.
+        users: not used (one user here).
+        states: only experiments in these states.
+        name: only experiments whose name contains this.
+        project_id: not used (one project here).
+        archived: only archived (True) or unarchived (False) ones; default both (ours).
+
+    Returns:
+        A list of `Experiment`.
+
+    Raises:
+        NotImplementedError: a sort this master has no data for.
+    """
+    return _singleton().list_experiments(
+        sort_by=sort_by,
+        order_by=order_by,
+        experiment_ids=experiment_ids,
+        labels=labels,
+        users=users,
+        states=states,
+        name=name,
+        project_id=project_id,
+        archived=archived,
+    )
+
+
+@_require_singleton
+def get_trial(trial_id: int) -> Trial:
+    """One trial.
+
+    Args:
+        trial_id: the trial's id.
+
+    Returns:
+        The `Trial`.
+
+    Raises:
+        determined.common.api.errors.NotFoundException: no trial has this id.
+    """
+    return _singleton().get_trial(trial_id)
+
+
+@_require_singleton
+def get_checkpoint(uuid: str) -> Checkpoint:
+    """One checkpoint.
+
+    Args:
+        uuid: the checkpoint's UUID.
+
+    Returns:
+        The `Checkpoint`.
+
+    Raises:
+        determined.common.api.errors.NotFoundException: no checkpoint has this UUID.
+    """
+    return _singleton().get_checkpoint(uuid)
+
+
+@_require_singleton
+def iter_trials_metrics(trial_ids: list[int], group: str) -> Iterable[TrialMetrics]:
+    """The metric reports of one group of several trials, following them until they end.
+
+    Args:
+        trial_ids: the trials.
+        group: "training", "validation", or any group the trials reported.
+
+    Returns:
+        An iterator of `TrialMetrics`.
+
+    Raises:
+        determined.common.api.errors.NotFoundException: a trial id is unknown.
+    """
+    return _singleton().iter_trials_metrics(trial_ids, group)
+
+
+def stream_trials_metrics(trial_ids: list[int], group: str) -> Iterable[TrialMetrics]:
+    """Deprecated in Determined (FutureWarning): the same as `iter_trials_metrics`.
+
+    Args:
+        trial_ids: the trials.
+        group: the metric group.
+
+    Returns:
+        An iterator of `TrialMetrics`.
+    """
+    warnings.warn(
+        "client.stream_trials_metrics is deprecated. Use client.iter_trials_metrics instead",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return iter_trials_metrics(trial_ids, group)
+
+
+@_require_singleton
+def _get_singleton_session() -> _api.Session:
+    return _singleton()._session
+
+
+__all__ = [
+    "Checkpoint",
+    "CheckpointOrderBy",
+    "CheckpointSortBy",
+    "CheckpointState",
+    "CheckpointTrainingMetadata",
+    "Determined",
+    "DownloadMode",
+    "Experiment",
+    "ExperimentOrderBy",
+    "ExperimentSortBy",
+    "ExperimentState",
+    "OrderBy",
+    "Trial",
+    "TrialMetrics",
+    "TrialOrderBy",
+    "TrialSortBy",
+    "TrialState",
+    "create_experiment",
+    "get_checkpoint",
+    "get_experiment",
+    "get_trial",
+    "iter_trials_metrics",
+    "list_experiments",
+    "login",
+    "logout",
+    "stream_trials_metrics",
+]
