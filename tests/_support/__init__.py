@@ -5,7 +5,7 @@
 * `jupyter`: `JupyterServer`, a real JupyterLab / jupyter_server with jupyter_determined enabled
   (optionally with the built labextension, for the browser tests).
 * `process`: `ServerProcess`, what both share (a child in its own session, its log, stop/kill),
-  `REPO`, `child_env` and `free_port`.
+  `REPO`, `child_env`, `free_port` and `free_ports`.
 * `waiting`: `wait_until`, the one polling loop (`wait_until_async` inside an event loop).
 * `context`: `tar_gz` / `context_tarball` (base64), the one context-tarball builder, and
   `directory_files` to pack a directory.
@@ -29,7 +29,7 @@ from tests._support.master import (
     trials,
     wait_for_experiment,
 )
-from tests._support.process import REPO, ServerProcess, child_env, free_port
+from tests._support.process import REPO, ServerProcess, child_env, free_port, free_ports
 from tests._support.states import TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES
 from tests._support.waiting import wait_until, wait_until_async
 
@@ -46,6 +46,7 @@ __all__ = [
     "context_tarball",
     "directory_files",
     "free_port",
+    "free_ports",
     "marked_values",
     "submit",
     "tar_gz",

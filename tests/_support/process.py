@@ -46,6 +46,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback TCP ports that were free a moment ago: all are bound at once,
+    since ports picked one after another may repeat (and two rendezvous endpoints on one port
+    hang every rank)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 class ServerProcess:
     """A server child process in its own session (so a test can kill it alone), logging to a file.
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests._support import free_port
+from tests._support import free_ports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -77,7 +77,7 @@ WORKER = textwrap.dedent(
 def test_uneven_shards_follow_the_chiefs_epoch_length(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    port, comm1, comm2 = free_port(), free_port(), free_port()
+    port, comm1, comm2 = free_ports(3)
     procs = []
     for rank in range(2):
         env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}

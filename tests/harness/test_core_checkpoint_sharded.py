@@ -3,13 +3,13 @@
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 
 import pytest
 
 from determined.core._checkpoint import merge_metadata
+from tests._support import free_ports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -38,16 +38,6 @@ with det.core.init(distributed=dist, checkpoint_storage=store) as ctx:
             out["nonshard_error"] = str(e)
 print("RESULT " + json.dumps(out), flush=True)
 """
-
-
-def free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def run_two_ranks(tmp_path, scenario):

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import textwrap
+
+from tests._support import free_ports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -88,24 +89,11 @@ WORKER = textwrap.dedent(
 )
 
 
-def _free_ports(count: int) -> list[int]:
-    # All bound at once: ports picked one after another may repeat, and two of the workers'
-    # rendezvous endpoints on one port hang both ranks.
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 def test_two_ranks_shard_data_and_stay_in_sync(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     storage = tmp_path / "storage"
-    ports = _free_ports(3)
+    ports = free_ports(3)
     procs = []
     for rank in range(2):
         env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
