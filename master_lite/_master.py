@@ -102,6 +102,7 @@ class Master:
         self.logs, self.views, self.searchers = parts.logs, parts.views, parts.searchers
         self.runs, self.experiments, self.reports = parts.runs, parts.experiments, parts.reports
         self.checkpoints, self.recovery = parts.checkpoints, parts.recovery
+        self.tensorboards = parts.tensorboards
 
     @property
     def store(self) -> Store:
@@ -152,6 +153,7 @@ class Master:
         if self.shared.closed:
             return
         self.shared.stopping = True
+        await self.tensorboards.stop_all()  # nothing of the master's outlives it
         await self.runs.stop_all(pause_running=pause_running)
         self.runs.runner.close()  # e.g. the local runner's pre-started interpreters
         if self._log_writer is not None:
@@ -387,6 +389,22 @@ class Master:
     ) -> list[str]:
         """Delete the checkpoints of a finished experiment its GC policy does not keep."""
         return self.checkpoint_gc.collect_experiment_checkpoints(exp_id, in_use=in_use)
+
+    async def start_tensorboard(self, experiment_ids: list[int], trial_ids: list[int]) -> dict:
+        """Start a TensorBoard on these experiments' and trials' metrics (see `TensorBoards`)."""
+        return await self.tensorboards.start(experiment_ids, trial_ids)
+
+    def list_tensorboards(self) -> list[dict]:
+        """The running TensorBoards."""
+        return self.tensorboards.list_all()
+
+    def get_tensorboard(self, tensorboard_id: str) -> dict:
+        """One TensorBoard."""
+        return self.tensorboards.get(tensorboard_id)
+
+    async def kill_tensorboard(self, tensorboard_id: str) -> dict:
+        """Stop a TensorBoard; its last state."""
+        return await self.tensorboards.kill(tensorboard_id)
 
 
 __all__ = ["EXPERIMENT_ACTIONS", "Master"]

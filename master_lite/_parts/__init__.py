@@ -29,6 +29,7 @@ from master_lite._parts._run_exits import RunExits
 from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
+from master_lite._parts._tensorboards import TensorBoards
 from master_lite._parts._tokens import authenticate
 from master_lite._parts._views import Views
 from master_lite._parts._wiring import Parts, build_parts, make_runner
@@ -49,6 +50,7 @@ __all__ = [
     "RunSettings",
     "Runs",
     "Searchers",
+    "TensorBoards",
     "TrialLogs",
     "Views",
     "authenticate",
