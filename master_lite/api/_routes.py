@@ -37,6 +37,7 @@ from master_lite.api._schemas import (
     TRIAL_IDS,
     TRIALS_LIMIT,
 )
+from master_lite.api._tensorboards import TENSORBOARD_ROUTES
 from master_lite.api._trial_routes import TRIAL_ROUTES
 
 ROUTES: tuple[Route, ...] = (
@@ -241,6 +242,7 @@ ROUTES: tuple[Route, ...] = (
         },
         (CHECKPOINT_UUID,),
     ),
+    *TENSORBOARD_ROUTES,
     Route(
         "/resources",
         _allocations.ResourcesHandler,

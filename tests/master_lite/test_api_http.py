@@ -767,6 +767,7 @@ def _concrete_path(route_path: str, principal: TrialPrincipal) -> str:
         "allocation_id": principal.allocation_id,
         "uuid": "ck-1",
         "action": "pause",
+        "tensorboard_id": "0f0e0d0c-0000-4000-8000-000000000000",
     }
     return "/api/v1" + re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), route_path)
 

@@ -47,8 +47,10 @@ class TensorboardManager:
         rank: int = 0,
     ) -> None:
         self.mode = TensorboardMode(mode)
-        self.path = (
-            pathlib.Path(tempfile.gettempdir()) / "determined-tensorboard" / f"trial-{trial_id}"
+        # A directory of this run's own: a fixed name per trial id would hand a trial the event
+        # files that a trial of the same id (of another master, or an earlier root dir) left.
+        self.path = pathlib.Path(
+            tempfile.mkdtemp(prefix=f"determined-tensorboard-trial-{trial_id}-rank-{rank}-")
         )
         self._target = (
             None
@@ -101,6 +103,8 @@ class TensorboardManager:
             self._syncer.join()
         if self.mode is TensorboardMode.AUTO:
             self._copy_all()
+            if self._target is not None:  # every file is in checkpoint storage now
+                shutil.rmtree(self.path, ignore_errors=True)
 
     def _copy(
         self,
