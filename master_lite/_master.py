@@ -402,6 +402,14 @@ class Master:
         """One TensorBoard."""
         return self.tensorboards.get(tensorboard_id)
 
+    def tensorboard_address(self, tensorboard_id: str) -> tuple[str, int]:
+        """(host, port) of a running TensorBoard, for a proxy (Conflict while it starts)."""
+        return self.tensorboards.address(tensorboard_id)
+
+    def serve_tensorboards_through(self, url_base: str) -> None:
+        """TensorBoards are opened through a proxy at `<url_base>/<id>/` (the Jupyter server)."""
+        self.tensorboards.serve_through(url_base)
+
     async def kill_tensorboard(self, tensorboard_id: str) -> dict:
         """Stop a TensorBoard; its last state."""
         return await self.tensorboards.kill(tensorboard_id)
