@@ -14,6 +14,7 @@ import type {
   ILogLine,
   IMetricReport,
   IResources,
+  ITensorBoard,
   ITrial
 } from './types';
 
@@ -227,6 +228,23 @@ export class DeterminedClient {
         `experiments/${experimentId}/${action}`
       )
     ).experiment;
+  }
+
+  /** Start a TensorBoard on these experiments' trials (it serves a few seconds later). */
+  async startTensorBoard(experimentIds: number[], trialIds: number[] = []): Promise<ITensorBoard> {
+    const body = { experiment_ids: experimentIds, trial_ids: trialIds };
+    return (await this.request<{ tensorboard: ITensorBoard }>('POST', 'tensorboards', { body }))
+      .tensorboard;
+  }
+
+  async listTensorBoards(): Promise<ITensorBoard[]> {
+    return (await this.request<{ tensorboards: ITensorBoard[] }>('GET', 'tensorboards'))
+      .tensorboards;
+  }
+
+  async getTensorBoard(id: string): Promise<ITensorBoard> {
+    return (await this.request<{ tensorboard: ITensorBoard }>('GET', `tensorboards/${id}`))
+      .tensorboard;
   }
 
   async resources(): Promise<IResources> {

@@ -61,7 +61,8 @@ export async function confirmAction(action: ExperimentAction, name: string): Pro
 export function headerContent(
   experiment: IExperiment,
   counts: { running: number; queued: number },
-  onAction: (action: ExperimentAction) => void
+  onAction: (action: ExperimentAction) => void,
+  onTensorBoard?: () => void
 ): (HTMLElement | null)[] {
   const allowed = allowedActions(experiment);
   const actions = h('div', { class: 'jp-Det-actions' });
@@ -88,6 +89,19 @@ export function headerContent(
           on: { click: () => onAction(action) }
         },
         ACTION_TEXT[action].label
+      )
+    );
+  }
+  if (onTensorBoard) {
+    actions.appendChild(
+      h(
+        'button',
+        {
+          class: 'jp-Det-button jp-Det-openTensorBoard',
+          attrs: { title: "Open the trials' metrics and TensorBoard files in TensorBoard" },
+          on: { click: () => onTensorBoard() }
+        },
+        'TensorBoard'
       )
     );
   }

@@ -104,6 +104,18 @@ export interface ICheckpoint {
   validation_metrics?: Record<string, unknown> | null;
 }
 
+/** A TensorBoard the master runs on trials' metrics (GET /tensorboards/{id}). */
+export interface ITensorBoard {
+  id: string;
+  state: 'STATE_STARTING' | 'STATE_RUNNING' | 'STATE_TERMINATED';
+  experimentIds: number[];
+  trialIds: number[];
+  serviceAddress: string;
+  port?: number;
+  registeredTime?: string;
+  error?: string | null;
+}
+
 export interface IGpu {
   index: number;
   uuid: string;
