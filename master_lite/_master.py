@@ -145,6 +145,7 @@ class Master:
         )
         self.runs.attach(runner, log_writer, self.master_url)
         self.shared.open(store, loop)
+        self.tensorboards.remove_leftovers()  # of a master that was killed
         self.recovery.recover()
         self._collect_checkpoint_garbage()  # GCs cut short by the previous master's end
 

@@ -16,10 +16,8 @@ import asyncio
 import dataclasses
 import importlib.util
 import logging
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,21 +29,22 @@ from determined.common.states import TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_
 from master_lite import _serialize, errors
 from master_lite._parts._shared import MasterState
 from master_lite._parts._tensorboard_logdir import TrialLogdir
+from master_lite._parts._tensorboard_process import (
+    HOST,
+    free_port,
+    runs_tensorboard_of,
+    serves,
+    signal_group,
+    spawn_tensorboard,
+)
 from master_lite._parts._views import Views
 from master_lite.store import TrialRow
 
 log = logging.getLogger("master_lite.tensorboards")
 
 STARTING, RUNNING, TERMINATED = "STATE_STARTING", "STATE_RUNNING", "STATE_TERMINATED"
-HOST = "127.0.0.1"  # TensorBoard has no authentication: loopback only, proxied by Jupyter
 LOG_TAIL_CHARS = 2000
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+PID_FILE = "tensorboard.pid"
 
 
 def own_files_dir(config: dict, experiment_id: int, trial_id: int) -> Path | None:
@@ -237,36 +236,16 @@ class TensorBoards:
         return own is not None and own.is_dir() and any(p.is_file() for p in own.rglob("*"))
 
     def _spawn(self, board: TensorBoard) -> subprocess.Popen:
-        # The package this module is in must be importable by the child, however the master
-        # was started (an editable install, PYTHONPATH, a wheel).
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH", "")) if p
+        process = spawn_tensorboard(
+            board.logdir,
+            log_path=board.log_path,
+            port=board.port,
+            reload_seconds=max(1, round(self.refresh_seconds)),
+            title=f"TensorBoard {board.id[:8]}",
         )
-        reload_seconds = max(1, round(self.refresh_seconds))
-        command = [
-            sys.executable,
-            "-m",
-            "master_lite._tensorboard_main",
-            f"--logdir={board.logdir}",
-            f"--host={HOST}",
-            f"--port={board.port}",
-            f"--reload_interval={reload_seconds}",
-            # Every file of a run is polled: a trial's own files and ours share run dirs.
-            "--reload_multifile=true",
-            "--load_fast=false",
-            f"--window_title=TensorBoard {board.id[:8]}",
-        ]
-        with open(board.log_path, "ab") as log_file:
-            return subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,  # its own group: stopping it stops all it started
-            )
+        # For the next master, should this one be killed before it could stop it.
+        (board.directory / PID_FILE).write_text(str(process.pid))
+        return process
 
     # -- refresh and watch --------------------------------------------------------------------
     def _trials(self, board: TensorBoard) -> list[TrialRow]:
@@ -316,7 +295,7 @@ class TensorBoards:
                 board.error = f"TensorBoard exited with code {code}: {board.log_tail()}"
                 log.warning("tensorboard %s: %s", board.id, board.error)
                 return
-            if board.state == STARTING and await _serves(board.port):
+            if board.state == STARTING and await serves(board.port):
                 board.state = RUNNING
             if live and loop.time() >= next_refresh:
                 try:
@@ -327,6 +306,22 @@ class TensorBoards:
             await asyncio.sleep(0.2 if board.state == STARTING else 1.0)
 
     # -- stop ---------------------------------------------------------------------------------
+    def remove_leftovers(self) -> None:
+        """Stop the TensorBoards a previous master of this root dir left running (it was killed
+        before it could stop them) and remove every log directory it left."""
+        root = self._shared.root_dir / "tensorboards"
+        if not root.is_dir():
+            return
+        for directory in root.iterdir():
+            try:
+                pid = int((directory / PID_FILE).read_text())
+            except (OSError, ValueError):
+                pid = 0
+            if pid > 0 and runs_tensorboard_of(pid, directory):
+                log.warning("stopping TensorBoard pid %s left by a previous master", pid)
+                signal_group(pid, signal.SIGKILL)
+            shutil.rmtree(directory, ignore_errors=True)
+
     async def kill(self, tensorboard_id: str) -> dict:
         """Stop a TensorBoard's process and remove its log directory; its last JSON."""
         board = self._board(tensorboard_id)
@@ -345,13 +340,13 @@ class TensorBoards:
             board.watcher.cancel()
         process = board.process
         if process is not None and process.poll() is None:
-            _signal_group(process, signal.SIGTERM)
+            signal_group(process.pid, signal.SIGTERM)
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 5
             while process.poll() is None and loop.time() < deadline:
                 await asyncio.sleep(0.05)
             if process.poll() is None:
-                _signal_group(process, signal.SIGKILL)
+                signal_group(process.pid, signal.SIGKILL)
                 await asyncio.to_thread(process.wait)
         if process is not None and process.poll() is None:
             await asyncio.to_thread(process.wait)
@@ -365,34 +360,10 @@ class TensorBoards:
             run.close()
 
 
-def _signal_group(process: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _write_all(work: list[tuple[TrialLogdir, list[dict]]]) -> None:
     for run, reports in work:
         run.append_reports(reports)
         run.copy_own_files()
-
-
-async def _serves(port: int) -> bool:
-    """Whether TensorBoard answers on `port` yet (its HTTP server starts after its plugins)."""
-    try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), 1)
-    except (OSError, asyncio.TimeoutError):
-        return False
-    try:
-        writer.write(b"GET /data/logdir HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        await writer.drain()
-        status_line = await asyncio.wait_for(reader.readline(), 5)
-        return b" 200 " in status_line
-    except (OSError, asyncio.TimeoutError):
-        return False
-    finally:
-        writer.close()
 
 
 __all__ = ["RUNNING", "STARTING", "TERMINATED", "TensorBoard", "TensorBoards", "own_files_dir"]

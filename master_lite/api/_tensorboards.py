@@ -8,10 +8,11 @@ from __future__ import annotations
 from master_lite.api._base import ApiHandlerMixin
 from master_lite.api._declarations import Operation, PathParam, Route
 from master_lite.api._openapi import INTEGER, STRING, array, nullable, obj, ref
+from master_lite.api._parsing import SQLITE_INT_MAX
 
 TENSORBOARD_ID = PathParam("tensorboard_id", r"[0-9a-f-]+", STRING, str, "TensorBoard id")
 TENSORBOARD_ANSWER = obj(["tensorboard"], tensorboard=ref("TensorBoard"))
-IDS = nullable(array({**INTEGER, "minimum": 1}))
+IDS = nullable(array({**INTEGER, "minimum": 1, "maximum": SQLITE_INT_MAX}))
 
 
 class TensorboardsHandler(ApiHandlerMixin):

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from master_lite import errors
-from master_lite._parts._tensorboards import RUNNING, own_files_dir
+from master_lite._parts._tensorboards import RUNNING, TensorBoards, own_files_dir
 from tests._support import wait_until_async
 from tests._support.parts import SINGLE, settle, started_parts
 
@@ -149,5 +149,31 @@ def test_bad_requests_say_what_is_wrong_and_start_nothing(tmp_path):
             assert not (tmp_path / "root" / "tensorboards").exists() or not any(
                 (tmp_path / "root" / "tensorboards").iterdir()
             )
+
+    asyncio.run(asyncio.wait_for(body(), 60))
+
+
+def test_a_new_master_stops_the_tensorboards_a_killed_master_left_running(tmp_path):
+    async def body() -> None:
+        async with started_parts(tmp_path / "root") as (parts, runner):
+            exp = parts.experiments.create_experiment(SINGLE, None)
+            [trial] = parts.views.list_trials(exp["id"])
+            parts.reports.report_metrics(
+                trial["id"],
+                [{"group": "training", "steps_completed": 1, "metrics": {"loss": 1.0}}],
+            )
+            started = await parts.tensorboards.start([], [trial["id"]])
+            board = parts.tensorboards._boards[started["id"]]
+            board.watcher.cancel()  # the killed master's part does nothing more
+            pid = board.process.pid
+            assert process_alive(pid)
+
+            # The next master over this root dir: a part that never heard of that TensorBoard.
+            after_restart = TensorBoards(parts.shared, parts.views)
+            after_restart.remove_leftovers()
+            await wait_until_async(lambda: not process_alive(pid), 30, "the leftover to exit")
+            assert not board.directory.exists()
+            assert after_restart.list_all() == []
+            board.process.wait()
 
     asyncio.run(asyncio.wait_for(body(), 60))
