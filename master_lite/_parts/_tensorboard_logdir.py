@@ -72,7 +72,9 @@ class TrialLogdir:
         self._copied: dict[Path, int] = {}  # source file -> bytes copied
 
     def append_reports(self, reports: list[dict]) -> None:
-        """Write the scalars of `reports` (metric report JSON, in id order) as events."""
+        """Write the scalars of `reports` (metric report JSON, in id order) as events; those
+        written before (an id not above `last_report_id`) are skipped."""
+        reports = [r for r in reports if int(r["id"]) > self.last_report_id]
         if not reports:
             return
         from tensorboard.compat.proto import event_pb2, summary_pb2

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
+import json
 import logging
 import shutil
 import signal
@@ -71,6 +72,7 @@ class TensorBoard:
     error: str | None = None
     process: subprocess.Popen | None = None
     runs: dict[int, TrialLogdir] = dataclasses.field(default_factory=dict)
+    last_report_id: int = 0  # the last metric report written into `runs`
     watcher: asyncio.Task | None = None
 
     @property
@@ -262,26 +264,32 @@ class TensorBoards:
 
     async def _refresh(self, board: TensorBoard) -> bool:
         """Bring the log directory up to date; whether any of its trials may report more."""
-        work: list[tuple[TrialLogdir, list[dict]]] = []
-        live = False
-        for trial in self._trials(board):
-            run = board.runs.get(trial.id)
-            if run is None:
+        trials = self._trials(board)
+        for trial in trials:
+            if trial.id not in board.runs:
                 config = self._views.experiment_row(trial.experiment_id).config
-                run = TrialLogdir(
+                board.runs[trial.id] = TrialLogdir(
                     board.logdir / f"experiment_{trial.experiment_id}" / f"trial_{trial.id}",
                     own_files_dir(config, trial.experiment_id, trial.id),
                 )
-                board.runs[trial.id] = run
-            reports = self._views.get_metrics(trial_id=trial.id, after_id=run.last_report_id)
-            work.append((run, reports))
-            live = live or trial.state not in TERMINAL_TRIAL_STATES
-        live = live or any(
+        # One read for all its trials: report ids only grow, so what is new is after the last.
+        reports: list[dict] = json.loads(
+            self._shared.store.metrics.reports_json(
+                after_id=board.last_report_id, trial_ids=[t.id for t in trials]
+            )
+        )
+        by_trial: dict[int, list[dict]] = {}
+        for report in reports:
+            by_trial.setdefault(int(report["trial_id"]), []).append(report)
+        work = [(run, by_trial.get(trial_id, [])) for trial_id, run in board.runs.items()]
+        live = any(t.state not in TERMINAL_TRIAL_STATES for t in trials) or any(
             self._views.experiment_row(e).state not in TERMINAL_EXPERIMENT_STATES
             for e in board.experiment_ids
         )
         # File work off the event loop: a trial's own event files may be large.
         await asyncio.to_thread(_write_all, work)
+        if reports:  # only once written: a refresh that failed reads them again
+            board.last_report_id = max(int(r["id"]) for r in reports)
         return live
 
     async def _watch(self, board: TensorBoard) -> None:
