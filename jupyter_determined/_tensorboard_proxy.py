@@ -99,11 +99,16 @@ class TensorBoardProxyHandler(JupyterHandler):
                 502, "tensorboard %s did not answer: %s", tensorboard_id, response.error
             )
         self.set_status(response.code, response.reason)
-        # Jupyter's own Content-Security-Policy is for Jupyter's pages; TensorBoard sends its own.
+        # Jupyter's own Content-Security-Policy is for Jupyter's pages: TensorBoard's (its
+        # scripts' hashes) replaces it, still framed only by this origin, as Jupyter's pages are.
         self.clear_header("Content-Security-Policy")
+        policy = "frame-ancestors 'self'"
         for name, value in response.headers.get_all():
-            if name.lower() not in _HOP_BY_HOP:
+            if name.lower() == "content-security-policy":
+                policy = f"{value.rstrip('; ')}; {policy}"
+            elif name.lower() not in _HOP_BY_HOP:
                 self.add_header(name, value)
+        self.set_header("Content-Security-Policy", policy)
         self.finish(response.body or b"")
 
 

@@ -105,6 +105,9 @@ async def test_tensorboard_is_served_through_jupyter_to_its_user_only(
     page = await through_jupyter("index.html")
     assert page.headers["Content-Type"].startswith("text/html")
     assert b"<tf-tensorboard" in page.body or b"<tb-webapp" in page.body
+    # TensorBoard's own policy (its scripts), framed only by JupyterLab's origin.
+    policy = page.headers["Content-Security-Policy"]
+    assert "script-src" in policy and policy.endswith("frame-ancestors 'self'")
     run = f"experiment_{exp_id}/trial_{trial_id}"
     tags = json.loads((await through_jupyter("data", "plugin", "scalars", "tags")).body)
     assert set(tags[run]) == {"training/loss", "validation/loss"}
