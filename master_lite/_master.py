@@ -52,6 +52,7 @@ class Master:
         cluster_id: str = "master-lite",
         ray_address: str | None = None,
         runner_class: type[Runner] | None = None,
+        tensorboard_refresh_seconds: float = 5.0,
     ) -> None:
         if resource_manager not in ("local", "ray"):
             raise ValueError(
@@ -97,6 +98,7 @@ class Master:
             settings=settings,
             context_size_limit=context_size_limit,
             collect_garbage=self._collect_checkpoint_garbage,
+            tensorboard_refresh_seconds=tensorboard_refresh_seconds,
         )
         # The parts the public methods delegate to (and tests reach for by name).
         self.logs, self.views, self.searchers = parts.logs, parts.views, parts.searchers

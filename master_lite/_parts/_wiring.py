@@ -47,6 +47,7 @@ def build_parts(
     settings: RunSettings,
     context_size_limit: int,
     collect_garbage: Callable[[], None],
+    tensorboard_refresh_seconds: float = 5.0,
 ) -> Parts:
     """Each part gets the parts it calls in its constructor; where two parts call each other,
     the one built first is wired to the other by its `connect`."""
@@ -94,7 +95,7 @@ def build_parts(
         recovery=Recovery(
             shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
         ),
-        tensorboards=TensorBoards(shared, views),
+        tensorboards=TensorBoards(shared, views, refresh_seconds=tensorboard_refresh_seconds),
     )
 
 
