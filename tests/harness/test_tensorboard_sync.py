@@ -15,6 +15,7 @@ TRIAL_ID = 12
 @pytest.fixture
 def manager(tmp_path):
     tb = TensorboardManager(TensorboardMode.AUTO, tmp_path / "storage", 7, TRIAL_ID)
+    tb.path.mkdir(parents=True)  # what the trial's TensorBoard writer does
     yield tb
     tb.close()
     shutil.rmtree(tb.path, ignore_errors=True)
@@ -45,7 +46,7 @@ def test_each_run_writes_into_a_directory_of_its_own_removed_once_stored(tmp_pat
     other = TensorboardManager(TensorboardMode.AUTO, tmp_path / "other-storage", 3, TRIAL_ID)
     try:
         assert other.path != manager.path
-        assert other.path.is_dir() and not any(other.path.iterdir())
+        assert not other.path.exists()
     finally:
         other.close()
     (manager.path / "events.out.tfevents.1").write_bytes(b"data")
@@ -61,6 +62,7 @@ def test_upload_is_refused_in_auto_mode(manager):
 
 def test_manual_mode_copies_only_on_request(tmp_path):
     tb = TensorboardManager(TensorboardMode.MANUAL, tmp_path / "storage", 7, TRIAL_ID)
+    tb.path.mkdir(parents=True)
     try:
         (tb.path / "a.tfevents").write_bytes(b"x")
         tb.on_metrics("training", 1, {"loss": 1.0})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import pathlib
+import secrets
 import shutil
 import tempfile
 import threading
@@ -49,8 +50,11 @@ class TensorboardManager:
         self.mode = TensorboardMode(mode)
         # A directory of this run's own: a fixed name per trial id would hand a trial the event
         # files that a trial of the same id (of another master, or an earlier root dir) left.
-        self.path = pathlib.Path(
-            tempfile.mkdtemp(prefix=f"determined-tensorboard-trial-{trial_id}-rank-{rank}-")
+        # Created by whoever writes into it (TensorBoard's writers do), as in Determined.
+        self.path = (
+            pathlib.Path(tempfile.gettempdir())
+            / "determined-tensorboard"
+            / f"trial-{trial_id}-rank-{rank}-{secrets.token_hex(6)}"
         )
         self._target = (
             None
