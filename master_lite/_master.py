@@ -102,6 +102,9 @@ class Master:
         self.logs, self.views, self.searchers = parts.logs, parts.views, parts.searchers
         self.runs, self.experiments, self.reports = parts.runs, parts.experiments, parts.reports
         self.checkpoints, self.recovery = parts.checkpoints, parts.recovery
+        # The model registry: the /models handlers call its methods (get_model, list_models,
+        # register_version, ...) directly, one each, as they would a delegation of this class.
+        self.models = parts.models
 
     @property
     def store(self) -> Store:

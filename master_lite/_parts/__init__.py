@@ -14,6 +14,7 @@
   (_preemption.py: owns the grace timers) and `RunExits` (_run_exits.py: what an exit means).
 * `Reports` (_reporting.py): metrics, progress, early exits, the searcher-operation protocol.
 * `Checkpoints` (_checkpoints.py): checkpoint reports and reads.
+* `Models` (_models.py): the model registry (models, their versions, the checkpoints they keep).
 * `Recovery` (_recovery.py): at start, reconcile the store with what still runs.
 * `build_parts` (_wiring.py) builds them all and wires the calls that go both ways.
 """
@@ -22,6 +23,7 @@ from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
 from master_lite._parts._experiments import EXPERIMENT_ACTIONS, Experiments
 from master_lite._parts._logs import TrialLogs
+from master_lite._parts._models import Models, check_model_name
 from master_lite._parts._preemption import Preemption, RunEnded, RunSettings
 from master_lite._parts._recovery import Recovery
 from master_lite._parts._reporting import EARLY_EXIT_REASONS, Reports
@@ -40,6 +42,7 @@ __all__ = [
     "Contexts",
     "Experiments",
     "MasterState",
+    "Models",
     "Parts",
     "Preemption",
     "Recovery",
@@ -53,6 +56,7 @@ __all__ = [
     "Views",
     "authenticate",
     "build_parts",
+    "check_model_name",
     "make_runner",
     "searcher_module",
 ]

@@ -1,6 +1,7 @@
 """The checkpoints part: checkpoint reports of trial runs, and checkpoint reads.
 
-Deleting checkpoints after an experiment is the checkpoint GC's (`master_lite/_gc.py`).
+Deleting checkpoints after an experiment is the checkpoint GC's (`master_lite/_gc.py`); a
+checkpoint that a model version names (`registered_uuids`) is never deleted.
 """
 
 from __future__ import annotations
@@ -156,6 +157,11 @@ class Checkpoints:
         checkpoint = self.get_checkpoint(uuid)
         self._shared.events.publish("checkpoint", checkpoint)
         return checkpoint
+
+    def registered_uuids(self, uuids: list[str] | set[str]) -> set[str]:
+        """Those of `uuids` that a model version names: their files must stay (checkpoint GC,
+        checkpoint deletion and experiment deletion keep them)."""
+        return self._shared.store.model_versions.registered_among(uuids)
 
     def publish_deleted(self, uuid: str) -> None:
         """Tell checkpoint subscribers the GC deleted `uuid` (skipped when nobody listens)."""

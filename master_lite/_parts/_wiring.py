@@ -9,6 +9,7 @@ from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
 from master_lite._parts._experiments import Experiments
 from master_lite._parts._logs import TrialLogs
+from master_lite._parts._models import Models
 from master_lite._parts._preemption import RunSettings
 from master_lite._parts._recovery import Recovery
 from master_lite._parts._reporting import Reports
@@ -34,6 +35,7 @@ class Parts:
     run_exits: RunExits
     reports: Reports
     checkpoints: Checkpoints
+    models: Models
     recovery: Recovery
 
 
@@ -78,6 +80,7 @@ def build_parts(
     views.connect(allocation_of=runs.allocation_of_trial)
     searchers.connect(experiments=experiments, runs=runs)
     runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
+    checkpoints = Checkpoints(shared, views=views, runs=runs)
     return Parts(
         shared=shared,
         logs=logs,
@@ -88,7 +91,8 @@ def build_parts(
         experiments=experiments,
         run_exits=run_exits,
         reports=Reports(shared, views=views, searchers=searchers),
-        checkpoints=Checkpoints(shared, views=views, runs=runs),
+        checkpoints=checkpoints,
+        models=Models(shared, checkpoints=checkpoints),
         recovery=Recovery(
             shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
         ),

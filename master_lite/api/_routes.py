@@ -9,6 +9,7 @@ from __future__ import annotations
 from master_lite._events import EVENT_TYPES
 from master_lite.api import _allocations, _checkpoints, _events, _experiments, _openapi
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
+from master_lite.api._model_routes import MODEL_ROUTES
 from master_lite.api._openapi import (
     EMPTY,
     INTEGER,
@@ -225,8 +226,8 @@ ROUTES: tuple[Route, ...] = (
             "delete": Operation(
                 "Delete a checkpoint's files; it stays listed as DELETED",
                 CHECKPOINT_ANSWER,
-                description="409 when it is not COMPLETED or a trial that is not finished "
-                "resumes or warm-starts from it",
+                description="409 when it is not COMPLETED, a trial that is not finished "
+                "resumes or warm-starts from it, or a model version names it",
             ),
         },
         (CHECKPOINT_UUID,),
@@ -241,6 +242,7 @@ ROUTES: tuple[Route, ...] = (
         },
         (CHECKPOINT_UUID,),
     ),
+    *MODEL_ROUTES,
     Route(
         "/resources",
         _allocations.ResourcesHandler,

@@ -1,6 +1,7 @@
 """SQLite store of the master (WAL, versioned migrations), its repositories by aggregate and
 the typed rows they return."""
 
+from ._models import MODEL_ORDERS, Models, ModelVersions
 from ._queries import MIN_DATAPOINTS, TRIAL_ORDERS
 from ._repositories import Allocations, Checkpoints, Contexts, Experiments, Trials
 from ._rows import (
@@ -8,6 +9,8 @@ from ._rows import (
     CheckpointRow,
     ContextRow,
     ExperimentRow,
+    ModelRow,
+    ModelVersionRow,
     Row,
     TokenRow,
     TrialRow,
@@ -19,6 +22,7 @@ from ._store import Store
 __all__ = [
     "MIGRATIONS",
     "MIN_DATAPOINTS",
+    "MODEL_ORDERS",
     "TRIAL_ORDERS",
     "AllocationRow",
     "Allocations",
@@ -30,6 +34,10 @@ __all__ = [
     "Experiments",
     "Logs",
     "Metrics",
+    "ModelRow",
+    "ModelVersionRow",
+    "ModelVersions",
+    "Models",
     "Row",
     "Store",
     "TokenRow",

@@ -187,8 +187,48 @@ class ContextRow(Row):
     created: float
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelRow(Row):
+    """A row of `models` (migration 5): a model of the registry."""
+
+    TABLE: ClassVar[str] = "models"
+    FLAGS: ClassVar[frozenset[str]] = frozenset({"archived"})
+
+    id: int
+    name: str
+    description: str
+    notes: str
+    metadata: dict[str, Any]  # JSON
+    labels: list[str]  # JSON
+    archived: bool
+    creation_time: float
+    last_updated_time: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelVersionRow(Row):
+    """A row of `model_versions` (migration 5): one checkpoint registered as a model's
+    version."""
+
+    TABLE: ClassVar[str] = "model_versions"
+
+    id: int
+    model_id: int
+    version: int  # 1, 2, ... within the model
+    checkpoint_uuid: str
+    name: str
+    comment: str
+    notes: str
+    metadata: dict[str, Any]  # JSON
+    labels: list[str]  # JSON
+    creation_time: float
+    last_updated_time: float
+
+
 __all__ = [
     "AllocationRow",
+    "ModelRow",
+    "ModelVersionRow",
     "CheckpointRow",
     "ContextRow",
     "ExperimentRow",

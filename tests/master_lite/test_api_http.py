@@ -766,7 +766,9 @@ def _concrete_path(route_path: str, principal: TrialPrincipal) -> str:
         "trial_id": principal.trial_id,
         "allocation_id": principal.allocation_id,
         "uuid": "ck-1",
-        "action": "pause",
+        "action": "archive" if route_path.startswith("/models/") else "pause",
+        "model": "m",
+        "version": 1,
     }
     return "/api/v1" + re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), route_path)
 

@@ -78,6 +78,8 @@ def _request_for(method: str, path_template: str, operation, own: dict) -> tuple
         "allocation_id": own["allocation_id"],
         "uuid": own["checkpoint"],
         "action": "unarchive",
+        "model": "auth-model",  # none such: a user's call is answered 404, past auth
+        "version": 1,
     }
     path = path_template.format(**values)
     kwargs: dict = {"params": {}}
