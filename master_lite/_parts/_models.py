@@ -205,7 +205,7 @@ class Models:
     ) -> dict:
         """A new model (InvalidRequest for a bad field, Conflict when the name is taken)."""
         name = check_model_name(name)
-        fields = {
+        fields: dict[str, Any] = {
             "description": _text(description or "", "description"),
             "notes": _text(notes or "", "notes"),
             "metadata": _metadata(metadata if metadata is not None else {}),
@@ -275,7 +275,7 @@ class Models:
         model = self._editable(identifier, "register new versions")
         if not isinstance(checkpoint_uuid, str) or not checkpoint_uuid:
             raise _invalid("checkpoint_uuid", "required (the uuid of a COMPLETED checkpoint)")
-        fields = {
+        fields: dict[str, Any] = {
             "name": _text(name or "", "name"),
             "comment": _text(comment or "", "comment"),
             "notes": _text(notes or "", "notes"),

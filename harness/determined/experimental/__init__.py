@@ -24,19 +24,24 @@ from determined.experimental._native import (
 )
 
 _LAZY_SUBMODULES = frozenset({"keras", "estimator", "client"})
-# Determined's SDK names here, from determined.common.experimental (its modules `checkpoint`
-# and `metrics` too).
+# Determined's SDK names here, from determined.common.experimental (its modules `checkpoint`,
+# `metrics` and `model` too).
 _SDK_NAMES = frozenset(
     {
         "Checkpoint",
         "Determined",
         "Experiment",
+        "Model",
+        "ModelOrderBy",
+        "ModelSortBy",
+        "ModelVersion",
         "OrderBy",
         "Trial",
         "TrialOrderBy",
         "TrialSortBy",
         "checkpoint",
         "metrics",
+        "model",
     }
 )
 
