@@ -14,7 +14,7 @@ import type { ICheckpoint, IModel, IModelVersion, ModelEvent } from './types';
 
 export const EMPTY_MODELS_TEXT = 'No models yet.';
 export const EMPTY_MODELS_HINT =
-  'Register a checkpoint with client.create_model("name").register_version(uuid) or `det model register-version NAME UUID`.';
+  'Register a checkpoint with `det model register-version NAME UUID`, or model.register_version(uuid) in the Python SDK.';
 
 export class ModelsSection {
   readonly node: HTMLElement;

@@ -61,7 +61,7 @@ def _set_theme(page: Any, theme: str, light: bool) -> None:
 
 
 def test_models_versions_live_updates_and_opening_the_experiment(
-    page, lab: Lab, extension_page_errors
+    page, lab: Lab, screenshot, extension_page_errors
 ) -> None:
     experiment_id = lab.api(
         "POST",
@@ -75,6 +75,15 @@ def test_models_versions_live_updates_and_opening_the_experiment(
         lab.api("GET", f"experiments/{experiment_id}/checkpoints")["checkpoints"],
         key=lambda c: c["steps_completed"],
     )
+    lab.open_in(page)
+    if not page.is_visible("#jupyter-determined-sidebar"):
+        page.click(SIDEBAR_TAB)
+    # An empty registry says how to fill it.
+    empty = page.wait_for_selector(".jp-Det-models-empty")
+    assert "No models yet." in empty.inner_text()
+    assert page.inner_text(".jp-Det-models-title") == "Models (0)"
+    screenshot(page, "sidebar-models-empty")
+
     lab.api(
         "POST",
         "models",
@@ -86,9 +95,6 @@ def test_models_versions_live_updates_and_opening_the_experiment(
         json={"checkpoint_uuid": checkpoints[0]["uuid"], "name": "baseline"},
     )
 
-    lab.open_in(page)
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
     row = '.jp-Det-modelRow[data-model-name="mnist-cnn"]'
     page.wait_for_selector(f"{row} .jp-Det-modelVersions:has-text('1 version')")
     assert page.inner_text(f"{row} .jp-Det-modelLabels").split() == ["cv", "prod"]
