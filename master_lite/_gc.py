@@ -185,13 +185,11 @@ class CheckpointCollector:
             raise errors.NotFound(f"checkpoint {uuid} not found")
         if checkpoint.state != CheckpointState.COMPLETED:
             raise errors.Conflict(f"checkpoint {uuid} is {checkpoint.state}: nothing to delete")
+        from master_lite.store import registered_message
+
         versions = self.store.model_versions.naming(uuid)
         if versions:
-            named = ", ".join(f"version {version} of model {name!r}" for name, version in versions)
-            raise errors.Conflict(
-                f"checkpoint {uuid} is registered in the model registry ({named}) and cannot be "
-                "deleted: delete those model versions first (det model delete-version)"
-            )
+            raise errors.Conflict(registered_message(uuid, versions))
         if uuid in self._checkpoints_in_use():
             raise errors.Conflict(
                 f"checkpoint {uuid} is in use: a trial that is not finished resumes or "

@@ -180,6 +180,15 @@ class Models:
         model = self.model_row(identifier)
         return self._version_json(model, self.version_row(model, version))
 
+    def checkpoint_versions(self, checkpoint_uuid: str) -> list[dict]:
+        """The versions that name a checkpoint, `{model_id, model_name, version}` each
+        (NotFound for an unknown checkpoint): what a trial asks before deleting its files."""
+        self._checkpoints.checkpoint_row(checkpoint_uuid)
+        return [
+            {"model_id": model_id, "model_name": name, "version": version}
+            for model_id, name, version in self._shared.store.model_versions.naming(checkpoint_uuid)
+        ]
+
     # -- writes -----------------------------------------------------------------------------
     def _publish(self, model_id: int) -> dict:
         model = self._model_json(self._shared.store.models.get(model_id))  # type: ignore[arg-type]

@@ -242,6 +242,23 @@ ROUTES: tuple[Route, ...] = (
         },
         (CHECKPOINT_UUID,),
     ),
+    Route(
+        "/checkpoints/{uuid}/model_versions",
+        _checkpoints.CheckpointModelVersionsHandler,
+        {
+            "get": Operation(
+                "The model versions that name a checkpoint (it is kept while any does)",
+                obj(
+                    ["model_versions"],
+                    model_versions=array(obj(model_id=INTEGER, model_name=STRING, version=INTEGER)),
+                ),
+                trial_scope=TrialScope.CHECKPOINT_READ,
+                description="what the Core API's checkpoint.delete() asks before it deletes "
+                "a checkpoint's files",
+            )
+        },
+        (CHECKPOINT_UUID,),
+    ),
     *MODEL_ROUTES,
     Route(
         "/resources",

@@ -1,7 +1,7 @@
 """SQLite store of the master (WAL, versioned migrations), its repositories by aggregate and
 the typed rows they return."""
 
-from ._models import MODEL_ORDERS, Models, ModelVersions
+from ._models import MODEL_ORDERS, Models, ModelVersions, registered_message
 from ._queries import MIN_DATAPOINTS, TRIAL_ORDERS
 from ._repositories import Allocations, Checkpoints, Contexts, Experiments, Trials
 from ._rows import (
@@ -43,4 +43,5 @@ __all__ = [
     "TokenRow",
     "TrialRow",
     "Trials",
+    "registered_message",
 ]

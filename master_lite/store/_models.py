@@ -204,15 +204,24 @@ class ModelVersions(TypedRepository[ModelVersionRow]):
             )
         return found
 
-    def naming(self, checkpoint_uuid: str) -> list[tuple[str, int]]:
-        """(model name, version) of every version that names the checkpoint."""
+    def naming(self, checkpoint_uuid: str) -> list[tuple[int, str, int]]:
+        """(model id, model name, version) of every version that names the checkpoint."""
         rows = _queries._rows(
             self._store,
-            "SELECT m.name, v.version FROM model_versions v JOIN models m ON m.id = v.model_id "
-            "WHERE v.checkpoint_uuid = ? ORDER BY m.name, v.version",
+            "SELECT m.id, m.name, v.version FROM model_versions v JOIN models m "
+            "ON m.id = v.model_id WHERE v.checkpoint_uuid = ? ORDER BY m.name, v.version",
             (checkpoint_uuid,),
         )
-        return [(row[0], row[1]) for row in rows]
+        return [(row[0], row[1], row[2]) for row in rows]
 
 
-__all__ = ["MODEL_ORDERS", "ModelVersions", "Models"]
+def registered_message(checkpoint_uuid: str, versions: list[tuple[int, str, int]]) -> str:
+    """Why a checkpoint that model versions name cannot be deleted, and what to do."""
+    named = ", ".join(f"version {version} of model {name!r}" for _, name, version in versions)
+    return (
+        f"checkpoint {checkpoint_uuid} is registered in the model registry ({named}) and cannot "
+        "be deleted: delete those model versions first (det model delete-version)"
+    )
+
+
+__all__ = ["MODEL_ORDERS", "ModelVersions", "Models", "registered_message"]

@@ -41,12 +41,21 @@ import determined as det
 go = pathlib.Path(os.environ["REGISTRY_GO"])
 with det.core.init() as core:
     for op in core.searcher.operations():
+        saved = []
         for step in range(1, op.length + 1):
             core.train.report_validation_metrics(steps_completed=step, metrics={"loss": 1 / step})
             with core.checkpoint.store_path({"steps_completed": step}) as (path, uuid):
                 (pathlib.Path(path) / "weights.txt").write_text(f"step {step}")
+            saved.append(uuid)
         while not go.exists():
             time.sleep(0.1)
+        # The test registered the first checkpoint meanwhile: the Core API must keep it.
+        try:
+            core.checkpoint.delete(saved[0])
+            outcome = "deleted"
+        except Exception as e:
+            outcome = f"{type(e).__name__}: {e}"
+        (go.parent / "delete-outcome").write_text(outcome)
         op.report_completed(1 / op.length)
 """
 
@@ -64,7 +73,8 @@ def sdk(master) -> Determined:
 
 @pytest.fixture(scope="module")
 def experiment(sdk, tmp_path_factory):
-    """(experiment, checkpoints by step, the model with step 1 registered while it ran)."""
+    """(experiment, checkpoints by step, the model with step 1 registered while it ran, what
+    the trial's `core.checkpoint.delete()` of that checkpoint did afterwards)."""
     directory = tmp_path_factory.mktemp("registry-exp")
     (directory / "train.py").write_text(textwrap.dedent(TRAIN_PY))
     go = directory / "go"
@@ -91,7 +101,7 @@ def experiment(sdk, tmp_path_factory):
     model.register_version(by_step[1].uuid)
     go.write_text("")
     assert exp.wait(interval=0.2) == ExperimentState.COMPLETED
-    return exp, by_step, model
+    return exp, by_step, model, (directory / "delete-outcome").read_text()
 
 
 def test_create_get_and_list_models(sdk):
@@ -183,7 +193,7 @@ def test_edit_archive_and_delete_a_model(sdk):
 
 
 def test_versions_round_trip_and_download(sdk, experiment, tmp_path):
-    _exp, by_step, _keeper = experiment
+    _exp, by_step, _keeper, _outcome = experiment
     model = sdk.create_model("versions")
     assert model.get_version() is None  # none yet
     first = model.register_version(by_step[3].uuid)
@@ -227,7 +237,10 @@ def test_versions_round_trip_and_download(sdk, experiment, tmp_path):
 
 
 def test_a_registered_checkpoint_survives_gc_and_refuses_deletion(sdk, experiment):
-    _exp, by_step, keeper = experiment
+    _exp, by_step, keeper, core_delete = experiment
+    # The trial's own Core API deletion was refused before it touched the files.
+    assert core_delete.startswith("APIError: checkpoint "), core_delete
+    assert "registered in the model registry (version 1 of model 'registry-keeper')" in core_delete
     registered = sdk.get_checkpoint(by_step[1].uuid)
     gone = sdk.get_checkpoint(by_step[2].uuid)
     # The GC policy kept only the latest (step 3): step 2 went, step 1 stayed registered.

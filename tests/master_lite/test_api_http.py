@@ -816,6 +816,7 @@ def test_trial_scoped_operations_are_the_documented_ones() -> None:
         ("POST", "/checkpoints"): TrialScope.CHECKPOINT_REPORT,
         ("PATCH", "/checkpoints"): TrialScope.CHECKPOINT_DELETE,
         ("GET", "/checkpoints/{uuid}"): TrialScope.CHECKPOINT_READ,
+        ("GET", "/checkpoints/{uuid}/model_versions"): TrialScope.CHECKPOINT_READ,
     }
 
 

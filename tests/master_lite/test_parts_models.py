@@ -189,6 +189,17 @@ def test_gc_and_deletion_keep_a_registered_checkpoint(tmp_path):
         assert store.checkpoints.get(unregistered).state == "DELETED"
         assert store.experiments.awaiting_checkpoint_gc() == []  # kept, not held back
 
+        assert parts.models.checkpoint_versions(registered) == [
+            {"model_id": 1, "model_name": "keeper", "version": 1}
+        ]
+        assert parts.models.checkpoint_versions(latest) == []
+        with pytest.raises(errors.NotFound):
+            parts.models.checkpoint_versions("nope")
+        # Whoever deleted files (a trial's Core API) cannot mark a registered one DELETED.
+        with pytest.raises(errors.Conflict, match="registered in the model registry"):
+            parts.checkpoints.mark_checkpoints_deleted([{"uuid": latest}, {"uuid": registered}])
+        assert store.checkpoints.get(latest).state == "COMPLETED"  # all or none
+
         with pytest.raises(errors.Conflict) as refused:
             gc.delete_checkpoint(registered)
         assert "version 1 of model 'keeper'" in refused.value.message
