@@ -15,6 +15,7 @@
 * `Reports` (_reporting.py): metrics, progress, early exits, the searcher-operation protocol.
 * `Checkpoints` (_checkpoints.py): checkpoint reports and reads.
 * `Recovery` (_recovery.py): at start, reconcile the store with what still runs.
+* `UnmanagedRuns` (_unmanaged.py): trials that train in a kernel (core_v2), with their leases.
 * `build_parts` (_wiring.py) builds them all and wires the calls that go both ways.
 """
 
@@ -30,6 +31,7 @@ from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
 from master_lite._parts._tokens import authenticate
+from master_lite._parts._unmanaged import UnmanagedRuns
 from master_lite._parts._views import Views
 from master_lite._parts._wiring import Parts, build_parts, make_runner
 
@@ -50,6 +52,7 @@ __all__ = [
     "Runs",
     "Searchers",
     "TrialLogs",
+    "UnmanagedRuns",
     "Views",
     "authenticate",
     "build_parts",

@@ -202,6 +202,11 @@ class Experiments:
         ):
             if not (action == "cancel" and state == ExperimentState.STOPPING_CANCELED):
                 raise errors.Conflict(f"cannot {action} experiment {exp_id}: it is {state}")
+        elif action in ("pause", "activate") and experiment.config.get("unmanaged"):
+            raise errors.Conflict(
+                f"cannot {action} experiment {exp_id}: it trains in a Jupyter kernel "
+                "(core_v2), which the master does not run; stop it in the kernel, or kill it"
+            )
         elif action == "pause":
             if state == ExperimentState.ACTIVE:
                 with self._shared.atomic():

@@ -16,6 +16,7 @@ from master_lite._parts._run_exits import RunExits
 from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState
+from master_lite._parts._unmanaged import UnmanagedRuns
 from master_lite._parts._views import Views
 from master_lite.scheduler import GPU, LocalRunner, RayCluster, RayRunner, Runner, Scheduler
 
@@ -35,6 +36,7 @@ class Parts:
     reports: Reports
     checkpoints: Checkpoints
     recovery: Recovery
+    unmanaged: UnmanagedRuns
 
 
 def build_parts(
@@ -92,6 +94,7 @@ def build_parts(
         recovery=Recovery(
             shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
         ),
+        unmanaged=UnmanagedRuns(shared, views=views, logs=logs, experiments=experiments),
     )
 
 

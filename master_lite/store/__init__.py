@@ -11,10 +11,12 @@ from ._rows import (
     Row,
     TokenRow,
     TrialRow,
+    UnmanagedTrialRow,
 )
 from ._schema import MIGRATIONS
 from ._series import Logs, Metrics
 from ._store import Store
+from ._unmanaged import UnmanagedTrials
 
 __all__ = [
     "MIGRATIONS",
@@ -35,4 +37,6 @@ __all__ = [
     "TokenRow",
     "TrialRow",
     "Trials",
+    "UnmanagedTrialRow",
+    "UnmanagedTrials",
 ]
