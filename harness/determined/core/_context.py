@@ -192,6 +192,19 @@ def _default_storage(checkpoint_storage: Any) -> storage.StorageManager:
     return manager
 
 
+# The context of the `det.experimental.core_v2` run open in this process (a notebook's kernel):
+# off the master, `init()` answers it, so Core API code run by `%%det_submit --local` or beside
+# `core_v2.init()` reports to that run instead of to dummy contexts.
+_unmanaged_context: Context | None = None
+
+
+def set_unmanaged_context(context: Context | None) -> None:
+    """Make `context` (an open core_v2 run's) what `init()` returns off the master."""
+    global _unmanaged_context
+    _unmanaged_context = context
+    _info.set_unmanaged_info(context.info if context is not None else None)
+
+
 def _dummy_init(
     *, distributed: DistributedContext | None = None, checkpoint_storage: Any = None
 ) -> Context:
@@ -247,7 +260,9 @@ def init(
             `preempt_mode`/`tensorboard_mode`.
         TypeError: `checkpoint_storage` is neither a str, a dict nor None.
     """
-    info = _info.get_cluster_info()
+    info = _info.environment_cluster_info()
+    if info is None and _unmanaged_context is not None and not _unmanaged_context._closed:
+        return _unmanaged_context
     if info is None:
         return _dummy_init(distributed=distributed, checkpoint_storage=checkpoint_storage)
     _install_stack_dump_handler()

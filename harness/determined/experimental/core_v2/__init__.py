@@ -17,7 +17,13 @@ from typing import Any
 
 from determined.core import DistributedContext, PreemptMode, TensorboardMode
 from determined.experimental.core_v2._config import Config, DefaultConfig, UnmanagedConfig
-from determined.experimental.core_v2._core_v2 import close, current_run, init, init_context
+from determined.experimental.core_v2._core_v2 import (
+    close,
+    close_run,
+    current_run,
+    init,
+    init_context,
+)
 from determined.experimental.core_v2._run import RunEnded
 
 # The singletons `init` sets and `close` clears.
@@ -38,6 +44,7 @@ __all__ = [
     "UnmanagedConfig",
     "checkpoint",
     "close",
+    "close_run",
     "current_run",
     "distributed",
     "info",

@@ -11,9 +11,9 @@ import secrets
 import sys
 from typing import Any
 
-import determined as det
 from determined import _info, core
 from determined.common import storage
+from determined.core import _context as core_context
 from determined.core._checkpoint import CheckpointContext
 from determined.core._distributed import DistributedContext, DummyDistributedContext
 from determined.core._metrics import MetricsShipper
@@ -176,7 +176,7 @@ def init_context(
 
     Args: as `init`.
     """
-    cluster_info = det.get_cluster_info()
+    cluster_info = _info.environment_cluster_info()
     if cluster_info is not None and cluster_info.task_type == "TRIAL":
         return core.init(
             distributed=distributed,
@@ -295,6 +295,8 @@ def init(
     _context = context
     _run = context.run if isinstance(context, _RunContext) else None
     _set_globals(context)
+    if _run is not None:
+        core_context.set_unmanaged_context(context)
     if not _atexit_registered:
         atexit.register(close)
         _atexit_registered = True
@@ -303,12 +305,21 @@ def init(
 def close() -> None:
     """Send what is queued, end the run (its trial COMPLETED) and clear the singletons;
     a no-op when no run is open. Reports through contexts kept from the run raise afterwards."""
+    close_run(None)
+
+
+def close_run(error: BaseException | None) -> None:
+    """`close()`, ending the trial as ERROR when `error` (CANCELED for a KeyboardInterrupt)."""
     global _context, _run
     context, _context, _run = _context, None, None
     if context is None:
         return
+    core_context.set_unmanaged_context(None)
     try:
-        context.close()
+        if error is None:
+            context.close()
+        else:
+            context.close(type(error), error, error.__traceback__)
     finally:
         _set_globals(None)
 
@@ -344,4 +355,4 @@ def current_run() -> UnmanagedRun | None:
     return _run
 
 
-__all__ = ["close", "current_run", "init", "init_context"]
+__all__ = ["close", "close_run", "current_run", "init", "init_context"]
