@@ -176,3 +176,19 @@ def test_bad_input_is_refused_with_the_field_named(tmp_path):
             assert parts.views.get_trial(opened["trial_id"])["state"] == "ACTIVE"
 
     run(body)
+
+
+def test_recovery_after_a_master_restart_launches_nothing_for_an_open_run(tmp_path):
+    async def body() -> None:
+        async with started_parts(tmp_path / "root") as (parts, runner):
+            clock = FakeClock()
+            runs = unmanaged_runs(parts, clock)
+            opened = runs.open_run(RUN)
+            parts.recovery.recover()
+            assert runner.launched == []
+            assert parts.views.get_trial(opened["trial_id"])["state"] == "ACTIVE"
+            # The kernel's token outlives the restart (trial tokens of runs do not).
+            principal = authenticate(parts.shared.store, opened["token"], user_token="u")
+            assert principal is not None and principal.trial_id == opened["trial_id"]
+
+    run(body)
