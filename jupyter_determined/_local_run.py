@@ -32,7 +32,9 @@ def local_hparams(config: dict) -> dict:
     return values
 
 
-def run_locally(shell: Any, cell: str, config: dict, *, name: str | None) -> None:
+def run_locally(
+    shell: Any, cell: str, config: dict, *, name: str | None, show_widget: bool = True
+) -> None:
     """Open an unmanaged run for `config`, run `cell` in the kernel inside it, and close it;
     the cell's exception (after the run ended as ERROR) propagates."""
     from determined.experimental import core_v2
@@ -56,6 +58,10 @@ def run_locally(shell: Any, cell: str, config: dict, *, name: str | None) -> Non
         f"Tracking local run: experiment {info.trial.experiment_id}, trial {info.trial.trial_id}",
         flush=True,
     )
+    if show_widget:  # the live widget under the cell, as for a submitted experiment
+        from jupyter_determined._widgets import show_experiment
+
+        show_experiment(info.trial.experiment_id)
     error: BaseException | None = None
     # The cell runs as the magic's own body (not a nested run_cell): its exception fails the
     # magic's cell, once, so papermill and "run all" stop at a failed local run.

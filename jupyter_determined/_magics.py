@@ -253,7 +253,7 @@ class DeterminedMagics(Magics):
 
             # Tracked as an unmanaged run: det.core.init() in the cell reports to it.
             config = resolve_config(args.config, shell.user_ns)
-            return run_locally(shell, cell, config, name=args.name)
+            return run_locally(shell, cell, config, name=args.name, show_widget=args.widget)
         config = resolve_config(args.config, shell.user_ns)
         try:
             exported = current_notebook_export(shell, which="above_current", training_code=cell)

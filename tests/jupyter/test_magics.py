@@ -154,7 +154,7 @@ def test_pause_activate_kill(shell, server, capsys) -> None:
     assert server.wait_experiment(experiment_id, timeout=90)["experiment"]["state"] == "CANCELED"
 
 
-LOCAL_CELL = """%%det_submit cfg --local
+LOCAL_CELL = """%%det_submit cfg --local --no-widget
 import determined as det
 hparams = det.get_cluster_info().trial.hparams
 with det.core.init() as core_context:
@@ -187,7 +187,7 @@ def test_local_trains_in_the_kernel_tracked_as_an_unmanaged_run(shell, server, c
     assert "trained locally" in server.trial_logs(trial["id"])
 
     # A cell that fails ends its run as ERROR; a searched range cannot run locally.
-    result = shell.run_cell("%%det_submit --local\nraise RuntimeError('diverged')")
+    result = shell.run_cell("%%det_submit --local --no-widget\nraise RuntimeError('diverged')")
     assert isinstance(result.error_in_exec, RuntimeError)
     failed_id = int(capsys.readouterr().out.split("experiment ")[1].split(",")[0])
     assert server.api("GET", f"experiments/{failed_id}")["experiment"]["state"] == "ERROR"
