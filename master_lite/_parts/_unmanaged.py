@@ -96,6 +96,8 @@ class UnmanagedRuns:
         self._experiments = experiments
         self._clock = clock
         self._timer: asyncio.TimerHandle | None = None
+        # Trials whose kernel holds a lease (kept in memory: trial JSON asks per trial).
+        self._live: set[int] = set()
 
     # -- opening and resuming -----------------------------------------------------------------
     def open_run(self, body: dict) -> dict:
@@ -118,6 +120,7 @@ class UnmanagedRuns:
             else:
                 trial = self._create(body, external_exp, external_trial, lease, token)
                 resumed = False
+        self._live.add(trial.id)
         self._arm_timer()
         experiment = self._views.experiment_row(trial.experiment_id)
         return {
@@ -302,6 +305,7 @@ class UnmanagedRuns:
         store = self._shared.store
         trial = self._views.trial_row(trial_id)
         store.unmanaged.update(trial_id, lease_expires=None, token_hash=None)
+        self._live.discard(trial_id)
         if trial.state in TERMINAL_TRIAL_STATES:
             return  # a user's kill or cancel ended it already; only the lease was left
         self._logs.master_log(trial_id, message)
@@ -327,9 +331,17 @@ class UnmanagedRuns:
         self._shared.store.experiments.set_state(exp_id, final, end_time=self._clock())
         self._views.publish_experiment(exp_id)
 
+    def kernel_allocation(self, trial_id: int) -> dict | None:
+        """What stands for a live unmanaged trial's allocation in its JSON (its kernel holds
+        no slots, but it runs: RUNNING, not QUEUED); None for other trials."""
+        if trial_id not in self._live:
+            return None
+        return {"id": f"unmanaged-{trial_id}", "slot_ids": [], "kernel": True}
+
     # -- the lease timer ----------------------------------------------------------------------
     def start(self) -> None:
         """Expire what lapsed while no master ran, and watch the leases that remain."""
+        self._live = {row.trial_id for row in self._shared.store.unmanaged.live()}
         self.expire_leases()
         self._arm_timer()
 

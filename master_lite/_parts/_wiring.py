@@ -77,7 +77,12 @@ def build_parts(
     )
     # The cycles: trial JSON shows the live allocation; the searchers create, stop and schedule
     # trials; a run's end goes back to the trial's and the experiment's state machines.
-    views.connect(allocation_of=runs.allocation_of_trial)
+    unmanaged = UnmanagedRuns(shared, views=views, logs=logs, experiments=experiments)
+    views.connect(
+        allocation_of=lambda trial_id: (
+            runs.allocation_of_trial(trial_id) or unmanaged.kernel_allocation(trial_id)
+        )
+    )
     searchers.connect(experiments=experiments, runs=runs)
     runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
     return Parts(
@@ -94,7 +99,7 @@ def build_parts(
         recovery=Recovery(
             shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
         ),
-        unmanaged=UnmanagedRuns(shared, views=views, logs=logs, experiments=experiments),
+        unmanaged=unmanaged,
     )
 
 

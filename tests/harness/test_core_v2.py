@@ -49,6 +49,7 @@ def test_a_run_reports_metrics_checkpoints_and_logs_then_closes_completed(master
     print("epoch 3 done")
     experiment = master.session.get(f"/experiments/{info.trial.experiment_id}")["experiment"]
     assert experiment["unmanaged"] is True and experiment["state"] == "ACTIVE"
+    assert master.session.get(f"/trials/{trial_id}")["trial"]["run_state"] == "RUNNING"
     core_v2.close()
 
     trial = master.session.get(f"/trials/{trial_id}")["trial"]

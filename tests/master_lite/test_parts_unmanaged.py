@@ -192,3 +192,19 @@ def test_recovery_after_a_master_restart_launches_nothing_for_an_open_run(tmp_pa
             assert principal is not None and principal.trial_id == opened["trial_id"]
 
     run(body)
+
+
+def test_a_live_run_reads_running_not_queued(tmp_path):
+    async def body() -> None:
+        async with started_parts(tmp_path / "root") as (parts, runner):
+            opened = parts.unmanaged.open_run(RUN)
+            trial = parts.views.get_trial(opened["trial_id"])
+            assert trial["run_state"] == "RUNNING"
+            assert trial["allocation_id"] == f"unmanaged-{opened['trial_id']}"
+            [listed] = parts.views.list_trials(opened["experiment_id"])
+            assert listed["run_state"] == "RUNNING"
+            parts.unmanaged.close_run(opened["trial_id"], "COMPLETED")
+            trial = parts.views.get_trial(opened["trial_id"])
+            assert trial["run_state"] is None and trial["allocation_id"] is None
+
+    run(body)
