@@ -370,6 +370,18 @@ class Experiments:
             )
             self._set_experiment_state(exp_id, final, ended=True)
             return
+        if experiment.config.get("unmanaged"):  # no searcher: it ends with its last trial
+            if trials and all(t.state in TERMINAL_TRIAL_STATES for t in trials):
+                ends = {t.state for t in trials}
+                final = (
+                    ExperimentState.ERROR
+                    if TrialState.ERROR in ends
+                    else ExperimentState.CANCELED
+                    if TrialState.CANCELED in ends
+                    else ExperimentState.COMPLETED
+                )
+                self._set_experiment_state(exp_id, final, ended=True)
+            return
         if not experiment.searcher_shutdown:
             return
         unfinished = [t for t in trials if t.state not in TERMINAL_TRIAL_STATES]

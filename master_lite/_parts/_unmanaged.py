@@ -19,7 +19,6 @@ from typing import Any
 
 from determined.common import expconf
 from determined.common.states import (
-    TERMINAL_EXPERIMENT_STATES,
     TERMINAL_TRIAL_STATES,
     ExperimentState,
     TrialState,
@@ -306,30 +305,13 @@ class UnmanagedRuns:
         trial = self._views.trial_row(trial_id)
         store.unmanaged.update(trial_id, lease_expires=None, token_hash=None)
         self._live.discard(trial_id)
-        if trial.state in TERMINAL_TRIAL_STATES:
-            return  # a user's kill or cancel ended it already; only the lease was left
-        self._logs.master_log(trial_id, message)
-        store.trials.update(trial_id, exit_summary=None if state == "COMPLETED" else message)
-        self._experiments.end_trial(trial, state, None)
-        self._finish_experiment(trial.experiment_id)
-
-    def _finish_experiment(self, exp_id: int) -> None:
-        """An unmanaged experiment ends when its last live trial ends: ERROR if any trial
-        failed, else CANCELED if any was canceled, else COMPLETED."""
-        experiment = self._views.experiment_row(exp_id)
-        if experiment.state in TERMINAL_EXPERIMENT_STATES:
-            return
-        states = {t.state for t in self._shared.store.trials.of_experiment(exp_id)}
-        if not states <= {str(s) for s in TERMINAL_TRIAL_STATES}:
-            return
-        if str(TrialState.ERROR) in states:
-            final = ExperimentState.ERROR
-        elif str(TrialState.CANCELED) in states:
-            final = ExperimentState.CANCELED
-        else:
-            final = ExperimentState.COMPLETED
-        self._shared.store.experiments.set_state(exp_id, final, end_time=self._clock())
-        self._views.publish_experiment(exp_id)
+        # A user's kill or cancel may have ended it already: then only the lease was left.
+        if trial.state not in TERMINAL_TRIAL_STATES:
+            self._logs.master_log(trial_id, message)
+            store.trials.update(trial_id, exit_summary=None if state == "COMPLETED" else message)
+            self._experiments.end_trial(trial, state, None)
+        # An unmanaged experiment ends with its last live trial (Experiments' rule for it).
+        self._experiments.maybe_finish_experiment(trial.experiment_id)
 
     def kernel_allocation(self, trial_id: int) -> dict | None:
         """What stands for a live unmanaged trial's allocation in its JSON (its kernel holds

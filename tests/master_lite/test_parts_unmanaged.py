@@ -157,6 +157,12 @@ def test_a_user_kill_ends_the_run_and_pause_is_refused(tmp_path):
             assert runs.expire_leases() == [opened["trial_id"]]
             assert parts.views.get_trial(opened["trial_id"])["state"] == "CANCELED"
 
+            # Killing the one trial of a run (not its experiment) ends the experiment too.
+            other = runs.open_run({**RUN, "external_experiment_id": "exp-b"})
+            parts.experiments.kill_trial(other["trial_id"])
+            assert parts.views.get_trial(other["trial_id"])["state"] == "CANCELED"
+            assert parts.views.get_experiment(other["experiment_id"])["state"] == "CANCELED"
+
     run(body)
 
 

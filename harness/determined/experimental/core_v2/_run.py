@@ -38,22 +38,26 @@ class _Tee:
         self._stream = stream
         self._sink = sink
         self._partial = ""
+        self._lock = threading.Lock()  # threads print too (data loaders, loggers)
 
     def write(self, text: str) -> int:
         written = self._inner.write(text)
-        self._partial += text
-        if "\n" in self._partial:
+        with self._lock:
+            self._partial += text
+            if "\n" not in self._partial:
+                return written
             *lines, self._partial = self._partial.split("\n")
-            self._sink.add(self._stream, lines)
+        self._sink.add(self._stream, lines)
         return written
 
     def flush(self) -> None:
         self._inner.flush()
 
     def flush_partial(self) -> None:
-        if self._partial:
-            self._sink.add(self._stream, [self._partial])
-            self._partial = ""
+        with self._lock:
+            partial, self._partial = self._partial, ""
+        if partial:
+            self._sink.add(self._stream, [partial])
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ... of the real one
         return getattr(self._inner, name)
@@ -96,6 +100,8 @@ class UnmanagedRun:
         self.trial_id: int = int(answer["trial_id"])
         self.experiment_id: int = int(answer["experiment_id"])
         self.trial_session = Session(session.master_url, answer["token"])
+        # The keeper thread's own session: a requests session is not shared between threads.
+        self._keeper_session = Session(session.master_url, answer["token"])
         self._lease_seconds = float(answer.get("lease_seconds") or lease_seconds)
         self._capture_output = capture_output
         self._sink = _LineSink()
@@ -135,7 +141,7 @@ class UnmanagedRun:
         self._ship_logs()
         if self._ended is None:
             try:
-                self.trial_session.post(
+                self._keeper_session.post(
                     f"/unmanaged/trials/{self.trial_id}/close",
                     {"state": state, "message": message},
                 )
@@ -146,6 +152,7 @@ class UnmanagedRun:
             "call core_v2.init(...) again, with the same external ids to resume this trial"
         )
         self.trial_session.close()
+        self._keeper_session.close()
 
     def _restore_streams(self) -> None:
         for name, tee in reversed(self._tees):
@@ -166,7 +173,7 @@ class UnmanagedRun:
 
     def _renew(self) -> None:
         try:
-            self.trial_session.post(f"/unmanaged/trials/{self.trial_id}/heartbeat", {})
+            self._keeper_session.post(f"/unmanaged/trials/{self.trial_id}/heartbeat", {})
         except APIError as exc:
             if exc.status in (401, 404, 409):
                 self._ended = (
@@ -187,7 +194,9 @@ class UnmanagedRun:
             if not lines:
                 return
             try:
-                self.trial_session.post(f"/unmanaged/trials/{self.trial_id}/logs", {"logs": lines})
+                self._keeper_session.post(
+                    f"/unmanaged/trials/{self.trial_id}/logs", {"logs": lines}
+                )
             except Exception as exc:  # logs are best effort; reports say what went wrong
                 logger.debug(
                     "shipping %d log lines of trial %s: %s", len(lines), self.trial_id, exc
