@@ -1,10 +1,12 @@
 """`%%det_submit --local`: the cell trains in this kernel, tracked by the master as an
 unmanaged run (`det.experimental.core_v2`), instead of being submitted.
 
-While the cell runs, `det.core.init()` and `det.get_cluster_info()` in it answer the run's
-contexts and facts (its hyperparameters, its trial), so the same cell that `%%det_submit` sends
-to the master reports to the master from here. The run ends with the cell: COMPLETED, or ERROR
-when the cell raised (CANCELED when interrupted).
+While the cell runs, `det.core.init()` in it returns the run's contexts, so the same Core API
+cell that `%%det_submit` sends to the master reports to the master from here; the run's facts
+(its hyperparameters, its trial) are `core_v2.info`. `det.get_cluster_info()` stays None, as
+off the master in Determined, so Native API calls in the cell keep their notebook behaviour.
+The run ends with the cell: COMPLETED, or ERROR when the cell raised (CANCELED when
+interrupted).
 """
 
 from __future__ import annotations

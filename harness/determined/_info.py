@@ -202,31 +202,15 @@ class ClusterInfo:
 
 
 _cached: tuple[tuple, ClusterInfo | None] | None = None
-# The run `det.experimental.core_v2` opened in this process (a notebook's kernel), if any:
-# what `get_cluster_info()` answers where no master started this process.
-_unmanaged_info: ClusterInfo | None = None
-
-
-def set_unmanaged_info(info: ClusterInfo | None) -> None:
-    """Make `info` (an open core_v2 run's) what `get_cluster_info()` answers off the master."""
-    global _unmanaged_info
-    _unmanaged_info = info
-
-
-def environment_cluster_info() -> ClusterInfo | None:
-    """The ClusterInfo the master gave this process (DET_* environment), ignoring core_v2."""
-    global _cached
-    key = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("DET_")))
-    if _cached is None or _cached[0] != key:
-        _cached = (key, ClusterInfo._from_env(os.environ))
-    return _cached[1]
 
 
 def get_cluster_info() -> ClusterInfo | None:
     """The ClusterInfo of this task, or None when not running under a master.
 
     Parsed once per distinct DET_* environment (tests and notebooks may change it in-process).
-    Off the master, while a `det.experimental.core_v2` run is open, that run's.
     """
-    info = environment_cluster_info()
-    return info if info is not None else _unmanaged_info
+    global _cached
+    key = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("DET_")))
+    if _cached is None or _cached[0] != key:
+        _cached = (key, ClusterInfo._from_env(os.environ))
+    return _cached[1]

@@ -156,7 +156,9 @@ def test_pause_activate_kill(shell, server, capsys) -> None:
 
 LOCAL_CELL = """%%det_submit cfg --local --no-widget
 import determined as det
-hparams = det.get_cluster_info().trial.hparams
+from determined.experimental import core_v2
+assert det.get_cluster_info() is None  # as off the master: only core.init() is the run's
+hparams = core_v2.info.trial.hparams
 with det.core.init() as core_context:
     for step in (1, 2):
         core_context.train.report_training_metrics(step, {"loss": hparams["lr"] * step})

@@ -202,7 +202,6 @@ def set_unmanaged_context(context: Context | None) -> None:
     """Make `context` (an open core_v2 run's) what `init()` returns off the master."""
     global _unmanaged_context
     _unmanaged_context = context
-    _info.set_unmanaged_info(context.info if context is not None else None)
 
 
 def _dummy_init(
@@ -260,7 +259,7 @@ def init(
             `preempt_mode`/`tensorboard_mode`.
         TypeError: `checkpoint_storage` is neither a str, a dict nor None.
     """
-    info = _info.environment_cluster_info()
+    info = _info.get_cluster_info()
     if info is None and _unmanaged_context is not None and not _unmanaged_context._closed:
         return _unmanaged_context
     if info is None:

@@ -176,7 +176,7 @@ def init_context(
 
     Args: as `init`.
     """
-    cluster_info = _info.environment_cluster_info()
+    cluster_info = _info.get_cluster_info()
     if cluster_info is not None and cluster_info.task_type == "TRIAL":
         return core.init(
             distributed=distributed,
