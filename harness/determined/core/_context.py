@@ -234,7 +234,9 @@ def init(
 
     In a trial started by the master, the contexts talk to the master; anywhere else (a laptop,
     a notebook, a test) they are the `Dummy*` contexts: reports are logged and checkpoints go to
-    local storage, so the same training code runs in both places.
+    local storage, so the same training code runs in both places. While a
+    `det.experimental.core_v2` run is open in this process (`core_v2.init()`,
+    `%%det_submit --local`), it returns that run's contexts instead: the master tracks them.
 
     Args:
         distributed: how this process talks to the trial's other processes, e.g.
