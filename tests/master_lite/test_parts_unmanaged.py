@@ -214,3 +214,16 @@ def test_a_live_run_reads_running_not_queued(tmp_path):
             assert trial["run_state"] is None and trial["allocation_id"] is None
 
     run(body)
+
+
+def test_reported_progress_moves_the_experiments_bar(tmp_path):
+    async def body() -> None:
+        async with started_parts(tmp_path / "root") as (parts, runner):
+            first = parts.unmanaged.open_run(RUN)
+            second = parts.unmanaged.open_run({**RUN, "external_trial_id": "trial-2"})
+            parts.reports.report_progress(first["trial_id"], 0.5)
+            assert parts.views.get_experiment(first["experiment_id"])["progress"] == 0.25
+            parts.reports.report_progress(second["trial_id"], 1.0)
+            assert parts.views.get_experiment(first["experiment_id"])["progress"] == 0.75
+
+    run(body)
