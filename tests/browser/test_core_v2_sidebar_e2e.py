@@ -96,3 +96,37 @@ def test_a_core_v2_run_in_the_kernel_shows_live_in_the_sidebar_with_its_kernel_b
     )
     assert lab.api("GET", f"trials/{trial_id}")["trial"]["state"] == "COMPLETED"
     assert extension_page_errors() == []
+
+
+LOCAL_CELL = """\
+%%det_submit --local --name local-in-kernel
+import determined as det
+with det.core.init() as core_context:
+    for step in range(1, 4):
+        core_context.train.report_training_metrics(step, {"loss": 1 / step})
+print("local training done")
+"""
+
+
+def test_det_submit_local_shows_its_live_widget_with_the_kernel_badge(
+    page, lab: Lab, screenshot, extension_page_errors
+) -> None:
+    lab.write_notebook("local-run.ipynb", ["%load_ext jupyter_determined", LOCAL_CELL])
+    known = {e["id"] for e in lab.api("GET", "experiments")["experiments"]}
+    lab.open_notebook(page, "local-run.ipynb")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    experiment = lab.wait_for(
+        "the --local run's experiment",
+        lambda: [e for e in lab.api("GET", "experiments")["experiments"] if e["id"] not in known],
+        timeout=90,
+    )[0]
+    assert experiment["unmanaged"] is True and experiment["name"] == "local-in-kernel"
+    widget = f'.jp-OutputArea-output.jp-Det-notebookWidget[data-experiment-id="{experiment["id"]}"]'
+    page.wait_for_selector(f'{widget} .jp-Det-expHeader [data-state="COMPLETED"]', timeout=90_000)
+    page.wait_for_selector(f'{widget} .jp-Det-kernel[data-kernel="ended"]')
+    page.wait_for_selector(".jp-OutputArea-output:has-text('local training done')")
+    trial_id = lab.api("GET", f"experiments/{experiment['id']}")["trials"][0]["id"]
+    metrics = lab.api("GET", f"trials/{trial_id}/metrics", params={"group": "training"})
+    assert [m["steps_completed"] for m in metrics["metrics"]] == [1, 2, 3]
+    screenshot(page, "core-v2-local-widget")
+    assert extension_page_errors() == []
