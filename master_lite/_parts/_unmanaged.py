@@ -221,8 +221,13 @@ class UnmanagedRuns:
     def _reopen_experiment(self, exp_id: int) -> None:
         experiment = self._views.experiment_row(exp_id)
         if experiment.state != ExperimentState.ACTIVE:
+            # Live again: not archived, and its checkpoints are collected again when it ends.
             self._shared.store.experiments.update(
-                exp_id, state=str(ExperimentState.ACTIVE), end_time=None
+                exp_id,
+                state=str(ExperimentState.ACTIVE),
+                end_time=None,
+                archived=False,
+                checkpoint_gc_done=False,
             )
             self._views.publish_experiment(exp_id)
 

@@ -118,6 +118,7 @@ def test_resuming_by_external_ids_continues_the_same_trial(tmp_path):
             )
             clock.now += 31
             runs.expire_leases()
+            parts.experiments.experiment_action(first["experiment_id"], "archive")
             again = runs.open_run({**RUN, "hparams": {"ignored": True}})
             assert again["resumed"] is True
             assert (again["experiment_id"], again["trial_id"]) == (
@@ -128,7 +129,9 @@ def test_resuming_by_external_ids_continues_the_same_trial(tmp_path):
             assert again["latest_checkpoint"] == "ck-1"
             assert again["hparams"] == RUN["hparams"]  # the trial's own, not the new ones
             assert parts.views.get_trial(first["trial_id"])["state"] == "ACTIVE"
-            assert parts.views.get_experiment(first["experiment_id"])["state"] == "ACTIVE"
+            resumed_experiment = parts.views.get_experiment(first["experiment_id"])
+            assert resumed_experiment["state"] == "ACTIVE"
+            assert resumed_experiment["archived"] is False
             # The dead kernel's token no longer works; the new one does.
             store = parts.shared.store
             assert authenticate(store, first["token"], user_token="u") is None
