@@ -119,3 +119,9 @@ def _checkpoint_dir(tmp_path: pathlib.Path, content: str) -> pathlib.Path:
     directory.mkdir()
     (directory / "state.txt").write_text(content)
     return directory
+
+
+def test_core_v2_is_reachable_as_an_attribute_like_determineds() -> None:
+    import determined as det
+
+    assert det.experimental.core_v2 is core_v2
