@@ -8,7 +8,7 @@ import { Widget } from '@lumino/widgets';
 import { DeterminedClient, describeError } from './api';
 import { EventHub, FeedMode } from './events';
 import { ClusterStrip } from './cluster';
-import { progressText, stateBadge, stateProgressBar } from './badges';
+import { kernelBadge, progressText, stateBadge, stateProgressBar } from './badges';
 import { errorBox, h, replaceChildren, select } from './dom';
 import { formatMetric, formatStartTime } from './format';
 import { IExperimentFilter, filterExperiments } from './states';
@@ -64,6 +64,7 @@ function experimentRow(experiment: IExperiment, open: (id: number) => void): HTM
       { class: 'jp-Det-expRow-head' },
       h('span', { class: 'jp-Det-expId' }, `#${experiment.id}`),
       h('span', { class: 'jp-Det-expName' }, experiment.name || '(unnamed)'),
+      kernelBadge(experiment),
       stateBadge(experiment.state)
     ),
     h(

@@ -35,6 +35,8 @@ export interface IExperiment {
   notebook?: { path?: string; cell_ids?: string[] } | null;
   parent_id?: number | null;
   config?: Record<string, unknown>;
+  /** Trains in a Jupyter kernel (core_v2, unmanaged): the master runs nothing for it. */
+  unmanaged?: boolean;
 }
 
 export interface IMetricSnapshot {

@@ -16,6 +16,7 @@
 * `Checkpoints` (_checkpoints.py): checkpoint reports and reads.
 * `Models` (_models.py): the model registry (models, their versions, the checkpoints they keep).
 * `Recovery` (_recovery.py): at start, reconcile the store with what still runs.
+* `UnmanagedRuns` (_unmanaged.py): trials that train in a kernel (core_v2), with their leases.
 * `build_parts` (_wiring.py) builds them all and wires the calls that go both ways.
 """
 
@@ -32,6 +33,7 @@ from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
 from master_lite._parts._tokens import authenticate
+from master_lite._parts._unmanaged import UnmanagedRuns
 from master_lite._parts._views import Views
 from master_lite._parts._wiring import Parts, build_parts, make_runner
 
@@ -53,6 +55,7 @@ __all__ = [
     "Runs",
     "Searchers",
     "TrialLogs",
+    "UnmanagedRuns",
     "Views",
     "authenticate",
     "build_parts",

@@ -17,6 +17,7 @@ from master_lite._parts._run_exits import RunExits
 from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState
+from master_lite._parts._unmanaged import UnmanagedRuns
 from master_lite._parts._views import Views
 from master_lite.scheduler import GPU, LocalRunner, RayCluster, RayRunner, Runner, Scheduler
 
@@ -37,6 +38,7 @@ class Parts:
     checkpoints: Checkpoints
     models: Models
     recovery: Recovery
+    unmanaged: UnmanagedRuns
 
 
 def build_parts(
@@ -77,7 +79,12 @@ def build_parts(
     )
     # The cycles: trial JSON shows the live allocation; the searchers create, stop and schedule
     # trials; a run's end goes back to the trial's and the experiment's state machines.
-    views.connect(allocation_of=runs.allocation_of_trial)
+    unmanaged = UnmanagedRuns(shared, views=views, logs=logs, experiments=experiments)
+    views.connect(
+        allocation_of=lambda trial_id: (
+            runs.allocation_of_trial(trial_id) or unmanaged.kernel_allocation(trial_id)
+        )
+    )
     searchers.connect(experiments=experiments, runs=runs)
     runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
     checkpoints = Checkpoints(shared, views=views, runs=runs)
@@ -96,6 +103,7 @@ def build_parts(
         recovery=Recovery(
             shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
         ),
+        unmanaged=unmanaged,
     )
 
 

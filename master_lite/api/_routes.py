@@ -39,6 +39,7 @@ from master_lite.api._schemas import (
     TRIALS_LIMIT,
 )
 from master_lite.api._trial_routes import TRIAL_ROUTES
+from master_lite.api._unmanaged import UNMANAGED_ROUTES
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -189,6 +190,7 @@ ROUTES: tuple[Route, ...] = (
         (EXPERIMENT_ID, ACTION),
     ),
     *TRIAL_ROUTES,
+    *UNMANAGED_ROUTES,
     Route(
         "/checkpoints",
         _checkpoints.CheckpointsHandler,

@@ -14,10 +14,12 @@ from ._rows import (
     Row,
     TokenRow,
     TrialRow,
+    UnmanagedTrialRow,
 )
 from ._schema import MIGRATIONS
 from ._series import Logs, Metrics
 from ._store import Store
+from ._unmanaged import UnmanagedTrials
 
 __all__ = [
     "MIGRATIONS",
@@ -43,5 +45,7 @@ __all__ = [
     "TokenRow",
     "TrialRow",
     "Trials",
+    "UnmanagedTrialRow",
+    "UnmanagedTrials",
     "registered_message",
 ]

@@ -156,6 +156,24 @@ class TokenRow(Row):
 
 
 @dataclasses.dataclass(frozen=True)
+class UnmanagedTrialRow(Row):
+    """A row of `unmanaged_trials` (migration 6): a trial that trains where the master does not
+    run it (a Jupyter kernel), with the lease that keeps it live."""
+
+    TABLE: ClassVar[str] = "unmanaged_trials"
+    KEY: ClassVar[str] = "trial_id"
+
+    trial_id: int
+    experiment_id: int
+    external_experiment_id: str
+    external_trial_id: str
+    token_hash: str | None  # sha256 of the kernel's token; None once the trial ended
+    lease_seconds: float
+    lease_expires: float | None  # wall-clock deadline of the lease; None once the trial ended
+    host: str  # where it runs, for people ("kernel on HOST pid N")
+
+
+@dataclasses.dataclass(frozen=True)
 class CheckpointRow(Row):
     """A row of `checkpoints`."""
 
@@ -235,4 +253,5 @@ __all__ = [
     "Row",
     "TokenRow",
     "TrialRow",
+    "UnmanagedTrialRow",
 ]

@@ -183,12 +183,34 @@ CREATE TABLE model_versions (
 CREATE INDEX model_versions_by_checkpoint ON model_versions (checkpoint_uuid)
 """
 
+# Runs that train in a Jupyter kernel (or any process the master does not start), tracked like
+# Determined's unmanaged trials (docs/results.md, "Tracking a run that trains in the kernel"):
+# one row per unmanaged trial, found again by the external ids a resumed run gives. The kernel
+# holds a lease it renews by heartbeat; `lease_expires` (wall clock, so it survives a master
+# restart) past due ends the trial as ERROR, NULL once it ended. The token is the kernel's, stored
+# hashed; it authorizes only this trial's reports while the trial is live.
+MIGRATION_6_UNMANAGED = """
+CREATE TABLE unmanaged_trials (
+    trial_id INTEGER PRIMARY KEY REFERENCES trials(id),
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    external_experiment_id TEXT NOT NULL,
+    external_trial_id TEXT NOT NULL,
+    token_hash TEXT,
+    lease_seconds REAL NOT NULL,
+    lease_expires REAL,
+    host TEXT NOT NULL DEFAULT '',
+    UNIQUE (external_experiment_id, external_trial_id)
+);
+CREATE INDEX unmanaged_trials_by_token ON unmanaged_trials (token_hash)
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_INITIAL,
     MIGRATION_2_FAULT_TOLERANCE,
     MIGRATION_3_CURRENT_SERIES_INDEX,
     MIGRATION_4_TRIAL_EXIT_DETAILS,
     MIGRATION_5_MODEL_REGISTRY,
+    MIGRATION_6_UNMANAGED,
 ]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.
@@ -203,4 +225,5 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "trial_tokens": frozenset(),
     "models": frozenset({"metadata", "labels"}),
     "model_versions": frozenset({"metadata", "labels"}),
+    "unmanaged_trials": frozenset(),
 }

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _models, _repositories, _series
+from . import _models, _repositories, _series, _unmanaged
 from ._schema import JSON_COLUMNS, MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
@@ -48,6 +48,7 @@ class Store:
         self.contexts = _repositories.Contexts(self)
         self.models = _models.Models(self)
         self.model_versions = _models.ModelVersions(self)
+        self.unmanaged = _unmanaged.UnmanagedTrials(self)
 
     # -- connections and transactions --------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:

@@ -817,6 +817,10 @@ def test_trial_scoped_operations_are_the_documented_ones() -> None:
         ("PATCH", "/checkpoints"): TrialScope.CHECKPOINT_DELETE,
         ("GET", "/checkpoints/{uuid}"): TrialScope.CHECKPOINT_READ,
         ("GET", "/checkpoints/{uuid}/model_versions"): TrialScope.CHECKPOINT_READ,
+        # An unmanaged run's kernel (core_v2), with its trial's token (docs/rest-api.md).
+        ("POST", "/unmanaged/trials/{trial_id}/heartbeat"): TrialScope.TRIAL,
+        ("POST", "/unmanaged/trials/{trial_id}/logs"): TrialScope.TRIAL,
+        ("POST", "/unmanaged/trials/{trial_id}/close"): TrialScope.TRIAL,
     }
 
 

@@ -23,7 +23,7 @@ from determined.experimental._native import (
     submit_native,
 )
 
-_LAZY_SUBMODULES = frozenset({"keras", "estimator", "client"})
+_LAZY_SUBMODULES = frozenset({"keras", "estimator", "client", "core_v2"})
 # Determined's SDK names here, from determined.common.experimental (its modules `checkpoint`,
 # `metrics` and `model` too).
 _SDK_NAMES = frozenset(
