@@ -60,10 +60,11 @@ master: install
 demo: install
 	$(PY) -m jupyter_determined._demo
 
-## test-deps: what only the tests need beyond the Python packages: Debian's chromium, and
-## openssl (the report courier's HTTPS tests make a self-signed certificate)
+## test-deps: what only the tests need beyond the Python packages: Debian's chromium, openssl
+## (the report courier's HTTPS tests make a self-signed certificate), and podman with runc (the
+## container runner's tests; Debian's default crun refuses some hosts' cgroup setups)
 test-deps:
-	@command -v chromium >/dev/null && command -v openssl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openssl >/dev/null; }
+	@command -v chromium >/dev/null && command -v openssl >/dev/null && command -v podman >/dev/null && command -v runc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openssl podman runc >/dev/null; }
 
 ## lint: ruff (rules and formatting) and mypy on the Python packages; eslint, prettier and tsc on
 ## the sidebar. `make format` applies the formatters.

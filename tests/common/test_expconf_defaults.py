@@ -320,12 +320,12 @@ def test_warnings_name_fields_the_local_runner_ignores() -> None:
         "resources": {"resource_pool": "gpu-pool", "slots_per_trial": 1},
     }
     notes = expconf.warnings(config)
-    assert [note.split(":")[0] for note in notes] == [
-        "bind_mounts",
-        "environment.image",
-        "resources.resource_pool",
-    ]
-    assert "ignored by the local runner" in notes[0]
+    # environment.image runs trials in containers, which use bind_mounts.
+    assert [note.split(":")[0] for note in notes] == ["resources.resource_pool"]
+    del config["environment"]["image"]
+    notes = expconf.warnings(config)
+    assert [note.split(":")[0] for note in notes] == ["bind_mounts", "resources.resource_pool"]
+    assert "ignored without environment.image" in notes[0]
     assert notes == sorted(notes)
     assert expconf.warnings(minimal()) == []
     assert expconf.warnings(expconf.apply_defaults(minimal(), seed=1)) == []

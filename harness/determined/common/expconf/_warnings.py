@@ -8,7 +8,6 @@ _NO_CONTAINERS = "ignored by the local runner (trials run as local processes, no
 
 # (section, field, message): warn when config[section][field] is set to something non-default.
 _IGNORED_FIELDS = [
-    ("environment", "image", f"{_NO_CONTAINERS}; trials use the master's Python environment"),
     ("environment", "pod_spec", _NO_CONTAINERS),
     ("environment", "registry_auth", _NO_CONTAINERS),
     ("environment", "force_pull_image", _NO_CONTAINERS),
@@ -21,11 +20,14 @@ _IGNORED_FIELDS = [
     ("resources", "shm_size", _NO_CONTAINERS),
     ("resources", "agent_label", "ignored (master_lite has a single agent: this machine)"),
 ]
-_IGNORED_SECTIONS = {
+# Used by trials in containers (environment.image), ignored by local processes.
+_CONTAINER_SECTIONS = {
     "bind_mounts": (
-        "ignored by the local runner (trials run as local processes and already see the host's"
-        " files: use absolute host paths in your code instead)"
+        "ignored without environment.image (trials run as local processes and already see the "
+        "host's files: use absolute host paths in your code instead)"
     ),
+}
+_IGNORED_SECTIONS = {
     "slurm": "ignored (master_lite runs trials locally, not through Slurm)",
     "pbs": "ignored (master_lite runs trials locally, not through PBS)",
     "integrations": "ignored by master_lite",
@@ -42,6 +44,12 @@ def warnings(config: dict) -> list[str]:
         for section, message in _IGNORED_SECTIONS.items()
         if _is_set(config.get(section))
     ]
+    if not _is_set((config.get("environment") or {}).get("image")):
+        notes += [
+            f"{section}: {message}"
+            for section, message in _CONTAINER_SECTIONS.items()
+            if _is_set(config.get(section))
+        ]
     for section, field, message in _IGNORED_FIELDS:
         container = config.get(section)
         if isinstance(container, dict) and _is_set(container.get(field)):

@@ -1,0 +1,131 @@
+"""The container runtime's pure parts: image choice, generated settings, mounts, GPU devices."""
+
+from __future__ import annotations
+
+import resource
+import shutil
+from pathlib import Path
+
+import pytest
+
+from master_lite.scheduler import (
+    ContainerRuntime,
+    Runner,
+    container_image,
+    gpu_device_args,
+)
+from master_lite.scheduler._container_runtime import config_mounts, harness_mount
+
+
+def test_the_image_is_chosen_by_slot_type() -> None:
+    assert container_image({}, gpu=False) is None
+    assert container_image({"environment": {"image": None}}, gpu=True) is None
+    assert container_image({"environment": {"image": "img:1"}}, gpu=True) == "img:1"
+    both = {"environment": {"image": {"cpu": "c", "cuda": "g"}}}
+    assert container_image(both, gpu=False) == "c"
+    assert container_image(both, gpu=True) == "g"
+    # `gpu` is Determined's older name for `cuda`; a missing kind falls back to the other one.
+    assert container_image({"environment": {"image": {"gpu": "old"}}}, gpu=True) == "old"
+    assert container_image({"environment": {"image": {"cpu": "c"}}}, gpu=True) == "c"
+
+
+def test_generated_settings_match_this_hosts_limits(tmp_path: Path) -> None:
+    runtime = ContainerRuntime("podman", root_dir=tmp_path)
+    args = runtime.host_settings()
+    _, nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if nofile != resource.RLIM_INFINITY:
+        assert f"nofile={nofile}:{nofile}" in args
+    assert any(arg.startswith("nproc=") for arg in args)
+    if shutil.which("runc"):
+        assert args[:2] == ["--runtime", shutil.which("runc")]
+    # Docker has no --runtime runc default to override.
+    assert "--runtime" not in ContainerRuntime("docker", root_dir=tmp_path).host_settings()
+
+
+def test_container_names_are_tied_to_the_trial_and_unique_per_master(tmp_path: Path) -> None:
+    one = ContainerRuntime("podman", root_dir=tmp_path / "one")
+    two = ContainerRuntime("podman", root_dir=tmp_path / "two")
+    assert one.container_name("trial-7.2").endswith("-trial-7.2")
+    assert one.container_name("trial-7.2") != two.container_name("trial-7.2")
+
+
+def test_run_command_passes_values_by_name_only(tmp_path: Path) -> None:
+    runtime = ContainerRuntime("podman", root_dir=tmp_path)
+    command = runtime.run_command(
+        name="det-x-trial-1.1",
+        image="img:1",
+        argv=["python3", "train.py"],
+        env_names=["DET_SESSION_TOKEN"],
+        work_dir="/w",
+        mounts=[harness_mount()],
+        device_args=[],
+    )
+    assert command[-3:] == ["img:1", "python3", "train.py"]
+    assert ["--env", "DET_SESSION_TOKEN"] == command[command.index("--env") :][:2]
+    assert ["--network", "host"] == command[command.index("--network") :][:2]
+    assert any(arg.endswith(":/opt/determined-harness/determined:ro") for arg in command)
+
+
+def test_mounts_come_from_bind_mounts_and_shared_fs_storage() -> None:
+    config = {
+        "bind_mounts": [{"host_path": "/data", "container_path": "/in", "read_only": True}],
+        "checkpoint_storage": {"type": "shared_fs", "host_path": "/ckpt", "storage_path": "."},
+    }
+    mounts = {where: mount.argument() for where, mount in config_mounts(config)}
+    assert mounts == {
+        "bind_mounts[0].host_path": "/data:/in:ro",
+        "checkpoint_storage.host_path": "/ckpt:/ckpt",
+    }
+
+
+def test_gpus_go_through_cdi_when_a_spec_names_them(tmp_path: Path) -> None:
+    cdi = tmp_path / "cdi"
+    cdi.mkdir()
+    (cdi / "nvidia.yaml").write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n")
+    args, visible = gpu_device_args([2, 3], cdi_dirs=[cdi], dev_dir=tmp_path / "dev")
+    assert args == ["--device", "nvidia.com/gpu=2", "--device", "nvidia.com/gpu=3"]
+    assert visible == "0,1"  # CDI gives the container only those two, numbered from 0
+
+
+def test_gpus_without_cdi_pass_the_device_nodes(tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"):
+        (dev / name).touch()
+    args, visible = gpu_device_args([1], cdi_dirs=[tmp_path / "no-cdi"], dev_dir=dev)
+    assert args == [
+        "--device",
+        str(dev / "nvidia1"),
+        "--device",
+        str(dev / "nvidiactl"),
+        "--device",
+        str(dev / "nvidia-uvm"),
+    ]
+    assert visible == "1"
+    assert gpu_device_args([], cdi_dirs=[], dev_dir=dev) == ([], "")
+
+
+class _NoContainers(Runner):
+    def launch(self, spec):  # type: ignore[no-untyped-def]
+        return None
+
+    def running(self):  # type: ignore[no-untyped-def]
+        return []
+
+    def send_signal(self, allocation_id, sig):  # type: ignore[no-untyped-def]
+        return False
+
+    def terminate(self, allocation_id, grace):  # type: ignore[no-untyped-def]
+        return False
+
+    def kill(self, allocation_id):  # type: ignore[no-untyped-def]
+        return False
+
+
+@pytest.mark.parametrize("image", ["img:1", {"cpu": "img:1"}])
+def test_runners_without_containers_refuse_images(image: object) -> None:
+    """What Ray's runner (and a deployment's own runner class) answers at submit time."""
+    runner = _NoContainers(log_sink=lambda records: None, on_exit=lambda a, c: None)
+    (problem,) = runner.config_problems({"environment": {"image": image}})
+    assert problem.startswith("environment.image: _NoContainers does not run trials in containers")
+    assert runner.config_problems({"environment": {}}) == []
