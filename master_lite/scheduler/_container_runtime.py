@@ -20,8 +20,16 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-# Where the harness (`determined`) is bind-mounted read-only inside every trial container.
+# Where the harness (`determined`) is bind-mounted read-only inside every trial container (put
+# on PYTHONPATH), and its dependencies (appended to sys.path by `determined` itself, so that the
+# image's own versions win).
 HARNESS_MOUNT = "/opt/determined-harness"
+HARNESS_DEPENDENCIES_MOUNT = "/opt/determined-harness-deps"
+HARNESS_FALLBACK_ENV = "DET_HARNESS_FALLBACK_PATH"
+# What the harness imports beyond the standard library (its HTTP session), all pure Python.
+# requests runs without a charset detector; charset_normalizer's compiled parts would tie the
+# image to this master's Python.
+HARNESS_DEPENDENCIES = ("requests", "urllib3", "idna", "certifi")
 # Podman's default container process limit is far above what a sandbox may allow.
 MAX_NPROC = 32768
 # Where CDI specs live (the NVIDIA Container Toolkit writes nvidia.yaml there).
@@ -100,15 +108,21 @@ def config_mounts(config: dict) -> list[tuple[str, Mount]]:
     return mounts
 
 
-def harness_mount() -> Mount:
-    """The `determined` package this master runs, read-only, for `import determined` inside
-    images that do not have it."""
-    # Located, not imported: the master uses only determined.common (tests/test_import_rules).
-    spec = importlib.util.find_spec("determined")
-    if spec is None or spec.origin is None:
-        raise OSError("the determined package (the harness) is not installed beside master_lite")
-    package = Path(spec.origin).resolve().parent
-    return Mount(str(package), f"{HARNESS_MOUNT}/determined", read_only=True)
+def harness_mounts() -> list[Mount]:
+    """The `determined` package this master runs and its dependencies, read-only, for
+    `import determined` inside images that do not have it."""
+    mounts = []
+    for name in ("determined", *HARNESS_DEPENDENCIES):
+        # Located, not imported: the master uses only determined.common (test_import_rules).
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            if name == "determined":
+                raise OSError("the determined package (the harness) is not importable here")
+            continue  # a dependency the image must then bring itself
+        package = Path(list(spec.submodule_search_locations)[0]).resolve()
+        target = HARNESS_MOUNT if name == "determined" else HARNESS_DEPENDENCIES_MOUNT
+        mounts.append(Mount(str(package), f"{target}/{name}", read_only=True))
+    return mounts
 
 
 def gpu_device_args(
@@ -319,6 +333,8 @@ CONTAINER_SHELL = "@shell"
 __all__ = [
     "CONTAINER_SHELL",
     "ContainerRuntime",
+    "HARNESS_DEPENDENCIES_MOUNT",
+    "HARNESS_FALLBACK_ENV",
     "HARNESS_MOUNT",
     "Mount",
     "config_mounts",
@@ -326,6 +342,6 @@ __all__ = [
     "container_image",
     "default_runtime",
     "gpu_device_args",
-    "harness_mount",
+    "harness_mounts",
     "in_container_argv",
 ]

@@ -19,12 +19,14 @@ from collections.abc import Callable
 from typing import Any
 
 from master_lite.scheduler._container_runtime import (
+    HARNESS_DEPENDENCIES_MOUNT,
+    HARNESS_FALLBACK_ENV,
     HARNESS_MOUNT,
     ContainerRuntime,
     Mount,
     config_mounts,
     gpu_device_args,
-    harness_mount,
+    harness_mounts,
 )
 from master_lite.scheduler._local import LaunchSpec, LocalRunner, LogRecord
 from master_lite.scheduler._runner import Runner
@@ -81,8 +83,9 @@ class ContainerRunner(Runner):
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = visible
         env["PYTHONPATH"] = os.pathsep.join(p for p in (HARNESS_MOUNT, env.get("PYTHONPATH")) if p)
+        env[HARNESS_FALLBACK_ENV] = HARNESS_DEPENDENCIES_MOUNT
         work_dir = str(spec.work_dir)
-        mounts = [Mount(work_dir, work_dir), harness_mount()]
+        mounts = [Mount(work_dir, work_dir), *harness_mounts()]
         mounts += [mount for _, mount in config_mounts(spec.config or {})]
         command = self.runtime.run_command(
             name=name,

@@ -87,19 +87,19 @@ def container_pid(name: str) -> int:
     return int(_run("inspect", "--format", "{{.State.Pid}}", name).stdout.strip())
 
 
-def processes_with_env(marker: str, program: str) -> list[int]:
-    """Host pids of the processes running `program` (e.g. "python3") whose environment holds
-    `marker` (e.g. "DET_ALLOCATION_ID=trial-1.1")."""
+def processes_with_env(marker: str, argv: list[str]) -> list[int]:
+    """Host pids of the processes whose command line is `argv` (e.g. ["python3", "train.py"])
+    and whose environment holds `marker` (e.g. "DET_ALLOCATION_ID=trial-1.1")."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             environ = (entry / "environ").read_bytes().split(b"\0")
-            command = (entry / "cmdline").read_bytes().split(b"\0")[0]
+            command = (entry / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
         except OSError:
             continue
-        if marker.encode() in environ and os.path.basename(command) == program.encode():
+        if marker.encode() in environ and command == [arg.encode() for arg in argv]:
             found.append(int(entry.name))
     return found
 

@@ -14,7 +14,7 @@ from master_lite.scheduler import (
     container_image,
     gpu_device_args,
 )
-from master_lite.scheduler._container_runtime import config_mounts, harness_mount
+from master_lite.scheduler._container_runtime import config_mounts, harness_mounts
 
 
 def test_the_image_is_chosen_by_slot_type() -> None:
@@ -57,13 +57,14 @@ def test_run_command_passes_values_by_name_only(tmp_path: Path) -> None:
         argv=["python3", "train.py"],
         env_names=["DET_SESSION_TOKEN"],
         work_dir="/w",
-        mounts=[harness_mount()],
+        mounts=harness_mounts(),
         device_args=[],
     )
     assert command[-3:] == ["img:1", "python3", "train.py"]
     assert ["--env", "DET_SESSION_TOKEN"] == command[command.index("--env") :][:2]
     assert ["--network", "host"] == command[command.index("--network") :][:2]
     assert any(arg.endswith(":/opt/determined-harness/determined:ro") for arg in command)
+    assert any(arg.endswith(":/opt/determined-harness-deps/requests:ro") for arg in command)
 
 
 def test_mounts_come_from_bind_mounts_and_shared_fs_storage() -> None:

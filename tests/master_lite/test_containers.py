@@ -101,6 +101,8 @@ def test_core_api_trial_runs_in_its_image_with_metrics_checkpoints_and_logs(
     assert stored.read_text() == f"200,100,{trial['id']}"
     logs = master.logs(trial["id"])
     assert any("in a container of " + container_images["a"] in line for line in logs)
+    # The harness's own dependencies (requests for its long polls) came with it.
+    assert not [line for line in logs if "failed" in line or "Warning" in line], logs
     assert containers_of(master.root_dir) == []
 
 
