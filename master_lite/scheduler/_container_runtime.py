@@ -167,8 +167,18 @@ def _has_nvidia_cdi_spec(cdi_dirs: Iterable[str | Path]) -> bool:
 class ContainerRuntime:
     """One runtime binary (`podman`, `docker`, or a path) with the settings this host needs."""
 
-    def __init__(self, binary: str, *, root_dir: str | Path) -> None:
+    def __init__(
+        self,
+        binary: str,
+        *,
+        root_dir: str | Path,
+        cdi_dirs: Sequence[str | Path] = CDI_SPEC_DIRS,
+        dev_dir: str | Path = "/dev",
+    ) -> None:
+        """`cdi_dirs`, `dev_dir`: where GPUs are looked for (tests point them at fakes)."""
         self.binary = binary
+        self.cdi_dirs = list(cdi_dirs)
+        self.dev_dir = Path(dev_dir)
         self.name = Path(binary).name
         # Containers of this master carry this label and a name prefix unique to its root dir,
         # so two masters on one machine never touch each other's containers.
@@ -181,6 +191,10 @@ class ContainerRuntime:
         if os.sep in self.binary:
             return self.binary if os.access(self.binary, os.X_OK) else None
         return shutil.which(self.binary)
+
+    def gpu_args(self, indices: Sequence[int]) -> tuple[list[str], str]:
+        """`gpu_device_args` on this runtime's device directories."""
+        return gpu_device_args(indices, cdi_dirs=self.cdi_dirs, dev_dir=self.dev_dir)
 
     def host_settings(self) -> list[str]:
         """The `run` options this machine needs: runtime and ulimits (see the module doc)."""

@@ -25,7 +25,6 @@ from master_lite.scheduler._container_runtime import (
     ContainerRuntime,
     Mount,
     config_mounts,
-    gpu_device_args,
     harness_mounts,
 )
 from master_lite.scheduler._local import LaunchSpec, LocalRunner, LogRecord
@@ -79,7 +78,7 @@ class ContainerRunner(Runner):
         name = self.runtime.container_name(spec.allocation_id)
         env = dict(spec.container_env or {})
         gpus = [int(i) for i in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if i.strip()]
-        device_args, visible = gpu_device_args(gpus)
+        device_args, visible = self.runtime.gpu_args(gpus)
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = visible
         env["PYTHONPATH"] = os.pathsep.join(p for p in (HARNESS_MOUNT, env.get("PYTHONPATH")) if p)

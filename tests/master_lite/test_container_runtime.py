@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import resource
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 
 from master_lite.scheduler import (
+    ContainerRunner,
     ContainerRuntime,
+    LaunchSpec,
     Runner,
     container_image,
     gpu_device_args,
@@ -130,3 +133,101 @@ def test_runners_without_containers_refuse_images(image: object) -> None:
     (problem,) = runner.config_problems({"environment": {"image": image}})
     assert problem.startswith("environment.image: _NoContainers does not run trials in containers")
     assert runner.config_problems({"environment": {}}) == []
+
+
+# A stand-in for podman: records each call's argv (and, for `run`, the values of the variables
+# it passes by name), prints a line and exits with $FAKE_EXIT.
+FAKE_RUNTIME = """#!/bin/sh
+log="$(dirname "$0")/calls"
+printf '%s\\n' "$*" >> "$log"
+if [ "$1" = run ]; then
+  echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES" >> "$log"
+  echo "DET_SESSION_TOKEN=$DET_SESSION_TOKEN" >> "$log"
+  echo "hello from the container"
+  exit "${FAKE_EXIT:-0}"
+fi
+"""
+
+
+def run_once(
+    runtime: ContainerRuntime, tmp_path: Path, env: dict[str, str]
+) -> tuple[int, list, list[str]]:
+    records: list = []
+    exits: list[int] = []
+    done = threading.Event()
+
+    def on_exit(allocation_id: str, code: int) -> None:
+        exits.append(code)
+        done.set()
+
+    runner = ContainerRunner(log_sink=records.extend, on_exit=on_exit, runtime=runtime)
+    (tmp_path / "w").mkdir(exist_ok=True)
+    runner.launch(
+        LaunchSpec(
+            allocation_id="trial-3.1",
+            trial_id=3,
+            argv=["python3", "train.py"],
+            env={},
+            work_dir=tmp_path / "w",
+            image="img:1",
+            container_env={"DET_SESSION_TOKEN": "secret", **env},
+            config={},
+        )
+    )
+    assert done.wait(60), "the fake runtime's run never ended"
+    calls = (tmp_path / "rt" / "calls").read_text().splitlines()
+    return exits[0], records, calls
+
+
+@pytest.fixture
+def fake_runtime(tmp_path: Path) -> Path:
+    directory = tmp_path / "rt"
+    directory.mkdir()
+    binary = directory / "podman"
+    binary.write_text(FAKE_RUNTIME)
+    binary.chmod(0o755)
+    return binary
+
+
+def test_container_runner_gives_the_trial_its_gpus_through_cdi(
+    fake_runtime: Path, tmp_path: Path
+) -> None:
+    cdi = tmp_path / "cdi"
+    cdi.mkdir()
+    (cdi / "nvidia.yaml").write_text("kind: nvidia.com/gpu\n")
+    runtime = ContainerRuntime(str(fake_runtime), root_dir=tmp_path, cdi_dirs=[cdi])
+    code, records, calls = run_once(runtime, tmp_path, {"CUDA_VISIBLE_DEVICES": "2"})
+    assert code == 0
+    run = next(call for call in calls if call.startswith("run "))
+    assert "--device nvidia.com/gpu=2" in run
+    assert "secret" not in run  # values travel in the environment, never in argv
+    assert "CUDA_VISIBLE_DEVICES=0" in calls and "DET_SESSION_TOKEN=secret" in calls
+    assert [r[4] for r in records] == ["hello from the container"]
+    # Removed after the run, whatever ended it.
+    assert calls[-1] == f"rm --force {runtime.container_name('trial-3.1')}"
+
+
+def test_container_runner_without_cdi_passes_device_nodes_and_host_numbers(
+    fake_runtime: Path, tmp_path: Path
+) -> None:
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    (dev / "nvidia2").touch()
+    runtime = ContainerRuntime(
+        str(fake_runtime), root_dir=tmp_path, cdi_dirs=[tmp_path / "none"], dev_dir=dev
+    )
+    _, _, calls = run_once(runtime, tmp_path, {"CUDA_VISIBLE_DEVICES": "2"})
+    run = next(call for call in calls if call.startswith("run "))
+    assert f"--device {dev / 'nvidia2'}" in run and "nvidia.com/gpu" not in run
+    assert "CUDA_VISIBLE_DEVICES=2" in calls
+
+
+def test_a_runtime_failure_is_named_in_the_trial_log(
+    fake_runtime: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_EXIT", "125")
+    runtime = ContainerRuntime(str(fake_runtime), root_dir=tmp_path)
+    code, records, _ = run_once(runtime, tmp_path, {})
+    assert code == 125
+    assert records[-1][2] == "master"
+    assert records[-1][4].startswith("the container runtime could not start the container")
