@@ -58,9 +58,22 @@ class ContainerRunner(Runner):
         self._trials: dict[str, int] = {}
         self._lock = threading.Lock()
         self._leftovers_removed = False
+        self._cleanup_lock = threading.Lock()
 
     def config_problems(self, config: dict) -> list[str]:
         return self.runtime.config_problems(config)
+
+    def remove_leftovers(self) -> None:
+        """Remove the containers a crashed master left (recovery ended or restarts their runs):
+        once, before this runner's first container starts."""
+        with self._cleanup_lock:
+            if self._leftovers_removed:
+                return
+            self._leftovers_removed = True
+            try:
+                self.runtime.remove(self.runtime.leftover_containers())
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.warning("could not remove the containers of a previous master: %s", exc)
 
     def launch(self, spec: LaunchSpec) -> int:
         """Start the container's client process; returns its pid (its process group)."""
@@ -71,10 +84,7 @@ class ContainerRunner(Runner):
                 f"the container runtime {self.runtime.binary!r} is not installed (set "
                 "MasterLite.container_runtime, or install podman)"
             )
-        if not self._leftovers_removed:
-            # Containers a crashed master left (their runs were ended or restarted by recovery).
-            self.runtime.remove(self.runtime.leftover_containers())
-            self._leftovers_removed = True
+        self.remove_leftovers()
         name = self.runtime.container_name(spec.allocation_id)
         env = dict(spec.container_env or {})
         gpus = [int(i) for i in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if i.strip()]
@@ -185,8 +195,8 @@ class ContainerRunner(Runner):
 class DispatchingRunner(Runner):
     """Runs in a container the runs that name an image, and the others as local processes.
 
-    The container runner is made at its first use, so a master whose experiments never name an
-    image never calls the container runtime."""
+    Where the runtime is installed, the containers a crashed master left are removed at start
+    (one `ps` off the event loop); otherwise the runtime is never called."""
 
     def __init__(
         self,
@@ -201,6 +211,12 @@ class DispatchingRunner(Runner):
         self.runtime = runtime
         self._containers: ContainerRunner | None = None
         self._lock = threading.Lock()
+        if runtime.path() is not None:
+            # Containers of a crashed predecessor go now, off the event loop, even when no
+            # container runs again (a launch waits for this).
+            threading.Thread(
+                target=self.containers.remove_leftovers, name="container-leftovers", daemon=True
+            ).start()
 
     @property
     def containers(self) -> ContainerRunner:

@@ -12,6 +12,7 @@ import pytest
 from tests._support import (
     CHECKPOINTING_SCRIPT,
     MasterProcess,
+    all_logs,
     clean_series,
     marked_values,
     submit,
@@ -147,3 +148,28 @@ def test_two_experiments_in_two_images_see_their_own_image(
         (trial,) = master.trials(exp_id)
         (found[key],) = marked_values("\n".join(master.logs(trial["id"])), "MARKERS")
     assert found == {"a": {"found": ["image-a.txt"]}, "b": {"found": ["image-b.txt"]}}
+
+
+def test_a_crashed_masters_container_is_removed_by_the_next_master(
+    container_master: MasterProcess, container_images: dict[str, str]
+) -> None:
+    master = container_master
+    cfg = config(container_images["a"], searcher=SINGLE, step_sleep=0.05, max_restarts=1)
+    # The first run's container never ends by itself: only the next master can remove it.
+    cfg["entrypoint"] = (
+        'python3 train.py; if [ "$DET_TRIAL_RUN_ID" = 1 ]; then exec sleep 100000; fi'
+    )
+    exp_id = submit(master, cfg, FILES)
+    (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
+    wait_until(lambda: 30 in reported_steps(master, trial["id"]), 60, "step 30")
+    (orphan,) = containers_of(master.root_dir)
+    master.kill()  # SIGKILL: the container outlives it, as after a crash
+    assert containers_of(master.root_dir) == [orphan]
+    master.restart()
+    state = wait_for_experiment(master, exp_id)["state"]
+    assert state == "COMPLETED", all_logs(master, exp_id) + master.log_text()[-3000:]
+    assert orphan not in containers_of(master.root_dir)
+    (trial,) = master.trials(exp_id)
+    assert resumed_from(master, trial["id"])[-1] >= 30
+    assert_clean_series(master, trial)
+    wait_until(lambda: containers_of(master.root_dir) == [], 30, "no containers left")
