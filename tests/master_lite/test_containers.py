@@ -199,3 +199,22 @@ def test_a_runtime_that_is_not_installed_is_refused_at_submit(
     found = probe(master, trial["id"])
     assert found["markers"] == [] and found["my_var"] == "local"
     assert found["determined"] != "/opt/determined-harness/determined/__init__.py"
+
+
+def test_a_trial_that_ignores_a_pause_is_stopped_and_its_container_removed(
+    start_master: Callable[..., MasterProcess], container_images: dict[str, str]
+) -> None:
+    master = start_master(env={"MASTER_LITE_PREEMPTION_GRACE_SECONDS": "1"})
+    try:
+        entrypoint = "echo started; exec python3 -c 'import time; time.sleep(600)'"
+        exp_id = submit(master, config(container_images["a"], entrypoint=entrypoint), {"x.py": ""})
+        (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
+        wait_until(lambda: "started" in master.logs(trial["id"]), 60, "the container to start")
+        master.session.post(f"/experiments/{exp_id}/pause")
+        wait_until(lambda: master.trials(exp_id)[0]["state"] == "PAUSED", 60, "the trial to pause")
+        wait_until(lambda: containers_of(master.root_dir) == [], 60, "the container to go")
+        # SIGTERM through the runtime's stop (143), not a SIGKILL of its client (-9 -> 137).
+        (run,) = master.db_rows("SELECT exit_code FROM allocations")
+        assert run["exit_code"] == 143
+    finally:
+        remove_containers_of(master.root_dir)
