@@ -267,7 +267,8 @@ class Runs:
                 )
             )
         except OSError as exc:
-            self._logs.master_log(trial_id, f"could not start {argv[0]!r}: {exc}")
+            target = repr(argv[0]) if image is None else f"a container of {image}"
+            self._logs.master_log(trial_id, f"could not start {target}: {exc}")
             self._shared.loop.call_soon(self._on_exit, allocation_id, 127)
             return
         store.allocations.set_process(allocation_id, pid)

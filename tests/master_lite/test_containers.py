@@ -17,6 +17,7 @@ from tests._support import (
     CHECKPOINTING_SCRIPT,
     MasterProcess,
     clean_series,
+    context_tarball,
     marked_values,
     submit,
     wait_for_experiment,
@@ -218,3 +219,24 @@ def test_a_trial_that_ignores_a_pause_is_stopped_and_its_container_removed(
         assert run["exit_code"] == 143
     finally:
         remove_containers_of(master.root_dir)
+
+
+def test_a_runtime_gone_after_submit_fails_the_trial_naming_it(
+    start_master: Callable[..., MasterProcess], container_images: dict[str, str], tmp_path: Path
+) -> None:
+    # A runtime that is there when the experiment is checked and gone when its trial starts.
+    runtime = tmp_path / "bin" / "podman"
+    runtime.parent.mkdir()
+    runtime.write_text('#!/bin/sh\nexec podman "$@"\n')
+    runtime.chmod(0o755)
+    master = start_master(env={"MASTER_LITE_CONTAINER_RUNTIME": str(runtime)})
+    body = {"config": config(container_images["a"]), "activate": False}
+    exp_id = master.create_experiment(context=context_tarball({"x.py": ""}), **body)
+    runtime.unlink()
+    master.session.post(f"/experiments/{exp_id}/activate")
+    assert wait_for_experiment(master, exp_id)["state"] == "ERROR"
+    (trial,) = master.trials(exp_id)
+    assert (
+        f"could not start a container of {container_images['a']}: the container runtime "
+        f"'{runtime}' is not installed" in "\n".join(master.logs(trial["id"]))
+    )
