@@ -34,6 +34,8 @@ log = logging.getLogger("master_lite.containers")
 
 # A runtime that does not answer a signal or stop request within this is reported, not awaited.
 _COMMAND_TIMEOUT = 120
+# How soon a signal that found no container yet (still being created) is sent again.
+_RETRY_INTERVAL = 0.2
 # `<runtime> run` exits with these when it could not run the container at all.
 _RUNTIME_FAILURES = {
     125: "the container runtime could not start the container",
@@ -162,15 +164,25 @@ class ContainerRunner(Runner):
             return self._names.get(allocation_id)
 
     def _in_background(self, allocation_id: str, command: list[str]) -> bool:
-        """Run a runtime command off the caller's thread (the master's event loop)."""
+        """Run a runtime command off the caller's thread (the master's event loop).
+
+        A signal sent while the client is still creating the container finds no container
+        yet: the command is repeated until it succeeds or the run has ended."""
         if self._container_of(allocation_id) is None:
             return False
 
         def run() -> None:
-            try:
-                subprocess.run(command, capture_output=True, timeout=_COMMAND_TIMEOUT)
-            except (OSError, subprocess.SubprocessError) as exc:
-                log.warning("%s failed: %s", " ".join(command[:3]), exc)
+            deadline = time.monotonic() + _COMMAND_TIMEOUT
+            while True:
+                try:
+                    result = subprocess.run(command, capture_output=True, timeout=_COMMAND_TIMEOUT)
+                except (OSError, subprocess.SubprocessError) as exc:
+                    log.warning("%s failed: %s", " ".join(command[:3]), exc)
+                    return
+                ended = self._container_of(allocation_id) is None
+                if result.returncode == 0 or ended or time.monotonic() > deadline:
+                    return
+                time.sleep(_RETRY_INTERVAL)
 
         threading.Thread(target=run, name=f"runtime-{allocation_id}", daemon=True).start()
         return True

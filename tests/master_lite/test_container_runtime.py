@@ -231,3 +231,46 @@ def test_a_runtime_failure_is_named_in_the_trial_log(
     assert code == 125
     assert records[-1][2] == "master"
     assert records[-1][4].startswith("the container runtime could not start the container")
+
+
+# A runtime whose container exists only after a first `kill` was tried (and failed on it).
+SLOW_CREATING_RUNTIME = """#!/bin/sh
+dir="$(dirname "$0")"
+case "$1" in
+  run)
+    echo run >> "$dir/calls"
+    until grep -qx kill "$dir/calls"; do sleep 0.05; done
+    touch "$dir/created"
+    while [ ! -f "$dir/killed" ]; do sleep 0.05; done
+    exit 137 ;;
+  kill)
+    # Checked before the call is recorded: the first kill always finds no container.
+    if [ -f "$dir/created" ]; then touch "$dir/killed"; echo kill >> "$dir/calls"; exit 0; fi
+    echo kill >> "$dir/calls"
+    echo "no such container" >&2; exit 125 ;;
+  *) echo "$1" >> "$dir/calls" ;;
+esac
+"""
+
+
+def test_a_kill_before_the_container_exists_is_repeated_until_it_lands(tmp_path: Path) -> None:
+    directory = tmp_path / "rt"
+    directory.mkdir()
+    binary = directory / "podman"
+    binary.write_text(SLOW_CREATING_RUNTIME)
+    binary.chmod(0o755)
+    exits: list[int] = []
+    done = threading.Event()
+    runner = ContainerRunner(
+        log_sink=lambda records: None,
+        on_exit=lambda allocation_id, code: (exits.append(code), done.set()),
+        runtime=ContainerRuntime(str(binary), root_dir=tmp_path),
+    )
+    (tmp_path / "w").mkdir()
+    spec = LaunchSpec("trial-1.1", 1, ["true"], {}, tmp_path / "w", image="img:1", config={})
+    runner.launch(spec)
+    assert runner.kill("trial-1.1")
+    assert done.wait(60), "the kill never reached the container"
+    assert exits == [137]
+    calls = (directory / "calls").read_text().split()
+    assert calls.count("kill") >= 2 and calls[-1] == "rm"
