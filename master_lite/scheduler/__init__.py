@@ -1,9 +1,9 @@
 """Scheduling: GPU inventory, slot allocation, and the local subprocess resource manager."""
 
+from ._container_config import container_image
 from ._container_runtime import (
     CONTAINER_SHELL,
     ContainerRuntime,
-    container_image,
     default_runtime,
     gpu_device_args,
     in_container_argv,

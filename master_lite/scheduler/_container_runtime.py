@@ -9,7 +9,6 @@ processes makes the runtime's own defaults fail with `setrlimit ... Operation no
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -19,6 +18,13 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from master_lite.scheduler._container_config import (
+    Mount,
+    config_devices,
+    config_mounts,
+    configured_images,
+)
 
 # Where the harness (`determined`) is bind-mounted read-only inside every trial container (put
 # on PYTHONPATH), and its dependencies (appended to sys.path by `determined` itself, so that the
@@ -45,67 +51,6 @@ def default_runtime() -> str:
         if shutil.which(name):
             return name
     return "podman"
-
-
-def container_image(config: dict, *, gpu: bool) -> str | None:
-    """The image a trial of `config` runs in, None when it runs as a local process.
-
-    `environment.image` is a string, or per slot type `{cpu, cuda (or gpu), rocm}`: a GPU trial
-    takes `cuda` (then `gpu`, then `cpu`), a CPU trial `cpu` (then `cuda`, then `gpu`)."""
-    image = (config.get("environment") or {}).get("image")
-    if not image:
-        return None
-    if isinstance(image, str):
-        return image
-    order = ("cuda", "gpu", "cpu") if gpu else ("cpu", "cuda", "gpu")
-    for key in order:
-        if image.get(key):
-            return str(image[key])
-    return None
-
-
-def configured_images(config: dict) -> list[tuple[str, str]]:
-    """(config path, image) of every image `config` names."""
-    image = (config.get("environment") or {}).get("image")
-    if not image:
-        return []
-    if isinstance(image, str):
-        return [("environment.image", image)]
-    return [(f"environment.image.{key}", str(value)) for key, value in image.items() if value]
-
-
-@dataclasses.dataclass(frozen=True)
-class Mount:
-    """One bind mount: a host path at `target` inside the container."""
-
-    source: str
-    target: str
-    read_only: bool = False
-
-    def argument(self) -> str:
-        return f"{self.source}:{self.target}" + (":ro" if self.read_only else "")
-
-
-def config_mounts(config: dict) -> list[tuple[str, Mount]]:
-    """(config path, mount) of the config's `bind_mounts` and of `shared_fs` checkpoint storage
-    (mounted at its own path: the trial is told the host path in its config)."""
-    mounts = []
-    for index, entry in enumerate(config.get("bind_mounts") or []):
-        mounts.append(
-            (
-                f"bind_mounts[{index}].host_path",
-                Mount(
-                    str(entry["host_path"]),
-                    str(entry["container_path"]),
-                    bool(entry.get("read_only", False)),
-                ),
-            )
-        )
-    storage = config.get("checkpoint_storage") or {}
-    if storage.get("type") == "shared_fs" and storage.get("host_path"):
-        path = str(storage["host_path"])
-        mounts.append(("checkpoint_storage.host_path", Mount(path, path)))
-    return mounts
 
 
 def harness_mounts() -> list[Mount]:
@@ -240,6 +185,10 @@ class ContainerRuntime:
                     f"{where}: {mount.source!r} does not exist on this machine (create it, or "
                     "fix the path)"
                 )
+        for where, device in config_devices(config):
+            host = device.split(":", 1)[0]
+            if not os.path.exists(host):
+                problems.append(f"{where}: device {host!r} does not exist on this machine")
         return problems
 
     def image_exists(self, image: str) -> bool:
@@ -350,10 +299,6 @@ __all__ = [
     "HARNESS_DEPENDENCIES_MOUNT",
     "HARNESS_FALLBACK_ENV",
     "HARNESS_MOUNT",
-    "Mount",
-    "config_mounts",
-    "configured_images",
-    "container_image",
     "default_runtime",
     "gpu_device_args",
     "harness_mounts",

@@ -18,13 +18,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from master_lite.scheduler._container_config import Mount, config_mounts, config_options
 from master_lite.scheduler._container_runtime import (
     HARNESS_DEPENDENCIES_MOUNT,
     HARNESS_FALLBACK_ENV,
     HARNESS_MOUNT,
     ContainerRuntime,
-    Mount,
-    config_mounts,
     harness_mounts,
 )
 from master_lite.scheduler._local import LaunchSpec, LocalRunner, LogRecord
@@ -105,7 +104,7 @@ class ContainerRunner(Runner):
             env_names=sorted(env),
             work_dir=work_dir,
             mounts=mounts,
-            device_args=device_args,
+            device_args=device_args + config_options(spec.config or {}),
         )
         client_env = {**os.environ, **env}
         with self._lock:

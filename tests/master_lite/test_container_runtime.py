@@ -17,7 +17,8 @@ from master_lite.scheduler import (
     container_image,
     gpu_device_args,
 )
-from master_lite.scheduler._container_runtime import config_mounts, harness_mounts
+from master_lite.scheduler._container_config import config_mounts, config_options
+from master_lite.scheduler._container_runtime import harness_mounts
 
 
 def test_the_image_is_chosen_by_slot_type() -> None:
@@ -274,3 +275,36 @@ def test_a_kill_before_the_container_exists_is_repeated_until_it_lands(tmp_path:
     assert exits == [137]
     calls = (directory / "calls").read_text().split()
     assert calls.count("kill") >= 2 and calls[-1] == "rm"
+
+
+def test_devices_shm_and_capabilities_become_run_options() -> None:
+    config = {
+        "resources": {
+            "devices": ["/dev/fuse:/dev/fuse:rwm", {"host_path": "/dev/null", "mode": "r"}],
+            "shm_size": 1024,
+        },
+        "environment": {"add_capabilities": ["SYS_PTRACE"], "drop_capabilities": ["NET_RAW"]},
+    }
+    assert config_options(config) == [
+        "--device",
+        "/dev/fuse:/dev/fuse:rwm",
+        "--device",
+        "/dev/null:/dev/null:r",
+        "--shm-size",
+        "1024b",
+        "--cap-add",
+        "SYS_PTRACE",
+        "--cap-drop",
+        "NET_RAW",
+    ]
+    # Determined's default /dev/shm (4 GiB), not the runtime's 64 MiB; a string keeps its unit.
+    assert config_options({}) == ["--shm-size", f"{4 * 1024**3}b"]
+    assert config_options({"resources": {"shm_size": "2G"}}) == ["--shm-size", "2G"]
+
+
+def test_a_missing_device_is_a_submit_problem(tmp_path: Path) -> None:
+    runtime = ContainerRuntime("/bin/true", root_dir=tmp_path)  # every image "exists"
+    config = {"environment": {"image": "img"}, "resources": {"devices": ["/dev/no-such:/x"]}}
+    assert runtime.config_problems(config) == [
+        "resources.devices[0]: device '/dev/no-such' does not exist on this machine"
+    ]

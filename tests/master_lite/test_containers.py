@@ -40,6 +40,8 @@ print("PROBE " + json.dumps({
     "cwd": os.getcwd(),
     "virtual_env": os.environ.get("VIRTUAL_ENV"),
     "python": sys.executable,
+    "shm_bytes": os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize,
+    "device": os.path.exists("/dev/det-null"),
 }), flush=True)
 """
 
@@ -83,7 +85,8 @@ def test_core_api_trial_runs_in_its_image_with_metrics_checkpoints_and_logs(
         "train.py": CHECKPOINTING_SCRIPT,
         "startup-hook.sh": "export FROM_HOOK=sourced\n",
     }
-    exp_id = submit(master, config(container_images["a"]), files)
+    resources = {"devices": ["/dev/null:/dev/det-null"], "shm_size": "256m"}
+    exp_id = submit(master, config(container_images["a"], resources=resources), files)
     experiment = wait_for_experiment(master, exp_id)
     assert experiment["state"] == "COMPLETED"
     (trial,) = master.trials(exp_id)
@@ -94,6 +97,7 @@ def test_core_api_trial_runs_in_its_image_with_metrics_checkpoints_and_logs(
     assert found["hook"] == "sourced" and found["my_var"] == "hello"
     assert found["cwd"] == str(master.root_dir / "trials" / str(trial["id"]) / "run-1")
     assert found["virtual_env"] is None, "the master's environment leaked into the container"
+    assert found["device"] and found["shm_bytes"] == 256 * 1024**2
     assert master.series(trial["id"], "training") == clean_series(2)["training"]
     assert master.series(trial["id"], "validation") == clean_series(2)["validation"]
     checkpoints = master.session.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
