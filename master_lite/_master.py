@@ -31,7 +31,16 @@ from master_lite._parts import (
     build_parts,
     make_runner,
 )
-from master_lite.scheduler import GPU, RayCluster, Runner, Scheduler, discover_gpus, fake_gpus
+from master_lite.scheduler import (
+    GPU,
+    ContainerRuntime,
+    RayCluster,
+    Runner,
+    Scheduler,
+    default_runtime,
+    discover_gpus,
+    fake_gpus,
+)
 from master_lite.store import Store
 
 
@@ -52,6 +61,7 @@ class Master:
         cluster_id: str = "master-lite",
         ray_address: str | None = None,
         runner_class: type[Runner] | None = None,
+        container_runtime: str | None = None,
     ) -> None:
         if resource_manager not in ("local", "ray"):
             raise ValueError(
@@ -62,6 +72,10 @@ class Master:
         # `resource_manager` names: constructed with log_sink= and on_exit= by start().
         self.runner_class = runner_class
         self.root_dir = Path(root_dir).absolute()
+        # Runs experiments with environment.image (the local resource manager's runner).
+        self.container_runtime = ContainerRuntime(
+            container_runtime or default_runtime(), root_dir=self.root_dir
+        )
         self.user_token = user_token or _auth.new_user_token()
         self.context_size_limit = context_size_limit
         self.preemption_grace_seconds = preemption_grace_seconds
@@ -145,6 +159,7 @@ class Master:
             self.ray_cluster,
             log_sink=log_writer.submit,
             on_exit=self.runs.exit_observed,
+            container_runtime=self.container_runtime,
         )
         self.runs.attach(runner, log_writer, self.master_url)
         self.shared.open(store, loop)

@@ -97,6 +97,15 @@ class Experiments:
                 "storage_path": ".",
             },
         )
+        # Where trials will run (an image that exists, a runtime that is installed): now, not
+        # when the first trial fails.
+        runner = self._runs.runner
+        problems = runner.config_problems(expanded) if runner is not None else []
+        if problems:
+            raise errors.InvalidRequest(
+                f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),
+                problems,
+            )
         context_hash = None
         if context is not None:
             context_hash = self._contexts.verify(context)

@@ -19,7 +19,16 @@ from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState
 from master_lite._parts._unmanaged import UnmanagedRuns
 from master_lite._parts._views import Views
-from master_lite.scheduler import GPU, LocalRunner, RayCluster, RayRunner, Runner, Scheduler
+from master_lite.scheduler import (
+    GPU,
+    ContainerRuntime,
+    DispatchingRunner,
+    LocalRunner,
+    RayCluster,
+    RayRunner,
+    Runner,
+    Scheduler,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,8 +122,10 @@ def make_runner(
     *,
     log_sink: Callable[[list], None],
     on_exit: Callable[[str, int], None],
+    container_runtime: ContainerRuntime | None = None,
 ) -> Runner:
-    """The deployment's own runner class if given, else Ray's or the local one."""
+    """The deployment's own runner class if given, else Ray's, else local processes and (for
+    experiments with `environment.image`, when `container_runtime` is given) containers."""
     if runner_class is not None:
         return runner_class(log_sink=log_sink, on_exit=on_exit)
     if ray_cluster is not None:
@@ -124,7 +135,12 @@ def make_runner(
             on_exit=on_exit,
             use_gpus=ray_cluster.slots().kind == "gpu",
         )
-    return LocalRunner(log_sink=log_sink, on_exit=on_exit)
+    processes = LocalRunner(log_sink=log_sink, on_exit=on_exit)
+    if container_runtime is None:
+        return processes
+    return DispatchingRunner(
+        log_sink=log_sink, on_exit=on_exit, processes=processes, runtime=container_runtime
+    )
 
 
 __all__ = ["Parts", "build_parts", "make_runner"]
