@@ -114,6 +114,12 @@ class MasterLite(Configurable):
         "constructed with log_sink= and on_exit= (see master_lite/scheduler/_runner.py). "
         "Env: MASTER_LITE_RUNNER_CLASS.",
     ).tag(config=True)
+    container_runtime = Unicode(
+        help="The container runtime that runs trials of experiments with environment.image: "
+        "'podman', 'docker', or a path to either. The options this machine needs (runc, "
+        "ulimits) are generated. Env: MASTER_LITE_CONTAINER_RUNTIME. Default: podman if "
+        "installed, else docker."
+    ).tag(config=True)
     ray_address = Unicode(
         None,
         allow_none=True,
@@ -160,6 +166,12 @@ class MasterLite(Configurable):
     @default("runner_class")
     def _default_runner_class(self) -> str | None:
         return os.environ.get("MASTER_LITE_RUNNER_CLASS") or None
+
+    @default("container_runtime")
+    def _default_container_runtime(self) -> str:
+        from master_lite.scheduler import default_runtime
+
+        return _from_env("MASTER_LITE_CONTAINER_RUNTIME", str, None) or default_runtime()
 
     @default("resource_manager")
     def _default_resource_manager(self) -> str:
@@ -230,6 +242,7 @@ class MasterLite(Configurable):
             resource_manager=self.resource_manager,
             ray_address=self.ray_address,
             runner_class=self.runner_class,
+            container_runtime=self.container_runtime,
             preemption_grace_seconds=self.preemption_grace_seconds,
             tensorboard_refresh_seconds=self.tensorboard_refresh_seconds,
             **overrides,

@@ -13,6 +13,8 @@ import type {
   IExperiment,
   ILogLine,
   IMetricReport,
+  IModel,
+  IModelVersion,
   IResources,
   ITensorBoard,
   ITrial
@@ -245,6 +247,22 @@ export class DeterminedClient {
   async getTensorBoard(id: string): Promise<ITensorBoard> {
     return (await this.request<{ tensorboard: ITensorBoard }>('GET', `tensorboards/${id}`))
       .tensorboard;
+  }
+
+  /** The models of the registry, by name. */
+  async listModels(): Promise<IModel[]> {
+    return (
+      await this.request<{ models: IModel[] }>('GET', 'models', { query: { sort_by: 'name' } })
+    ).models;
+  }
+
+  /** A model's versions, newest first, each with its checkpoint. */
+  async listModelVersions(modelId: number): Promise<IModelVersion[]> {
+    return (
+      await this.request<{ model_versions: IModelVersion[] }>('GET', `models/${modelId}/versions`, {
+        query: { order_by: 'desc' }
+      })
+    ).model_versions;
   }
 
   async resources(): Promise<IResources> {

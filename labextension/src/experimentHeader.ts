@@ -1,7 +1,7 @@
 /** The experiment view's header: name, state, actions, progress and the search's summary. */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
-import { progressText, stateBadge, stateProgressBar } from './badges';
+import { kernelBadge, progressText, stateBadge, stateProgressBar } from './badges';
 import { h } from './dom';
 import { formatMetric, formatStartTime } from './format';
 import { ExperimentAction, allowedActions } from './states';
@@ -75,7 +75,9 @@ export function headerContent(
   ] as ExperimentAction[]) {
     if (
       (action === 'archive' && experiment.archived) ||
-      (action === 'unarchive' && !experiment.archived)
+      (action === 'unarchive' && !experiment.archived) ||
+      // A run in a kernel is started and stopped there; the master cannot pause it.
+      ((action === 'pause' || action === 'activate') && experiment.unmanaged)
     ) {
       continue;
     }
@@ -123,6 +125,7 @@ export function headerContent(
       { class: 'jp-Det-expHeader-top' },
       h('span', { class: 'jp-Det-expId' }, `#${experiment.id}`),
       h('span', { class: 'jp-Det-expName jp-Det-expTitle' }, experiment.name || '(unnamed)'),
+      kernelBadge(experiment),
       stateBadge(experiment.state),
       experiment.archived ? h('span', { class: 'jp-Det-archived' }, 'archived') : null,
       actions

@@ -55,6 +55,7 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "resource_manager",
         "ray_address",
         "runner_class",
+        "container_runtime",
         "context_size_limit",
         "preemption_grace_seconds",
         "tensorboard_refresh_seconds",
@@ -82,6 +83,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert app.context_size_limit == 96 * 1024 * 1024
     assert app.preemption_grace_seconds == 30.0
     assert app.tensorboard_refresh_seconds == 5.0
+    assert app.container_runtime == "podman"  # installed by `make test-deps`
 
 
 def test_environment_variables_set_defaults_and_config_wins(
@@ -92,10 +94,12 @@ def test_environment_variables_set_defaults_and_config_wins(
     monkeypatch.setenv("MASTER_LITE_CPU_SLOTS", "5")
     monkeypatch.setenv("MASTER_LITE_PREEMPTION_GRACE_SECONDS", "2.5")
     monkeypatch.setenv("MASTER_LITE_TENSORBOARD_REFRESH_SECONDS", "0.5")
+    monkeypatch.setenv("MASTER_LITE_CONTAINER_RUNTIME", "/opt/bin/docker")
     app = MasterLite()
     assert app.tensorboard_refresh_seconds == 0.5
     assert app.build_master().tensorboards.refresh_seconds == 0.5
     assert (app.root_dir, app.port, app.cpu_slots) == (str(tmp_path), 9123, 5)
+    assert app.container_runtime == "/opt/bin/docker"
     assert app.preemption_grace_seconds == 2.5
     assert MasterLite(port=7000).port == 7000
 
