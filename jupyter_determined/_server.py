@@ -158,7 +158,7 @@ class DeterminedServerExtension(ExtensionApp):
         # with no configuration. (Trials never see DET_MASTER_TOKEN: the runner drops it.)
         os.environ["DET_MASTER"] = self.master_url
         os.environ["DET_MASTER_TOKEN"] = self.master.user_token
-        self.master.serve_tensorboards_through(f"{self.master_url}/{TENSORBOARD_PATH}")
+        self.master.tensorboards.serve_through(f"{self.master_url}/{TENSORBOARD_PATH}")
 
     def initialize_handlers(self) -> None:
         from master_lite.api import make_handlers, max_body_bytes

@@ -68,7 +68,7 @@ class TensorBoardProxyHandler(JupyterHandler):
 
     async def _forward(self, tensorboard_id: str, path: str) -> None:
         try:
-            host, port = self.master.tensorboard_address(tensorboard_id)
+            host, port = self.master.tensorboards.address(tensorboard_id)
         except errors.MasterError as exc:
             raise tornado.web.HTTPError(exc.status, "%s", exc.message) from None
         url = f"http://{host}:{port}{path}"

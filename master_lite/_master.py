@@ -122,6 +122,8 @@ class Master:
         # register_version, ...) directly, one each, as they would a delegation of this class.
         self.models = parts.models
         self.unmanaged = parts.unmanaged
+        # TensorBoards: the /tensorboards handlers and Jupyter's proxy call its methods (start,
+        # list_all, get, kill, address) directly, as the /models handlers call `models`.
         self.tensorboards = parts.tensorboards
 
     @property
@@ -429,30 +431,6 @@ class Master:
     ) -> list[str]:
         """Delete the checkpoints of a finished experiment its GC policy does not keep."""
         return self.checkpoint_gc.collect_experiment_checkpoints(exp_id, in_use=in_use)
-
-    async def start_tensorboard(self, experiment_ids: list[int], trial_ids: list[int]) -> dict:
-        """Start a TensorBoard on these experiments' and trials' metrics (see `TensorBoards`)."""
-        return await self.tensorboards.start(experiment_ids, trial_ids)
-
-    def list_tensorboards(self) -> list[dict]:
-        """The running TensorBoards."""
-        return self.tensorboards.list_all()
-
-    def get_tensorboard(self, tensorboard_id: str) -> dict:
-        """One TensorBoard."""
-        return self.tensorboards.get(tensorboard_id)
-
-    def tensorboard_address(self, tensorboard_id: str) -> tuple[str, int]:
-        """(host, port) of a running TensorBoard, for a proxy (Conflict while it starts)."""
-        return self.tensorboards.address(tensorboard_id)
-
-    def serve_tensorboards_through(self, url_base: str) -> None:
-        """TensorBoards are opened through a proxy at `<url_base>/<id>/` (the Jupyter server)."""
-        self.tensorboards.serve_through(url_base)
-
-    async def kill_tensorboard(self, tensorboard_id: str) -> dict:
-        """Stop a TensorBoard; its last state."""
-        return await self.tensorboards.kill(tensorboard_id)
 
 
 __all__ = ["EXPERIMENT_ACTIONS", "Master"]

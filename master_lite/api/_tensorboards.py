@@ -17,10 +17,10 @@ IDS = nullable(array({**INTEGER, "minimum": 1, "maximum": SQLITE_INT_MAX}))
 
 class TensorboardsHandler(ApiHandlerMixin):
     async def get(self) -> None:
-        self.send_json({"tensorboards": self.master.list_tensorboards()})
+        self.send_json({"tensorboards": self.master.tensorboards.list_all()})
 
     async def post(self) -> None:
-        board = await self.master.start_tensorboard(
+        board = await self.master.tensorboards.start(
             self.body.get("experiment_ids") or [], self.body.get("trial_ids") or []
         )
         self.send_json({"tensorboard": board}, status=201)
@@ -28,12 +28,12 @@ class TensorboardsHandler(ApiHandlerMixin):
 
 class TensorboardHandler(ApiHandlerMixin):
     async def get(self, tensorboard_id: str) -> None:
-        self.send_json({"tensorboard": self.master.get_tensorboard(tensorboard_id)})
+        self.send_json({"tensorboard": self.master.tensorboards.get(tensorboard_id)})
 
 
 class TensorboardKillHandler(ApiHandlerMixin):
     async def post(self, tensorboard_id: str) -> None:
-        self.send_json({"tensorboard": await self.master.kill_tensorboard(tensorboard_id)})
+        self.send_json({"tensorboard": await self.master.tensorboards.kill(tensorboard_id)})
 
 
 TENSORBOARD_ROUTES: tuple[Route, ...] = (
