@@ -73,7 +73,9 @@ class Models:
         """The model named `identifier`, or with that id when it is a number; NotFound."""
         text = str(identifier)
         if _ONLY_DIGITS.match(text):
-            row = self._shared.store.models.get(int(text))
+            # A number past SQLite's 64-bit ids names no model (and would overflow the query).
+            number = int(text)
+            row = self._shared.store.models.get(number) if number < 2**63 else None
             if row is None:
                 raise errors.NotFound(f"model {text} not found")
             return row

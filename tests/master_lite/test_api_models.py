@@ -107,6 +107,9 @@ def test_bad_input_is_named(master):
     assert status == 400 and "sort_by" in answer["message"]
     status, answer = call(master, "POST", "/models/twice/versions", {"name": "no uuid"})
     assert status == 400
+    # An id past SQLite's 64-bit range names no model (it once overflowed into a 500).
+    status, answer = call(master, "POST", f"/models/{2**64}/unarchive")
+    assert status == 404 and answer["message"] == f"model {2**64} not found"
 
 
 def test_versions_over_http(master, checkpoint_uuid):
