@@ -12,7 +12,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-from determined.cli import _checkpoint, _experiment, _info, _model, _preview, _trial, _user
+from determined.cli import (
+    _checkpoint,
+    _experiment,
+    _image,
+    _info,
+    _model,
+    _preview,
+    _trial,
+    _user,
+)
 from determined.cli._base import CliError, Context, NotSupported
 from determined.common import api, expconf
 from determined.common import context as context_mod
@@ -45,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     _preview.add_parser(nouns)
     _user.add_parser(nouns)
     _info.add_parser(nouns)
+    _image.add_parser(nouns)
     return parser
 
 
