@@ -4,6 +4,10 @@ http), real Podman, a real master."""
 
 from __future__ import annotations
 
+import base64
+import json
+import socket
+import stat
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,7 +15,13 @@ from pathlib import Path
 import pytest
 
 from determined.common.api import errors as api_errors
-from tests._support import CHECKPOINTING_SCRIPT, MasterProcess, submit, wait_for_experiment
+from tests._support import (
+    CHECKPOINTING_SCRIPT,
+    MasterProcess,
+    submit,
+    wait_for_experiment,
+    wait_until,
+)
 from tests._support.containers import (
     RUNTIME,
     TEST_PREFIX,
@@ -145,3 +155,50 @@ def test_images_that_no_registry_can_bring_are_refused_at_submit(
         "registry" in str(info.value)
     )
     assert master.session.get("/experiments")["experiments"] == []
+
+
+def pull_processes(image: str) -> list[list[str]]:
+    """Command lines of the running `podman pull` processes of `image`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        except OSError:
+            continue
+        words = [arg.decode(errors="replace") for arg in argv]
+        if len(words) > 2 and Path(words[0]).name == "podman" and "pull" in words:
+            if words[-1] == image:
+                found.append(words)
+    return found
+
+
+def test_credentials_stay_off_command_lines_and_a_kill_ends_a_pull_that_hangs(
+    master: MasterProcess,
+) -> None:
+    # A registry that accepts connections and never answers: the pull waits until killed.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        host = f"127.0.0.1:{silent.getsockname()[1]}"
+        image = f"{host}/{TEST_PREFIX}-hangs:1"
+        exp_id = submit(master, pull_config(image, registry_auth=CREDENTIALS), FILES)
+        (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
+        wait_until(
+            lambda: f"pulling image {image} from {host}" in "\n".join(master.logs(trial["id"])),
+            60,
+            "the pull to start",
+        )
+        (argv,) = wait_until(lambda: pull_processes(image), 60, "the podman pull process")
+        assert not [arg for arg in argv if PASSWORD in arg], argv
+        auth_file = Path(argv[argv.index("--authfile") + 1])
+        assert stat.S_IMODE(auth_file.stat().st_mode) == 0o600
+        assert stat.S_IMODE(auth_file.parent.stat().st_mode) == 0o700
+        assert (
+            json.loads(auth_file.read_text())["auths"][host]["auth"]
+            == base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        )
+
+        master.session.post(f"/experiments/{exp_id}/kill")
+        assert wait_for_experiment(master, exp_id)["state"] == "CANCELED"
+        wait_until(lambda: pull_processes(image) == [], 60, "the pull to end")
+        assert not auth_file.parent.exists(), "the credentials outlived the run"
