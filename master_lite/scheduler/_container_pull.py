@@ -7,10 +7,13 @@ the trial's logs line by line, a slow registry delays only that trial (never the
 loop), and a failed pull ends the trial in ERROR with a line saying what to do.
 
 Credentials (`environment.registry_auth`) go into an auth file (mode 0600) in a private
-directory made for the run (`PullState`), read by the runtime through `--authfile` (Podman) or
-`--config` (Docker), never on a command line `ps` shows. The shell removes the file right after
-the pull and the directory before it execs the run, so the directory's existence also tells the
-runner that the run is still pulling (signals then go to the client, as there is no container).
+directory made for the run (`PullState`, under `<root_dir>/pulls`, mode 0700), read by the
+runtime through `--authfile` (Podman) or `--config` (Docker), never on a command line `ps`
+shows. The shell removes the file right after the pull and the directory before it execs the
+run, so the directory's existence also tells the runner that the run is still pulling (signals
+then go to the client, as there is no container).
+A master that crashed mid-pull may leave directories there: the next one on the root dir removes
+them with the containers it left (`remove_leftover_pulls`).
 """
 
 from __future__ import annotations
@@ -38,8 +41,12 @@ class PullState:
     directory: Path
 
     @classmethod
-    def create(cls, registry_auth: dict | None, registry: str) -> PullState:
-        directory = Path(tempfile.mkdtemp(prefix="det-pull-"))  # mode 0700
+    def create(cls, base: Path, registry_auth: dict | None, registry: str) -> PullState:
+        """A new directory under `base` (made 0700), with the auth file when there are
+        credentials."""
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(base, 0o700)
+        directory = Path(tempfile.mkdtemp(prefix="run-", dir=base))  # mode 0700
         if registry_auth:
             path = directory / _AUTH_FILE
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -59,6 +66,16 @@ class PullState:
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def pulls_dir(runtime: ContainerRuntime) -> Path:
+    """Where the runs of this runtime's master keep their pull directories."""
+    return Path(runtime.root_label) / "pulls"
+
+
+def remove_leftover_pulls(runtime: ContainerRuntime) -> None:
+    """Remove the pull directories (and credentials) a crashed master left."""
+    shutil.rmtree(pulls_dir(runtime), ignore_errors=True)
 
 
 def pull_command(runtime: ContainerRuntime, image: str, auth_file: Path | None) -> list[str]:
@@ -107,4 +124,11 @@ def pull_wrapper(
     return ["sh", "-c", script, "det-pull", *run]
 
 
-__all__ = ["PULL_FAILED", "PullState", "pull_command", "pull_wrapper"]
+__all__ = [
+    "PULL_FAILED",
+    "PullState",
+    "pull_command",
+    "pull_wrapper",
+    "pulls_dir",
+    "remove_leftover_pulls",
+]

@@ -20,7 +20,12 @@ from typing import Any
 
 from determined.common.containers import registry_of
 from master_lite.scheduler._container_config import Mount, config_mounts, config_options
-from master_lite.scheduler._container_pull import PullState, pull_wrapper
+from master_lite.scheduler._container_pull import (
+    PullState,
+    pull_wrapper,
+    pulls_dir,
+    remove_leftover_pulls,
+)
 from master_lite.scheduler._container_runtime import (
     HARNESS_DEPENDENCIES_MOUNT,
     HARNESS_FALLBACK_ENV,
@@ -68,12 +73,13 @@ class ContainerRunner(Runner):
         return self.runtime.config_problems(config)
 
     def remove_leftovers(self) -> None:
-        """Remove the containers a crashed master left (recovery ended or restarts their runs):
-        once, before this runner's first container starts."""
+        """Remove the containers (and pull directories) a crashed master left (recovery ended
+        or restarts their runs): once, before this runner's first container starts."""
         with self._cleanup_lock:
             if self._leftovers_removed:
                 return
             self._leftovers_removed = True
+            remove_leftover_pulls(self.runtime)
             try:
                 self.runtime.remove(self.runtime.leftover_containers())
             except (OSError, subprocess.SubprocessError) as exc:
@@ -113,7 +119,9 @@ class ContainerRunner(Runner):
         registry = registry_of(spec.image)
         pull = None
         if registry is not None:
-            pull = PullState.create(environment.get("registry_auth"), registry)
+            pull = PullState.create(
+                pulls_dir(self.runtime), environment.get("registry_auth"), registry
+            )
             command = pull_wrapper(
                 self.runtime,
                 spec.image,

@@ -191,6 +191,7 @@ def test_credentials_stay_off_command_lines_and_a_kill_ends_a_pull_that_hangs(
         (argv,) = wait_until(lambda: pull_processes(image), 60, "the podman pull process")
         assert not [arg for arg in argv if PASSWORD in arg], argv
         auth_file = Path(argv[argv.index("--authfile") + 1])
+        assert auth_file.parent.parent == master.root_dir / "pulls"
         assert stat.S_IMODE(auth_file.stat().st_mode) == 0o600
         assert stat.S_IMODE(auth_file.parent.stat().st_mode) == 0o700
         assert (
@@ -202,3 +203,14 @@ def test_credentials_stay_off_command_lines_and_a_kill_ends_a_pull_that_hangs(
         assert wait_for_experiment(master, exp_id)["state"] == "CANCELED"
         wait_until(lambda: pull_processes(image) == [], 60, "the pull to end")
         assert not auth_file.parent.exists(), "the credentials outlived the run"
+
+
+def test_credentials_a_crashed_master_left_are_removed_by_the_next(
+    start_master: Callable[..., MasterProcess], tmp_path: Path
+) -> None:
+    root = tmp_path / "root"
+    left = root / "pulls" / "run-abc123"
+    left.mkdir(parents=True)
+    (left / "config.json").write_text('{"auths": {}}')
+    start_master(root_dir=root)
+    wait_until(lambda: not left.exists(), 60, "the leftover pull directory to go")
