@@ -214,3 +214,21 @@ def test_credentials_a_crashed_master_left_are_removed_by_the_next(
     (left / "config.json").write_text('{"auths": {}}')
     start_master(root_dir=root)
     wait_until(lambda: not left.exists(), 60, "the leftover pull directory to go")
+
+
+def test_a_pause_during_a_pull_that_hangs_stops_the_pull(
+    start_master: Callable[..., MasterProcess],
+) -> None:
+    master = start_master(env={"MASTER_LITE_PREEMPTION_GRACE_SECONDS": "1"})
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        host = f"127.0.0.1:{silent.getsockname()[1]}"
+        image = f"{host}/{TEST_PREFIX}-hangs:2"
+        exp_id = submit(master, pull_config(image), FILES)
+        wait_until(lambda: pull_processes(image), 60, "the podman pull process")
+        # The trial cannot answer the preemption (it has not started): the grace ends the pull.
+        master.session.post(f"/experiments/{exp_id}/pause")
+        wait_until(lambda: master.trials(exp_id)[0]["state"] == "PAUSED", 60, "the trial to pause")
+        wait_until(lambda: pull_processes(image) == [], 60, "the pull to end")
+        assert not list((master.root_dir / "pulls").iterdir())
