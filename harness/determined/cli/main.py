@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from determined.cli import (
     _checkpoint,
     _experiment,
+    _image,
     _info,
     _model,
     _preview,
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     _preview.add_parser(nouns)
     _user.add_parser(nouns)
     _info.add_parser(nouns)
+    _image.add_parser(nouns)
     return parser
 
 
