@@ -97,11 +97,13 @@ class Master:
             settings=settings,
             context_size_limit=context_size_limit,
             collect_garbage=self._collect_checkpoint_garbage,
+            delete_checkpoint_files=self._delete_checkpoint_files,
         )
         # The parts the public methods delegate to (and tests reach for by name).
         self.logs, self.views, self.searchers = parts.logs, parts.views, parts.searchers
         self.runs, self.experiments, self.reports = parts.runs, parts.experiments, parts.reports
         self.checkpoints, self.recovery = parts.checkpoints, parts.recovery
+        self.edits = parts.edits
 
     @property
     def store(self) -> Store:
@@ -158,6 +160,9 @@ class Master:
             self._log_writer.close()
         self.shared.closed = True
         self.shared.store.close()
+
+    def _delete_checkpoint_files(self, uuid: str) -> None:
+        self.checkpoint_gc.delete_checkpoint(uuid)
 
     def _collect_checkpoint_garbage(self) -> None:
         if not self.shared.closed:
@@ -217,11 +222,16 @@ class Master:
         name: str | None = None,
         description: str | None = None,
         labels: list[str] | None = None,
+        resources: dict[str, Any] | None = None,
     ) -> dict:
-        """Change an experiment's name, description or labels (those given)."""
-        return self.experiments.patch_experiment(
-            exp_id, name=name, description=description, labels=labels
+        """Change an experiment's name, description, labels or scheduling resources."""
+        return self.edits.patch_experiment(
+            exp_id, name=name, description=description, labels=labels, resources=resources
         )
+
+    def delete_experiment(self, exp_id: int) -> dict:
+        """Delete a finished experiment with its checkpoints' files, trials and logs."""
+        return self.edits.delete_experiment(exp_id)
 
     def list_trials(self, exp_id: int) -> list[dict]:
         """Every trial of the experiment."""

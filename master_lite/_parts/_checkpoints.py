@@ -157,6 +157,22 @@ class Checkpoints:
         self._shared.events.publish("checkpoint", checkpoint)
         return checkpoint
 
+    def protected_uuids(self, experiment_id: int) -> set[str]:
+        """The experiment's COMPLETED checkpoints that must outlive it: those a trial that is
+        not finished resumes from, and the warm-start sources of experiments that are not
+        finished (the checkpoint GC holds the same ones back)."""
+        store = self._shared.store
+        own = {
+            row.uuid
+            for row in store.checkpoints.matching(
+                experiment_id=experiment_id, state=str(CheckpointState.COMPLETED)
+            )
+        }
+        needed = (
+            store.trials.checkpoints_in_use() | store.experiments.warm_start_checkpoints_in_use()
+        )
+        return own & needed
+
     def publish_deleted(self, uuid: str) -> None:
         """Tell checkpoint subscribers the GC deleted `uuid` (skipped when nobody listens)."""
         if self._shared.events.has_subscribers("checkpoint"):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
+from master_lite._parts._editing import ExperimentEdits
 from master_lite._parts._experiments import Experiments
 from master_lite._parts._logs import TrialLogs
 from master_lite._parts._preemption import RunSettings
@@ -31,6 +32,7 @@ class Parts:
     searchers: Searchers
     runs: Runs
     experiments: Experiments
+    edits: ExperimentEdits
     run_exits: RunExits
     reports: Reports
     checkpoints: Checkpoints
@@ -45,6 +47,7 @@ def build_parts(
     settings: RunSettings,
     context_size_limit: int,
     collect_garbage: Callable[[], None],
+    delete_checkpoint_files: Callable[[str], None],
 ) -> Parts:
     """Each part gets the parts it calls in its constructor; where two parts call each other,
     the one built first is wired to the other by its `connect`."""
@@ -70,6 +73,15 @@ def build_parts(
         logs=logs,
         collect_garbage=collect_garbage,
     )
+    checkpoints = Checkpoints(shared, views=views, runs=runs)
+    edits = ExperimentEdits(
+        shared,
+        views=views,
+        runs=runs,
+        searchers=searchers,
+        checkpoints=checkpoints,
+        delete_checkpoint_files=delete_checkpoint_files,
+    )
     run_exits = RunExits(
         shared, views=views, logs=logs, searchers=searchers, experiments=experiments, runs=runs
     )
@@ -86,9 +98,10 @@ def build_parts(
         searchers=searchers,
         runs=runs,
         experiments=experiments,
+        edits=edits,
         run_exits=run_exits,
         reports=Reports(shared, views=views, searchers=searchers),
-        checkpoints=Checkpoints(shared, views=views, runs=runs),
+        checkpoints=checkpoints,
         recovery=Recovery(
             shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
         ),

@@ -82,8 +82,12 @@ class ExperimentHandler(ApiHandlerMixin):
             name=body.get("name"),
             description=body.get("description"),
             labels=body.get("labels"),
+            resources=body.get("resources"),
         )
         self.send_json({"experiment": experiment})
+
+    async def delete(self, experiment_id: int) -> None:
+        self.send_json(self.master.delete_experiment(experiment_id))
 
 
 class ExperimentTrialsHandler(ApiHandlerMixin):

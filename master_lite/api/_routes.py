@@ -16,6 +16,7 @@ from master_lite.api._openapi import (
     OBJECT,
     STRING,
     array,
+    nullable,
     obj,
     ref,
 )
@@ -92,14 +93,40 @@ ROUTES: tuple[Route, ...] = (
                 ),
             ),
             "patch": Operation(
-                "Change an experiment's name, description or labels (those given)",
+                "Change an experiment's name, description, labels or scheduling resources "
+                "(those given)",
                 EXPERIMENT_ANSWER,
                 request=obj(
                     name={**STRING, "minLength": 1},
                     description=STRING,
                     labels={**array({**STRING, "minLength": 1}), "description": "all its labels"},
+                    resources={
+                        **obj(
+                            priority={**INTEGER, "minimum": 1, "maximum": 99},
+                            max_slots=nullable({**INTEGER, "minimum": 0}),
+                            weight={**NUMBER, "minimum": 0},
+                        ),
+                        "description": "fields of the config's resources: priority (smaller "
+                        "first) and max_slots (null: no limit) apply to trials that wait; "
+                        "weight is kept only",
+                    },
                 ),
                 description="any state; labels replace the old ones (repeats dropped)",
+            ),
+            "delete": Operation(
+                "Delete a finished experiment: its trials, metrics, logs and checkpoints "
+                "(their files too)",
+                obj(
+                    ["id", "deleted_checkpoints", "deleted_trials"],
+                    id=INTEGER,
+                    deleted_checkpoints={
+                        **INTEGER,
+                        "description": "COMPLETED checkpoints whose files were deleted",
+                    },
+                    deleted_trials=INTEGER,
+                ),
+                description="409 while it is not finished, or while a checkpoint of it must "
+                "be kept (a live trial resumes or warm-starts from it); nothing is deleted then",
             ),
         },
         (EXPERIMENT_ID,),
