@@ -312,7 +312,6 @@ def test_name_description_and_labels(sdk, finished):
 
 def test_what_the_master_lacks_raises_not_implemented(finished):
     for call in (
-        finished.delete,
         lambda: finished.set_notes("x"),
         lambda: finished.move_to_project("w", "p"),
     ):
@@ -325,6 +324,33 @@ def test_what_the_master_lacks_raises_not_implemented(finished):
         best.remove_files(["*"])
     with pytest.raises(NotImplementedError, match="Checkpoint.get_metrics"):
         best.get_metrics("inference")
+
+
+def test_delete_refuses_a_running_experiment_then_removes_it_with_its_files(sdk, master, tmp_path):
+    running = sdk.create_experiment(config("sdk-doomed-long", 100), model_dir(tmp_path, LONG_PY))
+    with pytest.raises(errors.APIException, match="only finished experiments") as raised:
+        running.delete()
+    assert raised.value.status_code == 409
+    running.kill()
+    assert running.wait(interval=0.2) == ExperimentState.CANCELED
+
+    (tmp_path / "short").mkdir()
+    doomed = sdk.create_experiment(config("sdk-doomed", 3), model_dir(tmp_path / "short", TRAIN_PY))
+    assert doomed.wait(interval=0.2) == ExperimentState.COMPLETED
+    uuids = [c.uuid for c in doomed.list_checkpoints()]
+    files = [master.root_dir / "checkpoints" / uuid for uuid in uuids]
+    assert len(files) == 3 and all(path.is_dir() for path in files)
+    [trial] = doomed.list_trials()
+    doomed.delete()
+    running.delete()
+    assert not any(path.exists() for path in files)
+    for exp in (doomed, running):
+        with pytest.raises(errors.NotFoundException):
+            sdk.get_experiment(exp.id)
+    with pytest.raises(errors.NotFoundException):
+        sdk.get_trial(trial.id)
+    with pytest.raises(errors.NotFoundException):
+        sdk.get_checkpoint(uuids[0])
 
 
 def test_module_functions_find_the_master_like_det(master, finished, monkeypatch):

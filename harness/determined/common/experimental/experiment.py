@@ -586,12 +586,15 @@ class Experiment:
     # -- what this master has no endpoint for ------------------------------------------------
 
     def delete(self) -> None:
-        """Delete the experiment and its checkpoints (not available here).
+        """Delete the experiment for good: its trials, metrics, logs and checkpoints (their
+        files too). Only a finished experiment can be deleted; `archive()` hides one instead.
 
         Raises:
-            NotImplementedError: this master has no endpoint to delete experiments.
+            determined.common.api.errors.NotFoundException: no experiment has this id.
+            determined.common.api.errors.APIException: it is not finished, or a checkpoint of
+                it is still needed by a live trial (409); nothing is deleted then.
         """
-        raise _util.missing_endpoint("Experiment.delete()")
+        self._session.delete(f"/experiments/{self._id}")
 
     def _patch(self, **fields: Any) -> None:
         self._hydrate(self._session.patch(f"/experiments/{self._id}", fields)["experiment"])
