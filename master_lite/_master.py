@@ -374,6 +374,10 @@ class Master:
             experiment_id=experiment_id, trial_id=trial_id, state=state
         )
 
+    def checkpoint_snippet(self, uuid: str) -> dict:
+        """The "Use in notebook" cell of a checkpoint: `{kind, code}`."""
+        return self.checkpoints.checkpoint_snippet(uuid)
+
     def checkpoint_archive(self, uuid: str) -> bytes:
         """The checkpoint's files as a tar.gz."""
         return self.checkpoints.checkpoint_archive(uuid)

@@ -120,6 +120,16 @@ class Checkpoints:
         )
         return [self._checkpoint_json(row) for row in rows]
 
+    def checkpoint_snippet(self, uuid: str) -> dict:
+        """The notebook cell that downloads and loads this checkpoint: `{kind, code}`
+        (determined.common.checkpoint_snippets); NotFound unless it is COMPLETED."""
+        from determined.common import checkpoint_snippets
+
+        row = self.checkpoint_row(uuid)
+        if row.state != CheckpointState.COMPLETED:
+            raise errors.NotFound(f"checkpoint {uuid} is {row.state}: its files are gone")
+        return checkpoint_snippets.checkpoint_snippet(self._checkpoint_json(row))
+
     def checkpoint_archive(self, uuid: str) -> bytes:
         """The checkpoint's files as a tar.gz (NotFound when they are gone)."""
         checkpoint = self.checkpoint_row(uuid)

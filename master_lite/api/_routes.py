@@ -259,6 +259,26 @@ ROUTES: tuple[Route, ...] = (
         (CHECKPOINT_UUID,),
     ),
     Route(
+        "/checkpoints/{uuid}/snippet",
+        _checkpoints.CheckpointSnippetHandler,
+        {
+            "get": Operation(
+                "The notebook cell that downloads and loads the checkpoint (Use in notebook)",
+                obj(
+                    ["kind", "code"],
+                    kind={
+                        **STRING,
+                        "enum": ["pytorch", "keras", "estimator", "core"],
+                        "description": "the loader, from the metadata's framework and format",
+                    },
+                    code={**STRING, "description": "Python source of the cell"},
+                ),
+                description="404 unless the checkpoint is COMPLETED",
+            )
+        },
+        (CHECKPOINT_UUID,),
+    ),
+    Route(
         "/checkpoints/{uuid}/download",
         _checkpoints.CheckpointDownloadHandler,
         {
