@@ -63,7 +63,9 @@ export class ExperimentView extends Widget {
   constructor(
     readonly experimentId: number,
     private readonly _client: DeterminedClient,
-    private readonly _hub: EventHub
+    private readonly _hub: EventHub,
+    /** "Use in notebook" of a checkpoint (notebookInsert.ts); none: no such buttons. */
+    private readonly _useInNotebook?: (uuid: string) => Promise<void>
   ) {
     super();
     this.model = new ExperimentDataModel(experimentId);
@@ -341,7 +343,7 @@ export class ExperimentView extends Widget {
   private _renderCheckpoints(): void {
     replaceChildren(
       this._tabs.node('checkpoints'),
-      checkpointsTable(this.model.checkpoints.values(), this._selection.metric)
+      checkpointsTable(this.model.checkpoints.values(), this._selection.metric, this._useInNotebook)
     );
   }
 

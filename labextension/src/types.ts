@@ -104,6 +104,14 @@ export interface ICheckpoint {
   validation_metrics?: Record<string, unknown> | null;
 }
 
+/** The "Use in notebook" cell of a checkpoint (GET checkpoints/{uuid}/snippet). */
+export interface ICheckpointSnippet {
+  /** The loader: from the framework and format the checkpoint's metadata records. */
+  kind: 'pytorch' | 'keras' | 'estimator' | 'core';
+  /** Python source of the cell. */
+  code: string;
+}
+
 export interface IGpu {
   index: number;
   uuid: string;
