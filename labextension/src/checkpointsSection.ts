@@ -31,19 +31,22 @@ export function checkpointsTable(
       h(
         'tr',
         { attrs: { 'data-uuid': checkpoint.uuid } },
+        // First: a long path must not push the button out of sight.
+        useInNotebook ? h('td', null, useButton(checkpoint, useInNotebook)) : null,
         h('td', { class: 'jp-Det-mono' }, checkpoint.uuid),
         h('td', null, String(checkpoint.trial_id)),
         h('td', null, String(checkpoint.steps_completed)),
         h('td', null, checkpoint.state),
         h('td', { title: JSON.stringify(metrics) }, formatMetric(metrics[metric])),
         h('td', null, formatBytes(size)),
-        h('td', { class: 'jp-Det-mono' }, checkpoint.path ?? ''),
-        useInNotebook ? h('td', null, useButton(checkpoint, useInNotebook)) : null
+        h('td', { class: 'jp-Det-mono' }, checkpoint.path ?? '')
       )
     );
   }
-  const columns = useInNotebook ? [...CHECKPOINT_COLUMNS, 'Use'] : CHECKPOINT_COLUMNS;
-  const headings = columns.map(t => h('th', null, t || `validation ${metric}`));
+  const headings = CHECKPOINT_COLUMNS.map(t => h('th', null, t || `validation ${metric}`));
+  if (useInNotebook) {
+    headings.unshift(h('th', null));
+  }
   return h(
     'table',
     { class: 'jp-Det-table jp-Det-checkpointsTable' },

@@ -32,12 +32,12 @@ export class NoNotebookError extends Error {
 /** The one-line confirmation shown after the cell was inserted. */
 export function insertedMessage(uuid: string, snippet: ICheckpointSnippet, target: string): string {
   const loader: Record<ICheckpointSnippet['kind'], string> = {
-    pytorch: 'det.pytorch.load_trial_from_checkpoint_path',
-    keras: 'det.keras.load_model_from_checkpoint_path',
-    estimator: 'det.estimator.load_estimator_from_checkpoint_path',
-    core: 'the downloaded path (Core API checkpoint)'
+    pytorch: 'loads it with det.pytorch.load_trial_from_checkpoint_path',
+    keras: 'loads it with det.keras.load_model_from_checkpoint_path',
+    estimator: 'loads it with det.estimator.load_estimator_from_checkpoint_path',
+    core: 'lists its files (a Core API checkpoint)'
   };
-  return `Inserted a cell into ${target} that downloads checkpoint ${uuid} and loads it with ${loader[snippet.kind]}.`;
+  return `Inserted a cell into ${target} that downloads checkpoint ${uuid} and ${loader[snippet.kind]}.`;
 }
 
 /**
