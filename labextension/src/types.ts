@@ -35,6 +35,8 @@ export interface IExperiment {
   notebook?: { path?: string; cell_ids?: string[] } | null;
   parent_id?: number | null;
   config?: Record<string, unknown>;
+  /** Only in the event of its deletion (state DELETED): the experiment is gone. */
+  deleted?: boolean;
 }
 
 export interface IMetricSnapshot {

@@ -133,6 +133,7 @@ class ExperimentEdits:
                 f"{', '.join(protected)} are still needed (a trial that is not finished "
                 "resumes or warm-starts from them); delete it once those have ended"
             )
+        last_seen = self._views.get_experiment(exp_id, with_config=False)
         store = self._shared.store
         completed = store.checkpoints.matching(
             experiment_id=exp_id, state=str(CheckpointState.COMPLETED)
@@ -145,6 +146,11 @@ class ExperimentEdits:
         self._searchers.discard(exp_id)
         for trial_id in trial_ids:
             shutil.rmtree(self._shared.root_dir / "trials" / str(trial_id), ignore_errors=True)
+        if self._shared.events.has_subscribers("experiment"):
+            # Its last JSON, marked: lists drop it, an open view of it shows it is gone.
+            self._shared.events.publish(
+                "experiment", {**last_seen, "state": "DELETED", "deleted": True}
+            )
         return {
             "id": exp_id,
             "deleted_checkpoints": len(completed),

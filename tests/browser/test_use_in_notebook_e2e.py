@@ -5,6 +5,7 @@ From the experiment's tab (the notebook used last gets the cell) and from the li
 a notebook cell (its own notebook gets it). The PyTorch cell is run for real, loading the trial,
 in tests/jupyter/test_notebooks.py::test_results; here the checkpoints are a Core API script's,
 whose cell lists the files it saved. Screenshots (light and dark) go to docs/images/.
+Also: an experiment deleted (`det e delete`) leaves the sidebar's list at once.
 """
 
 from __future__ import annotations
@@ -163,3 +164,20 @@ def test_use_in_notebook_from_the_live_widget_inserts_into_its_own_notebook(page
     inserted = [c for c in _cells(page, "widget.ipynb") if "client.get_checkpoint" in c]
     assert len(inserted) == 1 and f'"{uuid}"' in inserted[0]
     assert "weights_saved_by_core.txt" in _run_active_cell_of(page, lab, "widget.ipynb")
+
+
+def test_a_deleted_experiment_leaves_the_sidebar_list(page, lab: Lab) -> None:
+    experiment_id = lab.api(
+        "POST",
+        "experiments",
+        json={"config": {**CONFIG, "name": "to-be-deleted"}, "activate": False},
+    )["experiment"]["id"]
+    lab.api("POST", f"experiments/{experiment_id}/kill")
+    lab.open_in(page)
+    if not page.is_visible("#jupyter-determined-sidebar"):
+        page.click('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]')
+    row = f'.jp-Det-expRow[data-experiment-id="{experiment_id}"]'
+    page.wait_for_selector(row)
+    page.wait_for_selector("#jupyter-determined-sidebar :text('● live')")
+    assert lab.api("DELETE", f"experiments/{experiment_id}")["id"] == experiment_id
+    page.wait_for_selector(row, state="detached", timeout=10_000)

@@ -118,6 +118,7 @@ def test_delete_removes_rows_logs_metrics_and_checkpoint_files(tmp_path):
             )
             other = parts.experiments.create_experiment({**SINGLE, "name": "other"}, None)
             (root / "trials" / str(trial["id"])).mkdir(parents=True, exist_ok=True)
+            events = parts.views._shared.events.subscribe(types=["experiment"])
             answer = parts.edits.delete_experiment(exp["id"])
             assert answer == {"id": exp["id"], "deleted_checkpoints": 1, "deleted_trials": 1}
             assert not files.exists()
@@ -133,6 +134,14 @@ def test_delete_removes_rows_logs_metrics_and_checkpoint_files(tmp_path):
                 parts.views.get_experiment(exp["id"])
             # The other experiment is untouched.
             assert [e["id"] for e in parts.views.list_experiments()] == [other["id"]]
+            # Whoever shows experiments hears it is gone.
+            kind, payload = events.get_nowait() or ("none", {})
+            assert kind == "experiment"
+            assert (payload["id"], payload["state"], payload["deleted"]) == (
+                exp["id"],
+                "DELETED",
+                True,
+            )
 
     asyncio.run(asyncio.wait_for(body(), 60))
 
