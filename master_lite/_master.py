@@ -223,10 +223,16 @@ class Master:
         description: str | None = None,
         labels: list[str] | None = None,
         resources: dict[str, Any] | None = None,
+        notes: str | None = None,
     ) -> dict:
-        """Change an experiment's name, description, labels or scheduling resources."""
+        """Change an experiment's name, description, notes, labels or scheduling resources."""
         return self.edits.patch_experiment(
-            exp_id, name=name, description=description, labels=labels, resources=resources
+            exp_id,
+            name=name,
+            description=description,
+            labels=labels,
+            resources=resources,
+            notes=notes,
         )
 
     def delete_experiment(self, exp_id: int) -> dict:

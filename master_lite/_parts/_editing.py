@@ -1,5 +1,5 @@
 """The experiment-editing part: what a user changes about an experiment after creating it
-(name, description, labels, the scheduling fields of `resources`) and its deletion."""
+(name, description, notes, labels, the scheduling fields of `resources`) and its deletion."""
 
 from __future__ import annotations
 
@@ -87,8 +87,9 @@ class ExperimentEdits:
         description: str | None = None,
         labels: list[str] | None = None,
         resources: dict[str, Any] | None = None,
+        notes: str | None = None,
     ) -> dict:
-        """Change the name, description, labels or scheduling `resources` (those given) of an
+        """Change the name, description, notes, labels or scheduling `resources` (those given) of an
         experiment in any state; the experiment's JSON after it. Labels keep their order,
         without repeats; a new priority or max_slots applies to its trials that wait."""
         row = self._views.experiment_row(exp_id)  # NotFound names it
@@ -101,7 +102,7 @@ class ExperimentEdits:
         edit = _check_resources(resources) if resources is not None else {}
         with self._shared.atomic():
             self._shared.store.experiments.set_details(
-                exp_id, name=name, description=description, labels=labels
+                exp_id, name=name, description=description, labels=labels, notes=notes
             )
             if edit:
                 config = copy.deepcopy(row.config)

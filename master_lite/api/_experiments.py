@@ -81,6 +81,7 @@ class ExperimentHandler(ApiHandlerMixin):
             experiment_id,
             name=body.get("name"),
             description=body.get("description"),
+            notes=body.get("notes"),
             labels=body.get("labels"),
             resources=body.get("resources"),
         )

@@ -93,12 +93,13 @@ ROUTES: tuple[Route, ...] = (
                 ),
             ),
             "patch": Operation(
-                "Change an experiment's name, description, labels or scheduling resources "
-                "(those given)",
+                "Change an experiment's name, description, notes, labels or scheduling "
+                "resources (those given)",
                 EXPERIMENT_ANSWER,
                 request=obj(
                     name={**STRING, "minLength": 1},
                     description=STRING,
+                    notes=STRING,
                     labels={**array({**STRING, "minLength": 1}), "description": "all its labels"},
                     resources={
                         **obj(

@@ -137,9 +137,10 @@ class Experiments(TypedRepository[ExperimentRow]):
         name: str | None = None,
         description: str | None = None,
         labels: list[str] | None = None,
+        notes: str | None = None,
     ) -> None:
-        """The fields a user edits (those given): name, description, labels."""
-        given = {"name": name, "description": description, "labels": labels}
+        """The fields a user edits (those given): name, description, labels, notes."""
+        given = {"name": name, "description": description, "labels": labels, "notes": notes}
         changes = {column: value for column, value in given.items() if value is not None}
         if changes:
             self.update(experiment_id, **changes)

@@ -148,11 +148,20 @@ ALTER TABLE trials ADD COLUMN exit_summary TEXT;
 ALTER TABLE trials ADD COLUMN notebook_error TEXT
 """
 
+# A user's notes on an experiment (`det`/SDK `Experiment.set_notes`, PATCH /experiments/{id}),
+# as Determined keeps them: free text, empty until set.
+MIGRATION_7_EXPERIMENT_NOTES = """
+ALTER TABLE experiments ADD COLUMN notes TEXT NOT NULL DEFAULT ''
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_INITIAL,
     MIGRATION_2_FAULT_TOLERANCE,
     MIGRATION_3_CURRENT_SERIES_INDEX,
     MIGRATION_4_TRIAL_EXIT_DETAILS,
+    # Number 7: MIGRATION_5 (the model registry) and MIGRATION_6 (unmanaged trials) come from
+    # other branches and go before it.
+    MIGRATION_7_EXPERIMENT_NOTES,
 ]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.

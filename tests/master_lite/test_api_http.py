@@ -143,7 +143,9 @@ class FakeMaster:
         self.checkpoints[uuid]["state"] = "DELETED"
         return self.checkpoints[uuid]
 
-    def patch_experiment(self, exp_id, *, name=None, description=None, labels=None, resources=None):
+    def patch_experiment(
+        self, exp_id, *, name=None, description=None, labels=None, resources=None, notes=None
+    ):
         self._record(
             "patch_experiment",
             exp_id,
@@ -151,6 +153,7 @@ class FakeMaster:
             description=description,
             labels=labels,
             resources=resources,
+            notes=notes,
         )
         experiment = self._experiment_or_404(exp_id)
         given = {"name": name, "description": description, "labels": labels}
@@ -499,7 +502,16 @@ def test_patch_experiment_passes_the_fields_given(client: Client, fake: FakeMast
     assert answer.json["experiment"]["name"] == "new"
     assert answer.json["experiment"]["labels"] == ["a"]
     assert fake.called("patch_experiment") == [
-        ((1,), {"name": "new", "description": None, "labels": ["a"], "resources": None})
+        (
+            (1,),
+            {
+                "name": "new",
+                "description": None,
+                "labels": ["a"],
+                "resources": None,
+                "notes": None,
+            },
+        )
     ]
     empty_name = client.request("PATCH", "/api/v1/experiments/1", {"name": ""})
     assert empty_name.status == 400 and "body.name" in empty_name.json["message"]

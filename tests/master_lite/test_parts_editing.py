@@ -15,8 +15,12 @@ def test_patch_changes_name_description_and_labels_in_any_state(tmp_path):
     async def body() -> None:
         async with started_parts(tmp_path / "root") as (parts, _):
             exp = parts.experiments.create_experiment(SINGLE, None)
+            assert exp["notes"] == ""
             changed = parts.edits.patch_experiment(exp["id"], name="renamed", labels=["b", "a"])
             assert changed["name"] == "renamed" and changed["labels"] == ["b", "a"]
+            noted = parts.edits.patch_experiment(exp["id"], notes="lr 0.1 diverged; try 0.03")
+            assert noted["notes"] == "lr 0.1 diverged; try 0.03" and noted["name"] == "renamed"
+            assert parts.views.experiment_row(exp["id"]).notes == "lr 0.1 diverged; try 0.03"
             with pytest.raises(errors.NotFound, match="experiment 999 not found"):
                 parts.edits.patch_experiment(999, description="x")
 
