@@ -141,18 +141,8 @@ with torch.no_grad():
     output = models[0].eval()(X)
 print("LOADED", type(trial).__name__, torch.nn.functional.cross_entropy(output, y).item())
 """
-    fresh = tmp_path / "fresh"
-    fresh.mkdir()
-    completed = subprocess.run(
-        [sys.executable, "-c", snippet["code"] + check],
-        cwd=fresh,
-        env=lab_server.kernel_environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    class_name, loaded_loss = completed.stdout.split("LOADED ")[1].split()
+    shown = run_snippet(lab_server, uuid, tmp_path / "fresh", check)
+    class_name, loaded_loss = shown.split("LOADED ")[1].split()
     assert class_name == "DigitsTrial"
     assert float(loaded_loss) == pytest.approx(stored, abs=1e-5)
 
@@ -196,10 +186,40 @@ def _native_notebook(lab_server, tmp_path, name: str, experiment_name: str) -> d
     return answer
 
 
+def run_snippet(lab_server, uuid: str, directory: Path, check: str) -> str:
+    """Run the checkpoint's "Use in notebook" cell, then `check`, in a new process in
+    `directory` with a kernel's environment; returns its stdout."""
+    directory.mkdir()
+    snippet = lab_server.api("GET", f"checkpoints/{uuid}/snippet")
+    completed = subprocess.run(
+        [sys.executable, "-c", snippet["code"] + check],
+        cwd=directory,
+        env=lab_server.kernel_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout
+
+
 def test_keras_native(lab_server, tmp_path) -> None:
     answer = _native_notebook(lab_server, tmp_path, "keras_native.ipynb", "keras-native-digits")
     assert answer["trials"][0]["steps_completed"] == 8
     assert answer["experiment"]["best_validation"] is not None
+    # Its checkpoint's "Use in notebook" cell loads the Keras model, which predicts digits.
+    experiment_id = answer["experiment"]["id"]
+    [checkpoint, *_] = lab_server.api("GET", f"experiments/{experiment_id}/checkpoints")[
+        "checkpoints"
+    ]
+    assert lab_server.api("GET", f"checkpoints/{checkpoint['uuid']}/snippet")["kind"] == "keras"
+    shown = run_snippet(
+        lab_server,
+        checkpoint["uuid"],
+        tmp_path / "keras-snippet",
+        "\nimport numpy as np\nprint('PREDICTS', model.predict(np.zeros((2, 64)), verbose=0).shape)\n",
+    )
+    assert "PREDICTS (2, 10)" in shown
 
 
 def test_pytorch_trial(lab_server, tmp_path) -> None:
