@@ -26,7 +26,7 @@ TF215_STAMP := $(TF215_VENV)/.installed
 TF215_PACKAGES := 'tensorflow-cpu==2.15.1' 'tensorflow-estimator==2.15.*' 'numpy<2' 'pytest>=8' 'pytest-timeout>=2.2' 'scikit-learn>=1.4'
 ESTIMATOR_PYTEST_ARGS ?=
 
-.PHONY: install lab master demo lint format test test-fast test-deps test-estimator bench soak clean
+.PHONY: install lab master demo lint format test test-fast test-deps test-estimator bench soak clean image
 
 ## install: create or update .venv with the project and everything it needs (idempotent)
 install: $(STAMP)
@@ -60,10 +60,26 @@ master: install
 demo: install
 	$(PY) -m jupyter_determined._demo
 
-## test-deps: what only the tests need beyond the Python packages: Debian's chromium, and
-## openssl (the report courier's HTTPS tests make a self-signed certificate)
+## test-deps: what only the tests need beyond the Python packages: Debian's chromium, openssl
+## (the report courier's HTTPS tests make a self-signed certificate), and podman with runc (the
+## container runner's tests; Debian's default crun refuses some hosts' cgroup setups)
 test-deps:
-	@command -v chromium >/dev/null && command -v openssl >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openssl >/dev/null; }
+	@command -v chromium >/dev/null && command -v openssl >/dev/null && command -v podman >/dev/null && command -v runc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openssl podman runc >/dev/null; }
+
+## image: build the default trial image for `environment.image` into the container runtime's
+## local store (Debian's essential packages with python3 and numpy; the master mounts the
+## harness into every trial container, so the image does not need it). No registry needed: the
+## root file system is made by mmdebstrap and imported. IMAGE and IMAGE_SUITE override.
+IMAGE ?= localhost/jupyter-determined-trial:latest
+IMAGE_SUITE ?= $(shell . /etc/os-release 2>/dev/null && echo $$VERSION_CODENAME || echo bookworm)
+IMAGE_PACKAGES ?= python3,python3-numpy,ca-certificates
+CONTAINER_RUNTIME ?= $(shell command -v podman || command -v docker || echo podman)
+image:
+	@command -v mmdebstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+		mmdebstrap --quiet --variant=essential --include=$(IMAGE_PACKAGES) $(IMAGE_SUITE) "$$tmp/rootfs.tar" && \
+		$(CONTAINER_RUNTIME) import "$$tmp/rootfs.tar" $(IMAGE) >/dev/null && \
+		echo "built $(IMAGE): use it with environment: {image: $(IMAGE)}"
 
 ## lint: ruff (rules and formatting) and mypy on the Python packages; eslint, prettier and tsc on
 ## the sidebar. `make format` applies the formatters.

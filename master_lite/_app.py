@@ -114,6 +114,12 @@ class MasterLite(Configurable):
         "constructed with log_sink= and on_exit= (see master_lite/scheduler/_runner.py). "
         "Env: MASTER_LITE_RUNNER_CLASS.",
     ).tag(config=True)
+    container_runtime = Unicode(
+        help="The container runtime that runs trials of experiments with environment.image: "
+        "'podman', 'docker', or a path to either. The options this machine needs (runc, "
+        "ulimits) are generated. Env: MASTER_LITE_CONTAINER_RUNTIME. Default: podman if "
+        "installed, else docker."
+    ).tag(config=True)
     ray_address = Unicode(
         None,
         allow_none=True,
@@ -127,6 +133,11 @@ class MasterLite(Configurable):
     preemption_grace_seconds = Float(
         help="How long a preempted (paused, killed, shut down) trial may take to checkpoint "
         "and exit before it is terminated. Env: MASTER_LITE_PREEMPTION_GRACE_SECONDS."
+    ).tag(config=True)
+    tensorboard_refresh_seconds = Float(
+        help="How often a TensorBoard's log directory is rewritten from the metrics of its "
+        "trials that still run (and how often TensorBoard reloads it). "
+        "Env: MASTER_LITE_TENSORBOARD_REFRESH_SECONDS."
     ).tag(config=True)
     host = Unicode(
         help="Address to listen on (standalone). Loopback by default: the API is guarded by a "
@@ -156,6 +167,12 @@ class MasterLite(Configurable):
     def _default_runner_class(self) -> str | None:
         return os.environ.get("MASTER_LITE_RUNNER_CLASS") or None
 
+    @default("container_runtime")
+    def _default_container_runtime(self) -> str:
+        from master_lite.scheduler import default_runtime
+
+        return _from_env("MASTER_LITE_CONTAINER_RUNTIME", str, None) or default_runtime()
+
     @default("resource_manager")
     def _default_resource_manager(self) -> str:
         return _from_env("MASTER_LITE_RESOURCE_MANAGER", str, "local")
@@ -171,6 +188,16 @@ class MasterLite(Configurable):
     @default("preemption_grace_seconds")
     def _default_preemption_grace_seconds(self) -> float:
         return _from_env("MASTER_LITE_PREEMPTION_GRACE_SECONDS", float, 30.0)
+
+    @default("tensorboard_refresh_seconds")
+    def _default_tensorboard_refresh_seconds(self) -> float:
+        return _from_env("MASTER_LITE_TENSORBOARD_REFRESH_SECONDS", float, 5.0)
+
+    @validate("tensorboard_refresh_seconds")
+    def _check_tensorboard_refresh_seconds(self, proposal: Any) -> float:
+        if not proposal["value"] > 0:
+            raise TraitError(f"tensorboard_refresh_seconds must be > 0, got {proposal['value']}")
+        return proposal["value"]
 
     @default("host")
     def _default_host(self) -> str:
@@ -215,7 +242,9 @@ class MasterLite(Configurable):
             resource_manager=self.resource_manager,
             ray_address=self.ray_address,
             runner_class=self.runner_class,
+            container_runtime=self.container_runtime,
             preemption_grace_seconds=self.preemption_grace_seconds,
+            tensorboard_refresh_seconds=self.tensorboard_refresh_seconds,
             **overrides,
         )
 

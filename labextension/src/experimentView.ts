@@ -64,6 +64,8 @@ export class ExperimentView extends Widget {
     readonly experimentId: number,
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
+    /** Opens the experiment's TensorBoard in a tab; without it the header has no such button. */
+    private readonly _openTensorBoard?: (experimentId: number) => Promise<void>,
     /** "Use in notebook" of a checkpoint (notebookInsert.ts); none: no such buttons. */
     private readonly _useInNotebook?: (uuid: string) => Promise<void>
   ) {
@@ -253,8 +255,30 @@ export class ExperimentView extends Widget {
     this.title.caption = `Determined experiment ${experiment.id} (${experiment.state})`;
     replaceChildren(
       this._header,
-      ...headerContent(experiment, counts, action => void this.runAction(action))
+      ...headerContent(
+        experiment,
+        counts,
+        action => void this.runAction(action),
+        this._openTensorBoard ? () => void this.openTensorBoard() : undefined
+      )
     );
+  }
+
+  /** Start (or find) the experiment's TensorBoard and open it; failures show in the view. */
+  async openTensorBoard(): Promise<void> {
+    if (!this._openTensorBoard) {
+      return;
+    }
+    replaceChildren(
+      this._message,
+      h('div', { class: 'jp-Det-info' }, 'Starting TensorBoard… (a few seconds)')
+    );
+    try {
+      await this._openTensorBoard(this.experimentId);
+      replaceChildren(this._message);
+    } catch (error) {
+      replaceChildren(this._message, errorBox(`TensorBoard failed: ${describeError(error)}`));
+    }
   }
 
   /** Confirm, run one action, and show the outcome (the state arrives by event or refresh). */

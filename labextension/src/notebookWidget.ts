@@ -97,7 +97,7 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     this._experimentId = id;
     // "Use in notebook" inserts below the active cell of the notebook holding this output.
     const useInNotebook = useInNotebookHandler(this._client, this._notebooks, () => this);
-    this._view = new ExperimentView(id, this._client, this._hub, useInNotebook);
+    this._view = new ExperimentView(id, this._client, this._hub, undefined, useInNotebook);
     this._view.addClass('jp-Det-embedded');
     this._view.id = `${this._view.id}-output-${++outputCount}`; // the tab's view has the plain id
     this._view.model.changed.connect(() => this._onModelChanged());

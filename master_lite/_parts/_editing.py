@@ -58,6 +58,23 @@ def _check_resources(resources: Any) -> dict[str, Any]:
     return dict(resources)
 
 
+def _kept_message(exp_id: int, protected: set[str], store: Any) -> str:
+    """Why the experiment cannot be deleted: each protected checkpoint and what holds it."""
+    from master_lite.store import registered_message
+
+    reasons = []
+    for uuid in sorted(protected):
+        versions = store.model_versions.naming(uuid)
+        if versions:
+            reasons.append(registered_message(uuid, versions))
+        else:
+            reasons.append(
+                f"checkpoint {uuid} is still needed: a trial that is not finished resumes or "
+                "warm-starts from it (delete the experiment once that one has ended)"
+            )
+    return f"experiment {exp_id} cannot be deleted, nothing was: " + "; ".join(reasons)
+
+
 class ExperimentEdits:
     """Edits of existing experiments, and their deletion."""
 
@@ -116,7 +133,10 @@ class ExperimentEdits:
     def delete_experiment(self, exp_id: int) -> dict:
         """Delete a finished experiment: its checkpoints' files, its trials' work dirs and
         every row of it. Refused (Conflict) while it runs or while a checkpoint of it must be
-        kept (`Checkpoints.protected_uuids`), so nothing another experiment needs is lost.
+        kept (`Checkpoints.protected_uuids`: registered in the model registry, or needed by a
+        live trial), so nothing the registry or another experiment needs is lost. (Keeping such
+        a checkpoint while deleting the rest would need its trial and experiment rows, which
+        its row references.)
 
         Returns:
             `{"id", "deleted_checkpoints", "deleted_trials"}`.
@@ -127,13 +147,9 @@ class ExperimentEdits:
                 f"experiment {exp_id} is {row.state}: only finished experiments can be "
                 f"deleted (stop it first: det experiment kill {exp_id})"
             )
-        protected = sorted(self._checkpoints.protected_uuids(exp_id))
+        protected = self._checkpoints.protected_uuids(exp_id)
         if protected:
-            raise errors.Conflict(
-                f"experiment {exp_id} cannot be deleted: its checkpoint(s) "
-                f"{', '.join(protected)} are still needed (a trial that is not finished "
-                "resumes or warm-starts from them); delete it once those have ended"
-            )
+            raise errors.Conflict(_kept_message(exp_id, protected, self._shared.store))
         last_seen = self._views.get_experiment(exp_id, with_config=False)
         store = self._shared.store
         completed = store.checkpoints.matching(

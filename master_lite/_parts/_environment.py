@@ -6,8 +6,17 @@ import json
 import os
 import socket
 import sys
+from pathlib import Path
 
-from master_lite.scheduler import GPU
+from master_lite.scheduler import (
+    CONTAINER_SHELL,
+    GPU,
+    STARTUP_HOOK,
+    entrypoint_argv,
+    has_startup_hook,
+    in_container_argv,
+    with_startup_hook,
+)
 from master_lite.store import CheckpointRow, ExperimentRow, TrialRow
 
 
@@ -25,43 +34,36 @@ def trial_environment(
     cluster_id: str,
     ports: dict[str, str],
 ) -> dict[str, str]:
-    """The master's environment plus the run's `DET_*` variables, its GPUs, ports and the
-    config's `environment_variables`."""
+    """The run's own variables: `DET_*`, its GPUs, ports and the config's
+    `environment_variables` (what a container gets; `host_environment` adds the master's)."""
     config = experiment.config
     checkpoint = trial.latest_checkpoint
-    env = dict(os.environ)
-    env.pop("DET_MASTER_TOKEN", None)
-    env.pop("DET_LATEST_CHECKPOINT", None)
-    # `python3` in an entrypoint must be the master's interpreter (its venv has determined).
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.update(
-        {
-            "DET_MASTER": master_url,
-            "DET_SESSION_TOKEN": token,
-            "DET_CLUSTER_ID": cluster_id,
-            "DET_AGENT_ID": socket.gethostname(),
-            "DET_TASK_TYPE": "TRIAL",
-            "DET_TASK_ID": f"trial-{trial.id}",
-            "DET_ALLOCATION_ID": allocation_id,
-            "DET_EXPERIMENT_ID": str(experiment.id),
-            "DET_TRIAL_ID": str(trial.id),
-            "DET_TRIAL_RUN_ID": str(run_id),
-            "DET_TRIAL_SEED": str(trial.seed),
-            "DET_HPARAMS": json.dumps(trial.hparams),
-            "DET_EXPERIMENT_CONFIG": json.dumps(config),
-            "DET_STEPS_COMPLETED": str(checkpoint_steps),
-            "DET_SLOT_IDS": json.dumps(slot_ids),
-            "DET_GPU_UUIDS": json.dumps([g.uuid for g in gpus]),
-            "DET_CONTAINER_ADDRS": json.dumps(["127.0.0.1"]),
-            "DET_CONTAINER_RANK": "0",
-            "DET_CONTAINER_SLOT_COUNTS": json.dumps([len(slot_ids)]),
-            "CUDA_VISIBLE_DEVICES": ",".join(str(g.index) for g in gpus),
-            # CUDA numbers GPUs fastest-first by default, NVML by PCI bus: make them agree, so
-            # index i in CUDA_VISIBLE_DEVICES is the GPU whose uuid is in DET_GPU_UUIDS.
-            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
+    env = {
+        "DET_MASTER": master_url,
+        "DET_SESSION_TOKEN": token,
+        "DET_CLUSTER_ID": cluster_id,
+        "DET_AGENT_ID": socket.gethostname(),
+        "DET_TASK_TYPE": "TRIAL",
+        "DET_TASK_ID": f"trial-{trial.id}",
+        "DET_ALLOCATION_ID": allocation_id,
+        "DET_EXPERIMENT_ID": str(experiment.id),
+        "DET_TRIAL_ID": str(trial.id),
+        "DET_TRIAL_RUN_ID": str(run_id),
+        "DET_TRIAL_SEED": str(trial.seed),
+        "DET_HPARAMS": json.dumps(trial.hparams),
+        "DET_EXPERIMENT_CONFIG": json.dumps(config),
+        "DET_STEPS_COMPLETED": str(checkpoint_steps),
+        "DET_SLOT_IDS": json.dumps(slot_ids),
+        "DET_GPU_UUIDS": json.dumps([g.uuid for g in gpus]),
+        "DET_CONTAINER_ADDRS": json.dumps(["127.0.0.1"]),
+        "DET_CONTAINER_RANK": "0",
+        "DET_CONTAINER_SLOT_COUNTS": json.dumps([len(slot_ids)]),
+        "CUDA_VISIBLE_DEVICES": ",".join(str(g.index) for g in gpus),
+        # CUDA numbers GPUs fastest-first by default, NVML by PCI bus: make them agree, so
+        # index i in CUDA_VISIBLE_DEVICES is the GPU whose uuid is in DET_GPU_UUIDS.
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "PYTHONUNBUFFERED": "1",
+    }
     if checkpoint:
         env["DET_LATEST_CHECKPOINT"] = checkpoint
     # Distinct rendezvous ports per allocation: two multi-slot trials on one host must not
@@ -69,6 +71,36 @@ def trial_environment(
     env.update(ports)
     env.update(_config_environment_variables(config, gpu=bool(gpus)))
     return env
+
+
+def host_environment(trial_env: dict[str, str]) -> dict[str, str]:
+    """The environment of a run as a local process: the master's, then the run's own."""
+    env = dict(os.environ)
+    env.pop("DET_MASTER_TOKEN", None)
+    env.pop("DET_LATEST_CHECKPOINT", None)
+    # `python3` in an entrypoint must be the master's interpreter (its venv has determined).
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.update(trial_env)
+    return env
+
+
+def run_argv(
+    entrypoint: str | list[str], work_dir: Path, image: str | None
+) -> tuple[list[str], str]:
+    """The run's argv, and how the trial's log shows it.
+
+    As a local process `python3` is the master's interpreter; in a container it is the image's,
+    behind a check that the image has one. A context's startup hook is sourced first, in the
+    entrypoint's shell, as Determined's container entrypoint does."""
+    argv = entrypoint_argv(entrypoint, python=sys.executable if image is None else "python3")
+    shown = " ".join(argv)
+    if has_startup_hook(work_dir):
+        argv = with_startup_hook(argv, shell=None if image is None else CONTAINER_SHELL)
+        shown = f"{STARTUP_HOOK}, then {shown}"
+    if image is not None:
+        argv = in_container_argv(argv, image)
+        shown = f"{shown} (in a container of {image})"
+    return argv, shown
 
 
 def steps_to_resume(trial: TrialRow, checkpoint: CheckpointRow | None) -> int:
@@ -95,4 +127,4 @@ def _config_environment_variables(config: dict, *, gpu: bool) -> dict[str, str]:
         return dict(str(v).split("=", 1) for v in variables if "=" in str(v))
 
 
-__all__ = ["steps_to_resume", "trial_environment"]
+__all__ = ["host_environment", "run_argv", "steps_to_resume", "trial_environment"]

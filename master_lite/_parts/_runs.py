@@ -11,14 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import sys
 from collections.abc import Callable
 
 from determined.common.states import ExperimentState, TrialState
 from master_lite import _auth, _exits, errors
 from master_lite._logwriter import LogWriter
 from master_lite._parts._contexts import Contexts
-from master_lite._parts._environment import steps_to_resume, trial_environment
+from master_lite._parts._environment import (
+    host_environment,
+    run_argv,
+    steps_to_resume,
+    trial_environment,
+)
 from master_lite._parts._logs import TrialLogs
 from master_lite._parts._preemption import Preemption, RunEnded, RunSettings
 from master_lite._parts._shared import MasterState
@@ -26,16 +30,13 @@ from master_lite._parts._views import Views
 from master_lite.scheduler import (
     DEFAULT_PRIORITY,
     GPU,
-    STARTUP_HOOK,
     AllocationRequest,
     Grant,
     LaunchSpec,
     PortAllocator,
     Runner,
     Scheduler,
-    entrypoint_argv,
-    has_startup_hook,
-    with_startup_hook,
+    container_image,
 )
 from master_lite.store import AllocationRow, CheckpointRow, TrialRow
 
@@ -223,25 +224,22 @@ class Runs:
         if experiment.context_hash:
             self._contexts.unpack(experiment.context_hash, work_dir)
         slot_ids = list(grant.slot_ids)
-        env = trial_environment(
+        gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []
+        own_env = trial_environment(
             trial=trial,
             experiment=experiment,
             allocation_id=allocation_id,
             run_id=run_id,
             token=token,
             slot_ids=slot_ids,
-            gpus=[self.gpus[i] for i in slot_ids] if self.gpus else [],
+            gpus=gpus,
             checkpoint_steps=steps_to_resume(trial, self._resume_checkpoint(trial)),
             master_url=self._master_url,
             cluster_id=self.settings.cluster_id,
             ports=self.ports.trial_ports(allocation_id, live=self._allocations),
         )
-        argv = entrypoint_argv(config.get("entrypoint") or "", python=sys.executable)
-        shown = " ".join(argv)
-        if has_startup_hook(work_dir):
-            # Sourced first, in the entrypoint's shell, as Determined's container entrypoint does.
-            argv = with_startup_hook(argv)
-            shown = f"{STARTUP_HOOK}, then {shown}"
+        image = container_image(config, gpu=bool(gpus))
+        argv, shown = run_argv(config.get("entrypoint") or "", work_dir, image)
         with store.transaction():
             # A new run: the previous run's notebook error no longer describes the trial.
             store.trials.update(
@@ -273,12 +271,16 @@ class Runs:
                     allocation_id=allocation_id,
                     trial_id=trial_id,
                     argv=argv,
-                    env=env,
+                    env=host_environment(own_env) if image is None else {},
                     work_dir=work_dir,
+                    image=image,
+                    container_env=own_env if image is not None else None,
+                    config=config,
                 )
             )
         except OSError as exc:
-            self._logs.master_log(trial_id, f"could not start {argv[0]!r}: {exc}")
+            target = repr(argv[0]) if image is None else f"a container of {image}"
+            self._logs.master_log(trial_id, f"could not start {target}: {exc}")
             self._shared.loop.call_soon(self._on_exit, allocation_id, 127)
             return
         store.allocations.set_process(allocation_id, pid)

@@ -10,6 +10,7 @@ from master_lite._parts._contexts import Contexts
 from master_lite._parts._editing import ExperimentEdits
 from master_lite._parts._experiments import Experiments
 from master_lite._parts._logs import TrialLogs
+from master_lite._parts._models import Models
 from master_lite._parts._preemption import RunSettings
 from master_lite._parts._recovery import Recovery
 from master_lite._parts._reporting import Reports
@@ -17,8 +18,19 @@ from master_lite._parts._run_exits import RunExits
 from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState
+from master_lite._parts._tensorboards import TensorBoards
+from master_lite._parts._unmanaged import UnmanagedRuns
 from master_lite._parts._views import Views
-from master_lite.scheduler import GPU, LocalRunner, RayCluster, RayRunner, Runner, Scheduler
+from master_lite.scheduler import (
+    GPU,
+    ContainerRuntime,
+    DispatchingRunner,
+    LocalRunner,
+    RayCluster,
+    RayRunner,
+    Runner,
+    Scheduler,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +48,10 @@ class Parts:
     run_exits: RunExits
     reports: Reports
     checkpoints: Checkpoints
+    models: Models
     recovery: Recovery
+    tensorboards: TensorBoards
+    unmanaged: UnmanagedRuns
 
 
 def build_parts(
@@ -48,6 +63,7 @@ def build_parts(
     context_size_limit: int,
     collect_garbage: Callable[[], None],
     delete_checkpoint_files: Callable[[str], None],
+    tensorboard_refresh_seconds: float = 5.0,
 ) -> Parts:
     """Each part gets the parts it calls in its constructor; where two parts call each other,
     the one built first is wired to the other by its `connect`."""
@@ -87,7 +103,12 @@ def build_parts(
     )
     # The cycles: trial JSON shows the live allocation; the searchers create, stop and schedule
     # trials; a run's end goes back to the trial's and the experiment's state machines.
-    views.connect(allocation_of=runs.allocation_of_trial)
+    unmanaged = UnmanagedRuns(shared, views=views, logs=logs, experiments=experiments)
+    views.connect(
+        allocation_of=lambda trial_id: (
+            runs.allocation_of_trial(trial_id) or unmanaged.kernel_allocation(trial_id)
+        )
+    )
     searchers.connect(experiments=experiments, runs=runs)
     runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
     return Parts(
@@ -102,9 +123,12 @@ def build_parts(
         run_exits=run_exits,
         reports=Reports(shared, views=views, searchers=searchers),
         checkpoints=checkpoints,
+        models=Models(shared, checkpoints=checkpoints),
         recovery=Recovery(
             shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
         ),
+        tensorboards=TensorBoards(shared, views, refresh_seconds=tensorboard_refresh_seconds),
+        unmanaged=unmanaged,
     )
 
 
@@ -114,8 +138,10 @@ def make_runner(
     *,
     log_sink: Callable[[list], None],
     on_exit: Callable[[str, int], None],
+    container_runtime: ContainerRuntime | None = None,
 ) -> Runner:
-    """The deployment's own runner class if given, else Ray's or the local one."""
+    """The deployment's own runner class if given, else Ray's, else local processes and (for
+    experiments with `environment.image`, when `container_runtime` is given) containers."""
     if runner_class is not None:
         return runner_class(log_sink=log_sink, on_exit=on_exit)
     if ray_cluster is not None:
@@ -125,7 +151,12 @@ def make_runner(
             on_exit=on_exit,
             use_gpus=ray_cluster.slots().kind == "gpu",
         )
-    return LocalRunner(log_sink=log_sink, on_exit=on_exit)
+    processes = LocalRunner(log_sink=log_sink, on_exit=on_exit)
+    if container_runtime is None:
+        return processes
+    return DispatchingRunner(
+        log_sink=log_sink, on_exit=on_exit, processes=processes, runtime=container_runtime
+    )
 
 
 __all__ = ["Parts", "build_parts", "make_runner"]

@@ -1,5 +1,14 @@
 """Scheduling: GPU inventory, slot allocation, and the local subprocess resource manager."""
 
+from ._container_config import container_image
+from ._container_runtime import (
+    CONTAINER_SHELL,
+    ContainerRuntime,
+    default_runtime,
+    gpu_device_args,
+    in_container_argv,
+)
+from ._containers import ContainerRunner, DispatchingRunner
 from ._gpus import FAKE_GPUS_ENV, GPU, discover_gpus, fake_gpus
 from ._local import (
     LaunchSpec,
@@ -18,6 +27,14 @@ from ._scheduler import DEFAULT_PRIORITY, AllocationRequest, Grant, Scheduler
 from ._startup_hook import STARTUP_HOOK, has_startup_hook, with_startup_hook
 
 __all__ = [
+    "CONTAINER_SHELL",
+    "ContainerRunner",
+    "ContainerRuntime",
+    "DispatchingRunner",
+    "container_image",
+    "default_runtime",
+    "gpu_device_args",
+    "in_container_argv",
     "kill_orphaned_group",
     "GPU",
     "FAKE_GPUS_ENV",

@@ -84,11 +84,20 @@ def split_line(raw: bytes) -> list[tuple[int | None, str]]:
 
 @dataclasses.dataclass
 class LaunchSpec:
+    """One trial run to start.
+
+    `env` is the whole environment of a local process (the master's plus the trial's own);
+    a run in a container (`image` set) gets only `container_env`, the trial's own variables,
+    and the mounts its experiment `config` names."""
+
     allocation_id: str
     trial_id: int
     argv: list[str]
     env: dict[str, str]
     work_dir: Path
+    image: str | None = None
+    container_env: dict[str, str] | None = None
+    config: dict | None = None
 
 
 @dataclasses.dataclass

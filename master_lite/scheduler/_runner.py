@@ -4,7 +4,8 @@ The master asks a runner to launch one run of a trial (`LaunchSpec`: argv, envir
 dir), to signal, terminate or kill it, and hears back through two callbacks given at
 construction: `log_sink(records)` with the run's output lines, and `on_exit(allocation_id,
 exit_code)` once it ended. Local subprocesses (`LocalRunner`) and Ray (`RayRunner`) implement
-it; a runner for containers or Jupyter kernels plugs in through `MasterLite.runner_class`.
+it; `ContainerRunner` runs trials in containers (`DispatchingRunner` picks it per run); a
+runner of a deployment's own plugs in through `MasterLite.runner_class`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,18 @@ class Runner(abc.ABC):
     def __init__(self, *, log_sink: LogSink, on_exit: ExitCallback) -> None:
         self._log_sink = log_sink
         self._on_exit = on_exit
+
+    def config_problems(self, config: dict) -> list[str]:
+        """Why the trials of an experiment `config` cannot run here (checked at submit time;
+        each problem names its config path and what to do). Runners that do not run containers
+        refuse `environment.image` rather than silently running trials outside one."""
+        if (config.get("environment") or {}).get("image"):
+            return [
+                f"environment.image: {type(self).__name__} does not run trials in containers "
+                "(remove environment.image, or use the local resource manager, whose "
+                "container runner runs it)"
+            ]
+        return []
 
     @abc.abstractmethod
     def launch(self, spec: LaunchSpec) -> int | None:

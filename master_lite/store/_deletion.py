@@ -20,6 +20,7 @@ _DELETES: tuple[tuple[str, str], ...] = (
     ("trial_tokens", _BY_TRIAL),
     ("allocations", _BY_TRIAL),
     ("checkpoints", "experiment_id = ?"),
+    ("unmanaged_trials", "experiment_id = ?"),
     ("trials", "experiment_id = ?"),
     ("experiments", "id = ?"),
 )

@@ -11,7 +11,9 @@
   `directory_files` to pack a directory.
 * `states`: the terminal-state sets, from `determined.common.states`.
 * `fixtures`: the pytest fixtures every folder may use (`start_master`, `start_jupyter`,
-  `lab_server`, `refused_port`), loaded by tests/conftest.py.
+  `lab_server`, `refused_port`, `container_images`), loaded by tests/conftest.py.
+* `containers`: tiny test images (`build_tiny_image`, run with the host's /usr: `HOST_USR`) and
+  the containers a master made (`containers_of`, `remove_containers_of`).
 * `browser`: `Lab` (a `JupyterServer` with the labextension) and the page helpers of tests/browser.
 """
 

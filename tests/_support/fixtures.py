@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests._support.containers import TEST_PREFIX, build_tiny_image, remove_images
 from tests._support.jupyter import JupyterServer
 from tests._support.master import MasterProcess
 
@@ -70,3 +71,15 @@ def start_jupyter(
 def lab_server(start_jupyter: Callable[..., JupyterServer]) -> JupyterServer:
     """A JupyterLab with jupyter_determined, shared by a module's tests."""
     return start_jupyter()
+
+
+@pytest.fixture(scope="session")
+def container_images() -> Iterator[dict[str, str]]:
+    """Two tiny images (built once per session, removed after it): "a" has /image-a.txt and
+    "b" has /image-b.txt; trials in them need `bind_mounts: [HOST_USR]` for python3."""
+    images = {
+        key: build_tiny_image(f"{TEST_PREFIX}-{key}", {f"/image-{key}.txt": f"image {key}\n"})
+        for key in ("a", "b")
+    }
+    yield images
+    remove_images(images.values())

@@ -319,13 +319,23 @@ def test_warnings_name_fields_the_local_runner_ignores() -> None:
         "environment": {"image": "pytorch:latest", "environment_variables": ["A=1"]},
         "resources": {"resource_pool": "gpu-pool", "slots_per_trial": 1},
     }
+    config["resources"]["shm_size"] = "1G"
+    config["environment"]["registry_auth"] = {"username": "me"}
+    # environment.image runs trials in containers, which use bind_mounts and shm_size.
+    notes = expconf.warnings(config)
+    assert [note.split(":")[0] for note in notes] == [
+        "environment.registry_auth",
+        "resources.resource_pool",
+    ]
+    del config["environment"]["image"]
     notes = expconf.warnings(config)
     assert [note.split(":")[0] for note in notes] == [
         "bind_mounts",
-        "environment.image",
+        "environment.registry_auth",
         "resources.resource_pool",
+        "resources.shm_size",
     ]
-    assert "ignored by the local runner" in notes[0]
+    assert "ignored without environment.image" in notes[0]
     assert notes == sorted(notes)
     assert expconf.warnings(minimal()) == []
     assert expconf.warnings(expconf.apply_defaults(minimal(), seed=1)) == []

@@ -163,11 +163,35 @@ def test_delete_refuses_a_running_experiment_and_one_whose_checkpoint_a_live_one
             with pytest.raises(errors.Conflict, match=f"experiment {warm['id']} is ACTIVE"):
                 parts.edits.delete_experiment(warm["id"])
             assert parts.checkpoints.protected_uuids(exp["id"]) == {uuid}
-            with pytest.raises(errors.Conflict, match=f"checkpoint\\(s\\) {uuid} are still needed"):
+            with pytest.raises(errors.Conflict, match=f"checkpoint {uuid} is still needed"):
                 parts.edits.delete_experiment(exp["id"])
             assert files.exists()
             assert parts.views.get_experiment(exp["id"])["state"] == "CANCELED"
             with pytest.raises(errors.NotFound):
                 parts.edits.delete_experiment(999)
+
+    asyncio.run(asyncio.wait_for(body(), 60))
+
+
+def test_delete_keeps_an_experiment_whose_checkpoint_is_registered_until_the_version_goes(
+    tmp_path,
+):
+    root = tmp_path / "root"
+
+    async def body() -> None:
+        async with started_parts(root) as (parts, runner):
+            exp, _, uuid, files = await _finished_experiment_with_a_checkpoint(parts, runner, root)
+            parts.models.create_model("digits")
+            parts.models.register_version("digits", uuid)
+            assert parts.checkpoints.protected_uuids(exp["id"]) == {uuid}
+            with pytest.raises(errors.Conflict) as refused:
+                parts.edits.delete_experiment(exp["id"])
+            assert "version 1 of model 'digits'" in refused.value.message
+            assert "det model delete-version" in refused.value.message
+            assert files.exists() and parts.views.get_experiment(exp["id"])["state"] == "CANCELED"
+
+            parts.models.delete_version("digits", 1)
+            assert parts.edits.delete_experiment(exp["id"])["deleted_checkpoints"] == 1
+            assert not files.exists()
 
     asyncio.run(asyncio.wait_for(body(), 60))

@@ -311,3 +311,17 @@ def test_container_environment_points_every_rank_at_the_chief():
     assert env["DET_SLOT_IDS"] == "[0]" and env["CUDA_VISIBLE_DEVICES"] == "0"
     cpu = container_environment(base, rank=0, placements=placements, use_gpus=False)
     assert cpu["CUDA_VISIBLE_DEVICES"] == "" and cpu["DET_GPU_UUIDS"] == "[]"
+
+
+def test_an_experiment_with_an_image_is_refused_at_submit(master):
+    from determined.common.api import errors as api_errors
+
+    bad = {
+        "name": "image-on-ray",
+        "entrypoint": "python3 -c pass",
+        "searcher": {"name": "single", "metric": "x", "max_length": 1},
+        "environment": {"image": "python:3.11"},
+    }
+    with pytest.raises(api_errors.APIError) as info:
+        submit(master, bad, {"x.py": ""})
+    assert "environment.image: RayRunner does not run trials in containers" in str(info.value)

@@ -1,0 +1,280 @@
+"""Trials in containers: `ContainerRunner`, and `DispatchingRunner`, which picks it for the runs
+of experiments with `environment.image` and the process runner for the others.
+
+A container run is one foreground `<runtime> run --rm` client process: its output is the
+container's (captured line by line like a local process's), its exit status the trial's. So
+the local runner runs the client, and this runner adds what only the runtime can do: signals,
+stop and kill go to the container by name (signalling the client would leave the container
+running), and the container is removed once the client ended, whatever ended it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from master_lite.scheduler._container_config import Mount, config_mounts, config_options
+from master_lite.scheduler._container_runtime import (
+    HARNESS_DEPENDENCIES_MOUNT,
+    HARNESS_FALLBACK_ENV,
+    HARNESS_MOUNT,
+    ContainerRuntime,
+    harness_mounts,
+)
+from master_lite.scheduler._local import LaunchSpec, LocalRunner, LogRecord
+from master_lite.scheduler._runner import Runner
+
+log = logging.getLogger("master_lite.containers")
+
+# A runtime that does not answer a signal or stop request within this is reported, not awaited.
+_COMMAND_TIMEOUT = 120
+# How soon a signal that found no container yet (still being created) is sent again.
+_RETRY_INTERVAL = 0.2
+# `<runtime> run` exits with these when it could not run the container at all.
+_RUNTIME_FAILURES = {
+    125: "the container runtime could not start the container",
+    126: "the container's command could not be invoked",
+}
+
+
+class ContainerRunner(Runner):
+    """Runs each trial run in a container of its image (`LaunchSpec.image`)."""
+
+    def __init__(
+        self,
+        *,
+        log_sink: Callable[[list[LogRecord]], None],
+        on_exit: Callable[[str, int], None],
+        runtime: ContainerRuntime,
+    ) -> None:
+        super().__init__(log_sink=log_sink, on_exit=on_exit)
+        self.runtime = runtime
+        self._clients = LocalRunner(log_sink=log_sink, on_exit=self._client_exited, prestarted=0)
+        self._names: dict[str, str] = {}
+        self._trials: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._leftovers_removed = False
+        self._cleanup_lock = threading.Lock()
+
+    def config_problems(self, config: dict) -> list[str]:
+        return self.runtime.config_problems(config)
+
+    def remove_leftovers(self) -> None:
+        """Remove the containers a crashed master left (recovery ended or restarts their runs):
+        once, before this runner's first container starts."""
+        with self._cleanup_lock:
+            if self._leftovers_removed:
+                return
+            self._leftovers_removed = True
+            try:
+                self.runtime.remove(self.runtime.leftover_containers())
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.warning("could not remove the containers of a previous master: %s", exc)
+
+    def launch(self, spec: LaunchSpec) -> int:
+        """Start the container's client process; returns its pid (its process group)."""
+        if spec.image is None:
+            raise ValueError(f"{spec.allocation_id}: no image to run in a container")
+        if self.runtime.path() is None:
+            raise OSError(
+                f"the container runtime {self.runtime.binary!r} is not installed (set "
+                "MasterLite.container_runtime, or install podman)"
+            )
+        self.remove_leftovers()
+        name = self.runtime.container_name(spec.allocation_id)
+        env = dict(spec.container_env or {})
+        gpus = [int(i) for i in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if i.strip()]
+        device_args, visible = self.runtime.gpu_args(gpus)
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = visible
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (HARNESS_MOUNT, env.get("PYTHONPATH")) if p)
+        env[HARNESS_FALLBACK_ENV] = HARNESS_DEPENDENCIES_MOUNT
+        work_dir = str(spec.work_dir)
+        mounts = [Mount(work_dir, work_dir), *harness_mounts()]
+        mounts += [mount for _, mount in config_mounts(spec.config or {})]
+        command = self.runtime.run_command(
+            name=name,
+            image=spec.image,
+            argv=spec.argv,
+            env_names=sorted(env),
+            work_dir=work_dir,
+            mounts=mounts,
+            device_args=device_args + config_options(spec.config or {}),
+        )
+        client_env = {**os.environ, **env}
+        with self._lock:
+            self._names[spec.allocation_id] = name
+            self._trials[spec.allocation_id] = spec.trial_id
+        try:
+            return self._clients.launch(
+                LaunchSpec(
+                    allocation_id=spec.allocation_id,
+                    trial_id=spec.trial_id,
+                    argv=command,
+                    env=client_env,
+                    work_dir=spec.work_dir,
+                )
+            )
+        except BaseException:
+            with self._lock:
+                self._names.pop(spec.allocation_id, None)
+                self._trials.pop(spec.allocation_id, None)
+            raise
+
+    def _client_exited(self, allocation_id: str, exit_code: int) -> None:
+        with self._lock:
+            name = self._names.pop(allocation_id, None)
+            trial_id = self._trials.pop(allocation_id, None)
+        if name is not None:
+            # `--rm` removes it when the client ends normally; a client that was killed (or a
+            # runtime that failed half way) can leave it behind.
+            try:
+                self.runtime.remove([name])
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.warning("could not remove container %s: %s", name, exc)
+        if trial_id is not None and exit_code in _RUNTIME_FAILURES:
+            line = (
+                f"{_RUNTIME_FAILURES[exit_code]} (exit code {exit_code} from "
+                f"{self.runtime.name}; its message is in the lines above)"
+            )
+            self._log_sink([(trial_id, None, "master", time.time(), line)])
+        self._on_exit(allocation_id, exit_code)
+
+    def running(self) -> list[str]:
+        return self._clients.running()
+
+    def pid_of(self, allocation_id: str) -> int | None:
+        return self._clients.pid_of(allocation_id)
+
+    def attach_info(self, allocation_id: str) -> dict[str, Any]:
+        with self._lock:
+            name = self._names.get(allocation_id)
+        if name is None:
+            return {}
+        return {"container": name, "runtime": self.runtime.name}
+
+    def _container_of(self, allocation_id: str) -> str | None:
+        with self._lock:
+            return self._names.get(allocation_id)
+
+    def _in_background(self, allocation_id: str, command: list[str]) -> bool:
+        """Run a runtime command off the caller's thread (the master's event loop).
+
+        A signal sent while the client is still creating the container finds no container
+        yet: the command is repeated until it succeeds or the run has ended."""
+        if self._container_of(allocation_id) is None:
+            return False
+
+        def run() -> None:
+            deadline = time.monotonic() + _COMMAND_TIMEOUT
+            while True:
+                try:
+                    result = subprocess.run(command, capture_output=True, timeout=_COMMAND_TIMEOUT)
+                except (OSError, subprocess.SubprocessError) as exc:
+                    log.warning("%s failed: %s", " ".join(command[:3]), exc)
+                    return
+                ended = self._container_of(allocation_id) is None
+                if result.returncode == 0 or ended or time.monotonic() > deadline:
+                    return
+                time.sleep(_RETRY_INTERVAL)
+
+        threading.Thread(target=run, name=f"runtime-{allocation_id}", daemon=True).start()
+        return True
+
+    def send_signal(self, allocation_id: str, sig: int) -> bool:
+        name = self._container_of(allocation_id)
+        return name is not None and self._in_background(
+            allocation_id, self.runtime.signal_command(name, sig)
+        )
+
+    def kill(self, allocation_id: str) -> bool:
+        return self.send_signal(allocation_id, 9)
+
+    def terminate(self, allocation_id: str, grace: float) -> bool:
+        """SIGTERM the container's processes, SIGKILL them after `grace` seconds."""
+        name = self._container_of(allocation_id)
+        return name is not None and self._in_background(
+            allocation_id, self.runtime.stop_command(name, grace)
+        )
+
+
+class DispatchingRunner(Runner):
+    """Runs in a container the runs that name an image, and the others as local processes.
+
+    Where the runtime is installed, the containers a crashed master left are removed at start
+    (one `ps` off the event loop); otherwise the runtime is never called."""
+
+    def __init__(
+        self,
+        *,
+        log_sink: Callable[[list[LogRecord]], None],
+        on_exit: Callable[[str, int], None],
+        processes: Runner,
+        runtime: ContainerRuntime,
+    ) -> None:
+        super().__init__(log_sink=log_sink, on_exit=on_exit)
+        self.processes = processes
+        self.runtime = runtime
+        self._containers: ContainerRunner | None = None
+        self._lock = threading.Lock()
+        if runtime.path() is not None:
+            # Containers of a crashed predecessor go now, off the event loop, even when no
+            # container runs again (a launch waits for this).
+            threading.Thread(
+                target=self.containers.remove_leftovers, name="container-leftovers", daemon=True
+            ).start()
+
+    @property
+    def containers(self) -> ContainerRunner:
+        with self._lock:
+            if self._containers is None:
+                self._containers = ContainerRunner(
+                    log_sink=self._log_sink, on_exit=self._on_exit, runtime=self.runtime
+                )
+            return self._containers
+
+    def _runner_of(self, allocation_id: str) -> Runner:
+        containers = self._containers
+        if containers is not None and allocation_id in containers.running():
+            return containers
+        return self.processes
+
+    def config_problems(self, config: dict) -> list[str]:
+        return self.runtime.config_problems(config)
+
+    def launch(self, spec: LaunchSpec) -> int | None:
+        if spec.image is not None:
+            return self.containers.launch(spec)
+        return self.processes.launch(spec)
+
+    def running(self) -> list[str]:
+        containers = self._containers
+        return self.processes.running() + (containers.running() if containers else [])
+
+    def pid_of(self, allocation_id: str) -> int | None:
+        return self._runner_of(allocation_id).pid_of(allocation_id)
+
+    def attach_info(self, allocation_id: str) -> dict[str, Any]:
+        return self._runner_of(allocation_id).attach_info(allocation_id)
+
+    def send_signal(self, allocation_id: str, sig: int) -> bool:
+        return self._runner_of(allocation_id).send_signal(allocation_id, sig)
+
+    def terminate(self, allocation_id: str, grace: float) -> bool:
+        return self._runner_of(allocation_id).terminate(allocation_id, grace)
+
+    def kill(self, allocation_id: str) -> bool:
+        return self._runner_of(allocation_id).kill(allocation_id)
+
+    def close(self) -> None:
+        self.processes.close()
+        if self._containers is not None:
+            self._containers.close()
+
+
+__all__ = ["ContainerRunner", "DispatchingRunner"]
