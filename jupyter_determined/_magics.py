@@ -341,9 +341,11 @@ class DeterminedMagics(Magics):
 
     @line_magic
     def det(self, line: str) -> Any:
-        """`%det list | describe ID | logs TRIAL_ID [--tail N] | pause|activate|kill ID | widget ID`.
+        """`%det list | describe ID | logs TRIAL_ID [--tail N] | pause|activate|kill ID | widget ID
+        | use UUID | use best ID`.
 
-        ID may be `last`: the experiment submitted last from this kernel."""
+        ID may be `last`: the experiment submitted last from this kernel. `use` makes the cell
+        that downloads and loads a checkpoint the next cell."""
         words = shlex.split(line)
         if not words:
             raise UsageError(DeterminedMagics.det.__doc__ or "")
@@ -358,6 +360,8 @@ class DeterminedMagics(Magics):
         try:
             if command == "list":
                 return self._list(session)
+            if command == "use":
+                return self._use(session, rest)
             if command in ("describe", "pause", "activate", "kill", "cancel", "widget", "logs"):
                 if rest and rest[0] == "last" and _last_experiment_id is not None:
                     rest[0] = str(_last_experiment_id)
@@ -386,7 +390,7 @@ class DeterminedMagics(Magics):
                 return None
             raise UsageError(
                 f"%det: unknown command {command!r}; use list, describe, logs, "
-                "pause, activate, kill, widget"
+                "pause, activate, kill, widget, use"
             )
         except UsageError:
             raise
@@ -398,6 +402,24 @@ class DeterminedMagics(Magics):
             raise
         finally:
             session.close()
+
+    def _use(self, session: Any, rest: list[str]) -> None:
+        from jupyter_determined._use import best_checkpoint_uuid, insert_checkpoint_cell
+
+        if rest[:1] == ["best"] and len(rest) == 2:
+            ident = _last_experiment_id if rest[1] == "last" else rest[1]
+            if ident is None or not str(ident).isdigit():
+                raise UsageError("%det use best needs an experiment id, e.g. %det use best 3")
+            try:
+                uuid = best_checkpoint_uuid(session, int(ident))
+            except ValueError as exc:
+                raise UsageError(f"%det use: {exc}") from None
+        elif len(rest) == 1 and rest[0] != "best":
+            uuid = rest[0]
+        else:
+            raise UsageError("%det use CHECKPOINT_UUID, or %det use best EXPERIMENT_ID")
+        snippet = insert_checkpoint_cell(session, uuid, self.shell)
+        print(f"The next cell downloads checkpoint {uuid} and loads it ({snippet['kind']}).")
 
     def _list(self, session: Any) -> None:
         experiments = session.get("/experiments").get("experiments", [])

@@ -513,6 +513,17 @@ class ExperimentWidget:
             self.snapshot = snapshot
         return snapshot
 
+    def use_in_notebook(self, uuid: str | None = None) -> str:
+        """Make the cell that downloads and loads a checkpoint the notebook's next cell (the
+        button of the same name in JupyterLab's widget does it there); default the
+        experiment's best checkpoint. Returns the checkpoint's uuid."""
+        from jupyter_determined._use import best_checkpoint_uuid, insert_checkpoint_cell
+
+        session = self._session()
+        uuid = uuid or best_checkpoint_uuid(session, self.experiment_id)
+        insert_checkpoint_cell(session, uuid)
+        return uuid
+
     def action(self, name: str) -> dict:
         """pause | activate | kill through the API (the browser's buttons do the same)."""
         experiment = self._session().post(f"/experiments/{self.experiment_id}/{name}")

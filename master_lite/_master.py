@@ -112,12 +112,14 @@ class Master:
             settings=settings,
             context_size_limit=context_size_limit,
             collect_garbage=self._collect_checkpoint_garbage,
+            delete_checkpoint_files=self._delete_checkpoint_files,
             tensorboard_refresh_seconds=tensorboard_refresh_seconds,
         )
         # The parts the public methods delegate to (and tests reach for by name).
         self.logs, self.views, self.searchers = parts.logs, parts.views, parts.searchers
         self.runs, self.experiments, self.reports = parts.runs, parts.experiments, parts.reports
         self.checkpoints, self.recovery = parts.checkpoints, parts.recovery
+        self.edits = parts.edits
         # The model registry: the /models handlers call its methods (get_model, list_models,
         # register_version, ...) directly, one each, as they would a delegation of this class.
         self.models = parts.models
@@ -187,6 +189,9 @@ class Master:
         self.shared.closed = True
         self.shared.store.close()
 
+    def _delete_checkpoint_files(self, uuid: str) -> None:
+        self.checkpoint_gc.delete_checkpoint(uuid)
+
     def _collect_checkpoint_garbage(self) -> None:
         if not self.shared.closed:
             self.checkpoint_gc.collect_pending()
@@ -245,11 +250,22 @@ class Master:
         name: str | None = None,
         description: str | None = None,
         labels: list[str] | None = None,
+        resources: dict[str, Any] | None = None,
+        notes: str | None = None,
     ) -> dict:
-        """Change an experiment's name, description or labels (those given)."""
-        return self.experiments.patch_experiment(
-            exp_id, name=name, description=description, labels=labels
+        """Change an experiment's name, description, notes, labels or scheduling resources."""
+        return self.edits.patch_experiment(
+            exp_id,
+            name=name,
+            description=description,
+            labels=labels,
+            resources=resources,
+            notes=notes,
         )
+
+    def delete_experiment(self, exp_id: int) -> dict:
+        """Delete a finished experiment with its checkpoints' files, trials and logs."""
+        return self.edits.delete_experiment(exp_id)
 
     def list_trials(self, exp_id: int) -> list[dict]:
         """Every trial of the experiment."""
@@ -407,6 +423,10 @@ class Master:
         return self.checkpoints.list_checkpoints(
             experiment_id=experiment_id, trial_id=trial_id, state=state
         )
+
+    def checkpoint_snippet(self, uuid: str) -> dict:
+        """The "Use in notebook" cell of a checkpoint: `{kind, code}`."""
+        return self.checkpoints.checkpoint_snippet(uuid)
 
     def checkpoint_archive(self, uuid: str) -> bytes:
         """The checkpoint's files as a tar.gz."""

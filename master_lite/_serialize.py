@@ -56,6 +56,7 @@ def experiment_json(
         "id": row.id,
         "name": row.name,
         "description": row.description or "",
+        "notes": row.notes or "",
         "labels": row.labels or [],
         "state": row.state,
         "archived": row.archived,

@@ -10,6 +10,7 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import type {
   ICheckpoint,
+  ICheckpointSnippet,
   IExperiment,
   ILogLine,
   IMetricReport,
@@ -180,6 +181,11 @@ export class DeterminedClient {
         `experiments/${experimentId}/checkpoints`
       )
     ).checkpoints;
+  }
+
+  /** The notebook cell that downloads and loads a checkpoint ("Use in notebook"). */
+  async checkpointSnippet(uuid: string): Promise<ICheckpointSnippet> {
+    return this.request('GET', `checkpoints/${encodeURIComponent(uuid)}/snippet`);
   }
 
   /**

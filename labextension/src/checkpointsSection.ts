@@ -5,8 +5,15 @@ import type { ICheckpoint } from './types';
 
 const CHECKPOINT_COLUMNS = ['UUID', 'Trial', 'Steps', 'State', '', 'Size', 'Path'];
 
-/** The experiment's checkpoints by trial and step, with their validation `metric`. */
-export function checkpointsTable(checkpoints: Iterable<ICheckpoint>, metric: string): HTMLElement {
+/**
+ * The experiment's checkpoints by trial and step, with their validation `metric`; with
+ * `useInNotebook`, a "Use in notebook" button on each COMPLETED one (its files still exist).
+ */
+export function checkpointsTable(
+  checkpoints: Iterable<ICheckpoint>,
+  metric: string,
+  useInNotebook?: (uuid: string) => Promise<void>
+): HTMLElement {
   const sorted = [...checkpoints].sort(
     (a, b) => a.trial_id - b.trial_id || a.steps_completed - b.steps_completed
   );
@@ -24,6 +31,8 @@ export function checkpointsTable(checkpoints: Iterable<ICheckpoint>, metric: str
       h(
         'tr',
         { attrs: { 'data-uuid': checkpoint.uuid } },
+        // First: a long path must not push the button out of sight.
+        useInNotebook ? h('td', null, useButton(checkpoint, useInNotebook)) : null,
         h('td', { class: 'jp-Det-mono' }, checkpoint.uuid),
         h('td', null, String(checkpoint.trial_id)),
         h('td', null, String(checkpoint.steps_completed)),
@@ -35,12 +44,42 @@ export function checkpointsTable(checkpoints: Iterable<ICheckpoint>, metric: str
     );
   }
   const headings = CHECKPOINT_COLUMNS.map(t => h('th', null, t || `validation ${metric}`));
+  if (useInNotebook) {
+    headings.unshift(h('th', null));
+  }
   return h(
     'table',
     { class: 'jp-Det-table jp-Det-checkpointsTable' },
     h('thead', null, h('tr', null, ...headings)),
     body
   );
+}
+
+function useButton(
+  checkpoint: ICheckpoint,
+  useInNotebook: (uuid: string) => Promise<void>
+): HTMLElement | null {
+  if (checkpoint.state !== 'COMPLETED') {
+    return null; // its files are deleted: nothing to load
+  }
+  const button = h(
+    'button',
+    {
+      class: 'jp-Det-button jp-Det-useInNotebook',
+      title:
+        'Insert a cell into the notebook that downloads this checkpoint and loads it ' +
+        'with the loader of its framework',
+      attrs: { type: 'button', 'data-uuid': checkpoint.uuid }
+    },
+    'Use in notebook'
+  );
+  button.addEventListener('click', () => {
+    button.disabled = true;
+    void useInNotebook(checkpoint.uuid).finally(() => {
+      button.disabled = false;
+    });
+  });
+  return button;
 }
 
 /** The experiment's expanded config, as JSON (undefined: not loaded yet). */

@@ -65,7 +65,9 @@ export class ExperimentView extends Widget {
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
     /** Opens the experiment's TensorBoard in a tab; without it the header has no such button. */
-    private readonly _openTensorBoard?: (experimentId: number) => Promise<void>
+    private readonly _openTensorBoard?: (experimentId: number) => Promise<void>,
+    /** "Use in notebook" of a checkpoint (notebookInsert.ts); none: no such buttons. */
+    private readonly _useInNotebook?: (uuid: string) => Promise<void>
   ) {
     super();
     this.model = new ExperimentDataModel(experimentId);
@@ -365,7 +367,7 @@ export class ExperimentView extends Widget {
   private _renderCheckpoints(): void {
     replaceChildren(
       this._tabs.node('checkpoints'),
-      checkpointsTable(this.model.checkpoints.values(), this._selection.metric)
+      checkpointsTable(this.model.checkpoints.values(), this._selection.metric, this._useInNotebook)
     );
   }
 

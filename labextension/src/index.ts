@@ -13,6 +13,7 @@ import { DeterminedClient } from './api';
 import { EventHub } from './events';
 import { ExperimentView } from './experimentView';
 import { activateExportTools } from './exportTools';
+import { useInNotebookHandler } from './notebookInsert';
 import { experimentRendererFactory } from './notebookWidget';
 import { DeterminedSidebar } from './sidebar';
 import { SubmitButtonExtension } from './submit';
@@ -97,7 +98,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(existing.id);
           return existing;
         }
-        const content = new ExperimentView(id, client, hub, openTensorBoard);
+        // "Use in notebook" from a main-area tab: the notebook the user worked in last.
+        const content = new ExperimentView(
+          id,
+          client,
+          hub,
+          openTensorBoard,
+          useInNotebookHandler(client, notebooks)
+        );
         const widget = new MainAreaWidget({ content });
         widget.id = `${content.id}-tab`; // ids are unique in the page: the view keeps its own
         widget.title.icon = determinedIcon;

@@ -102,6 +102,17 @@ export class ExperimentListModel {
     }
   }
 
+  /** Apply an experiment event: its new JSON, or its deletion (`deleted: true`). */
+  applyEvent(experiment: IExperiment): void {
+    if (experiment.deleted) {
+      if (this._experiments.delete(experiment.id)) {
+        this.changed.emit();
+      }
+      return;
+    }
+    this.upsert(experiment);
+  }
+
   upsert(experiment: IExperiment): void {
     const known = this._experiments.get(experiment.id);
     // Event payloads omit the config; keep one we already have.

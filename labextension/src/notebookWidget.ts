@@ -23,6 +23,7 @@ import { DeterminedClient, describeError } from './api';
 import { EventHub } from './events';
 import { h, replaceChildren } from './dom';
 import { ExperimentView } from './experimentView';
+import { useInNotebookHandler } from './notebookInsert';
 import type { IExperiment, ILogLine, IMetricReport, ITrial } from './types';
 import { ErrorBanner } from './notebookBanner';
 import { IExperimentOutputData, LOG_TAIL_LINES, LogTail } from './widgetModel';
@@ -62,11 +63,11 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
   constructor(
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
-    notebooks: INotebookTracker | null
+    private readonly _notebooks: INotebookTracker | null
   ) {
     super();
     this.addClass('jp-Det-notebookWidget');
-    this._banner = new ErrorBanner(this.node, notebooks);
+    this._banner = new ErrorBanner(this.node, _notebooks);
   }
 
   get experimentId(): number | null {
@@ -94,7 +95,9 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       return;
     }
     this._experimentId = id;
-    this._view = new ExperimentView(id, this._client, this._hub);
+    // "Use in notebook" inserts below the active cell of the notebook holding this output.
+    const useInNotebook = useInNotebookHandler(this._client, this._notebooks, () => this);
+    this._view = new ExperimentView(id, this._client, this._hub, undefined, useInNotebook);
     this._view.addClass('jp-Det-embedded');
     this._view.id = `${this._view.id}-output-${++outputCount}`; // the tab's view has the plain id
     this._view.model.changed.connect(() => this._onModelChanged());

@@ -193,7 +193,7 @@ export class DeterminedSidebar extends Widget {
         types: ['experiment', 'trial'],
         onEvent: (type, payload) => {
           if (type === 'experiment') {
-            this.model.upsert(payload as IExperiment);
+            this.model.applyEvent(payload as IExperiment);
           } else {
             this.model.applyTrial(payload as ITrial);
             this._cluster.refreshSoon();

@@ -37,6 +37,8 @@ export interface IExperiment {
   config?: Record<string, unknown>;
   /** Trains in a Jupyter kernel (core_v2, unmanaged): the master runs nothing for it. */
   unmanaged?: boolean;
+  /** Only in the event of its deletion (state DELETED): the experiment is gone. */
+  deleted?: boolean;
 }
 
 export interface IMetricSnapshot {
@@ -104,6 +106,14 @@ export interface ICheckpoint {
   report_time: string;
   path?: string;
   validation_metrics?: Record<string, unknown> | null;
+}
+
+/** The "Use in notebook" cell of a checkpoint (GET checkpoints/{uuid}/snippet). */
+export interface ICheckpointSnippet {
+  /** The loader: from the framework and format the checkpoint's metadata records. */
+  kind: 'pytorch' | 'keras' | 'estimator' | 'core';
+  /** Python source of the cell. */
+  code: string;
 }
 
 /** A TensorBoard the master runs on trials' metrics (GET /tensorboards/{id}). */

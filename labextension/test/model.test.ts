@@ -66,6 +66,23 @@ describe('ExperimentListModel', () => {
   });
 });
 
+describe('ExperimentListModel.applyEvent', () => {
+  test('a deletion event drops the experiment; others update it', () => {
+    const model = new ExperimentListModel();
+    let changes = 0;
+    model.changed.connect(() => (changes += 1));
+    model.replaceAll([experiment(1), experiment(2)]);
+    model.applyEvent(experiment(2, { state: 'COMPLETED' }));
+    model.applyEvent(experiment(1, { state: 'DELETED', deleted: true }));
+    assert.deepEqual(
+      [...model.experiments].map(e => [e.id, e.state]),
+      [[2, 'COMPLETED']]
+    );
+    model.applyEvent(experiment(1, { state: 'DELETED', deleted: true })); // already gone
+    assert.equal(changes, 3);
+  });
+});
+
 describe('best validation from trial events', () => {
   function withBest(id: number, best: number | null, steps = 10): ITrial {
     return {

@@ -10,6 +10,7 @@
 * `Contexts` (_contexts.py): experiment context tarballs.
 * `Searchers` (_searchers.py): owns the live searchers; feeds them events, applies their ops.
 * `Experiments` (_experiments.py): creation, actions, the experiment state machine, trial ends.
+* `ExperimentEdits` (_editing.py): name, description, labels, scheduling resources; delete.
 * `Runs` (_runs.py): owns the allocations; scheduling, launches, exits; with `Preemption`
   (_preemption.py: owns the grace timers) and `RunExits` (_run_exits.py: what an exit means).
 * `Reports` (_reporting.py): metrics, progress, early exits, the searcher-operation protocol.
@@ -22,6 +23,7 @@
 
 from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
+from master_lite._parts._editing import EDITABLE_RESOURCES, ExperimentEdits
 from master_lite._parts._experiments import EXPERIMENT_ACTIONS, Experiments
 from master_lite._parts._logs import TrialLogs
 from master_lite._parts._models import Models, check_model_name
@@ -40,9 +42,11 @@ from master_lite._parts._wiring import Parts, build_parts, make_runner
 
 __all__ = [
     "EARLY_EXIT_REASONS",
+    "EDITABLE_RESOURCES",
     "EXPERIMENT_ACTIONS",
     "Checkpoints",
     "Contexts",
+    "ExperimentEdits",
     "Experiments",
     "MasterState",
     "Models",

@@ -121,6 +121,16 @@ class Checkpoints:
         )
         return [self._checkpoint_json(row) for row in rows]
 
+    def checkpoint_snippet(self, uuid: str) -> dict:
+        """The notebook cell that downloads and loads this checkpoint: `{kind, code}`
+        (determined.common.checkpoint_snippets); NotFound unless it is COMPLETED."""
+        from determined.common import checkpoint_snippets
+
+        row = self.checkpoint_row(uuid)
+        if row.state != CheckpointState.COMPLETED:
+            raise errors.NotFound(f"checkpoint {uuid} is {row.state}: its files are gone")
+        return checkpoint_snippets.checkpoint_snippet(self._checkpoint_json(row))
+
     def checkpoint_archive(self, uuid: str) -> bytes:
         """The checkpoint's files as a tar.gz (NotFound when they are gone)."""
         checkpoint = self.checkpoint_row(uuid)
@@ -168,6 +178,22 @@ class Checkpoints:
         """Those of `uuids` that a model version names: their files must stay (checkpoint GC,
         checkpoint deletion and experiment deletion keep them)."""
         return self._shared.store.model_versions.registered_among(uuids)
+
+    def protected_uuids(self, experiment_id: int) -> set[str]:
+        """The experiment's COMPLETED checkpoints that must outlive it: those a model version
+        names, those a trial that is not finished resumes from, and the warm-start sources of
+        experiments that are not finished (the checkpoint GC keeps the same ones)."""
+        store = self._shared.store
+        own = {
+            row.uuid
+            for row in store.checkpoints.matching(
+                experiment_id=experiment_id, state=str(CheckpointState.COMPLETED)
+            )
+        }
+        needed = (
+            store.trials.checkpoints_in_use() | store.experiments.warm_start_checkpoints_in_use()
+        )
+        return (own & needed) | self.registered_uuids(own)
 
     def publish_deleted(self, uuid: str) -> None:
         """Tell checkpoint subscribers the GC deleted `uuid` (skipped when nobody listens)."""

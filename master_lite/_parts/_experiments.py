@@ -229,29 +229,6 @@ class Experiments:
                 self._stop_experiment(exp_id, kill=(action == "kill"))
         return self._views.get_experiment(exp_id, with_config=False)
 
-    def patch_experiment(
-        self,
-        exp_id: int,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        labels: list[str] | None = None,
-    ) -> dict:
-        """Change the name, description or labels (those given) of an experiment in any state;
-        the experiment's JSON after it. Labels keep their order, without repeats."""
-        self._views.experiment_row(exp_id)  # NotFound names it
-        if name is not None and not name.strip():
-            raise errors.InvalidRequest("body.name: an experiment name cannot be empty")
-        if labels is not None:
-            if any(not label.strip() for label in labels):
-                raise errors.InvalidRequest("body.labels: a label cannot be empty")
-            labels = list(dict.fromkeys(labels))
-        self._shared.store.experiments.set_details(
-            exp_id, name=name, description=description, labels=labels
-        )
-        self._views.publish_experiment(exp_id)
-        return self._views.get_experiment(exp_id, with_config=False)
-
     def _live_trials(self, exp_id: int) -> list[TrialRow]:
         return [
             t

@@ -176,6 +176,18 @@ class Runs:
         )
         self.run_scheduler()
 
+    def reprioritize(self, exp_id: int) -> None:
+        """The experiment's `resources.priority` and `max_slots` changed: its waiting trials
+        wait with the new values, and whatever that lets start, starts."""
+        resources = self._views.experiment_row(exp_id).config.get("resources") or {}
+        priority = resources.get("priority")
+        self.scheduler.update_experiment(
+            exp_id,
+            priority=DEFAULT_PRIORITY if priority is None else int(priority),
+            max_slots=resources.get("max_slots"),
+        )
+        self.run_scheduler()
+
     def cancel_request(self, trial_id: int) -> None:
         """Withdraw the trial's request for slots, if it waits for some."""
         self.scheduler.cancel(f"trial-{trial_id}")

@@ -47,6 +47,10 @@ class Searchers:
         """The live searcher of the experiment, if it has one."""
         return self._searchers.get(exp_id)
 
+    def discard(self, exp_id: int) -> None:
+        """Forget the experiment's searcher (the experiment was deleted)."""
+        self._searchers.pop(exp_id, None)
+
     def restore(self, experiment: ExperimentRow, module: Any) -> None:
         """Bring back an unfinished experiment's searcher from its snapshot (or anew)."""
         if experiment.searcher_snapshot is not None:

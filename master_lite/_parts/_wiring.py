@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
+from master_lite._parts._editing import ExperimentEdits
 from master_lite._parts._experiments import Experiments
 from master_lite._parts._logs import TrialLogs
 from master_lite._parts._models import Models
@@ -43,6 +44,7 @@ class Parts:
     searchers: Searchers
     runs: Runs
     experiments: Experiments
+    edits: ExperimentEdits
     run_exits: RunExits
     reports: Reports
     checkpoints: Checkpoints
@@ -60,6 +62,7 @@ def build_parts(
     settings: RunSettings,
     context_size_limit: int,
     collect_garbage: Callable[[], None],
+    delete_checkpoint_files: Callable[[str], None],
     tensorboard_refresh_seconds: float = 5.0,
 ) -> Parts:
     """Each part gets the parts it calls in its constructor; where two parts call each other,
@@ -86,6 +89,15 @@ def build_parts(
         logs=logs,
         collect_garbage=collect_garbage,
     )
+    checkpoints = Checkpoints(shared, views=views, runs=runs)
+    edits = ExperimentEdits(
+        shared,
+        views=views,
+        runs=runs,
+        searchers=searchers,
+        checkpoints=checkpoints,
+        delete_checkpoint_files=delete_checkpoint_files,
+    )
     run_exits = RunExits(
         shared, views=views, logs=logs, searchers=searchers, experiments=experiments, runs=runs
     )
@@ -99,7 +111,6 @@ def build_parts(
     )
     searchers.connect(experiments=experiments, runs=runs)
     runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
-    checkpoints = Checkpoints(shared, views=views, runs=runs)
     return Parts(
         shared=shared,
         logs=logs,
@@ -108,6 +119,7 @@ def build_parts(
         searchers=searchers,
         runs=runs,
         experiments=experiments,
+        edits=edits,
         run_exits=run_exits,
         reports=Reports(shared, views=views, searchers=searchers),
         checkpoints=checkpoints,

@@ -41,6 +41,11 @@ class CheckpointHandler(ApiHandlerMixin):
         self.send_json({"checkpoint": self.master.delete_checkpoint(uuid)})
 
 
+class CheckpointSnippetHandler(ApiHandlerMixin):
+    async def get(self, uuid: str) -> None:
+        self.send_json(self.master.checkpoint_snippet(uuid))
+
+
 class CheckpointDownloadHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:
         await self.send_bytes(

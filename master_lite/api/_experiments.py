@@ -81,9 +81,14 @@ class ExperimentHandler(ApiHandlerMixin):
             experiment_id,
             name=body.get("name"),
             description=body.get("description"),
+            notes=body.get("notes"),
             labels=body.get("labels"),
+            resources=body.get("resources"),
         )
         self.send_json({"experiment": experiment})
+
+    async def delete(self, experiment_id: int) -> None:
+        self.send_json(self.master.delete_experiment(experiment_id))
 
 
 class ExperimentTrialsHandler(ApiHandlerMixin):

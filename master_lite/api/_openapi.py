@@ -78,6 +78,7 @@ SCHEMAS: dict[str, dict] = {
         id=INTEGER,
         name=STRING,
         description=STRING,
+        notes={**STRING, "description": "the user's notes (empty until set)"},
         labels=array(STRING),
         state={"type": "string", "enum": EXPERIMENT_STATES},
         archived=BOOLEAN,

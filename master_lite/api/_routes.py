@@ -17,6 +17,7 @@ from master_lite.api._openapi import (
     OBJECT,
     STRING,
     array,
+    nullable,
     obj,
     ref,
 )
@@ -95,14 +96,41 @@ ROUTES: tuple[Route, ...] = (
                 ),
             ),
             "patch": Operation(
-                "Change an experiment's name, description or labels (those given)",
+                "Change an experiment's name, description, notes, labels or scheduling "
+                "resources (those given)",
                 EXPERIMENT_ANSWER,
                 request=obj(
                     name={**STRING, "minLength": 1},
                     description=STRING,
+                    notes=STRING,
                     labels={**array({**STRING, "minLength": 1}), "description": "all its labels"},
+                    resources={
+                        **obj(
+                            priority={**INTEGER, "minimum": 1, "maximum": 99},
+                            max_slots=nullable({**INTEGER, "minimum": 0}),
+                            weight={**NUMBER, "minimum": 0},
+                        ),
+                        "description": "fields of the config's resources: priority (smaller "
+                        "first) and max_slots (null: no limit) apply to trials that wait; "
+                        "weight is kept only",
+                    },
                 ),
                 description="any state; labels replace the old ones (repeats dropped)",
+            ),
+            "delete": Operation(
+                "Delete a finished experiment: its trials, metrics, logs and checkpoints "
+                "(their files too)",
+                obj(
+                    ["id", "deleted_checkpoints", "deleted_trials"],
+                    id=INTEGER,
+                    deleted_checkpoints={
+                        **INTEGER,
+                        "description": "COMPLETED checkpoints whose files were deleted",
+                    },
+                    deleted_trials=INTEGER,
+                ),
+                description="409 while it is not finished, or while a checkpoint of it must "
+                "be kept (a live trial resumes or warm-starts from it); nothing is deleted then",
             ),
         },
         (EXPERIMENT_ID,),
@@ -232,6 +260,26 @@ ROUTES: tuple[Route, ...] = (
                 description="409 when it is not COMPLETED, a trial that is not finished "
                 "resumes or warm-starts from it, or a model version names it",
             ),
+        },
+        (CHECKPOINT_UUID,),
+    ),
+    Route(
+        "/checkpoints/{uuid}/snippet",
+        _checkpoints.CheckpointSnippetHandler,
+        {
+            "get": Operation(
+                "The notebook cell that downloads and loads the checkpoint (Use in notebook)",
+                obj(
+                    ["kind", "code"],
+                    kind={
+                        **STRING,
+                        "enum": ["pytorch", "keras", "estimator", "core"],
+                        "description": "the loader, from the metadata's framework and format",
+                    },
+                    code={**STRING, "description": "Python source of the cell"},
+                ),
+                description="404 unless the checkpoint is COMPLETED",
+            )
         },
         (CHECKPOINT_UUID,),
     ),

@@ -63,6 +63,16 @@ class Scheduler:
         request.order = next(self._counter)
         self._pending[request.allocation_key] = request
 
+    def update_experiment(
+        self, experiment_id: int, *, priority: int, max_slots: int | None
+    ) -> None:
+        """New priority and max_slots for the experiment's waiting requests (granted ones keep
+        their slots; its later requests carry the new values themselves)."""
+        for request in self._pending.values():
+            if request.experiment_id == experiment_id:
+                request.priority = priority
+                request.max_slots = max_slots
+
     def cancel(self, key: str) -> None:
         """Drop a pending request or release a granted one."""
         self._pending.pop(key, None)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from determined.common.states import TERMINAL_EXPERIMENT_STATES, TERMINAL_TRIAL_STATES
 
-from . import _queries
+from . import _deletion, _queries
 from ._rows import AllocationRow, CheckpointRow, ContextRow, ExperimentRow, Row, TokenRow, TrialRow
 
 if TYPE_CHECKING:
@@ -137,9 +137,10 @@ class Experiments(TypedRepository[ExperimentRow]):
         name: str | None = None,
         description: str | None = None,
         labels: list[str] | None = None,
+        notes: str | None = None,
     ) -> None:
-        """The fields a user edits (those given): name, description, labels."""
-        given = {"name": name, "description": description, "labels": labels}
+        """The fields a user edits (those given): name, description, labels, notes."""
+        given = {"name": name, "description": description, "labels": labels, "notes": notes}
         changes = {column: value for column, value in given.items() if value is not None}
         if changes:
             self.update(experiment_id, **changes)
@@ -155,6 +156,14 @@ class Experiments(TypedRepository[ExperimentRow]):
     def mark_checkpoint_gc_done(self, experiment_id: int) -> None:
         """Checkpoint GC after the experiment's end ran to completion."""
         self.update(experiment_id, checkpoint_gc_done=True)
+
+    def set_config(self, experiment_id: int, config: dict) -> None:
+        """The experiment's expanded config (a user's edit of its `resources`)."""
+        self.update(experiment_id, config=config)
+
+    def delete(self, experiment_id: int) -> list[int]:
+        """Remove the experiment with all its trials' rows, at once; the trial ids it had."""
+        return _deletion.delete_experiment_rows(self._store, experiment_id)
 
 
 class Trials(TypedRepository[TrialRow]):

@@ -86,6 +86,7 @@ class ExperimentRow(Row):
     searcher_failure: bool
     warm_start_checkpoint: str | None  # migration 2
     checkpoint_gc_done: bool  # migration 2
+    notes: str  # migration 7
 
 
 @dataclasses.dataclass(frozen=True)

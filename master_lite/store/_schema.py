@@ -204,6 +204,12 @@ CREATE TABLE unmanaged_trials (
 CREATE INDEX unmanaged_trials_by_token ON unmanaged_trials (token_hash)
 """
 
+# A user's notes on an experiment (`det`/SDK `Experiment.set_notes`, PATCH /experiments/{id}),
+# as Determined keeps them: free text, empty until set.
+MIGRATION_7_EXPERIMENT_NOTES = """
+ALTER TABLE experiments ADD COLUMN notes TEXT NOT NULL DEFAULT ''
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_INITIAL,
     MIGRATION_2_FAULT_TOLERANCE,
@@ -211,6 +217,7 @@ MIGRATIONS: list[str] = [
     MIGRATION_4_TRIAL_EXIT_DETAILS,
     MIGRATION_5_MODEL_REGISTRY,
     MIGRATION_6_UNMANAGED,
+    MIGRATION_7_EXPERIMENT_NOTES,
 ]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from master_lite._events import EventBus
+from master_lite._gc import CheckpointCollector
 from master_lite._logwriter import LogWriter
 from master_lite._parts import MasterState, Parts, RunSettings, build_parts
 from master_lite.scheduler import LaunchSpec, Runner, Scheduler
@@ -65,6 +66,7 @@ async def started_parts(
     loop = asyncio.get_running_loop()
     shared = open_state(root, loop)
     garbage: list[str] = []
+    collectors: list[CheckpointCollector] = []  # built after the parts, as the Master does
     parts = build_parts(
         shared,
         scheduler=Scheduler(list(range(slots))),
@@ -74,6 +76,10 @@ async def started_parts(
         ),
         context_size_limit=1024 * 1024,
         collect_garbage=lambda: garbage.append("collected"),
+        delete_checkpoint_files=lambda uuid: collectors[0].delete_checkpoint(uuid),
+    )
+    collectors.append(
+        CheckpointCollector(shared.store, on_deleted=parts.checkpoints.publish_deleted)
     )
     log_writer = LogWriter(parts.logs.store_logs)
     runner = FakeRunner(log_sink=log_writer.submit, on_exit=parts.runs.exit_observed)

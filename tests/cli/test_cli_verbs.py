@@ -1,7 +1,7 @@
 """The Determined verbs of `det` beyond create/list/describe, through a real master-lite:
 `det version`, `det master info`, `det user login|logout|whoami` (Determined's auth.json, with
 HOME pointed at the test's directory), `det experiment list --csv`, `det trial download`, and
-the experiment verbs master-lite cannot do yet (one clear line, exit 1).
+`det experiment label|set|delete`.
 
 Every `det` runs as a subprocess in a new session (no controlling terminal), as a script would:
 `det user login` then reads the password (the master's user token) from standard input.
@@ -22,7 +22,6 @@ import pytest
 import yaml
 
 import determined
-from determined.cli import main
 from determined.common.api import TokenStoreError, authentication
 from tests._support import MasterProcess, child_env, submit, wait_for_experiment, wait_until
 
@@ -232,9 +231,11 @@ def test_login_stores_the_token_where_determined_keeps_it(master, tmp_path):
     failed(det(bare, "e", "list"), "no master found", str(path))
 
 
-def det_on_a_terminal(env: dict, *args: str, answer: str) -> tuple[int, str]:
+def det_on_a_terminal(
+    env: dict, *args: str, answer: str, prompt: str = "Password for user"
+) -> tuple[int, str]:
     """Run `det` with a pseudo-terminal as its controlling terminal; type `answer` at the
-    password prompt. Returns (exit code, everything the terminal showed)."""
+    `prompt` (the password prompt). Returns (exit code, everything the terminal showed)."""
     import pty
     import select
     import time
@@ -256,7 +257,7 @@ def det_on_a_terminal(env: dict, *args: str, answer: str) -> tuple[int, str]:
             if not chunk:
                 break
             shown += chunk
-            if not answered and b"Password for user" in shown:
+            if not answered and prompt.encode() in shown:
                 os.write(fd, answer.encode() + b"\n")
                 answered = True
     finally:
@@ -440,31 +441,93 @@ def test_trial_download_errors(master, trained, tmp_path):
     assert exp_id != other
 
 
-# ---- verbs master-lite cannot do yet ------------------------------------------------------------
+# ---- det experiment label / set / delete --------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("verb", "rest"),
-    [
-        ("label add", ["1", "x"]),
-        ("label remove", ["1", "x"]),
-        ("set description", ["1", "text"]),
-        ("set name", ["1", "new"]),
-        ("set priority", ["1", "10"]),
-        ("set max-slots", ["1", "4"]),
-        ("set weight", ["1", "0.5"]),
-        ("delete", ["1", "--yes"]),
-    ],
-)
-def test_verbs_without_a_master_endpoint_say_so_in_one_line(
-    verb, rest, master, monkeypatch, capsys
-):
-    monkeypatch.setenv("DET_MASTER", master.url)
-    monkeypatch.setenv("DET_MASTER_TOKEN", master.token)
-    before = master.session.get("/experiments")
-    assert main(["e", *verb.split(), *rest]) == 1
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and captured.out == ""
-    assert lines[0].startswith(f"not supported by master-lite yet: det experiment {verb} (")
-    assert master.session.get("/experiments") == before
+def test_label_add_and_remove(master, trained, tmp_path):
+    env = local_env(master, tmp_path)
+    exp_id = str(trained[0])
+    assert ok(det(env, "e", "label", "add", exp_id, "best")).strip() == (
+        f"Added label 'best' to experiment {exp_id}"
+    )
+    ok(det(env, "e", "label", "add", exp_id, "keep"))
+    ok(det(env, "e", "label", "add", exp_id, "best"))  # already there: unchanged
+    assert master.session.get(f"/experiments/{exp_id}")["experiment"]["labels"] == ["best", "keep"]
+    ok(det(env, "e", "label", "remove", exp_id, "best"))
+    ok(det(env, "e", "label", "remove", exp_id, "never-added"))
+    assert master.session.get(f"/experiments/{exp_id}")["experiment"]["labels"] == ["keep"]
+    failed(det(env, "e", "label", "add", exp_id, " "), "body.labels: a label cannot be empty")
+    failed(det(env, "e", "label", "add", "999999", "x"), "experiment 999999 not found")
+
+
+def test_set_name_description_and_the_scheduling_resources(master, trained, tmp_path):
+    env = local_env(master, tmp_path)
+    exp_id = str(trained[0])
+    ok(det(env, "e", "set", "name", exp_id, "verbs-renamed"))
+    ok(det(env, "e", "set", "description", exp_id, "what it learned"))
+    assert ok(det(env, "e", "set", "priority", exp_id, "7")).strip() == (
+        f"Set priority of experiment {exp_id} to 7"
+    )
+    ok(det(env, "e", "set", "max-slots", exp_id, "1"))
+    ok(det(env, "e", "set", "weight", exp_id, "0.5"))
+    experiment = master.session.get(f"/experiments/{exp_id}")["experiment"]
+    try:
+        assert (experiment["name"], experiment["description"]) == (
+            "verbs-renamed",
+            "what it learned",
+        )
+        resources = experiment["config"]["resources"]
+        assert (resources["priority"], resources["max_slots"], resources["weight"]) == (7, 1, 0.5)
+        assert "unlimited" in ok(det(env, "e", "set", "max-slots", exp_id, "none"))
+        resources = master.session.get(f"/experiments/{exp_id}")["experiment"]["config"]
+        assert resources["resources"]["max_slots"] is None
+    finally:
+        ok(det(env, "e", "set", "name", exp_id, "verbs-ckpt"))
+    for attribute, value, why in (
+        ("priority", "0", "must be between 1 and 99"),
+        ("max-slots", "-2", "must be >= 0"),
+        ("weight", "heavy", "expected a number"),
+    ):
+        usage = det(env, "e", "set", attribute, exp_id, value)
+        assert usage.returncode == 2 and why in usage.stderr
+    failed(det(env, "e", "set", "name", exp_id, ""), "body.name")
+
+
+def test_delete_asks_refuses_without_a_terminal_and_deletes_with_yes(master, tmp_path):
+    env = local_env(master, tmp_path)
+    exp_id = submit(master, config("python3 train.py", "verbs-doomed"), {"train.py": TRAIN_PY})
+    wait_for_experiment(master, exp_id, {"COMPLETED"})
+    uuids = [
+        c["uuid"] for c in master.session.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
+    ]
+    files = [master.root_dir / "checkpoints" / uuid for uuid in uuids]
+    assert files and all(path.is_dir() for path in files)
+
+    failed(det(env, "e", "delete", str(exp_id)), "pass --yes")
+    assert master.session.get(f"/experiments/{exp_id}")["experiment"]["id"] == exp_id
+    code, shown = det_on_a_terminal(env, "e", "delete", str(exp_id), answer="n", prompt="[y/N]")
+    assert code == 1 and "Nothing deleted." in shown
+    assert all(path.is_dir() for path in files)
+
+    code, shown = det_on_a_terminal(env, "e", "delete", str(exp_id), answer="y", prompt="[y/N]")
+    assert code == 0, shown
+    assert f"Deleted experiment {exp_id}: 1 trial(s), {len(uuids)} checkpoint(s)" in shown
+    assert not any(path.exists() for path in files)
+    listed = csv.reader(io.StringIO(ok(det(env, "e", "list", "--csv"))))
+    assert str(exp_id) not in [row[0] for row in listed]
+    failed(det(env, "e", "delete", str(exp_id), "--yes"), f"experiment {exp_id} not found")
+
+
+def test_delete_of_a_running_experiment_is_refused(master, tmp_path):
+    env = local_env(master, tmp_path)
+    paused = master.session.post(
+        "/experiments",
+        {"config": config("python3 train.py", "verbs-paused"), "activate": False},
+    )["experiment"]["id"]
+    failed(
+        det(env, "e", "delete", str(paused), "--yes"),
+        f"experiment {paused} is PAUSED: only finished experiments can be deleted",
+    )
+    master.session.post(f"/experiments/{paused}/kill")
+    wait_for_experiment(master, paused, {"CANCELED"})
+    assert "Deleted experiment" in ok(det(env, "e", "delete", str(paused), "--yes"))

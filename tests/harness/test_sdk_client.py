@@ -288,6 +288,9 @@ def test_name_description_and_labels(sdk, finished):
     try:
         finished.set_name("sdk-renamed")
         finished.set_description("what it is")
+        finished.set_notes("## Findings\nlr 0.1 is best")
+        assert finished.notes == "## Findings\nlr 0.1 is best"
+        assert sdk.get_experiment(finished.id).notes == "## Findings\nlr 0.1 is best"
         finished.add_label("b")
         finished.add_label("a")
         finished.add_label("a")
@@ -306,16 +309,13 @@ def test_name_description_and_labels(sdk, finished):
     finally:
         finished.set_name("sdk-finished")
         finished.set_description("")
+        finished.set_notes("")
         finished.set_labels(set())
     assert finished.labels is None and finished.name == "sdk-finished"
 
 
 def test_what_the_master_lacks_raises_not_implemented(finished):
-    for call in (
-        finished.delete,
-        lambda: finished.set_notes("x"),
-        lambda: finished.move_to_project("w", "p"),
-    ):
+    for call in (lambda: finished.move_to_project("w", "p"),):
         with pytest.raises(NotImplementedError, match=f"master_lite {det.__version__}"):
             call()
     with warnings.catch_warnings():
@@ -325,6 +325,33 @@ def test_what_the_master_lacks_raises_not_implemented(finished):
         best.remove_files(["*"])
     with pytest.raises(NotImplementedError, match="Checkpoint.get_metrics"):
         best.get_metrics("inference")
+
+
+def test_delete_refuses_a_running_experiment_then_removes_it_with_its_files(sdk, master, tmp_path):
+    running = sdk.create_experiment(config("sdk-doomed-long", 100), model_dir(tmp_path, LONG_PY))
+    with pytest.raises(errors.APIException, match="only finished experiments") as raised:
+        running.delete()
+    assert raised.value.status_code == 409
+    running.kill()
+    assert running.wait(interval=0.2) == ExperimentState.CANCELED
+
+    (tmp_path / "short").mkdir()
+    doomed = sdk.create_experiment(config("sdk-doomed", 3), model_dir(tmp_path / "short", TRAIN_PY))
+    assert doomed.wait(interval=0.2) == ExperimentState.COMPLETED
+    uuids = [c.uuid for c in doomed.list_checkpoints()]
+    files = [master.root_dir / "checkpoints" / uuid for uuid in uuids]
+    assert len(files) == 3 and all(path.is_dir() for path in files)
+    [trial] = doomed.list_trials()
+    doomed.delete()
+    running.delete()
+    assert not any(path.exists() for path in files)
+    for exp in (doomed, running):
+        with pytest.raises(errors.NotFoundException):
+            sdk.get_experiment(exp.id)
+    with pytest.raises(errors.NotFoundException):
+        sdk.get_trial(trial.id)
+    with pytest.raises(errors.NotFoundException):
+        sdk.get_checkpoint(uuids[0])
 
 
 def test_module_functions_find_the_master_like_det(master, finished, monkeypatch):

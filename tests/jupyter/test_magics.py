@@ -224,3 +224,52 @@ def test_test_mode_submits_an_archived_one_batch_experiment_and_waits(
     answer = server.api("GET", f"experiments/{experiment_id}")
     assert answer["experiment"]["archived"] is True
     assert answer["trials"][0]["steps_completed"] == 1
+
+
+CHECKPOINTING = """\
+import pathlib
+import determined as det
+with det.core.init() as core_context:
+    for op in core_context.searcher.operations():
+        for step, loss in ((1, 0.5), (2, 0.1), (3, 0.3)):
+            core_context.train.report_validation_metrics(steps_completed=step, metrics={"y": loss})
+            with core_context.checkpoint.store_path({"steps_completed": step}) as (path, _):
+                (pathlib.Path(path) / "step.txt").write_text(str(step))
+        op.report_completed(0.3)
+"""
+
+
+def test_det_use_and_the_widget_put_the_checkpoint_cell_next(shell, server, capsys) -> None:
+    from jupyter_determined._widgets import ExperimentWidget
+
+    run(
+        shell,
+        'config = {"name": "use", "max_restarts": 0,\n'
+        '          "searcher": {"name": "single", "metric": "y", "max_length": 3},\n'
+        '          "checkpoint_storage": {"save_trial_best": 3, "save_trial_latest": 3}}',
+    )
+    run(shell, "%%det_submit config --context $CTX --no-widget --wait\n" + CHECKPOINTING)
+    experiment_id = int(capsys.readouterr().out.split("Created experiment ")[1].split()[0])
+    checkpoints = server.api("GET", f"experiments/{experiment_id}/checkpoints")["checkpoints"]
+    best = next(c["uuid"] for c in checkpoints if c["steps_completed"] == 2)  # y = 0.1
+    first = next(c["uuid"] for c in checkpoints if c["steps_completed"] == 1)
+
+    run(shell, "%det use best last")
+    assert capsys.readouterr().out.strip() == (
+        f"The next cell downloads checkpoint {best} and loads it (core)."
+    )
+    assert shell.rl_next_input == server.api("GET", f"checkpoints/{best}/snippet")["code"]
+    run(shell, f"%det use {first}")
+    assert f'client.get_checkpoint("{first}")' in shell.rl_next_input
+
+    shell.rl_next_input = None
+    assert ExperimentWidget(experiment_id).use_in_notebook() == best
+    assert f'client.get_checkpoint("{best}")' in shell.rl_next_input
+
+    for line, why in (
+        ("%det use", "%det use CHECKPOINT_UUID"),
+        ("%det use best", "%det use CHECKPOINT_UUID"),
+        ("%det use no-such-uuid", "checkpoint no-such-uuid not found"),
+    ):
+        with pytest.raises(UsageError, match=why):
+            run(shell, line)

@@ -76,6 +76,7 @@ def test_every_notebook_is_covered() -> None:
         "keras_native.ipynb",
         "pytorch_trial.ipynb",
         "quickstart.ipynb",
+        "results.ipynb",
         "search_widget.ipynb",
     ]
 
@@ -97,6 +98,54 @@ def test_quickstart(lab_server, tmp_path) -> None:
     # The last cell (%det describe last) printed the finished experiment.
     text = "".join("".join(out.get("text", "")) for out in executed["cells"][-1]["outputs"])
     assert f"Experiment {experiment['id']} quickstart: COMPLETED" in text
+
+
+def cell_text(executed: dict, cell_id: str) -> str:
+    cell = next(c for c in executed["cells"] if c.get("id") == cell_id)
+    return "".join("".join(out.get("text", "")) for out in cell.get("outputs", []))
+
+
+def test_results(lab_server, tmp_path) -> None:
+    """Search, wait, download the best checkpoint, load it in the kernel, evaluate: the loss
+    computed there is the validation loss the master stored for that checkpoint."""
+    executed, log = run_notebook(lab_server, "results.ipynb", tmp_path / "work")
+    assert cell_error(executed) is None, log
+    experiment = experiment_named(lab_server, "results-digits")
+    answer = lab_server.wait_experiment(experiment["id"])
+    assert answer["experiment"]["state"] == "COMPLETED"
+    assert len(answer["trials"]) == 2
+    checkpoints = lab_server.api("GET", f"experiments/{experiment['id']}/checkpoints")
+    by_uuid = {c["uuid"]: c for c in checkpoints["checkpoints"]}
+    best_line = cell_text(executed, "r07").splitlines()[0]  # "checkpoint UUID of trial N: ..."
+    uuid = best_line.split()[1]
+    stored = by_uuid[uuid]["validation_metrics"]["validation_loss"]
+    assert stored == min(
+        c["validation_metrics"]["validation_loss"]
+        for c in by_uuid.values()
+        if c["state"] == "COMPLETED" and c.get("validation_metrics")
+    )
+    here = cell_text(executed, "r10")
+    computed = float(here.split("here: validation_loss ")[1].split(",")[0])
+    assert computed == pytest.approx(stored, abs=1e-5), here
+    assert (tmp_path / "work" / "checkpoints" / uuid / "state_dict.pth").is_file()
+
+    # "Use in notebook" for that checkpoint: its cell, run as is in a fresh directory (as a
+    # new notebook's kernel would), downloads it, fetches the experiment's code and loads it.
+    snippet = lab_server.api("GET", f"checkpoints/{uuid}/snippet")
+    assert snippet["kind"] == "pytorch"
+    check = """
+import torch
+from model_def import digits_tensors
+
+X, y = digits_tensors(train=False)
+with torch.no_grad():
+    output = models[0].eval()(X)
+print("LOADED", type(trial).__name__, torch.nn.functional.cross_entropy(output, y).item())
+"""
+    shown = run_snippet(lab_server, uuid, tmp_path / "fresh", check)
+    class_name, loaded_loss = shown.split("LOADED ")[1].split()
+    assert class_name == "DigitsTrial"
+    assert float(loaded_loss) == pytest.approx(stored, abs=1e-5)
 
 
 def test_core_v2_in_kernel(lab_server, tmp_path) -> None:
@@ -154,10 +203,40 @@ def _native_notebook(lab_server, tmp_path, name: str, experiment_name: str) -> d
     return answer
 
 
+def run_snippet(lab_server, uuid: str, directory: Path, check: str) -> str:
+    """Run the checkpoint's "Use in notebook" cell, then `check`, in a new process in
+    `directory` with a kernel's environment; returns its stdout."""
+    directory.mkdir()
+    snippet = lab_server.api("GET", f"checkpoints/{uuid}/snippet")
+    completed = subprocess.run(
+        [sys.executable, "-c", snippet["code"] + check],
+        cwd=directory,
+        env=lab_server.kernel_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout
+
+
 def test_keras_native(lab_server, tmp_path) -> None:
     answer = _native_notebook(lab_server, tmp_path, "keras_native.ipynb", "keras-native-digits")
     assert answer["trials"][0]["steps_completed"] == 8
     assert answer["experiment"]["best_validation"] is not None
+    # Its checkpoint's "Use in notebook" cell loads the Keras model, which predicts digits.
+    experiment_id = answer["experiment"]["id"]
+    [checkpoint, *_] = lab_server.api("GET", f"experiments/{experiment_id}/checkpoints")[
+        "checkpoints"
+    ]
+    assert lab_server.api("GET", f"checkpoints/{checkpoint['uuid']}/snippet")["kind"] == "keras"
+    shown = run_snippet(
+        lab_server,
+        checkpoint["uuid"],
+        tmp_path / "keras-snippet",
+        "\nimport numpy as np\nprint('PREDICTS', model.predict(np.zeros((2, 64)), verbose=0).shape)\n",
+    )
+    assert "PREDICTS (2, 10)" in shown
 
 
 def test_pytorch_trial(lab_server, tmp_path) -> None:

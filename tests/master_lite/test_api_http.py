@@ -143,12 +143,27 @@ class FakeMaster:
         self.checkpoints[uuid]["state"] = "DELETED"
         return self.checkpoints[uuid]
 
-    def patch_experiment(self, exp_id, *, name=None, description=None, labels=None):
-        self._record("patch_experiment", exp_id, name=name, description=description, labels=labels)
+    def patch_experiment(
+        self, exp_id, *, name=None, description=None, labels=None, resources=None, notes=None
+    ):
+        self._record(
+            "patch_experiment",
+            exp_id,
+            name=name,
+            description=description,
+            labels=labels,
+            resources=resources,
+            notes=notes,
+        )
         experiment = self._experiment_or_404(exp_id)
         given = {"name": name, "description": description, "labels": labels}
         experiment.update({key: value for key, value in given.items() if value is not None})
         return experiment
+
+    def delete_experiment(self, exp_id):
+        self._record("delete_experiment", exp_id)
+        self._experiment_or_404(exp_id)
+        return {"id": exp_id, "deleted_checkpoints": 0, "deleted_trials": 0}
 
     def list_trials(self, exp_id):
         self._record("list_trials", exp_id)
@@ -487,13 +502,48 @@ def test_patch_experiment_passes_the_fields_given(client: Client, fake: FakeMast
     assert answer.json["experiment"]["name"] == "new"
     assert answer.json["experiment"]["labels"] == ["a"]
     assert fake.called("patch_experiment") == [
-        ((1,), {"name": "new", "description": None, "labels": ["a"]})
+        (
+            (1,),
+            {
+                "name": "new",
+                "description": None,
+                "labels": ["a"],
+                "resources": None,
+                "notes": None,
+            },
+        )
     ]
     empty_name = client.request("PATCH", "/api/v1/experiments/1", {"name": ""})
     assert empty_name.status == 400 and "body.name" in empty_name.json["message"]
     bad_labels = client.request("PATCH", "/api/v1/experiments/1", {"labels": "a"})
     assert bad_labels.status == 400 and "body.labels" in bad_labels.json["message"]
     missing = client.request("PATCH", "/api/v1/experiments/99", {"description": "d"})
+    assert missing.status == 404 and missing.json["message"] == "experiment 99 not found"
+
+
+def test_patch_experiment_resources_are_checked_and_passed(
+    client: Client, fake: FakeMaster
+) -> None:
+    answer = client.request(
+        "PATCH", "/api/v1/experiments/1", {"resources": {"priority": 7, "max_slots": None}}
+    )
+    assert answer.status == 200
+    assert fake.called("patch_experiment")[-1][1]["resources"] == {
+        "priority": 7,
+        "max_slots": None,
+    }
+    too_high = client.request("PATCH", "/api/v1/experiments/1", {"resources": {"priority": 100}})
+    assert too_high.status == 400 and "body.resources.priority" in too_high.json["message"]
+
+
+def test_delete_experiment_answers_what_the_master_deleted(
+    client: Client, fake: FakeMaster
+) -> None:
+    answer = client.request("DELETE", "/api/v1/experiments/1")
+    assert answer.status == 200
+    assert answer.json == {"id": 1, "deleted_checkpoints": 0, "deleted_trials": 0}
+    assert fake.called("delete_experiment") == [((1,), {})]
+    missing = client.request("DELETE", "/api/v1/experiments/99")
     assert missing.status == 404 and missing.json["message"] == "experiment 99 not found"
 
 

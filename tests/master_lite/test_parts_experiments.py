@@ -87,19 +87,19 @@ def test_patch_experiment_changes_the_fields_given_in_any_state(tmp_path):
     async def body() -> None:
         async with started_parts(tmp_path / "root") as (parts, runner):
             exp = parts.experiments.create_experiment(SINGLE, None)
-            changed = parts.experiments.patch_experiment(
+            changed = parts.edits.patch_experiment(
                 exp["id"], name="renamed", labels=["b", "a", "b"]
             )
             assert changed["name"] == "renamed" and changed["labels"] == ["b", "a"]
             assert changed["description"] == exp["description"]
-            described = parts.experiments.patch_experiment(exp["id"], description="about it")
+            described = parts.edits.patch_experiment(exp["id"], description="about it")
             assert described["description"] == "about it" and described["name"] == "renamed"
             assert parts.views.experiment_row(exp["id"]).labels == ["b", "a"]
             with pytest.raises(errors.InvalidRequest, match="name"):
-                parts.experiments.patch_experiment(exp["id"], name="  ")
+                parts.edits.patch_experiment(exp["id"], name="  ")
             with pytest.raises(errors.InvalidRequest, match="label"):
-                parts.experiments.patch_experiment(exp["id"], labels=["ok", ""])
+                parts.edits.patch_experiment(exp["id"], labels=["ok", ""])
             with pytest.raises(errors.NotFound, match="experiment 999 not found"):
-                parts.experiments.patch_experiment(999, name="x")
+                parts.edits.patch_experiment(999, name="x")
 
     asyncio.run(asyncio.wait_for(body(), 60))

@@ -9,8 +9,8 @@ import pathlib
 import sys
 from typing import Any
 
-from determined.cli import _follow, _render
-from determined.cli._base import CliError, Context, NotSupported
+from determined.cli import _edits, _follow, _render
+from determined.cli._base import CliError, Context
 from determined.common import context as context_mod
 from determined.common import expconf
 from determined.common.expconf import test_mode_config
@@ -335,90 +335,6 @@ def logs(args: argparse.Namespace, ctx: Context) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# Determined commands that need master endpoints master-lite does not have yet
-
-# (verb path, Determined's positional arguments, what to do instead)
-UNSUPPORTED: tuple[tuple[tuple[str, ...], tuple[tuple[str, Any], ...], str], ...] = (
-    (
-        ("label", "add"),
-        (("label", str),),
-        "the master cannot change labels; set `labels:` in the experiment config",
-    ),
-    (
-        ("label", "remove"),
-        (("label", str),),
-        "the master cannot change labels; set `labels:` in the experiment config",
-    ),
-    (
-        ("set", "description"),
-        (("description", str),),
-        "the master cannot change it; set `description:` in the experiment config",
-    ),
-    (
-        ("set", "name"),
-        (("name", str),),
-        "the master cannot rename experiments; set `name:` in the experiment config",
-    ),
-    (
-        ("set", "priority"),
-        (("priority", int),),
-        "master-lite schedules experiments first come, first served",
-    ),
-    (
-        ("set", "max-slots"),
-        (("max_slots", str),),
-        "set `resources.max_slots` in the experiment config",
-    ),
-    (
-        ("set", "weight"),
-        (("weight", float),),
-        "master-lite schedules experiments first come, first served",
-    ),
-    (
-        ("delete",),
-        (),
-        "the master cannot delete experiments; archive it instead with det e archive",
-    ),
-)
-
-
-_GROUP_HELP = {
-    "label": "manage experiment labels (not supported yet)",
-    "set": "set experiment attributes (not supported yet)",
-}
-
-
-def _not_supported(args: argparse.Namespace, ctx: Context) -> int:
-    raise NotSupported(args.unsupported_command, args.unsupported_detail)
-
-
-def _add_unsupported(verbs: Any) -> None:
-    """Register Determined's verbs master-lite cannot do, so they fail with one clear line
-    (exit 1) instead of an argparse error."""
-    groups: dict[str, Any] = {}
-    for path, positionals, detail in UNSUPPORTED:
-        if len(path) == 1:
-            p = verbs.add_parser(path[0], help=f"{path[0]} experiment (not supported yet)")
-        else:
-            if path[0] not in groups:
-                group = verbs.add_parser(path[0], help=_GROUP_HELP[path[0]])
-                groups[path[0]] = group.add_subparsers(
-                    dest="attribute", metavar="ATTR", required=True
-                )
-            p = groups[path[0]].add_parser(path[1], help=f"{path[0]} {path[1]} (not supported yet)")
-        p.add_argument("experiment_id", type=int, metavar="ID")
-        for name, kind in positionals:
-            p.add_argument(name, type=kind)
-        if path == ("delete",):
-            p.add_argument("--yes", action="store_true", help="answer yes to prompts")
-        p.set_defaults(
-            handler=_not_supported,
-            unsupported_command="det experiment " + " ".join(path),
-            unsupported_detail=detail,
-        )
-
-
-# ---------------------------------------------------------------------------------------------
 # parser
 
 
@@ -541,4 +457,4 @@ def add_parser(subparsers: Any) -> None:
     _checkpoint.add_list_output_arguments(p)
     p.set_defaults(handler=list_checkpoints)
 
-    _add_unsupported(verbs)
+    _edits.add_edit_parsers(verbs)

@@ -115,7 +115,7 @@ class Experiment:
         name: its name.
         progress: 0.0 .. 1.0.
         description: its description.
-        notes: None (this master keeps no notes).
+        notes: its notes (empty until set).
         labels: its labels as a set, None when it has none.
         project_id, workspace_id: None (this master has no projects or workspaces).
         searcher: `{name, metric, smaller_is_better}` (ours).
@@ -180,6 +180,7 @@ class Experiment:
         self.name = experiment.get("name")
         self.progress = experiment.get("progress")
         self.description = experiment.get("description")
+        self.notes = experiment.get("notes")
         self.labels = set(experiment["labels"]) if experiment.get("labels") else None
         self.searcher = dict(experiment.get("searcher") or {})
         self.num_trials = experiment.get("num_trials")
@@ -586,12 +587,15 @@ class Experiment:
     # -- what this master has no endpoint for ------------------------------------------------
 
     def delete(self) -> None:
-        """Delete the experiment and its checkpoints (not available here).
+        """Delete the experiment for good: its trials, metrics, logs and checkpoints (their
+        files too). Only a finished experiment can be deleted; `archive()` hides one instead.
 
         Raises:
-            NotImplementedError: this master has no endpoint to delete experiments.
+            determined.common.api.errors.NotFoundException: no experiment has this id.
+            determined.common.api.errors.APIException: it is not finished, or a checkpoint of
+                it is still needed by a live trial (409); nothing is deleted then.
         """
-        raise _util.missing_endpoint("Experiment.delete()")
+        self._session.delete(f"/experiments/{self._id}")
 
     def _patch(self, **fields: Any) -> None:
         self._hydrate(self._session.patch(f"/experiments/{self._id}", fields)["experiment"])
@@ -620,15 +624,15 @@ class Experiment:
         self._patch(description=description)
 
     def set_notes(self, notes: str) -> None:
-        """Set the experiment's notes (not available here).
+        """Set (overwrite) the experiment's notes.
 
         Args:
-            notes: the new notes.
+            notes: the new notes (free text).
 
         Raises:
-            NotImplementedError: this master keeps no notes.
+            determined.common.api.errors.NotFoundException: no experiment has this id.
         """
-        raise _util.missing_endpoint("Experiment.set_notes()")
+        self._patch(notes=notes)
 
     def _current_labels(self) -> list[str]:
         experiment = self._session.get(f"/experiments/{self._id}")["experiment"]
