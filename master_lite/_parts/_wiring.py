@@ -21,6 +21,7 @@ from master_lite.scheduler import (
     GPU,
     ContainerRuntime,
     DispatchingRunner,
+    KernelRunner,
     LocalRunner,
     RayCluster,
     RayRunner,
@@ -112,8 +113,9 @@ def make_runner(
     on_exit: Callable[[str, int], None],
     container_runtime: ContainerRuntime | None = None,
 ) -> Runner:
-    """The deployment's own runner class if given, else Ray's, else local processes and (for
-    experiments with `environment.image`, when `container_runtime` is given) containers."""
+    """The deployment's own runner class if given, else Ray's, else local processes and (when
+    `container_runtime` is given) containers for experiments with `environment.image` and Jupyter
+    kernels for experiments with `environment.kernel`."""
     if runner_class is not None:
         return runner_class(log_sink=log_sink, on_exit=on_exit)
     if ray_cluster is not None:
@@ -127,7 +129,11 @@ def make_runner(
     if container_runtime is None:
         return processes
     return DispatchingRunner(
-        log_sink=log_sink, on_exit=on_exit, processes=processes, runtime=container_runtime
+        log_sink=log_sink,
+        on_exit=on_exit,
+        processes=processes,
+        runtime=container_runtime,
+        kernels=KernelRunner(log_sink=log_sink, on_exit=on_exit),
     )
 
 
