@@ -337,7 +337,8 @@ class DeterminedMagics(Magics):
 
     @line_magic
     def det(self, line: str) -> Any:
-        """`%det list | describe ID | logs TRIAL_ID [--tail N] | pause|activate|kill ID | widget ID`.
+        """`%det list | describe ID | logs TRIAL_ID [--tail N] | pause|activate|kill ID | widget ID
+        | attach TRIAL_ID [CODE]`.
 
         ID may be `last`: the experiment submitted last from this kernel."""
         words = shlex.split(line)
@@ -354,6 +355,8 @@ class DeterminedMagics(Magics):
         try:
             if command == "list":
                 return self._list(session)
+            if command == "attach":
+                return _attach(session, line.split(None, 2)[1:])
             if command in ("describe", "pause", "activate", "kill", "cancel", "widget", "logs"):
                 if rest and rest[0] == "last" and _last_experiment_id is not None:
                     rest[0] = str(_last_experiment_id)
@@ -382,7 +385,7 @@ class DeterminedMagics(Magics):
                 return None
             raise UsageError(
                 f"%det: unknown command {command!r}; use list, describe, logs, "
-                "pause, activate, kill, widget"
+                "pause, activate, kill, widget, attach"
             )
         except UsageError:
             raise
@@ -437,3 +440,21 @@ __all__ = [
     "resolve_config",
     "submit_exported",
 ]
+
+
+def _attach(session: Any, words: list[str]) -> Any:
+    """`%det attach TRIAL_ID [CODE]`: run CODE in the kernel trial's kernel and print its output
+    (the debugger's prompts are answered here); without CODE, a `TrialKernel` to `.run()` code
+    in (see `det trial attach`)."""
+    from determined.cli._attach import attach_trial
+
+    if not words or not words[0].isdigit():
+        raise UsageError("%det attach needs a trial id, e.g. %det attach 3 best")
+    kernel = attach_trial(session, int(words[0]))
+    if len(words) == 1:
+        return kernel
+    try:
+        kernel.run(words[1], answer=lambda prompt, _password: input(prompt))
+    finally:
+        kernel.close()
+    return None

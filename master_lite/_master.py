@@ -30,6 +30,7 @@ from master_lite._parts import (
     authenticate,
     build_parts,
     make_runner,
+    trial_kernel,
 )
 from master_lite.scheduler import (
     GPU,
@@ -303,6 +304,10 @@ class Master:
     def kill_trial(self, trial_id: int) -> dict:
         """Kill one trial."""
         return self.experiments.kill_trial(trial_id)
+
+    def trial_kernel(self, trial_id: int) -> dict:
+        """How to attach to a kernel trial's kernel (running, or kept after a failure)."""
+        return trial_kernel(self.views, self.runs.runner, trial_id)
 
     def resources(self) -> dict:
         """The slots and GPUs, and who holds them."""

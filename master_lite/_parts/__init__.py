@@ -14,6 +14,7 @@
   (_preemption.py: owns the grace timers) and `RunExits` (_run_exits.py: what an exit means).
 * `Reports` (_reporting.py): metrics, progress, early exits, the searcher-operation protocol.
 * `Checkpoints` (_checkpoints.py): checkpoint reports and reads.
+* `trial_kernel` (_kernel_attach.py): where to attach to a kernel trial's kernel.
 * `Recovery` (_recovery.py): at start, reconcile the store with what still runs.
 * `build_parts` (_wiring.py) builds them all and wires the calls that go both ways.
 """
@@ -21,6 +22,7 @@
 from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
 from master_lite._parts._experiments import EXPERIMENT_ACTIONS, Experiments
+from master_lite._parts._kernel_attach import trial_kernel
 from master_lite._parts._logs import TrialLogs
 from master_lite._parts._preemption import Preemption, RunEnded, RunSettings
 from master_lite._parts._recovery import Recovery
@@ -34,6 +36,7 @@ from master_lite._parts._views import Views
 from master_lite._parts._wiring import Parts, build_parts, make_runner
 
 __all__ = [
+    "trial_kernel",
     "EARLY_EXIT_REASONS",
     "EXPERIMENT_ACTIONS",
     "Checkpoints",

@@ -135,6 +135,7 @@ import importlib.util, os, sys
 from IPython import get_ipython
 
 def run(kind, target, argv):
+    __tracebackhide__ = True  # tracebacks and %debug show the program's frames, not this one
     ns = get_ipython().user_ns
     if kind == "path":
         path = os.path.abspath(target)
@@ -164,19 +165,28 @@ def run(kind, target, argv):
             status = 1
     setattr(sys, EXIT_ATTRIBUTE, status)
 
-run(*ARGS)
+sys.RUN_ATTRIBUTE = run
 """
+_RUN_ATTRIBUTE = "_determined_run_trial"
+
+
+def setup_cell() -> str:
+    """A cell (to run silently) that defines the runner in the kernel, out of the user's
+    namespace, so that the program's cell and its tracebacks stay one short line."""
+    source = _RUNNER_SOURCE.replace("EXIT_ATTRIBUTE", repr(EXIT_ATTRIBUTE)).replace(
+        "RUN_ATTRIBUTE", _RUN_ATTRIBUTE
+    )
+    return (
+        f"exec(compile({source!r}, '<determined kernel runner>', 'exec'), "
+        "{'__name__': '__determined_kernel_runner__'})"
+    )
 
 
 def program_cell(program: KernelProgram) -> str:
-    """The cell that runs `program` in the kernel (the program's exit status is then in
-    `sys.<EXIT_ATTRIBUTE>`, see `exit_expression`)."""
-    source = _RUNNER_SOURCE.replace("EXIT_ATTRIBUTE", repr(EXIT_ATTRIBUTE))
+    """The cell that runs `program` in the kernel, after `setup_cell` (the program's exit
+    status is then in `sys.<EXIT_ATTRIBUTE>`, see `exit_expression`)."""
     args = (program.kind, program.target, list(program.argv))
-    return (
-        f"exec(compile({source!r}, '<determined kernel runner>', 'exec'), "
-        f"{{'__name__': '__determined_kernel_runner__', 'ARGS': {args!r}}})"
-    )
+    return f"__import__('sys').{_RUN_ATTRIBUTE}{args!r}"
 
 
 def exit_expression() -> str:
@@ -194,4 +204,5 @@ __all__ = [
     "kernel_program",
     "kernel_settings",
     "program_cell",
+    "setup_cell",
 ]

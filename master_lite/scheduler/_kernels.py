@@ -34,6 +34,7 @@ from master_lite.scheduler._kernel_program import (
     kernel_program,
     kernel_settings,
     program_cell,
+    setup_cell,
 )
 from master_lite.scheduler._local import LaunchSpec, LogRecord, split_line
 from master_lite.scheduler._runner import Runner
@@ -133,6 +134,7 @@ class KernelRunner(Runner):
         client.start_channels()
         try:
             client.wait_for_ready(timeout=_READY_TIMEOUT)
+            client.execute(setup_cell(), silent=True, store_history=False)
             msg_id = client.execute(
                 cell,
                 store_history=False,
