@@ -38,6 +38,7 @@ from master_lite.scheduler._kernel_program import (
 )
 from master_lite.scheduler._local import LaunchSpec, LogRecord, split_line
 from master_lite.scheduler._runner import Runner
+from master_lite.scheduler._startup_hook import STARTUP_HOOK, has_startup_hook
 
 log = logging.getLogger("master_lite.kernels")
 
@@ -78,6 +79,12 @@ class KernelRunner(Runner):
         if settings is None:
             raise ValueError(f"{spec.allocation_id}: its experiment has no environment.kernel")
         program = kernel_program((spec.config or {}).get("entrypoint") or "")
+        if has_startup_hook(spec.work_dir):
+            raise OSError(
+                f"{STARTUP_HOOK}: a kernel trial cannot source a shell startup hook (do its "
+                "setup in Python at the top of the script, or remove environment.kernel to "
+                "run the trial as a process)"
+            )
         run = _KernelRun(spec, settings)
         with self._lock:
             self._runs[spec.allocation_id] = run

@@ -210,3 +210,16 @@ def test_what_a_kernel_cannot_run_is_refused_at_submit(
         submit(master, cfg, FILES)
     assert "environment.kernel.keep_alive" in str(info.value)
     assert master.session.get("/experiments")["experiments"] == []
+
+
+def test_a_startup_hook_is_refused_when_the_run_starts(
+    start_master: Callable[..., MasterProcess],
+) -> None:
+    master = start_master()
+    files = {**FILES, "startup-hook.sh": "export X=1\n"}
+    exp_id = submit(master, config(searcher=SINGLE, step_sleep=0), files)
+    wait_for_experiment(master, exp_id)
+    (trial,) = master.trials(exp_id)
+    assert trial["state"] == "ERROR"
+    logs = "\n".join(master.logs(trial["id"]))
+    assert "startup-hook.sh: a kernel trial cannot source a shell startup hook" in logs
