@@ -110,10 +110,7 @@ def kernel_config_problems(
     except ValueError as exc:
         problems.append(str(exc))
     if settings.gateway is not None:
-        problems.append(
-            "environment.kernel.gateway: Jupyter Gateway kernels are not supported yet (remove "
-            "it to run in a local kernelspec)"
-        )
+        problems += _gateway_problems(settings)
     else:
         manager = spec_manager or KernelSpecManager()
         try:
@@ -125,6 +122,34 @@ def kernel_config_problems(
                 f"(installed: {known}; `jupyter kernelspec list` shows them)"
             )
     return problems
+
+
+def _gateway_problems(settings: KernelSettings) -> list[str]:
+    # Imported here: the gateway's client (requests, websocket) is needed only by gateway users.
+    from master_lite.scheduler._kernel_handles import (
+        GatewayError,
+        gateway_request,
+        gateway_settings,
+    )
+
+    try:
+        url, token = gateway_settings(settings.gateway)
+        specs = (gateway_request(url, token, "GET", "/api/kernelspecs") or {}).get(
+            "kernelspecs"
+        ) or {}
+    except (ValueError, GatewayError) as exc:
+        return [
+            str(exc)
+            if str(exc).startswith("environment.")
+            else f"environment.kernel.gateway: {exc}"
+        ]
+    if settings.spec not in specs:
+        known = ", ".join(sorted(specs)) or "none"
+        return [
+            f"environment.kernel.spec: the Jupyter Gateway at {url} has no kernelspec named "
+            f"{settings.spec!r} (it has: {known})"
+        ]
+    return []
 
 
 # Runs in the kernel, in a private namespace: the program itself runs in the kernel's user
@@ -170,12 +195,17 @@ sys.RUN_ATTRIBUTE = run
 _RUN_ATTRIBUTE = "_determined_run_trial"
 
 
-def setup_cell() -> str:
+def setup_cell(env: dict[str, str] | None = None, cwd: str | None = None) -> str:
     """A cell (to run silently) that defines the runner in the kernel, out of the user's
-    namespace, so that the program's cell and its tracebacks stay one short line."""
+    namespace, so that the program's cell and its tracebacks stay one short line; with `env`
+    and `cwd` (a kernel that did not start with them: a gateway's) it sets those first."""
     source = _RUNNER_SOURCE.replace("EXIT_ATTRIBUTE", repr(EXIT_ATTRIBUTE)).replace(
         "RUN_ATTRIBUTE", _RUN_ATTRIBUTE
     )
+    if env:
+        source = f"import os\nos.environ.update({env!r})\n" + source
+    if cwd:
+        source = f"import os\nos.makedirs({cwd!r}, exist_ok=True)\nos.chdir({cwd!r})\n" + source
     return (
         f"exec(compile({source!r}, '<determined kernel runner>', 'exec'), "
         "{'__name__': '__determined_kernel_runner__'})"

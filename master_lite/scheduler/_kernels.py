@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import queue
 import re
 import signal
 import threading
@@ -25,8 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from jupyter_client.manager import KernelManager
-
+from master_lite.scheduler._kernel_handles import GatewayKernel, KernelHandle, LocalKernel
 from master_lite.scheduler._kernel_program import (
     KernelSettings,
     exit_expression,
@@ -43,7 +41,6 @@ from master_lite.scheduler._startup_hook import STARTUP_HOOK, has_startup_hook
 log = logging.getLogger("master_lite.kernels")
 
 _POLL = 0.2  # seconds between looks at a running kernel's messages and liveness
-_READY_TIMEOUT = 60.0
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -51,7 +48,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 class _KernelRun:
     spec: LaunchSpec
     settings: KernelSettings
-    manager: KernelManager | None = None
+    handle: KernelHandle | None = None
     pid: int | None = None
     killed: bool = False
     terminating: bool = False
@@ -102,15 +99,12 @@ class KernelRunner(Runner):
         code = 1
         keep = False
         try:
-            manager = KernelManager(kernel_name=run.settings.spec)
-            manager.start_kernel(env=run.spec.env, cwd=str(run.spec.work_dir))
-            run.manager = manager
-            process = getattr(manager.provisioner, "process", None)
-            run.pid = process.pid if process is not None else None
-            self._master_line(run, f"kernel {run.settings.spec!r} started (pid {run.pid})")
+            handle = self._start(run)
+            run.handle = handle
+            run.pid = handle.pid
             if run.killed:  # killed while it started
-                self._kill_process(run)
-            code, keep = self._execute(run, manager, cell)
+                handle.signal(signal.SIGKILL)
+            code, keep = self._execute(run, handle, cell)
         except Exception as exc:  # noqa: BLE001 (every failure must end the run, with its cause)
             self._master_line(
                 run, f"could not run the trial in kernel {run.settings.spec!r}: {exc}"
@@ -135,47 +129,47 @@ class KernelRunner(Runner):
                 self._runs.pop(aid, None)
         self._on_exit(aid, code)
 
-    def _execute(self, run: _KernelRun, manager: KernelManager, cell: str) -> tuple[int, bool]:
-        """Run `cell`; (exit status, whether the kernel is still alive to be kept)."""
-        client = manager.blocking_client()
-        client.start_channels()
-        try:
-            client.wait_for_ready(timeout=_READY_TIMEOUT)
-            client.execute(setup_cell(), silent=True, store_history=False)
-            msg_id = client.execute(
-                cell,
-                store_history=False,
-                allow_stdin=False,
-                user_expressions={"exit": exit_expression()},
+    def _start(self, run: _KernelRun) -> KernelHandle:
+        spec = run.settings.spec
+        handle: KernelHandle
+        if run.settings.gateway is not None:
+            own = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
+            handle = GatewayKernel(run.settings.gateway, spec, own)
+            where = f"on the Jupyter Gateway {handle.connection()['gateway']}"
+            self._master_line(
+                run, f"kernel {spec!r} started {where} (id {handle.connection()['kernel_id']})"
             )
-            reply: dict | None = None
-            idle = False
-            while reply is None or not idle:
-                try:
-                    message = client.get_iopub_msg(timeout=_POLL)
-                except queue.Empty:
-                    message = None
-                if message is not None and message["parent_header"].get("msg_id") == msg_id:
-                    idle = idle or self._on_iopub(run, message)
-                if reply is None:
-                    reply = self._reply(client, msg_id)
-                if (reply is None or not idle) and not manager.is_alive():
-                    self._flush(run)
-                    return self._died(run), False
-            self._flush(run)
-            return self._status(run, reply["content"]), True
-        finally:
-            client.stop_channels()
+        else:
+            handle = LocalKernel(spec, run.spec.env, str(run.spec.work_dir))
+            self._master_line(run, f"kernel {spec!r} started (pid {handle.pid})")
+        return handle
 
-    @staticmethod
-    def _reply(client: Any, msg_id: str) -> dict | None:
-        while True:
-            try:
-                message = client.get_shell_msg(timeout=0)
-            except queue.Empty:
-                return None
-            if message["parent_header"].get("msg_id") == msg_id:
-                return message
+    def _execute(self, run: _KernelRun, handle: KernelHandle, cell: str) -> tuple[int, bool]:
+        """Run `cell`; (exit status, whether the kernel is still alive to be kept)."""
+        env = None
+        if run.settings.gateway is not None:
+            # A gateway passes only the variables it whitelists: the rest of the trial's own
+            # are set in the kernel before the program starts.
+            env = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
+        handle.execute(setup_cell(env, str(run.spec.work_dir)), silent=True, user_expressions={})
+        msg_id = handle.execute(cell, silent=False, user_expressions={"exit": exit_expression()})
+        reply: dict | None = None
+        idle = False
+        while reply is None or not idle:
+            message = handle.iopub(_POLL)
+            if message is not None and message["parent_header"].get("msg_id") == msg_id:
+                idle = idle or self._on_iopub(run, message)
+            while reply is None:
+                answer = handle.shell()
+                if answer is None:
+                    break
+                if answer["parent_header"].get("msg_id") == msg_id:
+                    reply = answer
+            if (reply is None or not idle) and not handle.alive():
+                self._flush(run)
+                return self._died(run), False
+        self._flush(run)
+        return self._status(run, reply["content"]), True
 
     def _on_iopub(self, run: _KernelRun, message: dict) -> bool:
         """Log the message's output; True when it says the execution is over (status idle)."""
@@ -201,8 +195,7 @@ class KernelRunner(Runner):
         return 1
 
     def _died(self, run: _KernelRun) -> int:
-        process = getattr(run.manager.provisioner, "process", None) if run.manager else None
-        returncode = process.poll() if process is not None else None
+        returncode = run.handle.returncode() if run.handle is not None else None
         if run.killed:
             self._master_line(run, "the trial's kernel was killed")
             return 137
@@ -241,29 +234,20 @@ class KernelRunner(Runner):
 
     # -- ending -------------------------------------------------------------------------------
     def _shutdown(self, run: _KernelRun) -> None:
-        manager = run.manager
-        if manager is None:
+        handle = run.handle
+        if handle is None:
             return
         try:
-            manager.shutdown_kernel(now=run.killed)
+            handle.shutdown(now=run.killed)
         except Exception as exc:  # noqa: BLE001 (already gone, or refusing: kill it)
             log.warning("kernel of %s did not shut down: %s", run.spec.allocation_id, exc)
-            self._kill_process(run)
+            handle.signal(signal.SIGKILL)
 
     def _expire(self, allocation_id: str) -> None:
         with self._lock:
             kept = self._kept.pop(allocation_id, None)
         if kept is not None:
             self._shutdown(kept[0])
-
-    def _kill_process(self, run: _KernelRun) -> bool:
-        if run.pid is None:
-            return False
-        try:
-            os.killpg(run.pid, signal.SIGKILL)  # the kernel leads its own session
-            return True
-        except (ProcessLookupError, PermissionError):
-            return False
 
     # -- the Runner seam ----------------------------------------------------------------------
     def _get(self, allocation_id: str) -> _KernelRun | None:
@@ -289,11 +273,9 @@ class KernelRunner(Runner):
             run = self._runs.get(allocation_id)
             if run is None and allocation_id in self._kept:
                 run = self._kept[allocation_id][0]
-        if run is None or run.manager is None:
+        if run is None or run.handle is None:
             return {}
-        info = dict(run.manager.get_connection_info(session=False))
-        info["key"] = info["key"].decode() if isinstance(info["key"], bytes) else info["key"]
-        return {"kernel": info, "kernel_spec": run.settings.spec, "pid": run.pid}
+        return {**run.handle.connection(), "kernel_spec": run.settings.spec, "pid": run.pid}
 
     def send_signal(self, allocation_id: str, sig: int) -> bool:
         run = self._get(allocation_id)
@@ -304,13 +286,7 @@ class KernelRunner(Runner):
         if sig in (signal.SIGTERM, signal.SIGINT):
             run.terminating = run.terminating or sig == signal.SIGTERM
             sig = signal.SIGINT  # the kernel's interrupt: KeyboardInterrupt in the program
-        if run.pid is None:
-            return False
-        try:
-            os.killpg(run.pid, sig)
-            return True
-        except (ProcessLookupError, PermissionError):
-            return False
+        return run.handle is not None and run.handle.signal(sig)
 
     def terminate(self, allocation_id: str, grace: float) -> bool:
         """Interrupt the program now; kill the kernel after `grace` seconds if still running."""
@@ -331,7 +307,8 @@ class KernelRunner(Runner):
         if run is None:
             return False
         run.killed = True
-        self._kill_process(run)
+        if run.handle is not None:
+            run.handle.signal(signal.SIGKILL)
         return True
 
     def close(self) -> None:
