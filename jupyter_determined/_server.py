@@ -150,6 +150,7 @@ class DeterminedServerExtension(ExtensionApp):
         self.master = self.master_app.build_master(user_token=jupyter_token)
         self.master_url = url_path_join(_local_connection_url(serverapp), URL_SEGMENT).rstrip("/")
         self.settings["determined_master"] = self.master
+        self.master.jupyter_host = serverapp  # kernel trials' kernels in its kernel manager
         # Kernels and terminals started from now on inherit these: notebooks find the master
         # with no configuration. (Trials never see DET_MASTER_TOKEN: the runner drops it.)
         os.environ["DET_MASTER"] = self.master_url

@@ -78,6 +78,9 @@ class Master:
             container_runtime or default_runtime(), root_dir=self.root_dir
         )
         self.user_token = user_token or _auth.new_user_token()
+        # The hosting Jupyter server (set by jupyter_determined before start()): its kernel
+        # manager starts kernel trials' kernels, so JupyterLab lists them and can attach.
+        self.jupyter_host: Any = None
         self.context_size_limit = context_size_limit
         self.preemption_grace_seconds = preemption_grace_seconds
         self.terminate_grace_seconds = terminate_grace_seconds
@@ -157,6 +160,7 @@ class Master:
             log_sink=log_writer.submit,
             on_exit=self.runs.exit_observed,
             container_runtime=self.container_runtime,
+            jupyter_host=self.jupyter_host,
         )
         self.runs.attach(runner, log_writer, self.master_url)
         self.shared.open(store, loop)

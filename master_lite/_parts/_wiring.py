@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
@@ -112,6 +114,7 @@ def make_runner(
     log_sink: Callable[[list], None],
     on_exit: Callable[[str, int], None],
     container_runtime: ContainerRuntime | None = None,
+    jupyter_host: Any = None,
 ) -> Runner:
     """The deployment's own runner class if given, else Ray's, else local processes and (when
     `container_runtime` is given) containers for experiments with `environment.image` and Jupyter
@@ -133,7 +136,12 @@ def make_runner(
         on_exit=on_exit,
         processes=processes,
         runtime=container_runtime,
-        kernels=KernelRunner(log_sink=log_sink, on_exit=on_exit),
+        kernels=KernelRunner(
+            log_sink=log_sink,
+            on_exit=on_exit,
+            jupyter_host=jupyter_host,
+            loop=asyncio.get_running_loop() if jupyter_host is not None else None,
+        ),
     )
 
 

@@ -111,6 +111,60 @@ class LocalKernel:
         return {"kernel": info}
 
 
+class ServerKernel(LocalKernel):
+    """A local kernel started by the hosting Jupyter server's kernel manager (so JupyterLab
+    lists it among its running kernels and can open a console on it), with a session named
+    after the trial. The managers live on the server's event loop: calls go through it."""
+
+    def __init__(  # noqa: PLR0913 (all needed at start)
+        self, host: Any, loop: Any, spec: str, env: dict[str, str], cwd: str, name: str
+    ) -> None:
+        self._loop = loop
+        self._kernels = host.kernel_manager
+        self._sessions = host.session_manager
+        self.kernel_id = str(
+            self._call(self._kernels.start_kernel(kernel_name=spec, env=env, cwd=cwd))
+        )
+        self.manager = self._kernels.get_kernel(self.kernel_id)
+        self.session_id: str | None = None
+        try:
+            model = self._call(
+                self._sessions.create_session(
+                    path=f"determined/{name}", name=name, type="console", kernel_id=self.kernel_id
+                )
+            )
+            self.session_id = model["id"]
+        except Exception:  # noqa: BLE001 (a name for people; the trial runs without it)
+            pass
+        process = getattr(self.manager.provisioner, "process", None)
+        self.pid = process.pid if process is not None else None
+        self.client = self.manager.blocking_client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=_READY_TIMEOUT)
+
+    def _call(self, coroutine: Any) -> Any:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(_READY_TIMEOUT)
+
+    def alive(self) -> bool:
+        return self.returncode() is None
+
+    def shutdown(self, now: bool) -> None:
+        self.close()
+        if self.session_id is not None:
+            try:
+                self._call(self._sessions.delete_session(self.session_id))  # ends the kernel
+                return
+            except Exception:  # noqa: BLE001 (gone already: shut the kernel down directly)
+                pass
+        if self.kernel_id in self._kernels:
+            self._call(self._kernels.shutdown_kernel(self.kernel_id, now=now))
+
+    def connection(self) -> dict[str, Any]:
+        return {**super().connection(), "jupyter_kernel_id": self.kernel_id}
+
+
 class GatewayError(OSError):
     """The gateway could not be reached, or refused the request (the message says which)."""
 
@@ -308,6 +362,7 @@ __all__ = [
     "GatewayKernel",
     "KernelHandle",
     "LocalKernel",
+    "ServerKernel",
     "gateway_request",
     "gateway_settings",
 ]

@@ -24,7 +24,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from master_lite.scheduler._kernel_handles import GatewayKernel, KernelHandle, LocalKernel
+from master_lite.scheduler._kernel_handles import (
+    GatewayKernel,
+    KernelHandle,
+    LocalKernel,
+    ServerKernel,
+)
 from master_lite.scheduler._kernel_program import (
     KernelSettings,
     exit_expression,
@@ -59,9 +64,18 @@ class KernelRunner(Runner):
     """Runs each trial run in a Jupyter kernel started from a local kernelspec."""
 
     def __init__(
-        self, *, log_sink: Callable[[list[LogRecord]], None], on_exit: Callable[[str, int], None]
+        self,
+        *,
+        log_sink: Callable[[list[LogRecord]], None],
+        on_exit: Callable[[str, int], None],
+        jupyter_host: Any = None,
+        loop: Any = None,
     ) -> None:
+        """`jupyter_host`: the hosting Jupyter server (its `kernel_manager` and
+        `session_manager`, used on `loop`), whose kernel manager then starts local kernels."""
         super().__init__(log_sink=log_sink, on_exit=on_exit)
+        self.jupyter_host = jupyter_host
+        self._loop = loop
         self._runs: dict[str, _KernelRun] = {}
         # Failed runs whose kernels wait for a debugger: allocation id -> (run, shutdown timer).
         self._kept: dict[str, tuple[_KernelRun, threading.Timer]] = {}
@@ -138,6 +152,15 @@ class KernelRunner(Runner):
             where = f"on the Jupyter Gateway {handle.connection()['gateway']}"
             self._master_line(
                 run, f"kernel {spec!r} started {where} (id {handle.connection()['kernel_id']})"
+            )
+        elif self.jupyter_host is not None and self._loop is not None:
+            name = f"trial-{run.spec.trial_id}"
+            handle = ServerKernel(
+                self.jupyter_host, self._loop, spec, run.spec.env, str(run.spec.work_dir), name
+            )
+            self._master_line(
+                run,
+                f"kernel {spec!r} started (pid {handle.pid}, Jupyter kernel {handle.kernel_id})",
             )
         else:
             handle = LocalKernel(spec, run.spec.env, str(run.spec.work_dir))
