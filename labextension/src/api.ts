@@ -14,7 +14,8 @@ import type {
   ILogLine,
   IMetricReport,
   IResources,
-  ITrial
+  ITrial,
+  ITrialKernel
 } from './types';
 
 export const API_PATH = 'determined/api/v1';
@@ -227,6 +228,11 @@ export class DeterminedClient {
         `experiments/${experimentId}/${action}`
       )
     ).experiment;
+  }
+
+  /** How to attach to a kernel trial's kernel; a 409 says why there is none. */
+  async trialKernel(trialId: number): Promise<ITrialKernel> {
+    return this.request('GET', `trials/${trialId}/kernel`);
   }
 
   async resources(): Promise<IResources> {

@@ -63,7 +63,8 @@ export class ExperimentView extends Widget {
   constructor(
     readonly experimentId: number,
     private readonly _client: DeterminedClient,
-    private readonly _hub: EventHub
+    private readonly _hub: EventHub,
+    private readonly _onAttach?: (trialId: number) => void
   ) {
     super();
     this.model = new ExperimentDataModel(experimentId);
@@ -298,9 +299,18 @@ export class ExperimentView extends Widget {
         },
         onToggle: (trialId, on) => this._toggleTrial(trialId, on),
         onSelect: ids => this._setSelection(ids),
-        onCompare: () => this.showSection('compare')
+        onCompare: () => this.showSection('compare'),
+        onAttach: this._isKernelExperiment() ? this._onAttach : undefined
       })
     );
+  }
+
+  /** Its trials run in Jupyter kernels (`environment.kernel`), so they can be attached to. */
+  private _isKernelExperiment(): boolean {
+    const environment = this.model.experiment?.config?.environment as
+      Record<string, unknown> | null | undefined;
+    const kernel = environment?.kernel;
+    return kernel !== null && kernel !== undefined && typeof kernel === 'object';
   }
 
   private _selectedTrialIds(): number[] {

@@ -4,7 +4,12 @@
  * server extension under `<base_url>determined/api/v1`.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import {
+  ICommandPalette,
+  MainAreaWidget,
+  WidgetTracker,
+  showErrorMessage
+} from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -45,6 +50,29 @@ const plugin: JupyterFrontEndPlugin<void> = {
       namespace: 'jupyter-determined'
     });
 
+    // A console on a kernel trial's kernel (the server's kernel manager started it): live
+    // globals while it runs, %debug after a failure. The master says why when there is none.
+    const attachToTrial = (trialId: number): void => {
+      void (async () => {
+        try {
+          const info = await client.trialKernel(trialId);
+          if (!info.jupyter_kernel_id) {
+            throw new Error(
+              `trial ${trialId}'s kernel is not one of this Jupyter server's (use det trial attach ${trialId})`
+            );
+          }
+          await app.commands.execute('console:create', {
+            name: `trial-${trialId}`,
+            kernelPreference: { id: info.jupyter_kernel_id },
+            insertMode: 'split-right',
+            activate: true
+          });
+        } catch (error) {
+          void showErrorMessage(`Attach to trial ${trialId}`, String(error));
+        }
+      })();
+    };
+
     const openExperiment = (id: number): void => {
       app.commands.execute(CommandIDs.openExperiment, { id }).catch(error => console.error(error));
     };
@@ -66,7 +94,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(existing.id);
           return existing;
         }
-        const content = new ExperimentView(id, client, hub);
+        const content = new ExperimentView(id, client, hub, attachToTrial);
         const widget = new MainAreaWidget({ content });
         widget.id = `${content.id}-tab`; // ids are unique in the page: the view keeps its own
         widget.title.icon = determinedIcon;
