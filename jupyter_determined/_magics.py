@@ -446,7 +446,7 @@ def _attach(session: Any, words: list[str]) -> Any:
     """`%det attach TRIAL_ID [CODE]`: run CODE in the kernel trial's kernel and print its output
     (the debugger's prompts are answered here); without CODE, a `TrialKernel` to `.run()` code
     in (see `det trial attach`)."""
-    from determined.cli._attach import attach_trial
+    from determined.cli import attach_trial
 
     if not words or not words[0].isdigit():
         raise UsageError("%det attach needs a trial id, e.g. %det attach 3 best")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import requests
 
-from determined.cli._attach import TrialKernel
+from determined.cli import TrialKernel
 from tests._support import context_tarball, wait_until
 from tests._support.jupyter import JupyterServer
 from tests.master_lite.test_kernel_attach import LOOP

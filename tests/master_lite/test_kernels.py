@@ -223,3 +223,21 @@ def test_a_startup_hook_is_refused_when_the_run_starts(
     assert trial["state"] == "ERROR"
     logs = "\n".join(master.logs(trial["id"]))
     assert "startup-hook.sh: a kernel trial cannot source a shell startup hook" in logs
+
+
+def test_a_crashed_masters_kernel_is_ended_and_its_trial_resumes(
+    start_master: Callable[..., MasterProcess],
+) -> None:
+    master = start_master()
+    exp_id = submit(master, config(searcher=SINGLE, step_sleep=0.05, max_restarts=1), FILES)
+    (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
+    wait_until(lambda: 30 in reported_steps(master, trial["id"]), 60, "step 30")
+    (orphan,) = kernel_pids(f"trial-{trial['id']}.1")
+    master.kill()  # SIGKILL: the kernel outlives it, as after a crash
+    assert kernel_pids(f"trial-{trial['id']}.1") == [orphan]
+    master.restart()
+    assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED", all_logs(master, exp_id)
+    assert kernel_pids(f"trial-{trial['id']}.1") == []
+    (trial,) = master.trials(exp_id)
+    assert resumed_from(master, trial["id"])[-1] >= 30
+    assert_clean_series(master, trial)
