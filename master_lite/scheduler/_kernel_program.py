@@ -178,6 +178,7 @@ def run(kind, target, argv):
         ns.update(__name__="__main__", __file__=spec.origin, __spec__=spec)
         sys.argv = [spec.origin or target, *argv]
     setattr(sys, EXIT_ATTRIBUTE, None)
+    hook = sys.excepthook
     try:
         exec(code, ns)
         status = 0
@@ -188,6 +189,16 @@ def run(kind, target, argv):
         elif not isinstance(status, int):
             print(status, file=sys.stderr)
             status = 1
+    except BaseException as exc:
+        # A hook the program installed (an exported notebook's maps its traceback to the
+        # notebook's cells) hears of the failure as in a process; then IPython shows it and
+        # keeps it for %debug.
+        if sys.excepthook is not hook:
+            try:
+                sys.excepthook(type(exc), exc, exc.__traceback__)
+            except Exception:
+                pass
+        raise
     setattr(sys, EXIT_ATTRIBUTE, status)
 
 sys.RUN_ATTRIBUTE = run

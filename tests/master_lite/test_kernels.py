@@ -149,6 +149,8 @@ EXITS = {
     "exit3.py": "import sys\nprint('about to exit')\nsys.exit(3)\n",
     "boom.py": "best = 41\ndef step():\n    raise ValueError('boom at step 7')\nstep()\n",
     "message.py": "import sys\nsys.exit('no data found')\n",
+    "hooked.py": "import sys\nsys.excepthook = lambda t, v, tb: print('HOOK', t.__name__, v)\n"
+    "raise KeyError('k')\n",
     "args.py": "import sys\nprint('ARGV', sys.argv[1:], __name__)\n",
 }
 
@@ -160,6 +162,8 @@ EXITS = {
         ("python3 boom.py", 1, "ValueError: boom at step 7"),
         ("python3 message.py", 1, "no data found"),
         ("python3 args.py --lr 0.1", 0, "ARGV ['--lr', '0.1'] __main__"),
+        # The program's own excepthook hears of its failure, as in a process.
+        ("python3 hooked.py", 1, "HOOK KeyError 'k'"),
     ],
 )
 def test_the_programs_exit_status_and_output_are_the_trials(
