@@ -144,6 +144,7 @@ def build_config(
             file=sys.stderr,
         )
     config["entrypoint"] = f"python3 {SCRIPT_NAME}"
+    _default_to_kernel(config)
     if name:
         config["name"] = name
     elif not config.get("name") and notebook_path:
@@ -152,6 +153,23 @@ def build_config(
         config = expconf.test_mode_config(config)
     expconf.check(config)
     return config
+
+
+def _default_to_kernel(config: dict) -> None:
+    """In a Jupyter server that says so (`notebook_trials_in_kernels`, on by default), the trial
+    runs in a kernel unless the config picks where it runs or needs several slots."""
+    if os.environ.get("DET_NOTEBOOK_TRIALS_IN_KERNELS") != "1":
+        return
+    environment = config.get("environment")
+    if environment is not None and not isinstance(environment, dict):
+        return  # expconf.check names the problem
+    environment = environment or {}
+    if "kernel" in environment or environment.get("image"):
+        return
+    slots = (config.get("resources") or {}).get("slots_per_trial")
+    if isinstance(slots, int) and slots > 1:
+        return
+    config["environment"] = {**environment, "kernel": {}}
 
 
 def pack_with_script(context_dir: str, script: str) -> bytes:

@@ -24,6 +24,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
+from traitlets import Bool
 
 if TYPE_CHECKING:  # the kernel imports this package too: keep the server app out of it
     from jupyter_server.serverapp import ServerApp
@@ -115,11 +116,25 @@ class ExportPreviewHandler(APIHandler):
         self.finish({"message": message})
 
 
+# Set for the server's kernels: %%det_submit runs its trials in kernels when it is "1".
+NOTEBOOK_KERNELS_ENV = "DET_NOTEBOOK_TRIALS_IN_KERNELS"
+
+
 class DeterminedServerExtension(ExtensionApp):
     """Hosts the Determined master in the Jupyter server (see the module docstring)."""
 
     name = "jupyter_determined"
     load_other_extensions = True
+
+    notebook_trials_in_kernels = Bool(
+        True,
+        config=True,
+        help=(
+            "Run the trials that %%det_submit submits from this server's notebooks in Jupyter "
+            "kernels (environment.kernel: {}), unless their config says otherwise "
+            "(environment.image or environment.kernel, or more than one slot). False: processes."
+        ),
+    )
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -155,6 +170,7 @@ class DeterminedServerExtension(ExtensionApp):
         # with no configuration. (Trials never see DET_MASTER_TOKEN: the runner drops it.)
         os.environ["DET_MASTER"] = self.master_url
         os.environ["DET_MASTER_TOKEN"] = self.master.user_token
+        os.environ[NOTEBOOK_KERNELS_ENV] = "1" if self.notebook_trials_in_kernels else "0"
 
     def initialize_handlers(self) -> None:
         from master_lite.api import make_handlers, max_body_bytes

@@ -300,13 +300,13 @@ export class ExperimentView extends Widget {
         onToggle: (trialId, on) => this._toggleTrial(trialId, on),
         onSelect: ids => this._setSelection(ids),
         onCompare: () => this.showSection('compare'),
-        onAttach: this._isKernelExperiment() ? this._onAttach : undefined
+        onAttach: this.runsInKernels ? this._onAttach : undefined
       })
     );
   }
 
   /** Its trials run in Jupyter kernels (`environment.kernel`), so they can be attached to. */
-  private _isKernelExperiment(): boolean {
+  get runsInKernels(): boolean {
     const environment = this.model.experiment?.config?.environment as
       Record<string, unknown> | null | undefined;
     const kernel = environment?.kernel;

@@ -114,7 +114,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     // The experiment widget under notebook cells (outputs of jupyter_determined's widget). The
     // registry is the app's: notebooks opened from now on clone it with this renderer in.
-    rendermime?.addFactory(experimentRendererFactory(client, hub, notebooks));
+    rendermime?.addFactory(experimentRendererFactory(client, hub, notebooks, attachToTrial));
 
     const sidebar = new DeterminedSidebar(client, hub, openExperiment);
     sidebar.title.icon = determinedIcon;

@@ -62,11 +62,12 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
   constructor(
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
-    notebooks: INotebookTracker | null
+    notebooks: INotebookTracker | null,
+    private readonly _onAttach?: (trialId: number) => void
   ) {
     super();
     this.addClass('jp-Det-notebookWidget');
-    this._banner = new ErrorBanner(this.node, notebooks);
+    this._banner = new ErrorBanner(this.node, notebooks, _onAttach);
   }
 
   get experimentId(): number | null {
@@ -94,7 +95,7 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       return;
     }
     this._experimentId = id;
-    this._view = new ExperimentView(id, this._client, this._hub);
+    this._view = new ExperimentView(id, this._client, this._hub, this._onAttach);
     this._view.addClass('jp-Det-embedded');
     this._view.id = `${this._view.id}-output-${++outputCount}`; // the tab's view has the plain id
     this._view.model.changed.connect(() => this._onModelChanged());
@@ -341,12 +342,13 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
 export function experimentRendererFactory(
   client: DeterminedClient,
   hub: EventHub,
-  notebooks: INotebookTracker | null
+  notebooks: INotebookTracker | null,
+  onAttach?: (trialId: number) => void
 ): IRenderMime.IRendererFactory {
   return {
     safe: true, // renders data as text and SVG, never as markup from the output
     mimeTypes: [EXPERIMENT_MIME_TYPE],
     defaultRank: 10, // ahead of text/html (50): the live view wins where the extension runs
-    createRenderer: () => new ExperimentOutput(client, hub, notebooks)
+    createRenderer: () => new ExperimentOutput(client, hub, notebooks, onAttach)
   };
 }
