@@ -5,6 +5,7 @@ kernelspec on the gateway)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -18,6 +19,7 @@ import requests
 from determined.common.api import errors as api_errors
 from tests._support import MasterProcess, child_env, submit, wait_for_experiment, wait_until
 from tests._support.process import free_port
+from tests.master_lite.test_kernel_attach import LOOP, det
 from tests.master_lite.test_kernels import FILES, SINGLE, assert_clean_series, config
 
 TOKEN = "gateway-test-token"
@@ -30,6 +32,13 @@ print("ENV", os.environ.get("DET_TRIAL_ID"), os.environ.get("MY_SETTING"), os.ge
 @pytest.fixture
 def gateway(tmp_path: Path) -> Iterator[str]:
     """A Kernel Gateway on loopback (token auth; DET_TRIAL_ID whitelisted); its URL."""
+    with running_gateway(tmp_path) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def running_gateway(tmp_path: Path, *options: str) -> Iterator[str]:
+    """A Kernel Gateway on loopback with `options` (KernelGatewayApp flags); its URL."""
     spec = importlib.util.find_spec("kernel_gateway")
     assert spec is not None and spec.origin, "jupyter-kernel-gateway is in the test extras"
     site = str(Path(spec.origin).parent.parent)
@@ -49,6 +58,7 @@ def gateway(tmp_path: Path) -> Iterator[str]:
             f"--KernelGatewayApp.port={port}",
             f"--KernelGatewayApp.auth_token={TOKEN}",
             "--JupyterWebsocketPersonality.list_kernels=True",
+            *options,
         ],
         env=env,
         cwd=tmp_path,
@@ -147,3 +157,43 @@ def test_gateway_problems_are_refused_at_submit(
     assert f"the Jupyter Gateway at {gateway} refused GET /api/kernelspecs: HTTP 401" in str(
         info.value
     ) or "HTTP 403" in str(info.value)
+
+
+def test_a_kernel_start_the_gateway_refuses_ends_the_trial_with_its_answer(
+    start_master: Callable[..., MasterProcess], tmp_path: Path
+) -> None:
+    master = start_master(env={"JUPYTER_GATEWAY_AUTH_TOKEN": TOKEN})
+    with running_gateway(tmp_path, "--KernelGatewayApp.max_kernels=0") as full:
+        exp_id = submit(
+            master, config(searcher=SINGLE, step_sleep=0, kernel={"gateway": full}), FILES
+        )
+        wait_for_experiment(master, exp_id)
+    (trial,) = master.trials(exp_id)
+    assert trial["state"] == "ERROR"
+    logs = "\n".join(master.logs(trial["id"]))
+    assert (
+        f"could not run the trial in kernel 'python3': the Jupyter Gateway at {full} refused "
+        "POST /api/kernels: HTTP 403"
+    ) in logs, logs
+
+
+def test_attach_to_a_gateway_trial_says_where_its_kernel_is(
+    start_master: Callable[..., MasterProcess], gateway: str
+) -> None:
+    master = start_master(env={"JUPYTER_GATEWAY_AUTH_TOKEN": TOKEN})
+    cfg = {
+        **config(searcher=SINGLE, step_sleep=0, kernel={"gateway": gateway}),
+        "entrypoint": "python3 s.py",
+    }
+    exp_id = submit(master, cfg, {"s.py": LOOP})
+    (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
+    wait_until(lambda: "looping" in master.logs(trial["id"]), 60, "the loop to start")
+    result = det(master, "t", "attach", str(trial["id"]), "-c", "stop = True")
+    assert result.returncode != 0
+    assert (
+        f"on the Jupyter Gateway at {gateway}: `det trial attach` reaches local kernels only"
+        in (result.stderr)
+    )
+    master.session.post(f"/experiments/{exp_id}/kill")
+    assert wait_for_experiment(master, exp_id)["state"] == "CANCELED"
+    wait_until(lambda: gateway_kernels(gateway) == [], 30, "the gateway's kernel to end")
