@@ -236,7 +236,13 @@ class GatewayKernel:
         self._wait_for_ready()
 
     def _connect(self) -> websocket.WebSocket:
-        ws_url = "ws" + self.url[len("http") :] + f"/api/kernels/{quote(self.kernel_id)}/channels"
+        # The same session id on every connection: the server buffers the kernel's messages
+        # while the socket is down and replays them on reconnect.
+        ws_url = (
+            "ws"
+            + self.url[len("http") :]
+            + f"/api/kernels/{quote(self.kernel_id)}/channels?session_id={self.session.session}"
+        )
         try:
             return websocket.create_connection(
                 ws_url, header=_headers(self.token), timeout=_HTTP_TIMEOUT
@@ -278,9 +284,25 @@ class GatewayKernel:
         message = self.session.msg(msg_type, content)
         message["channel"] = "shell"
         message["buffers"] = []
-        with self._lock:
-            self._socket.send(json.dumps(message, default=json_default))
-        return str(message["header"]["msg_id"])
+        text = json.dumps(message, default=json_default)
+        deadline = time.monotonic() + _HTTP_TIMEOUT
+        while True:
+            with self._lock:
+                socket = self._socket
+            try:
+                socket.send(text)
+                return str(message["header"]["msg_id"])
+            except (OSError, websocket.WebSocketException) as exc:
+                # Dropped: the receiver reconnects; send again on the new connection.
+                while self._socket is socket and not self._lost:
+                    if time.monotonic() > deadline:
+                        raise GatewayError(
+                            f"kernel {self.kernel_id}'s websocket on {self.url} dropped and did "
+                            f"not reconnect ({exc})"
+                        ) from None
+                    time.sleep(0.05)
+                if self._lost:
+                    raise GatewayError(f"kernel {self.kernel_id} on {self.url} is gone") from None
 
     def _wait_for_ready(self) -> None:
         deadline = time.monotonic() + _READY_TIMEOUT

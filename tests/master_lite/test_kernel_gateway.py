@@ -197,3 +197,38 @@ def test_attach_to_a_gateway_trial_says_where_its_kernel_is(
     master.session.post(f"/experiments/{exp_id}/kill")
     assert wait_for_experiment(master, exp_id)["state"] == "CANCELED"
     wait_until(lambda: gateway_kernels(gateway) == [], 30, "the gateway's kernel to end")
+
+
+def test_a_dropped_websocket_is_reconnected_while_the_kernel_lives(gateway: str) -> None:
+    """The gateway kernel handle itself (what the runner drives): its websocket is cut under it,
+    and it goes on executing in the same kernel."""
+    import socket
+
+    from master_lite.scheduler._kernel_handles import GatewayKernel
+
+    kernel = GatewayKernel({"url": gateway, "token": TOKEN}, "python3", {})
+    try:
+
+        def run(code: str) -> str:
+            msg_id = kernel.execute(code, silent=False, user_expressions={})
+            out: list[str] = []
+            while True:
+                message = kernel.iopub(0.2)
+                if message is None or message["parent_header"].get("msg_id") != msg_id:
+                    continue
+                if message["msg_type"] == "stream":
+                    out.append(message["content"]["text"])
+                if (
+                    message["msg_type"] == "status"
+                    and message["content"]["execution_state"] == "idle"
+                ):
+                    return "".join(out)
+
+        assert run("x = 41\nprint(x)") == "41\n"
+        dropped = kernel._socket
+        dropped.sock.shutdown(socket.SHUT_RDWR)  # the connection drops under it
+        assert run("print(x + 1)") == "42\n"  # the same kernel: its state is there
+        assert kernel._socket is not dropped and kernel.alive()
+    finally:
+        kernel.shutdown(now=True)
+    wait_until(lambda: gateway_kernels(gateway) == [], 30, "the kernel to end")
