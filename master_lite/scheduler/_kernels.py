@@ -124,7 +124,9 @@ class KernelRunner(Runner):
                 run, f"could not run the trial in kernel {run.settings.spec!r}: {exc}"
             )
             code = 137 if run.killed else 1
-        keep = keep and code != 0 and run.settings.keep_alive > 0
+        # Only a failure is kept for post-mortem: not a run the master stopped or killed.
+        stopped = run.terminating or run.killed
+        keep = keep and code != 0 and not stopped and run.settings.keep_alive > 0
         if keep:
             timer = threading.Timer(run.settings.keep_alive, self._expire, args=(aid,))
             timer.daemon = True

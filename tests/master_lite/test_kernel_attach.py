@@ -147,3 +147,23 @@ def test_attach_to_a_process_trial_is_refused(start_master: Callable[..., Master
     result = det(master, "t", "attach", str(trial["id"]))
     assert result.returncode != 0
     assert f"trial {trial['id']} does not run in a kernel" in result.stderr
+
+
+def test_a_trial_that_ignores_a_pause_is_interrupted_in_its_kernel(
+    start_master: Callable[..., MasterProcess],
+) -> None:
+    master = start_master(env={"MASTER_LITE_PREEMPTION_GRACE_SECONDS": "1"})
+    exp_id = kernel_experiment(master, LOOP)
+    (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
+    wait_until(lambda: "looping" in master.logs(trial["id"]), 60, "the loop to start")
+    master.session.post(f"/experiments/{exp_id}/pause")
+    wait_for_experiment(master, exp_id, {"PAUSED"})
+    wait_until(lambda: master.trials(exp_id)[0]["state"] == "PAUSED", 60, "the trial to pause")
+    (trial,) = master.trials(exp_id)
+    logs = master.logs(trial["id"])
+    assert any("KeyboardInterrupt" in line for line in logs), logs
+    # As a process stopped with SIGTERM after the grace.
+    assert any(line.startswith(f"trial-{trial['id']}.1 exited with code 143") for line in logs), (
+        logs
+    )
+    assert kernel_pids(f"trial-{trial['id']}.1") == []
