@@ -245,3 +245,16 @@ def test_a_crashed_masters_kernel_is_ended_and_its_trial_resumes(
     (trial,) = master.trials(exp_id)
     assert resumed_from(master, trial["id"])[-1] >= 30
     assert_clean_series(master, trial)
+
+
+@pytest.mark.parametrize("kernel", [{}, {"spec": "python3"}])
+def test_runners_without_kernels_refuse_environment_kernel(kernel: dict) -> None:
+    """What Ray's runner (and a deployment's own runner class) answers at submit time."""
+    from tests.master_lite.test_container_runtime import _NoContainers
+
+    runner = _NoContainers(log_sink=lambda records: None, on_exit=lambda a, c: None)
+    (problem,) = runner.config_problems({"environment": {"kernel": kernel}})
+    assert problem.startswith(
+        "environment.kernel: _NoContainers does not run trials in Jupyter kernels"
+    )
+    assert runner.config_problems({"environment": {"kernel": None}}) == []
