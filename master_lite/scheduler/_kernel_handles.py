@@ -62,7 +62,11 @@ class LocalKernel:
         self.pid: int | None = process.pid if process is not None else None
         self.client = self.manager.blocking_client()
         self.client.start_channels()
-        self.client.wait_for_ready(timeout=_READY_TIMEOUT)
+        try:
+            self.client.wait_for_ready(timeout=_READY_TIMEOUT)
+        except BaseException:
+            self.shutdown(now=True)  # started but never answered: it must not outlive the run
+            raise
 
     def execute(self, code: str, *, silent: bool, user_expressions: dict) -> str:
         return str(
@@ -140,7 +144,11 @@ class ServerKernel(LocalKernel):
         self.pid = process.pid if process is not None else None
         self.client = self.manager.blocking_client()
         self.client.start_channels()
-        self.client.wait_for_ready(timeout=_READY_TIMEOUT)
+        try:
+            self.client.wait_for_ready(timeout=_READY_TIMEOUT)
+        except BaseException:
+            self.shutdown(now=True)
+            raise
 
     def _call(self, coroutine: Any) -> Any:
         import asyncio
@@ -229,11 +237,19 @@ class GatewayKernel:
         self._lock = threading.Lock()
         self._closed = False
         self._lost = False
-        self._socket = self._connect()
+        try:
+            self._socket = self._connect()
+        except GatewayError:
+            self._delete()
+            raise
         threading.Thread(
             target=self._receive, name=f"gateway-{self.kernel_id}", daemon=True
         ).start()
-        self._wait_for_ready()
+        try:
+            self._wait_for_ready()
+        except GatewayError:
+            self.shutdown(now=True)
+            raise
 
     def _connect(self) -> websocket.WebSocket:
         # The same session id on every connection: the server buffers the kernel's messages
@@ -360,12 +376,15 @@ class GatewayKernel:
             return False
         return True
 
-    def shutdown(self, now: bool) -> None:
-        self.close()
+    def _delete(self) -> None:
         try:
             gateway_request(self.url, self.token, "DELETE", f"/api/kernels/{quote(self.kernel_id)}")
         except GatewayError:
             pass  # already gone
+
+    def shutdown(self, now: bool) -> None:
+        self.close()
+        self._delete()
         self._lost = True
 
     def close(self) -> None:

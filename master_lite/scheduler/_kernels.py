@@ -61,7 +61,8 @@ class _KernelRun:
 
 
 class KernelRunner(Runner):
-    """Runs each trial run in a Jupyter kernel started from a local kernelspec."""
+    """Runs each trial run in a Jupyter kernel: of a local kernelspec (through the hosting
+    Jupyter server's kernel manager when there is one), or on a Jupyter Kernel Gateway."""
 
     def __init__(
         self,
@@ -89,7 +90,10 @@ class KernelRunner(Runner):
         settings = kernel_settings(spec.config)
         if settings is None:
             raise ValueError(f"{spec.allocation_id}: its experiment has no environment.kernel")
-        program = kernel_program((spec.config or {}).get("entrypoint") or "")
+        try:
+            program = kernel_program((spec.config or {}).get("entrypoint") or "")
+        except ValueError as exc:  # checked at submit; a config stored before is told here
+            raise OSError(str(exc)) from None
         if has_startup_hook(spec.work_dir):
             raise OSError(
                 f"{STARTUP_HOOK}: a kernel trial cannot source a shell startup hook (do its "
