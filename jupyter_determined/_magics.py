@@ -267,7 +267,11 @@ class DeterminedMagics(Magics):
                     "%det_submit --local: nothing to run; use %%det_submit --local "
                     "with the training code in the cell"
                 )
-            return shell.run_cell(cell)  # off-cluster: det.core.init() is a dummy context
+            from jupyter_determined._local_run import run_locally
+
+            # Tracked as an unmanaged run: det.core.init() in the cell reports to it.
+            config = resolve_config(args.config, shell.user_ns)
+            return run_locally(shell, cell, config, name=args.name, show_widget=args.widget)
         config = resolve_config(args.config, shell.user_ns)
         try:
             exported = current_notebook_export(shell, which="above_current", training_code=cell)

@@ -26,10 +26,14 @@ from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
 from traitlets import Bool
 
+from jupyter_determined._tensorboard_proxy import TensorBoardProxyHandler
+
 if TYPE_CHECKING:  # the kernel imports this package too: keep the server app out of it
     from jupyter_server.serverapp import ServerApp
 
 URL_SEGMENT = "determined"  # the API lives under <base_url>determined/api/v1
+# <base_url>determined/tensorboard/<id>/: the master's TensorBoards, behind Jupyter's login.
+TENSORBOARD_PATH = "tensorboard"
 # <base_url>determined/export-preview: a Jupyter endpoint (the labextension's), not the master's.
 EXPORT_PREVIEW_PATH = "export-preview"
 
@@ -170,6 +174,7 @@ class DeterminedServerExtension(ExtensionApp):
         # with no configuration. (Trials never see DET_MASTER_TOKEN: the runner drops it.)
         os.environ["DET_MASTER"] = self.master_url
         os.environ["DET_MASTER_TOKEN"] = self.master.user_token
+        self.master.tensorboards.serve_through(f"{self.master_url}/{TENSORBOARD_PATH}")
         os.environ[NOTEBOOK_KERNELS_ENV] = "1" if self.notebook_trials_in_kernels else "0"
 
     def initialize_handlers(self) -> None:
@@ -184,8 +189,17 @@ class DeterminedServerExtension(ExtensionApp):
             context_size_limit=self.master_app.context_size_limit,
         )
         self.server.web_app.add_handlers(".*$", handlers)
+        tensorboards = url_path_join(prefix, TENSORBOARD_PATH)
         self.server.web_app.add_handlers(
-            ".*$", [(url_path_join(prefix, EXPORT_PREVIEW_PATH), ExportPreviewHandler)]
+            ".*$",
+            [
+                (url_path_join(prefix, EXPORT_PREVIEW_PATH), ExportPreviewHandler),
+                (
+                    tensorboards + r"/(?P<tensorboard_id>[0-9a-f-]+)(?P<path>/.*)?",
+                    TensorBoardProxyHandler,
+                    {"master": self.master, "auth_resource": AUTH_RESOURCE},
+                ),
+            ],
         )
         # Contexts arrive base64 in JSON; ServerApp.max_body_size (512 MiB by default) must
         # exceed the API's own limit so that the API can answer 413 with a message.
@@ -282,6 +296,7 @@ def master_info(serverapp: Any) -> dict:
 __all__ = [
     "DeterminedServerExtension",
     "EXPORT_PREVIEW_PATH",
+    "TENSORBOARD_PATH",
     "ExportPreviewHandler",
     "URL_SEGMENT",
     "master_info",

@@ -134,6 +134,11 @@ class MasterLite(Configurable):
         help="How long a preempted (paused, killed, shut down) trial may take to checkpoint "
         "and exit before it is terminated. Env: MASTER_LITE_PREEMPTION_GRACE_SECONDS."
     ).tag(config=True)
+    tensorboard_refresh_seconds = Float(
+        help="How often a TensorBoard's log directory is rewritten from the metrics of its "
+        "trials that still run (and how often TensorBoard reloads it). "
+        "Env: MASTER_LITE_TENSORBOARD_REFRESH_SECONDS."
+    ).tag(config=True)
     host = Unicode(
         help="Address to listen on (standalone). Loopback by default: the API is guarded by a "
         "token, but there is no TLS. Env: MASTER_LITE_HOST."
@@ -184,6 +189,16 @@ class MasterLite(Configurable):
     def _default_preemption_grace_seconds(self) -> float:
         return _from_env("MASTER_LITE_PREEMPTION_GRACE_SECONDS", float, 30.0)
 
+    @default("tensorboard_refresh_seconds")
+    def _default_tensorboard_refresh_seconds(self) -> float:
+        return _from_env("MASTER_LITE_TENSORBOARD_REFRESH_SECONDS", float, 5.0)
+
+    @validate("tensorboard_refresh_seconds")
+    def _check_tensorboard_refresh_seconds(self, proposal: Any) -> float:
+        if not proposal["value"] > 0:
+            raise TraitError(f"tensorboard_refresh_seconds must be > 0, got {proposal['value']}")
+        return proposal["value"]
+
     @default("host")
     def _default_host(self) -> str:
         return _from_env("MASTER_LITE_HOST", str, "127.0.0.1")
@@ -229,6 +244,7 @@ class MasterLite(Configurable):
             runner_class=self.runner_class,
             container_runtime=self.container_runtime,
             preemption_grace_seconds=self.preemption_grace_seconds,
+            tensorboard_refresh_seconds=self.tensorboard_refresh_seconds,
             **overrides,
         )
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-EVENT_TYPES = ("experiment", "trial", "metric", "log", "checkpoint")
+EVENT_TYPES = ("experiment", "trial", "metric", "log", "checkpoint", "model")
 DEFAULT_QUEUE_SIZE = 10_000
 
 

@@ -17,6 +17,10 @@ Never deleted, whatever the counts: a checkpoint some live trial still needs —
 source) and the warm-start source of any experiment that is not finished. An experiment whose
 GC had to hold such a checkpoint back is collected again when another experiment ends or the
 master starts, until nothing is held.
+
+Never deleted either: a checkpoint a model version of the registry names (`model_versions`).
+It counts as kept, not held: the experiment's GC is done without it, and deleting the model
+version later does not bring it back under the policy (as in Determined).
 """
 
 from __future__ import annotations
@@ -172,8 +176,8 @@ class CheckpointCollector:
 
         Raises:
             NotFound: no such checkpoint.
-            Conflict: a live trial needs it (its latest checkpoint or a warm-start source), or
-                it is not COMPLETED.
+            Conflict: a live trial needs it (its latest checkpoint or a warm-start source), a
+                model version names it, or it is not COMPLETED.
             MasterError: its files could not be removed (or its uuid is unsafe).
         """
         checkpoint = self.store.checkpoints.get(uuid)
@@ -181,6 +185,11 @@ class CheckpointCollector:
             raise errors.NotFound(f"checkpoint {uuid} not found")
         if checkpoint.state != CheckpointState.COMPLETED:
             raise errors.Conflict(f"checkpoint {uuid} is {checkpoint.state}: nothing to delete")
+        from master_lite.store import registered_message
+
+        versions = self.store.model_versions.naming(uuid)
+        if versions:
+            raise errors.Conflict(registered_message(uuid, versions))
         if uuid in self._checkpoints_in_use():
             raise errors.Conflict(
                 f"checkpoint {uuid} is in use: a trial that is not finished resumes or "
@@ -227,6 +236,7 @@ class CheckpointCollector:
         )
         if in_use is None:
             in_use = self._checkpoints_in_use()
+        keep |= self.store.model_versions.registered_among(c.uuid for c in checkpoints)
         doomed = [c for c in checkpoints if c.uuid not in keep and c.uuid not in in_use]
         held = [c for c in checkpoints if c.uuid not in keep and c.uuid in in_use]
         deleted = []

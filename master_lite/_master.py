@@ -62,6 +62,7 @@ class Master:
         cluster_id: str = "master-lite",
         ray_address: str | None = None,
         runner_class: type[Runner] | None = None,
+        tensorboard_refresh_seconds: float = 5.0,
         container_runtime: str | None = None,
     ) -> None:
         if resource_manager not in ("local", "ray"):
@@ -115,11 +116,19 @@ class Master:
             settings=settings,
             context_size_limit=context_size_limit,
             collect_garbage=self._collect_checkpoint_garbage,
+            tensorboard_refresh_seconds=tensorboard_refresh_seconds,
         )
         # The parts the public methods delegate to (and tests reach for by name).
         self.logs, self.views, self.searchers = parts.logs, parts.views, parts.searchers
         self.runs, self.experiments, self.reports = parts.runs, parts.experiments, parts.reports
         self.checkpoints, self.recovery = parts.checkpoints, parts.recovery
+        # The model registry: the /models handlers call its methods (get_model, list_models,
+        # register_version, ...) directly, one each, as they would a delegation of this class.
+        self.models = parts.models
+        self.unmanaged = parts.unmanaged
+        # TensorBoards: the /tensorboards handlers and Jupyter's proxy call its methods (start,
+        # list_all, get, kill, address) directly, as the /models handlers call `models`.
+        self.tensorboards = parts.tensorboards
 
     @property
     def store(self) -> Store:
@@ -164,7 +173,9 @@ class Master:
         )
         self.runs.attach(runner, log_writer, self.master_url)
         self.shared.open(store, loop)
+        self.tensorboards.remove_leftovers()  # of a master that was killed
         self.recovery.recover()
+        self.unmanaged.start()
         self._collect_checkpoint_garbage()  # GCs cut short by the previous master's end
 
     async def stop(self, pause_running: bool = True) -> None:
@@ -172,6 +183,8 @@ class Master:
         if self.shared.closed:
             return
         self.shared.stopping = True
+        await self.tensorboards.stop_all()  # nothing of the master's outlives it
+        self.unmanaged.stop()
         await self.runs.stop_all(pause_running=pause_running)
         self.runs.runner.close()  # e.g. the local runner's pre-started interpreters
         if self._log_writer is not None:
@@ -335,6 +348,22 @@ class Master:
         return self.logs.get_logs(
             trial_id, after_id=after_id, limit=limit, tail=tail, rank=rank, stream=stream
         )
+
+    def open_unmanaged_run(self, body: dict) -> dict:
+        """Open or resume a run that trains in a kernel (see `UnmanagedRuns.open_run`)."""
+        return self.unmanaged.open_run(body)
+
+    def unmanaged_heartbeat(self, trial_id: int) -> dict:
+        """Renew an unmanaged run's lease."""
+        return self.unmanaged.heartbeat(trial_id)
+
+    def unmanaged_logs(self, trial_id: int, lines: list[dict]) -> int:
+        """Store log lines an unmanaged run captured; how many."""
+        return self.unmanaged.append_logs(trial_id, lines)
+
+    def close_unmanaged_run(self, trial_id: int, state: str, message: str | None = None) -> dict:
+        """End an unmanaged run (COMPLETED, CANCELED or ERROR); the trial's JSON."""
+        return self.unmanaged.close_run(trial_id, state, message)
 
     def report_metrics(self, trial_id: int, reports: list[dict]) -> int:
         """Store a run's metric reports; returns how many were accepted."""

@@ -68,6 +68,8 @@ def experiment_json(
         "context_hash": row.context_hash,
         "notebook": row.notebook,
         "parent_id": row.parent_id,
+        # Trains in a Jupyter kernel (core_v2): the master runs nothing for it.
+        "unmanaged": bool(row.config.get("unmanaged")),
     }
     if with_config:
         out["config"] = row.config

@@ -38,4 +38,18 @@ class TooLarge(MasterError):
     status = 413
 
 
-__all__ = ["MasterError", "InvalidRequest", "Forbidden", "NotFound", "Conflict", "TooLarge"]
+class Unavailable(MasterError):
+    """Something the request needs is missing on the master's machine, e.g. a package (503)."""
+
+    status = 503
+
+
+__all__ = [
+    "MasterError",
+    "InvalidRequest",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "TooLarge",
+    "Unavailable",
+]

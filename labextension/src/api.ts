@@ -13,7 +13,10 @@ import type {
   IExperiment,
   ILogLine,
   IMetricReport,
+  IModel,
+  IModelVersion,
   IResources,
+  ITensorBoard,
   ITrial,
   ITrialKernel
 } from './types';
@@ -228,6 +231,39 @@ export class DeterminedClient {
         `experiments/${experimentId}/${action}`
       )
     ).experiment;
+  }
+
+  /** Start a TensorBoard on these experiments' trials (it serves a few seconds later). */
+  async startTensorBoard(experimentIds: number[], trialIds: number[] = []): Promise<ITensorBoard> {
+    const body = { experiment_ids: experimentIds, trial_ids: trialIds };
+    return (await this.request<{ tensorboard: ITensorBoard }>('POST', 'tensorboards', { body }))
+      .tensorboard;
+  }
+
+  async listTensorBoards(): Promise<ITensorBoard[]> {
+    return (await this.request<{ tensorboards: ITensorBoard[] }>('GET', 'tensorboards'))
+      .tensorboards;
+  }
+
+  async getTensorBoard(id: string): Promise<ITensorBoard> {
+    return (await this.request<{ tensorboard: ITensorBoard }>('GET', `tensorboards/${id}`))
+      .tensorboard;
+  }
+
+  /** The models of the registry, by name. */
+  async listModels(): Promise<IModel[]> {
+    return (
+      await this.request<{ models: IModel[] }>('GET', 'models', { query: { sort_by: 'name' } })
+    ).models;
+  }
+
+  /** A model's versions, newest first, each with its checkpoint. */
+  async listModelVersions(modelId: number): Promise<IModelVersion[]> {
+    return (
+      await this.request<{ model_versions: IModelVersion[] }>('GET', `models/${modelId}/versions`, {
+        query: { order_by: 'desc' }
+      })
+    ).model_versions;
   }
 
   /** How to attach to a kernel trial's kernel; a 409 says why there is none. */

@@ -19,6 +19,31 @@ export function stateBadge(state: string, title?: string): HTMLElement {
   );
 }
 
+/**
+ * The marker of an experiment that trains in a Jupyter kernel (`det.experimental.core_v2`,
+ * `%%det_submit --local`): the master stores its reports but runs nothing for it. Null for others.
+ */
+export function kernelBadge(experiment: {
+  unmanaged?: boolean;
+  state: string;
+}): HTMLElement | null {
+  if (!experiment.unmanaged) {
+    return null;
+  }
+  const live = experiment.state === 'ACTIVE';
+  return h(
+    'span',
+    {
+      class: `jp-Det-kernel${live ? ' jp-Det-kernel-live' : ''}`,
+      title: live
+        ? 'Training in a Jupyter kernel (core_v2): the master tracks it but does not run it'
+        : 'Trained in a Jupyter kernel (core_v2)',
+      attrs: { 'data-kernel': live ? 'live' : 'ended' }
+    },
+    'kernel'
+  );
+}
+
 /** The progress bar of an experiment or trial in this state. */
 export function stateProgressBar(state: string, progress: number | null | undefined): HTMLElement {
   const fraction = displayProgress(state, progress);

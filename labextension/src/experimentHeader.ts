@@ -1,7 +1,7 @@
 /** The experiment view's header: name, state, actions, progress and the search's summary. */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
-import { progressText, stateBadge, stateProgressBar } from './badges';
+import { kernelBadge, progressText, stateBadge, stateProgressBar } from './badges';
 import { h } from './dom';
 import { formatMetric, formatStartTime } from './format';
 import { ExperimentAction, allowedActions } from './states';
@@ -61,7 +61,8 @@ export async function confirmAction(action: ExperimentAction, name: string): Pro
 export function headerContent(
   experiment: IExperiment,
   counts: { running: number; queued: number },
-  onAction: (action: ExperimentAction) => void
+  onAction: (action: ExperimentAction) => void,
+  onTensorBoard?: () => void
 ): (HTMLElement | null)[] {
   const allowed = allowedActions(experiment);
   const actions = h('div', { class: 'jp-Det-actions' });
@@ -74,7 +75,9 @@ export function headerContent(
   ] as ExperimentAction[]) {
     if (
       (action === 'archive' && experiment.archived) ||
-      (action === 'unarchive' && !experiment.archived)
+      (action === 'unarchive' && !experiment.archived) ||
+      // A run in a kernel is started and stopped there; the master cannot pause it.
+      ((action === 'pause' || action === 'activate') && experiment.unmanaged)
     ) {
       continue;
     }
@@ -88,6 +91,19 @@ export function headerContent(
           on: { click: () => onAction(action) }
         },
         ACTION_TEXT[action].label
+      )
+    );
+  }
+  if (onTensorBoard) {
+    actions.appendChild(
+      h(
+        'button',
+        {
+          class: 'jp-Det-button jp-Det-openTensorBoard',
+          attrs: { title: "Open the trials' metrics and TensorBoard files in TensorBoard" },
+          on: { click: () => onTensorBoard() }
+        },
+        'TensorBoard'
       )
     );
   }
@@ -109,6 +125,7 @@ export function headerContent(
       { class: 'jp-Det-expHeader-top' },
       h('span', { class: 'jp-Det-expId' }, `#${experiment.id}`),
       h('span', { class: 'jp-Det-expName jp-Det-expTitle' }, experiment.name || '(unnamed)'),
+      kernelBadge(experiment),
       stateBadge(experiment.state),
       experiment.archived ? h('span', { class: 'jp-Det-archived' }, 'archived') : null,
       actions

@@ -64,6 +64,8 @@ export class ExperimentView extends Widget {
     readonly experimentId: number,
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
+    /** Opens the experiment's TensorBoard in a tab; without it the header has no such button. */
+    private readonly _openTensorBoard?: (experimentId: number) => Promise<void>,
     private readonly _onAttach?: (trialId: number) => void
   ) {
     super();
@@ -252,8 +254,30 @@ export class ExperimentView extends Widget {
     this.title.caption = `Determined experiment ${experiment.id} (${experiment.state})`;
     replaceChildren(
       this._header,
-      ...headerContent(experiment, counts, action => void this.runAction(action))
+      ...headerContent(
+        experiment,
+        counts,
+        action => void this.runAction(action),
+        this._openTensorBoard ? () => void this.openTensorBoard() : undefined
+      )
     );
+  }
+
+  /** Start (or find) the experiment's TensorBoard and open it; failures show in the view. */
+  async openTensorBoard(): Promise<void> {
+    if (!this._openTensorBoard) {
+      return;
+    }
+    replaceChildren(
+      this._message,
+      h('div', { class: 'jp-Det-info' }, 'Starting TensorBoard… (a few seconds)')
+    );
+    try {
+      await this._openTensorBoard(this.experimentId);
+      replaceChildren(this._message);
+    } catch (error) {
+      replaceChildren(this._message, errorBox(`TensorBoard failed: ${describeError(error)}`));
+    }
   }
 
   /** Confirm, run one action, and show the outcome (the state arrives by event or refresh). */

@@ -21,6 +21,7 @@ import { activateExportTools } from './exportTools';
 import { experimentRendererFactory } from './notebookWidget';
 import { DeterminedSidebar } from './sidebar';
 import { SubmitButtonExtension } from './submit';
+import { tensorBoardFor, tensorBoardWidget, waitUntilServing } from './tensorboard';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 3h7a9 9 0 0 1 0 18H4zm3 3v12h4a6 6 0 0 0 0-12z"/></g></svg>`;
 
@@ -28,6 +29,7 @@ export const determinedIcon = new LabIcon({ name: 'jupyter-determined:logo', svg
 
 export const CommandIDs = {
   openExperiment: 'determined:open-experiment',
+  openTensorBoard: 'determined:open-tensorboard',
   showSidebar: 'determined:show-sidebar'
 } as const;
 
@@ -77,6 +79,35 @@ const plugin: JupyterFrontEndPlugin<void> = {
       app.commands.execute(CommandIDs.openExperiment, { id }).catch(error => console.error(error));
     };
 
+    // TensorBoard tabs by TensorBoard id: a second click on the button shows the open tab.
+    const tensorBoardTabs = new Map<string, MainAreaWidget>();
+    app.commands.addCommand(CommandIDs.openTensorBoard, {
+      label: 'Open TensorBoard of Determined Experiments',
+      execute: async args => {
+        const ids = Array.isArray(args.experimentIds) ? args.experimentIds.map(Number) : [];
+        if (!ids.length || !ids.every(Number.isInteger)) {
+          throw new Error(
+            `${CommandIDs.openTensorBoard}: expected "experimentIds", a list of integers, got ${JSON.stringify(args.experimentIds)}`
+          );
+        }
+        const board = await waitUntilServing(client, await tensorBoardFor(client, ids));
+        const open = tensorBoardTabs.get(board.id);
+        if (open && !open.isDisposed) {
+          app.shell.activateById(open.id);
+          return open;
+        }
+        const widget = tensorBoardWidget(board, app.serviceManager.serverSettings);
+        tensorBoardTabs.set(board.id, widget);
+        widget.disposed.connect(() => tensorBoardTabs.delete(board.id));
+        app.shell.add(widget, 'main');
+        app.shell.activateById(widget.id);
+        return widget;
+      }
+    });
+    const openTensorBoard = async (experimentId: number): Promise<void> => {
+      await app.commands.execute(CommandIDs.openTensorBoard, { experimentIds: [experimentId] });
+    };
+
     app.commands.addCommand(CommandIDs.openExperiment, {
       label: args =>
         args.id !== undefined
@@ -94,7 +125,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(existing.id);
           return existing;
         }
-        const content = new ExperimentView(id, client, hub, attachToTrial);
+        const content = new ExperimentView(id, client, hub, openTensorBoard, attachToTrial);
         const widget = new MainAreaWidget({ content });
         widget.id = `${content.id}-tab`; // ids are unique in the page: the view keeps its own
         widget.title.icon = determinedIcon;

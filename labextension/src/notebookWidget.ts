@@ -95,7 +95,7 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       return;
     }
     this._experimentId = id;
-    this._view = new ExperimentView(id, this._client, this._hub, this._onAttach);
+    this._view = new ExperimentView(id, this._client, this._hub, undefined, this._onAttach);
     this._view.addClass('jp-Det-embedded');
     this._view.id = `${this._view.id}-output-${++outputCount}`; // the tab's view has the plain id
     this._view.model.changed.connect(() => this._onModelChanged());

@@ -1,6 +1,6 @@
 /**
- * The left sidebar panel "Determined": the experiment list (live), its filters, and the
- * cluster strip.
+ * The left sidebar panel "Determined": the experiment list (live), its filters, the model
+ * registry (`modelsSection.ts`), and the cluster strip.
  */
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
@@ -8,11 +8,12 @@ import { Widget } from '@lumino/widgets';
 import { DeterminedClient, describeError } from './api';
 import { EventHub, FeedMode } from './events';
 import { ClusterStrip } from './cluster';
-import { progressText, stateBadge, stateProgressBar } from './badges';
+import { kernelBadge, progressText, stateBadge, stateProgressBar } from './badges';
 import { errorBox, h, replaceChildren, select } from './dom';
 import { formatMetric, formatStartTime } from './format';
 import { IExperimentFilter, filterExperiments } from './states';
 import { ExperimentListModel } from './model';
+import { ModelsSection } from './modelsSection';
 import type { IExperiment, ITrial } from './types';
 
 export const SIDEBAR_ID = 'jupyter-determined-sidebar';
@@ -63,6 +64,7 @@ function experimentRow(experiment: IExperiment, open: (id: number) => void): HTM
       { class: 'jp-Det-expRow-head' },
       h('span', { class: 'jp-Det-expId' }, `#${experiment.id}`),
       h('span', { class: 'jp-Det-expName' }, experiment.name || '(unnamed)'),
+      kernelBadge(experiment),
       stateBadge(experiment.state)
     ),
     h(
@@ -105,6 +107,7 @@ export class DeterminedSidebar extends Widget {
   private _unsubscribe: (() => void) | null = null;
   private _loading: Promise<void> | null = null;
   private _cluster: ClusterStrip;
+  readonly models: ModelsSection;
 
   constructor(
     private readonly _client: DeterminedClient,
@@ -163,6 +166,7 @@ export class DeterminedSidebar extends Widget {
     this._status = h('div', { class: 'jp-Det-listStatus' }, 'Loading experiments…');
     this._list = h('ul', { class: 'jp-Det-expList' });
     this._cluster = new ClusterStrip(_client);
+    this.models = new ModelsSection(_client, _hub, _open);
     const body = h(
       'div',
       { class: 'jp-Det-sidebar-body' },
@@ -171,7 +175,7 @@ export class DeterminedSidebar extends Widget {
       this._status,
       this._list
     );
-    this.node.append(header, body, this._cluster.node);
+    this.node.append(header, body, this.models.node, this._cluster.node);
 
     this.model.changed.connect(() => this._queueRender());
     this._hub.modeChanged.add(mode => this._showFeedMode(mode));
@@ -201,6 +205,7 @@ export class DeterminedSidebar extends Widget {
         }
       });
       this._cluster.start();
+      void this.models.start();
     }
     return this._loading ?? this.refresh();
   }
@@ -302,6 +307,7 @@ export class DeterminedSidebar extends Widget {
       return;
     }
     this._unsubscribe?.();
+    this.models.dispose();
     this._cluster.dispose();
     super.dispose();
   }

@@ -136,14 +136,15 @@ export type ExperimentAction = 'pause' | 'activate' | 'kill' | 'archive' | 'unar
 
 /** The actions the master accepts in this state (the others answer 409). */
 export function allowedActions(
-  experiment: Pick<IExperiment, 'state' | 'archived'>
+  experiment: Pick<IExperiment, 'state' | 'archived' | 'unmanaged'>
 ): Set<ExperimentAction> {
   const actions = new Set<ExperimentAction>();
   const state = experiment.state;
-  if (state === 'ACTIVE') {
+  // A run in a kernel is paused or resumed there, not by the master (which answers 409).
+  if (state === 'ACTIVE' && !experiment.unmanaged) {
     actions.add('pause');
   }
-  if (state === 'PAUSED') {
+  if (state === 'PAUSED' && !experiment.unmanaged) {
     actions.add('activate');
   }
   if (!isTerminal(state)) {

@@ -35,6 +35,8 @@ export interface IExperiment {
   notebook?: { path?: string; cell_ids?: string[] } | null;
   parent_id?: number | null;
   config?: Record<string, unknown>;
+  /** Trains in a Jupyter kernel (core_v2, unmanaged): the master runs nothing for it. */
+  unmanaged?: boolean;
 }
 
 /** GET /trials/{id}/kernel: where a kernel trial's kernel is (docs/kernels.md). */
@@ -116,6 +118,18 @@ export interface ICheckpoint {
   validation_metrics?: Record<string, unknown> | null;
 }
 
+/** A TensorBoard the master runs on trials' metrics (GET /tensorboards/{id}). */
+export interface ITensorBoard {
+  id: string;
+  state: 'STATE_STARTING' | 'STATE_RUNNING' | 'STATE_TERMINATED';
+  experimentIds: number[];
+  trialIds: number[];
+  serviceAddress: string;
+  port?: number;
+  registeredTime?: string;
+  error?: string | null;
+}
+
 export interface IGpu {
   index: number;
   uuid: string;
@@ -138,5 +152,40 @@ export interface IResources {
   gpus: IGpu[];
 }
 
+/** A model of the registry (`GET /models`). */
+export interface IModel {
+  id: number;
+  name: string;
+  description: string;
+  notes?: string;
+  metadata: Record<string, unknown>;
+  labels: string[];
+  archived: boolean;
+  creation_time: string;
+  last_updated_time: string;
+  num_versions: number;
+}
+
+/** One version of a model: the checkpoint it names (`GET /models/{id}/versions`). */
+export interface IModelVersion {
+  id: number;
+  model_id: number;
+  model_name: string;
+  version: number;
+  checkpoint_uuid: string;
+  /** null only when the master lost the checkpoint's record. */
+  checkpoint: ICheckpoint | null;
+  name: string;
+  comment: string;
+  notes: string;
+  metadata: Record<string, unknown>;
+  labels: string[];
+  creation_time: string;
+  last_updated_time: string;
+}
+
+/** The payload of a `model` event: the model, or `{id, name, deleted: true}`. */
+export type ModelEvent = IModel | { id: number; name: string; deleted: true };
+
 /** The event types of `GET /events`. */
-export type EventType = 'experiment' | 'trial' | 'metric' | 'log' | 'checkpoint';
+export type EventType = 'experiment' | 'trial' | 'metric' | 'log' | 'checkpoint' | 'model';

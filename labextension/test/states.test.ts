@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import { comparisonRows } from '../src/compare';
 import { formatMetric, formatNumber } from '../src/format';
 import {
+  allowedActions,
   displayProgress,
   runCounts,
   stateCategory,
@@ -204,5 +205,16 @@ describe('trial comparison', () => {
   test('larger is better flips the best column', () => {
     const rows = comparisonRows([a, b], 'loss', false);
     assert.equal(rows.find(r => r.label === 'best loss')?.bestIndex, 1);
+  });
+});
+
+describe('actions of a run in a kernel', () => {
+  test('an unmanaged experiment cannot be paused or activated, only killed', () => {
+    const live = allowedActions({ state: 'ACTIVE', archived: false, unmanaged: true });
+    assert.deepEqual([...live].sort(), ['kill']);
+    const managed = allowedActions({ state: 'ACTIVE', archived: false });
+    assert.deepEqual([...managed].sort(), ['kill', 'pause']);
+    const ended = allowedActions({ state: 'ERROR', archived: false, unmanaged: true });
+    assert.deepEqual([...ended], ['archive']);
   });
 });

@@ -15,7 +15,9 @@
 * `Reports` (_reporting.py): metrics, progress, early exits, the searcher-operation protocol.
 * `Checkpoints` (_checkpoints.py): checkpoint reports and reads.
 * `trial_kernel` (_kernel_attach.py): where to attach to a kernel trial's kernel.
+* `Models` (_models.py): the model registry (models, their versions, the checkpoints they keep).
 * `Recovery` (_recovery.py): at start, reconcile the store with what still runs.
+* `UnmanagedRuns` (_unmanaged.py): trials that train in a kernel (core_v2), with their leases.
 * `build_parts` (_wiring.py) builds them all and wires the calls that go both ways.
 """
 
@@ -24,6 +26,7 @@ from master_lite._parts._contexts import Contexts
 from master_lite._parts._experiments import EXPERIMENT_ACTIONS, Experiments
 from master_lite._parts._kernel_attach import trial_kernel
 from master_lite._parts._logs import TrialLogs
+from master_lite._parts._models import Models, check_model_name
 from master_lite._parts._preemption import Preemption, RunEnded, RunSettings
 from master_lite._parts._recovery import Recovery
 from master_lite._parts._reporting import EARLY_EXIT_REASONS, Reports
@@ -31,7 +34,9 @@ from master_lite._parts._run_exits import RunExits
 from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
+from master_lite._parts._tensorboards import TensorBoards
 from master_lite._parts._tokens import authenticate
+from master_lite._parts._unmanaged import UnmanagedRuns
 from master_lite._parts._views import Views
 from master_lite._parts._wiring import Parts, build_parts, make_runner
 
@@ -43,6 +48,7 @@ __all__ = [
     "Contexts",
     "Experiments",
     "MasterState",
+    "Models",
     "Parts",
     "Preemption",
     "Recovery",
@@ -52,10 +58,13 @@ __all__ = [
     "RunSettings",
     "Runs",
     "Searchers",
+    "TensorBoards",
     "TrialLogs",
+    "UnmanagedRuns",
     "Views",
     "authenticate",
     "build_parts",
+    "check_model_name",
     "make_runner",
     "searcher_module",
 ]

@@ -1,6 +1,7 @@
 """The checkpoints part: checkpoint reports of trial runs, and checkpoint reads.
 
-Deleting checkpoints after an experiment is the checkpoint GC's (`master_lite/_gc.py`).
+Deleting checkpoints after an experiment is the checkpoint GC's (`master_lite/_gc.py`); a
+checkpoint that a model version names (`registered_uuids`) is never deleted.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from master_lite import _serialize, errors
 from master_lite._parts._runs import Runs
 from master_lite._parts._shared import MasterState
 from master_lite._parts._views import Views
-from master_lite.store import CheckpointRow
+from master_lite.store import CheckpointRow, registered_message
 
 
 class Checkpoints:
@@ -135,12 +136,18 @@ class Checkpoints:
         return buffer.getvalue()
 
     def mark_checkpoints_deleted(self, items: list[dict]) -> None:
-        """Mark checkpoints DELETED (whoever deleted their files says so), all or none."""
+        """Mark checkpoints DELETED (whoever deleted their files says so), all or none;
+        Conflict for one a model version names."""
         for item in items:
             uuid = item.get("uuid") if isinstance(item, dict) else None
             if not uuid:
                 raise errors.InvalidRequest("checkpoints[].uuid: required")
             self.checkpoint_row(uuid)
+            # The Core API asks first (`model_versions`) and never deletes these files; a
+            # record of a registered checkpoint must not say DELETED either way.
+            versions = self._shared.store.model_versions.naming(uuid)
+            if versions:
+                raise errors.Conflict(registered_message(uuid, versions))
         with self._shared.store.transaction():
             for item in items:
                 changes: dict[str, Any] = {"state": str(CheckpointState.DELETED)}
@@ -156,6 +163,11 @@ class Checkpoints:
         checkpoint = self.get_checkpoint(uuid)
         self._shared.events.publish("checkpoint", checkpoint)
         return checkpoint
+
+    def registered_uuids(self, uuids: list[str] | set[str]) -> set[str]:
+        """Those of `uuids` that a model version names: their files must stay (checkpoint GC,
+        checkpoint deletion and experiment deletion keep them)."""
+        return self._shared.store.model_versions.registered_among(uuids)
 
     def publish_deleted(self, uuid: str) -> None:
         """Tell checkpoint subscribers the GC deleted `uuid` (skipped when nobody listens)."""

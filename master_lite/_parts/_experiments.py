@@ -211,6 +211,11 @@ class Experiments:
         ):
             if not (action == "cancel" and state == ExperimentState.STOPPING_CANCELED):
                 raise errors.Conflict(f"cannot {action} experiment {exp_id}: it is {state}")
+        elif action in ("pause", "activate") and experiment.config.get("unmanaged"):
+            raise errors.Conflict(
+                f"cannot {action} experiment {exp_id}: it trains in a Jupyter kernel "
+                "(core_v2), which the master does not run; stop it in the kernel, or kill it"
+            )
         elif action == "pause":
             if state == ExperimentState.ACTIVE:
                 with self._shared.atomic():
@@ -373,6 +378,18 @@ class Experiments:
                 else ExperimentState.ERROR
             )
             self._set_experiment_state(exp_id, final, ended=True)
+            return
+        if experiment.config.get("unmanaged"):  # no searcher: it ends with its last trial
+            if trials and all(t.state in TERMINAL_TRIAL_STATES for t in trials):
+                ends = {t.state for t in trials}
+                final = (
+                    ExperimentState.ERROR
+                    if TrialState.ERROR in ends
+                    else ExperimentState.CANCELED
+                    if TrialState.CANCELED in ends
+                    else ExperimentState.COMPLETED
+                )
+                self._set_experiment_state(exp_id, final, ended=True)
             return
         if not experiment.searcher_shutdown:
             return

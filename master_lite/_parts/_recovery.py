@@ -42,6 +42,8 @@ class Recovery:
         self.end_orphaned_runs()
         module = None
         for experiment in self._shared.store.experiments.unfinished():
+            if experiment.config.get("unmanaged"):
+                continue  # trains in a kernel: its lease decides (UnmanagedRuns.start)
             module = module or searcher_module()
             self._searchers.restore(experiment, module)
             with self._shared.atomic():

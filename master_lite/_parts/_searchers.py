@@ -55,6 +55,16 @@ class Searchers:
             searcher = module.make_searcher(experiment.config)
         self._searchers[experiment.id] = searcher
 
+    def _unmanaged_progress(self, exp_id: int) -> None:
+        """A run in a kernel (core_v2) has no searcher: its experiment's progress is its trials'
+        mean, as each reports it."""
+        if not self._views.experiment_row(exp_id).config.get("unmanaged"):
+            return
+        trials = self._shared.store.trials.of_experiment(exp_id)
+        if trials:
+            mean = sum(float(t.progress or 0.0) for t in trials) / len(trials)
+            self._shared.store.experiments.update(exp_id, progress=max(0.0, min(1.0, mean)))
+
     # -- events -------------------------------------------------------------------------------
     def event(self, exp_id: int, method: str, *args: Any) -> None:
         """Tell the experiment's searcher one event (`method(*args)`) and apply its answer."""
@@ -88,6 +98,7 @@ class Searchers:
         """The experiment's progress, as its searcher computes it from its trials'."""
         searcher = self._searchers.get(exp_id)
         if searcher is None:
+            self._unmanaged_progress(exp_id)
             return
         trials = self._shared.store.trials.of_experiment(exp_id)
         per_trial = {

@@ -11,6 +11,7 @@ from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
 from master_lite._parts._experiments import Experiments
 from master_lite._parts._logs import TrialLogs
+from master_lite._parts._models import Models
 from master_lite._parts._preemption import RunSettings
 from master_lite._parts._recovery import Recovery
 from master_lite._parts._reporting import Reports
@@ -18,6 +19,8 @@ from master_lite._parts._run_exits import RunExits
 from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState
+from master_lite._parts._tensorboards import TensorBoards
+from master_lite._parts._unmanaged import UnmanagedRuns
 from master_lite._parts._views import Views
 from master_lite.scheduler import (
     GPU,
@@ -46,7 +49,10 @@ class Parts:
     run_exits: RunExits
     reports: Reports
     checkpoints: Checkpoints
+    models: Models
     recovery: Recovery
+    tensorboards: TensorBoards
+    unmanaged: UnmanagedRuns
 
 
 def build_parts(
@@ -57,6 +63,7 @@ def build_parts(
     settings: RunSettings,
     context_size_limit: int,
     collect_garbage: Callable[[], None],
+    tensorboard_refresh_seconds: float = 5.0,
 ) -> Parts:
     """Each part gets the parts it calls in its constructor; where two parts call each other,
     the one built first is wired to the other by its `connect`."""
@@ -87,9 +94,15 @@ def build_parts(
     )
     # The cycles: trial JSON shows the live allocation; the searchers create, stop and schedule
     # trials; a run's end goes back to the trial's and the experiment's state machines.
-    views.connect(allocation_of=runs.allocation_of_trial)
+    unmanaged = UnmanagedRuns(shared, views=views, logs=logs, experiments=experiments)
+    views.connect(
+        allocation_of=lambda trial_id: (
+            runs.allocation_of_trial(trial_id) or unmanaged.kernel_allocation(trial_id)
+        )
+    )
     searchers.connect(experiments=experiments, runs=runs)
     runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
+    checkpoints = Checkpoints(shared, views=views, runs=runs)
     return Parts(
         shared=shared,
         logs=logs,
@@ -100,10 +113,13 @@ def build_parts(
         experiments=experiments,
         run_exits=run_exits,
         reports=Reports(shared, views=views, searchers=searchers),
-        checkpoints=Checkpoints(shared, views=views, runs=runs),
+        checkpoints=checkpoints,
+        models=Models(shared, checkpoints=checkpoints),
         recovery=Recovery(
             shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
         ),
+        tensorboards=TensorBoards(shared, views, refresh_seconds=tensorboard_refresh_seconds),
+        unmanaged=unmanaged,
     )
 
 

@@ -46,3 +46,8 @@ class CheckpointDownloadHandler(ApiHandlerMixin):
         await self.send_bytes(
             self.master.checkpoint_archive(uuid), "application/gzip", f"checkpoint-{uuid}.tar.gz"
         )
+
+
+class CheckpointModelVersionsHandler(ApiHandlerMixin):
+    async def get(self, uuid: str) -> None:
+        self.send_json({"model_versions": self.master.models.checkpoint_versions(uuid)})

@@ -178,6 +178,50 @@ SCHEMAS: dict[str, dict] = {
         path=STRING,
         validation_metrics=nullable(OBJECT),
     ),
+    "TensorBoard": obj(
+        ["id", "state", "experimentIds", "trialIds", "serviceAddress"],
+        id=STRING,
+        state={"type": "string", "enum": ["STATE_STARTING", "STATE_RUNNING", "STATE_TERMINATED"]},
+        experimentIds=array(INTEGER),
+        trialIds={**array(INTEGER), "description": "every trial shown (an experiment's too)"},
+        serviceAddress={
+            **STRING,
+            "description": "where to open it: Jupyter's proxy inside JupyterLab, else its "
+            "loopback address",
+        },
+        port={**INTEGER, "description": "its loopback port on the master's machine"},
+        registeredTime=TIME,
+        error=nullable({**STRING, "description": "why it stopped on its own"}),
+    ),
+    "Model": obj(
+        ["id", "name"],
+        id=INTEGER,
+        name=STRING,
+        description=STRING,
+        notes=STRING,
+        metadata=OBJECT,
+        labels=array(STRING),
+        archived=BOOLEAN,
+        creation_time=TIME,
+        last_updated_time=TIME,
+        num_versions=INTEGER,
+    ),
+    "ModelVersion": obj(
+        ["id", "model_id", "version", "checkpoint_uuid"],
+        id=INTEGER,
+        model_id=INTEGER,
+        model_name=STRING,
+        version={**INTEGER, "description": "1, 2, ... within the model"},
+        checkpoint_uuid=STRING,
+        checkpoint=nullable(ref("Checkpoint")),  # null only when its record is gone
+        name=STRING,
+        comment=STRING,
+        notes=STRING,
+        metadata=OBJECT,
+        labels=array(STRING),
+        creation_time=TIME,
+        last_updated_time=TIME,
+    ),
     "Slot": obj(
         ["id", "type"],
         id=INTEGER,
@@ -195,6 +239,7 @@ _ERROR_DESCRIPTIONS = {
     404: "not found",
     409: "not allowed in the current state",
     413: "too large",
+    503: "something the request needs is not installed beside the master",
     507: "the store could not be written (disk full or read-only root dir)",
 }
 

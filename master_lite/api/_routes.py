@@ -9,6 +9,7 @@ from __future__ import annotations
 from master_lite._events import EVENT_TYPES
 from master_lite.api import _allocations, _checkpoints, _events, _experiments, _openapi
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
+from master_lite.api._model_routes import MODEL_ROUTES
 from master_lite.api._openapi import (
     EMPTY,
     INTEGER,
@@ -37,7 +38,9 @@ from master_lite.api._schemas import (
     TRIAL_IDS,
     TRIALS_LIMIT,
 )
+from master_lite.api._tensorboards import TENSORBOARD_ROUTES
 from master_lite.api._trial_routes import TRIAL_ROUTES
+from master_lite.api._unmanaged import UNMANAGED_ROUTES
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -188,6 +191,7 @@ ROUTES: tuple[Route, ...] = (
         (EXPERIMENT_ID, ACTION),
     ),
     *TRIAL_ROUTES,
+    *UNMANAGED_ROUTES,
     Route(
         "/checkpoints",
         _checkpoints.CheckpointsHandler,
@@ -225,8 +229,8 @@ ROUTES: tuple[Route, ...] = (
             "delete": Operation(
                 "Delete a checkpoint's files; it stays listed as DELETED",
                 CHECKPOINT_ANSWER,
-                description="409 when it is not COMPLETED or a trial that is not finished "
-                "resumes or warm-starts from it",
+                description="409 when it is not COMPLETED, a trial that is not finished "
+                "resumes or warm-starts from it, or a model version names it",
             ),
         },
         (CHECKPOINT_UUID,),
@@ -241,6 +245,25 @@ ROUTES: tuple[Route, ...] = (
         },
         (CHECKPOINT_UUID,),
     ),
+    *TENSORBOARD_ROUTES,
+    Route(
+        "/checkpoints/{uuid}/model_versions",
+        _checkpoints.CheckpointModelVersionsHandler,
+        {
+            "get": Operation(
+                "The model versions that name a checkpoint (it is kept while any does)",
+                obj(
+                    ["model_versions"],
+                    model_versions=array(obj(model_id=INTEGER, model_name=STRING, version=INTEGER)),
+                ),
+                trial_scope=TrialScope.CHECKPOINT_READ,
+                description="what the Core API's checkpoint.delete() asks before it deletes "
+                "a checkpoint's files",
+            )
+        },
+        (CHECKPOINT_UUID,),
+    ),
+    *MODEL_ROUTES,
     Route(
         "/resources",
         _allocations.ResourcesHandler,

@@ -1,10 +1,8 @@
 """The container runtime (Podman or Docker): the settings this machine needs, image checks,
 and the command line of one trial's container.
 
-The settings are generated, not written by hand: Podman runs with `runc` when it is installed
-(Debian's default `crun` refuses hosts with a mixed cgroup setup), and every container gets
-explicit ulimits equal to this process's hard limits (a sandbox that caps open files or
-processes makes the runtime's own defaults fail with `setrlimit ... Operation not permitted`).
+The settings are generated, not written by hand, by `determined.common.containers` (shared with
+`det image build`, so images are built under the settings their trials run with).
 """
 
 from __future__ import annotations
@@ -12,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import resource
 import shlex
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from determined.common.containers import default_runtime, host_settings, registry_of
 from master_lite.scheduler._container_config import (
     Mount,
     config_devices,
@@ -36,21 +34,10 @@ HARNESS_FALLBACK_ENV = "DET_HARNESS_FALLBACK_PATH"
 # requests runs without a charset detector; charset_normalizer's compiled parts would tie the
 # image to this master's Python.
 HARNESS_DEPENDENCIES = ("requests", "urllib3", "idna", "certifi")
-# Podman's default container process limit is far above what a sandbox may allow.
-MAX_NPROC = 32768
 # Where CDI specs live (the NVIDIA Container Toolkit writes nvidia.yaml there).
 CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
 _NVIDIA_SHARED_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
 _CHECK_TIMEOUT = 30
-
-
-def default_runtime() -> str:
-    """Podman when installed, else Docker when installed, else "podman" (checks say it is
-    missing when a trial asks for an image)."""
-    for name in ("podman", "docker"):
-        if shutil.which(name):
-            return name
-    return "podman"
 
 
 def harness_mounts() -> list[Mount]:
@@ -143,18 +130,7 @@ class ContainerRuntime:
 
     def host_settings(self) -> list[str]:
         """The `run` options this machine needs: runtime and ulimits (see the module doc)."""
-        args = []
-        if self.name == "podman":
-            runc = shutil.which("runc")
-            if runc:
-                args += ["--runtime", runc]
-        _, nofile = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if nofile != resource.RLIM_INFINITY:
-            args += ["--ulimit", f"nofile={nofile}:{nofile}"]
-        _, nproc = resource.getrlimit(resource.RLIMIT_NPROC)
-        nproc = MAX_NPROC if nproc == resource.RLIM_INFINITY else min(nproc, MAX_NPROC)
-        args += ["--ulimit", f"nproc={nproc}:{nproc}"]
-        return args
+        return host_settings(self.binary)
 
     def container_name(self, allocation_id: str) -> str:
         """The container of one trial run, e.g. `det-1a2b3c4d-trial-7.2`."""
@@ -172,12 +148,23 @@ class ContainerRuntime:
                 "MasterLite.container_runtime at it)"
             ]
         problems = []
+        force = bool((config.get("environment") or {}).get("force_pull_image"))
         for where, image in images:
-            if not self.image_exists(image):
+            if registry_of(image) is not None:
+                continue  # pulled by the trial's run when it is not here (or always, forced)
+            if force:
                 problems.append(
-                    f"{where}: image {image!r} is not in {self.name}'s local image store "
-                    f"(build or pull it first: `{self.name} pull {image}`, or `make image`; "
-                    f"`{self.name} images` lists the images there)"
+                    f"environment.force_pull_image: {where} {image!r} names no registry to pull "
+                    f"it from (write it with its registry, e.g. 'docker.io/library/{image}', or "
+                    "set force_pull_image: false to use the local image)"
+                )
+            elif not self.image_exists(image):
+                problems.append(
+                    f"{where}: image {image!r} is not in {self.name}'s local image store and "
+                    "names no registry to pull it from (build it here: `make image`, or "
+                    f"`det image build -t {image} DIR` from a Containerfile; or write it with "
+                    f"its registry, e.g. 'docker.io/library/{image}', to have trials pull it; "
+                    f"`{self.name} images` lists the local store)"
                 )
         for where, mount in config_mounts(config):
             if where.startswith("bind_mounts") and not os.path.exists(mount.source):
@@ -191,11 +178,15 @@ class ContainerRuntime:
                 problems.append(f"{where}: device {host!r} does not exist on this machine")
         return problems
 
-    def image_exists(self, image: str) -> bool:
+    def exists_command(self, image: str) -> list[str]:
+        """The command that succeeds when `image` is in the local store."""
         if self.name == "podman":
-            command = [self.binary, "image", "exists", image]
-        else:
-            command = [self.binary, "image", "inspect", image]
+            return [self.binary, "image", "exists", image]
+        return [self.binary, "image", "inspect", image]
+
+    def image_exists(self, image: str) -> bool:
+        """Whether `image` is in the runtime's local store."""
+        command = self.exists_command(image)
         result = subprocess.run(command, capture_output=True, timeout=_CHECK_TIMEOUT)
         return result.returncode == 0
 
@@ -224,6 +215,10 @@ class ContainerRuntime:
             "--init",  # signals reach the trial, and `stop` takes ~1 s instead of its timeout
             "--network",
             "host",  # the master listens on 127.0.0.1
+            # Pulls happen before, with the config's credentials (`pull_wrapper`): a missing
+            # image is then an error, not a second pull without them.
+            "--pull",
+            "never",
             *self.host_settings(),
             "--workdir",
             work_dir,

@@ -18,7 +18,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from determined.common.containers import registry_of
 from master_lite.scheduler._container_config import Mount, config_mounts, config_options
+from master_lite.scheduler._container_pull import (
+    PullState,
+    pull_wrapper,
+    pulls_dir,
+    remove_leftover_pulls,
+)
 from master_lite.scheduler._container_runtime import (
     HARNESS_DEPENDENCIES_MOUNT,
     HARNESS_FALLBACK_ENV,
@@ -57,6 +64,7 @@ class ContainerRunner(Runner):
         self._clients = LocalRunner(log_sink=log_sink, on_exit=self._client_exited, prestarted=0)
         self._names: dict[str, str] = {}
         self._trials: dict[str, int] = {}
+        self._pulls: dict[str, PullState] = {}
         self._lock = threading.Lock()
         self._leftovers_removed = False
         self._cleanup_lock = threading.Lock()
@@ -65,12 +73,13 @@ class ContainerRunner(Runner):
         return self.runtime.config_problems(config)
 
     def remove_leftovers(self) -> None:
-        """Remove the containers a crashed master left (recovery ended or restarts their runs):
-        once, before this runner's first container starts."""
+        """Remove the containers (and pull directories) a crashed master left (recovery ended
+        or restarts their runs): once, before this runner's first container starts."""
         with self._cleanup_lock:
             if self._leftovers_removed:
                 return
             self._leftovers_removed = True
+            remove_leftover_pulls(self.runtime)
             try:
                 self.runtime.remove(self.runtime.leftover_containers())
             except (OSError, subprocess.SubprocessError) as exc:
@@ -106,10 +115,26 @@ class ContainerRunner(Runner):
             mounts=mounts,
             device_args=device_args + config_options(spec.config or {}),
         )
+        environment = (spec.config or {}).get("environment") or {}
+        registry = registry_of(spec.image)
+        pull = None
+        if registry is not None:
+            pull = PullState.create(
+                pulls_dir(self.runtime), environment.get("registry_auth"), registry
+            )
+            command = pull_wrapper(
+                self.runtime,
+                spec.image,
+                pull,
+                force=bool(environment.get("force_pull_image")),
+                run=command,
+            )
         client_env = {**os.environ, **env}
         with self._lock:
             self._names[spec.allocation_id] = name
             self._trials[spec.allocation_id] = spec.trial_id
+            if pull is not None:
+                self._pulls[spec.allocation_id] = pull
         try:
             return self._clients.launch(
                 LaunchSpec(
@@ -124,20 +149,29 @@ class ContainerRunner(Runner):
             with self._lock:
                 self._names.pop(spec.allocation_id, None)
                 self._trials.pop(spec.allocation_id, None)
+                self._pulls.pop(spec.allocation_id, None)
+            if pull is not None:
+                pull.remove()
             raise
 
     def _client_exited(self, allocation_id: str, exit_code: int) -> None:
         with self._lock:
             name = self._names.pop(allocation_id, None)
             trial_id = self._trials.pop(allocation_id, None)
-        if name is not None:
+            pull = self._pulls.pop(allocation_id, None)
+        # A run that ended before its container started ended in its pull (its own line says
+        # why, when the pull failed); its credentials go now if the shell could not remove them.
+        ended_in_pull = pull is not None and pull.pulling()
+        if pull is not None:
+            pull.remove()
+        if name is not None and not ended_in_pull:
             # `--rm` removes it when the client ends normally; a client that was killed (or a
             # runtime that failed half way) can leave it behind.
             try:
                 self.runtime.remove([name])
             except (OSError, subprocess.SubprocessError) as exc:
                 log.warning("could not remove container %s: %s", name, exc)
-        if trial_id is not None and exit_code in _RUNTIME_FAILURES:
+        if trial_id is not None and exit_code in _RUNTIME_FAILURES and not ended_in_pull:
             line = (
                 f"{_RUNTIME_FAILURES[exit_code]} (exit code {exit_code} from "
                 f"{self.runtime.name}; its message is in the lines above)"
@@ -186,7 +220,15 @@ class ContainerRunner(Runner):
         threading.Thread(target=run, name=f"runtime-{allocation_id}", daemon=True).start()
         return True
 
+    def _pulling(self, allocation_id: str) -> bool:
+        with self._lock:
+            pull = self._pulls.get(allocation_id)
+        return pull is not None and pull.pulling()
+
     def send_signal(self, allocation_id: str, sig: int) -> bool:
+        if self._pulling(allocation_id):
+            # No container yet: the signal ends the pull (the client's process group).
+            return self._clients.send_signal(allocation_id, sig)
         name = self._container_of(allocation_id)
         return name is not None and self._in_background(
             allocation_id, self.runtime.signal_command(name, sig)
@@ -197,6 +239,8 @@ class ContainerRunner(Runner):
 
     def terminate(self, allocation_id: str, grace: float) -> bool:
         """SIGTERM the container's processes, SIGKILL them after `grace` seconds."""
+        if self._pulling(allocation_id):
+            return self._clients.terminate(allocation_id, grace)
         name = self._container_of(allocation_id)
         return name is not None and self._in_background(
             allocation_id, self.runtime.stop_command(name, grace)

@@ -1,6 +1,7 @@
 """SQLite store of the master (WAL, versioned migrations), its repositories by aggregate and
 the typed rows they return."""
 
+from ._models import MODEL_ORDERS, Models, ModelVersions, registered_message
 from ._queries import MIN_DATAPOINTS, TRIAL_ORDERS
 from ._repositories import Allocations, Checkpoints, Contexts, Experiments, Trials
 from ._rows import (
@@ -8,17 +9,22 @@ from ._rows import (
     CheckpointRow,
     ContextRow,
     ExperimentRow,
+    ModelRow,
+    ModelVersionRow,
     Row,
     TokenRow,
     TrialRow,
+    UnmanagedTrialRow,
 )
 from ._schema import MIGRATIONS
 from ._series import Logs, Metrics
 from ._store import Store
+from ._unmanaged import UnmanagedTrials
 
 __all__ = [
     "MIGRATIONS",
     "MIN_DATAPOINTS",
+    "MODEL_ORDERS",
     "TRIAL_ORDERS",
     "AllocationRow",
     "Allocations",
@@ -30,9 +36,16 @@ __all__ = [
     "Experiments",
     "Logs",
     "Metrics",
+    "ModelRow",
+    "ModelVersionRow",
+    "ModelVersions",
+    "Models",
     "Row",
     "Store",
     "TokenRow",
     "TrialRow",
     "Trials",
+    "UnmanagedTrialRow",
+    "UnmanagedTrials",
+    "registered_message",
 ]

@@ -156,6 +156,24 @@ class TokenRow(Row):
 
 
 @dataclasses.dataclass(frozen=True)
+class UnmanagedTrialRow(Row):
+    """A row of `unmanaged_trials` (migration 6): a trial that trains where the master does not
+    run it (a Jupyter kernel), with the lease that keeps it live."""
+
+    TABLE: ClassVar[str] = "unmanaged_trials"
+    KEY: ClassVar[str] = "trial_id"
+
+    trial_id: int
+    experiment_id: int
+    external_experiment_id: str
+    external_trial_id: str
+    token_hash: str | None  # sha256 of the kernel's token; None once the trial ended
+    lease_seconds: float
+    lease_expires: float | None  # wall-clock deadline of the lease; None once the trial ended
+    host: str  # where it runs, for people ("kernel on HOST pid N")
+
+
+@dataclasses.dataclass(frozen=True)
 class CheckpointRow(Row):
     """A row of `checkpoints`."""
 
@@ -187,12 +205,53 @@ class ContextRow(Row):
     created: float
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelRow(Row):
+    """A row of `models` (migration 5): a model of the registry."""
+
+    TABLE: ClassVar[str] = "models"
+    FLAGS: ClassVar[frozenset[str]] = frozenset({"archived"})
+
+    id: int
+    name: str
+    description: str
+    notes: str
+    metadata: dict[str, Any]  # JSON
+    labels: list[str]  # JSON
+    archived: bool
+    creation_time: float
+    last_updated_time: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelVersionRow(Row):
+    """A row of `model_versions` (migration 5): one checkpoint registered as a model's
+    version."""
+
+    TABLE: ClassVar[str] = "model_versions"
+
+    id: int
+    model_id: int
+    version: int  # 1, 2, ... within the model
+    checkpoint_uuid: str
+    name: str
+    comment: str
+    notes: str
+    metadata: dict[str, Any]  # JSON
+    labels: list[str]  # JSON
+    creation_time: float
+    last_updated_time: float
+
+
 __all__ = [
     "AllocationRow",
+    "ModelRow",
+    "ModelVersionRow",
     "CheckpointRow",
     "ContextRow",
     "ExperimentRow",
     "Row",
     "TokenRow",
     "TrialRow",
+    "UnmanagedTrialRow",
 ]

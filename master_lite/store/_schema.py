@@ -148,11 +148,69 @@ ALTER TABLE trials ADD COLUMN exit_summary TEXT;
 ALTER TABLE trials ADD COLUMN notebook_error TEXT
 """
 
+# The model registry (docs/sdk.md, "Model registry"; docs/rest-api.md, "Models"): named models,
+# and their numbered versions, each one checkpoint. Names are unique as written (case-sensitive,
+# as Determined's). A version's checkpoint_uuid has no foreign key: a re-report of a checkpoint
+# replaces its row (INSERT OR REPLACE), which a reference would refuse; the registry checks the
+# checkpoint exists when a version is registered, and checkpoint GC and deletion keep it while a
+# version names it (model_versions_by_checkpoint serves that check).
+MIGRATION_5_MODEL_REGISTRY = """
+CREATE TABLE models (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    description TEXT NOT NULL DEFAULT '',
+    notes TEXT NOT NULL DEFAULT '',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    labels TEXT NOT NULL DEFAULT '[]',
+    archived INTEGER NOT NULL DEFAULT 0,
+    creation_time REAL NOT NULL,
+    last_updated_time REAL NOT NULL
+);
+CREATE TABLE model_versions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    model_id INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    checkpoint_uuid TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    comment TEXT NOT NULL DEFAULT '',
+    notes TEXT NOT NULL DEFAULT '',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    labels TEXT NOT NULL DEFAULT '[]',
+    creation_time REAL NOT NULL,
+    last_updated_time REAL NOT NULL,
+    UNIQUE (model_id, version)
+);
+CREATE INDEX model_versions_by_checkpoint ON model_versions (checkpoint_uuid)
+"""
+
+# Runs that train in a Jupyter kernel (or any process the master does not start), tracked like
+# Determined's unmanaged trials (docs/results.md, "Tracking a run that trains in the kernel"):
+# one row per unmanaged trial, found again by the external ids a resumed run gives. The kernel
+# holds a lease it renews by heartbeat; `lease_expires` (wall clock, so it survives a master
+# restart) past due ends the trial as ERROR, NULL once it ended. The token is the kernel's, stored
+# hashed; it authorizes only this trial's reports while the trial is live.
+MIGRATION_6_UNMANAGED = """
+CREATE TABLE unmanaged_trials (
+    trial_id INTEGER PRIMARY KEY REFERENCES trials(id),
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    external_experiment_id TEXT NOT NULL,
+    external_trial_id TEXT NOT NULL,
+    token_hash TEXT,
+    lease_seconds REAL NOT NULL,
+    lease_expires REAL,
+    host TEXT NOT NULL DEFAULT '',
+    UNIQUE (external_experiment_id, external_trial_id)
+);
+CREATE INDEX unmanaged_trials_by_token ON unmanaged_trials (token_hash)
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_INITIAL,
     MIGRATION_2_FAULT_TOLERANCE,
     MIGRATION_3_CURRENT_SERIES_INDEX,
     MIGRATION_4_TRIAL_EXIT_DETAILS,
+    MIGRATION_5_MODEL_REGISTRY,
+    MIGRATION_6_UNMANAGED,
 ]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.
@@ -165,4 +223,7 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "contexts": frozenset(),
     "logs": frozenset(),
     "trial_tokens": frozenset(),
+    "models": frozenset({"metadata", "labels"}),
+    "model_versions": frozenset({"metadata", "labels"}),
+    "unmanaged_trials": frozenset(),
 }

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _repositories, _series
+from . import _models, _repositories, _series, _unmanaged
 from ._schema import JSON_COLUMNS, MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
@@ -46,6 +46,9 @@ class Store:
         self.logs = _series.Logs(self)
         self.checkpoints = _repositories.Checkpoints(self)
         self.contexts = _repositories.Contexts(self)
+        self.models = _models.Models(self)
+        self.model_versions = _models.ModelVersions(self)
+        self.unmanaged = _unmanaged.UnmanagedTrials(self)
 
     # -- connections and transactions --------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:

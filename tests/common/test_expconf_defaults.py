@@ -321,12 +321,10 @@ def test_warnings_name_fields_the_local_runner_ignores() -> None:
     }
     config["resources"]["shm_size"] = "1G"
     config["environment"]["registry_auth"] = {"username": "me"}
-    # environment.image runs trials in containers, which use bind_mounts and shm_size.
+    # environment.image runs trials in containers, which use bind_mounts, shm_size and the
+    # registry's credentials.
     notes = expconf.warnings(config)
-    assert [note.split(":")[0] for note in notes] == [
-        "environment.registry_auth",
-        "resources.resource_pool",
-    ]
+    assert [note.split(":")[0] for note in notes] == ["resources.resource_pool"]
     del config["environment"]["image"]
     notes = expconf.warnings(config)
     assert [note.split(":")[0] for note in notes] == [

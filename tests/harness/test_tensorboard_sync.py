@@ -3,21 +3,19 @@ off the training thread, and at close for whatever was written after the last re
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
 
 from determined.core._tensorboard import TensorboardManager, TensorboardMode
 
+TRIAL_ID = 12
+
 
 @pytest.fixture
 def manager(tmp_path):
-    # The TensorBoard directory is per trial under the system temp dir: a trial id of this test's.
-    trial_id = 900_000 + os.getpid() % 100_000
-    tb = TensorboardManager(TensorboardMode.AUTO, tmp_path / "storage", 7, trial_id)
-    shutil.rmtree(tb.path, ignore_errors=True)
-    tb.path.mkdir(parents=True)
+    tb = TensorboardManager(TensorboardMode.AUTO, tmp_path / "storage", 7, TRIAL_ID)
+    tb.path.mkdir(parents=True)  # what the trial's TensorBoard writer does
     yield tb
     tb.close()
     shutil.rmtree(tb.path, ignore_errors=True)
@@ -25,14 +23,7 @@ def manager(tmp_path):
 
 def stored(tmp_path, tb, name):
     return (
-        tmp_path
-        / "storage"
-        / "tensorboard"
-        / "experiment"
-        / "7"
-        / "trial"
-        / tb.path.name[len("trial-") :]
-        / name
+        tmp_path / "storage" / "tensorboard" / "experiment" / "7" / "trial" / str(TRIAL_ID) / name
     )
 
 
@@ -50,14 +41,27 @@ def test_files_written_before_and_after_the_last_report_are_stored(tmp_path, man
     )
 
 
+def test_each_run_writes_into_a_directory_of_its_own_removed_once_stored(tmp_path, manager):
+    # Another master's trial 12 (or an earlier run's) must not hand its files to this one.
+    other = TensorboardManager(TensorboardMode.AUTO, tmp_path / "other-storage", 3, TRIAL_ID)
+    try:
+        assert other.path != manager.path
+        assert not other.path.exists()
+    finally:
+        other.close()
+    (manager.path / "events.out.tfevents.1").write_bytes(b"data")
+    manager.close()
+    assert stored(tmp_path, manager, "events.out.tfevents.1").read_bytes() == b"data"
+    assert not manager.path.exists()
+
+
 def test_upload_is_refused_in_auto_mode(manager):
     with pytest.raises(RuntimeError, match="MANUAL"):
         manager.upload(lambda _: True, lambda path, _: path)
 
 
 def test_manual_mode_copies_only_on_request(tmp_path):
-    tb = TensorboardManager(TensorboardMode.MANUAL, tmp_path / "storage", 7, 899_999)
-    shutil.rmtree(tb.path, ignore_errors=True)
+    tb = TensorboardManager(TensorboardMode.MANUAL, tmp_path / "storage", 7, TRIAL_ID)
     tb.path.mkdir(parents=True)
     try:
         (tb.path / "a.tfevents").write_bytes(b"x")

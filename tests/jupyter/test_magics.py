@@ -154,16 +154,48 @@ def test_pause_activate_kill(shell, server, capsys) -> None:
     assert server.wait_experiment(experiment_id, timeout=90)["experiment"]["state"] == "CANCELED"
 
 
-def test_local_runs_in_the_kernel_and_submits_nothing(shell, server, capsys) -> None:
-    before = len(server.api("GET", "experiments")["experiments"])
-    run(shell, "scale = 1")
-    run(
-        shell,
-        "%%det_submit --local\nimport determined as det\n"
-        "print('local cluster info:', det.get_cluster_info())",
-    )
-    assert "local cluster info: None" in capsys.readouterr().out
-    assert len(server.api("GET", "experiments")["experiments"]) == before
+LOCAL_CELL = """%%det_submit cfg --local --no-widget
+import determined as det
+from determined.experimental import core_v2
+assert det.get_cluster_info() is None  # as off the master: only core.init() is the run's
+hparams = core_v2.info.trial.hparams
+with det.core.init() as core_context:
+    for step in (1, 2):
+        core_context.train.report_training_metrics(step, {"loss": hparams["lr"] * step})
+    print("trained locally")
+"""
+
+
+def test_local_trains_in_the_kernel_tracked_as_an_unmanaged_run(shell, server, capsys) -> None:
+    shell.user_ns["cfg"] = {
+        "name": "local-magic",
+        "hyperparameters": {"lr": {"type": "const", "val": 0.5}},
+        "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+    }
+    run(shell, LOCAL_CELL)
+    out = capsys.readouterr().out
+    assert "trained locally" in out
+    experiment_id = int(out.split("Tracking local run: experiment ")[1].split(",")[0])
+    found = server.api("GET", f"experiments/{experiment_id}")
+    assert found["experiment"]["unmanaged"] is True
+    assert found["experiment"]["state"] == "COMPLETED"
+    [trial] = server.api("GET", f"experiments/{experiment_id}/trials")["trials"]
+    assert trial["state"] == "COMPLETED" and trial["hparams"] == {"lr": 0.5}
+    metrics = server.api("GET", f"trials/{trial['id']}/metrics")["metrics"]
+    assert [(m["steps_completed"], m["metrics"]) for m in metrics] == [
+        (1, {"loss": 0.5}),
+        (2, {"loss": 1.0}),
+    ]
+    assert "trained locally" in server.trial_logs(trial["id"])
+
+    # A cell that fails ends its run as ERROR; a searched range cannot run locally.
+    result = shell.run_cell("%%det_submit --local --no-widget\nraise RuntimeError('diverged')")
+    assert isinstance(result.error_in_exec, RuntimeError)
+    failed_id = int(capsys.readouterr().out.split("experiment ")[1].split(",")[0])
+    assert server.api("GET", f"experiments/{failed_id}")["experiment"]["state"] == "ERROR"
+    shell.user_ns["cfg"]["hyperparameters"]["lr"] = {"type": "double", "minval": 0, "maxval": 1}
+    with pytest.raises(UsageError, match="hyperparameters.lr is a 'double' range"):
+        shell.run_cell(LOCAL_CELL).raise_error()
 
 
 def test_notebook_submitted_stops_the_cell_with_one_line(shell, capsys) -> None:

@@ -72,6 +72,7 @@ def experiment_named(server, name: str) -> dict:
 
 def test_every_notebook_is_covered() -> None:
     assert ALL_NOTEBOOKS == [
+        "core_v2_in_kernel.ipynb",
         "keras_native.ipynb",
         "pytorch_trial.ipynb",
         "quickstart.ipynb",
@@ -96,6 +97,22 @@ def test_quickstart(lab_server, tmp_path) -> None:
     # The last cell (%det describe last) printed the finished experiment.
     text = "".join("".join(out.get("text", "")) for out in executed["cells"][-1]["outputs"])
     assert f"Experiment {experiment['id']} quickstart: COMPLETED" in text
+
+
+def test_core_v2_in_kernel(lab_server, tmp_path) -> None:
+    executed, log = run_notebook(lab_server, "core_v2_in_kernel.ipynb", tmp_path / "work")
+    assert cell_error(executed) is None, log
+    experiment = experiment_named(lab_server, "core-v2-in-kernel")
+    assert experiment["unmanaged"] is True and experiment["state"] == "COMPLETED"
+    [trial] = lab_server.api("GET", f"experiments/{experiment['id']}")["trials"]
+    # Two runs of one trial: the second resumed from step 20 and went on to 40.
+    assert trial["state"] == "COMPLETED" and trial["run_id"] == 2
+    assert trial["steps_completed"] == 40
+    metrics = lab_server.api("GET", f"trials/{trial['id']}/metrics", params={"group": "training"})
+    assert [m["steps_completed"] for m in metrics["metrics"]] == list(range(1, 41))
+    assert experiment["best_validation"] < 0.01  # y = 3x + 1 learned
+    logs = lab_server.trial_logs(trial["id"])
+    assert "trained to step 20" in logs and "resumed trial" in logs and "at step 20" in logs
 
 
 def test_search_widget(lab_server, tmp_path) -> None:

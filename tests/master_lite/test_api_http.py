@@ -766,7 +766,10 @@ def _concrete_path(route_path: str, principal: TrialPrincipal) -> str:
         "trial_id": principal.trial_id,
         "allocation_id": principal.allocation_id,
         "uuid": "ck-1",
-        "action": "pause",
+        "action": "archive" if route_path.startswith("/models/") else "pause",
+        "model": "m",
+        "version": 1,
+        "tensorboard_id": "0f0e0d0c-0000-4000-8000-000000000000",
     }
     return "/api/v1" + re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), route_path)
 
@@ -814,6 +817,11 @@ def test_trial_scoped_operations_are_the_documented_ones() -> None:
         ("POST", "/checkpoints"): TrialScope.CHECKPOINT_REPORT,
         ("PATCH", "/checkpoints"): TrialScope.CHECKPOINT_DELETE,
         ("GET", "/checkpoints/{uuid}"): TrialScope.CHECKPOINT_READ,
+        ("GET", "/checkpoints/{uuid}/model_versions"): TrialScope.CHECKPOINT_READ,
+        # An unmanaged run's kernel (core_v2), with its trial's token (docs/rest-api.md).
+        ("POST", "/unmanaged/trials/{trial_id}/heartbeat"): TrialScope.TRIAL,
+        ("POST", "/unmanaged/trials/{trial_id}/logs"): TrialScope.TRIAL,
+        ("POST", "/unmanaged/trials/{trial_id}/close"): TrialScope.TRIAL,
     }
 
 

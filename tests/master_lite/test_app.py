@@ -58,6 +58,7 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "container_runtime",
         "context_size_limit",
         "preemption_grace_seconds",
+        "tensorboard_refresh_seconds",
         "host",
         "port",
     }
@@ -81,6 +82,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     )
     assert app.context_size_limit == 96 * 1024 * 1024
     assert app.preemption_grace_seconds == 30.0
+    assert app.tensorboard_refresh_seconds == 5.0
     assert app.container_runtime == "podman"  # installed by `make test-deps`
 
 
@@ -91,8 +93,11 @@ def test_environment_variables_set_defaults_and_config_wins(
     monkeypatch.setenv("MASTER_LITE_PORT", "9123")
     monkeypatch.setenv("MASTER_LITE_CPU_SLOTS", "5")
     monkeypatch.setenv("MASTER_LITE_PREEMPTION_GRACE_SECONDS", "2.5")
+    monkeypatch.setenv("MASTER_LITE_TENSORBOARD_REFRESH_SECONDS", "0.5")
     monkeypatch.setenv("MASTER_LITE_CONTAINER_RUNTIME", "/opt/bin/docker")
     app = MasterLite()
+    assert app.tensorboard_refresh_seconds == 0.5
+    assert app.build_master().tensorboards.refresh_seconds == 0.5
     assert (app.root_dir, app.port, app.cpu_slots) == (str(tmp_path), 9123, 5)
     assert app.container_runtime == "/opt/bin/docker"
     assert app.preemption_grace_seconds == 2.5
@@ -105,6 +110,8 @@ def test_bad_settings_name_the_problem(monkeypatch: pytest.MonkeyPatch) -> None:
         _ = MasterLite().port
     with pytest.raises(TraitError, match="port must be 0..65535"):
         MasterLite(port=70000)
+    with pytest.raises(TraitError, match="tensorboard_refresh_seconds must be > 0, got 0"):
+        MasterLite(tensorboard_refresh_seconds=0)
 
 
 # --- in-process lifecycle with a fake facade ------------------------------------------------

@@ -155,9 +155,12 @@ def test_a_crashed_masters_container_is_removed_by_the_next_master(
 ) -> None:
     master = container_master
     cfg = config(container_images["a"], searcher=SINGLE, step_sleep=0.05, max_restarts=1)
-    # The first run's container never ends by itself: only the next master can remove it.
+    # The first run's container never ends by itself: only the next master can remove it. It
+    # writes nothing to its (then broken) output pipe, which would end it as it ends a process
+    # trial (the runtime's client proxies the SIGPIPE into the container).
     cfg["entrypoint"] = (
-        'python3 train.py; if [ "$DET_TRIAL_RUN_ID" = 1 ]; then exec sleep 100000; fi'
+        'if [ "$DET_TRIAL_RUN_ID" = 1 ]; then python3 train.py > run-1.log 2>&1; '
+        "exec sleep 100000; fi; python3 train.py"
     )
     exp_id = submit(master, cfg, FILES)
     (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")

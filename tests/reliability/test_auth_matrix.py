@@ -78,6 +78,9 @@ def _request_for(method: str, path_template: str, operation, own: dict) -> tuple
         "allocation_id": own["allocation_id"],
         "uuid": own["checkpoint"],
         "action": "unarchive",
+        "tensorboard_id": "0f0e0d0c-0000-4000-8000-000000000000",
+        "model": "auth-model",  # none such: a user's call is answered 404, past auth
+        "version": 1,
     }
     path = path_template.format(**values)
     kwargs: dict = {"params": {}}

@@ -12,7 +12,17 @@ import os
 import sys
 from collections.abc import Sequence
 
-from determined.cli import _checkpoint, _experiment, _info, _preview, _trial, _user
+from determined.cli import (
+    _checkpoint,
+    _experiment,
+    _image,
+    _info,
+    _model,
+    _preview,
+    _tensorboard,
+    _trial,
+    _user,
+)
 from determined.cli._base import CliError, Context, NotSupported
 from determined.common import api, expconf
 from determined.common import context as context_mod
@@ -41,9 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     _experiment.add_parser(nouns)
     _trial.add_parser(nouns)
     _checkpoint.add_parser(nouns)
+    _model.add_parser(nouns)
+    _tensorboard.add_parser(nouns)
     _preview.add_parser(nouns)
     _user.add_parser(nouns)
     _info.add_parser(nouns)
+    _image.add_parser(nouns)
     return parser
 
 

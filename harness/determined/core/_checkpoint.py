@@ -283,6 +283,25 @@ class CheckpointContext:
         # (allow_nan=False as requests' json= would: the master's JSON has no NaN).
         self._reporter.submit(storage_id, json.dumps(body, allow_nan=False).encode())
 
+    def _refuse_if_registered(self, storage_id: str) -> None:
+        """A checkpoint a model version names is kept: refuse before touching its files."""
+        from determined.common.api import errors
+
+        try:
+            answer = self._session.get(f"/checkpoints/{storage_id}/model_versions")
+        except errors.NotFoundException:
+            return  # never reported: no version can name it
+        versions = answer["model_versions"]
+        if versions:
+            named = ", ".join(
+                f"version {v['version']} of model {v['model_name']!r}" for v in versions
+            )
+            raise errors.APIError(
+                409,
+                f"checkpoint {storage_id} is registered in the model registry ({named}) and "
+                "cannot be deleted: delete those model versions first (det model delete-version)",
+            )
+
     def _report_deleted(self, storage_id: str, resources: dict[str, int]) -> None:
         self._session.patch(
             "/checkpoints", {"checkpoints": [{"uuid": storage_id, "resources": resources}]}
@@ -569,9 +588,11 @@ class CheckpointContext:
 
         Raises:
             RuntimeError: reporting an earlier checkpoint of this process to the master failed.
-            determined.common.api.APIError: the master refused the deletion report.
+            determined.common.api.APIError: a model version names the checkpoint (409: its
+                files are kept), or the master refused the deletion report.
         """
         self._reporter.flush()  # the master must know a checkpoint before it is marked deleted
+        self._refuse_if_registered(storage_id)
         resources = self._storage_manager.delete(storage_id)
         self._report_deleted(storage_id, resources)
 
@@ -589,6 +610,9 @@ class DummyCheckpointContext(CheckpointContext):
         self, storage_id: str, resources: dict[str, int], metadata: dict
     ) -> None:
         logger.info("saved checkpoint %s", storage_id)
+
+    def _refuse_if_registered(self, storage_id: str) -> None:
+        pass  # no master, no model registry
 
     def _report_deleted(self, storage_id: str, resources: dict[str, int]) -> None:
         logger.info("deleted checkpoint %s", storage_id)

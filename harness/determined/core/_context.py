@@ -192,6 +192,18 @@ def _default_storage(checkpoint_storage: Any) -> storage.StorageManager:
     return manager
 
 
+# The context of the `det.experimental.core_v2` run open in this process (a notebook's kernel):
+# off the master, `init()` answers it, so Core API code run by `%%det_submit --local` or beside
+# `core_v2.init()` reports to that run instead of to dummy contexts.
+_unmanaged_context: Context | None = None
+
+
+def set_unmanaged_context(context: Context | None) -> None:
+    """Make `context` (an open core_v2 run's) what `init()` returns off the master."""
+    global _unmanaged_context
+    _unmanaged_context = context
+
+
 def _dummy_init(
     *, distributed: DistributedContext | None = None, checkpoint_storage: Any = None
 ) -> Context:
@@ -222,7 +234,9 @@ def init(
 
     In a trial started by the master, the contexts talk to the master; anywhere else (a laptop,
     a notebook, a test) they are the `Dummy*` contexts: reports are logged and checkpoints go to
-    local storage, so the same training code runs in both places.
+    local storage, so the same training code runs in both places. While a
+    `det.experimental.core_v2` run is open in this process (`core_v2.init()`,
+    `%%det_submit --local`), it returns that run's contexts instead: the master tracks them.
 
     Args:
         distributed: how this process talks to the trial's other processes, e.g.
@@ -248,6 +262,8 @@ def init(
         TypeError: `checkpoint_storage` is neither a str, a dict nor None.
     """
     info = _info.get_cluster_info()
+    if info is None and _unmanaged_context is not None and not _unmanaged_context._closed:
+        return _unmanaged_context
     if info is None:
         return _dummy_init(distributed=distributed, checkpoint_storage=checkpoint_storage)
     _install_stack_dump_handler()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import pathlib
+import secrets
 import shutil
 import tempfile
 import threading
@@ -47,8 +48,13 @@ class TensorboardManager:
         rank: int = 0,
     ) -> None:
         self.mode = TensorboardMode(mode)
+        # A directory of this run's own: a fixed name per trial id would hand a trial the event
+        # files that a trial of the same id (of another master, or an earlier root dir) left.
+        # Created by whoever writes into it (TensorBoard's writers do), as in Determined.
         self.path = (
-            pathlib.Path(tempfile.gettempdir()) / "determined-tensorboard" / f"trial-{trial_id}"
+            pathlib.Path(tempfile.gettempdir())
+            / "determined-tensorboard"
+            / f"trial-{trial_id}-rank-{rank}-{secrets.token_hex(6)}"
         )
         self._target = (
             None
@@ -101,6 +107,8 @@ class TensorboardManager:
             self._syncer.join()
         if self.mode is TensorboardMode.AUTO:
             self._copy_all()
+            if self._target is not None:  # every file is in checkpoint storage now
+                shutil.rmtree(self.path, ignore_errors=True)
 
     def _copy(
         self,

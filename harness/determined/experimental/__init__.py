@@ -23,20 +23,25 @@ from determined.experimental._native import (
     submit_native,
 )
 
-_LAZY_SUBMODULES = frozenset({"keras", "estimator", "client"})
-# Determined's SDK names here, from determined.common.experimental (its modules `checkpoint`
-# and `metrics` too).
+_LAZY_SUBMODULES = frozenset({"keras", "estimator", "client", "core_v2"})
+# Determined's SDK names here, from determined.common.experimental (its modules `checkpoint`,
+# `metrics` and `model` too).
 _SDK_NAMES = frozenset(
     {
         "Checkpoint",
         "Determined",
         "Experiment",
+        "Model",
+        "ModelOrderBy",
+        "ModelSortBy",
+        "ModelVersion",
         "OrderBy",
         "Trial",
         "TrialOrderBy",
         "TrialSortBy",
         "checkpoint",
         "metrics",
+        "model",
     }
 )
 

@@ -35,6 +35,10 @@ from determined.common.experimental import (
     ExperimentOrderBy,
     ExperimentSortBy,
     ExperimentState,
+    Model,
+    ModelOrderBy,
+    ModelSortBy,
+    ModelVersion,
     OrderBy,
     Trial,
     TrialMetrics,
@@ -235,6 +239,125 @@ def get_checkpoint(uuid: str) -> Checkpoint:
 
 
 @_require_singleton
+def create_model(
+    name: str,
+    description: str | None = "",
+    metadata: dict[str, Any] | None = None,
+    labels: list[str] | None = None,
+    workspace_name: str | None = None,
+) -> Model:
+    """Add a model to the model registry.
+
+    Args:
+        name: its unique name (not blank, no slashes or double spaces, not only digits).
+        description: a description.
+        metadata: a JSON-serializable dict.
+        labels: its labels.
+        workspace_name: not used (one workspace here).
+
+    Returns:
+        The new `Model`.
+
+    Raises:
+        determined.common.api.errors.APIException: the name is taken (409) or invalid (400).
+    """
+    return _singleton().create_model(name, description, metadata, labels, workspace_name)
+
+
+@_require_singleton
+def get_model(identifier: str | int) -> Model:
+    """A model of the registry, by name or id.
+
+    Args:
+        identifier: the model's name, or its id.
+
+    Returns:
+        The `Model`.
+
+    Raises:
+        determined.common.api.errors.NotFoundException: no model has this name or id.
+    """
+    return _singleton().get_model(identifier)
+
+
+@_require_singleton
+def get_model_by_id(model_id: int) -> Model:
+    """Deprecated in Determined (FutureWarning): `get_model(model_id)`.
+
+    Args:
+        model_id: the model's id.
+
+    Returns:
+        The `Model`.
+    """
+    return _singleton().get_model_by_id(model_id)
+
+
+@_require_singleton
+def list_models(
+    sort_by: ModelSortBy = ModelSortBy.NAME,
+    order_by: OrderBy | ModelOrderBy = OrderBy.ASCENDING,
+    name: str | None = None,
+    description: str | None = None,
+    model_id: int | None = None,
+    workspace_names: list[str] | None = None,
+    workspace_ids: list[int] | None = None,
+    *,
+    labels: list[str] | None = None,
+    archived: bool | None = None,
+) -> list[Model]:
+    """Models of the registry matching every filter given, sorted.
+
+    Args:
+        sort_by: a `ModelSortBy` (default NAME).
+        order_by: `OrderBy.ASC` (default) or `OrderBy.DESC`.
+        name: only names containing this (any case).
+        description: only descriptions containing this (any case).
+        model_id: only the model with this id.
+        workspace_names: not used (one workspace here).
+        workspace_ids: not used (one workspace here).
+        labels: only models with every one of these labels (ours).
+        archived: only archived (True) or unarchived (False) ones (ours).
+
+    Returns:
+        A list of `Model`.
+    """
+    return _singleton().list_models(
+        sort_by,
+        order_by,
+        name,
+        description,
+        model_id,
+        workspace_names,
+        workspace_ids,
+        labels=labels,
+        archived=archived,
+    )
+
+
+@_require_singleton
+def get_models(
+    sort_by: ModelSortBy = ModelSortBy.NAME,
+    order_by: OrderBy | ModelOrderBy = OrderBy.ASCENDING,
+    name: str | None = None,
+    description: str | None = None,
+    model_id: int | None = None,
+    workspace_names: list[str] | None = None,
+    workspace_ids: list[int] | None = None,
+) -> list[Model]:
+    """Deprecated in Determined (FutureWarning): the same as `list_models`."""
+    return _singleton().get_models(
+        sort_by, order_by, name, description, model_id, workspace_names, workspace_ids
+    )
+
+
+@_require_singleton
+def get_model_labels() -> list[str]:
+    """Every label some model of the registry has, sorted."""
+    return _singleton().get_model_labels()
+
+
+@_require_singleton
 def iter_trials_metrics(trial_ids: list[int], group: str) -> Iterable[TrialMetrics]:
     """The metric reports of one group of several trials, following them until they end.
 
@@ -286,6 +409,10 @@ __all__ = [
     "ExperimentOrderBy",
     "ExperimentSortBy",
     "ExperimentState",
+    "Model",
+    "ModelOrderBy",
+    "ModelSortBy",
+    "ModelVersion",
     "OrderBy",
     "Trial",
     "TrialMetrics",
@@ -293,11 +420,17 @@ __all__ = [
     "TrialSortBy",
     "TrialState",
     "create_experiment",
+    "create_model",
     "get_checkpoint",
     "get_experiment",
+    "get_model",
+    "get_model_by_id",
+    "get_model_labels",
+    "get_models",
     "get_trial",
     "iter_trials_metrics",
     "list_experiments",
+    "list_models",
     "login",
     "logout",
     "stream_trials_metrics",

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-_NO_CONTAINERS = "ignored by master_lite (no registries, pods or proxied ports)"
+_NO_CONTAINERS = "ignored by master_lite (no pods or proxied ports)"
 _NO_IMAGE = "ignored without environment.image (trials run as local processes)"
 
 # (section, field, message): warn when config[section][field] is set to something non-default.
 _IGNORED_FIELDS = [
     ("environment", "pod_spec", _NO_CONTAINERS),
-    ("environment", "registry_auth", _NO_CONTAINERS),
-    ("environment", "force_pull_image", _NO_CONTAINERS),
     ("environment", "ports", _NO_CONTAINERS),
     ("environment", "proxy_ports", _NO_CONTAINERS),
     ("resources", "resource_pool", "ignored (master_lite has a single resource pool)"),
@@ -22,6 +20,8 @@ _IGNORED_FIELDS = [
 _CONTAINER_FIELDS = [
     ("environment", "add_capabilities", _NO_IMAGE),
     ("environment", "drop_capabilities", _NO_IMAGE),
+    ("environment", "force_pull_image", _NO_IMAGE),
+    ("environment", "registry_auth", _NO_IMAGE),
     ("resources", "devices", _NO_IMAGE),
     ("resources", "shm_size", _NO_IMAGE),
 ]

@@ -18,6 +18,7 @@ from determined.common.experimental.experiment import (
     ExperimentState,
 )
 from determined.common.experimental.metrics import TrialMetrics
+from determined.common.experimental.model import Model, ModelOrderBy, ModelSortBy, ModelVersion
 from determined.common.experimental.trial import Trial, TrialOrderBy, TrialSortBy, TrialState
 
 __all__ = [
@@ -32,6 +33,10 @@ __all__ = [
     "ExperimentOrderBy",
     "ExperimentSortBy",
     "ExperimentState",
+    "Model",
+    "ModelOrderBy",
+    "ModelSortBy",
+    "ModelVersion",
     "OrderBy",
     "Trial",
     "TrialMetrics",

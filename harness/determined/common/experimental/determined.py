@@ -12,7 +12,7 @@ from typing import Any
 
 from determined.common import api
 from determined.common import context as context_mod
-from determined.common.experimental import checkpoint, experiment, metrics, trial
+from determined.common.experimental import checkpoint, experiment, metrics, model, trial
 from determined.common.experimental._util import OrderBy
 
 logger = logging.getLogger("determined.client")
@@ -213,6 +213,139 @@ class Determined:
         """
         answer = self._session.get(f"/checkpoints/{uuid}")
         return checkpoint.Checkpoint._from_json(answer["checkpoint"], self._session)
+
+    def create_model(
+        self,
+        name: str,
+        description: str | None = "",
+        metadata: dict[str, Any] | None = None,
+        labels: list[str] | None = None,
+        workspace_name: str | None = None,
+    ) -> model.Model:
+        """Add a model to the model registry.
+
+        Args:
+            name: its name: unique (case-sensitive), not blank, without slashes or double
+                spaces, and not only digits.
+            description: a description.
+            metadata: a JSON-serializable dict.
+            labels: its labels.
+            workspace_name: not used (this master has one workspace).
+
+        Returns:
+            The new `Model`.
+
+        Raises:
+            determined.common.api.errors.APIException: the name is taken (409) or invalid
+                (400); the message says which.
+        """
+        del workspace_name  # one workspace here
+        body = {
+            "name": name,
+            "description": description or "",
+            "metadata": metadata or {},
+            "labels": list(labels or []),
+        }
+        answer = self._session.post("/models", body)
+        return model.Model._from_json(answer["model"], self._session)
+
+    def get_model(self, identifier: str | int) -> model.Model:
+        """A model of the registry, by name or by id (an int, or a string of digits).
+
+        Args:
+            identifier: the model's name or id.
+
+        Returns:
+            The `Model`.
+
+        Raises:
+            determined.common.api.errors.NotFoundException: no model has this name or id.
+        """
+        answer = self._session.get(model.model_path(identifier))
+        return model.Model._from_json(answer["model"], self._session)
+
+    def get_model_by_id(self, model_id: int) -> model.Model:
+        """Deprecated in Determined (FutureWarning): `get_model(model_id)`.
+
+        Args:
+            model_id: the model's id.
+
+        Returns:
+            The `Model`.
+        """
+        warnings.warn(
+            "Determined.get_model_by_id() is deprecated; call Determined.get_model() with a "
+            "model name or an integer model id",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.get_model(int(model_id))
+
+    def list_models(
+        self,
+        sort_by: model.ModelSortBy = model.ModelSortBy.NAME,
+        order_by: OrderBy | model.ModelOrderBy = OrderBy.ASCENDING,
+        name: str | None = None,
+        description: str | None = None,
+        model_id: int | None = None,
+        workspace_names: list[str] | None = None,
+        workspace_ids: list[int] | None = None,
+        *,
+        labels: list[str] | None = None,
+        archived: bool | None = None,
+    ) -> list[model.Model]:
+        """Models of the registry matching every filter given, sorted.
+
+        Args:
+            sort_by: a `ModelSortBy` (default NAME).
+            order_by: `OrderBy.ASC` (default) or `OrderBy.DESC`.
+            name: only models whose name contains this (any case).
+            description: only models whose description contains this (any case).
+            model_id: only the model with this id.
+            workspace_names: not used (one workspace here).
+            workspace_ids: not used (one workspace here).
+            labels: only models with every one of these labels (ours).
+            archived: only archived (True) or unarchived (False) models; default both (ours).
+
+        Returns:
+            A list of `Model`.
+        """
+        del workspace_names, workspace_ids  # one workspace here
+        answers = model.list_model_answers(
+            self._session,
+            sort_by=sort_by,
+            order_by=order_by,
+            name=name,
+            description=description,
+            model_id=model_id,
+            labels=labels,
+            archived=archived,
+        )
+        return [model.Model._from_json(m, self._session) for m in answers]
+
+    def get_models(
+        self,
+        sort_by: model.ModelSortBy = model.ModelSortBy.NAME,
+        order_by: OrderBy | model.ModelOrderBy = OrderBy.ASCENDING,
+        name: str | None = None,
+        description: str | None = None,
+        model_id: int | None = None,
+        workspace_names: list[str] | None = None,
+        workspace_ids: list[int] | None = None,
+    ) -> list[model.Model]:
+        """Deprecated in Determined (FutureWarning): the same as `list_models`."""
+        warnings.warn(
+            "Determined.get_models() is deprecated; call Determined.list_models() instead",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.list_models(
+            sort_by, order_by, name, description, model_id, workspace_names, workspace_ids
+        )
+
+    def get_model_labels(self) -> list[str]:
+        """Every label some model of the registry has, sorted."""
+        return list(self._session.get("/model/labels")["labels"])
 
     def iter_trials_metrics(
         self, trial_ids: list[int], group: str

@@ -1,0 +1,207 @@
+"""One unmanaged run as the kernel sees it: its trial on the master, the lease it keeps alive,
+and the lines its cells print, shipped as the trial's logs.
+
+A background thread renews the lease (every third of it) and ships captured lines; if the master
+says the trial ended (a user killed it, or the lease lapsed while the kernel was frozen), the
+reason is kept and every later report raises it in the caller's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+from determined.common.api import Session
+from determined.common.api.errors import APIError
+
+logger = logging.getLogger("determined.core_v2")
+
+DEFAULT_LEASE_SECONDS = 60.0
+LOG_FLUSH_SECONDS = 0.5
+MAX_LINES_PER_POST = 1000
+
+
+class RunEnded(RuntimeError):
+    """The run cannot report any more: it was closed, or the master ended its trial."""
+
+
+class _Tee:
+    """A text stream that writes through to the kernel's own stream and keeps whole lines."""
+
+    def __init__(self, inner: TextIO, stream: str, sink: _LineSink) -> None:
+        self._inner = inner
+        self._stream = stream
+        self._sink = sink
+        self._partial = ""
+        self._lock = threading.Lock()  # threads print too (data loaders, loggers)
+
+    def write(self, text: str) -> int:
+        written = self._inner.write(text)
+        with self._lock:
+            self._partial += text
+            if "\n" not in self._partial:
+                return written
+            *lines, self._partial = self._partial.split("\n")
+        self._sink.add(self._stream, lines)
+        return written
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def flush_partial(self) -> None:
+        with self._lock:
+            partial, self._partial = self._partial, ""
+        if partial:
+            self._sink.add(self._stream, [partial])
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ... of the real one
+        return getattr(self._inner, name)
+
+
+class _LineSink:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lines: list[dict] = []
+
+    def add(self, stream: str, lines: list[str]) -> None:
+        now = time.time()
+        with self._lock:
+            self._lines.extend({"stream": stream, "line": line, "time": now} for line in lines)
+
+    def take(self) -> list[dict]:
+        with self._lock:
+            taken, self._lines = self._lines[:MAX_LINES_PER_POST], self._lines[MAX_LINES_PER_POST:]
+        return taken
+
+
+class UnmanagedRun:
+    """Opens (or resumes) the run's trial; `start()` keeps its lease and captures its output,
+    `close(state)` ends it. `session` is the user's (the client's); reports use `trial_session`,
+    whose token is this trial's alone."""
+
+    def __init__(
+        self,
+        session: Session,
+        body: dict,
+        *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        capture_output: bool = True,
+    ) -> None:
+        host = f"{socket.gethostname()} pid {os.getpid()}"
+        answer = session.post(
+            "/unmanaged/runs", {**body, "lease_seconds": lease_seconds, "host": host}
+        )
+        self.answer: dict = answer
+        self.trial_id: int = int(answer["trial_id"])
+        self.experiment_id: int = int(answer["experiment_id"])
+        self.trial_session = Session(session.master_url, answer["token"])
+        # The keeper thread's own session: a requests session is not shared between threads.
+        self._keeper_session = Session(session.master_url, answer["token"])
+        self._lease_seconds = float(answer.get("lease_seconds") or lease_seconds)
+        self._capture_output = capture_output
+        self._sink = _LineSink()
+        self._tees: list[tuple[str, _Tee]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ended: str | None = None  # why reports are refused, once they are
+        self.closed = False
+
+    # -- the run's life -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the lease keeper and the output capture."""
+        if self._capture_output:
+            for name in ("stdout", "stderr"):
+                tee = _Tee(getattr(sys, name), name, self._sink)
+                setattr(sys, name, tee)
+                self._tees.append((name, tee))
+        self._thread = threading.Thread(
+            target=self._keep, name=f"core_v2-trial-{self.trial_id}", daemon=True
+        )
+        self._thread.start()
+
+    def check_open(self) -> None:
+        """Raise `RunEnded` (saying why and what to do) once the run can no longer report."""
+        if self._ended is not None:
+            raise RunEnded(self._ended)
+
+    def close(self, state: str = "COMPLETED", message: str | None = None) -> None:
+        """Ship the last lines, end the trial as `state` and stop; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        self._restore_streams()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._ship_logs()
+        if self._ended is None:
+            try:
+                self._keeper_session.post(
+                    f"/unmanaged/trials/{self.trial_id}/close",
+                    {"state": state, "message": message},
+                )
+            except APIError as exc:
+                logger.warning("closing trial %s: %s", self.trial_id, exc)
+        self._ended = (
+            f"core_v2: the run of trial {self.trial_id} was closed (core_v2.close()); "
+            "call core_v2.init(...) again, with the same external ids to resume this trial"
+        )
+        self.trial_session.close()
+        self._keeper_session.close()
+
+    def _restore_streams(self) -> None:
+        for name, tee in reversed(self._tees):
+            tee.flush_partial()
+            if getattr(sys, name) is tee:  # someone may have replaced it after us
+                setattr(sys, name, tee._inner)
+        self._tees = []
+
+    # -- the keeper thread --------------------------------------------------------------------
+    def _keep(self) -> None:
+        renew_every = self._lease_seconds / 3
+        next_renewal = time.monotonic() + renew_every
+        while not self._stop.wait(LOG_FLUSH_SECONDS):
+            self._ship_logs()
+            if time.monotonic() >= next_renewal and self._ended is None:
+                self._renew()
+                next_renewal = time.monotonic() + renew_every
+
+    def _renew(self) -> None:
+        try:
+            self._keeper_session.post(f"/unmanaged/trials/{self.trial_id}/heartbeat", {})
+        except APIError as exc:
+            if exc.status in (401, 404, 409):
+                self._ended = (
+                    f"core_v2: the master ended trial {self.trial_id} ({exc}); nothing more is "
+                    "stored for this run: call core_v2.init(...) with the same external ids "
+                    "to resume it"
+                )
+            else:  # a master restarting: the next renewal tries again, within the lease
+                logger.warning("renewing the lease of trial %s: %s", self.trial_id, exc)
+        except Exception as exc:  # unreachable master: same, the lease leaves some slack
+            logger.warning("renewing the lease of trial %s: %s", self.trial_id, exc)
+
+    def _ship_logs(self) -> None:
+        if self._ended is not None:
+            return
+        while True:
+            lines = self._sink.take()
+            if not lines:
+                return
+            try:
+                self._keeper_session.post(
+                    f"/unmanaged/trials/{self.trial_id}/logs", {"logs": lines}
+                )
+            except Exception as exc:  # logs are best effort; reports say what went wrong
+                logger.debug(
+                    "shipping %d log lines of trial %s: %s", len(lines), self.trial_id, exc
+                )
+                return
+
+
+__all__ = ["DEFAULT_LEASE_SECONDS", "RunEnded", "UnmanagedRun"]

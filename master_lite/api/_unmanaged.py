@@ -1,0 +1,131 @@
+"""Runs that train in a Jupyter kernel (core_v2, unmanaged): open or resume, heartbeat, logs,
+close. Their metrics and checkpoints go through the ordinary trial endpoints with the run's
+token (docs/rest-api.md, "Unmanaged runs")."""
+
+from __future__ import annotations
+
+from master_lite.api._base import ApiHandlerMixin
+from master_lite.api._declarations import Operation, Route, TrialScope
+from master_lite.api._openapi import BOOLEAN, INTEGER, NUMBER, OBJECT, STRING, array, nullable, obj
+from master_lite.api._schemas import TRIAL_ANSWER, TRIAL_ID
+
+
+class UnmanagedRunsHandler(ApiHandlerMixin):
+    async def post(self) -> None:
+        self.send_json(self.master.open_unmanaged_run(self.body))
+
+
+class UnmanagedHeartbeatHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        self.send_json(self.master.unmanaged_heartbeat(trial_id))
+
+
+class UnmanagedLogsHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        self.send_json({"accepted": self.master.unmanaged_logs(trial_id, self.body["logs"])})
+
+
+class UnmanagedCloseHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        trial = self.master.close_unmanaged_run(
+            trial_id, self.body["state"], self.body.get("message")
+        )
+        self.send_json({"trial": trial})
+
+
+OPEN_BODY = obj(
+    [],
+    name=STRING,
+    hparams=OBJECT,
+    searcher=OBJECT,
+    checkpoint_storage=OBJECT,
+    description=STRING,
+    labels=array(STRING),
+    data=OBJECT,
+    external_experiment_id=nullable(STRING),
+    external_trial_id=nullable(STRING),
+    lease_seconds={**NUMBER, "description": "end the trial as ERROR after this long silent"},
+    host={**STRING, "description": "where the kernel runs, shown to people"},
+)
+OPEN_ANSWER = obj(
+    ["experiment_id", "trial_id", "token", "resumed"],
+    experiment_id=INTEGER,
+    trial_id=INTEGER,
+    trial_run_id=INTEGER,
+    token={**STRING, "description": "authorizes this trial's reports while it is live"},
+    resumed=BOOLEAN,
+    external_experiment_id=STRING,
+    external_trial_id=STRING,
+    hparams=OBJECT,
+    trial_seed=INTEGER,
+    steps_completed=INTEGER,
+    latest_checkpoint=nullable(STRING),
+    lease_seconds=NUMBER,
+    config=OBJECT,
+)
+
+UNMANAGED_ROUTES: tuple[Route, ...] = (
+    Route(
+        "/unmanaged/runs",
+        UnmanagedRunsHandler,
+        {
+            "post": Operation(
+                "Open a run that trains in a kernel, or resume it by its external ids",
+                OPEN_ANSWER,
+                request=OPEN_BODY,
+            )
+        },
+    ),
+    Route(
+        "/unmanaged/trials/{trial_id}/heartbeat",
+        UnmanagedHeartbeatHandler,
+        {
+            "post": Operation(
+                "Renew the run's lease (409 once the trial ended)",
+                obj(["lease_expires"], lease_expires=NUMBER),
+                trial_scope=TrialScope.TRIAL,
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/unmanaged/trials/{trial_id}/logs",
+        UnmanagedLogsHandler,
+        {
+            "post": Operation(
+                "Store lines the kernel printed while the run was open",
+                obj(["accepted"], accepted=INTEGER),
+                trial_scope=TrialScope.TRIAL,
+                request=obj(
+                    ["logs"],
+                    logs=array(
+                        obj(
+                            ["line"],
+                            line=STRING,
+                            stream={**STRING, "enum": ["stdout", "stderr"]},
+                            time=NUMBER,
+                        )
+                    ),
+                ),
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/unmanaged/trials/{trial_id}/close",
+        UnmanagedCloseHandler,
+        {
+            "post": Operation(
+                "End the run: its trial becomes COMPLETED, CANCELED or ERROR",
+                TRIAL_ANSWER,
+                trial_scope=TrialScope.TRIAL,
+                request=obj(
+                    ["state"],
+                    state={**STRING, "enum": ["COMPLETED", "CANCELED", "ERROR"]},
+                    message=nullable(STRING),
+                ),
+            )
+        },
+        (TRIAL_ID,),
+    ),
+)

@@ -1,0 +1,162 @@
+"""A master's TensorBoard opened through the Jupyter server (pytest-jupyter): served to Jupyter's
+logged-in user at <base_url>determined/tensorboard/<id>/, refused to everyone else."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.parse
+from pathlib import Path
+
+import pytest
+import tornado.httpclient
+
+from tests._support import context_tarball, wait_until_async
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+
+TRIAL_SCRIPT = """\
+import determined as det
+
+with det.core.init() as core_context:
+    for step in (1, 2):
+        core_context.train.report_training_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
+    core_context.train.report_validation_metrics(steps_completed=2, metrics={"loss": 0.25})
+"""
+TRIAL_CONFIG = {
+    "name": "tensorboard-proxy",
+    "entrypoint": "python3 train.py",
+    "max_restarts": 0,
+    "searcher": {"name": "single", "metric": "loss", "max_length": 2},
+}
+
+
+@pytest.fixture
+def jp_server_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("DET_MASTER", "unset-by-test")
+    monkeypatch.setenv("DET_MASTER_TOKEN", "unset-by-test")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "harness"), str(REPO)]))
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    )
+    return {
+        "ServerApp": {"jpserver_extensions": {"jupyter_determined": True}},
+        "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 2},
+    }
+
+
+@pytest.fixture
+def hosted(jp_serverapp, jp_asyncio_loop):
+    extension = jp_serverapp.extension_manager.extension_points["jupyter_determined"].app
+    jp_asyncio_loop.run_until_complete(extension.ensure_started())
+    return extension
+
+
+async def _api(jp_fetch, method: str, path: str, body=None):
+    response = await jp_fetch(
+        "determined",
+        "api",
+        "v1",
+        *path.strip("/").split("/"),
+        method=method,
+        body=None if body is None else json.dumps(body),
+    )
+    return json.loads(response.body)
+
+
+async def test_tensorboard_is_served_through_jupyter_to_its_user_only(
+    hosted, jp_fetch, jp_http_port, jp_base_url
+):
+    created = await _api(
+        jp_fetch,
+        "POST",
+        "experiments",
+        {"config": TRIAL_CONFIG, "context": context_tarball({"train.py": TRIAL_SCRIPT})},
+    )
+    exp_id = created["experiment"]["id"]
+
+    async def completed() -> dict | None:
+        answer = await _api(jp_fetch, "GET", f"experiments/{exp_id}")
+        return answer if answer["experiment"]["state"] == "COMPLETED" else None
+
+    answer = await wait_until_async(completed, 120, f"experiment {exp_id} to complete", 0.3)
+    trial_id = answer["trials"][0]["id"]
+
+    board = (await _api(jp_fetch, "POST", "tensorboards", {"experiment_ids": [exp_id]}))[
+        "tensorboard"
+    ]
+    board_id = board["id"]
+    assert board["serviceAddress"] == f"{hosted.master_url}/tensorboard/{board_id}/"
+
+    async def running() -> bool:
+        state = (await _api(jp_fetch, "GET", f"tensorboards/{board_id}"))["tensorboard"]["state"]
+        assert state != "STATE_TERMINATED"
+        return state == "STATE_RUNNING"
+
+    await wait_until_async(running, 90, "the TensorBoard to serve", 0.2)
+
+    async def through_jupyter(*path: str, **kwargs):
+        return await jp_fetch("determined", "tensorboard", board_id, *path, **kwargs)
+
+    page = await through_jupyter("index.html")
+    assert page.headers["Content-Type"].startswith("text/html")
+    assert b"<tf-tensorboard" in page.body or b"<tb-webapp" in page.body
+    # TensorBoard's own policy (its scripts), framed only by JupyterLab's origin.
+    policy = page.headers["Content-Security-Policy"]
+    assert "script-src" in policy and policy.endswith("frame-ancestors 'self'")
+    run = f"experiment_{exp_id}/trial_{trial_id}"
+    tags = json.loads((await through_jupyter("data", "plugin", "scalars", "tags")).body)
+    assert set(tags[run]) == {"training/loss", "validation/loss"}
+    points = json.loads(
+        (
+            await through_jupyter(
+                "data", "plugin", "scalars", "scalars", params={"run": run, "tag": "training/loss"}
+            )
+        ).body
+    )
+    assert [(step, value) for _, step, value in points] == [(1, 1.0), (2, 0.5)]
+    # TensorBoard's front end asks for many runs at once with a POST (marked by its header).
+    multirun = await through_jupyter(
+        "data",
+        "plugin",
+        "scalars",
+        "scalars_multirun",
+        method="POST",
+        body=urllib.parse.urlencode([("tag", "validation/loss"), ("runs", run)]),
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-XSRF-Protected": "1",
+        },
+    )
+    assert [s for _, s, _ in json.loads(multirun.body)[run]] == [2]
+
+    # Without Jupyter's token (or with a wrong one) nothing of TensorBoard is served.
+    client = tornado.httpclient.AsyncHTTPClient()
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}determined/tensorboard/{board_id}/"
+    for headers in ({}, {"Authorization": "token not-the-token"}):
+        for path in ("", "data/plugin/scalars/tags"):
+            refused = await client.fetch(
+                url + path, headers=headers, follow_redirects=False, raise_error=False
+            )
+            assert refused.code in (302, 401, 403), (path, refused.code)
+            assert b"training/loss" not in (refused.body or b"")
+            if refused.code == 302:
+                assert "/login" in refused.headers["Location"]
+        posted = await client.fetch(
+            url + "data/plugin/scalars/scalars_multirun",
+            method="POST",
+            body="tag=validation/loss",
+            headers={**headers, "X-XSRF-Protected": "1"},
+            raise_error=False,
+        )
+        assert posted.code in (401, 403), posted.code
+
+    killed = await _api(jp_fetch, "POST", f"tensorboards/{board_id}/kill", {})
+    assert killed["tensorboard"]["state"] == "STATE_TERMINATED"
+    with pytest.raises(tornado.httpclient.HTTPClientError) as gone:
+        await through_jupyter("data", "plugin", "scalars", "tags")
+    assert gone.value.code == 404
