@@ -144,6 +144,7 @@ def build_config(
             file=sys.stderr,
         )
     config["entrypoint"] = f"python3 {SCRIPT_NAME}"
+    _default_to_kernel(config)
     if name:
         config["name"] = name
     elif not config.get("name") and notebook_path:
@@ -152,6 +153,23 @@ def build_config(
         config = expconf.test_mode_config(config)
     expconf.check(config)
     return config
+
+
+def _default_to_kernel(config: dict) -> None:
+    """In a Jupyter server that says so (`notebook_trials_in_kernels`, on by default), the trial
+    runs in a kernel unless the config picks where it runs or needs several slots."""
+    if os.environ.get("DET_NOTEBOOK_TRIALS_IN_KERNELS") != "1":
+        return
+    environment = config.get("environment")
+    if environment is not None and not isinstance(environment, dict):
+        return  # expconf.check names the problem
+    environment = environment or {}
+    if "kernel" in environment or environment.get("image"):
+        return
+    slots = (config.get("resources") or {}).get("slots_per_trial")
+    if isinstance(slots, int) and slots > 1:
+        return
+    config["environment"] = {**environment, "kernel": {}}
 
 
 def pack_with_script(context_dir: str, script: str) -> bytes:
@@ -342,7 +360,7 @@ class DeterminedMagics(Magics):
     @line_magic
     def det(self, line: str) -> Any:
         """`%det list | describe ID | logs TRIAL_ID [--tail N] | pause|activate|kill ID | widget ID
-        | use UUID | use best ID`.
+        | use UUID | use best ID | attach TRIAL_ID [CODE]`.
 
         ID may be `last`: the experiment submitted last from this kernel. `use` makes the cell
         that downloads and loads a checkpoint the next cell."""
@@ -362,6 +380,8 @@ class DeterminedMagics(Magics):
                 return self._list(session)
             if command == "use":
                 return self._use(session, rest)
+            if command == "attach":
+                return _attach(session, line.split(None, 2)[1:])
             if command in ("describe", "pause", "activate", "kill", "cancel", "widget", "logs"):
                 if rest and rest[0] == "last" and _last_experiment_id is not None:
                     rest[0] = str(_last_experiment_id)
@@ -390,7 +410,7 @@ class DeterminedMagics(Magics):
                 return None
             raise UsageError(
                 f"%det: unknown command {command!r}; use list, describe, logs, "
-                "pause, activate, kill, widget, use"
+                "pause, activate, kill, widget, use, attach"
             )
         except UsageError:
             raise
@@ -463,3 +483,21 @@ __all__ = [
     "resolve_config",
     "submit_exported",
 ]
+
+
+def _attach(session: Any, words: list[str]) -> Any:
+    """`%det attach TRIAL_ID [CODE]`: run CODE in the kernel trial's kernel and print its output
+    (the debugger's prompts are answered here); without CODE, a `TrialKernel` to `.run()` code
+    in (see `det trial attach`)."""
+    from determined.cli import attach_trial
+
+    if not words or not words[0].isdigit():
+        raise UsageError("%det attach needs a trial id, e.g. %det attach 3 best")
+    kernel = attach_trial(session, int(words[0]))
+    if len(words) == 1:
+        return kernel
+    try:
+        kernel.run(words[1], answer=lambda prompt, _password: input(prompt))
+    finally:
+        kernel.close()
+    return None

@@ -24,6 +24,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
+from traitlets import Bool
 
 from jupyter_determined._tensorboard_proxy import TensorBoardProxyHandler
 
@@ -119,11 +120,25 @@ class ExportPreviewHandler(APIHandler):
         self.finish({"message": message})
 
 
+# Set for the server's kernels: %%det_submit runs its trials in kernels when it is "1".
+NOTEBOOK_KERNELS_ENV = "DET_NOTEBOOK_TRIALS_IN_KERNELS"
+
+
 class DeterminedServerExtension(ExtensionApp):
     """Hosts the Determined master in the Jupyter server (see the module docstring)."""
 
     name = "jupyter_determined"
     load_other_extensions = True
+
+    notebook_trials_in_kernels = Bool(
+        True,
+        config=True,
+        help=(
+            "Run the trials that %%det_submit submits from this server's notebooks in Jupyter "
+            "kernels (environment.kernel: {}), unless their config says otherwise "
+            "(environment.image or environment.kernel, or more than one slot). False: processes."
+        ),
+    )
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -154,11 +169,13 @@ class DeterminedServerExtension(ExtensionApp):
         self.master = self.master_app.build_master(user_token=jupyter_token)
         self.master_url = url_path_join(_local_connection_url(serverapp), URL_SEGMENT).rstrip("/")
         self.settings["determined_master"] = self.master
+        self.master.jupyter_host = serverapp  # kernel trials' kernels in its kernel manager
         # Kernels and terminals started from now on inherit these: notebooks find the master
         # with no configuration. (Trials never see DET_MASTER_TOKEN: the runner drops it.)
         os.environ["DET_MASTER"] = self.master_url
         os.environ["DET_MASTER_TOKEN"] = self.master.user_token
         self.master.tensorboards.serve_through(f"{self.master_url}/{TENSORBOARD_PATH}")
+        os.environ[NOTEBOOK_KERNELS_ENV] = "1" if self.notebook_trials_in_kernels else "0"
 
     def initialize_handlers(self) -> None:
         from master_lite.api import make_handlers, max_body_bytes

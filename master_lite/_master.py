@@ -30,6 +30,7 @@ from master_lite._parts import (
     authenticate,
     build_parts,
     make_runner,
+    trial_kernel,
 )
 from master_lite.scheduler import (
     GPU,
@@ -78,6 +79,9 @@ class Master:
             container_runtime or default_runtime(), root_dir=self.root_dir
         )
         self.user_token = user_token or _auth.new_user_token()
+        # The hosting Jupyter server (set by jupyter_determined before start()): its kernel
+        # manager starts kernel trials' kernels, so JupyterLab lists them and can attach.
+        self.jupyter_host: Any = None
         self.context_size_limit = context_size_limit
         self.preemption_grace_seconds = preemption_grace_seconds
         self.terminate_grace_seconds = terminate_grace_seconds
@@ -167,6 +171,7 @@ class Master:
             log_sink=log_writer.submit,
             on_exit=self.runs.exit_observed,
             container_runtime=self.container_runtime,
+            jupyter_host=self.jupyter_host,
         )
         self.runs.attach(runner, log_writer, self.master_url)
         self.shared.open(store, loop)
@@ -332,6 +337,10 @@ class Master:
     def kill_trial(self, trial_id: int) -> dict:
         """Kill one trial."""
         return self.experiments.kill_trial(trial_id)
+
+    def trial_kernel(self, trial_id: int) -> dict:
+        """How to attach to a kernel trial's kernel (running, or kept after a failure)."""
+        return trial_kernel(self.views, self.runs.runner, trial_id)
 
     def resources(self) -> dict:
         """The slots and GPUs, and who holds them."""

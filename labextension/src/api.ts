@@ -18,7 +18,8 @@ import type {
   IModelVersion,
   IResources,
   ITensorBoard,
-  ITrial
+  ITrial,
+  ITrialKernel
 } from './types';
 
 export const API_PATH = 'determined/api/v1';
@@ -269,6 +270,11 @@ export class DeterminedClient {
         query: { order_by: 'desc' }
       })
     ).model_versions;
+  }
+
+  /** How to attach to a kernel trial's kernel; a 409 says why there is none. */
+  async trialKernel(trialId: number): Promise<ITrialKernel> {
+    return this.request('GET', `trials/${trialId}/kernel`);
   }
 
   async resources(): Promise<IResources> {

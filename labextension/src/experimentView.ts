@@ -67,7 +67,9 @@ export class ExperimentView extends Widget {
     /** Opens the experiment's TensorBoard in a tab; without it the header has no such button. */
     private readonly _openTensorBoard?: (experimentId: number) => Promise<void>,
     /** "Use in notebook" of a checkpoint (notebookInsert.ts); none: no such buttons. */
-    private readonly _useInNotebook?: (uuid: string) => Promise<void>
+    private readonly _useInNotebook?: (uuid: string) => Promise<void>,
+    /** Opens a console on a kernel trial's kernel; none: no Attach buttons. */
+    private readonly _onAttach?: (trialId: number) => void
   ) {
     super();
     this.model = new ExperimentDataModel(experimentId);
@@ -324,9 +326,18 @@ export class ExperimentView extends Widget {
         },
         onToggle: (trialId, on) => this._toggleTrial(trialId, on),
         onSelect: ids => this._setSelection(ids),
-        onCompare: () => this.showSection('compare')
+        onCompare: () => this.showSection('compare'),
+        onAttach: this.runsInKernels ? this._onAttach : undefined
       })
     );
+  }
+
+  /** Its trials run in Jupyter kernels (`environment.kernel`), so they can be attached to. */
+  get runsInKernels(): boolean {
+    const environment = this.model.experiment?.config?.environment as
+      Record<string, unknown> | null | undefined;
+    const kernel = environment?.kernel;
+    return kernel !== null && kernel !== undefined && typeof kernel === 'object';
   }
 
   private _selectedTrialIds(): number[] {

@@ -4,7 +4,12 @@
  * server extension under `<base_url>determined/api/v1`.
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import {
+  ICommandPalette,
+  MainAreaWidget,
+  WidgetTracker,
+  showErrorMessage
+} from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -47,6 +52,29 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({
       namespace: 'jupyter-determined'
     });
+
+    // A console on a kernel trial's kernel (the server's kernel manager started it): live
+    // globals while it runs, %debug after a failure. The master says why when there is none.
+    const attachToTrial = (trialId: number): void => {
+      void (async () => {
+        try {
+          const info = await client.trialKernel(trialId);
+          if (!info.jupyter_kernel_id) {
+            throw new Error(
+              `trial ${trialId}'s kernel is not one of this Jupyter server's (use det trial attach ${trialId})`
+            );
+          }
+          await app.commands.execute('console:create', {
+            name: `trial-${trialId}`,
+            kernelPreference: { id: info.jupyter_kernel_id },
+            insertMode: 'split-right',
+            activate: true
+          });
+        } catch (error) {
+          void showErrorMessage(`Attach to trial ${trialId}`, String(error));
+        }
+      })();
+    };
 
     const openExperiment = (id: number): void => {
       app.commands.execute(CommandIDs.openExperiment, { id }).catch(error => console.error(error));
@@ -104,7 +132,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           client,
           hub,
           openTensorBoard,
-          useInNotebookHandler(client, notebooks)
+          useInNotebookHandler(client, notebooks),
+          attachToTrial
         );
         const widget = new MainAreaWidget({ content });
         widget.id = `${content.id}-tab`; // ids are unique in the page: the view keeps its own
@@ -125,7 +154,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     // The experiment widget under notebook cells (outputs of jupyter_determined's widget). The
     // registry is the app's: notebooks opened from now on clone it with this renderer in.
-    rendermime?.addFactory(experimentRendererFactory(client, hub, notebooks));
+    rendermime?.addFactory(experimentRendererFactory(client, hub, notebooks, attachToTrial));
 
     const sidebar = new DeterminedSidebar(client, hub, openExperiment);
     sidebar.title.icon = determinedIcon;

@@ -18,7 +18,8 @@ export class ErrorBanner {
    */
   constructor(
     private readonly _output: HTMLElement,
-    private readonly _notebooks: INotebookTracker | null
+    private readonly _notebooks: INotebookTracker | null,
+    private readonly _onAttach?: (trialId: number) => void
   ) {}
 
   /** Show the failures of `view`'s trials (hidden while there are none). */
@@ -70,12 +71,27 @@ export class ErrorBanner {
             'Show logs'
           )
         : null;
+    // A failed kernel trial's kernel may be kept for post-mortem (environment.kernel).
+    const onAttach = this._onAttach;
+    const debug =
+      line.trialId >= 0 && onAttach && view.runsInKernels
+        ? h(
+            'button',
+            {
+              class: 'jp-Det-button jp-Det-nbDebug',
+              attrs: { title: "A console on the failed trial's kernel: %debug, its globals" },
+              on: { click: () => onAttach(line.trialId) }
+            },
+            'Debug in console'
+          )
+        : null;
     return h(
       'div',
       { class: 'jp-Det-nbBanner-line', attrs: { role: 'alert' } },
       h('span', { class: 'jp-Det-nbBanner-text' }, line.text),
       goToCell,
-      showLogs
+      showLogs,
+      debug
     );
   }
 

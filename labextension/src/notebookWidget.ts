@@ -63,11 +63,12 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
   constructor(
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
-    private readonly _notebooks: INotebookTracker | null
+    private readonly _notebooks: INotebookTracker | null,
+    private readonly _onAttach?: (trialId: number) => void
   ) {
     super();
     this.addClass('jp-Det-notebookWidget');
-    this._banner = new ErrorBanner(this.node, _notebooks);
+    this._banner = new ErrorBanner(this.node, _notebooks, _onAttach);
   }
 
   get experimentId(): number | null {
@@ -97,7 +98,14 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     this._experimentId = id;
     // "Use in notebook" inserts below the active cell of the notebook holding this output.
     const useInNotebook = useInNotebookHandler(this._client, this._notebooks, () => this);
-    this._view = new ExperimentView(id, this._client, this._hub, undefined, useInNotebook);
+    this._view = new ExperimentView(
+      id,
+      this._client,
+      this._hub,
+      undefined,
+      useInNotebook,
+      this._onAttach
+    );
     this._view.addClass('jp-Det-embedded');
     this._view.id = `${this._view.id}-output-${++outputCount}`; // the tab's view has the plain id
     this._view.model.changed.connect(() => this._onModelChanged());
@@ -344,12 +352,13 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
 export function experimentRendererFactory(
   client: DeterminedClient,
   hub: EventHub,
-  notebooks: INotebookTracker | null
+  notebooks: INotebookTracker | null,
+  onAttach?: (trialId: number) => void
 ): IRenderMime.IRendererFactory {
   return {
     safe: true, // renders data as text and SVG, never as markup from the output
     mimeTypes: [EXPERIMENT_MIME_TYPE],
     defaultRank: 10, // ahead of text/html (50): the live view wins where the extension runs
-    createRenderer: () => new ExperimentOutput(client, hub, notebooks)
+    createRenderer: () => new ExperimentOutput(client, hub, notebooks, onAttach)
   };
 }

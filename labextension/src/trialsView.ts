@@ -33,6 +33,28 @@ export interface ITrialsTableInput {
   onToggle: (trialId: number, on: boolean) => void;
   onSelect: (trialIds: number[]) => void;
   onCompare: () => void;
+  /** Open a console on the trial's kernel; given only for experiments of kernel trials. */
+  onAttach?: (trialId: number) => void;
+}
+
+/** Kernel trials that may have a kernel to attach to: running, or failed (post-mortem). */
+function attachButton(trial: ITrial, onAttach?: (trialId: number) => void): HTMLElement | null {
+  if (!onAttach || !['ACTIVE', 'ERROR'].includes(trial.state)) {
+    return null;
+  }
+  const title =
+    trial.state === 'ERROR'
+      ? "Open a console on the failed trial's kernel (kept for post-mortem): %debug shows the traceback"
+      : "Open a console on the trial's kernel: the script's live globals (not read-only)";
+  return h(
+    'button',
+    {
+      class: 'jp-Det-button jp-Det-attachButton',
+      attrs: { 'data-attach-trial': String(trial.id), title },
+      on: { click: () => onAttach(trial.id) }
+    },
+    trial.state === 'ERROR' ? 'Debug in console' : 'Attach'
+  );
 }
 
 /** The toolbar and the (horizontally scrolling) table; a note while there are no trials. */
@@ -126,7 +148,8 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
           'td',
           { class: 'jp-Det-trialState' },
           stateBadge(state, stateTitle),
-          note ? h('div', { class: 'jp-Det-exitNote', title: note }, note) : null
+          note ? h('div', { class: 'jp-Det-exitNote', title: note }, note) : null,
+          attachButton(trial, input.onAttach)
         ),
         h(
           'td',

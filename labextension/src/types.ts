@@ -41,6 +41,18 @@ export interface IExperiment {
   deleted?: boolean;
 }
 
+/** GET /trials/{id}/kernel: where a kernel trial's kernel is (docs/kernels.md). */
+export interface ITrialKernel {
+  trial_id: number;
+  allocation_id: string;
+  state: string;
+  /** True when the run failed and its kernel is kept for post-mortem. */
+  post_mortem: boolean;
+  /** The id in the hosting Jupyter server's kernel manager (what a console connects to). */
+  jupyter_kernel_id?: string;
+  kernel_spec?: string;
+}
+
 export interface IMetricSnapshot {
   steps_completed: number;
   metrics: Record<string, unknown>;

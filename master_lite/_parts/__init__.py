@@ -15,6 +15,7 @@
   (_preemption.py: owns the grace timers) and `RunExits` (_run_exits.py: what an exit means).
 * `Reports` (_reporting.py): metrics, progress, early exits, the searcher-operation protocol.
 * `Checkpoints` (_checkpoints.py): checkpoint reports and reads.
+* `trial_kernel` (_kernel_attach.py): where to attach to a kernel trial's kernel.
 * `Models` (_models.py): the model registry (models, their versions, the checkpoints they keep).
 * `Recovery` (_recovery.py): at start, reconcile the store with what still runs.
 * `UnmanagedRuns` (_unmanaged.py): trials that train in a kernel (core_v2), with their leases.
@@ -25,6 +26,7 @@ from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
 from master_lite._parts._editing import EDITABLE_RESOURCES, ExperimentEdits
 from master_lite._parts._experiments import EXPERIMENT_ACTIONS, Experiments
+from master_lite._parts._kernel_attach import trial_kernel
 from master_lite._parts._logs import TrialLogs
 from master_lite._parts._models import Models, check_model_name
 from master_lite._parts._preemption import Preemption, RunEnded, RunSettings
@@ -41,6 +43,7 @@ from master_lite._parts._views import Views
 from master_lite._parts._wiring import Parts, build_parts, make_runner
 
 __all__ = [
+    "trial_kernel",
     "EARLY_EXIT_REASONS",
     "EDITABLE_RESOURCES",
     "EXPERIMENT_ACTIONS",

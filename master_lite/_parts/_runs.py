@@ -240,6 +240,8 @@ class Runs:
         )
         image = container_image(config, gpu=bool(gpus))
         argv, shown = run_argv(config.get("entrypoint") or "", work_dir, image)
+        if (config.get("environment") or {}).get("kernel") is not None:
+            shown = f"{config.get('entrypoint')} (in a Jupyter kernel)"
         with store.transaction():
             # A new run: the previous run's notebook error no longer describes the trial.
             store.trials.update(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._contexts import Contexts
@@ -25,6 +27,7 @@ from master_lite.scheduler import (
     GPU,
     ContainerRuntime,
     DispatchingRunner,
+    KernelRunner,
     LocalRunner,
     RayCluster,
     RayRunner,
@@ -139,9 +142,11 @@ def make_runner(
     log_sink: Callable[[list], None],
     on_exit: Callable[[str, int], None],
     container_runtime: ContainerRuntime | None = None,
+    jupyter_host: Any = None,
 ) -> Runner:
-    """The deployment's own runner class if given, else Ray's, else local processes and (for
-    experiments with `environment.image`, when `container_runtime` is given) containers."""
+    """The deployment's own runner class if given, else Ray's, else local processes and (when
+    `container_runtime` is given) containers for experiments with `environment.image` and Jupyter
+    kernels for experiments with `environment.kernel`."""
     if runner_class is not None:
         return runner_class(log_sink=log_sink, on_exit=on_exit)
     if ray_cluster is not None:
@@ -155,7 +160,16 @@ def make_runner(
     if container_runtime is None:
         return processes
     return DispatchingRunner(
-        log_sink=log_sink, on_exit=on_exit, processes=processes, runtime=container_runtime
+        log_sink=log_sink,
+        on_exit=on_exit,
+        processes=processes,
+        runtime=container_runtime,
+        kernels=KernelRunner(
+            log_sink=log_sink,
+            on_exit=on_exit,
+            jupyter_host=jupyter_host,
+            loop=asyncio.get_running_loop() if jupyter_host is not None else None,
+        ),
     )
 
 

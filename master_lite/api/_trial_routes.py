@@ -54,6 +54,44 @@ TRIAL_ROUTES: tuple[Route, ...] = (
         (TRIAL_ID,),
     ),
     Route(
+        "/trials/{trial_id}/kernel",
+        _trials.TrialKernelHandler,
+        {
+            "get": Operation(
+                "How to attach to a kernel trial's kernel",
+                obj(
+                    ["trial_id", "allocation_id", "state", "post_mortem", "kernel"],
+                    trial_id=INTEGER,
+                    allocation_id=STRING,
+                    state=STRING,
+                    post_mortem=BOOLEAN,
+                    kernel=obj(
+                        ["ip", "transport", "shell_port", "iopub_port", "control_port", "key"],
+                        ip=STRING,
+                        transport=STRING,
+                        key=STRING,
+                        signature_scheme=STRING,
+                        **{
+                            f"{name}_port": INTEGER
+                            for name in ("shell", "iopub", "stdin", "control", "hb")
+                        },
+                    ),
+                    kernel_spec=STRING,
+                    pid=nullable(INTEGER),
+                ),
+                description=(
+                    "The Jupyter connection info (ports and key) of the kernel running the "
+                    "trial's latest run, or kept for post-mortem after it failed "
+                    "(environment.kernel.keep_alive). Anyone holding it can run code in the "
+                    "kernel: users only (no trial tokens), authorized to execute. 409 when the "
+                    "trial does not run in a kernel or its kernel is gone."
+                ),
+                auth_action="execute",
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
         "/trials/{trial_id}/kill",
         _trials.TrialKillHandler,
         {"post": Operation("Kill a trial", TRIAL_ANSWER)},

@@ -19,6 +19,11 @@ class TrialNotebookHandler(ApiHandlerMixin):
         await self.send_bytes(data, "application/x-ipynb+json", name)
 
 
+class TrialKernelHandler(ApiHandlerMixin):
+    async def get(self, trial_id: int) -> None:
+        self.send_json(self.master.trial_kernel(trial_id))
+
+
 class TrialKillHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
         self.send_json({"trial": self.master.kill_trial(trial_id)})

@@ -10,6 +10,8 @@ from ._container_runtime import (
 )
 from ._containers import ContainerRunner, DispatchingRunner
 from ._gpus import FAKE_GPUS_ENV, GPU, discover_gpus, fake_gpus
+from ._kernel_program import kernel_program, kernel_settings
+from ._kernels import KernelRunner
 from ._local import (
     LaunchSpec,
     LocalRunner,
@@ -31,6 +33,9 @@ __all__ = [
     "ContainerRunner",
     "ContainerRuntime",
     "DispatchingRunner",
+    "KernelRunner",
+    "kernel_program",
+    "kernel_settings",
     "container_image",
     "default_runtime",
     "gpu_device_args",

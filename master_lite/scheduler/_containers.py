@@ -248,7 +248,8 @@ class ContainerRunner(Runner):
 
 
 class DispatchingRunner(Runner):
-    """Runs in a container the runs that name an image, and the others as local processes.
+    """Runs in a kernel the runs of experiments with `environment.kernel` (when given a kernel
+    runner), in a container the runs that name an image, and the others as local processes.
 
     Where the runtime is installed, the containers a crashed master left are removed at start
     (one `ps` off the event loop); otherwise the runtime is never called."""
@@ -260,9 +261,11 @@ class DispatchingRunner(Runner):
         on_exit: Callable[[str, int], None],
         processes: Runner,
         runtime: ContainerRuntime,
+        kernels: Runner | None = None,
     ) -> None:
         super().__init__(log_sink=log_sink, on_exit=on_exit)
         self.processes = processes
+        self.kernels = kernels
         self.runtime = runtime
         self._containers: ContainerRunner | None = None
         self._lock = threading.Lock()
@@ -283,22 +286,35 @@ class DispatchingRunner(Runner):
             return self._containers
 
     def _runner_of(self, allocation_id: str) -> Runner:
+        kernels = self.kernels
+        if kernels is not None and (
+            allocation_id in kernels.running() or kernels.attach_info(allocation_id)
+        ):
+            return kernels
         containers = self._containers
         if containers is not None and allocation_id in containers.running():
             return containers
         return self.processes
 
     def config_problems(self, config: dict) -> list[str]:
+        if self.kernels is not None and (config.get("environment") or {}).get("kernel") is not None:
+            return self.kernels.config_problems(config)
         return self.runtime.config_problems(config)
 
     def launch(self, spec: LaunchSpec) -> int | None:
+        if (
+            self.kernels is not None
+            and ((spec.config or {}).get("environment") or {}).get("kernel") is not None
+        ):
+            return self.kernels.launch(spec)
         if spec.image is not None:
             return self.containers.launch(spec)
         return self.processes.launch(spec)
 
     def running(self) -> list[str]:
         containers = self._containers
-        return self.processes.running() + (containers.running() if containers else [])
+        kernels = self.kernels.running() if self.kernels is not None else []
+        return self.processes.running() + (containers.running() if containers else []) + kernels
 
     def pid_of(self, allocation_id: str) -> int | None:
         return self._runner_of(allocation_id).pid_of(allocation_id)
@@ -317,6 +333,8 @@ class DispatchingRunner(Runner):
 
     def close(self) -> None:
         self.processes.close()
+        if self.kernels is not None:
+            self.kernels.close()
         if self._containers is not None:
             self._containers.close()
 

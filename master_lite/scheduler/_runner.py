@@ -36,6 +36,12 @@ class Runner(abc.ABC):
         """Why the trials of an experiment `config` cannot run here (checked at submit time;
         each problem names its config path and what to do). Runners that do not run containers
         refuse `environment.image` rather than silently running trials outside one."""
+        if (config.get("environment") or {}).get("kernel") is not None:
+            return [
+                f"environment.kernel: {type(self).__name__} does not run trials in Jupyter "
+                "kernels (remove environment.kernel, or use the local resource manager, whose "
+                "kernel runner runs it)"
+            ]
         if (config.get("environment") or {}).get("image"):
             return [
                 f"environment.image: {type(self).__name__} does not run trials in containers "

@@ -7,7 +7,7 @@ import pathlib
 import re
 from typing import Any
 
-from determined.cli import _checkpoint, _follow, _render
+from determined.cli import _attach, _checkpoint, _follow, _render
 from determined.cli._base import CliError, Context
 
 
@@ -251,3 +251,5 @@ def add_parser(subparsers: Any) -> None:
     p = verbs.add_parser("kill", help="kill a trial")
     p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
     p.set_defaults(handler=kill)
+
+    _attach.add_attach_parser(verbs)

@@ -302,6 +302,21 @@ ENVIRONMENT_SCHEMA = _closed(
         "add_capabilities": _STRING_LIST,
         "drop_capabilities": _STRING_LIST,
         "pod_spec": _ANY_OBJECT_OR_NULL,
+        # jupyter-determined's own: run the trials in Jupyter kernels (docs/kernels.md).
+        "kernel": {
+            **_closed(
+                {
+                    "spec": _STRING,
+                    "gateway": {"type": ["string", "object", "null"]},
+                    "keep_alive": {
+                        "type": "number",
+                        "minimum": 0,
+                        "x-minimum-hint": "must be >= 0 seconds (0 shuts a failed kernel down)",
+                    },
+                }
+            ),
+            "type": ["object", "null"],
+        },
     },
 )
 ENVIRONMENT_SCHEMA["type"] = ["object", "null"]

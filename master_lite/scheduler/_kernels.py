@@ -1,0 +1,353 @@
+"""Trials in Jupyter kernels: `KernelRunner` runs each trial run in a kernel of its experiment's
+kernelspec (`environment.kernel.spec`, default python3).
+
+One thread per run starts the kernel (with the run's environment and work dir), executes the
+trial's program in it (`_kernel_program.program_cell`), turns iopub `stream` and `error`
+messages into the trial's log lines, and reports the exit status once the execution is over:
+the program's `sys.exit` status, 1 for an exception, 130 for an interrupt (143 when the master
+asked it to stop), or 128+N when the kernel process died of signal N. A kernel that dies
+mid-trial is seen within a poll interval, so the trial never stays ACTIVE.
+
+A failed run keeps its kernel `keep_alive` seconds (its slots are released at once) so a person
+can attach and `%debug` the real traceback; then it is shut down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from master_lite.scheduler._kernel_handles import (
+    GatewayKernel,
+    KernelHandle,
+    LocalKernel,
+    ServerKernel,
+)
+from master_lite.scheduler._kernel_program import (
+    KernelSettings,
+    exit_expression,
+    kernel_config_problems,
+    kernel_program,
+    kernel_settings,
+    program_cell,
+    setup_cell,
+)
+from master_lite.scheduler._local import LaunchSpec, LogRecord, split_line
+from master_lite.scheduler._runner import Runner
+from master_lite.scheduler._startup_hook import STARTUP_HOOK, has_startup_hook
+
+log = logging.getLogger("master_lite.kernels")
+
+_POLL = 0.2  # seconds between looks at a running kernel's messages and liveness
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+@dataclasses.dataclass
+class _KernelRun:
+    spec: LaunchSpec
+    settings: KernelSettings
+    handle: KernelHandle | None = None
+    pid: int | None = None
+    killed: bool = False
+    terminating: bool = False
+    partial: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+class KernelRunner(Runner):
+    """Runs each trial run in a Jupyter kernel: of a local kernelspec (through the hosting
+    Jupyter server's kernel manager when there is one), or on a Jupyter Kernel Gateway."""
+
+    def __init__(
+        self,
+        *,
+        log_sink: Callable[[list[LogRecord]], None],
+        on_exit: Callable[[str, int], None],
+        jupyter_host: Any = None,
+        loop: Any = None,
+    ) -> None:
+        """`jupyter_host`: the hosting Jupyter server (its `kernel_manager` and
+        `session_manager`, used on `loop`), whose kernel manager then starts local kernels."""
+        super().__init__(log_sink=log_sink, on_exit=on_exit)
+        self.jupyter_host = jupyter_host
+        self._loop = loop
+        self._runs: dict[str, _KernelRun] = {}
+        # Failed runs whose kernels wait for a debugger: allocation id -> (run, shutdown timer).
+        self._kept: dict[str, tuple[_KernelRun, threading.Timer]] = {}
+        self._lock = threading.Lock()
+
+    def config_problems(self, config: dict) -> list[str]:
+        return kernel_config_problems(config)
+
+    def launch(self, spec: LaunchSpec) -> None:
+        """Start the run's thread (the kernel starts there, off the master's event loop)."""
+        settings = kernel_settings(spec.config)
+        if settings is None:
+            raise ValueError(f"{spec.allocation_id}: its experiment has no environment.kernel")
+        try:
+            program = kernel_program((spec.config or {}).get("entrypoint") or "")
+        except ValueError as exc:  # checked at submit; a config stored before is told here
+            raise OSError(str(exc)) from None
+        if has_startup_hook(spec.work_dir):
+            raise OSError(
+                f"{STARTUP_HOOK}: a kernel trial cannot source a shell startup hook (do its "
+                "setup in Python at the top of the script, or remove environment.kernel to "
+                "run the trial as a process)"
+            )
+        run = _KernelRun(spec, settings)
+        with self._lock:
+            self._runs[spec.allocation_id] = run
+        threading.Thread(
+            target=self._run,
+            args=(run, program_cell(program)),
+            name=f"kernel-{spec.allocation_id}",
+            daemon=True,
+        ).start()
+        return None
+
+    # -- the run's thread ---------------------------------------------------------------------
+    def _run(self, run: _KernelRun, cell: str) -> None:
+        aid = run.spec.allocation_id
+        code = 1
+        keep = False
+        try:
+            handle = self._start(run)
+            run.handle = handle
+            run.pid = handle.pid
+            if run.killed:  # killed while it started
+                handle.signal(signal.SIGKILL)
+            code, keep = self._execute(run, handle, cell)
+        except Exception as exc:  # noqa: BLE001 (every failure must end the run, with its cause)
+            self._master_line(
+                run, f"could not run the trial in kernel {run.settings.spec!r}: {exc}"
+            )
+            code = 137 if run.killed else 1
+        # Only a failure is kept for post-mortem: not a run the master stopped or killed.
+        stopped = run.terminating or run.killed
+        keep = keep and code != 0 and not stopped and run.settings.keep_alive > 0
+        if keep:
+            timer = threading.Timer(run.settings.keep_alive, self._expire, args=(aid,))
+            timer.daemon = True
+            with self._lock:
+                self._runs.pop(aid, None)
+                self._kept[aid] = (run, timer)
+            timer.start()
+            self._master_line(
+                run,
+                f"the failed trial's kernel stays up for {run.settings.keep_alive:g} s so you can "
+                f"attach to it (`det trial attach {run.spec.trial_id}`) and run %debug",
+            )
+        else:
+            self._shutdown(run)
+            with self._lock:
+                self._runs.pop(aid, None)
+        self._on_exit(aid, code)
+
+    def _start(self, run: _KernelRun) -> KernelHandle:
+        spec = run.settings.spec
+        handle: KernelHandle
+        if run.settings.gateway is not None:
+            own = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
+            handle = GatewayKernel(run.settings.gateway, spec, own)
+            where = f"on the Jupyter Gateway {handle.connection()['gateway']}"
+            self._master_line(
+                run, f"kernel {spec!r} started {where} (id {handle.connection()['kernel_id']})"
+            )
+        elif self.jupyter_host is not None and self._loop is not None:
+            name = f"trial-{run.spec.trial_id}"
+            handle = ServerKernel(
+                self.jupyter_host, self._loop, spec, run.spec.env, str(run.spec.work_dir), name
+            )
+            self._master_line(
+                run,
+                f"kernel {spec!r} started (pid {handle.pid}, Jupyter kernel {handle.kernel_id})",
+            )
+        else:
+            handle = LocalKernel(spec, run.spec.env, str(run.spec.work_dir))
+            self._master_line(run, f"kernel {spec!r} started (pid {handle.pid})")
+        return handle
+
+    def _execute(self, run: _KernelRun, handle: KernelHandle, cell: str) -> tuple[int, bool]:
+        """Run `cell`; (exit status, whether the kernel is still alive to be kept)."""
+        env = None
+        if run.settings.gateway is not None:
+            # A gateway passes only the variables it whitelists: the rest of the trial's own
+            # are set in the kernel before the program starts.
+            env = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
+        handle.execute(setup_cell(env, str(run.spec.work_dir)), silent=True, user_expressions={})
+        msg_id = handle.execute(cell, silent=False, user_expressions={"exit": exit_expression()})
+        reply: dict | None = None
+        idle = False
+        while reply is None or not idle:
+            message = handle.iopub(_POLL)
+            if message is not None and message["parent_header"].get("msg_id") == msg_id:
+                idle = idle or self._on_iopub(run, message)
+            while reply is None:
+                answer = handle.shell()
+                if answer is None:
+                    break
+                if answer["parent_header"].get("msg_id") == msg_id:
+                    reply = answer
+            if (reply is None or not idle) and not handle.alive():
+                self._flush(run)
+                return self._died(run), False
+        self._flush(run)
+        return self._status(run, reply["content"]), True
+
+    def _on_iopub(self, run: _KernelRun, message: dict) -> bool:
+        """Log the message's output; True when it says the execution is over (status idle)."""
+        kind = message["msg_type"]
+        content = message["content"]
+        if kind == "stream":
+            self._stream(run, content.get("name", "stdout"), content.get("text", ""))
+        elif kind == "error":
+            self._flush(run)
+            lines = _ANSI.sub("", "\n".join(content.get("traceback") or [])).splitlines()
+            self._emit(run, "stderr", lines or [f"{content.get('ename')}: {content.get('evalue')}"])
+        return kind == "status" and content.get("execution_state") == "idle"
+
+    def _status(self, run: _KernelRun, reply: dict) -> int:
+        if reply.get("status") == "ok":
+            value = ((reply.get("user_expressions") or {}).get("exit") or {}).get("data", {})
+            try:
+                return int(value.get("text/plain", "1"))
+            except ValueError:
+                return 1
+        if reply.get("ename") == "KeyboardInterrupt":
+            return 143 if run.terminating else 130
+        return 1
+
+    def _died(self, run: _KernelRun) -> int:
+        returncode = run.handle.returncode() if run.handle is not None else None
+        if run.killed:
+            self._master_line(run, "the trial's kernel was killed")
+            return 137
+        self._master_line(run, f"the trial's kernel died (exit status {returncode})")
+        if returncode is None:
+            return 137
+        return returncode if returncode >= 0 else 128 - returncode
+
+    # -- output -------------------------------------------------------------------------------
+    def _stream(self, run: _KernelRun, name: str, text: str) -> None:
+        pending = run.partial.get(name, "") + text
+        *lines, rest = re.split(r"\r\n|\n|\r", pending)
+        run.partial[name] = rest
+        self._emit(run, name, lines)
+
+    def _flush(self, run: _KernelRun) -> None:
+        for name, rest in list(run.partial.items()):
+            if rest:
+                self._emit(run, name, [rest])
+        run.partial.clear()
+
+    def _emit(self, run: _KernelRun, stream: str, lines: list[str]) -> None:
+        now = time.time()
+        records: list[LogRecord] = []
+        for line in lines:
+            for rank, text in split_line(line.encode("utf-8")):
+                records.append((run.spec.trial_id, rank, stream, now, text))
+        if records:
+            try:
+                self._log_sink(records)
+            except Exception:  # noqa: BLE001 (a failing sink must not end the capture)
+                log.exception("log sink failed")
+
+    def _master_line(self, run: _KernelRun, line: str) -> None:
+        self._emit(run, "master", [line])
+
+    # -- ending -------------------------------------------------------------------------------
+    def _shutdown(self, run: _KernelRun) -> None:
+        handle = run.handle
+        if handle is None:
+            return
+        try:
+            handle.shutdown(now=run.killed)
+        except Exception as exc:  # noqa: BLE001 (already gone, or refusing: kill it)
+            log.warning("kernel of %s did not shut down: %s", run.spec.allocation_id, exc)
+            handle.signal(signal.SIGKILL)
+
+    def _expire(self, allocation_id: str) -> None:
+        with self._lock:
+            kept = self._kept.pop(allocation_id, None)
+        if kept is not None:
+            self._shutdown(kept[0])
+
+    # -- the Runner seam ----------------------------------------------------------------------
+    def _get(self, allocation_id: str) -> _KernelRun | None:
+        with self._lock:
+            return self._runs.get(allocation_id)
+
+    def running(self) -> list[str]:
+        with self._lock:
+            return list(self._runs)
+
+    def kept(self) -> list[str]:
+        """Allocation ids of failed runs whose kernels wait for a debugger."""
+        with self._lock:
+            return list(self._kept)
+
+    def pid_of(self, allocation_id: str) -> int | None:
+        run = self._get(allocation_id)
+        return run.pid if run else None
+
+    def attach_info(self, allocation_id: str) -> dict[str, Any]:
+        """The kernel's connection info (ports and key), for a running or kept run."""
+        with self._lock:
+            run = self._runs.get(allocation_id)
+            if run is None and allocation_id in self._kept:
+                run = self._kept[allocation_id][0]
+        if run is None or run.handle is None:
+            return {}
+        return {**run.handle.connection(), "kernel_spec": run.settings.spec, "pid": run.pid}
+
+    def send_signal(self, allocation_id: str, sig: int) -> bool:
+        run = self._get(allocation_id)
+        if run is None:
+            return False
+        if sig == signal.SIGKILL:
+            return self.kill(allocation_id)
+        if sig in (signal.SIGTERM, signal.SIGINT):
+            run.terminating = run.terminating or sig == signal.SIGTERM
+            sig = signal.SIGINT  # the kernel's interrupt: KeyboardInterrupt in the program
+        return run.handle is not None and run.handle.signal(sig)
+
+    def terminate(self, allocation_id: str, grace: float) -> bool:
+        """Interrupt the program now; kill the kernel after `grace` seconds if still running."""
+        if not self.send_signal(allocation_id, signal.SIGTERM):
+            return False
+
+        def kill_if_still_running() -> None:
+            if self._get(allocation_id) is not None:
+                self.kill(allocation_id)
+
+        timer = threading.Timer(grace, kill_if_still_running)
+        timer.daemon = True
+        timer.start()
+        return True
+
+    def kill(self, allocation_id: str) -> bool:
+        run = self._get(allocation_id)
+        if run is None:
+            return False
+        run.killed = True
+        if run.handle is not None:
+            run.handle.signal(signal.SIGKILL)
+        return True
+
+    def close(self) -> None:
+        """Shut down the kernels kept for debugging (running trials are not touched)."""
+        with self._lock:
+            kept = list(self._kept.values())
+            self._kept.clear()
+        for run, timer in kept:
+            timer.cancel()
+            self._shutdown(run)
+
+
+__all__ = ["KernelRunner"]

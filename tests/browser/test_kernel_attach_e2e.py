@@ -1,0 +1,116 @@
+"""Attach from JupyterLab to a kernel trial (real JupyterLab, Chromium): a failed trial's kernel
+is kept for post-mortem; from the sidebar, its experiment's trial row offers "Debug in console",
+which opens a console on that very kernel, where the failed script's variable is there.
+Screenshots in light and dark theme go to test-output/screenshots/."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from tests._support import context_tarball, wait_until
+from tests.browser.test_export_preview_e2e import set_theme
+from tests.browser.test_notebook_widget_e2e import WIDGET, config_cell, run_in_notebook
+from tests.master_lite.test_kernel_attach import BOOM
+from tests.master_lite.test_kernels import SINGLE, config
+
+if TYPE_CHECKING:
+    from tests._support.browser import Lab
+
+SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
+
+
+def test_debug_in_console_opens_the_failed_trials_kernel(
+    lab: Lab, page: Any, screenshot: Any, extension_page_errors: Any
+) -> None:
+    cfg = {
+        **config(searcher=SINGLE, step_sleep=0, kernel={"keep_alive": 600}),
+        "name": "kernel-attach",
+        "entrypoint": "python3 s.py",
+    }
+    body = {"config": json.dumps(cfg), "context": context_tarball({"s.py": BOOM})}
+    exp_id = lab.api("POST", "experiments", json=body)["experiment"]["id"]
+    wait_until(
+        lambda: lab.api("GET", f"experiments/{exp_id}")["experiment"]["state"] == "ERROR",
+        120,
+        "the experiment to fail",
+    )
+    (trial,) = lab.api("GET", f"experiments/{exp_id}")["trials"]
+    kernel_id = lab.api("GET", f"trials/{trial['id']}/kernel")["jupyter_kernel_id"]
+
+    lab.open_in(page)
+    if not page.is_visible("#jupyter-determined-sidebar"):
+        page.click(SIDEBAR_TAB)
+    row = f'.jp-Det-expRow[data-experiment-id="{exp_id}"]'
+    page.wait_for_selector(row)
+    page.click(row)
+    view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{exp_id}"]'
+    page.click(f'{view} .jp-Det-tab[data-section="trials"]')
+    button = f'{view} button[data-attach-trial="{trial["id"]}"]'
+    page.wait_for_selector(button)
+    assert page.inner_text(button) == "Debug in console"
+    screenshot(page, "kernel-attach-button-light")
+    page.click(button)
+
+    console = ".jp-CodeConsole"
+    page.wait_for_selector(console, timeout=60_000)
+    # The console's session is on the trial's kernel, not a new one.
+    sessions = page.evaluate(
+        """async () => {
+            const manager = window.jupyterapp.serviceManager.sessions;
+            await manager.refreshRunning();
+            return [...manager.running()].map(s => ({type: s.type, kernel: s.kernel && s.kernel.id}));
+        }"""
+    )
+    assert {"type": "console", "kernel": kernel_id} in sessions, sessions
+    # The banner comes with the kernel's info reply: the console is connected.
+    page.wait_for_selector(f"{console} .jp-CodeConsole-banner:has-text('Python')", timeout=60_000)
+    page.click(f"{console} .jp-CodeConsole-promptCell .jp-InputArea-editor")
+    page.keyboard.type("print('best is', best)")
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_selector(
+        f"{console} .jp-OutputArea-output:has-text('best is 41')", timeout=60_000
+    )
+    screenshot(page, "kernel-attach-console-light")
+    set_theme(page, "JupyterLab Dark")
+    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
+    screenshot(page, "kernel-attach-console-dark")
+    set_theme(page, "JupyterLab Light")
+    assert extension_page_errors() == []
+
+
+def test_the_notebook_widgets_banner_debugs_a_failed_kernel_trial_in_a_console(
+    lab: Lab, page: Any, screenshot: Any, extension_page_errors: Any
+) -> None:
+    # %%det_submit from a notebook of this server runs its trial in a kernel by default.
+    experiment_id = run_in_notebook(
+        page,
+        lab,
+        "fails-in-kernel.ipynb",
+        [
+            "%load_ext jupyter_determined",
+            "def rate(x):\n    return 1 / x",
+            config_cell("fails-in-kernel", 10),
+            "%%det_submit config\nimport determined as det\nlast_x = 0\n"
+            "with det.core.init() as core_context:\n    rate(last_x)",
+        ],
+    )
+    banner = page.wait_for_selector(f"{WIDGET} .jp-Det-nbBanner-line", timeout=120_000)
+    assert "failed in cell 2, line 2: ZeroDivisionError" in banner.inner_text()
+    answer = lab.api("GET", f"experiments/{experiment_id}")
+    assert answer["experiment"]["config"]["environment"]["kernel"] == {}
+    page.click(f"{WIDGET} .jp-Det-nbDebug")
+    console = ".jp-CodeConsole"
+    page.wait_for_selector(console, timeout=60_000)
+    # The banner comes with the kernel's info reply: the console is connected.
+    page.wait_for_selector(f"{console} .jp-CodeConsole-banner:has-text('Python')", timeout=60_000)
+    page.click(f"{console} .jp-CodeConsole-promptCell .jp-InputArea-editor")
+    page.keyboard.type("print('last_x is', last_x)")
+    page.keyboard.press("Shift+Enter")
+    try:
+        page.wait_for_selector(
+            f"{console} .jp-OutputArea-output:has-text('last_x is 0')", timeout=60_000
+        )
+    finally:
+        screenshot(page, "kernel-attach-from-widget-light")
+    assert extension_page_errors() == []
