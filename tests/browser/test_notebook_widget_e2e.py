@@ -262,10 +262,15 @@ def test_a_saved_notebook_shows_the_widget_without_its_kernel(page, lab: Lab) ->
 
 
 def shut_down_kernels(lab: Lab) -> None:
+    """Shut down the notebooks' kernels; not the trials' (a `%%det_submit` trial of this server
+    runs in a kernel of its own, listed beside them as a console session)."""
     headers = {"Authorization": f"token {lab.token}"}
-    for kernel in requests.get(f"{lab.base}api/kernels", headers=headers, timeout=30).json():
+    sessions = requests.get(f"{lab.base}api/sessions", headers=headers, timeout=30).json()
+    for session in sessions:
+        if session["type"] != "notebook":
+            continue
         requests.delete(
-            f"{lab.base}api/kernels/{kernel['id']}", headers=headers, timeout=30
+            f"{lab.base}api/kernels/{session['kernel']['id']}", headers=headers, timeout=30
         ).raise_for_status()
 
 
