@@ -360,7 +360,7 @@ class DeterminedMagics(Magics):
     @line_magic
     def det(self, line: str) -> Any:
         """`%det list | describe ID | logs TRIAL_ID [--tail N] | pause|activate|kill ID | widget ID
-        | use UUID | use best ID | attach TRIAL_ID [CODE]`.
+        | use UUID | use best ID | attach TRIAL_ID [CODE | --console] | detach`.
 
         ID may be `last`: the experiment submitted last from this kernel. `use` makes the cell
         that downloads and loads a checkpoint the next cell."""
@@ -382,6 +382,11 @@ class DeterminedMagics(Magics):
                 return self._use(session, rest)
             if command == "attach":
                 return _attach(session, line.split(None, 2)[1:])
+            if command == "detach":
+                from jupyter_determined._attach_console import detach_console
+
+                print("Detached." if detach_console() else "Not attached to a trial.")
+                return None
             if command in ("describe", "pause", "activate", "kill", "cancel", "widget", "logs"):
                 if rest and rest[0] == "last" and _last_experiment_id is not None:
                     rest[0] = str(_last_experiment_id)
@@ -410,7 +415,7 @@ class DeterminedMagics(Magics):
                 return None
             raise UsageError(
                 f"%det: unknown command {command!r}; use list, describe, logs, "
-                "pause, activate, kill, widget, use, attach"
+                "pause, activate, kill, widget, use, attach, detach"
             )
         except UsageError:
             raise
@@ -488,11 +493,17 @@ __all__ = [
 def _attach(session: Any, words: list[str]) -> Any:
     """`%det attach TRIAL_ID [CODE]`: run CODE in the kernel trial's kernel and print its output
     (the debugger's prompts are answered here); without CODE, a `TrialKernel` to `.run()` code
-    in (see `det trial attach`)."""
+    in (see `det trial attach`); with `--console`, every later cell runs there (until
+    `%det detach`; what JupyterLab's Attach on a running trial does)."""
     from determined.cli import attach_trial
 
     if not words or not words[0].isdigit():
         raise UsageError("%det attach needs a trial id, e.g. %det attach 3 best")
+    if len(words) == 2 and words[1].strip() == "--console":
+        from jupyter_determined._attach_console import attach_console
+
+        attach_console(session, int(words[0]))
+        return None
     kernel = attach_trial(session, int(words[0]))
     if len(words) == 1:
         return kernel

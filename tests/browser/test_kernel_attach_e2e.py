@@ -1,6 +1,8 @@
 """Attach from JupyterLab to a kernel trial (real JupyterLab, Chromium): a failed trial's kernel
 is kept for post-mortem; from the sidebar, its experiment's trial row offers "Debug in console",
-which opens a console on that very kernel, where the failed script's variable is there.
+which opens a console on that very kernel, where the failed script's variable is there. A running
+trial's row offers "Attach": a console whose cells run in a subshell of the trial's kernel,
+answering while it trains.
 Screenshots in light and dark theme go to test-output/screenshots/."""
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tests._support import context_tarball, wait_until
 from tests.browser.test_export_preview_e2e import set_theme
 from tests.browser.test_notebook_widget_e2e import WIDGET, config_cell, run_in_notebook
-from tests.master_lite.test_kernel_attach import BOOM
+from tests.master_lite.test_kernel_attach import BOOM, LOOP
 from tests.master_lite.test_kernels import SINGLE, config
 
 if TYPE_CHECKING:
@@ -113,4 +115,59 @@ def test_the_notebook_widgets_banner_debugs_a_failed_kernel_trial_in_a_console(
         )
     finally:
         screenshot(page, "kernel-attach-from-widget-light")
+    assert extension_page_errors() == []
+
+
+def test_attach_to_a_running_trial_answers_from_a_subshell_while_it_trains(
+    lab: Lab, page: Any, screenshot: Any, extension_page_errors: Any
+) -> None:
+    cfg = {
+        **config(searcher=SINGLE, step_sleep=0, kernel={"keep_alive": 0}),
+        "name": "kernel-attach-live",
+        "entrypoint": "python3 s.py",
+    }
+    body = {"config": json.dumps(cfg), "context": context_tarball({"s.py": LOOP})}
+    exp_id = lab.api("POST", "experiments", json=body)["experiment"]["id"]
+
+    def trial_logs() -> list[str]:
+        trials = lab.api("GET", f"experiments/{exp_id}")["trials"]
+        if not trials:
+            return []
+        return [e["line"] for e in lab.api("GET", f"trials/{trials[0]['id']}/logs")["logs"]]
+
+    wait_until(lambda: "looping" in trial_logs(), 120, "the trial's loop to start")
+    (trial,) = lab.api("GET", f"experiments/{exp_id}")["trials"]
+    lab.open_in(page)
+    if not page.is_visible("#jupyter-determined-sidebar"):
+        page.click(SIDEBAR_TAB)
+    page.click(f'.jp-Det-expRow[data-experiment-id="{exp_id}"]')
+    view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{exp_id}"]'
+    page.click(f'{view} .jp-Det-tab[data-section="trials"]')
+    button = f'{view} button[data-attach-trial="{trial["id"]}"]'
+    page.wait_for_selector(button)
+    assert page.inner_text(button) == "Attach"
+    page.click(button)
+    console = ".jp-CodeConsole"
+    page.wait_for_selector(
+        f"{console} .jp-OutputArea-output:has-text('Attached to trial {trial['id']}')",
+        timeout=60_000,
+    )
+    # The loop holds the trial kernel's main shell until `stop` is set: only a subshell of it
+    # can answer this, with the script's live globals.
+    page.click(f"{console} .jp-CodeConsole-promptCell .jp-InputArea-editor")
+    page.keyboard.type("print('STEP', step > 0, stop)")
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_selector(f"{console} .jp-OutputArea-output:has-text('STEP True False')")
+    assert lab.api("GET", f"experiments/{exp_id}")["experiment"]["state"] == "ACTIVE"
+    screenshot(page, "kernel-attach-live-light")
+    # Not read-only: setting the global ends the training loop.
+    page.click(f"{console} .jp-CodeConsole-promptCell .jp-InputArea-editor")
+    page.keyboard.type("stop = True")
+    page.keyboard.press("Shift+Enter")
+    wait_until(
+        lambda: lab.api("GET", f"experiments/{exp_id}")["experiment"]["state"] == "COMPLETED",
+        120,
+        "the experiment to complete",
+    )
+    assert any(line.startswith("stopped at ") for line in trial_logs())
     assert extension_page_errors() == []
