@@ -289,7 +289,7 @@ class CheckpointContext:
 
         try:
             answer = self._session.get(f"/checkpoints/{storage_id}/model_versions")
-        except errors.NotFoundException:
+        except errors.NotFound:  # (NotFoundException, what the session raises, is one)
             return  # never reported: no version can name it
         versions = answer["model_versions"]
         if versions:
