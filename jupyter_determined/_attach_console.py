@@ -36,6 +36,8 @@ def attach_console(session: Any, trial_id: int) -> None:
         code = "".join(lines)
         if not code.strip() or code.lstrip().startswith(("%det detach", "%det attach")):
             return lines  # this kernel's own business
+        if not _complete(code):
+            return lines  # so the console asks for the rest of the block before running it
         return [
             f"__import__('jupyter_determined._attach_console', fromlist=['_']).run_attached({code!r})\n"
         ]
@@ -47,6 +49,17 @@ def attach_console(session: Any, trial_id: int) -> None:
         f"Attached to trial {trial_id}'s kernel ({how}). Each cell now runs there, with the "
         "script's globals; it is not read-only. `%det detach` ends this."
     )
+
+
+def _complete(code: str) -> bool:
+    """False for a block still being typed (`for i in x:`); magics and errors count as complete:
+    the trial's kernel runs them and reports what is wrong."""
+    import codeop
+
+    try:
+        return codeop.compile_command(code, "<attached>", "exec") is not None
+    except (SyntaxError, ValueError, OverflowError):
+        return True
 
 
 def run_attached(code: str) -> None:
