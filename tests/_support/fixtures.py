@@ -28,6 +28,23 @@ def refused_port() -> Iterator[int]:
 
 
 @pytest.fixture
+def connect_backoff(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses (seconds) API sessions take between connection attempts, recorded, not slept.
+
+    How long a user waits on an unreachable master is the sum of these pauses plus one refused
+    connect per attempt (immediate on loopback), so a test asserts on the pauses themselves
+    rather than on wall-clock time, which a loaded machine stretches.
+    """
+    import types
+
+    from determined.common.api import _session
+
+    pauses: list[float] = []
+    monkeypatch.setattr(_session, "time", types.SimpleNamespace(sleep=pauses.append))
+    return pauses
+
+
+@pytest.fixture
 def start_master(tmp_path: pathlib.Path) -> Iterator[Callable[..., MasterProcess]]:
     """A factory: `start_master(root_dir=None, **MasterProcess options)` -> a running master.
 

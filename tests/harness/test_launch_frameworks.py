@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -183,21 +182,30 @@ def test_tensorflow_two_slots_start_two_workers() -> None:
     assert [e["LOCAL_RANK"] for e in envs] == ["0", "1"]
 
 
-def test_tensorflow_first_failure_stops_the_other_workers() -> None:
+def test_tensorflow_first_failure_stops_the_other_workers(tmp_path: pathlib.Path) -> None:
     script = textwrap.dedent(
         """
-        import os, sys, time
+        import os, pathlib, sys, time
+        started = pathlib.Path(sys.argv[1])
         if os.environ["RANK"] == "1":
-            time.sleep(0.5)
+            while not started.exists():  # fail only once rank 0 is surely running
+                time.sleep(0.05)
             sys.exit(5)
-        print("waiting", flush=True)
+        started.with_suffix(".tmp").write_text(str(os.getpid()))
+        started.with_suffix(".tmp").rename(started)
         time.sleep(120)
         """
     )
-    start = time.monotonic()
-    result = launch("tensorflow", ["--", sys.executable, "-c", script], trial_env(2))
+    started = tmp_path / "rank0.pid"
+    # launch() gives up after 60 s: a launcher that waited out rank 0's 120 s would fail there.
+    result = launch("tensorflow", ["--", sys.executable, "-c", script, str(started)], trial_env(2))
     assert result.returncode == 5, result.stderr
-    assert time.monotonic() - start < 40  # rank 0 was stopped, not waited for
+    try:
+        state = pathlib.Path(f"/proc/{started.read_text()}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        state = "State:\tgone"
+    # Stopped, not left running behind the launcher (a zombie not yet reaped has stopped too).
+    assert "State:\tZ" in state or "State:\tgone" in state, state
 
 
 def test_tensorflow_outside_a_trial_explains() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -29,16 +28,15 @@ def environment(monkeypatch, tmp_path):
 
 
 def test_a_refused_det_master_names_the_variable_the_file_and_the_fix(
-    environment, monkeypatch, refused_port
+    environment, monkeypatch, refused_port, connect_backoff
 ):
     url = f"http://127.0.0.1:{refused_port}"
     monkeypatch.setenv("DET_MASTER", url)
     session = api.connect(interactive=True)
-    started = time.monotonic()
     with pytest.raises(api.MasterUnreachable) as raised:
         session.get("/experiments")
-    elapsed = time.monotonic() - started
-    assert elapsed < 3, f"an interactive session retried a refused connection for {elapsed:.1f}s"
+    # Someone is waiting: two quick retries (a master that is just restarting), well under 1 s.
+    assert len(connect_backoff) == 2 and sum(connect_backoff) < 1, connect_backoff
     message = str(raised.value)
     assert raised.value.status == 0 and isinstance(raised.value, api.APIError)
     lines = message.splitlines()
@@ -79,13 +77,12 @@ def test_without_any_master_the_error_lists_what_was_looked_at(environment):
 
 
 def test_det_cli_reports_an_unreachable_master_quickly(
-    environment, monkeypatch, capsys, refused_port
+    environment, monkeypatch, capsys, refused_port, connect_backoff
 ):
     url = f"http://127.0.0.1:{refused_port}"
     monkeypatch.setenv("DET_MASTER", url)
-    started = time.monotonic()
     assert main(["e", "list"]) == 1
-    assert time.monotonic() - started < 3
+    assert len(connect_backoff) == 2 and sum(connect_backoff) < 1, connect_backoff
     err = capsys.readouterr().err
     assert err.startswith(
         f"Error: cannot reach the master at {url}: [Errno 111] Connection refused"
@@ -93,7 +90,11 @@ def test_det_cli_reports_an_unreachable_master_quickly(
     assert f"DET_MASTER={url}" in err and "master-lite" in err and "Traceback" not in err
 
 
-def test_non_interactive_sessions_keep_retrying_longer(environment, monkeypatch, refused_port):
+def test_non_interactive_sessions_keep_retrying_longer(
+    environment, monkeypatch, refused_port, connect_backoff
+):
     """Trials (and other background clients) ride out a master restart of a few seconds."""
     monkeypatch.setenv("DET_MASTER", f"http://127.0.0.1:{refused_port}")
-    assert api.connect().connect_retries > api.connect(interactive=True).connect_retries
+    with pytest.raises(api.MasterUnreachable):
+        api.connect().get("/experiments")
+    assert len(connect_backoff) == 5 and sum(connect_backoff) > 3, connect_backoff
