@@ -39,8 +39,10 @@ $(STAMP): pyproject.toml $(LABEXT_SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip wheel
 	@# torch first: an unpinned torch pulled in by another package would be a multi-GB CUDA build
-	$(PIP) install -q torch==$(TORCH_VERSION) torchvision==$(TORCHVISION_VERSION) \
-		$(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL))
+	@# The CPU index only where it answers: pip retries an unreachable index for every package.
+	index=$$($(PY) -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' \
+		'$(TORCH_INDEX_URL)/' 2>/dev/null && echo '--extra-index-url $(TORCH_INDEX_URL)'); \
+	$(PIP) install -q torch==$(TORCH_VERSION) torchvision==$(TORCHVISION_VERSION) $$index
 	@$(PY) -c 'import torchvision' 2>/dev/null || { \
 		echo "torchvision $(TORCHVISION_VERSION): no CPU build reachable (TORCH_INDEX_URL); uninstalled"; \
 		$(PIP) uninstall -q -y torchvision; }
@@ -97,7 +99,11 @@ format: install
 
 ## test: install test dependencies, lint, and run the whole suite (sidebar unit tests, pytest, then
 ## the Estimator tests in .venv-tf215)
-test: install test-deps $(TF215_STAMP) lint
+test:
+	@# The three installs are independent (two venvs, Debian's packages): side by side they take
+	@# about as long as the longest one, not the sum (minutes on a fresh clone).
+	$(MAKE) --no-print-directory --output-sync=target -j3 install test-deps $(TF215_STAMP)
+	$(MAKE) --no-print-directory lint
 	cd labextension && ../$(VENV)/bin/jlpm test
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(TF215_PY) -m pytest tests/estimator $(ESTIMATOR_PYTEST_ARGS)
