@@ -127,6 +127,18 @@ def test_attach_during_a_run_reads_and_sets_live_globals_in_a_subshell(
     result = det(master, "t", "attach", str(trial["id"]), "-c", "print('STEP', step > 0, stop)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "STEP True False"
+    # While attached code runs, the training loop goes on (the subshell has its own thread):
+    # the attached code waits to see `step` move, which it could not if it held the loop up.
+    moved = (
+        "import time\n"
+        "seen, deadline = step, time.monotonic() + 60\n"
+        "while step == seen and time.monotonic() < deadline:\n"
+        "    time.sleep(0.001)\n"
+        "print('MOVED', step > seen)"
+    )
+    result = det(master, "t", "attach", str(trial["id"]), "-c", moved)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "MOVED True"
     result = det(master, "t", "attach", str(trial["id"]), "-c", "stop = True")
     assert result.returncode == 0, result.stderr
     assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED"
