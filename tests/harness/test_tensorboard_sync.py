@@ -4,6 +4,7 @@ off the training thread, and at close for whatever was written after the last re
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
@@ -72,3 +73,19 @@ def test_manual_mode_copies_only_on_request(tmp_path):
         assert stored(tmp_path, tb, "a.tfevents").read_bytes() == b"x"
     finally:
         shutil.rmtree(tb.path, ignore_errors=True)
+
+
+def test_a_burst_of_reports_is_one_background_copy_not_one_each(tmp_path, manager, monkeypatch):
+    # A tight loop reporting every few milliseconds must not wake a copy (and take the GIL from
+    # training) per report: one copy, then a pause; close() copies what changed since.
+    copies = []
+    copy_all = manager._copy_all
+    monkeypatch.setattr(manager, "_copy_all", lambda: (copies.append(1), copy_all()))
+    (manager.path / "events.out.tfevents.1").write_bytes(b"0")
+    for step in range(200):
+        manager.on_metrics("training", step, {"loss": 1.0})
+        time.sleep(0.001)  # the training steps between two reports (not synchronization)
+    (manager.path / "events.out.tfevents.1").write_bytes(b"after 200 reports")
+    manager.close()
+    assert len(copies) <= 3, f"{len(copies)} copies for 200 reports"
+    assert stored(tmp_path, manager, "events.out.tfevents.1").read_bytes() == b"after 200 reports"

@@ -290,7 +290,12 @@ def init(
             info=info,
         )
 
-    from determined.common.api import Session  # requests: imported only on the master
+    # requests is imported only on the master, and now, on the caller's thread: otherwise the
+    # preemption watcher's first poll imports it (~50 ms of CPU) in the background while the
+    # first steps of training run, taking the GIL from them.
+    import requests  # noqa: F401
+
+    from determined.common.api import Session
 
     def session() -> Session:
         # One session per thread that talks to the master (requests sessions are not thread-safe).

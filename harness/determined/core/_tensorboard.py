@@ -19,6 +19,11 @@ import tempfile
 import threading
 from collections.abc import Callable
 
+# Reports can come every few milliseconds (a tight loop reporting every 100 steps): the background
+# copy runs at most this often, so its wake-ups do not take the GIL from training at that rate.
+# close() still copies whatever changed since.
+MIN_SYNC_INTERVAL_S = 1.0
+
 
 class TensorboardMode(str, enum.Enum):
     AUTO = "AUTO"
@@ -71,6 +76,7 @@ class TensorboardManager:
         self._synced: dict[pathlib.Path, tuple[int, int]] = {}  # file -> (mtime_ns, size) copied
         self._lock = threading.Lock()  # one copy at a time (the syncer, close, upload)
         self._wake = threading.Event()
+        self._closed = threading.Event()  # ends the syncer's pause between copies
         self._closing = False
         self._syncer: threading.Thread | None = None
 
@@ -93,6 +99,7 @@ class TensorboardManager:
             if self._closing:
                 return
             self._copy_all()
+            self._closed.wait(MIN_SYNC_INTERVAL_S)
 
     def _copy_all(self) -> None:
         self._copy(lambda _: True, lambda path, _: path)
@@ -104,6 +111,7 @@ class TensorboardManager:
         self._closing = True
         if self._syncer is not None:
             self._wake.set()
+            self._closed.set()
             self._syncer.join()
         if self.mode is TensorboardMode.AUTO:
             self._copy_all()
