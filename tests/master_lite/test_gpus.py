@@ -153,6 +153,25 @@ def test_four_one_slot_trials_run_at_once_each_on_its_own_gpu(master, tmp_path):
 
 
 @pytest.mark.slow
+def test_kernel_trials_get_their_own_gpu_as_process_trials_do(master, tmp_path):
+    # Two trials in Jupyter kernels at once: each kernel starts with its trial's one GPU in
+    # CUDA_VISIBLE_DEVICES (and the slot ids and uuids to match), never the other's.
+    cfg = config("kernels", slots=1, trials_count=2, data={"gate": str(tmp_path), "wait_for": 2})
+    cfg["environment"] = {"kernel": {"keep_alive": 0}}
+    exp_id = submit(master, cfg, {"show_slots.py": SHOW_SLOTS})
+    experiment = wait_for_experiment(master, exp_id, timeout=180)
+    logs = all_logs(master, exp_id)
+    assert experiment["state"] == "COMPLETED", logs
+    assert logs.count("(in a Jupyter kernel)") == 2, logs
+    shown = marked_values(logs, "SLOTS")
+    assert len(shown) == 2 and len({s["cuda"] for s in shown}) == 2, shown
+    for s in shown:
+        index = int(s["cuda"])
+        assert s["slot_ids"] == [index]
+        assert s["gpu_uuids"] == [f"GPU-fake-{index}"]
+
+
+@pytest.mark.slow
 def test_two_slot_trial_waits_for_two_free_slots_without_deadlock(master, tmp_path):
     release = tmp_path / "release"
     ones_gate, two_gate, late_gate = (tmp_path / n for n in ("ones", "two", "late"))
