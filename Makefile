@@ -105,7 +105,7 @@ test:
 	$(MAKE) --no-print-directory --output-sync=target -j3 install test-deps $(TF215_STAMP)
 	$(MAKE) --no-print-directory lint
 	cd labextension && ../$(VENV)/bin/jlpm test
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=30 $(PYTEST_ARGS)
 	$(TF215_PY) -m pytest tests/estimator $(ESTIMATOR_PYTEST_ARGS)
 
 ## test-estimator: only the Estimator tests, in .venv-tf215 (TensorFlow 2.15 + tensorflow-estimator)
