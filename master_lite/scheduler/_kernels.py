@@ -31,7 +31,9 @@ from master_lite.scheduler._kernel_handles import (
     ServerKernel,
 )
 from master_lite.scheduler._kernel_program import (
+    GatewayDefault,
     KernelSettings,
+    effective_gateway,
     exit_expression,
     kernel_config_problems,
     kernel_program,
@@ -53,6 +55,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 class _KernelRun:
     spec: LaunchSpec
     settings: KernelSettings
+    gateway: Any = None  # the gateway its kernel runs on (a URL or {url, token}); None: local
     handle: KernelHandle | None = None
     pid: int | None = None
     killed: bool = False
@@ -71,11 +74,14 @@ class KernelRunner(Runner):
         on_exit: Callable[[str, int], None],
         jupyter_host: Any = None,
         loop: Any = None,
+        gateway_default: GatewayDefault | None = None,
     ) -> None:
         """`jupyter_host`: the hosting Jupyter server (its `kernel_manager` and
-        `session_manager`, used on `loop`), whose kernel manager then starts local kernels."""
+        `session_manager`, used on `loop`), whose kernel manager then starts local kernels.
+        `gateway_default`: the master's Jupyter Gateway, for experiments that name none."""
         super().__init__(log_sink=log_sink, on_exit=on_exit)
         self.jupyter_host = jupyter_host
+        self.gateway_default = gateway_default or GatewayDefault()
         self._loop = loop
         self._runs: dict[str, _KernelRun] = {}
         # Failed runs whose kernels wait for a debugger: allocation id -> (run, shutdown timer).
@@ -83,7 +89,7 @@ class KernelRunner(Runner):
         self._lock = threading.Lock()
 
     def config_problems(self, config: dict) -> list[str]:
-        return kernel_config_problems(config)
+        return kernel_config_problems(config, gateway_default=self.gateway_default)
 
     def launch(self, spec: LaunchSpec) -> None:
         """Start the run's thread (the kernel starts there, off the master's event loop)."""
@@ -100,7 +106,7 @@ class KernelRunner(Runner):
                 "setup in Python at the top of the script, or remove environment.kernel to "
                 "run the trial as a process)"
             )
-        run = _KernelRun(spec, settings)
+        run = _KernelRun(spec, settings, effective_gateway(settings, self.gateway_default))
         with self._lock:
             self._runs[spec.allocation_id] = run
         threading.Thread(
@@ -152,9 +158,10 @@ class KernelRunner(Runner):
     def _start(self, run: _KernelRun) -> KernelHandle:
         spec = run.settings.spec
         handle: KernelHandle
-        if run.settings.gateway is not None:
-            own = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
-            handle = GatewayKernel(run.settings.gateway, spec, own)
+        if run.gateway is not None:
+            handle = GatewayKernel(
+                run.gateway, spec, self._gateway_env(run), self.gateway_default.token
+            )
             where = f"on the Jupyter Gateway {handle.connection()['gateway']}"
             self._master_line(
                 run, f"kernel {spec!r} started {where} (id {handle.connection()['kernel_id']})"
@@ -173,13 +180,21 @@ class KernelRunner(Runner):
             self._master_line(run, f"kernel {spec!r} started (pid {handle.pid})")
         return handle
 
+    def _gateway_env(self, run: _KernelRun) -> dict[str, str]:
+        """The trial's own variables (not the master's), for a kernel on a gateway: with the
+        master URL the gateway's machine reaches (MasterLite.kernel_gateway_master_url)."""
+        env = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
+        if self.gateway_default.master_url:
+            env["DET_MASTER"] = self.gateway_default.master_url
+        return env
+
     def _execute(self, run: _KernelRun, handle: KernelHandle, cell: str) -> tuple[int, bool]:
         """Run `cell`; (exit status, whether the kernel is still alive to be kept)."""
         env = None
-        if run.settings.gateway is not None:
+        if run.gateway is not None:
             # A gateway passes only the variables it whitelists: the rest of the trial's own
             # are set in the kernel before the program starts.
-            env = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
+            env = self._gateway_env(run)
         handle.execute(setup_cell(env, str(run.spec.work_dir)), silent=True, user_expressions={})
         msg_id = handle.execute(cell, silent=False, user_expressions={"exit": exit_expression()})
         reply: dict | None = None
