@@ -137,6 +137,11 @@ class MasterLite(Configurable):
         "the master's own URL (loopback unless --host says otherwise). "
         "Env: MASTER_LITE_KERNEL_GATEWAY_MASTER_URL."
     ).tag(config=True)
+    kernel_gateway_files_limit = Integer(
+        help="The most a kernel on a Jupyter Gateway is sent of its trial's files (the "
+        "context, gzipped tar bytes); a larger run fails with a message naming this. "
+        "Env: MASTER_LITE_KERNEL_GATEWAY_FILES_LIMIT."
+    ).tag(config=True)
     ray_address = Unicode(
         None,
         allow_none=True,
@@ -205,6 +210,12 @@ class MasterLite(Configurable):
     @default("kernel_gateway_master_url")
     def _default_kernel_gateway_master_url(self) -> str:
         return _from_env("MASTER_LITE_KERNEL_GATEWAY_MASTER_URL", str, "")
+
+    @default("kernel_gateway_files_limit")
+    def _default_kernel_gateway_files_limit(self) -> int:
+        from master_lite.scheduler import DEFAULT_FILES_LIMIT
+
+        return _from_env("MASTER_LITE_KERNEL_GATEWAY_FILES_LIMIT", int, DEFAULT_FILES_LIMIT)
 
     @validate("kernel_gateway_url", "kernel_gateway_master_url")
     def _check_http_url(self, proposal: Any) -> str:
@@ -290,6 +301,7 @@ class MasterLite(Configurable):
                 url=self.kernel_gateway_url or None,
                 token=self.kernel_gateway_token or None,
                 master_url=self.kernel_gateway_master_url or None,
+                files_limit=self.kernel_gateway_files_limit,
             ),
             preemption_grace_seconds=self.preemption_grace_seconds,
             tensorboard_refresh_seconds=self.tensorboard_refresh_seconds,

@@ -10,6 +10,7 @@ from ._container_runtime import (
 )
 from ._containers import ContainerRunner, DispatchingRunner
 from ._gpus import FAKE_GPUS_ENV, GPU, discover_gpus, fake_gpus
+from ._kernel_files import DEFAULT_FILES_LIMIT
 from ._kernel_program import (
     GatewayDefault,
     fold_jupyter_gateway,
@@ -40,6 +41,7 @@ __all__ = [
     "DispatchingRunner",
     "KernelRunner",
     "GatewayDefault",
+    "DEFAULT_FILES_LIMIT",
     "fold_jupyter_gateway",
     "kernel_program",
     "kernel_settings",

@@ -16,6 +16,7 @@ from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
+from master_lite.scheduler._kernel_files import DEFAULT_FILES_LIMIT
 from master_lite.scheduler._local import _LEGACY_TRIAL_CLASS
 
 DEFAULT_KERNEL_SPEC = "python3"
@@ -50,6 +51,8 @@ class GatewayDefault:
     token: str | None = None
     # The master URL (DET_MASTER) the gateway's kernels are given (None: the master's own).
     master_url: str | None = None
+    # The most a gateway kernel is sent of the run's files (gzipped tar bytes).
+    files_limit: int = DEFAULT_FILES_LIMIT
 
 
 def effective_gateway(settings: KernelSettings, default: GatewayDefault | None) -> Any:

@@ -22,8 +22,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from master_lite.scheduler._kernel_files import chunk_cells, pack_work_dir, unpack_cell
 from master_lite.scheduler._kernel_handles import (
     GatewayKernel,
     KernelHandle,
@@ -190,13 +192,45 @@ class KernelRunner(Runner):
 
     def _execute(self, run: _KernelRun, handle: KernelHandle, cell: str) -> tuple[int, bool]:
         """Run `cell`; (exit status, whether the kernel is still alive to be kept)."""
-        env = None
         if run.gateway is not None:
-            # A gateway passes only the variables it whitelists: the rest of the trial's own
-            # are set in the kernel before the program starts.
-            env = self._gateway_env(run)
-        handle.execute(setup_cell(env, str(run.spec.work_dir)), silent=True, user_expressions={})
-        msg_id = handle.execute(cell, silent=False, user_expressions={"exit": exit_expression()})
+            # The gateway's machine may not see the master's files: the kernel gets its own
+            # copy of the work dir, and runs there. It passes only the variables it
+            # whitelists: the rest of the trial's own are set before the program starts.
+            handle.execute(setup_cell(self._gateway_env(run)), silent=True, user_expressions={})
+            if not self._ship_files(run, handle):
+                return self._died(run), False
+        else:
+            setup = setup_cell(None, str(run.spec.work_dir))
+            handle.execute(setup, silent=True, user_expressions={})
+        reply = self._run_cell(run, handle, cell, {"exit": exit_expression()})
+        if reply is None:
+            return self._died(run), False
+        return self._status(run, reply), True
+
+    def _ship_files(self, run: _KernelRun, handle: KernelHandle) -> bool:
+        """Send the run's files into the gateway kernel and make their copy its cwd; False
+        when the kernel died meanwhile (OSError when the files cannot be sent)."""
+        archive = pack_work_dir(Path(run.spec.work_dir), self.gateway_default.files_limit)
+        for code in [*chunk_cells(archive), unpack_cell(run.spec.trial_id)]:
+            reply = self._run_cell(run, handle, code, {})
+            if reply is None:
+                return False
+            if reply.get("status") != "ok":
+                raise OSError(
+                    "the kernel could not unpack the trial's files: "
+                    f"{reply.get('ename')}: {reply.get('evalue')}"
+                )
+        self._master_line(
+            run, f"sent the trial's files to the kernel ({len(archive) / 2**10:.1f} KiB)"
+        )
+        return True
+
+    def _run_cell(
+        self, run: _KernelRun, handle: KernelHandle, code: str, user_expressions: dict
+    ) -> dict | None:
+        """Execute `code`, its output into the trial's log; its reply's content once the
+        kernel is idle again, None when the kernel died first."""
+        msg_id = handle.execute(code, silent=False, user_expressions=user_expressions)
         reply: dict | None = None
         idle = False
         while reply is None or not idle:
@@ -211,9 +245,9 @@ class KernelRunner(Runner):
                     reply = answer
             if (reply is None or not idle) and not handle.alive():
                 self._flush(run)
-                return self._died(run), False
+                return None
         self._flush(run)
-        return self._status(run, reply["content"]), True
+        return dict(reply["content"])
 
     def _on_iopub(self, run: _KernelRun, message: dict) -> bool:
         """Log the message's output; True when it says the execution is over (status idle)."""

@@ -25,7 +25,8 @@ from tests.master_lite.test_kernels import FILES, SINGLE, assert_clean_series, c
 TOKEN = "gateway-test-token"
 ENV_SCRIPT = """
 import os
-print("ENV", os.environ.get("DET_TRIAL_ID"), os.environ.get("MY_SETTING"), os.getcwd())
+print("ENV", os.environ.get("DET_TRIAL_ID"), os.environ.get("MY_SETTING"), os.environ["DET_MASTER"])
+print("CWD", os.getcwd())
 """
 
 
@@ -117,15 +118,22 @@ def test_a_search_runs_in_kernels_on_a_kernel_gateway(
 def test_the_trials_environment_reaches_a_gateway_kernel(
     start_master: Callable[..., MasterProcess], gateway: str
 ) -> None:
-    master = start_master(env={"JUPYTER_GATEWAY_AUTH_TOKEN": TOKEN})
+    # The master URL the gateway's machine reaches, not the master's loopback one.
+    master = start_master(
+        env={"JUPYTER_GATEWAY_AUTH_TOKEN": TOKEN},
+        extra_args=["--kernel-gateway-master-url", "http://master.example:8080"],
+    )
     cfg = config(searcher=SINGLE, step_sleep=0, kernel={"gateway": gateway})
     cfg["entrypoint"] = "python3 env.py"
     cfg["environment"]["environment_variables"] = ["MY_SETTING=from-config"]
     exp_id = submit(master, cfg, {"env.py": ENV_SCRIPT})
     assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED"
     (trial,) = master.trials(exp_id)
-    work_dir = master.root_dir / "trials" / str(trial["id"]) / "run-1"
-    assert f"ENV {trial['id']} from-config {work_dir}" in master.logs(trial["id"])
+    logs = master.logs(trial["id"])
+    assert f"ENV {trial['id']} from-config http://master.example:8080" in logs
+    # It ran in its own copy of the files, not in the master's work dir.
+    (cwd,) = [line.split(" ", 1)[1] for line in logs if line.startswith("CWD ")]
+    assert os.path.basename(cwd).startswith(f"determined-trial-{trial['id']}-")
 
 
 def test_gateway_problems_are_refused_at_submit(
