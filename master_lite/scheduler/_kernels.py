@@ -353,7 +353,12 @@ class KernelRunner(Runner):
                 run = self._kept[allocation_id][0]
         if run is None or run.handle is None:
             return {}
-        return {**run.handle.connection(), "kernel_spec": run.settings.spec, "pid": run.pid}
+        info = {**run.handle.connection(), "kernel_spec": run.settings.spec, "pid": run.pid}
+        if "gateway" in info:
+            # What opens the kernel's websocket: for users allowed to execute, as a local
+            # kernel's key is (the master's API never gives it to trial tokens).
+            info["gateway_token"] = getattr(run.handle, "token", None)
+        return info
 
     def send_signal(self, allocation_id: str, sig: int) -> bool:
         run = self._get(allocation_id)
