@@ -189,7 +189,7 @@ def gateway_settings(gateway: Any, token: str | None = None) -> tuple[str, str |
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ValueError(
             f"environment.kernel.gateway: {gateway!r} is not a gateway URL (give "
-            "http(s)://host:port, or {url: ..., token: ...})"
+            "http(s)://host:port, or {url: ..., token: ...}; `local` runs a local kernel)"
         )
     token = token or default_token or os.environ.get("JUPYTER_GATEWAY_AUTH_TOKEN")
     return url.rstrip("/"), token or None

@@ -211,8 +211,11 @@ class KernelRunner(Runner):
         """Send the run's files into the gateway kernel and make their copy its cwd; False
         when the kernel died meanwhile (OSError when the files cannot be sent)."""
         archive = pack_work_dir(Path(run.spec.work_dir), self.gateway_default.files_limit)
-        for code in [*chunk_cells(archive), unpack_cell(run.spec.trial_id)]:
-            reply = self._run_cell(run, handle, code, {})
+        cells = [(code, True) for code in chunk_cells(archive)]
+        # Silent: the chunks are not echoed to every client of the kernel; the unpack's
+        # warnings go to the trial's log.
+        for code, silent in [*cells, (unpack_cell(run.spec.trial_id), False)]:
+            reply = self._run_cell(run, handle, code, {}, silent=silent)
             if reply is None:
                 return False
             if reply.get("status") != "ok":
@@ -226,11 +229,16 @@ class KernelRunner(Runner):
         return True
 
     def _run_cell(
-        self, run: _KernelRun, handle: KernelHandle, code: str, user_expressions: dict
+        self,
+        run: _KernelRun,
+        handle: KernelHandle,
+        code: str,
+        user_expressions: dict,
+        silent: bool = False,
     ) -> dict | None:
         """Execute `code`, its output into the trial's log; its reply's content once the
         kernel is idle again, None when the kernel died first."""
-        msg_id = handle.execute(code, silent=False, user_expressions=user_expressions)
+        msg_id = handle.execute(code, silent=silent, user_expressions=user_expressions)
         reply: dict | None = None
         idle = False
         while reply is None or not idle:

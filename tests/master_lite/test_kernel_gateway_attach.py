@@ -5,9 +5,11 @@ no gateway token of its own: the master's answer carries it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 
-from tests._support import MasterProcess, submit, wait_for_experiment, wait_until
+from tests._support import MasterProcess, child_env, submit, wait_for_experiment, wait_until
 from tests.master_lite.test_kernel_attach import BOOM, LOOP, det
 from tests.master_lite.test_kernel_gateway import (  # noqa: F401 (a fixture)
     TOKEN,
@@ -67,6 +69,24 @@ def test_a_failed_gateway_trials_kernel_answers_best_and_debug(
     result = det(master, "trial", "attach", str(trial["id"]), "-c", "best")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "41"
+    # The same from a notebook's kernel (here IPython): `%det attach TRIAL_ID CODE`.
+    magic = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "IPython",
+            "--no-banner",
+            "--colors=nocolor",
+            "-c",
+            f"%load_ext jupyter_determined\n%det attach {trial['id']} print('best is', best)",
+        ],
+        env=child_env({"MASTER_LITE_ROOT_DIR": str(master.root_dir)}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        start_new_session=True,
+    )
+    assert "best is 41" in magic.stdout, magic.stdout + magic.stderr
     result = det(
         master, "t", "attach", str(trial["id"]), "-c", "%debug", stdin="where\np best * 2\nq\n"
     )

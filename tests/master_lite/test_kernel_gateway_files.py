@@ -5,6 +5,7 @@ whose kernels start in the gateway's own directory, not in the master's work dir
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +19,13 @@ from tests.master_lite.test_kernel_gateway import (  # noqa: F401 (a fixture)
 from tests.master_lite.test_kernels import SINGLE, config
 
 READER = """
-import os
+import hashlib, os
 import helper  # a module of the context, beside the script
 with open("data/numbers.txt") as f:
     print("SUM", helper.total(f.read().split()))
 print("CWD", os.getcwd())
+with open("data/blob.txt", "rb") as f:
+    print("BLOB", hashlib.sha256(f.read()).hexdigest())
 """
 HELPER = "def total(words):\n    return sum(int(w) for w in words)\n"
 
@@ -43,12 +46,16 @@ def test_the_trials_files_are_shipped_into_a_gateway_kernel(
         "src/read.py": READER,
         "src/helper.py": HELPER,
         "data/numbers.txt": "1 2 3 4\n",
+        # Incompressible enough to take more than one cell (CHUNK_BYTES of base64 each).
+        "data/blob.txt": os.urandom(3 * 2**20).hex(),
     }
     exp_id = submit(master, cfg, files)
     assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED"
     (trial,) = master.trials(exp_id)
     logs = master.logs(trial["id"])
     assert "SUM 10" in logs, logs
+    blob = hashlib.sha256(files["data/blob.txt"].encode()).hexdigest()
+    assert f"BLOB {blob}" in logs
     assert any(line.startswith("sent the trial's files to the kernel (") for line in logs)
     (cwd,) = [line.split(" ", 1)[1] for line in logs if line.startswith("CWD ")]
     work_dir = master.root_dir / "trials" / str(trial["id"]) / "run-1"
