@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import io
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 # The compressed files a gateway kernel is sent at most, by default (the context's own limit).
@@ -93,11 +93,38 @@ def unpack_cell(trial_id: int) -> str:
     )
 
 
+def ship_files(
+    work_dir: Path,
+    trial_id: int,
+    limit: int,
+    run_cell: Callable[[str, bool], dict | None],
+) -> int | None:
+    """Send `work_dir` into a kernel through `run_cell(code, silent)` (the reply's content,
+    None when the kernel died) and make its copy the kernel's cwd; the archive's size, None
+    when the kernel died meanwhile. FilesTooLarge over `limit`, OSError when the kernel could
+    not unpack them."""
+    archive = pack_work_dir(work_dir, limit)
+    # Silent: the chunks are not echoed to every client of the kernel; the unpack's warnings
+    # go to the trial's log.
+    cells = [(code, True) for code in chunk_cells(archive)]
+    for code, silent in [*cells, (unpack_cell(trial_id), False)]:
+        reply = run_cell(code, silent)
+        if reply is None:
+            return None
+        if reply.get("status") != "ok":
+            raise OSError(
+                "the kernel could not unpack the trial's files: "
+                f"{reply.get('ename')}: {reply.get('evalue')}"
+            )
+    return len(archive)
+
+
 __all__ = [
     "CHUNK_BYTES",
     "DEFAULT_FILES_LIMIT",
     "FilesTooLarge",
     "chunk_cells",
     "pack_work_dir",
+    "ship_files",
     "unpack_cell",
 ]

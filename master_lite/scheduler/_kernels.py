@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from master_lite.scheduler._kernel_files import chunk_cells, pack_work_dir, unpack_cell
+from master_lite.scheduler._kernel_files import ship_files
 from master_lite.scheduler._kernel_handles import (
     GatewayKernel,
     KernelHandle,
@@ -210,23 +210,15 @@ class KernelRunner(Runner):
     def _ship_files(self, run: _KernelRun, handle: KernelHandle) -> bool:
         """Send the run's files into the gateway kernel and make their copy its cwd; False
         when the kernel died meanwhile (OSError when the files cannot be sent)."""
-        archive = pack_work_dir(Path(run.spec.work_dir), self.gateway_default.files_limit)
-        cells = [(code, True) for code in chunk_cells(archive)]
-        # Silent: the chunks are not echoed to every client of the kernel; the unpack's
-        # warnings go to the trial's log.
-        for code, silent in [*cells, (unpack_cell(run.spec.trial_id), False)]:
-            reply = self._run_cell(run, handle, code, {}, silent=silent)
-            if reply is None:
-                return False
-            if reply.get("status") != "ok":
-                raise OSError(
-                    "the kernel could not unpack the trial's files: "
-                    f"{reply.get('ename')}: {reply.get('evalue')}"
-                )
-        self._master_line(
-            run, f"sent the trial's files to the kernel ({len(archive) / 2**10:.1f} KiB)"
+        size = ship_files(
+            Path(run.spec.work_dir),
+            run.spec.trial_id,
+            self.gateway_default.files_limit,
+            lambda code, silent: self._run_cell(run, handle, code, {}, silent=silent),
         )
-        return True
+        if size is not None:
+            self._master_line(run, f"sent the trial's files to the kernel ({size / 2**10:.1f} KiB)")
+        return size is not None
 
     def _run_cell(
         self,
