@@ -120,6 +120,28 @@ class MasterLite(Configurable):
         "ulimits) are generated. Env: MASTER_LITE_CONTAINER_RUNTIME. Default: podman if "
         "installed, else docker."
     ).tag(config=True)
+    kernel_gateway_url = Unicode(
+        help="A Jupyter (Kernel) Gateway, http(s)://host:port, on which every kernel "
+        "experiment (environment.kernel) whose config names no gateway runs its trials' "
+        "kernels; `environment.kernel.gateway: local` opts an experiment back into local "
+        "kernels. Empty: local kernels. Env: MASTER_LITE_KERNEL_GATEWAY_URL."
+    ).tag(config=True)
+    kernel_gateway_token = Unicode(
+        help="The token for a Jupyter Gateway whose config gives none (sent as "
+        "`Authorization: token ...`). Env: MASTER_LITE_KERNEL_GATEWAY_TOKEN, then "
+        "JUPYTER_GATEWAY_AUTH_TOKEN."
+    ).tag(config=True)
+    kernel_gateway_master_url = Unicode(
+        help="The master URL (DET_MASTER) given to trials in gateway kernels: one the "
+        "gateway's machine reaches, e.g. http://this-host:8080 with --host 0.0.0.0. Empty: "
+        "the master's own URL (loopback unless --host says otherwise). "
+        "Env: MASTER_LITE_KERNEL_GATEWAY_MASTER_URL."
+    ).tag(config=True)
+    kernel_gateway_files_limit = Integer(
+        help="The most a kernel on a Jupyter Gateway is sent of its trial's files (the "
+        "context, gzipped tar bytes); a larger run fails with a message naming this. "
+        "Env: MASTER_LITE_KERNEL_GATEWAY_FILES_LIMIT."
+    ).tag(config=True)
     ray_address = Unicode(
         None,
         allow_none=True,
@@ -172,6 +194,37 @@ class MasterLite(Configurable):
         from master_lite.scheduler import default_runtime
 
         return _from_env("MASTER_LITE_CONTAINER_RUNTIME", str, None) or default_runtime()
+
+    @default("kernel_gateway_url")
+    def _default_kernel_gateway_url(self) -> str:
+        return _from_env("MASTER_LITE_KERNEL_GATEWAY_URL", str, "")
+
+    @default("kernel_gateway_token")
+    def _default_kernel_gateway_token(self) -> str:
+        return _from_env(
+            "MASTER_LITE_KERNEL_GATEWAY_TOKEN",
+            str,
+            os.environ.get("JUPYTER_GATEWAY_AUTH_TOKEN", ""),
+        )
+
+    @default("kernel_gateway_master_url")
+    def _default_kernel_gateway_master_url(self) -> str:
+        return _from_env("MASTER_LITE_KERNEL_GATEWAY_MASTER_URL", str, "")
+
+    @default("kernel_gateway_files_limit")
+    def _default_kernel_gateway_files_limit(self) -> int:
+        from master_lite.scheduler import DEFAULT_FILES_LIMIT
+
+        return _from_env("MASTER_LITE_KERNEL_GATEWAY_FILES_LIMIT", int, DEFAULT_FILES_LIMIT)
+
+    @validate("kernel_gateway_url", "kernel_gateway_master_url")
+    def _check_http_url(self, proposal: Any) -> str:
+        value = str(proposal["value"]).strip().rstrip("/")
+        if value and not value.startswith(("http://", "https://")):
+            raise TraitError(
+                f"{proposal['trait'].name} must be an http(s)://host:port URL, got {value!r}"
+            )
+        return value
 
     @default("resource_manager")
     def _default_resource_manager(self) -> str:
@@ -234,6 +287,7 @@ class MasterLite(Configurable):
     def build_master(self, **overrides: Any) -> Any:
         """The facade configured by these traits (`overrides`: e.g. the host's user_token)."""
         from master_lite._master import Master  # the facade pulls in the store and scheduler
+        from master_lite.scheduler import GatewayDefault
 
         return Master(
             self.root_dir,
@@ -243,6 +297,12 @@ class MasterLite(Configurable):
             ray_address=self.ray_address,
             runner_class=self.runner_class,
             container_runtime=self.container_runtime,
+            kernel_gateway=GatewayDefault(
+                url=self.kernel_gateway_url or None,
+                token=self.kernel_gateway_token or None,
+                master_url=self.kernel_gateway_master_url or None,
+                files_limit=self.kernel_gateway_files_limit,
+            ),
             preemption_grace_seconds=self.preemption_grace_seconds,
             tensorboard_refresh_seconds=self.tensorboard_refresh_seconds,
             **overrides,

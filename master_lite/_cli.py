@@ -31,6 +31,19 @@ def _parser() -> argparse.ArgumentParser:
         "--resource-manager", choices=["local", "ray"], help="what runs trials (default: local)"
     )
     parser.add_argument(
+        "--kernel-gateway-url",
+        metavar="URL",
+        help="a Jupyter Gateway for the kernels of kernel experiments whose config names none "
+        "(token: $MASTER_LITE_KERNEL_GATEWAY_TOKEN or $JUPYTER_GATEWAY_AUTH_TOKEN; default: "
+        "$MASTER_LITE_KERNEL_GATEWAY_URL, else local kernels)",
+    )
+    parser.add_argument(
+        "--kernel-gateway-master-url",
+        metavar="URL",
+        help="the master URL that trials in gateway kernels are given (one the gateway's "
+        "machine reaches; default: the master's own URL)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -47,6 +60,8 @@ def _config(args: argparse.Namespace) -> Config:
         ("port", "port"),
         ("cpu_slots", "cpu_slots"),
         ("resource_manager", "resource_manager"),
+        ("kernel_gateway_url", "kernel_gateway_url"),
+        ("kernel_gateway_master_url", "kernel_gateway_master_url"),
     ):
         value = getattr(args, option)
         if value is not None:
@@ -70,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         app.root_dir  # noqa: B018 - resolve env defaults now, so a bad value fails here
         app.port  # noqa: B018
         app.cpu_slots  # noqa: B018
+        app.kernel_gateway_url  # noqa: B018
+        app.kernel_gateway_master_url  # noqa: B018
     except TraitError as exc:
         print(f"master-lite: error: {exc}", file=sys.stderr)
         return 2

@@ -35,6 +35,7 @@ from master_lite._parts import (
 from master_lite.scheduler import (
     GPU,
     ContainerRuntime,
+    GatewayDefault,
     RayCluster,
     Runner,
     Scheduler,
@@ -64,6 +65,7 @@ class Master:
         runner_class: type[Runner] | None = None,
         tensorboard_refresh_seconds: float = 5.0,
         container_runtime: str | None = None,
+        kernel_gateway: GatewayDefault | None = None,
     ) -> None:
         if resource_manager not in ("local", "ray"):
             raise ValueError(
@@ -82,6 +84,8 @@ class Master:
         # The hosting Jupyter server (set by jupyter_determined before start()): its kernel
         # manager starts kernel trials' kernels, so JupyterLab lists them and can attach.
         self.jupyter_host: Any = None
+        # The master's Jupyter Gateway for kernel experiments that name none (docs/kernels.md).
+        self.kernel_gateway = kernel_gateway
         self.context_size_limit = context_size_limit
         self.preemption_grace_seconds = preemption_grace_seconds
         self.terminate_grace_seconds = terminate_grace_seconds
@@ -172,6 +176,7 @@ class Master:
             on_exit=self.runs.exit_observed,
             container_runtime=self.container_runtime,
             jupyter_host=self.jupyter_host,
+            kernel_gateway=self.kernel_gateway,
         )
         self.runs.attach(runner, log_writer, self.master_url)
         self.shared.open(store, loop)

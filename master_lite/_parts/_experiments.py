@@ -27,6 +27,7 @@ from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
 from master_lite._parts._views import Views
+from master_lite.scheduler import fold_jupyter_gateway
 from master_lite.store import TrialRow
 
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
@@ -97,10 +98,13 @@ class Experiments:
                 "storage_path": ".",
             },
         )
+        # `environment.jupyter_gateway` is stored as the `environment.kernel.gateway` it means.
+        expanded, problems = fold_jupyter_gateway(expanded)
         # Where trials will run (an image that exists, a runtime that is installed): now, not
         # when the first trial fails.
         runner = self._runs.runner
-        problems = runner.config_problems(expanded) if runner is not None else []
+        if not problems and runner is not None:
+            problems = runner.config_problems(expanded)
         if problems:
             raise errors.InvalidRequest(
                 f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),

@@ -21,13 +21,7 @@ def trial_kernel(views: Views, runner: Runner, trial_id: int) -> dict:
         )
     allocation_id = f"trial-{trial_id}.{trial.run_id}"
     info = runner.attach_info(allocation_id) if trial.run_id else {}
-    if "gateway" in info:
-        raise errors.Conflict(
-            f"trial {trial_id} runs in kernel {info['kernel_id']} on the Jupyter Gateway at "
-            f"{info['gateway']}: `det trial attach` reaches local kernels only for now (open the "
-            "kernel from a Jupyter server connected to that gateway, --gateway-url)"
-        )
-    if "kernel" not in info:
+    if "kernel" not in info and "gateway" not in info:
         if not trial.run_id:
             why = "it has not started yet; attach once it runs"
         elif settings.keep_alive > 0:

@@ -27,6 +27,7 @@ from master_lite.scheduler import (
     GPU,
     ContainerRuntime,
     DispatchingRunner,
+    GatewayDefault,
     KernelRunner,
     LocalRunner,
     RayCluster,
@@ -143,6 +144,7 @@ def make_runner(
     on_exit: Callable[[str, int], None],
     container_runtime: ContainerRuntime | None = None,
     jupyter_host: Any = None,
+    kernel_gateway: GatewayDefault | None = None,
 ) -> Runner:
     """The deployment's own runner class if given, else Ray's, else local processes and (when
     `container_runtime` is given) containers for experiments with `environment.image` and Jupyter
@@ -169,6 +171,7 @@ def make_runner(
             on_exit=on_exit,
             jupyter_host=jupyter_host,
             loop=asyncio.get_running_loop() if jupyter_host is not None else None,
+            gateway_default=kernel_gateway,
         ),
     )
 

@@ -60,7 +60,7 @@ TRIAL_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "How to attach to a kernel trial's kernel",
                 obj(
-                    ["trial_id", "allocation_id", "state", "post_mortem", "kernel"],
+                    ["trial_id", "allocation_id", "state", "post_mortem"],
                     trial_id=INTEGER,
                     allocation_id=STRING,
                     state=STRING,
@@ -76,13 +76,21 @@ TRIAL_ROUTES: tuple[Route, ...] = (
                             for name in ("shell", "iopub", "stdin", "control", "hb")
                         },
                     ),
+                    jupyter_kernel_id=STRING,
+                    gateway=STRING,
+                    kernel_id=STRING,
+                    gateway_token=nullable(STRING),
                     kernel_spec=STRING,
                     pid=nullable(INTEGER),
                 ),
                 description=(
-                    "The Jupyter connection info (ports and key) of the kernel running the "
-                    "trial's latest run, or kept for post-mortem after it failed "
-                    "(environment.kernel.keep_alive). Anyone holding it can run code in the "
+                    "How to reach the kernel running the trial's latest run, or kept for "
+                    "post-mortem after it failed (environment.kernel.keep_alive): a local "
+                    "kernel's Jupyter connection info (`kernel`: ports and key; "
+                    "`jupyter_kernel_id` in a Jupyter-hosted master), or a Jupyter Gateway "
+                    "kernel's `gateway` URL, `kernel_id` and `gateway_token` (the master's "
+                    "token for that gateway, null when it has none; its websocket is "
+                    "/api/kernels/{kernel_id}/channels). Anyone holding it can run code in the "
                     "kernel: users only (no trial tokens), authorized to execute. 409 when the "
                     "trial does not run in a kernel or its kernel is gone."
                 ),

@@ -10,7 +10,13 @@ from ._container_runtime import (
 )
 from ._containers import ContainerRunner, DispatchingRunner
 from ._gpus import FAKE_GPUS_ENV, GPU, discover_gpus, fake_gpus
-from ._kernel_program import kernel_program, kernel_settings
+from ._kernel_files import DEFAULT_FILES_LIMIT
+from ._kernel_program import (
+    GatewayDefault,
+    fold_jupyter_gateway,
+    kernel_program,
+    kernel_settings,
+)
 from ._kernels import KernelRunner
 from ._local import (
     LaunchSpec,
@@ -34,6 +40,9 @@ __all__ = [
     "ContainerRuntime",
     "DispatchingRunner",
     "KernelRunner",
+    "GatewayDefault",
+    "DEFAULT_FILES_LIMIT",
+    "fold_jupyter_gateway",
     "kernel_program",
     "kernel_settings",
     "container_image",

@@ -177,9 +177,11 @@ class GatewayError(OSError):
     """The gateway could not be reached, or refused the request (the message says which)."""
 
 
-def gateway_settings(gateway: Any) -> tuple[str, str | None]:
+def gateway_settings(gateway: Any, token: str | None = None) -> tuple[str, str | None]:
     """(base URL, token) of `environment.kernel.gateway`: a URL, or `{url, token}`; the token
-    defaults to $JUPYTER_GATEWAY_AUTH_TOKEN (keep it out of the config, which is stored)."""
+    defaults to `token` (the master's, MasterLite.kernel_gateway_token), then to
+    $JUPYTER_GATEWAY_AUTH_TOKEN (keep it out of the config, which is stored)."""
+    default_token = token
     if isinstance(gateway, dict):
         url, token = gateway.get("url"), gateway.get("token")
     else:
@@ -187,9 +189,10 @@ def gateway_settings(gateway: Any) -> tuple[str, str | None]:
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ValueError(
             f"environment.kernel.gateway: {gateway!r} is not a gateway URL (give "
-            "http(s)://host:port, or {url: ..., token: ...})"
+            "http(s)://host:port, or {url: ..., token: ...}; `local` runs a local kernel)"
         )
-    return url.rstrip("/"), token or os.environ.get("JUPYTER_GATEWAY_AUTH_TOKEN") or None
+    token = token or default_token or os.environ.get("JUPYTER_GATEWAY_AUTH_TOKEN")
+    return url.rstrip("/"), token or None
 
 
 def _headers(token: str | None) -> dict[str, str]:
@@ -225,8 +228,12 @@ class GatewayKernel:
 
     pid: int | None = None
 
-    def __init__(self, gateway: Any, spec: str, env: dict[str, str]) -> None:
-        self.url, self.token = gateway_settings(gateway)
+    def __init__(
+        self, gateway: Any, spec: str, env: dict[str, str], token: str | None = None
+    ) -> None:
+        """Start a kernel of `spec` on `gateway` (a URL or `{url, token}`; `token` is used when
+        it gives none), with `env` sent along."""
+        self.url, self.token = gateway_settings(gateway, token)
         # The gateway passes on the variables it whitelists (KG_ENV_WHITELIST) and KERNEL_*.
         model = gateway_request(
             self.url, self.token, "POST", "/api/kernels", json={"name": spec, "env": env}

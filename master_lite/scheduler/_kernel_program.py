@@ -8,6 +8,7 @@ ARGS`, `python3 -m module ARGS` (any `python`/`python3` word) and a legacy Trial
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import shlex
@@ -15,12 +16,16 @@ from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
+from master_lite.scheduler._kernel_files import DEFAULT_FILES_LIMIT
 from master_lite.scheduler._local import _LEGACY_TRIAL_CLASS
 
 DEFAULT_KERNEL_SPEC = "python3"
 # How long a failed trial's kernel waits for a debugger (seconds), as Determined's default
 # notebook idle timeout would suggest: long enough to attach, short enough not to pile up.
 DEFAULT_KEEP_ALIVE = 600.0
+
+# `environment.kernel.gateway: local`: a local kernel even when the master has a default gateway.
+LOCAL_GATEWAY = "local"
 
 # The attribute of `sys` in the kernel where the program's exit status is left (a cell that
 # raises SystemExit would only print it).
@@ -34,6 +39,51 @@ class KernelSettings:
     spec: str = DEFAULT_KERNEL_SPEC
     keep_alive: float = DEFAULT_KEEP_ALIVE
     gateway: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GatewayDefault:
+    """The master's own Jupyter Gateway settings (`MasterLite.kernel_gateway_*` traits)."""
+
+    # The gateway of every kernel experiment whose config names none (None: local kernels).
+    url: str | None = None
+    # The token for any gateway whose config gives none.
+    token: str | None = None
+    # The master URL (DET_MASTER) the gateway's kernels are given (None: the master's own).
+    master_url: str | None = None
+    # The most a gateway kernel is sent of the run's files (gzipped tar bytes).
+    files_limit: int = DEFAULT_FILES_LIMIT
+
+
+def effective_gateway(settings: KernelSettings, default: GatewayDefault | None) -> Any:
+    """The gateway (a URL or `{url, token}`) the experiment's kernels start on; None: local."""
+    if settings.gateway == LOCAL_GATEWAY:
+        return None
+    if settings.gateway is not None:
+        return settings.gateway
+    return default.url if default is not None and default.url else None
+
+
+def fold_jupyter_gateway(config: dict) -> tuple[dict, list[str]]:
+    """`environment.jupyter_gateway` (the issue's spelling: a URL or `{url, token}`) as
+    `environment.kernel.gateway`, which it implies; (the config, problems). The config given
+    is not changed."""
+    environment = config.get("environment")
+    if not isinstance(environment, dict) or environment.get("jupyter_gateway") is None:
+        return config, []
+    alias = environment["jupyter_gateway"]
+    kernel = environment.get("kernel")
+    kernel = dict(kernel) if isinstance(kernel, dict) else {}
+    given = kernel.get("gateway")
+    if given is not None and given != alias:
+        return config, [
+            f"environment.jupyter_gateway: {alias!r} differs from environment.kernel.gateway "
+            f"{given!r} (they are two spellings of one setting: give one of them)"
+        ]
+    folded = copy.deepcopy(config)
+    folded["environment"].pop("jupyter_gateway")
+    folded["environment"]["kernel"] = {**kernel, "gateway": alias}
+    return folded, []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,10 +134,13 @@ def kernel_program(entrypoint: str | list[str]) -> KernelProgram:
 
 
 def kernel_config_problems(
-    config: dict, spec_manager: KernelSpecManager | None = None
+    config: dict,
+    spec_manager: KernelSpecManager | None = None,
+    gateway_default: GatewayDefault | None = None,
 ) -> list[str]:
     """Why `config`'s trials cannot run in a kernel here (empty when they can, or when the
-    experiment does not ask for kernels)."""
+    experiment does not ask for kernels); a gateway is checked with the master's default
+    gateway (and token) applied."""
     settings = kernel_settings(config)
     if settings is None:
         return []
@@ -109,8 +162,11 @@ def kernel_config_problems(
         kernel_program(config.get("entrypoint") or "")
     except ValueError as exc:
         problems.append(str(exc))
-    if settings.gateway is not None:
-        problems += _gateway_problems(settings)
+    gateway = effective_gateway(settings, gateway_default)
+    if gateway is not None:
+        token = gateway_default.token if gateway_default is not None else None
+        from_master = settings.gateway is None
+        problems += _gateway_problems(gateway, settings.spec, token, from_master)
     else:
         manager = spec_manager or KernelSpecManager()
         try:
@@ -124,7 +180,7 @@ def kernel_config_problems(
     return problems
 
 
-def _gateway_problems(settings: KernelSettings) -> list[str]:
+def _gateway_problems(gateway: Any, spec: str, token: str | None, from_master: bool) -> list[str]:
     # Imported here: the gateway's client (requests, websocket) is needed only by gateway users.
     from master_lite.scheduler._kernel_handles import (
         GatewayError,
@@ -132,22 +188,25 @@ def _gateway_problems(settings: KernelSettings) -> list[str]:
         gateway_settings,
     )
 
+    # A default gateway is the master's setting, not the config's: say so, and how to opt out.
+    where = (
+        "MasterLite.kernel_gateway_url (the master's default gateway; `gateway: local` in "
+        "environment.kernel runs a local kernel instead)"
+        if from_master
+        else "environment.kernel.gateway"
+    )
     try:
-        url, token = gateway_settings(settings.gateway)
+        url, token = gateway_settings(gateway, token)
         specs = (gateway_request(url, token, "GET", "/api/kernelspecs") or {}).get(
             "kernelspecs"
         ) or {}
     except (ValueError, GatewayError) as exc:
-        return [
-            str(exc)
-            if str(exc).startswith("environment.")
-            else f"environment.kernel.gateway: {exc}"
-        ]
-    if settings.spec not in specs:
+        return [str(exc) if str(exc).startswith("environment.") else f"{where}: {exc}"]
+    if spec not in specs:
         known = ", ".join(sorted(specs)) or "none"
         return [
             f"environment.kernel.spec: the Jupyter Gateway at {url} has no kernelspec named "
-            f"{settings.spec!r} (it has: {known})"
+            f"{spec!r} (it has: {known})"
         ]
     return []
 
@@ -238,9 +297,13 @@ def exit_expression() -> str:
 __all__ = [
     "DEFAULT_KEEP_ALIVE",
     "DEFAULT_KERNEL_SPEC",
+    "LOCAL_GATEWAY",
+    "GatewayDefault",
     "KernelProgram",
     "KernelSettings",
+    "effective_gateway",
     "exit_expression",
+    "fold_jupyter_gateway",
     "kernel_config_problems",
     "kernel_program",
     "kernel_settings",

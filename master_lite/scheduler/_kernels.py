@@ -22,8 +22,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from master_lite.scheduler._kernel_files import ship_files
 from master_lite.scheduler._kernel_handles import (
     GatewayKernel,
     KernelHandle,
@@ -31,7 +33,9 @@ from master_lite.scheduler._kernel_handles import (
     ServerKernel,
 )
 from master_lite.scheduler._kernel_program import (
+    GatewayDefault,
     KernelSettings,
+    effective_gateway,
     exit_expression,
     kernel_config_problems,
     kernel_program,
@@ -53,6 +57,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 class _KernelRun:
     spec: LaunchSpec
     settings: KernelSettings
+    gateway: Any = None  # the gateway its kernel runs on (a URL or {url, token}); None: local
     handle: KernelHandle | None = None
     pid: int | None = None
     killed: bool = False
@@ -71,11 +76,14 @@ class KernelRunner(Runner):
         on_exit: Callable[[str, int], None],
         jupyter_host: Any = None,
         loop: Any = None,
+        gateway_default: GatewayDefault | None = None,
     ) -> None:
         """`jupyter_host`: the hosting Jupyter server (its `kernel_manager` and
-        `session_manager`, used on `loop`), whose kernel manager then starts local kernels."""
+        `session_manager`, used on `loop`), whose kernel manager then starts local kernels.
+        `gateway_default`: the master's Jupyter Gateway, for experiments that name none."""
         super().__init__(log_sink=log_sink, on_exit=on_exit)
         self.jupyter_host = jupyter_host
+        self.gateway_default = gateway_default or GatewayDefault()
         self._loop = loop
         self._runs: dict[str, _KernelRun] = {}
         # Failed runs whose kernels wait for a debugger: allocation id -> (run, shutdown timer).
@@ -83,7 +91,7 @@ class KernelRunner(Runner):
         self._lock = threading.Lock()
 
     def config_problems(self, config: dict) -> list[str]:
-        return kernel_config_problems(config)
+        return kernel_config_problems(config, gateway_default=self.gateway_default)
 
     def launch(self, spec: LaunchSpec) -> None:
         """Start the run's thread (the kernel starts there, off the master's event loop)."""
@@ -100,7 +108,7 @@ class KernelRunner(Runner):
                 "setup in Python at the top of the script, or remove environment.kernel to "
                 "run the trial as a process)"
             )
-        run = _KernelRun(spec, settings)
+        run = _KernelRun(spec, settings, effective_gateway(settings, self.gateway_default))
         with self._lock:
             self._runs[spec.allocation_id] = run
         threading.Thread(
@@ -152,9 +160,10 @@ class KernelRunner(Runner):
     def _start(self, run: _KernelRun) -> KernelHandle:
         spec = run.settings.spec
         handle: KernelHandle
-        if run.settings.gateway is not None:
-            own = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
-            handle = GatewayKernel(run.settings.gateway, spec, own)
+        if run.gateway is not None:
+            handle = GatewayKernel(
+                run.gateway, spec, self._gateway_env(run), self.gateway_default.token
+            )
             where = f"on the Jupyter Gateway {handle.connection()['gateway']}"
             self._master_line(
                 run, f"kernel {spec!r} started {where} (id {handle.connection()['kernel_id']})"
@@ -173,15 +182,55 @@ class KernelRunner(Runner):
             self._master_line(run, f"kernel {spec!r} started (pid {handle.pid})")
         return handle
 
+    def _gateway_env(self, run: _KernelRun) -> dict[str, str]:
+        """The trial's own variables (not the master's), for a kernel on a gateway: with the
+        master URL the gateway's machine reaches (MasterLite.kernel_gateway_master_url)."""
+        env = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
+        if self.gateway_default.master_url:
+            env["DET_MASTER"] = self.gateway_default.master_url
+        return env
+
     def _execute(self, run: _KernelRun, handle: KernelHandle, cell: str) -> tuple[int, bool]:
         """Run `cell`; (exit status, whether the kernel is still alive to be kept)."""
-        env = None
-        if run.settings.gateway is not None:
-            # A gateway passes only the variables it whitelists: the rest of the trial's own
-            # are set in the kernel before the program starts.
-            env = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
-        handle.execute(setup_cell(env, str(run.spec.work_dir)), silent=True, user_expressions={})
-        msg_id = handle.execute(cell, silent=False, user_expressions={"exit": exit_expression()})
+        if run.gateway is not None:
+            # The gateway's machine may not see the master's files: the kernel gets its own
+            # copy of the work dir, and runs there. It passes only the variables it
+            # whitelists: the rest of the trial's own are set before the program starts.
+            handle.execute(setup_cell(self._gateway_env(run)), silent=True, user_expressions={})
+            if not self._ship_files(run, handle):
+                return self._died(run), False
+        else:
+            setup = setup_cell(None, str(run.spec.work_dir))
+            handle.execute(setup, silent=True, user_expressions={})
+        reply = self._run_cell(run, handle, cell, {"exit": exit_expression()})
+        if reply is None:
+            return self._died(run), False
+        return self._status(run, reply), True
+
+    def _ship_files(self, run: _KernelRun, handle: KernelHandle) -> bool:
+        """Send the run's files into the gateway kernel and make their copy its cwd; False
+        when the kernel died meanwhile (OSError when the files cannot be sent)."""
+        size = ship_files(
+            Path(run.spec.work_dir),
+            run.spec.trial_id,
+            self.gateway_default.files_limit,
+            lambda code, silent: self._run_cell(run, handle, code, {}, silent=silent),
+        )
+        if size is not None:
+            self._master_line(run, f"sent the trial's files to the kernel ({size / 2**10:.1f} KiB)")
+        return size is not None
+
+    def _run_cell(
+        self,
+        run: _KernelRun,
+        handle: KernelHandle,
+        code: str,
+        user_expressions: dict,
+        silent: bool = False,
+    ) -> dict | None:
+        """Execute `code`, its output into the trial's log; its reply's content once the
+        kernel is idle again, None when the kernel died first."""
+        msg_id = handle.execute(code, silent=silent, user_expressions=user_expressions)
         reply: dict | None = None
         idle = False
         while reply is None or not idle:
@@ -196,9 +245,9 @@ class KernelRunner(Runner):
                     reply = answer
             if (reply is None or not idle) and not handle.alive():
                 self._flush(run)
-                return self._died(run), False
+                return None
         self._flush(run)
-        return self._status(run, reply["content"]), True
+        return dict(reply["content"])
 
     def _on_iopub(self, run: _KernelRun, message: dict) -> bool:
         """Log the message's output; True when it says the execution is over (status idle)."""
@@ -304,7 +353,12 @@ class KernelRunner(Runner):
                 run = self._kept[allocation_id][0]
         if run is None or run.handle is None:
             return {}
-        return {**run.handle.connection(), "kernel_spec": run.settings.spec, "pid": run.pid}
+        info = {**run.handle.connection(), "kernel_spec": run.settings.spec, "pid": run.pid}
+        if "gateway" in info:
+            # What opens the kernel's websocket: for users allowed to execute, as a local
+            # kernel's key is (the master's API never gives it to trial tokens).
+            info["gateway_token"] = getattr(run.handle, "token", None)
+        return info
 
     def send_signal(self, allocation_id: str, sig: int) -> bool:
         run = self._get(allocation_id)

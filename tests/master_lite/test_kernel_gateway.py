@@ -19,13 +19,13 @@ import requests
 from determined.common.api import errors as api_errors
 from tests._support import MasterProcess, child_env, submit, wait_for_experiment, wait_until
 from tests._support.process import free_port
-from tests.master_lite.test_kernel_attach import LOOP, det
 from tests.master_lite.test_kernels import FILES, SINGLE, assert_clean_series, config
 
 TOKEN = "gateway-test-token"
 ENV_SCRIPT = """
 import os
-print("ENV", os.environ.get("DET_TRIAL_ID"), os.environ.get("MY_SETTING"), os.getcwd())
+print("ENV", os.environ.get("DET_TRIAL_ID"), os.environ.get("MY_SETTING"), os.environ["DET_MASTER"])
+print("CWD", os.getcwd())
 """
 
 
@@ -117,15 +117,22 @@ def test_a_search_runs_in_kernels_on_a_kernel_gateway(
 def test_the_trials_environment_reaches_a_gateway_kernel(
     start_master: Callable[..., MasterProcess], gateway: str
 ) -> None:
-    master = start_master(env={"JUPYTER_GATEWAY_AUTH_TOKEN": TOKEN})
+    # The master URL the gateway's machine reaches, not the master's loopback one.
+    master = start_master(
+        env={"JUPYTER_GATEWAY_AUTH_TOKEN": TOKEN},
+        extra_args=["--kernel-gateway-master-url", "http://master.example:8080"],
+    )
     cfg = config(searcher=SINGLE, step_sleep=0, kernel={"gateway": gateway})
     cfg["entrypoint"] = "python3 env.py"
     cfg["environment"]["environment_variables"] = ["MY_SETTING=from-config"]
     exp_id = submit(master, cfg, {"env.py": ENV_SCRIPT})
     assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED"
     (trial,) = master.trials(exp_id)
-    work_dir = master.root_dir / "trials" / str(trial["id"]) / "run-1"
-    assert f"ENV {trial['id']} from-config {work_dir}" in master.logs(trial["id"])
+    logs = master.logs(trial["id"])
+    assert f"ENV {trial['id']} from-config http://master.example:8080" in logs
+    # It ran in its own copy of the files, not in the master's work dir.
+    (cwd,) = [line.split(" ", 1)[1] for line in logs if line.startswith("CWD ")]
+    assert os.path.basename(cwd).startswith(f"determined-trial-{trial['id']}-")
 
 
 def test_gateway_problems_are_refused_at_submit(
@@ -175,28 +182,6 @@ def test_a_kernel_start_the_gateway_refuses_ends_the_trial_with_its_answer(
         f"could not run the trial in kernel 'python3': the Jupyter Gateway at {full} refused "
         "POST /api/kernels: HTTP 403"
     ) in logs, logs
-
-
-def test_attach_to_a_gateway_trial_says_where_its_kernel_is(
-    start_master: Callable[..., MasterProcess], gateway: str
-) -> None:
-    master = start_master(env={"JUPYTER_GATEWAY_AUTH_TOKEN": TOKEN})
-    cfg = {
-        **config(searcher=SINGLE, step_sleep=0, kernel={"gateway": gateway}),
-        "entrypoint": "python3 s.py",
-    }
-    exp_id = submit(master, cfg, {"s.py": LOOP})
-    (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
-    wait_until(lambda: "looping" in master.logs(trial["id"]), 60, "the loop to start")
-    result = det(master, "t", "attach", str(trial["id"]), "-c", "stop = True")
-    assert result.returncode != 0
-    assert (
-        f"on the Jupyter Gateway at {gateway}: `det trial attach` reaches local kernels only"
-        in (result.stderr)
-    )
-    master.session.post(f"/experiments/{exp_id}/kill")
-    assert wait_for_experiment(master, exp_id)["state"] == "CANCELED"
-    wait_until(lambda: gateway_kernels(gateway) == [], 30, "the gateway's kernel to end")
 
 
 def test_a_dropped_websocket_is_reconnected_while_the_kernel_lives(gateway: str) -> None:

@@ -1,4 +1,5 @@
-"""`det trial attach TRIAL_ID`: a console on the kernel of a kernel trial (`environment.kernel`).
+"""`det trial attach TRIAL_ID`: a console on the kernel of a kernel trial (`environment.kernel`),
+local (over ZMQ) or on a Jupyter Gateway (over the kernel's websocket).
 
 While the trial runs, code runs in a kernel *subshell* (ipykernel >= 7), a thread of its own, so
 it never waits for (or blocks) the training loop and sees the script's live globals. After a
@@ -35,13 +36,19 @@ class TrialKernel:
     `run(code)` executes code (in a subshell while the trial runs) and writes its output."""
 
     def __init__(self, info: dict, *, subshell: bool | None = None) -> None:
-        from jupyter_client.blocking import BlockingKernelClient
-
         self.info = info
         self.trial_id = info.get("trial_id")
-        self.client = BlockingKernelClient()
-        self.client.load_connection_info(info["kernel"])
-        self.client.start_channels()
+        self.client: Any
+        if "gateway" in info:  # a kernel on a Jupyter Gateway: through its websocket
+            from determined.cli._gateway_kernel import gateway_client
+
+            self.client = gateway_client(info)
+        else:
+            from jupyter_client.blocking import BlockingKernelClient
+
+            self.client = BlockingKernelClient()
+            self.client.load_connection_info(info["kernel"])
+            self.client.start_channels()
         self.subshell_id: str | None = None
         if subshell if subshell is not None else not info.get("post_mortem"):
             self.subshell_id = self._create_subshell()
@@ -58,6 +65,10 @@ class TrialKernel:
             try:
                 reply = self.client.get_control_msg(timeout=_POLL)
             except queue.Empty:
+                if not self.client.is_alive():
+                    raise CliError(
+                        f"trial {self.trial_id}'s kernel is gone (it ended or died)"
+                    ) from None
                 continue
             if reply["parent_header"].get("msg_id") == message["header"]["msg_id"]:
                 return dict(reply["content"])
@@ -144,6 +155,10 @@ class TrialKernel:
         try:
             if self.subshell_id is not None:
                 self._control("delete_subshell_request", {"subshell_id": self.subshell_id})
+        except CliError:
+            if self.client.is_alive():
+                raise
+            # The kernel ended (the code run may have ended the trial): nothing to close.
         finally:
             self.client.stop_channels()
 

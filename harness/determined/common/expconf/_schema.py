@@ -317,6 +317,9 @@ ENVIRONMENT_SCHEMA = _closed(
             ),
             "type": ["object", "null"],
         },
+        # The spelling of environment.kernel.gateway (a URL or {url, token}); implies
+        # a kernel. The master stores it as environment.kernel.gateway.
+        "jupyter_gateway": {"type": ["string", "object", "null"]},
     },
 )
 ENVIRONMENT_SCHEMA["type"] = ["object", "null"]
