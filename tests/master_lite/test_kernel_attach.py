@@ -59,7 +59,7 @@ def test_a_failed_trials_kernel_answers_best_and_debug_shows_the_failing_frame(
     assert trial["state"] == "ERROR" and trial["exit_code"] == 1
     # The run is over (its slots are free) while its kernel waits for a debugger.
     assert trial["allocation_id"] is None or trial["run_state"] != "RUNNING"
-    (pid,) = kernel_pids(f"trial-{trial['id']}.1")
+    (pid,) = kernel_pids(master, f"trial-{trial['id']}.1")
     info = master.session.get(f"/trials/{trial['id']}/kernel")
     assert info["post_mortem"] is True and info["kernel"]["shell_port"] > 0
     assert (
@@ -98,7 +98,9 @@ def test_a_failed_trials_kernel_answers_best_and_debug_shows_the_failing_frame(
     assert "s.py" in result.stdout and "step()" in result.stdout
     assert "82" in result.stdout
     master.stop()
-    wait_until(lambda: kernel_pids(f"trial-{trial['id']}.1") == [], 30, "the kept kernel to end")
+    wait_until(
+        lambda: kernel_pids(master, f"trial-{trial['id']}.1") == [], 30, "the kept kernel to end"
+    )
     del pid
 
 
@@ -109,7 +111,9 @@ def test_the_kept_kernel_ends_after_keep_alive_and_attach_then_says_why(
     exp_id = kernel_experiment(master, BOOM, keep_alive=1)
     wait_for_experiment(master, exp_id)
     (trial,) = master.trials(exp_id)
-    wait_until(lambda: kernel_pids(f"trial-{trial['id']}.1") == [], 30, "keep_alive to expire")
+    wait_until(
+        lambda: kernel_pids(master, f"trial-{trial['id']}.1") == [], 30, "keep_alive to expire"
+    )
     result = det(master, "t", "attach", str(trial["id"]), "-c", "best")
     assert result.returncode != 0
     assert f"trial {trial['id']} has no kernel to attach to: it is ERROR" in result.stderr
@@ -178,4 +182,4 @@ def test_a_trial_that_ignores_a_pause_is_interrupted_in_its_kernel(
     assert any(line.startswith(f"trial-{trial['id']}.1 exited with code 143") for line in logs), (
         logs
     )
-    assert kernel_pids(f"trial-{trial['id']}.1") == []
+    assert kernel_pids(master, f"trial-{trial['id']}.1") == []

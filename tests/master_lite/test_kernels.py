@@ -41,10 +41,12 @@ def config(
     }
 
 
-def kernel_pids(allocation_id: str) -> list[int]:
-    """Kernel processes (ipykernel_launcher) running `allocation_id`."""
+def kernel_pids(master: MasterProcess, allocation_id: str) -> list[int]:
+    """Kernel processes (ipykernel_launcher) running `allocation_id` of `master` (its root dir
+    holds their work dirs: other masters on the machine number their trials from 1 too)."""
     found = []
     marker = f"DET_ALLOCATION_ID={allocation_id}".encode()
+    root = os.path.realpath(master.root_dir)
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -53,9 +55,10 @@ def kernel_pids(allocation_id: str) -> list[int]:
                 environ = f.read().split(b"\0")
             with open(f"/proc/{entry.name}/cmdline", "rb") as f:
                 command = f.read()
+            cwd = os.readlink(f"/proc/{entry.name}/cwd")
         except OSError:
             continue
-        if marker in environ and b"ipykernel_launcher" in command:
+        if marker in environ and b"ipykernel_launcher" in command and cwd.startswith(root):
             found.append(int(entry.name))
     return found
 
@@ -100,7 +103,7 @@ def test_a_search_of_four_trials_runs_in_kernels(
             if c["trial_id"] == trial["id"]
         ]
         assert sorted(steps) == [30, 60, 90, 100]
-        assert kernel_pids(f"trial-{trial['id']}.1") == []
+        assert kernel_pids(master, f"trial-{trial['id']}.1") == []
 
 
 def test_pause_and_activate_resume_the_kernel_trial_from_its_checkpoint(
@@ -119,7 +122,7 @@ def test_pause_and_activate_resume_the_kernel_trial_from_its_checkpoint(
         if line.startswith("preempted at step ")
     ]
     assert paused_at < 100, "the trial finished before the pause reached it"
-    assert kernel_pids(f"trial-{trial['id']}.1") == []
+    assert kernel_pids(master, f"trial-{trial['id']}.1") == []
     master.session.post(f"/experiments/{exp_id}/activate")
     assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED"
     (trial,) = master.trials(exp_id)
@@ -134,7 +137,7 @@ def test_a_kernel_killed_with_sigkill_restarts_the_trial(
     exp_id = submit(master, config(searcher=SINGLE, step_sleep=0.05, max_restarts=1), FILES)
     (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
     wait_until(lambda: 40 in reported_steps(master, trial["id"]), 60, "step 40")
-    (pid,) = kernel_pids(f"trial-{trial['id']}.1")
+    (pid,) = kernel_pids(master, f"trial-{trial['id']}.1")
     os.kill(pid, signal.SIGKILL)
     assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED"
     (trial,) = master.trials(exp_id)
@@ -180,7 +183,7 @@ def test_the_programs_exit_status_and_output_are_the_trials(
     assert trial["exit_code"] == exit_code, all_logs(master, exp_id)
     assert trial["state"] == ("COMPLETED" if exit_code == 0 else "ERROR")
     assert line in master.logs(trial["id"])
-    assert kernel_pids(f"trial-{trial['id']}.1") == []
+    assert kernel_pids(master, f"trial-{trial['id']}.1") == []
 
 
 def test_killing_the_experiment_ends_its_kernel(start_master: Callable[..., MasterProcess]) -> None:
@@ -192,7 +195,7 @@ def test_killing_the_experiment_ends_its_kernel(start_master: Callable[..., Mast
     assert wait_for_experiment(master, exp_id)["state"] == "CANCELED"
     (trial,) = master.trials(exp_id)
     assert trial["state"] == "CANCELED"
-    wait_until(lambda: kernel_pids(f"trial-{trial['id']}.1") == [], 30, "the kernel to end")
+    wait_until(lambda: kernel_pids(master, f"trial-{trial['id']}.1") == [], 30, "the kernel to end")
 
 
 def test_what_a_kernel_cannot_run_is_refused_at_submit(
@@ -236,12 +239,12 @@ def test_a_crashed_masters_kernel_is_ended_and_its_trial_resumes(
     exp_id = submit(master, config(searcher=SINGLE, step_sleep=0.05, max_restarts=1), FILES)
     (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
     wait_until(lambda: 30 in reported_steps(master, trial["id"]), 60, "step 30")
-    (orphan,) = kernel_pids(f"trial-{trial['id']}.1")
+    (orphan,) = kernel_pids(master, f"trial-{trial['id']}.1")
     master.kill()  # SIGKILL: the kernel outlives it, as after a crash
-    assert kernel_pids(f"trial-{trial['id']}.1") == [orphan]
+    assert kernel_pids(master, f"trial-{trial['id']}.1") == [orphan]
     master.restart()
     assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED", all_logs(master, exp_id)
-    assert kernel_pids(f"trial-{trial['id']}.1") == []
+    assert kernel_pids(master, f"trial-{trial['id']}.1") == []
     (trial,) = master.trials(exp_id)
     assert resumed_from(master, trial["id"])[-1] >= 30
     assert_clean_series(master, trial)
