@@ -3,7 +3,6 @@ registry rules, and checkpoint GC and deletion keeping what a model version name
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from master_lite import errors
 from master_lite._gc import CheckpointCollector
 from master_lite._parts import Parts
-from tests._support.parts import started_parts
+from tests._support.parts import FakeRunner, run_with_parts
 
 
 def _finished_experiment(store, storage_dir: Path, steps: list[int]) -> list[str]:
@@ -59,16 +58,8 @@ def _finished_experiment(store, storage_dir: Path, steps: list[int]) -> list[str
     return uuids
 
 
-def run(tmp_path: Path, body) -> None:
-    async def main() -> None:
-        async with started_parts(tmp_path / "root") as (parts, _runner):
-            await body(parts)
-
-    asyncio.run(main())
-
-
 def test_models_are_created_read_listed_and_edited_by_determined_rules(tmp_path):
-    async def body(parts: Parts) -> None:
+    async def body(parts: Parts, _runner: FakeRunner) -> None:
         models = parts.models
         created = models.create_model(
             "mnist-cnn", description="digits", metadata={"a": 1}, labels=["cv", "cv", "small"]
@@ -125,11 +116,11 @@ def test_models_are_created_read_listed_and_edited_by_determined_rules(tmp_path)
         with pytest.raises(errors.NotFound):
             models.get_model("mnist")
 
-    run(tmp_path, body)
+    run_with_parts(tmp_path / "root", body)
 
 
 def test_versions_are_numbered_and_name_a_completed_checkpoint(tmp_path):
-    async def body(parts: Parts) -> None:
+    async def body(parts: Parts, _runner: FakeRunner) -> None:
         store = parts.shared.store
         first, second = _finished_experiment(store, tmp_path / "ckpts", [1, 2])
         models = parts.models
@@ -166,11 +157,11 @@ def test_versions_are_numbered_and_name_a_completed_checkpoint(tmp_path):
         with pytest.raises(errors.Conflict, match="archived and cannot register new versions"):
             models.register_version("m", first)
 
-    run(tmp_path, body)
+    run_with_parts(tmp_path / "root", body)
 
 
 def test_gc_and_deletion_keep_a_registered_checkpoint(tmp_path):
-    async def body(parts: Parts) -> None:
+    async def body(parts: Parts, _runner: FakeRunner) -> None:
         store = parts.shared.store
         storage = tmp_path / "ckpts"
         registered, unregistered, latest = _finished_experiment(store, storage, [1, 2, 3])
@@ -210,4 +201,4 @@ def test_gc_and_deletion_keep_a_registered_checkpoint(tmp_path):
         gc.delete_checkpoint(registered)
         assert not (storage / registered).exists()
 
-    run(tmp_path, body)
+    run_with_parts(tmp_path / "root", body)
