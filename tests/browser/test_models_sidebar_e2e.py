@@ -115,18 +115,19 @@ def test_models_versions_live_updates_and_opening_the_experiment(
     assert [versions.nth(i).get_attribute("data-version") for i in range(2)] == ["2", "1"]
     page.wait_for_selector(f"{row} .jp-Det-modelVersions:has-text('2 versions')")
 
+    # The docs' images show the registry as a user has it, before the hostile name below.
+    _set_theme(page, "JupyterLab Light", True)
+    _shoot(page, "sidebar-models-light")
+    _set_theme(page, "JupyterLab Dark", False)
+    _shoot(page, "sidebar-models-dark")
+    _set_theme(page, "JupyterLab Light", True)
+
     hostile = lab.api("POST", "models", json={"name": HOSTILE_NAME})["model"]
     hostile_row = f'.jp-Det-modelRow[data-model-id="{hostile["id"]}"]'
     page.wait_for_selector(hostile_row)
     assert page.inner_text(f"{hostile_row} .jp-Det-modelName") == HOSTILE_NAME
     assert page.evaluate("() => window.__detInjected") is None
     assert page.inner_text(".jp-Det-models-title") == "Models (2)"
-
-    _set_theme(page, "JupyterLab Light", True)
-    _shoot(page, "sidebar-models-light")
-    _set_theme(page, "JupyterLab Dark", False)
-    _shoot(page, "sidebar-models-dark")
-    _set_theme(page, "JupyterLab Light", True)
 
     lab.api("DELETE", f"models/{hostile['id']}")
     page.wait_for_selector(hostile_row, state="detached")
