@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import requests
 
 from tests._support import context_tarball, wait_until
-from tests.browser.test_export_preview_e2e import set_theme
+from tests._support.browser import set_theme, show_sidebar
 from tests.browser.test_notebook_widget_e2e import WIDGET, config_cell, run_in_notebook
 from tests.master_lite.test_kernel_attach import BOOM, LOOP
 from tests.master_lite.test_kernels import SINGLE, config
@@ -22,7 +22,6 @@ from tests.master_lite.test_kernels import SINGLE, config
 if TYPE_CHECKING:
     from tests._support.browser import Lab
 
-SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 CONSOLE = ".jp-CodeConsole"
 
 
@@ -91,8 +90,7 @@ def test_debug_in_console_opens_the_failed_trials_kernel(
     kernel_id = lab.api("GET", f"trials/{trial['id']}/kernel")["jupyter_kernel_id"]
 
     lab.open_in(page)
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
+    show_sidebar(page)
     row = f'.jp-Det-expRow[data-experiment-id="{exp_id}"]'
     page.wait_for_selector(row)
     page.click(row)
@@ -125,7 +123,6 @@ def test_debug_in_console_opens_the_failed_trials_kernel(
     )
     screenshot(page, "kernel-attach-console-light")
     set_theme(page, "JupyterLab Dark")
-    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
     screenshot(page, "kernel-attach-console-dark")
     set_theme(page, "JupyterLab Light")
     # Closing this console leaves the trial's kernel (it ends with keep_alive): Debug in console
@@ -196,8 +193,7 @@ def test_attach_to_a_running_trial_answers_from_a_subshell_while_it_trains(
     wait_until(lambda: "looping" in trial_logs(), 120, "the trial's loop to start")
     (trial,) = lab.api("GET", f"experiments/{exp_id}")["trials"]
     lab.open_in(page)
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
+    show_sidebar(page)
     page.click(f'.jp-Det-expRow[data-experiment-id="{exp_id}"]')
     view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{exp_id}"]'
     page.click(f'{view} .jp-Det-tab[data-section="trials"]')
