@@ -16,7 +16,12 @@
   `lab_server`, `refused_port`, `container_images`), loaded by tests/conftest.py.
 * `containers`: tiny test images (`build_tiny_image`, run with the host's /usr: `HOST_USR`) and
   the containers a master made (`containers_of`, `remove_containers_of`).
-* `browser`: `Lab` (a `JupyterServer` with the labextension) and the page helpers of tests/browser.
+* `browser`: `Lab` (a `JupyterServer` with the labextension) and the page helpers of tests/browser
+  (`set_theme`, `show_sidebar`).
+* `hosted`: the master hosted in pytest-jupyter's in-process server (`hosted_server_config`,
+  `start_hosted`, `hosted_api`).
+* `parts`: the master's parts over a real store without a Master (`started_parts`,
+  `run_with_parts`).
 """
 
 from __future__ import annotations
