@@ -21,7 +21,7 @@
 * `hosted`: the master hosted in pytest-jupyter's in-process server (`hosted_server_config`,
   `start_hosted`, `hosted_api`).
 * `parts`: the master's parts over a real store without a Master (`started_parts`,
-  `run_with_parts`).
+  `run_with_parts`); `stored`: rows written straight into a store (`finished_experiment`).
 """
 
 from __future__ import annotations
