@@ -17,13 +17,20 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _common import interleaved, median, record, running_master, verdict  # noqa: E402
+from _common import (  # noqa: E402
+    FIRST_METRIC_SCRIPT,
+    interleaved,
+    median,
+    record,
+    running_master,
+    submit_to_first_metric,
+    verdict,
+)
 
-from tests._support import context_tarball, wait_for_experiment  # noqa: E402
+from tests._support import MasterProcess, context_tarball  # noqa: E402
 from tests._support.containers import (  # noqa: E402
     HOST_USR,
     TEST_PREFIX,
@@ -35,13 +42,7 @@ from tests._support.containers import (  # noqa: E402
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 TARGET_EXTRA_S = 0.6
 
-TRIAL_SCRIPT = """
-import determined as det
-with det.core.init() as core:
-    core.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
-    core.train.report_validation_metrics(steps_completed=1, metrics={"loss": 1.0})
-"""
-CONTEXT = context_tarball({"train.py": TRIAL_SCRIPT})
+CONTEXT = context_tarball({"train.py": FIRST_METRIC_SCRIPT})
 
 
 def config(image: str | None) -> dict:
@@ -57,21 +58,8 @@ def config(image: str | None) -> dict:
     return base
 
 
-def submit_to_first_metric(master, image: str | None) -> float:  # type: ignore[no-untyped-def]
-    start = time.perf_counter()
-    answer = master.session.post("/experiments", {"config": config(image), "context": CONTEXT})
-    exp_id = int(answer["experiment"]["id"])
-    while True:
-        trials = master.trials(exp_id)
-        if (
-            trials
-            and master.session.get(f"/trials/{trials[0]['id']}/metrics", {"limit": 1})["metrics"]
-        ):
-            elapsed = time.perf_counter() - start
-            break
-        time.sleep(0.01)
-    wait_for_experiment(master, exp_id)
-    return elapsed
+def start_seconds(master: MasterProcess, image: str | None) -> float:
+    return submit_to_first_metric(master, config(image), CONTEXT)
 
 
 def main() -> None:
@@ -80,11 +68,11 @@ def main() -> None:
         with running_master(cpu_slots=1) as master:
             try:
                 for warm in (None, image):
-                    submit_to_first_metric(master, warm)
+                    start_seconds(master, warm)
                 times = interleaved(
                     {
-                        "host": lambda: submit_to_first_metric(master, None),
-                        "container": lambda: submit_to_first_metric(master, image),
+                        "host": lambda: start_seconds(master, None),
+                        "container": lambda: start_seconds(master, image),
                     },
                     REPEATS,
                 )

@@ -20,24 +20,25 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _common import interleaved, median, record, running_master, verdict  # noqa: E402
+from _common import (  # noqa: E402
+    FIRST_METRIC_SCRIPT,
+    interleaved,
+    median,
+    record,
+    running_master,
+    submit_to_first_metric,
+    verdict,
+)
 
-from tests._support import context_tarball, wait_for_experiment  # noqa: E402
+from tests._support import MasterProcess, context_tarball, wait_for_experiment  # noqa: E402
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 STEPS = int(os.environ.get("BENCH_KERNEL_STEPS", "3000"))
 TARGET_RATIO = 1.03
 
-START_SCRIPT = """
-import determined as det
-with det.core.init() as core:
-    core.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
-    core.train.report_validation_metrics(steps_completed=1, metrics={"loss": 1.0})
-"""
 THROUGHPUT_SCRIPT = """
 import os, time
 import numpy as np
@@ -71,25 +72,12 @@ def config(kernel: bool, name: str) -> dict:
     return base
 
 
-def submit_to_first_metric(master, kernel: bool) -> float:  # type: ignore[no-untyped-def]
-    context = context_tarball({"train.py": START_SCRIPT})
-    start = time.perf_counter()
-    body = {"config": config(kernel, "bench-kernel-start"), "context": context}
-    exp_id = int(master.session.post("/experiments", body)["experiment"]["id"])
-    while True:
-        trials = master.trials(exp_id)
-        if (
-            trials
-            and master.session.get(f"/trials/{trials[0]['id']}/metrics", {"limit": 1})["metrics"]
-        ):
-            elapsed = time.perf_counter() - start
-            break
-        time.sleep(0.01)
-    wait_for_experiment(master, exp_id)
-    return elapsed
+def start_seconds(master: MasterProcess, kernel: bool) -> float:
+    context = context_tarball({"train.py": FIRST_METRIC_SCRIPT})
+    return submit_to_first_metric(master, config(kernel, "bench-kernel-start"), context)
 
 
-def loop_seconds(master, kernel: bool) -> float:  # type: ignore[no-untyped-def]
+def loop_seconds(master: MasterProcess, kernel: bool) -> float:
     context = context_tarball({"train.py": THROUGHPUT_SCRIPT})
     body = {"config": config(kernel, "bench-kernel-throughput"), "context": context}
     exp_id = int(master.session.post("/experiments", body)["experiment"]["id"])
@@ -106,12 +94,12 @@ def loop_seconds(master, kernel: bool) -> float:  # type: ignore[no-untyped-def]
 def main() -> None:
     with running_master(cpu_slots=1) as master:
         for kernel in (False, True):
-            submit_to_first_metric(master, kernel)
+            start_seconds(master, kernel)
             loop_seconds(master, kernel)
         starts = interleaved(
             {
-                "process": lambda: submit_to_first_metric(master, False),
-                "kernel": lambda: submit_to_first_metric(master, True),
+                "process": lambda: start_seconds(master, False),
+                "kernel": lambda: start_seconds(master, True),
             },
             REPEATS,
         )

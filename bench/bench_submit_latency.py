@@ -32,8 +32,10 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
+    FIRST_METRIC_SCRIPT,
     child_env,
     cli_env,
+    has_first_metric,
     interleaved,
     median,
     package_version,
@@ -44,14 +46,8 @@ from _common import (  # noqa: E402
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
 
-TRIAL_SCRIPT = """
-import determined as det
-with det.core.init() as core:
-    core.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
-    core.train.report_validation_metrics(steps_completed=1, metrics={"loss": 1.0})
-"""
 # The same script as the body of a `%%det_submit` cell (default config: single searcher).
-DET_SUBMIT_CELL = "%%det_submit\n" + TRIAL_SCRIPT.lstrip("\n")
+DET_SUBMIT_CELL = "%%det_submit\n" + FIRST_METRIC_SCRIPT.lstrip("\n")
 CONFIG = """
 name: bench-submit
 entrypoint: python3 train.py
@@ -96,15 +92,8 @@ def first_metric_stored(
         if exp_id is None:
             new = sorted(experiment_ids(master) - before)
             exp_id = new[0] if new else None
-        if exp_id is not None:
-            trials = master.trials(exp_id)
-            if (
-                trials
-                and master.session.get(f"/trials/{trials[0]['id']}/metrics", {"limit": 1})[
-                    "metrics"
-                ]
-            ):
-                return exp_id, time.time() - start
+        if exp_id is not None and has_first_metric(master, exp_id):
+            return exp_id, time.time() - start
         if time.time() - start > 300:
             raise RuntimeError("no metric after 300 s:\n" + what_failed())
         time.sleep(0.01)
@@ -112,7 +101,7 @@ def first_metric_stored(
 
 def measure_cli(master, workdir: pathlib.Path) -> float:
     (workdir / "ctx").mkdir(exist_ok=True)
-    (workdir / "ctx" / "train.py").write_text(TRIAL_SCRIPT)
+    (workdir / "ctx" / "train.py").write_text(FIRST_METRIC_SCRIPT)
     (workdir / "config.yaml").write_text(CONFIG)
     before = experiment_ids(master)
     start = time.time()

@@ -13,8 +13,10 @@ import {
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { DeterminedClient } from './api';
+import { openTrialConsole } from './attachConsole';
 import { EventHub } from './events';
 import { ExperimentView } from './experimentView';
 import { activateExportTools } from './exportTools';
@@ -33,12 +35,6 @@ export const CommandIDs = {
   openTensorBoard: 'determined:open-tensorboard',
   showSidebar: 'determined:show-sidebar'
 } as const;
-
-/** What Attach needs of a console panel (`console:create` returns one). */
-interface IForwardingConsole {
-  sessionContext: { ready: Promise<void> };
-  console: { inject(code: string): Promise<void> };
-}
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-determined:plugin',
@@ -59,45 +55,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
       namespace: 'jupyter-determined'
     });
 
-    // A console on a kernel trial's kernel (the server's kernel manager started it). After a
-    // failure (post-mortem) the console joins that kernel itself: its main shell is idle and
-    // %debug wants it. While the trial runs, that main shell is busy with the training and
-    // would not even answer the console's first request, so the console gets a small kernel of
-    // its own that forwards each cell to a subshell of the trial's kernel (`%det attach ID
-    // --console`, ipykernel 7): it answers at once, with the script's live globals, and never
-    // holds the training up. The master says why when there is no kernel.
+    // Attach / Debug in console: see openTrialConsole for which kernel the console gets.
     const attachToTrial = (trialId: number): void => {
-      void (async () => {
-        try {
-          const info = await client.trialKernel(trialId);
-          if (!info.jupyter_kernel_id) {
-            throw new Error(
-              `trial ${trialId}'s kernel is not one of this Jupyter server's (use det trial attach ${trialId})`
-            );
-          }
-          if (info.post_mortem) {
-            await app.commands.execute('console:create', {
-              name: `trial-${trialId}`,
-              kernelPreference: { id: info.jupyter_kernel_id },
-              insertMode: 'split-right',
-              activate: true
-            });
-            return;
-          }
-          const panel = (await app.commands.execute('console:create', {
-            name: `trial-${trialId} (attached)`,
-            kernelPreference: { name: 'python3' },
-            insertMode: 'split-right',
-            activate: true
-          })) as unknown as IForwardingConsole;
-          await panel.sessionContext.ready;
-          await panel.console.inject(
-            `%load_ext jupyter_determined\n%det attach ${trialId} --console`
-          );
-        } catch (error) {
-          void showErrorMessage(`Attach to trial ${trialId}`, String(error));
-        }
-      })();
+      openTrialConsole(trialId, {
+        trialKernel: id => client.trialKernel(id),
+        execute: (command, args) => app.commands.execute(command, args as ReadonlyPartialJSONObject)
+      }).catch(error => void showErrorMessage(`Attach to trial ${trialId}`, String(error)));
     };
 
     const openExperiment = (id: number): void => {

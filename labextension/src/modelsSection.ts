@@ -10,6 +10,7 @@ import { DeterminedClient, describeError } from './api';
 import { EventHub } from './events';
 import { errorBox, h, replaceChildren } from './dom';
 import { ModelRegistryModel, summarizeVersion } from './modelRegistry';
+import { oncePerFrame, singleFlight } from './schedule';
 import type { ICheckpoint, IModel, IModelVersion, ModelEvent } from './types';
 
 export const EMPTY_MODELS_TEXT = 'No models yet.';
@@ -23,8 +24,6 @@ export class ModelsSection {
   private _count: HTMLElement;
   private _message: HTMLElement;
   private _unsubscribe: (() => void) | null = null;
-  private _renderQueued = false;
-  private _loading: Promise<void> | null = null;
 
   constructor(
     private readonly _client: DeterminedClient,
@@ -62,26 +61,19 @@ export class ModelsSection {
         onPoll: () => void this.refresh()
       });
     }
-    return this._loading ?? this.refresh();
+    return this.refresh();
   }
 
-  async refresh(): Promise<void> {
-    if (this._loading) {
-      return this._loading;
+  /** Reload the models (a call while they load waits for that load). */
+  readonly refresh = singleFlight(async () => {
+    try {
+      const stale = this.model.replaceAll(await this._client.listModels());
+      replaceChildren(this._message);
+      await Promise.all(stale.map(id => this._loadVersions(id)));
+    } catch (error) {
+      replaceChildren(this._message, errorBox(`Cannot load models: ${describeError(error)}`));
     }
-    this._loading = (async () => {
-      try {
-        const stale = this.model.replaceAll(await this._client.listModels());
-        replaceChildren(this._message);
-        await Promise.all(stale.map(id => this._loadVersions(id)));
-      } catch (error) {
-        replaceChildren(this._message, errorBox(`Cannot load models: ${describeError(error)}`));
-      } finally {
-        this._loading = null;
-      }
-    })();
-    return this._loading;
-  }
+  });
 
   private async _loadVersions(modelId: number): Promise<void> {
     try {
@@ -100,16 +92,7 @@ export class ModelsSection {
     }
   }
 
-  private _queueRender(): void {
-    if (this._renderQueued) {
-      return;
-    }
-    this._renderQueued = true;
-    requestAnimationFrame(() => {
-      this._renderQueued = false;
-      this.render();
-    });
-  }
+  private readonly _queueRender = oncePerFrame(() => this.render());
 
   /** Render the section now. */
   render(): void {

@@ -14,6 +14,7 @@ import { formatMetric, formatStartTime } from './format';
 import { IExperimentFilter, filterExperiments } from './states';
 import { ExperimentListModel } from './model';
 import { ModelsSection } from './modelsSection';
+import { oncePerFrame, singleFlight } from './schedule';
 import type { IExperiment, ITrial } from './types';
 
 export const SIDEBAR_ID = 'jupyter-determined-sidebar';
@@ -103,9 +104,7 @@ export class DeterminedSidebar extends Widget {
   private _message: HTMLElement;
   private _feedBadge: HTMLElement;
   private _rows = new Map<number, { experiment: IExperiment; node: HTMLElement }>();
-  private _renderQueued = false;
   private _unsubscribe: (() => void) | null = null;
-  private _loading: Promise<void> | null = null;
   private _cluster: ClusterStrip;
   readonly models: ModelsSection;
 
@@ -207,32 +206,22 @@ export class DeterminedSidebar extends Widget {
       this._cluster.start();
       void this.models.start();
     }
-    return this._loading ?? this.refresh();
+    return this.refresh();
   }
 
-  async refresh(): Promise<void> {
-    if (this._loading) {
-      return this._loading;
+  /** Reload the experiment list (a call while one loads waits for that one). */
+  readonly refresh = singleFlight(async () => {
+    try {
+      this.model.replaceAll(await this._client.listExperiments());
+      replaceChildren(this._message);
+      // The status line changes from "Loading…" even when the answer changed nothing
+      // (an empty master answers an empty list).
+      this._queueRender();
+    } catch (error) {
+      replaceChildren(this._message, errorBox(`Cannot load experiments: ${describeError(error)}`));
+      this._status.textContent = '';
     }
-    this._loading = (async () => {
-      try {
-        this.model.replaceAll(await this._client.listExperiments());
-        replaceChildren(this._message);
-        // The status line changes from "Loading…" even when the answer changed nothing
-        // (an empty master answers an empty list).
-        this._queueRender();
-      } catch (error) {
-        replaceChildren(
-          this._message,
-          errorBox(`Cannot load experiments: ${describeError(error)}`)
-        );
-        this._status.textContent = '';
-      } finally {
-        this._loading = null;
-      }
-    })();
-    return this._loading;
-  }
+  });
 
   private _setFilter(change: Partial<IExperimentFilter>): void {
     this._filter = { ...this._filter, ...change };
@@ -252,16 +241,7 @@ export class DeterminedSidebar extends Widget {
   }
 
   /** Renders at most once per animation frame, however many events arrive. */
-  private _queueRender(): void {
-    if (this._renderQueued) {
-      return;
-    }
-    this._renderQueued = true;
-    requestAnimationFrame(() => {
-      this._renderQueued = false;
-      this.render();
-    });
-  }
+  private readonly _queueRender = oncePerFrame(() => this.render());
 
   /** Render the list now (rows are reused when their experiment did not change). */
   render(): void {

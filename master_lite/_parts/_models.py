@@ -61,6 +61,20 @@ def _labels(value: Any, path: str = "labels") -> list[str]:
     return list(dict.fromkeys(value))  # repeats dropped, order kept
 
 
+def _checked_edits(changes: dict[str, Any], text_fields: tuple[str, ...]) -> dict[str, Any]:
+    """The edits of a model's or a version's attributes among `changes`, each checked: the text
+    fields, metadata (replaces the old) and labels (replace the old, repeats dropped)."""
+    checked: dict[str, Any] = {}
+    for field in text_fields:
+        if field in changes:
+            checked[field] = _text(changes[field], field)
+    if "metadata" in changes:
+        checked["metadata"] = _metadata(changes["metadata"])
+    if "labels" in changes:
+        checked["labels"] = _labels(changes["labels"])
+    return checked
+
+
 class Models:
     """Owns the registry: creates, reads, edits and deletes models and their versions."""
 
@@ -241,18 +255,11 @@ class Models:
         """Change a model's name, description, notes, metadata or labels (those given;
         metadata and labels replace the old ones). Conflict for an archived model."""
         model = self._editable(identifier, "have attributes updated")
-        checked: dict[str, Any] = {}
+        checked = _checked_edits(changes, ("description", "notes"))
         if "name" in changes and changes["name"] != model.name:
             checked["name"] = check_model_name(changes["name"])
             if self._shared.store.models.by_name(checked["name"]) is not None:
                 raise self._name_taken(checked["name"])
-        for field in ("description", "notes"):
-            if field in changes:
-                checked[field] = _text(changes[field], field)
-        if "metadata" in changes:
-            checked["metadata"] = _metadata(changes["metadata"])
-        if "labels" in changes:
-            checked["labels"] = _labels(changes["labels"])
         if checked:
             self._shared.store.models.edit(model.id, **checked)
         return self._publish(model.id)
@@ -309,14 +316,7 @@ class Models:
         """Change a version's name, comment, notes, metadata or labels (those given)."""
         model = self._editable(identifier, "have its versions updated")
         row = self.version_row(model, version)
-        checked: dict[str, Any] = {}
-        for field in ("name", "comment", "notes"):
-            if field in changes:
-                checked[field] = _text(changes[field], field)
-        if "metadata" in changes:
-            checked["metadata"] = _metadata(changes["metadata"])
-        if "labels" in changes:
-            checked["labels"] = _labels(changes["labels"])
+        checked = _checked_edits(changes, ("name", "comment", "notes"))
         if checked:
             self._shared.store.model_versions.edit(row.id, **checked)
         self._publish(model.id)

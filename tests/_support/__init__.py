@@ -6,6 +6,8 @@
   (optionally with the built labextension, for the browser tests).
 * `process`: `ServerProcess`, what both share (a child in its own session, its log, stop/kill),
   `REPO`, `child_env`, `free_port` and `free_ports`.
+* `checkpointing`: `CHECKPOINTING_SCRIPT`, the fault-tolerance tests' trial, and what reads its
+  reports (`clean_series`, `assert_clean_series`, `reported_steps`, `resumed_from`).
 * `waiting`: `wait_until`, the one polling loop (`wait_until_async` inside an event loop).
 * `context`: `tar_gz` / `context_tarball` (base64), the one context-tarball builder, and
   `directory_files` to pack a directory.
@@ -14,17 +16,27 @@
   `lab_server`, `refused_port`, `container_images`), loaded by tests/conftest.py.
 * `containers`: tiny test images (`build_tiny_image`, run with the host's /usr: `HOST_USR`) and
   the containers a master made (`containers_of`, `remove_containers_of`).
-* `browser`: `Lab` (a `JupyterServer` with the labextension) and the page helpers of tests/browser.
+* `browser`: `Lab` (a `JupyterServer` with the labextension) and the page helpers of tests/browser
+  (`set_theme`, `show_sidebar`).
+* `hosted`: the master hosted in pytest-jupyter's in-process server (`hosted_server_config`,
+  `start_hosted`, `hosted_api`).
+* `parts`: the master's parts over a real store without a Master (`started_parts`,
+  `run_with_parts`); `stored`: rows written straight into a store (`finished_experiment`).
 """
 
 from __future__ import annotations
 
+from tests._support.checkpointing import (
+    CHECKPOINTING_SCRIPT,
+    assert_clean_series,
+    clean_series,
+    reported_steps,
+    resumed_from,
+)
 from tests._support.context import context_tarball, directory_files, tar_gz
 from tests._support.master import (
-    CHECKPOINTING_SCRIPT,
     MasterProcess,
     all_logs,
-    clean_series,
     marked_values,
     submit,
     trial_logs,
@@ -43,6 +55,7 @@ __all__ = [
     "TERMINAL_EXPERIMENT_STATES",
     "TERMINAL_TRIAL_STATES",
     "all_logs",
+    "assert_clean_series",
     "child_env",
     "clean_series",
     "context_tarball",
@@ -50,6 +63,8 @@ __all__ = [
     "free_port",
     "free_ports",
     "marked_values",
+    "reported_steps",
+    "resumed_from",
     "submit",
     "tar_gz",
     "trial_logs",

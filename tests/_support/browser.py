@@ -17,6 +17,7 @@ from tests._support.process import REPO
 from tests._support.waiting import wait_until
 
 SCREENSHOTS = REPO / "test-output" / "screenshots"
+SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -128,6 +129,34 @@ class Lab(JupyterServer):
         path = self.notebook_dir / name
         path.write_text(json.dumps(notebook, indent=1))
         return path
+
+
+def set_theme(page: Any, theme: str) -> None:
+    """Switch JupyterLab to `theme` ("JupyterLab Light", "JupyterLab Dark") and wait until the
+    page shows it: the theme's colours applied, and the splash JupyterLab covers the page with
+    while a theme loads gone."""
+    page.evaluate(
+        "async theme => { await window.jupyterapp.commands.execute("
+        "'apputils:change-theme', {theme}); }",
+        theme,
+    )
+    # The attribute changes before the theme's CSS applies: wait for the page's colour too.
+    page.wait_for_function(
+        """theme => document.body.dataset.jpThemeName === theme && (
+               getComputedStyle(document.body).getPropertyValue('--jp-layout-color0').trim()
+               === (theme.includes('Dark') ? '#111' : 'white'))""",
+        arg=theme,
+        timeout=15_000,
+    )
+    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=60_000)
+
+
+def show_sidebar(page: Any) -> None:
+    """Open the Determined sidebar unless it is open (clicking the tab of the open panel would
+    close it)."""
+    if not page.is_visible("#jupyter-determined-sidebar"):
+        page.click(SIDEBAR_TAB)
+    page.wait_for_selector("#jupyter-determined-sidebar")
 
 
 def save_screenshot(page: Any, name: str) -> pathlib.Path:

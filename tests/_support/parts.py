@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from master_lite._events import EventBus
@@ -90,6 +90,23 @@ async def started_parts(
         log_writer.close()
         shared.closed = True
         shared.store.close()
+
+
+def run_with_parts(
+    root: Path,
+    body: Callable[[Parts, FakeRunner], Awaitable[None]],
+    *,
+    slots: int = 2,
+    hang_limit: float = 60.0,
+) -> None:
+    """`asyncio.run` of `await body(parts, runner)` over `started_parts(root, slots=slots)`; a
+    body still running after `hang_limit` seconds fails (a guard against a hung test, no more)."""
+
+    async def main() -> None:
+        async with started_parts(root, slots=slots) as (parts, runner):
+            await body(parts, runner)
+
+    asyncio.run(asyncio.wait_for(main(), hang_limit))
 
 
 async def settle(predicate, timeout: float = 10.0) -> None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tests._support.browser import set_theme, show_sidebar
+
 if TYPE_CHECKING:
     from tests._support.browser import Lab
 
-SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 
 OPEN_AND_TRAIN = """\
 from determined.experimental import core_v2
@@ -32,27 +33,13 @@ print("closed")
 """
 
 
-def set_theme(page, theme: str, light: bool) -> None:
-    page.evaluate(
-        "async t => { await window.jupyterapp.commands.execute('apputils:change-theme', "
-        "{theme: t}); }",
-        theme,
-    )
-    page.wait_for_function(
-        "light => document.body.dataset.jpThemeLight === String(light)", arg=light
-    )
-    # Changing the theme shows JupyterLab's splash over the page until the theme is loaded.
-    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=60_000)
-
-
 def test_a_core_v2_run_in_the_kernel_shows_live_in_the_sidebar_with_its_kernel_badge(
     page, lab: Lab, screenshot, extension_page_errors
 ) -> None:
     lab.write_notebook("kernel-run.ipynb", [OPEN_AND_TRAIN, CLOSE_WHEN_TOLD])
     known = {e["id"] for e in lab.api("GET", "experiments")["experiments"]}
     lab.open_notebook(page, "kernel-run.ipynb")
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
+    show_sidebar(page)
     page.wait_for_selector("#jupyter-determined-sidebar .jp-Det-listStatus")
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
@@ -79,10 +66,10 @@ def test_a_core_v2_run_in_the_kernel_shows_live_in_the_sidebar_with_its_kernel_b
         ),
     )
     screenshot(page, "core-v2-sidebar-light")
-    set_theme(page, "JupyterLab Dark", light=False)
+    set_theme(page, "JupyterLab Dark")
     page.wait_for_selector(f"{row} .jp-Det-kernel")
     screenshot(page, "core-v2-sidebar-dark")
-    set_theme(page, "JupyterLab Light", light=True)
+    set_theme(page, "JupyterLab Light")
 
     # The experiment's view offers no pause for a run the master does not run.
     page.click(row)

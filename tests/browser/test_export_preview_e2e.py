@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests._support.browser import set_theme
+
 if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
     from tests._support.browser import Lab
 
@@ -49,20 +51,6 @@ def shoot(page: Any, name: str) -> Path:
     return path
 
 
-def set_theme(page: Any, theme: str) -> None:
-    page.evaluate(
-        "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
-    )
-    # The attribute changes before the theme's CSS applies: wait for the page's colour too.
-    page.wait_for_function(
-        """theme => document.body.dataset.jpThemeName === theme && (
-               getComputedStyle(document.body).getPropertyValue('--jp-layout-color0').trim()
-               === (theme.includes('Dark') ? '#111' : 'white'))""",
-        arg=theme,
-        timeout=15_000,
-    )
-
-
 def test_det_skip_toggle_and_preview(page, lab: Lab, extension_page_errors) -> None:
     lab.write_notebook("preview.ipynb", CELLS)
     lab.open_notebook(page, "preview.ipynb")
@@ -81,7 +69,8 @@ def test_det_skip_toggle_and_preview(page, lab: Lab, extension_page_errors) -> N
     toggle = scratch.locator(".jp-Det-skipToggle")
     assert toggle.get_attribute("aria-pressed") == "false"
     toggle.click()
-    assert toggle.get_attribute("aria-pressed") == "true"
+    # The toggles follow the cell's tags on the next animation frame.
+    scratch.locator(".jp-Det-skipToggle[aria-pressed='true']").wait_for()
     assert toggle.inner_text() == "det-skip"
     assert "jp-Det-skipped" in (scratch.get_attribute("class") or "")
     wait_row(page, PANEL, "cell-2", "left_out", "det-skip")

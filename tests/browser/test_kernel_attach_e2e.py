@@ -2,7 +2,8 @@
 is kept for post-mortem; from the sidebar, its experiment's trial row offers "Debug in console",
 which opens a console on that very kernel, where the failed script's variable is there. A running
 trial's row offers "Attach": a console whose cells run in a subshell of the trial's kernel,
-answering while it trains.
+answering while it trains. Closing the attached console shuts its own small kernel down, never
+the trial's; closing a Debug console leaves the trial's kernel to be debugged again.
 Screenshots in light and dark theme go to test-output/screenshots/."""
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+import requests
+
 from tests._support import context_tarball, wait_until
-from tests.browser.test_export_preview_e2e import set_theme
+from tests._support.browser import set_theme, show_sidebar
 from tests.browser.test_notebook_widget_e2e import WIDGET, config_cell, run_in_notebook
 from tests.master_lite.test_kernel_attach import BOOM, LOOP
 from tests.master_lite.test_kernels import SINGLE, config
@@ -19,7 +22,53 @@ from tests.master_lite.test_kernels import SINGLE, config
 if TYPE_CHECKING:
     from tests._support.browser import Lab
 
-SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
+CONSOLE = ".jp-CodeConsole"
+
+
+def jupyter_get(lab: Lab, path: str) -> Any:
+    """Jupyter's own REST API (`api/kernels`, `api/sessions`), as the server's owner."""
+    headers = {"Authorization": f"token {lab.token}"}
+    response = requests.get(f"{lab.base}api/{path}", headers=headers, timeout=30)
+    response.raise_for_status()
+    return response.json()
+
+
+def running_kernels(lab: Lab) -> set[str]:
+    return {kernel["id"] for kernel in jupyter_get(lab, "kernels")}
+
+
+def console_kernel(lab: Lab, name: str) -> str:
+    """The kernel of the console session named `name` (what Attach named its console)."""
+    [kernel_id] = [s["kernel"]["id"] for s in jupyter_get(lab, "sessions") if s["name"] == name]
+    return str(kernel_id)
+
+
+def close_console(page: Any, name: str) -> None:
+    """Close the console whose session is `name`, as its tab's close button does."""
+    closed = page.evaluate(
+        """(name) => {
+            for (const widget of window.jupyterapp.shell.widgets('main')) {
+                if (widget.sessionContext && widget.sessionContext.name === name) {
+                    widget.close();
+                    return true;
+                }
+            }
+            return false;
+        }""",
+        name,
+    )
+    assert closed, f"no console {name!r} is open"
+    page.wait_for_selector(CONSOLE, state="detached")
+
+
+def print_in_console(page: Any, code: str, expected: str) -> None:
+    """Type `code` in the console's prompt, run it, and wait for `expected` in its output."""
+    page.click(f"{CONSOLE} .jp-CodeConsole-promptCell .jp-InputArea-editor")
+    page.keyboard.type(code)
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_selector(
+        f"{CONSOLE} .jp-OutputArea-output:has-text('{expected}')", timeout=60_000
+    )
 
 
 def test_debug_in_console_opens_the_failed_trials_kernel(
@@ -41,8 +90,7 @@ def test_debug_in_console_opens_the_failed_trials_kernel(
     kernel_id = lab.api("GET", f"trials/{trial['id']}/kernel")["jupyter_kernel_id"]
 
     lab.open_in(page)
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
+    show_sidebar(page)
     row = f'.jp-Det-expRow[data-experiment-id="{exp_id}"]'
     page.wait_for_selector(row)
     page.click(row)
@@ -75,9 +123,16 @@ def test_debug_in_console_opens_the_failed_trials_kernel(
     )
     screenshot(page, "kernel-attach-console-light")
     set_theme(page, "JupyterLab Dark")
-    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
     screenshot(page, "kernel-attach-console-dark")
     set_theme(page, "JupyterLab Light")
+    # Closing this console leaves the trial's kernel (it ends with keep_alive): Debug in console
+    # finds it again, globals and all.
+    close_console(page, f"trial-{trial['id']}")
+    assert kernel_id in running_kernels(lab)
+    page.click(button)
+    page.wait_for_selector(f"{CONSOLE} .jp-CodeConsole-banner:has-text('Python')", timeout=60_000)
+    print_in_console(page, "print('still', best)", "still 41")
+    assert kernel_id in running_kernels(lab)
     assert extension_page_errors() == []
 
 
@@ -138,8 +193,7 @@ def test_attach_to_a_running_trial_answers_from_a_subshell_while_it_trains(
     wait_until(lambda: "looping" in trial_logs(), 120, "the trial's loop to start")
     (trial,) = lab.api("GET", f"experiments/{exp_id}")["trials"]
     lab.open_in(page)
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
+    show_sidebar(page)
     page.click(f'.jp-Det-expRow[data-experiment-id="{exp_id}"]')
     view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{exp_id}"]'
     page.click(f'{view} .jp-Det-tab[data-section="trials"]')
@@ -160,7 +214,24 @@ def test_attach_to_a_running_trial_answers_from_a_subshell_while_it_trains(
     page.wait_for_selector(f"{console} .jp-OutputArea-output:has-text('STEP True False')")
     assert lab.api("GET", f"experiments/{exp_id}")["experiment"]["state"] == "ACTIVE"
     screenshot(page, "kernel-attach-live-light")
-    # Not read-only: setting the global ends the training loop.
+    # The console's small kernel serves it alone: closing the console shuts it down, and only it.
+    trial_kernel = lab.api("GET", f"trials/{trial['id']}/kernel")["jupyter_kernel_id"]
+    small_kernel = console_kernel(lab, f"trial-{trial['id']} (attached)")
+    assert small_kernel != trial_kernel
+    close_console(page, f"trial-{trial['id']} (attached)")
+    wait_until(
+        lambda: small_kernel not in running_kernels(lab),
+        60,
+        "the closed console's kernel to shut down",
+    )
+    assert trial_kernel in running_kernels(lab)
+    assert lab.api("GET", f"experiments/{exp_id}")["experiment"]["state"] == "ACTIVE"
+    # Attached again: not read-only, setting the global ends the training loop.
+    page.click(button)
+    page.wait_for_selector(
+        f"{console} .jp-OutputArea-output:has-text('Attached to trial {trial['id']}')",
+        timeout=60_000,
+    )
     page.click(f"{console} .jp-CodeConsole-promptCell .jp-InputArea-editor")
     page.keyboard.type("stop = True")
     page.keyboard.press("Shift+Enter")

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests._support import context_tarball
+from tests._support.browser import set_theme, show_sidebar
 
 if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
     from tests._support.browser import Lab
 
 DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
-SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 # Markup in a model name must show as text (a name cannot hold slashes, so no closing tag).
 HOSTILE_NAME = '<img src=x onerror="window.__detInjected=1">model'
 
@@ -49,17 +49,6 @@ def _shoot(page: Any, name: str) -> None:
     page.locator("#jupyter-determined-sidebar").screenshot(path=str(DOC_IMAGES / f"{name}.png"))
 
 
-def _set_theme(page: Any, theme: str, light: bool) -> None:
-    page.evaluate(
-        "async t => { await window.jupyterapp.commands.execute('apputils:change-theme', "
-        "{theme: t}); }",
-        theme,
-    )
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{str(light).lower()}'")
-    # JupyterLab shows its splash screen over the page while a theme loads, then fades it.
-    page.wait_for_selector("#jupyterlab-splash", state="detached")
-
-
 def test_models_versions_live_updates_and_opening_the_experiment(
     page, lab: Lab, screenshot, extension_page_errors
 ) -> None:
@@ -76,8 +65,7 @@ def test_models_versions_live_updates_and_opening_the_experiment(
         key=lambda c: c["steps_completed"],
     )
     lab.open_in(page)
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
+    show_sidebar(page)
     # An empty registry says how to fill it.
     empty = page.wait_for_selector(".jp-Det-models-empty")
     assert "No models yet." in empty.inner_text()
@@ -115,18 +103,19 @@ def test_models_versions_live_updates_and_opening_the_experiment(
     assert [versions.nth(i).get_attribute("data-version") for i in range(2)] == ["2", "1"]
     page.wait_for_selector(f"{row} .jp-Det-modelVersions:has-text('2 versions')")
 
+    # The docs' images show the registry as a user has it, before the hostile name below.
+    set_theme(page, "JupyterLab Light")
+    _shoot(page, "sidebar-models-light")
+    set_theme(page, "JupyterLab Dark")
+    _shoot(page, "sidebar-models-dark")
+    set_theme(page, "JupyterLab Light")
+
     hostile = lab.api("POST", "models", json={"name": HOSTILE_NAME})["model"]
     hostile_row = f'.jp-Det-modelRow[data-model-id="{hostile["id"]}"]'
     page.wait_for_selector(hostile_row)
     assert page.inner_text(f"{hostile_row} .jp-Det-modelName") == HOSTILE_NAME
     assert page.evaluate("() => window.__detInjected") is None
     assert page.inner_text(".jp-Det-models-title") == "Models (2)"
-
-    _set_theme(page, "JupyterLab Light", True)
-    _shoot(page, "sidebar-models-light")
-    _set_theme(page, "JupyterLab Dark", False)
-    _shoot(page, "sidebar-models-dark")
-    _set_theme(page, "JupyterLab Light", True)
 
     lab.api("DELETE", f"models/{hostile['id']}")
     page.wait_for_selector(hostile_row, state="detached")

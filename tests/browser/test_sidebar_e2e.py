@@ -14,10 +14,11 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
+from tests._support.browser import show_sidebar
+
 if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
     from tests._support.browser import Lab
 
-SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 # The experiment name carries markup: the list and the view must show it as text.
 HOSTILE_NAME = '<img src=x onerror="window.__detInjected=1">e2e'
 
@@ -66,10 +67,8 @@ def training_code(steps: int, sleep: float) -> str:
     return f"STEPS = {steps}\nSLEEP = {sleep}\n" + TRAINING_CODE
 
 
-def show_sidebar(page) -> None:
-    # Clicking the tab of the open panel would close it.
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
+def show_sidebar_list(page) -> None:
+    show_sidebar(page)
     page.wait_for_selector("#jupyter-determined-sidebar .jp-Det-listStatus")
 
 
@@ -109,7 +108,7 @@ def _server_env(lab: Lab) -> dict:
 
 def test_api_errors_are_readable(page, lab: Lab, screenshot, extension_page_errors) -> None:
     lab.open_in(page)
-    show_sidebar(page)
+    show_sidebar_list(page)
     run_command(page, "determined:open-experiment", {"id": 987654})
     error = page.wait_for_selector(".jp-Det-experimentView .jp-Det-error")
     assert "experiment 987654 not found" in error.inner_text()
@@ -131,7 +130,7 @@ def test_cell_magic_submission_live_progress_chart_pause_and_logs(
     known = {e["id"] for e in lab.api("GET", "experiments")["experiments"]}
 
     lab.open_notebook(page, "magic.ipynb")
-    show_sidebar(page)
+    show_sidebar_list(page)
     run_command(page, "notebook:run-all-cells")
 
     experiment_id = lab.wait_for(
@@ -234,7 +233,7 @@ def test_toolbar_button_submits_the_notebook(page, lab: Lab, screenshot) -> None
     known = {e["id"] for e in lab.api("GET", "experiments")["experiments"]}
 
     lab.open_notebook(page, "toolbar.ipynb")
-    show_sidebar(page)
+    show_sidebar_list(page)
     page.click(".jp-Det-submitButton")
     page.wait_for_selector(".jp-Det-submitDialog")
     # The picker lists the folder's YAML files (config.yaml of the test above is there too).
@@ -304,7 +303,7 @@ def test_state_filter_and_name_filter(page, lab: Lab, screenshot) -> None:
     )
 
     lab.open_in(page)
-    show_sidebar(page)
+    show_sidebar_list(page)
     page.wait_for_selector(f'.jp-Det-expRow[data-experiment-id="{completed_id}"]')
     page.fill(".jp-Det-nameFilter", tag)
     for state, expected in (("PAUSED", paused_id), ("COMPLETED", completed_id)):
@@ -326,7 +325,7 @@ def test_falls_back_to_polling_when_the_event_stream_fails(page, lab: Lab, scree
         lambda route: route.fulfill(status=502, body="bad gateway"),
     )
     lab.open_in(page)
-    show_sidebar(page)
+    show_sidebar_list(page)
     page.wait_for_selector('.jp-Det-feed[data-mode="polling"]', timeout=30_000)
     created = lab.api(
         "POST",

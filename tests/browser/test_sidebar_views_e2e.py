@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests._support import context_tarball
+from tests._support.browser import show_sidebar
 
 if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
     from tests._support.browser import Lab
 
 DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
-SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 
 ONE_VALIDATION = """\
 import determined as det
@@ -90,8 +90,7 @@ def test_a_search_of_single_point_series_log_axes_and_comparison(page, lab: Lab)
     assert len(trials) == 4
 
     lab.open_in(page)
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
+    show_sidebar(page)
     row = f'.jp-Det-expRow[data-experiment-id="{experiment_id}"]'
     page.wait_for_selector(row)
     _shoot(page, "sidebar-list", "#jupyter-determined-sidebar")

@@ -6,14 +6,14 @@ dark theme) go to test-output/screenshots/.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tests._support import context_tarball
+from tests._support.browser import set_theme, show_sidebar
 
 if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
     from tests._support.browser import Lab
 
-SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 TRAIN = """\
 import determined as det
 
@@ -29,19 +29,6 @@ CONFIG = {
     "max_restarts": 0,
     "searcher": {"name": "single", "metric": "accuracy", "max_length": 5},
 }
-
-
-def _set_theme(page: Any, theme: str, light: bool) -> None:
-    page.evaluate(
-        "async t => { await window.jupyterapp.commands.execute('apputils:change-theme', "
-        "{theme: t}); }",
-        theme,
-    )
-    page.wait_for_function(
-        f"() => document.body.dataset.jpThemeLight === '{'true' if light else 'false'}'"
-    )
-    # JupyterLab covers the page with its splash while the theme changes.
-    page.wait_for_selector("#jupyterlab-splash", state="detached")
 
 
 def test_the_tensorboard_button_opens_the_experiments_metrics_in_a_tab(
@@ -61,8 +48,7 @@ def test_the_tensorboard_button_opens_the_experiments_metrics_in_a_tab(
     )
 
     lab.open_in(page)
-    if not page.is_visible("#jupyter-determined-sidebar"):
-        page.click(SIDEBAR_TAB)
+    show_sidebar(page)
     row = f'.jp-Det-expRow[data-experiment-id="{experiment_id}"]'
     page.wait_for_selector(row)
     page.click(row)
@@ -90,10 +76,10 @@ def test_the_tensorboard_button_opens_the_experiments_metrics_in_a_tab(
     card = frame.locator("scalar-card:has-text('training/loss')").first
     card.get_by_text("0.2", exact=True).first.wait_for(timeout=30_000)
     # Dark first: TensorBoard draws its lines a moment after the data table.
-    _set_theme(page, "JupyterLab Dark", light=False)
+    set_theme(page, "JupyterLab Dark")
     frame.locator("text=training/loss").first.wait_for()
     screenshot(page, "tensorboard-tab-dark")
-    _set_theme(page, "JupyterLab Light", light=True)
+    set_theme(page, "JupyterLab Light")
     screenshot(page, "tensorboard-tab-light")
 
     # A second click shows the same tab and the same TensorBoard (no second process).

@@ -12,6 +12,7 @@ from determined.common.experimental.checkpoint import (
     Checkpoint,
     CheckpointSortBy,
     CheckpointState,
+    rank_checkpoints,
     sort_checkpoints,
 )
 from determined.experimental import client
@@ -93,6 +94,32 @@ def test_checkpoint_sort_arguments_are_checked_as_in_determined():
         sort_checkpoints(CHECKPOINTS, 3, OrderBy.ASC, SEARCHER)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="searcher.metric"):
         sort_checkpoints(CHECKPOINTS, None, None, {})
+
+
+def test_the_latest_and_the_best_follow_one_rule_for_the_sdk_and_the_cli():
+    """`rank_checkpoints` is what `Trial.select_checkpoint` and `det trial download` both pick by;
+    the searcher is asked only when the caller gave no metric or no direction."""
+    asked: list[str] = []
+
+    def searcher() -> dict:
+        asked.append("searcher")
+        return {**SEARCHER, "smaller_is_better": False}
+
+    def rank(**how) -> list[str]:
+        options = {"latest": False, "sort_by": None, "smaller_is_better": None, **how}
+        return uuids(rank_checkpoints(CHECKPOINTS, searcher=searcher, **options))
+
+    assert rank(latest=True) == ["c", "b", "a"] and asked == []
+    # The searcher's metric and direction (bigger is better here); no metric: last.
+    assert rank() == ["a", "c", "b"] and asked == ["searcher"]
+    asked.clear()
+    assert rank(sort_by="loss", smaller_is_better=True) == ["c", "a", "b"] and asked == []
+    # A metric without a direction takes the searcher's direction (Determined's top_checkpoint).
+    assert rank(sort_by="loss") == ["a", "c", "b"] and asked == ["searcher"]
+    with pytest.raises(ValueError, match="searcher.metric"):
+        rank_checkpoints(
+            CHECKPOINTS, latest=False, sort_by=None, smaller_is_better=None, searcher=dict
+        )
 
 
 def test_training_metadata_has_determineds_validation_form():

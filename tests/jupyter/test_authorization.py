@@ -8,9 +8,6 @@ header, as a JupyterHub proxy would) and a custom Authorizer (a role per user).
 from __future__ import annotations
 
 import json
-import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +15,10 @@ import tornado.httpclient
 from jupyter_server.auth import Authorizer, IdentityProvider, User
 
 from tests._support import TERMINAL_EXPERIMENT_STATES, context_tarball, wait_until_async
+from tests._support.hosted import hosted_server_config, start_hosted
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
-REPO = Path(__file__).resolve().parents[2]
 USER_HEADER = "X-Test-User"
 XSRF = "5eed" * 8
 
@@ -79,28 +76,21 @@ SLEEPER_CONFIG = {
 
 @pytest.fixture
 def jp_server_config(tmp_path, monkeypatch):
-    monkeypatch.setenv("DET_MASTER", "unset-by-test")
-    monkeypatch.setenv("DET_MASTER_TOKEN", "unset-by-test")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "harness"), str(REPO)]))
-    monkeypatch.setenv(
-        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    )
     ASKED.clear()
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {"jupyter_determined": True},
+    return hosted_server_config(
+        tmp_path,
+        monkeypatch,
+        cpu_slots=2,
+        server={
             "identity_provider_class": HeaderIdentityProvider,
             "authorizer_class": RoleAuthorizer,
         },
-        "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 2},
-    }
+    )
 
 
 @pytest.fixture
 def hosted(jp_serverapp, jp_asyncio_loop):
-    extension = jp_serverapp.extension_manager.extension_points["jupyter_determined"].app
-    jp_asyncio_loop.run_until_complete(extension.ensure_started())
-    return extension
+    return start_hosted(jp_serverapp, jp_asyncio_loop)
 
 
 @pytest.fixture

@@ -5,19 +5,15 @@ labextension calls in a real jupyter_server (pytest-jupyter)."""
 from __future__ import annotations
 
 import json
-import os
-import sys
-from pathlib import Path
 
 import pytest
 import tornado.httpclient
 
 from jupyter_determined._export import current_notebook_export, frontend_notebook
 from jupyter_determined._preview import det_submit_body, preview_export, skip_reason
+from tests._support.hosted import hosted_server_config
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def code(source: str, cell_id: str, tags: list[str] | None = None) -> dict:
@@ -157,16 +153,7 @@ def test_the_preview_is_what_det_submit_exports(shell) -> None:
 
 @pytest.fixture
 def jp_server_config(tmp_path, monkeypatch):
-    monkeypatch.setenv("DET_MASTER", "unset-by-test")
-    monkeypatch.setenv("DET_MASTER_TOKEN", "unset-by-test")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "harness"), str(REPO)]))
-    monkeypatch.setenv(
-        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    )
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_determined": True}},
-        "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 1},
-    }
+    return hosted_server_config(tmp_path, monkeypatch, cpu_slots=1)
 
 
 async def test_the_endpoint_answers_the_preview(jp_fetch) -> None:

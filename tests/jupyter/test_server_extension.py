@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -12,19 +11,15 @@ import pytest
 import tornado.httpclient
 
 from tests._support import TERMINAL_EXPERIMENT_STATES, context_tarball, wait_until, wait_until_async
+from tests._support.hosted import (
+    TWO_STEP_TRIAL_SCRIPT,
+    hosted_api,
+    hosted_server_config,
+    start_hosted,
+)
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
-REPO = Path(__file__).resolve().parents[2]
-
-TRIAL_SCRIPT = """\
-import determined as det
-
-with det.core.init() as core_context:
-    for step in (1, 2):
-        core_context.train.report_training_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
-    core_context.train.report_validation_metrics(steps_completed=2, metrics={"loss": 0.25})
-"""
 TRIAL_CONFIG = {
     "name": "hosted",
     "entrypoint": "python3 train.py",
@@ -35,49 +30,20 @@ TRIAL_CONFIG = {
 
 @pytest.fixture
 def jp_server_config(tmp_path, monkeypatch):
-    # The extension exports these into the server's (here: the test process's) environment.
-    monkeypatch.setenv("DET_MASTER", "unset-by-test")
-    monkeypatch.setenv("DET_MASTER_TOKEN", "unset-by-test")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "harness"), str(REPO)]))
-    monkeypatch.setenv(
-        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    )
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_determined": True}},
-        "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 3},
-    }
-
-
-def _extension(serverapp):
-    return serverapp.extension_manager.extension_points["jupyter_determined"].app
+    return hosted_server_config(tmp_path, monkeypatch, cpu_slots=3)
 
 
 @pytest.fixture
 def hosted(jp_serverapp, jp_asyncio_loop):
-    extension = _extension(jp_serverapp)
-    jp_asyncio_loop.run_until_complete(extension.ensure_started())
-    return extension
-
-
-async def _api(jp_fetch, method: str, path: str, body=None, **kwargs):
-    response = await jp_fetch(
-        "determined",
-        "api",
-        "v1",
-        *path.strip("/").split("/"),
-        method=method,
-        body=None if body is None else json.dumps(body),
-        **kwargs,
-    )
-    return json.loads(response.body)
+    return start_hosted(jp_serverapp, jp_asyncio_loop)
 
 
 async def test_api_is_mounted_under_base_url_and_uses_the_configured_settings(
     hosted, jp_fetch, tmp_path
 ):
-    info = await _api(jp_fetch, "GET", "master")
+    info = await hosted_api(jp_fetch, "GET", "master")
     assert Path(info["root_dir"]) == tmp_path / "det-root"
-    resources = await _api(jp_fetch, "GET", "resources")
+    resources = await hosted_api(jp_fetch, "GET", "resources")
     if not resources["gpus"]:
         assert len(resources["slots"]) == 3  # c.MasterLite.cpu_slots
     assert hosted.master_url.endswith("/a%40b/determined")
@@ -86,14 +52,16 @@ async def test_api_is_mounted_under_base_url_and_uses_the_configured_settings(
 async def test_requests_without_jupyter_auth_are_refused(hosted, jp_fetch):
     for headers in ({"Authorization": ""}, {"Authorization": "token not-the-token"}):
         with pytest.raises(tornado.httpclient.HTTPClientError) as refused:
-            await _api(jp_fetch, "GET", "experiments", headers=headers)
+            await hosted_api(jp_fetch, "GET", "experiments", headers=headers)
         assert refused.value.code in (401, 403)
         assert "message" in json.loads(refused.value.response.body)
         with pytest.raises(tornado.httpclient.HTTPClientError) as refused:
-            await _api(jp_fetch, "POST", "experiments", {"config": TRIAL_CONFIG}, headers=headers)
+            await hosted_api(
+                jp_fetch, "POST", "experiments", {"config": TRIAL_CONFIG}, headers=headers
+            )
         assert refused.value.code in (401, 403)
     # The same request with Jupyter's token goes through.
-    assert (await _api(jp_fetch, "GET", "experiments"))["experiments"] == []
+    assert (await hosted_api(jp_fetch, "GET", "experiments"))["experiments"] == []
 
 
 async def test_cookie_user_posts_still_need_the_xsrf_token(
@@ -143,24 +111,24 @@ async def test_cookie_user_posts_still_need_the_xsrf_token(
 
 @pytest.mark.slow
 async def test_a_trial_runs_against_the_hosted_master_with_its_session_token(hosted, jp_fetch):
-    created = await _api(
+    created = await hosted_api(
         jp_fetch,
         "POST",
         "experiments",
-        {"config": TRIAL_CONFIG, "context": context_tarball({"train.py": TRIAL_SCRIPT})},
+        {"config": TRIAL_CONFIG, "context": context_tarball({"train.py": TWO_STEP_TRIAL_SCRIPT})},
     )
     experiment_id = created["experiment"]["id"]
 
     async def terminal() -> dict | None:
-        answer = await _api(jp_fetch, "GET", f"experiments/{experiment_id}")
+        answer = await hosted_api(jp_fetch, "GET", f"experiments/{experiment_id}")
         return answer if answer["experiment"]["state"] in TERMINAL_EXPERIMENT_STATES else None
 
     answer = await wait_until_async(terminal, 120, f"experiment {experiment_id} to finish", 0.3)
     trial = answer["trials"][0]
-    logs = await _api(jp_fetch, "GET", f"trials/{trial['id']}/logs")
+    logs = await hosted_api(jp_fetch, "GET", f"trials/{trial['id']}/logs")
     assert answer["experiment"]["state"] == "COMPLETED", [entry["line"] for entry in logs["logs"]]
     # The trial reported through <base_url>determined/api/v1 with its trial token (no XSRF).
-    metrics = await _api(
+    metrics = await hosted_api(
         jp_fetch, "GET", f"trials/{trial['id']}/metrics", params={"group": "training"}
     )
     assert [m["steps_completed"] for m in metrics["metrics"]] == [1, 2]
@@ -196,7 +164,7 @@ async def _run_in_kernel(kernel_manager, code: str, timeout: float = 60) -> str:
 async def test_kernels_started_by_the_server_find_the_master_without_configuration(
     hosted, jp_serverapp, jp_fetch
 ):
-    await _api(
+    await hosted_api(
         jp_fetch,
         "POST",
         "experiments",
@@ -287,7 +255,7 @@ def test_det_cli_works_against_the_hosted_master_with_the_jupyter_token(start_ju
     server = start_jupyter(app="jupyter_server")
     context = tmp_path / "ctx"
     context.mkdir()
-    (context / "train.py").write_text(TRIAL_SCRIPT)
+    (context / "train.py").write_text(TWO_STEP_TRIAL_SCRIPT)
     (tmp_path / "config.yaml").write_text(
         "name: from-the-cli\nentrypoint: python3 train.py\nmax_restarts: 0\n"
         "searcher: {name: single, metric: loss, max_length: 2}\n"

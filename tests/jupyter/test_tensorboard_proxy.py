@@ -4,29 +4,22 @@ logged-in user at <base_url>determined/tensorboard/<id>/, refused to everyone el
 from __future__ import annotations
 
 import json
-import os
-import sys
 import urllib.parse
-from pathlib import Path
 
 import pytest
 import tornado.httpclient
 
 from tests._support import context_tarball, wait_until_async
+from tests._support.hosted import (
+    TWO_STEP_TRIAL_SCRIPT,
+    hosted_api,
+    hosted_server_config,
+    start_hosted,
+)
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-
-TRIAL_SCRIPT = """\
-import determined as det
-
-with det.core.init() as core_context:
-    for step in (1, 2):
-        core_context.train.report_training_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
-    core_context.train.report_validation_metrics(steps_completed=2, metrics={"loss": 0.25})
-"""
 TRIAL_CONFIG = {
     "name": "tensorboard-proxy",
     "entrypoint": "python3 train.py",
@@ -37,63 +30,42 @@ TRIAL_CONFIG = {
 
 @pytest.fixture
 def jp_server_config(tmp_path, monkeypatch):
-    monkeypatch.setenv("DET_MASTER", "unset-by-test")
-    monkeypatch.setenv("DET_MASTER_TOKEN", "unset-by-test")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "harness"), str(REPO)]))
-    monkeypatch.setenv(
-        "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    )
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_determined": True}},
-        "MasterLite": {"root_dir": str(tmp_path / "det-root"), "cpu_slots": 2},
-    }
+    return hosted_server_config(tmp_path, monkeypatch, cpu_slots=2)
 
 
 @pytest.fixture
 def hosted(jp_serverapp, jp_asyncio_loop):
-    extension = jp_serverapp.extension_manager.extension_points["jupyter_determined"].app
-    jp_asyncio_loop.run_until_complete(extension.ensure_started())
-    return extension
-
-
-async def _api(jp_fetch, method: str, path: str, body=None):
-    response = await jp_fetch(
-        "determined",
-        "api",
-        "v1",
-        *path.strip("/").split("/"),
-        method=method,
-        body=None if body is None else json.dumps(body),
-    )
-    return json.loads(response.body)
+    return start_hosted(jp_serverapp, jp_asyncio_loop)
 
 
 async def test_tensorboard_is_served_through_jupyter_to_its_user_only(
     hosted, jp_fetch, jp_http_port, jp_base_url
 ):
-    created = await _api(
+    created = await hosted_api(
         jp_fetch,
         "POST",
         "experiments",
-        {"config": TRIAL_CONFIG, "context": context_tarball({"train.py": TRIAL_SCRIPT})},
+        {"config": TRIAL_CONFIG, "context": context_tarball({"train.py": TWO_STEP_TRIAL_SCRIPT})},
     )
     exp_id = created["experiment"]["id"]
 
     async def completed() -> dict | None:
-        answer = await _api(jp_fetch, "GET", f"experiments/{exp_id}")
+        answer = await hosted_api(jp_fetch, "GET", f"experiments/{exp_id}")
         return answer if answer["experiment"]["state"] == "COMPLETED" else None
 
     answer = await wait_until_async(completed, 120, f"experiment {exp_id} to complete", 0.3)
     trial_id = answer["trials"][0]["id"]
 
-    board = (await _api(jp_fetch, "POST", "tensorboards", {"experiment_ids": [exp_id]}))[
+    board = (await hosted_api(jp_fetch, "POST", "tensorboards", {"experiment_ids": [exp_id]}))[
         "tensorboard"
     ]
     board_id = board["id"]
     assert board["serviceAddress"] == f"{hosted.master_url}/tensorboard/{board_id}/"
 
     async def running() -> bool:
-        state = (await _api(jp_fetch, "GET", f"tensorboards/{board_id}"))["tensorboard"]["state"]
+        state = (await hosted_api(jp_fetch, "GET", f"tensorboards/{board_id}"))["tensorboard"][
+            "state"
+        ]
         assert state != "STATE_TERMINATED"
         return state == "STATE_RUNNING"
 
@@ -155,7 +127,7 @@ async def test_tensorboard_is_served_through_jupyter_to_its_user_only(
         )
         assert posted.code in (401, 403), posted.code
 
-    killed = await _api(jp_fetch, "POST", f"tensorboards/{board_id}/kill", {})
+    killed = await hosted_api(jp_fetch, "POST", f"tensorboards/{board_id}/kill", {})
     assert killed["tensorboard"]["state"] == "STATE_TERMINATED"
     with pytest.raises(tornado.httpclient.HTTPClientError) as gone:
         await through_jupyter("data", "plugin", "scalars", "tags")

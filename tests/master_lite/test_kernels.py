@@ -15,7 +15,9 @@ from tests._support import (
     CHECKPOINTING_SCRIPT,
     MasterProcess,
     all_logs,
-    clean_series,
+    assert_clean_series,
+    reported_steps,
+    resumed_from,
     submit,
     wait_for_experiment,
     wait_until,
@@ -61,24 +63,6 @@ def kernel_pids(master: MasterProcess, allocation_id: str) -> list[int]:
         if marker in environ and b"ipykernel_launcher" in command and cwd.startswith(root):
             found.append(int(entry.name))
     return found
-
-
-def assert_clean_series(master: MasterProcess, trial: dict) -> None:
-    expected = clean_series(trial["hparams"]["increment_by"])
-    assert master.series(trial["id"], "training") == expected["training"]
-    assert master.series(trial["id"], "validation") == expected["validation"]
-
-
-def resumed_from(master: MasterProcess, trial_id: int) -> list[int]:
-    return [
-        int(line.split()[3])
-        for line in master.logs(trial_id)
-        if line.startswith("starting at step ")
-    ]
-
-
-def reported_steps(master: MasterProcess, trial_id: int) -> list[int]:
-    return [s for s, _ in master.series(trial_id, "training")]
 
 
 def test_a_search_of_four_trials_runs_in_kernels(

@@ -3,72 +3,20 @@ registry rules, and checkpoint GC and deletion keeping what a model version name
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-
 import pytest
 
 from master_lite import errors
 from master_lite._gc import CheckpointCollector
 from master_lite._parts import Parts
-from tests._support.parts import started_parts
+from tests._support.parts import FakeRunner, run_with_parts
+from tests._support.stored import finished_experiment
 
-
-def _finished_experiment(store, storage_dir: Path, steps: list[int]) -> list[str]:
-    """A COMPLETED experiment of one trial with a checkpoint (and its directory) at each of
-    `steps`; the GC policy keeps only the latest. Their uuids, in step order."""
-    storage = {
-        "type": "shared_fs",
-        "host_path": str(storage_dir.parent),
-        "storage_path": storage_dir.name,
-        "save_experiment_best": 0,
-        "save_trial_best": 0,
-        "save_trial_latest": 1,
-    }
-    config = {"searcher": {"metric": "loss"}, "checkpoint_storage": storage}
-    exp_id = store.insert("experiments", name="e", state="COMPLETED", config=config, start_time=1)
-    trial_id = store.insert(
-        "trials",
-        experiment_id=exp_id,
-        request_id=1,
-        state="COMPLETED",
-        hparams={},
-        seed=1,
-        start_time=1.0,
-    )
-    uuids = []
-    for step in steps:
-        uuid = f"ckpt-{exp_id}-{step}"
-        (storage_dir / uuid).mkdir(parents=True)
-        (storage_dir / uuid / "weights").write_text(str(step))
-        store.checkpoints.put(
-            {
-                "uuid": uuid,
-                "trial_id": trial_id,
-                "experiment_id": exp_id,
-                "allocation_id": None,
-                "steps_completed": step,
-                "metadata": {"steps_completed": step},
-                "resources": {"weights": 1},
-                "state": "COMPLETED",
-                "report_time": float(step),
-                "path": str(storage_dir / uuid),
-            }
-        )
-        uuids.append(uuid)
-    return uuids
-
-
-def run(tmp_path: Path, body) -> None:
-    async def main() -> None:
-        async with started_parts(tmp_path / "root") as (parts, _runner):
-            await body(parts)
-
-    asyncio.run(main())
+# The GC policy of the registry tests' experiments: only the latest checkpoint is kept.
+LATEST_ONLY = {"save_experiment_best": 0, "save_trial_best": 0, "save_trial_latest": 1}
 
 
 def test_models_are_created_read_listed_and_edited_by_determined_rules(tmp_path):
-    async def body(parts: Parts) -> None:
+    async def body(parts: Parts, _runner: FakeRunner) -> None:
         models = parts.models
         created = models.create_model(
             "mnist-cnn", description="digits", metadata={"a": 1}, labels=["cv", "cv", "small"]
@@ -125,13 +73,15 @@ def test_models_are_created_read_listed_and_edited_by_determined_rules(tmp_path)
         with pytest.raises(errors.NotFound):
             models.get_model("mnist")
 
-    run(tmp_path, body)
+    run_with_parts(tmp_path / "root", body)
 
 
 def test_versions_are_numbered_and_name_a_completed_checkpoint(tmp_path):
-    async def body(parts: Parts) -> None:
+    async def body(parts: Parts, _runner: FakeRunner) -> None:
         store = parts.shared.store
-        first, second = _finished_experiment(store, tmp_path / "ckpts", [1, 2])
+        first, second = finished_experiment(
+            store, tmp_path / "ckpts", {1: None, 2: None}, keep=LATEST_ONLY
+        )
         models = parts.models
         models.create_model("m")
         one = models.register_version("m", first, name="first", metadata={"k": 1})
@@ -166,14 +116,16 @@ def test_versions_are_numbered_and_name_a_completed_checkpoint(tmp_path):
         with pytest.raises(errors.Conflict, match="archived and cannot register new versions"):
             models.register_version("m", first)
 
-    run(tmp_path, body)
+    run_with_parts(tmp_path / "root", body)
 
 
 def test_gc_and_deletion_keep_a_registered_checkpoint(tmp_path):
-    async def body(parts: Parts) -> None:
+    async def body(parts: Parts, _runner: FakeRunner) -> None:
         store = parts.shared.store
         storage = tmp_path / "ckpts"
-        registered, unregistered, latest = _finished_experiment(store, storage, [1, 2, 3])
+        registered, unregistered, latest = finished_experiment(
+            store, storage, {1: None, 2: None, 3: None}, keep=LATEST_ONLY
+        )
         parts.models.create_model("keeper")
         parts.models.register_version("keeper", registered)
         assert parts.checkpoints.registered_uuids([registered, unregistered, latest]) == {
@@ -210,4 +162,4 @@ def test_gc_and_deletion_keep_a_registered_checkpoint(tmp_path):
         gc.delete_checkpoint(registered)
         assert not (storage / registered).exists()
 
-    run(tmp_path, body)
+    run_with_parts(tmp_path / "root", body)

@@ -22,8 +22,10 @@ from master_lite._master import Master
 from tests._support import (
     CHECKPOINTING_SCRIPT,
     MasterProcess,
-    clean_series,
+    assert_clean_series,
     context_tarball,
+    reported_steps,
+    resumed_from,
     wait_for_experiment,
     wait_until,
 )
@@ -44,10 +46,6 @@ environment:
 """
 
 
-def reported_steps(master: MasterProcess, trial_id: int) -> list[int]:
-    return [s for s, _ in master.series(trial_id, "training")]
-
-
 def running_pids(master: MasterProcess, trial_id: int | None = None) -> list[int]:
     sql = "SELECT pid FROM allocations WHERE end_time IS NULL AND pid IS NOT NULL"
     params: tuple = ()
@@ -63,21 +61,6 @@ def alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
     except OSError:
         return False
-
-
-def assert_clean_series(master: MasterProcess, trial: dict) -> None:
-    expected = clean_series(trial["hparams"]["increment_by"])
-    assert master.series(trial["id"], "training") == expected["training"]
-    assert master.series(trial["id"], "validation") == expected["validation"]
-
-
-def resumed_from(master: MasterProcess, trial_id: int) -> list[int]:
-    """The step each run of the trial started at (from its own log lines)."""
-    return [
-        int(line.split()[3])
-        for line in master.logs(trial_id)
-        if line.startswith("starting at step ")
-    ]
 
 
 @pytest.mark.slow

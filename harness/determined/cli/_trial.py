@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import pathlib
 import re
 from typing import Any
@@ -59,17 +60,6 @@ def download_notebook(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-def _numeric_metric(checkpoint: dict, metric: str) -> float | None:
-    value = (checkpoint.get("validation_metrics") or {}).get(metric)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _latest_first(checkpoint: dict) -> tuple[int, str]:
-    return (int(checkpoint.get("steps_completed") or 0), str(checkpoint.get("report_time") or ""))
-
-
 def select_checkpoint(args: argparse.Namespace, ctx: Context) -> dict:
     """The checkpoint `det trial download` means: --uuid, --latest or --best (Determined's rules:
     --sort-by and --smaller-is-better together, and only with --best)."""
@@ -101,32 +91,40 @@ def select_checkpoint(args: argparse.Namespace, ctx: Context) -> dict:
             f"Download failed: no downloadable checkpoint found for trial {trial_id} "
             f"(states: {', '.join(sorted({str(c.get('state')) for c in checkpoints}))})"
         )
-    if args.latest:
-        latest: dict = max(downloadable, key=_latest_first)
-        return latest
-    if args.sort_by is not None:
-        metric, smaller_is_better = args.sort_by, bool(args.smaller_is_better)
-    else:
+    # The SDK's rule (Trial.select_checkpoint), over the checkpoints that can be downloaded.
+    from determined.common.experimental import checkpoint as sdk_checkpoint
+
+    by_uuid = {str(c["uuid"]): c for c in downloadable}
+    sdk_checkpoints = [sdk_checkpoint.Checkpoint._from_json(c, ctx.session) for c in downloadable]
+
+    @functools.cache
+    def searcher() -> dict:
         experiment = ctx.session.get(f"/experiments/{experiment_id}")["experiment"]
-        searcher = (experiment.get("config") or {}).get("searcher") or {}
-        metric = searcher.get("metric")
-        smaller_is_better = searcher.get("smaller_is_better", True) is not False
-        if not metric:
-            raise CliError(
-                f"experiment {experiment_id} has no searcher metric; name one with --sort-by "
-                "and --smaller-is-better"
-            )
-    scored: list[tuple[float, dict]] = []
-    for c in downloadable:
-        value = _numeric_metric(c, metric)
-        if value is not None:
-            scored.append((value if smaller_is_better else -value, c))
-    if not scored:
-        raise CliError(
-            f"no checkpoint of trial {trial_id} has a validation metric {metric!r}; "
-            "use --latest or --uuid"
+        return dict(experiment.get("searcher") or {})
+
+    try:
+        ranked = sdk_checkpoint.rank_checkpoints(
+            sdk_checkpoints,
+            latest=bool(args.latest),
+            sort_by=args.sort_by,
+            smaller_is_better=args.smaller_is_better,
+            searcher=searcher,
         )
-    return dict(min(scored, key=lambda pair: pair[0])[1])
+    except ValueError as e:  # best by the searcher metric, and the experiment has none
+        raise CliError(
+            f"experiment {experiment_id} has no searcher metric; name one with --sort-by "
+            "and --smaller-is-better"
+        ) from e
+    chosen = ranked[0]
+    if not args.latest:
+        metric = args.sort_by or searcher().get("metric")
+        # Checkpoints without the metric sort last: the first has none, so none has.
+        if sdk_checkpoint.metric_value(chosen, str(metric)) is None:
+            raise CliError(
+                f"no checkpoint of trial {trial_id} has a validation metric {metric!r}; "
+                "use --latest or --uuid"
+            )
+    return dict(by_uuid[chosen.uuid])
 
 
 def download(args: argparse.Namespace, ctx: Context) -> int:

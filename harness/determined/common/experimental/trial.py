@@ -350,7 +350,7 @@ class Trial:
             stacklevel=2,
         )
         found = self.list_checkpoints(
-            *_metric_order(sort_by, smaller_is_better, self._searcher), max_results=1
+            *checkpoint.metric_order(sort_by, smaller_is_better, self._searcher), max_results=1
         )
         if not found:
             raise ValueError(f"No checkpoints found for criteria (trial {self.id}).")
@@ -399,14 +399,13 @@ class Trial:
         if uuid is not None:
             answer = self._session.get(f"/checkpoints/{uuid}")["checkpoint"]
             return checkpoint.Checkpoint._from_json(answer, self._session)
-        if latest:
-            found = self.list_checkpoints(
-                checkpoint.CheckpointSortBy.BATCH_NUMBER, OrderBy.DESC, max_results=1
-            )
-        else:
-            found = self.list_checkpoints(
-                *_metric_order(sort_by, smaller_is_better, self._searcher), max_results=1
-            )
+        found = checkpoint.rank_checkpoints(
+            self._completed_checkpoints(),
+            latest=latest,
+            sort_by=sort_by,
+            smaller_is_better=smaller_is_better,
+            searcher=self._searcher,
+        )
         if not found:
             raise ValueError("No checkpoints found for criteria.")
         return found[0]
@@ -464,18 +463,6 @@ class Trial:
 
     def __repr__(self) -> str:
         return f"Trial(id={self.id})"
-
-
-def _metric_order(
-    sort_by: str | None, smaller_is_better: bool | None, searcher: Any
-) -> tuple[str | None, OrderBy | None]:
-    """(sort_by, order_by) of Determined's `top_checkpoint(sort_by, smaller_is_better)`;
-    `searcher` (called only when needed) gives the default direction."""
-    if sort_by is None:
-        return None, None
-    if smaller_is_better is None:
-        smaller_is_better = searcher().get("smaller_is_better", True) is not False
-    return sort_by, OrderBy.ASC if smaller_is_better else OrderBy.DESC
 
 
 def _line(log: dict) -> str:

@@ -8,6 +8,11 @@ from determined.common.experimental.checkpoint._checkpoint import (
     CheckpointTrainingMetadata,
     DownloadMode,
     fetch_files,
+)
+from determined.common.experimental.checkpoint._ordering import (
+    metric_order,
+    metric_value,
+    rank_checkpoints,
     sort_checkpoints,
 )
 
@@ -19,5 +24,8 @@ __all__ = [
     "CheckpointTrainingMetadata",
     "DownloadMode",
     "fetch_files",
+    "metric_order",
+    "metric_value",
+    "rank_checkpoints",
     "sort_checkpoints",
 ]
