@@ -30,17 +30,17 @@ export interface IAttachDeps {
  * up. That small kernel serves this console only, so closing the console shuts it down
  * (`shutdownOnDispose`).
  *
- * @throws Error: the master says why there is no kernel (a 409), or the kernel is not one of
- *   this Jupyter server's.
+ * A kernel this Jupyter server did not start (on a Jupyter Gateway, or a standalone master's)
+ * gets the forwarding console in both states: after a failure its cells run on the idle main
+ * shell, where `%debug` works too (its prompts are answered in the console).
+ *
+ * @throws Error: the master says why there is no kernel (a 409).
  */
 export async function openTrialConsole(trialId: number, deps: IAttachDeps): Promise<void> {
   const info = await deps.trialKernel(trialId);
-  if (!info.jupyter_kernel_id) {
-    throw new Error(
-      `trial ${trialId}'s kernel is not one of this Jupyter server's (use det trial attach ${trialId})`
-    );
-  }
-  if (info.post_mortem) {
+  // A kernel this server did not start (on a Jupyter Gateway, or a standalone master's) cannot
+  // be a console's own kernel here: the forwarding console reaches it in either state.
+  if (info.post_mortem && info.jupyter_kernel_id) {
     await deps.execute('console:create', {
       name: `trial-${trialId}`,
       kernelPreference: { id: info.jupyter_kernel_id, shutdownOnDispose: false },

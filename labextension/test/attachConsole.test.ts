@@ -70,14 +70,24 @@ describe('openTrialConsole', () => {
     assert.deepEqual(injected, []);
   });
 
-  test('no console when the kernel is not this server’s, or the master says why', async () => {
-    const foreign = recording(kernel({ jupyter_kernel_id: undefined }));
-    await assert.rejects(
-      openTrialConsole(12, foreign.deps),
-      /trial 12's kernel is not one of this Jupyter server's \(use det trial attach 12\)/
-    );
+  test('a kernel this server did not start (a gateway’s): the forwarding console, running or failed', async () => {
+    for (const state of [
+      { state: 'RUNNING', post_mortem: false },
+      { state: 'ERROR', post_mortem: true }
+    ]) {
+      const { deps, created, injected } = recording(
+        kernel({ ...state, jupyter_kernel_id: undefined })
+      );
+      await openTrialConsole(12, deps);
+      assert.equal(created.length, 1);
+      assert.deepEqual(created[0].kernelPreference, { name: 'python3', shutdownOnDispose: true });
+      assert.deepEqual(injected, ['%load_ext jupyter_determined\n%det attach 12 --console']);
+    }
+  });
+
+  test('no console when the master says why there is no kernel', async () => {
     const ended = recording(new Error('trial 12 does not run in a kernel'));
     await assert.rejects(openTrialConsole(12, ended.deps), /does not run in a kernel/);
-    assert.deepEqual([...foreign.created, ...ended.created], []);
+    assert.deepEqual(ended.created, []);
   });
 });

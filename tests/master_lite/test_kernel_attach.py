@@ -4,6 +4,7 @@ from a subshell while it trains, a failed trial's kernel kept for post-mortem (`
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -97,6 +98,26 @@ def test_a_failed_trials_kernel_answers_best_and_debug_shows_the_failing_frame(
     assert "raise ValueError('boom at step 7')" in result.stdout, result.stdout
     assert "s.py" in result.stdout and "step()" in result.stdout
     assert "82" in result.stdout
+
+    # What JupyterLab's Attach opens for a kernel it did not start (a gateway's): a console whose
+    # cells `%det attach ID --console` forwards; `%debug`'s prompts are answered in that console
+    # (here IPython reading its stdin).
+    console = subprocess.run(
+        [sys.executable, "-m", "IPython", "--no-banner", "--colors=nocolor", "--simple-prompt"],
+        env=child_env({"MASTER_LITE_ROOT_DIR": str(master.root_dir)}),
+        input=(
+            f"%load_ext jupyter_determined\n%det attach {trial['id']} --console\n"
+            "print('best is', best)\n%debug\nwhere\np best * 3\nq\n%det detach\n"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        start_new_session=True,
+    )
+    out = re.sub(r"\x1b\[[0-9;]*m", "", console.stdout)  # the trial kernel's colours
+    assert f"Attached to trial {trial['id']}'s kernel (post-mortem)" in out, out + console.stderr
+    assert "best is 41" in out and "123" in out, out + console.stderr
+    assert "raise ValueError('boom at step 7')" in out and "Detached." in out, out
     master.stop()
     wait_until(
         lambda: kernel_pids(master, f"trial-{trial['id']}.1") == [], 30, "the kept kernel to end"
