@@ -48,14 +48,21 @@ LOG_TAIL_CHARS = 2000
 PID_FILE = "tensorboard.pid"
 
 
-def own_files_dir(config: dict, experiment_id: int, trial_id: int) -> Path | None:
-    """Where the harness copies a trial's own TensorBoard files (core/_tensorboard.py), or None
-    when the experiment's checkpoint storage is not a local directory."""
+def experiment_files_dir(config: dict, experiment_id: int) -> Path | None:
+    """Where the harness copies the own TensorBoard files of an experiment's trials
+    (core/_tensorboard.py), or None when its checkpoint storage is not a local directory."""
     try:
         base = storage.checkpoint_base(config.get("checkpoint_storage") or {})
     except ValueError:
         return None
-    return base / "tensorboard" / "experiment" / str(experiment_id) / "trial" / str(trial_id)
+    return base / "tensorboard" / "experiment" / str(experiment_id)
+
+
+def own_files_dir(config: dict, experiment_id: int, trial_id: int) -> Path | None:
+    """Where the harness copies a trial's own TensorBoard files, or None (see
+    `experiment_files_dir`)."""
+    base = experiment_files_dir(config, experiment_id)
+    return None if base is None else base / "trial" / str(trial_id)
 
 
 @dataclasses.dataclass
@@ -374,4 +381,12 @@ def _write_all(work: list[tuple[TrialLogdir, list[dict]]]) -> None:
         run.copy_own_files()
 
 
-__all__ = ["RUNNING", "STARTING", "TERMINATED", "TensorBoard", "TensorBoards", "own_files_dir"]
+__all__ = [
+    "RUNNING",
+    "STARTING",
+    "TERMINATED",
+    "TensorBoard",
+    "TensorBoards",
+    "experiment_files_dir",
+    "own_files_dir",
+]
