@@ -269,8 +269,18 @@ class TensorBoards:
                 rows[trial_id] = row
         return [rows[t] for t in sorted(rows)]
 
+    def _forget_deleted(self, board: TensorBoard) -> None:
+        """Stop following the experiments and trials deleted since the board started (what
+        TensorBoard loaded of them stays shown until it is stopped)."""
+        store = self._shared.store
+        board.experiment_ids = [e for e in board.experiment_ids if store.experiments.get(e)]
+        board.trial_ids = [t for t in board.trial_ids if store.trials.get(t)]
+        for trial_id in [t for t in board.runs if store.trials.get(t) is None]:
+            board.runs.pop(trial_id).close()
+
     async def _refresh(self, board: TensorBoard) -> bool:
         """Bring the log directory up to date; whether any of its trials may report more."""
+        self._forget_deleted(board)
         trials = self._trials(board)
         for trial in trials:
             if trial.id not in board.runs:
