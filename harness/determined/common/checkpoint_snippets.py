@@ -50,7 +50,10 @@ from determined import pytorch
 
 code_dir = "checkpoints/experiment-{experiment_id}-code"
 with tarfile.open(client.get_experiment({experiment_id}).download_code(code_dir)) as tar:
-    tar.extractall(code_dir, filter="data")
+    # The "data" filter keeps every file inside code_dir; Pythons before 3.10.12 / 3.11.4
+    # (Debian 12's 3.11.2) have no filters.
+    safe = {{"filter": "data"}} if hasattr(tarfile, "data_filter") else {{}}
+    tar.extractall(code_dir, **safe)
 sys.path.insert(0, code_dir)
 trial = pytorch.load_trial_from_checkpoint_path(path)
 models = trial.context.models  # the trained models, in the order the trial wrapped them
