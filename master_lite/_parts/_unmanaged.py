@@ -106,7 +106,8 @@ class UnmanagedRuns:
     def open_run(self, body: dict) -> dict:
         """Create (or resume, by external ids) the run's experiment and trial; the trial's facts
         and a token for its reports: `{experiment_id, trial_id, token, resumed, ...}`."""
-        lease = float(body.get("lease_seconds") or 60.0)
+        given = body.get("lease_seconds")
+        lease = 60.0 if given is None else float(given)  # 0 is out of range, not "default"
         if not MIN_LEASE_SECONDS <= lease <= MAX_LEASE_SECONDS:
             raise errors.InvalidRequest(
                 f"lease_seconds: {lease} is out of range [{MIN_LEASE_SECONDS}, {MAX_LEASE_SECONDS}]"

@@ -75,3 +75,20 @@ def test_a_log_line_with_an_impossible_time_is_refused_and_the_logs_stay_readabl
     assert logs.status_code == 200, logs.text
     lines = [entry["line"] for entry in logs.json()["logs"]]
     assert "epoch 1" in lines and "ok" not in lines and "when?" not in lines
+
+
+@pytest.mark.parametrize("lease", [0, 0.0, 0.1, -5, 86401])
+def test_a_lease_out_of_range_is_refused_not_replaced_by_the_default(master, lease):
+    answer = post(
+        master,
+        "/unmanaged/runs",
+        token=master.token,
+        json={
+            "external_experiment_id": "lease",
+            "external_trial_id": f"l{lease}",
+            "lease_seconds": lease,
+        },
+    )
+    assert answer.status_code == 400, answer.text
+    assert "lease_seconds" in answer.json()["message"]
+    assert "out of range" in answer.json()["message"]
