@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from determined.common.states import TERMINAL_EXPERIMENT_STATES, CheckpointState
@@ -133,7 +134,8 @@ class ExperimentEdits:
 
     def delete_experiment(self, exp_id: int) -> dict:
         """Delete a finished experiment: its checkpoints' files, its trials' work dirs, the
-        TensorBoard files its trials wrote and every row of it. Refused (Conflict) while it
+        TensorBoard files its trials wrote, its context when no other experiment shares it,
+        and every row of it. Refused (Conflict) while it
         runs or while a checkpoint of it must be kept (`Checkpoints.protected_uuids`:
         registered in the model registry, or needed by a live trial), so nothing the registry
         or another experiment needs is lost. (Keeping such a checkpoint while deleting the
@@ -169,6 +171,12 @@ class ExperimentEdits:
         tensorboard_files = experiment_files_dir(row.config, exp_id)
         if tensorboard_files is not None:
             shutil.rmtree(tensorboard_files, ignore_errors=True)
+        # Its context, unless another experiment was made from the same files (same hash).
+        unused_context = (
+            store.contexts.remove_if_unused(row.context_hash) if row.context_hash else None
+        )
+        if unused_context is not None:
+            Path(unused_context).unlink(missing_ok=True)
         if self._shared.events.has_subscribers("experiment"):
             # Its last JSON, marked: lists drop it, an open view of it shows it is gone.
             self._shared.events.publish(

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 import requests
 
-from tests._support import MasterProcess, submit, wait_for_experiment
+from tests._support import MasterProcess, context_tarball, submit, wait_for_experiment
 
 pytestmark = pytest.mark.slow
 
@@ -55,3 +55,57 @@ def test_deleting_an_experiment_removes_its_trials_tensorboard_files(tmp_path):
         assert not experiment_files.exists()
         # Only that experiment's: the directory the others' go into stays.
         assert (base / "tensorboard" / "experiment").is_dir()
+
+
+def test_deleting_the_last_experiment_of_a_context_removes_the_stored_context(tmp_path):
+    config = {
+        "name": "delete-context",
+        "entrypoint": "python3 train.py",
+        "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
+    }
+    shared = {"train.py": TRAIN_PY}
+    own = {"train.py": TRAIN_PY, "notes.txt": "only this experiment's context"}
+    with MasterProcess(tmp_path / "root") as master:
+        # One tarball sent twice: the same content, so one stored context.
+        shared_tarball = context_tarball(shared)
+        first = master.create_experiment(config, shared_tarball)
+        second = master.create_experiment(config, shared_tarball)
+        alone = submit(master, config, own)
+        for exp_id in (first, second, alone):
+            wait_for_experiment(master, exp_id, {"COMPLETED"})
+        hashes = {
+            exp_id: master.session.get(f"/experiments/{exp_id}")["experiment"]["context_hash"]
+            for exp_id in (first, second, alone)
+        }
+        assert hashes[first] == hashes[second] != hashes[alone]
+        tarballs = master.root_dir / "contexts"
+        assert {p.name for p in tarballs.iterdir()} == {
+            f"{hashes[first]}.tar.gz",
+            f"{hashes[alone]}.tar.gz",
+        }
+
+        def delete(exp_id: int) -> None:
+            answer = requests.delete(
+                f"{master.url}/api/v1/experiments/{exp_id}",
+                headers={"Authorization": f"Bearer {master.token}"},
+                timeout=60,
+            )
+            assert answer.status_code == 200, answer.text
+
+        delete(alone)
+        delete(first)
+        # The shared context stays for the experiment that still has it (and can download it).
+        assert {p.name for p in tarballs.iterdir()} == {f"{hashes[second]}.tar.gz"}
+        assert [row["hash"] for row in master.db_rows("SELECT hash FROM contexts")] == [
+            hashes[second]
+        ]
+        code = requests.get(
+            f"{master.url}/api/v1/experiments/{second}/context",
+            headers={"Authorization": f"Bearer {master.token}"},
+            timeout=60,
+        )
+        assert code.status_code == 200 and len(code.content) > 0
+        delete(second)
+        assert list(tarballs.iterdir()) == []
+        assert master.db_rows("SELECT hash FROM contexts") == []
