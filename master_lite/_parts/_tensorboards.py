@@ -78,6 +78,7 @@ class TensorBoard:
     state: str = STARTING
     error: str | None = None
     process: subprocess.Popen | None = None
+    writing: asyncio.Future | None = None  # a refresh's file copy, in a thread
     runs: dict[int, TrialLogdir] = dataclasses.field(default_factory=dict)
     last_report_id: int = 0  # the last metric report written into `runs`
     watcher: asyncio.Task | None = None
@@ -204,6 +205,8 @@ class TensorBoards:
         self._boards[board.id] = board
         try:
             await self._refresh(board)
+            if board.state == TERMINATED:  # killed (or the master stopped) meanwhile
+                raise errors.Conflict(f"tensorboard {board.id} was stopped while it started")
             board.process = self._spawn(board)
         except BaseException:
             self._boards.pop(board.id, None)
@@ -303,8 +306,10 @@ class TensorBoards:
             self._views.experiment_row(e).state not in TERMINAL_EXPERIMENT_STATES
             for e in board.experiment_ids
         )
-        # File work off the event loop: a trial's own event files may be large.
-        await asyncio.to_thread(_write_all, work)
+        # File work off the event loop: a trial's own event files may be large. A kill cancels
+        # the watcher, never this copy (a thread): `_stop` cleans up after it.
+        board.writing = asyncio.ensure_future(asyncio.to_thread(_write_all, work))
+        await asyncio.shield(board.writing)
         if reports:  # only once written: a refresh that failed reads them again
             board.last_report_id = max(int(r["id"]) for r in reports)
         return live
@@ -361,6 +366,7 @@ class TensorBoards:
         self._boards.clear()
 
     async def _stop(self, board: TensorBoard) -> None:
+        board.state = TERMINATED  # first: a start() still refreshing must not spawn it
         if board.watcher is not None:
             board.watcher.cancel()
         process = board.process
@@ -375,9 +381,17 @@ class TensorBoards:
                 await asyncio.to_thread(process.wait)
         if process is not None and process.poll() is None:
             await asyncio.to_thread(process.wait)
-        board.state = TERMINATED
-        self._close_runs(board)
-        await asyncio.to_thread(shutil.rmtree, board.directory, True)
+        writing = board.writing
+        if writing is not None and not writing.done():
+            # A copy still writes into the directory: it goes once the copy is done.
+            writing.add_done_callback(lambda _: self._remove(board))
+        else:
+            await asyncio.to_thread(self._remove, board)
+
+    @classmethod
+    def _remove(cls, board: TensorBoard) -> None:
+        cls._close_runs(board)
+        shutil.rmtree(board.directory, ignore_errors=True)
 
     @staticmethod
     def _close_runs(board: TensorBoard) -> None:
