@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from determined.common.states import TERMINAL_EXPERIMENT_STATES, CheckpointState
@@ -14,6 +15,7 @@ from master_lite._parts._checkpoints import Checkpoints
 from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState
+from master_lite._parts._tensorboards import experiment_files_dir
 from master_lite._parts._views import Views
 
 # The `resources` fields a user may change on a live experiment; the scheduler reads
@@ -131,12 +133,13 @@ class ExperimentEdits:
         return self._views.get_experiment(exp_id, with_config=False)
 
     def delete_experiment(self, exp_id: int) -> dict:
-        """Delete a finished experiment: its checkpoints' files, its trials' work dirs and
-        every row of it. Refused (Conflict) while it runs or while a checkpoint of it must be
-        kept (`Checkpoints.protected_uuids`: registered in the model registry, or needed by a
-        live trial), so nothing the registry or another experiment needs is lost. (Keeping such
-        a checkpoint while deleting the rest would need its trial and experiment rows, which
-        its row references.)
+        """Delete a finished experiment: its checkpoints' files, its trials' work dirs, the
+        TensorBoard files its trials wrote, its context when no other experiment shares it,
+        and every row of it. Refused (Conflict) while it
+        runs or while a checkpoint of it must be kept (`Checkpoints.protected_uuids`:
+        registered in the model registry, or needed by a live trial), so nothing the registry
+        or another experiment needs is lost. (Keeping such a checkpoint while deleting the
+        rest would need its trial and experiment rows, which its row references.)
 
         Returns:
             `{"id", "deleted_checkpoints", "deleted_trials"}`.
@@ -163,6 +166,17 @@ class ExperimentEdits:
         self._searchers.discard(exp_id)
         for trial_id in trial_ids:
             shutil.rmtree(self._shared.root_dir / "trials" / str(trial_id), ignore_errors=True)
+        # The TensorBoard files its trials wrote themselves, which the harness copied beside
+        # the checkpoints (no row names them, so nothing else would ever remove them).
+        tensorboard_files = experiment_files_dir(row.config, exp_id)
+        if tensorboard_files is not None:
+            shutil.rmtree(tensorboard_files, ignore_errors=True)
+        # Its context, unless another experiment was made from the same files (same hash).
+        unused_context = (
+            store.contexts.remove_if_unused(row.context_hash) if row.context_hash else None
+        )
+        if unused_context is not None:
+            Path(unused_context).unlink(missing_ok=True)
         if self._shared.events.has_subscribers("experiment"):
             # Its last JSON, marked: lists drop it, an open view of it shows it is gone.
             self._shared.events.publish(

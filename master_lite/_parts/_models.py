@@ -1,7 +1,8 @@
 """The model registry part: named models and their numbered versions, each one checkpoint.
 
-Determined's registry rules, kept here in one place: a model's name is unique (case-sensitive),
-not blank, without slashes or double spaces, and not only digits (so that a path segment is a
+Determined's registry rules, kept here in one place: a model's name is unique in any case (a
+name equal to another model's but for case is refused, as Determined refuses it; lookups by
+name stay exact), not blank, without slashes or double spaces, and not only digits (so that a path segment is a
 name or an id, never both); an archived model can only be read, unarchived or deleted; a
 version can only be registered for a COMPLETED checkpoint. A checkpoint a version names is
 never deleted (checkpoint GC and `DELETE /checkpoints/{uuid}` check `Checkpoints.
@@ -236,19 +237,24 @@ class Models:
             "metadata": _metadata(metadata if metadata is not None else {}),
             "labels": _labels(labels if labels is not None else []),
         }
-        if self._shared.store.models.by_name(name) is not None:
-            raise self._name_taken(name)
+        self._check_name_free(name)
         try:
             model_id = self._shared.store.models.create(name=name, **fields)
         except sqlite3.IntegrityError:
             raise self._name_taken(name) from None
         return self._publish(model_id)
 
+    def _check_name_free(self, name: str, renamed: ModelRow | None = None) -> None:
+        """Conflict when another model (not `renamed`) has this name in any case."""
+        for other in self._shared.store.models.named_in_any_case(name):
+            if renamed is None or other.id != renamed.id:
+                raise self._name_taken(other.name)
+
     @staticmethod
     def _name_taken(name: str) -> errors.Conflict:
         return errors.Conflict(
-            f"a model named {name!r} already exists (names are unique, case-sensitive): "
-            "choose another name, or use that model"
+            f"a model named {name!r} already exists (names are unique in any case, as in "
+            "Determined): choose another name, or use that model"
         )
 
     def patch_model(self, identifier: str | int, changes: dict[str, Any]) -> dict:
@@ -258,8 +264,7 @@ class Models:
         checked = _checked_edits(changes, ("description", "notes"))
         if "name" in changes and changes["name"] != model.name:
             checked["name"] = check_model_name(changes["name"])
-            if self._shared.store.models.by_name(checked["name"]) is not None:
-                raise self._name_taken(checked["name"])
+            self._check_name_free(checked["name"], renamed=model)
         if checked:
             self._shared.store.models.edit(model.id, **checked)
         return self._publish(model.id)

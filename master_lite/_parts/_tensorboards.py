@@ -48,14 +48,21 @@ LOG_TAIL_CHARS = 2000
 PID_FILE = "tensorboard.pid"
 
 
-def own_files_dir(config: dict, experiment_id: int, trial_id: int) -> Path | None:
-    """Where the harness copies a trial's own TensorBoard files (core/_tensorboard.py), or None
-    when the experiment's checkpoint storage is not a local directory."""
+def experiment_files_dir(config: dict, experiment_id: int) -> Path | None:
+    """Where the harness copies the own TensorBoard files of an experiment's trials
+    (core/_tensorboard.py), or None when its checkpoint storage is not a local directory."""
     try:
         base = storage.checkpoint_base(config.get("checkpoint_storage") or {})
     except ValueError:
         return None
-    return base / "tensorboard" / "experiment" / str(experiment_id) / "trial" / str(trial_id)
+    return base / "tensorboard" / "experiment" / str(experiment_id)
+
+
+def own_files_dir(config: dict, experiment_id: int, trial_id: int) -> Path | None:
+    """Where the harness copies a trial's own TensorBoard files, or None (see
+    `experiment_files_dir`)."""
+    base = experiment_files_dir(config, experiment_id)
+    return None if base is None else base / "trial" / str(trial_id)
 
 
 @dataclasses.dataclass
@@ -71,6 +78,7 @@ class TensorBoard:
     state: str = STARTING
     error: str | None = None
     process: subprocess.Popen | None = None
+    writing: asyncio.Future | None = None  # a refresh's file copy, in a thread
     runs: dict[int, TrialLogdir] = dataclasses.field(default_factory=dict)
     last_report_id: int = 0  # the last metric report written into `runs`
     watcher: asyncio.Task | None = None
@@ -197,6 +205,8 @@ class TensorBoards:
         self._boards[board.id] = board
         try:
             await self._refresh(board)
+            if board.state == TERMINATED:  # killed (or the master stopped) meanwhile
+                raise errors.Conflict(f"tensorboard {board.id} was stopped while it started")
             board.process = self._spawn(board)
         except BaseException:
             self._boards.pop(board.id, None)
@@ -262,8 +272,18 @@ class TensorBoards:
                 rows[trial_id] = row
         return [rows[t] for t in sorted(rows)]
 
+    def _forget_deleted(self, board: TensorBoard) -> None:
+        """Stop following the experiments and trials deleted since the board started (what
+        TensorBoard loaded of them stays shown until it is stopped)."""
+        store = self._shared.store
+        board.experiment_ids = [e for e in board.experiment_ids if store.experiments.get(e)]
+        board.trial_ids = [t for t in board.trial_ids if store.trials.get(t)]
+        for trial_id in [t for t in board.runs if store.trials.get(t) is None]:
+            board.runs.pop(trial_id).close()
+
     async def _refresh(self, board: TensorBoard) -> bool:
         """Bring the log directory up to date; whether any of its trials may report more."""
+        self._forget_deleted(board)
         trials = self._trials(board)
         for trial in trials:
             if trial.id not in board.runs:
@@ -286,8 +306,10 @@ class TensorBoards:
             self._views.experiment_row(e).state not in TERMINAL_EXPERIMENT_STATES
             for e in board.experiment_ids
         )
-        # File work off the event loop: a trial's own event files may be large.
-        await asyncio.to_thread(_write_all, work)
+        # File work off the event loop: a trial's own event files may be large. A kill cancels
+        # the watcher, never this copy (a thread): `_stop` cleans up after it.
+        board.writing = asyncio.ensure_future(asyncio.to_thread(_write_all, work))
+        await asyncio.shield(board.writing)
         if reports:  # only once written: a refresh that failed reads them again
             board.last_report_id = max(int(r["id"]) for r in reports)
         return live
@@ -344,6 +366,7 @@ class TensorBoards:
         self._boards.clear()
 
     async def _stop(self, board: TensorBoard) -> None:
+        board.state = TERMINATED  # first: a start() still refreshing must not spawn it
         if board.watcher is not None:
             board.watcher.cancel()
         process = board.process
@@ -358,9 +381,17 @@ class TensorBoards:
                 await asyncio.to_thread(process.wait)
         if process is not None and process.poll() is None:
             await asyncio.to_thread(process.wait)
-        board.state = TERMINATED
-        self._close_runs(board)
-        await asyncio.to_thread(shutil.rmtree, board.directory, True)
+        writing = board.writing
+        if writing is not None and not writing.done():
+            # A copy still writes into the directory: it goes once the copy is done.
+            writing.add_done_callback(lambda _: self._remove(board))
+        else:
+            await asyncio.to_thread(self._remove, board)
+
+    @classmethod
+    def _remove(cls, board: TensorBoard) -> None:
+        cls._close_runs(board)
+        shutil.rmtree(board.directory, ignore_errors=True)
 
     @staticmethod
     def _close_runs(board: TensorBoard) -> None:
@@ -374,4 +405,12 @@ def _write_all(work: list[tuple[TrialLogdir, list[dict]]]) -> None:
         run.copy_own_files()
 
 
-__all__ = ["RUNNING", "STARTING", "TERMINATED", "TensorBoard", "TensorBoards", "own_files_dir"]
+__all__ = [
+    "RUNNING",
+    "STARTING",
+    "TERMINATED",
+    "TensorBoard",
+    "TensorBoards",
+    "experiment_files_dir",
+    "own_files_dir",
+]

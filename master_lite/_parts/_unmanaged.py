@@ -12,6 +12,7 @@ them; the clock is injected so tests drive expiry without sleeping.
 from __future__ import annotations
 
 import asyncio
+import math
 import secrets
 import time
 from collections.abc import Callable
@@ -38,6 +39,9 @@ CLOSE_STATES = {
 }
 MIN_LEASE_SECONDS = 0.5
 MAX_LEASE_SECONDS = 24 * 3600.0
+# The log times a run may send: what a stored log line's time is read back as (a UTC date
+# between 1970 and the year 9999); anything else would make the trial's logs unreadable.
+MAX_LOG_TIME = 253402300799.0
 # The entrypoint shown for a run the master does not start (configs require one).
 KERNEL_ENTRYPOINT = "(trains in a Jupyter kernel: det.experimental.core_v2)"
 
@@ -102,7 +106,8 @@ class UnmanagedRuns:
     def open_run(self, body: dict) -> dict:
         """Create (or resume, by external ids) the run's experiment and trial; the trial's facts
         and a token for its reports: `{experiment_id, trial_id, token, resumed, ...}`."""
-        lease = float(body.get("lease_seconds") or 60.0)
+        given = body.get("lease_seconds")
+        lease = 60.0 if given is None else float(given)  # 0 is out of range, not "default"
         if not MIN_LEASE_SECONDS <= lease <= MAX_LEASE_SECONDS:
             raise errors.InvalidRequest(
                 f"lease_seconds: {lease} is out of range [{MIN_LEASE_SECONDS}, {MAX_LEASE_SECONDS}]"
@@ -257,24 +262,35 @@ class UnmanagedRuns:
         """Store log lines the kernel captured from its cells; how many."""
         self.live_row(trial_id)
         records = []
-        for item in lines:
+        for index, item in enumerate(lines):
             stream = item.get("stream", "stdout")
             if stream not in ("stdout", "stderr"):
                 raise errors.InvalidRequest(
-                    f"logs[].stream: expected 'stdout' or 'stderr', got {stream!r}"
+                    f"logs[{index}].stream: expected 'stdout' or 'stderr', got {stream!r}"
                 )
-            when = item.get("time")
             records.append(
-                (
-                    int(trial_id),
-                    0,
-                    stream,
-                    float(when) if isinstance(when, int | float) else self._clock(),
-                    str(item.get("line", "")),
-                )
+                (int(trial_id), 0, stream, self._log_time(item, index), str(item.get("line", "")))
             )
         self._logs.store_logs(records)
         return len(records)
+
+    def _log_time(self, item: dict, index: int) -> float:
+        """A log line's time: the one it carries (checked), or now."""
+        when = item.get("time")
+        if when is None:
+            return self._clock()
+        if (
+            isinstance(when, bool)
+            or not isinstance(when, int | float)
+            or not math.isfinite(when)
+            or not 0 <= when <= MAX_LOG_TIME
+        ):
+            problem = (
+                f"logs[{index}].time: expected seconds since the epoch (0 to {MAX_LOG_TIME:.0f}), "
+                f"got {when!r}; leave it out to stamp the line when it arrives"
+            )
+            raise errors.InvalidRequest(problem, [problem])
+        return float(when)
 
     # -- ends ---------------------------------------------------------------------------------
     def close_run(self, trial_id: int, state: str, message: str | None = None) -> dict:

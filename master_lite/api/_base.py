@@ -33,6 +33,7 @@ from master_lite.api._parsing import (
     max_body_bytes,
     parse_query_value,
     request_validator,
+    unstorable_text,
 )
 
 log = logging.getLogger("master_lite.api")
@@ -309,12 +310,13 @@ class ApiHandlerMixin(_Handler):
         return f"{self.request.method} {uri} ({self.request.remote_ip})"
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, (ApiError, errors.MasterError)):
+        client_error = isinstance(value, UnicodeEncodeError) and unstorable_text(self.body)
+        if isinstance(value, (ApiError, errors.MasterError)) or client_error:
             log.info(
                 "%s %s -> %s: %s",
                 self.request.method,
                 self.request.path,
-                getattr(value, "status", "?"),
+                400 if client_error else getattr(value, "status", "?"),
                 value,
             )
             return
@@ -327,6 +329,10 @@ class ApiHandlerMixin(_Handler):
             status_code, message, errors_list = exc.status, exc.message, exc.errors
         elif isinstance(exc, errors.MasterError) and exc.status != 500:
             status_code, message, errors_list = exc.status, exc.message, exc.errors
+        elif isinstance(exc, UnicodeEncodeError) and unstorable_text(self.body):
+            # Found only now, after the write failed (its transaction rolled back).
+            status_code = 400
+            message = f"{unstorable_text(self.body)}: send valid Unicode (UTF-8) text"
         elif status_code == 405:
             allowed = ", ".join(m.upper() for m in self.route.operations)
             message = f"{self.request.method} is not allowed on {self.request.path}; use {allowed}"

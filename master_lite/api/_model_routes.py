@@ -65,7 +65,7 @@ MODEL_ROUTES: tuple[Route, ...] = (
                     labels=_LABELS,
                 ),
                 description="400 for a blank name, one with slashes or double spaces, or one "
-                "of only digits; 409 when a model has the name (case-sensitive)",
+                "of only digits; 409 when a model has the name in any case (as in Determined)",
             ),
         },
     ),

@@ -60,6 +60,31 @@ def _schema_path(path: Any) -> str:
     return text
 
 
+def unstorable_text(body: Any, path: str = "body") -> str | None:
+    """The first place in a JSON body holding text that UTF-8 (SQLite's TEXT) cannot encode:
+    JSON lets a client send a lone UTF-16 surrogate ("\\ud800"); None when there is none.
+    Only asked once a store write failed on it, so that the usual request pays nothing."""
+    if isinstance(body, str):
+        try:
+            body.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"{path}: text with an unpaired surrogate ({body[exc.start]!r}) cannot be stored"
+        return None
+    if isinstance(body, dict):
+        for key, value in body.items():
+            found = unstorable_text(key, f"{path} (a key)") or unstorable_text(
+                value, f"{path}.{key}"
+            )
+            if found:
+                return found
+    if isinstance(body, list):
+        for index, item in enumerate(body):
+            found = unstorable_text(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
 def openapi_to_jsonschema(schema: Any) -> Any:
     """OpenAPI 3.0's `nullable: true` as JSON Schema (which the validator understands)."""
     if isinstance(schema, list):

@@ -52,8 +52,8 @@ TENSORBOARD_ROUTES: tuple[Route, ...] = (
                 request=obj(experiment_ids=IDS, trial_ids=IDS),
                 description="STATE_STARTING at first, STATE_RUNNING once it serves (poll GET "
                 "/tensorboards/{id}); 400 without ids or when finished trials have nothing to "
-                "show, 404 for an unknown experiment or trial, 503 when the tensorboard "
-                "package is not installed beside the master",
+                "show, 404 for an unknown experiment or trial, 409 when it was killed before it "
+                "served, 503 when the tensorboard package is not installed beside the master",
             ),
         },
     ),

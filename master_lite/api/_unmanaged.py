@@ -103,7 +103,11 @@ UNMANAGED_ROUTES: tuple[Route, ...] = (
                             ["line"],
                             line=STRING,
                             stream={**STRING, "enum": ["stdout", "stderr"]},
-                            time=NUMBER,
+                            time={
+                                **NUMBER,
+                                "description": "seconds since the epoch, 0 to 253402300799 "
+                                "(400 otherwise); left out: when the line arrives",
+                            },
                         )
                     ),
                 ),

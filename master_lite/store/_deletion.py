@@ -28,8 +28,8 @@ _DELETES: tuple[tuple[str, str], ...] = (
 
 def delete_experiment_rows(store: Store, experiment_id: int) -> list[int]:
     """Delete the experiment and every row of its trials (metrics, logs, tokens, allocations,
-    checkpoints); returns the ids its trials had. The stored context stays: contexts are
-    shared by content hash with other experiments."""
+    checkpoints); returns the ids its trials had. Its context stays here: contexts are
+    shared by content hash (`Contexts.remove_if_unused` forgets one no experiment has)."""
     with store.transaction() as conn:
         trial_ids = [
             row[0]

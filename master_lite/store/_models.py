@@ -1,5 +1,8 @@
 """The model registry's reads and writes: the `models` and `model_versions` tables (migration 5).
 
+Names are stored as written and looked up exactly; a new name that equals another model's in
+any case is refused by the `Models` part (`named_in_any_case`), as Determined refuses it.
+
 A model is a name with a description, notes, metadata and labels; its versions are numbered
 1, 2, ... in the order they were registered, each naming one checkpoint. As in Determined, a
 new version is numbered one past the model's highest (so deleting the highest frees its
@@ -38,6 +41,12 @@ class Models(TypedRepository[ModelRow]):
         """The model with exactly this name (case-sensitive), or None."""
         rows = self._select("name = ?", (name,))
         return rows[0] if rows else None
+
+    def named_in_any_case(self, name: str) -> list[ModelRow]:
+        """The models whose name equals `name` ignoring case (Unicode case folding, which
+        SQLite's lower() does not do beyond ASCII: the names are compared here)."""
+        wanted = name.casefold()
+        return [row for row in self._select("", (), order="id") if row.name.casefold() == wanted]
 
     def create(
         self,

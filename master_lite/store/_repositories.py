@@ -399,6 +399,20 @@ class Contexts(TypedRepository[ContextRow]):
             (context_hash, path, size, time.time()),
         )
 
+    def remove_if_unused(self, context_hash: str) -> str | None:
+        """Forget the context when no experiment has it any more (the last one was deleted);
+        the path of its tarball, for the caller to remove, or None when it is still used."""
+        with self._store.transaction() as conn:
+            row = conn.execute(
+                "SELECT path FROM contexts WHERE hash = ? AND NOT EXISTS "
+                "(SELECT 1 FROM experiments WHERE context_hash = ?)",
+                (context_hash, context_hash),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM contexts WHERE hash = ?", (context_hash,))
+        return str(row[0])
+
 
 __all__ = [
     "Allocations",

@@ -149,11 +149,12 @@ ALTER TABLE trials ADD COLUMN notebook_error TEXT
 """
 
 # The model registry (docs/sdk.md, "Model registry"; docs/rest-api.md, "Models"): named models,
-# and their numbered versions, each one checkpoint. Names are unique as written (case-sensitive,
-# as Determined's). A version's checkpoint_uuid has no foreign key: a re-report of a checkpoint
-# replaces its row (INSERT OR REPLACE), which a reference would refuse; the registry checks the
-# checkpoint exists when a version is registered, and checkpoint GC and deletion keep it while a
-# version names it (model_versions_by_checkpoint serves that check).
+# and their numbered versions, each one checkpoint. Names are stored as written (the Models part
+# refuses one equal to another's in any case, as Determined does). A version's checkpoint_uuid
+# has no foreign key: a re-report of a checkpoint replaces its row (INSERT OR REPLACE), which a
+# reference would refuse; the registry checks the checkpoint exists when a version is
+# registered, and checkpoint GC and deletion keep it while a version names it
+# (model_versions_by_checkpoint serves that check).
 MIGRATION_5_MODEL_REGISTRY = """
 CREATE TABLE models (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -36,7 +36,10 @@ def test_models_are_created_read_listed_and_edited_by_determined_rules(tmp_path)
                 models.create_model(bad)
         with pytest.raises(errors.Conflict, match="'mnist-cnn' already exists"):
             models.create_model("mnist-cnn")
-        assert models.create_model("MNIST-CNN")["name"] == "MNIST-CNN"  # case-sensitive
+        # Unique in any case, as in Determined; names are kept as written.
+        with pytest.raises(errors.Conflict, match="'mnist-cnn' already exists"):
+            models.create_model("MNIST-CNN")
+        assert models.create_model("MNIST-RNN")["name"] == "MNIST-RNN"
         with pytest.raises(errors.InvalidRequest, match="labels: expected a list"):
             models.create_model("bad-labels", labels="cv")
         with pytest.raises(errors.NotFound, match="model 'nope' not found"):
@@ -47,9 +50,9 @@ def test_models_are_created_read_listed_and_edited_by_determined_rules(tmp_path)
         def names(**filters) -> list[str]:
             return [m["name"] for m in models.list_models(**filters)]
 
-        assert names() == ["MNIST-CNN", "Other", "mnist-cnn"]  # by name, as SQLite compares
-        assert names(order_by="desc") == ["mnist-cnn", "Other", "MNIST-CNN"]
-        assert names(name="mnist") == ["MNIST-CNN", "mnist-cnn"]
+        assert names() == ["MNIST-RNN", "Other", "mnist-cnn"]  # by name, as SQLite compares
+        assert names(order_by="desc") == ["mnist-cnn", "Other", "MNIST-RNN"]
+        assert names(name="mnist") == ["MNIST-RNN", "mnist-cnn"]
         assert names(description="TEXT") == ["Other"]
         assert names(labels=["cv", "small"]) == ["mnist-cnn"]
         assert names(labels=["cv", "nlp"]) == []

@@ -43,6 +43,7 @@ path = checkpoint.download()  # into ./checkpoints/<uuid> (nothing is fetched tw
 _LOADERS = {
     "pytorch": """\
 # The trial class the checkpoint names is imported from the experiment's code.
+import os
 import sys
 import tarfile
 
@@ -50,8 +51,18 @@ from determined import pytorch
 
 code_dir = "checkpoints/experiment-{experiment_id}-code"
 with tarfile.open(client.get_experiment({experiment_id}).download_code(code_dir)) as tar:
-    tar.extractall(code_dir, filter="data")
+    # The "data" filter keeps every file inside code_dir; Pythons before 3.10.12 / 3.11.4
+    # (Debian 12's 3.11.2) have no filters.
+    safe = {{"filter": "data"}} if hasattr(tarfile, "data_filter") else {{}}
+    tar.extractall(code_dir, **safe)
 sys.path.insert(0, code_dir)
+# Modules that a cell like this one imported from another experiment's code are forgotten:
+# the same module name (model_def) must now mean this experiment's code.
+others = os.path.abspath("checkpoints/experiment-")
+for name, module in list(sys.modules.items()):
+    file = os.path.abspath(getattr(module, "__file__", None) or ".")
+    if file.startswith(others) and not file.startswith(os.path.abspath(code_dir) + os.sep):
+        del sys.modules[name]
 trial = pytorch.load_trial_from_checkpoint_path(path)
 models = trial.context.models  # the trained models, in the order the trial wrapped them
 """,

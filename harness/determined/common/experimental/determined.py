@@ -225,7 +225,7 @@ class Determined:
         """Add a model to the model registry.
 
         Args:
-            name: its name: unique (case-sensitive), not blank, without slashes or double
+            name: its name: unique in any case (as in Determined), not blank, without slashes or double
                 spaces, and not only digits.
             description: a description.
             metadata: a JSON-serializable dict.
