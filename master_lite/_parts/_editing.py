@@ -162,6 +162,12 @@ class ExperimentEdits:
         # checkpoints already DELETED (as the GC leaves them), and the user may retry.
         for checkpoint in completed:
             self._delete_checkpoint_files(checkpoint.uuid)
+        # A failed kernel trial's kernel kept for post-mortem would outlive its experiment (and
+        # run in a work dir removed below) until keep_alive ends: it ends now.
+        if self._runs.runner is not None:
+            for trial in store.trials.of_experiment(exp_id):
+                if trial.run_id:
+                    self._runs.runner.release(f"trial-{trial.id}.{trial.run_id}")
         trial_ids = store.experiments.delete(exp_id)
         self._searchers.discard(exp_id)
         for trial_id in trial_ids:

@@ -325,6 +325,9 @@ class DispatchingRunner(Runner):
     def send_signal(self, allocation_id: str, sig: int) -> bool:
         return self._runner_of(allocation_id).send_signal(allocation_id, sig)
 
+    def release(self, allocation_id: str) -> None:
+        self._runner_of(allocation_id).release(allocation_id)
+
     def terminate(self, allocation_id: str, grace: float) -> bool:
         return self._runner_of(allocation_id).terminate(allocation_id, grace)
 

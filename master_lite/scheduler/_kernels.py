@@ -325,7 +325,12 @@ class KernelRunner(Runner):
         with self._lock:
             kept = self._kept.pop(allocation_id, None)
         if kept is not None:
+            kept[1].cancel()  # when released before keep_alive ends
             self._shutdown(kept[0])
+
+    def release(self, allocation_id: str) -> None:
+        """Shut a kept post-mortem kernel down now (its experiment was deleted)."""
+        self._expire(allocation_id)
 
     # -- the Runner seam ----------------------------------------------------------------------
     def _get(self, allocation_id: str) -> _KernelRun | None:

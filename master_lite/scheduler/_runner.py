@@ -82,6 +82,10 @@ class Runner(abc.ABC):
         shown with the trial; empty when there is nothing to attach to."""
         return {}
 
+    def release(self, allocation_id: str) -> None:  # noqa: B027 (most runners keep nothing)
+        """Let go of what a finished run left for people to look at (a failed kernel trial's
+        kernel kept for post-mortem); nothing for runners that keep nothing."""
+
     def close(self) -> None:  # noqa: B027 (optional: most runners hold nothing more)
         """Release what the runner holds beyond its runs (pools, connections)."""
 

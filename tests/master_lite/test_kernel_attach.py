@@ -125,6 +125,20 @@ def test_a_failed_trials_kernel_answers_best_and_debug_shows_the_failing_frame(
     del pid
 
 
+def test_deleting_the_experiment_ends_its_kept_kernel(
+    start_master: Callable[..., MasterProcess],
+) -> None:
+    master = start_master()
+    exp_id = kernel_experiment(master, BOOM, keep_alive=300)
+    wait_for_experiment(master, exp_id)
+    (trial,) = master.trials(exp_id)
+    (pid,) = kernel_pids(master, f"trial-{trial['id']}.1")
+    master.session.delete(f"/experiments/{exp_id}")
+    # Not after keep_alive's 300 s: its experiment and work dir are gone, so is the kernel.
+    wait_until(lambda: kernel_pids(master, f"trial-{trial['id']}.1") == [], 30, "the kernel to end")
+    del pid
+
+
 def test_the_kept_kernel_ends_after_keep_alive_and_attach_then_says_why(
     start_master: Callable[..., MasterProcess],
 ) -> None:
