@@ -94,7 +94,9 @@ class TrialKernel:
         content = {
             "code": code,
             "silent": False,
-            "store_history": True,
+            # Not kept in the trial kernel's history (the console keeps its own): recording
+            # it costs the kernel a database write per cell, time the training loop loses.
+            "store_history": False,
             "user_expressions": {},
             "allow_stdin": answer is not None,
             "stop_on_error": False,
