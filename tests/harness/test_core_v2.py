@@ -72,6 +72,24 @@ def test_a_run_reports_metrics_checkpoints_and_logs_then_closes_completed(master
     assert len(master.series(trial_id, "training")) == 3
 
 
+def test_tensorboard_files_reach_checkpoint_storage_by_default(master, tmp_path):
+    # Determined's default (AUTO): what the run writes to its TensorBoard path is stored with
+    # its checkpoints, where the master's TensorBoards read it, without an upload call.
+    client = Determined(master.url, token=master.token)
+    core_v2.init(config=config(), client=client, checkpoint_storage=str(tmp_path / "ckpts"))
+    info = core_v2.info
+    events = core_v2.train.get_tensorboard_path() / "events.out.tfevents.1"
+    events.parent.mkdir(parents=True, exist_ok=True)
+    events.write_bytes(b"an event")
+    core_v2.train.report_training_metrics(1, {"loss": 1.0})
+    core_v2.close()
+    stored = (
+        tmp_path / "ckpts" / "tensorboard" / "experiment" / str(info.trial.experiment_id)
+        / "trial" / str(info.trial.trial_id) / "events.out.tfevents.1"
+    )  # fmt: skip
+    assert stored.read_bytes() == b"an event"
+
+
 def test_a_kept_context_refuses_reports_after_close(master):
     client = Determined(master.url, token=master.token)
     core_v2.init(config=config(), client=client, capture_output=False)

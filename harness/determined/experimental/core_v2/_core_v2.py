@@ -165,7 +165,7 @@ def init_context(
     distributed: DistributedContext | None = None,
     checkpoint_storage: str | dict | None = None,
     preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
-    tensorboard_mode: TensorboardMode = TensorboardMode.MANUAL,
+    tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     capture_output: bool = True,
 ) -> core.Context:
@@ -244,7 +244,7 @@ def init(
     distributed: DistributedContext | None = None,
     checkpoint_storage: str | dict | None = None,
     preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
-    tensorboard_mode: TensorboardMode = TensorboardMode.MANUAL,
+    tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     capture_output: bool = True,
 ) -> None:
@@ -266,7 +266,9 @@ def init(
         distributed: as `det.core.init`'s (default: one process).
         checkpoint_storage: overrides `config.checkpoint_storage` (a path or a storage dict).
         preempt_mode: as `det.core.init`'s; unmanaged runs are never preempted.
-        tensorboard_mode: as `det.core.init`'s (default MANUAL: upload with
+        tensorboard_mode: as `det.core.init`'s (default AUTO, as in Determined: what the run
+            writes to `core_v2.train.get_tensorboard_path()` is copied to checkpoint storage
+            after reports and at the end; MANUAL: upload with
             `core_v2.train.upload_tensorboard_files()`).
         lease_seconds: how long the master waits for a silent kernel before ending its trial.
         capture_output: ship the kernel's stdout/stderr as the trial's logs while it is open.
