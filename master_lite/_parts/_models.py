@@ -37,6 +37,11 @@ def check_model_name(name: Any, path: str = "name") -> str:
         raise _invalid(path, f"model names cannot have excessive spacing, got {name!r}")
     if "/" in name or "\\" in name:
         raise _invalid(path, f"model names cannot have slashes, got {name!r}")
+    if name.strip() in (".", ".."):
+        # A URL path segment "." or ".." is removed by URL normalisation: no URL could name it.
+        raise _invalid(path, f"model names cannot be {name.strip()!r} (no URL can name it)")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise _invalid(path, f"model names cannot have control characters, got {name!r}")
     if _ONLY_DIGITS.match(name):
         raise _invalid(
             path, f"model names cannot be only numbers (a number names a model id), got {name!r}"

@@ -31,6 +31,9 @@ def test_models_are_created_read_listed_and_edited_by_determined_rules(tmp_path)
             ("a  b", "excessive spacing"),
             ("a/b", "slashes"),
             ("123", "only numbers"),
+            ("..", "no URL can name it"),
+            (".", "no URL can name it"),
+            ("a\x00b", "control characters"),
         ]:
             with pytest.raises(errors.InvalidRequest, match=problem):
                 models.create_model(bad)
