@@ -87,6 +87,8 @@ async def started_parts(
     try:
         yield parts, runner
     finally:
+        # As the Master's stop does: a failing test must not leave TensorBoard processes.
+        await parts.tensorboards.stop_all()
         log_writer.close()
         shared.closed = True
         shared.store.close()
