@@ -59,6 +59,10 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "context_size_limit",
         "preemption_grace_seconds",
         "tensorboard_refresh_seconds",
+        "kernel_gateway_url",
+        "kernel_gateway_token",
+        "kernel_gateway_master_url",
+        "kernel_gateway_files_limit",
         "host",
         "port",
     }
