@@ -24,6 +24,7 @@ from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
 
 _READY_TIMEOUT = 60.0
+_PENDING: set[Any] = set()  # shutdown tasks on the server's loop, kept until done
 _HTTP_TIMEOUT = 10.0
 # A dropped websocket is reconnected this often before the kernel counts as lost.
 _RECONNECTS = 5
@@ -155,19 +156,38 @@ class ServerKernel(LocalKernel):
 
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(_READY_TIMEOUT)
 
+    def _on_loop_thread(self) -> bool:
+        import asyncio
+
+        try:
+            return asyncio.get_running_loop() is self._loop
+        except RuntimeError:  # no loop runs in this thread: a runner thread
+            return False
+
     def alive(self) -> bool:
         return self.returncode() is None
 
     def shutdown(self, now: bool) -> None:
         self.close()
+        if self._on_loop_thread():
+            # Called from the server's loop itself (an experiment's delete, the master's stop
+            # when the server shuts down): waiting for a coroutine that this very loop must run
+            # would hang it until the timeout, so the shutdown runs as a task of its own.
+            task = self._loop.create_task(self._shut_down(now))
+            _PENDING.add(task)
+            task.add_done_callback(_PENDING.discard)
+            return
+        self._call(self._shut_down(now))
+
+    async def _shut_down(self, now: bool) -> None:
         if self.session_id is not None:
             try:
-                self._call(self._sessions.delete_session(self.session_id))  # ends the kernel
+                await self._sessions.delete_session(self.session_id)  # ends the kernel
                 return
             except Exception:  # noqa: BLE001 (gone already: shut the kernel down directly)
                 pass
         if self.kernel_id in self._kernels:
-            self._call(self._kernels.shutdown_kernel(self.kernel_id, now=now))
+            await self._kernels.shutdown_kernel(self.kernel_id, now=now)
 
     def connection(self) -> dict[str, Any]:
         return {**super().connection(), "jupyter_kernel_id": self.kernel_id}

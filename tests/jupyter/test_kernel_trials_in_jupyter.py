@@ -12,7 +12,7 @@ import requests
 from determined.cli import TrialKernel
 from tests._support import context_tarball, wait_until
 from tests._support.jupyter import JupyterServer
-from tests.master_lite.test_kernel_attach import LOOP
+from tests.master_lite.test_kernel_attach import BOOM, LOOP
 from tests.master_lite.test_kernels import SINGLE, config
 
 
@@ -57,3 +57,36 @@ def test_a_kernel_trial_runs_in_the_servers_kernel_manager(
         "the server's kernel to end",
     )
     assert not [s for s in jupyter_api(server, "sessions") if s["name"] == f"trial-{trial_id}"]
+
+
+def test_kept_kernels_end_with_their_experiment_and_never_hold_up_the_servers_stop(
+    start_jupyter: Callable[..., JupyterServer],
+) -> None:
+    # The kept kernel is shut down from the server's own event loop (the experiment's delete,
+    # the extension's stop): that must neither hang the loop nor the server's exit.
+    server = start_jupyter(app="jupyter_server")
+
+    def failed_trial_kernel() -> tuple[int, str]:
+        cfg = {
+            **config(searcher=SINGLE, step_sleep=0, kernel={"keep_alive": 300}),
+            "entrypoint": "python3 s.py",
+        }
+        body = {"config": json.dumps(cfg), "context": context_tarball({"s.py": BOOM})}
+        exp_id = server.api("POST", "experiments", json=body)["experiment"]["id"]
+        assert server.wait_experiment(exp_id)["experiment"]["state"] == "ERROR"
+        (trial,) = server.api("GET", f"experiments/{exp_id}/trials")["trials"]
+        info = server.api("GET", f"trials/{trial['id']}/kernel")
+        assert info["post_mortem"] is True
+        return exp_id, info["jupyter_kernel_id"]
+
+    def kernel_ids() -> list[str]:
+        return [k["id"] for k in jupyter_api(server, "kernels")]
+
+    exp_id, kernel_id = failed_trial_kernel()
+    assert kernel_id in kernel_ids()
+    server.api("DELETE", f"experiments/{exp_id}")
+    wait_until(lambda: kernel_id not in kernel_ids(), 30, "the deleted experiment's kernel to end")
+    assert server.api("GET", "experiments")["experiments"] == []  # the loop still answers
+
+    failed_trial_kernel()  # one more kept kernel, there when the server stops
+    assert server.stop() == 0  # a clean stop (SIGTERM), not killed after stop's timeout
