@@ -329,8 +329,15 @@ class KernelRunner(Runner):
             self._shutdown(kept[0])
 
     def release(self, allocation_id: str) -> None:
-        """Shut a kept post-mortem kernel down now (its experiment was deleted)."""
-        self._expire(allocation_id)
+        """Shut a kept post-mortem kernel down now (its experiment was deleted), in a thread of
+        its own: a kernel's shutdown waits for it to exit (a gateway's, for an HTTP answer),
+        which the caller (the master's event loop) must not."""
+        with self._lock:
+            kept = allocation_id in self._kept
+        if kept:
+            threading.Thread(
+                target=self._expire, args=(allocation_id,), name=f"release-{allocation_id}"
+            ).start()
 
     # -- the Runner seam ----------------------------------------------------------------------
     def _get(self, allocation_id: str) -> _KernelRun | None:
