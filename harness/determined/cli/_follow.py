@@ -8,6 +8,8 @@ feel live. If the stream cannot be opened the poller simply keeps its interval.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
 import threading
 import time
@@ -25,6 +27,10 @@ if TYPE_CHECKING:  # `det` imports requests only when it talks to a master
 class EventWaker:
     """Reads `/events` in a background thread and sets a flag on every event it sees."""
 
+    # Above the server's 15 s keepalive, so a dead stream ends the thread (the session adds
+    # its own connect timeout).
+    read_timeout: float | None = 40.0
+
     def __init__(self, session: api.Session, params: dict) -> None:
         self._session = session
         self._params = params
@@ -39,20 +45,20 @@ class EventWaker:
 
     def _run(self) -> None:
         try:
-            # Read timeout above the server's 15 s keepalive, so a dead stream ends the thread
-            # (the session adds its own connect timeout).
             response = self._session.request(
-                "GET", "/events", params=self._params, stream=True, timeout=40.0
+                "GET", "/events", params=self._params, stream=True, timeout=self.read_timeout
             )
             self._response = response
-            if self._closed.is_set():
-                response.close()
-                return
-            for line in response.iter_lines(decode_unicode=True):
+            try:
                 if self._closed.is_set():
-                    break
-                if line and line.startswith("data:"):
-                    self._event.set()
+                    return
+                for line in response.iter_lines(decode_unicode=True):
+                    if self._closed.is_set():
+                        break
+                    if line and line.startswith("data:"):
+                        self._event.set()
+            finally:
+                response.close()  # here, where no read of it can be under way
         except Exception:  # noqa: BLE001 - any failure just means "poll at the normal interval"
             pass
 
@@ -61,13 +67,27 @@ class EventWaker:
         self._event.clear()
 
     def close(self) -> None:
+        """Stop reading; returns at once. The reader thread is usually blocked reading the
+        stream until the server's next event or keepalive (15 s): closing the response here
+        would wait for that read (it holds the stream's lock), which kept `det e create -f`
+        and every other follow 15 s past the end. Shutting the socket down ends the read now;
+        the reader thread then closes the response itself."""
         self._closed.set()
         response = self._response
-        if response is not None:
-            try:
-                response.close()
-            except Exception:  # noqa: BLE001 - the reader thread may be closing it at the same time
-                pass
+        if response is None:
+            return  # the reader sees _closed once its request returns
+        try:
+            # Through a duplicate of the stream's descriptor: shutdown() acts on the connection
+            # itself, whichever descriptor names it (the connection object may have let go of
+            # its socket already, e.g. for an HTTP/1.0 stream).
+            with socket.socket(fileno=os.dup(response.raw.fileno())) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, ValueError, AttributeError):  # closed already (server or reader)
+            pass
+
+    def join(self) -> None:
+        """Wait until the reader thread has ended (after `close`)."""
+        self._thread.join()
 
 
 def format_log(log: dict) -> str:
