@@ -37,6 +37,10 @@ class EventWaker:
         self._event = threading.Event()
         self._closed = threading.Event()
         self._response: requests.Response | None = None
+        # Held while the response is closed, and while close() shuts its socket down: the
+        # descriptor must not be closed (and its number reused by another file) in between.
+        self._closing_lock = threading.Lock()
+        self._response_closed = False
         self._thread = threading.Thread(target=self._run, name="det-cli-events", daemon=True)
 
     def start(self) -> EventWaker:
@@ -58,7 +62,9 @@ class EventWaker:
                     if line and line.startswith("data:"):
                         self._event.set()
             finally:
-                response.close()  # here, where no read of it can be under way
+                with self._closing_lock:
+                    response.close()  # here, where no read of it can be under way
+                    self._response_closed = True
         except Exception:  # noqa: BLE001 - any failure just means "poll at the normal interval"
             pass
 
@@ -76,14 +82,17 @@ class EventWaker:
         response = self._response
         if response is None:
             return  # the reader sees _closed once its request returns
-        try:
-            # Through a duplicate of the stream's descriptor: shutdown() acts on the connection
-            # itself, whichever descriptor names it (the connection object may have let go of
-            # its socket already, e.g. for an HTTP/1.0 stream).
-            with socket.socket(fileno=os.dup(response.raw.fileno())) as sock:
-                sock.shutdown(socket.SHUT_RDWR)
-        except (OSError, ValueError, AttributeError):  # closed already (server or reader)
-            pass
+        with self._closing_lock:
+            if self._response_closed:
+                return
+            try:
+                # Through a duplicate of the stream's descriptor: shutdown() acts on the
+                # connection itself, whichever descriptor names it (the connection object may
+                # have let go of its socket already, e.g. for an HTTP/1.0 stream).
+                with socket.socket(fileno=os.dup(response.raw.fileno())) as sock:
+                    sock.shutdown(socket.SHUT_RDWR)
+            except (OSError, ValueError, AttributeError):  # the server closed it already
+                pass
 
     def join(self) -> None:
         """Wait until the reader thread has ended (after `close`)."""
