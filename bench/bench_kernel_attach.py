@@ -29,12 +29,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # variable is read by bench_kernel_trials at its import).
 STEPS = os.environ.setdefault("BENCH_KERNEL_STEPS", "300000")
 from _common import interleaved, median, record, running_master, verdict  # noqa: E402
-from bench_kernel_trials import THROUGHPUT_SCRIPT, config  # noqa: E402
+from bench_kernel_trials import reported_loop_seconds, submit_throughput  # noqa: E402
 
 from determined.cli import attach_trial  # noqa: E402
 from determined.cli._base import CliError  # noqa: E402
 from determined.common import api  # noqa: E402
-from tests._support import context_tarball, wait_for_experiment  # noqa: E402
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 TARGET_RATIO = 1.03
@@ -71,28 +70,18 @@ def _attach_and_read(master, exp_id: int, done: threading.Event, reads: list[int
 
 
 def loop_seconds(master, attached: bool, reads: list[int] | None = None) -> float:  # type: ignore[no-untyped-def]
-    context = context_tarball({"train.py": THROUGHPUT_SCRIPT})
-    body = {"config": config(True, "bench-kernel-attach"), "context": context}
-    exp_id = int(master.session.post("/experiments", body)["experiment"]["id"])
+    exp_id = submit_throughput(master, True, "bench-kernel-attach")
+    if not attached:
+        return reported_loop_seconds(master, exp_id)
     done = threading.Event()
-    reader = None
-    if attached:
-        seen: list[int] = [] if reads is None else reads
-        reader = threading.Thread(target=_attach_and_read, args=(master, exp_id, done, seen))
-        reader.start()
+    seen: list[int] = [] if reads is None else reads
+    reader = threading.Thread(target=_attach_and_read, args=(master, exp_id, done, seen))
+    reader.start()
     try:
-        state = wait_for_experiment(master, exp_id)["state"]
+        return reported_loop_seconds(master, exp_id)
     finally:
         done.set()
-        if reader is not None:
-            reader.join()
-    if state != "COMPLETED":
-        raise RuntimeError(f"experiment {exp_id} ended {state}")
-    (trial,) = master.trials(exp_id)
-    (report,) = master.session.get(f"/trials/{trial['id']}/metrics", {"group": "validation"})[
-        "metrics"
-    ]
-    return float(report["metrics"]["loss"])
+        reader.join()
 
 
 def main() -> None:

@@ -77,10 +77,21 @@ def start_seconds(master: MasterProcess, kernel: bool) -> float:
     return submit_to_first_metric(master, config(kernel, "bench-kernel-start"), context)
 
 
-def loop_seconds(master: MasterProcess, kernel: bool) -> float:
+def submit_throughput(master: MasterProcess, kernel: bool, name: str) -> int:
+    """Submit the throughput program (in a kernel or as a process); its experiment id."""
     context = context_tarball({"train.py": THROUGHPUT_SCRIPT})
-    body = {"config": config(kernel, "bench-kernel-throughput"), "context": context}
-    exp_id = int(master.session.post("/experiments", body)["experiment"]["id"])
+    body = {"config": config(kernel, name), "context": context}
+    return int(master.session.post("/experiments", body)["experiment"]["id"])
+
+
+def loop_seconds(master: MasterProcess, kernel: bool) -> float:
+    return reported_loop_seconds(
+        master, submit_throughput(master, kernel, "bench-kernel-throughput")
+    )
+
+
+def reported_loop_seconds(master: MasterProcess, exp_id: int) -> float:
+    """Wait for the throughput experiment to end; the loop time its trial reported."""
     state = wait_for_experiment(master, exp_id)["state"]
     if state != "COMPLETED":
         raise RuntimeError(f"experiment {exp_id} ended {state}")
