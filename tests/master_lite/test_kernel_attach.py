@@ -50,13 +50,19 @@ def kernel_experiment(master: MasterProcess, script: str, **kernel: float) -> in
     return submit(master, cfg, {"s.py": script})
 
 
+def failed_kernel_trial(master: MasterProcess, keep_alive: float) -> tuple[int, dict]:
+    """Run BOOM in a kernel until it fails; (experiment id, its trial)."""
+    exp_id = kernel_experiment(master, BOOM, keep_alive=keep_alive)
+    wait_for_experiment(master, exp_id)
+    (trial,) = master.trials(exp_id)
+    return exp_id, trial
+
+
 def test_a_failed_trials_kernel_answers_best_and_debug_shows_the_failing_frame(
     start_master: Callable[..., MasterProcess],
 ) -> None:
     master = start_master()
-    exp_id = kernel_experiment(master, BOOM, keep_alive=300)
-    wait_for_experiment(master, exp_id)
-    (trial,) = master.trials(exp_id)
+    exp_id, trial = failed_kernel_trial(master, keep_alive=300)
     assert trial["state"] == "ERROR" and trial["exit_code"] == 1
     # The run is over (its slots are free) while its kernel waits for a debugger.
     assert trial["allocation_id"] is None or trial["run_state"] != "RUNNING"
@@ -129,9 +135,7 @@ def test_deleting_the_experiment_ends_its_kept_kernel(
     start_master: Callable[..., MasterProcess],
 ) -> None:
     master = start_master()
-    exp_id = kernel_experiment(master, BOOM, keep_alive=300)
-    wait_for_experiment(master, exp_id)
-    (trial,) = master.trials(exp_id)
+    exp_id, trial = failed_kernel_trial(master, keep_alive=300)
     (pid,) = kernel_pids(master, f"trial-{trial['id']}.1")
     master.session.delete(f"/experiments/{exp_id}")
     # Not after keep_alive's 300 s: its experiment and work dir are gone, so is the kernel.
@@ -143,9 +147,7 @@ def test_the_kept_kernel_ends_after_keep_alive_and_attach_then_says_why(
     start_master: Callable[..., MasterProcess],
 ) -> None:
     master = start_master()
-    exp_id = kernel_experiment(master, BOOM, keep_alive=1)
-    wait_for_experiment(master, exp_id)
-    (trial,) = master.trials(exp_id)
+    _, trial = failed_kernel_trial(master, keep_alive=1)
     wait_until(
         lambda: kernel_pids(master, f"trial-{trial['id']}.1") == [], 30, "keep_alive to expire"
     )
