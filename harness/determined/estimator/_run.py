@@ -4,13 +4,16 @@
   Native API (after `train_and_evaluate`) and for Trial classes;
 * `run_estimator_trial(trial_class, config, hparams, ...)` — an `EstimatorTrial`, with the same
   arguments as `determined.exec.harness.run_pytorch_trial`;
-* `local_core_context(config, test=...)` / `print_local_summary(...)` for `local=True` runs.
+* `print_local_summary(...)` for `local=True` runs.
+
+The flow shared with Keras (cluster or local, contexts, the loop's common arguments) is
+`determined.experimental._framework`; what is the Estimator's is here: seeding, checking the
+Trial's specs, the `EstimatorLoop` and its model_dir.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import random
 from typing import Any
 
@@ -25,15 +28,10 @@ from determined.estimator._loop import (
     LoopResult,
 )
 from determined.estimator._trial import EstimatorTrial
-from determined.experimental._local import local_core_context
+from determined.experimental import _framework
+from determined.experimental._framework import silence_tensorflow
 
 logger = logging.getLogger("determined.estimator")
-
-
-def silence_tensorflow() -> None:
-    """TF's C++ start-up chatter drowns the trial's logs; set before TensorFlow is imported."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
 def seed_everything(seed: int) -> None:
@@ -54,16 +52,12 @@ def train(
     mode: LoopMode,
     latest_checkpoint: str | None = None,
 ) -> LoopResult:
+    """Train `specs` in the managed loop (Native API and Trial classes alike)."""
     loop = EstimatorLoop(
         core_context,
         specs,
-        config=context.get_experiment_config(),
-        global_batch_size=context.get_global_batch_size(),
         trial_seed=context.get_trial_seed(),
-        mode=mode,
-        latest_checkpoint=latest_checkpoint,
-        stop_requested=context.get_stop_requested,
-        on_report=loop_core.print_validation if mode is not LoopMode.CLUSTER else None,
+        **_framework.loop_arguments(context, mode=mode, latest_checkpoint=latest_checkpoint),
     )
     result = loop.run()
     assert isinstance(result, LoopResult)
@@ -73,6 +67,7 @@ def train(
 
 
 def specs_from_trial(trial: EstimatorTrial) -> EstimatorSpecs:
+    """The trial's estimator and specs, checked (a clear error for each wrong return type)."""
     import tensorflow as tf
 
     name = type(trial).__name__
@@ -111,29 +106,21 @@ def train_trial_class(
     experiment_id: int | None = None,
     latest_checkpoint: str | None = None,
 ) -> LoopResult:
+    """Build an `EstimatorTrial` with its context and train it in the managed loop."""
     if not (isinstance(trial_class, type) and issubclass(trial_class, EstimatorTrial)):
         raise TypeError(f"{trial_class!r} is not an EstimatorTrial subclass")
-    from determined.experimental._context import DistributedInfo
-
     seed_everything(trial_seed)
-    distributed = (
-        DistributedInfo.from_core(core_context.distributed) if core_context is not None else None
-    )
-    context = EstimatorTrialContext(
-        config,
-        hparams,
+    context = _framework.new_trial_context(
+        EstimatorTrialContext,
+        core_context,
+        config=config,
+        hparams=hparams,
         trial_seed=trial_seed,
         trial_id=trial_id,
         experiment_id=experiment_id,
-        distributed=distributed,
-        core_context=core_context,
     )
     specs = specs_from_trial(trial_class(context))
     return train(core_context, context, specs, mode=mode, latest_checkpoint=latest_checkpoint)
-
-
-# ---------------------------------------------------------------------------------------------
-# local runs
 
 
 def print_local_summary(result: LoopResult, *, test: bool, checkpoint_base: Any = None) -> None:
@@ -169,46 +156,24 @@ def run_estimator_trial(
     """
     require_estimator(f"EstimatorTrial {getattr(trial_class, '__name__', trial_class)}")
     silence_tensorflow()
-    import determined as det
-    from determined import core
+    return _framework.run_trial_class(
+        train_trial_class,
+        print_local_summary,
+        trial_class,
+        config,
+        hparams,
+        latest_checkpoint=latest_checkpoint,
+        on_cluster=on_cluster,
+        test_mode=test_mode,
+    )
 
-    if on_cluster:
-        info = det.get_cluster_info()
-        assert info is not None
-        trial = info.trial
-        with core.init() as core_context:
-            return train_trial_class(
-                trial_class,
-                core_context,
-                config=config,
-                hparams=dict(hparams or trial.hparams),
-                trial_seed=trial.trial_seed,
-                mode=LoopMode.CLUSTER,
-                trial_id=trial.trial_id,
-                experiment_id=trial.experiment_id,
-                latest_checkpoint=latest_checkpoint,
-            )
-    from determined.common import expconf
 
-    expanded = expconf.apply_defaults(config)
-    seed = int(expanded["reproducibility"]["experiment_seed"])
-    if hparams is None:
-        from determined.experimental._context import sample_hparams
-
-        hparams = sample_hparams(config.get("hyperparameters") or {}, seed)
-    print(f"[local{' test' if test_mode else ''}] hyperparameters: {hparams}", flush=True)
-    with local_core_context(expanded, test=test_mode) as core_context:
-        result = train_trial_class(
-            trial_class,
-            core_context,
-            config=expanded,
-            hparams=hparams,
-            trial_seed=seed,
-            mode=LoopMode.TEST if test_mode else LoopMode.LOCAL,
-            latest_checkpoint=latest_checkpoint,
-        )
-        base = getattr(
-            getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None
-        )
-    print_local_summary(result, test=test_mode, checkpoint_base=None if test_mode else base)
-    return result
+__all__ = [
+    "print_local_summary",
+    "run_estimator_trial",
+    "seed_everything",
+    "silence_tensorflow",
+    "specs_from_trial",
+    "train",
+    "train_trial_class",
+]

@@ -11,31 +11,25 @@
   and `train_and_evaluate()` hands over to the managed loop (searcher lengths, validation,
   checkpoints, preemption, resume).
 
-`tf.estimator` exists only up to TensorFlow 2.15 (with tensorflow-estimator). Elsewhere every
-mode raises `EstimatorUnavailable`, naming the installed TensorFlow and what to install.
-TensorFlow is imported by the availability check only when it is installed.
+The flow is `determined.experimental._framework.native_init`, shared with Keras; this module gives
+it the Estimator's steps. `tf.estimator` exists only up to TensorFlow 2.15 (with
+tensorflow-estimator). Elsewhere every mode raises `EstimatorUnavailable`, naming the installed
+TensorFlow and what to install. TensorFlow is imported by the availability check only when it is
+installed.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-import determined as det
 from determined.estimator._availability import (
     INSTALL_HINT,
     EstimatorUnavailable,
     estimator_available,
     require_estimator,
 )
-from determined.experimental._mode import resolve_mode
-from determined.experimental._native import (
-    NATIVE_DEFAULTS,
-    RunpyGlobals,
-    StopLoadingImplementation,
-    load_config,
-    submit_and_exit,
-)
+from determined.experimental import _framework
+from determined.experimental._native import NATIVE_DEFAULTS
 
 ESTIMATOR_DEFAULTS: dict = {
     **NATIVE_DEFAULTS,
@@ -60,128 +54,52 @@ def init(
 ) -> Any:
     """Returns an `EstimatorNativeContext` (or submits the experiment and exits, see module doc)."""
     require_estimator("det.experimental.estimator")
-    local, test = resolve_mode(local, test, mode)
-    runpy_globals = RunpyGlobals.get()
-    if runpy_globals is not None:
-        return _trial_context(runpy_globals)
-    info = det.get_cluster_info()
-    if info is not None and info.task_type == "TRIAL":
-        return _direct_trial_context()
-    if local:
-        return _local_context(config, test=test)
-    submit_and_exit(
-        "det.experimental.estimator.init",
-        config,
-        context_dir,
-        command,
-        master_url=master_url,
-        test=test,
-        defaults=ESTIMATOR_DEFAULTS,
+    return _framework.native_init(
+        _ESTIMATOR, config, local, test, context_dir, command, master_url, mode
     )
-
-
-def _new_context(config: dict, hparams: dict, **ids: Any) -> Any:
-    from determined import estimator as det_estimator
-    from determined.estimator._run import seed_everything, silence_tensorflow
-
-    silence_tensorflow()
-    context = det_estimator.EstimatorNativeContext(config, hparams, **ids)
-    seed_everything(context.get_trial_seed())  # before the user builds the data and the estimator
-    return context
-
-
-def _specs(context: Any) -> Any:
-    from determined.estimator import EstimatorSpecs
-
-    return EstimatorSpecs(
-        context.estimator, context.train_spec, context.eval_spec, context.serving_input_receiver_fns
-    )
-
-
-def _trial_ids(info: Any) -> dict:
-    trial = info.trial
-    return {
-        "trial_seed": trial.trial_seed,
-        "trial_id": trial.trial_id,
-        "experiment_id": trial.experiment_id,
-    }
-
-
-def _train_in_trial(context: Any, info: Any) -> Any:
-    from determined import estimator as det_estimator
-
-    with det.core.init() as core_context:
-        result = det_estimator.train(
-            core_context,
-            context,
-            _specs(context),
-            mode=det_estimator.LoopMode.CLUSTER,
-            latest_checkpoint=info.latest_checkpoint,
-        )
-    return result.last_validation, []
-
-
-def _trial_context(runpy_globals: RunpyGlobals) -> Any:
-    """Re-executed by determined.exec.native: register training at train_and_evaluate() and stop there."""
-    info = det.get_cluster_info()
-    if info is None:
-        raise RuntimeError(
-            "determined.exec.native runs only inside a trial (no DET_* environment found)"
-        )
-    context = _new_context(info.trial._config, info.trial.hparams, **_trial_ids(info))
-
-    def at_train_and_evaluate() -> Any:
-        runpy_globals.register(
-            lambda: _train_in_trial(context, info),
-            "det.experimental.estimator.init() + train_and_evaluate()",
-        )
-        raise StopLoadingImplementation()
-
-    context._set_train_fn(at_train_and_evaluate)
-    return context
-
-
-def _direct_trial_context() -> Any:
-    """A native script run as a plain entrypoint (`python3 train.py`) in a trial: train in place."""
-    info = det.get_cluster_info()
-    assert info is not None
-    context = _new_context(info.trial._config, info.trial.hparams, **_trial_ids(info))
-    context._set_train_fn(lambda: _train_in_trial(context, info))
-    return context
 
 
 def local_config(config: dict | str | None) -> dict:
     """The expanded config of a local run (validated; no native command needed)."""
-    from determined.common import expconf
-
-    merged = {**copy.deepcopy(ESTIMATOR_DEFAULTS), **load_config(config)}
-    expconf.check(merged)
-    return expconf.apply_defaults(merged)
+    return _framework.local_config(config, ESTIMATOR_DEFAULTS)
 
 
-def _local_context(config: dict | str | None, *, test: bool) -> Any:
-    from determined import estimator as det_estimator
-    from determined.estimator import _run
-    from determined.experimental._context import sample_hparams
+def _new_context(config: dict, hparams: dict, **ids: Any) -> Any:
+    from determined.estimator._context import EstimatorNativeContext
+    from determined.estimator._run import seed_everything, silence_tensorflow
 
-    expanded = local_config(config)
-    seed = int(expanded["reproducibility"]["experiment_seed"])
-    hparams = sample_hparams(load_config(config).get("hyperparameters") or {}, seed)
-    print(f"[local{' test' if test else ''}] hyperparameters: {hparams}", flush=True)
-    context = _new_context(expanded, hparams, trial_seed=seed)
-
-    def train_locally() -> Any:
-        mode = det_estimator.LoopMode.TEST if test else det_estimator.LoopMode.LOCAL
-        with _run.local_core_context(expanded, test=test) as core_context:
-            result = det_estimator.train(core_context, context, _specs(context), mode=mode)
-            base = getattr(
-                getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None
-            )
-        _run.print_local_summary(result, test=test, checkpoint_base=None if test else base)
-        return result.last_validation, []
-
-    context._set_train_fn(train_locally)
+    silence_tensorflow()
+    context = EstimatorNativeContext(config, hparams, **ids)
+    seed_everything(context.get_trial_seed())  # before the user builds the data and the estimator
     return context
+
+
+def _train(core_context: Any, context: Any, *, mode: Any, latest_checkpoint: str | None) -> Any:
+    from determined.estimator import _run
+    from determined.estimator._loop import EstimatorSpecs
+
+    specs = EstimatorSpecs(
+        context.estimator, context.train_spec, context.eval_spec, context.serving_input_receiver_fns
+    )
+    return _run.train(core_context, context, specs, mode=mode, latest_checkpoint=latest_checkpoint)
+
+
+def _print_summary(result: Any, *, test: bool, checkpoint_base: Any = None) -> None:
+    from determined.estimator import _run
+
+    _run.print_local_summary(result, test=test, checkpoint_base=checkpoint_base)
+
+
+_ESTIMATOR = _framework.NativeFramework(
+    api="det.experimental.estimator.init",
+    starts_training="train_and_evaluate()",
+    defaults=ESTIMATOR_DEFAULTS,
+    new_context=_new_context,
+    train=_train,
+    # What tf.estimator.train_and_evaluate returns: (eval result, export results).
+    fit_result=lambda result: (result.last_validation, []),
+    print_summary=_print_summary,
+)
 
 
 __all__ = [

@@ -4,21 +4,26 @@ Entry points:
 * `train_native(core_context, context, *, mode, latest_checkpoint)` — after the Native API's
   `fit()` has recorded its arguments;
 * `train_trial_class(trial_class, core_context, *, config, hparams, ...)` — a `TFKerasTrial`;
-* `local_core_context(config, test=...)` / `print_local_summary(...)` for `local=True` runs.
+* `run_keras_trial(trial_class, config, hparams, ...)` — a `TFKerasTrial` on the master or off
+  it, with the same arguments as `determined.exec.harness.run_pytorch_trial`;
+* `print_local_summary(...)` for `local=True` runs.
+
+The flow shared with the Estimator (cluster or local, contexts, the loop's common arguments) is
+`determined.experimental._framework`; what is Keras' is here: seeding with Keras, the Trial's
+data loaders as a `TrainingSpec`, the `ManagedLoop`.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import keras
 
 from determined import _loop as loop_core
 from determined import errors
-from determined.experimental._context import DistributedInfo
-from determined.experimental._local import local_core_context
+from determined.experimental import _framework
+from determined.experimental._framework import silence_tensorflow
 from determined.keras import _data, _flavor
 from determined.keras._context import FitArguments, TFKerasNativeContext, TFKerasTrialContext
 from determined.keras._loop import (
@@ -43,12 +48,7 @@ def _loop(
     loop = ManagedLoop(
         core_context,
         spec,
-        config=context.get_experiment_config(),
-        global_batch_size=context.get_global_batch_size(),
-        mode=mode,
-        latest_checkpoint=latest_checkpoint,
-        stop_requested=context.get_stop_requested,
-        on_report=loop_core.print_validation if mode is not LoopMode.CLUSTER else None,
+        **_framework.loop_arguments(context, mode=mode, latest_checkpoint=latest_checkpoint),
     )
     result = loop.run()
     # ManagedLoop.result_type is Keras' LoopResult (it adds history()).
@@ -63,6 +63,7 @@ def train_native(
     mode: LoopMode,
     latest_checkpoint: str | None = None,
 ) -> LoopResult:
+    """Train what the Native API's `fit()` recorded on `context`, in the managed loop."""
     fit: FitArguments | None = context._fit_arguments
     if fit is None or context._model is None:
         raise errors.InternalException("train_native() before fit() recorded the model and data")
@@ -96,20 +97,18 @@ def train_trial_class(
     experiment_id: int | None = None,
     latest_checkpoint: str | None = None,
 ) -> LoopResult:
+    """Build a `TFKerasTrial` with its context and train it in the managed loop."""
     if not (isinstance(trial_class, type) and issubclass(trial_class, TFKerasTrial)):
         raise TypeError(f"{trial_class!r} is not a TFKerasTrial subclass")
     keras.utils.set_random_seed(trial_seed)
-    distributed = (
-        DistributedInfo.from_core(core_context.distributed) if core_context is not None else None
-    )
-    context = TFKerasTrialContext(
-        config,
-        hparams,
+    context = _framework.new_trial_context(
+        TFKerasTrialContext,
+        core_context,
+        config=config,
+        hparams=hparams,
         trial_seed=trial_seed,
         trial_id=trial_id,
         experiment_id=experiment_id,
-        distributed=distributed,
-        core_context=core_context,
     )
     trial = trial_class(context)
     model = trial.build_model()
@@ -146,10 +145,6 @@ def train_trial_class(
     return _loop(core_context, context, spec, mode, latest_checkpoint)
 
 
-# ---------------------------------------------------------------------------------------------
-# local runs
-
-
 def print_local_summary(result: LoopResult, *, test: bool, checkpoint_base: Any = None) -> None:
     """Print a local run's metric table and what it trained.
 
@@ -159,12 +154,6 @@ def print_local_summary(result: LoopResult, *, test: bool, checkpoint_base: Any 
         checkpoint_base: where the checkpoints are, if known.
     """
     loop_core.print_local_summary(result, test=test, checkpoint_base=checkpoint_base)
-
-
-def silence_tensorflow() -> None:
-    """TF's C++ start-up chatter drowns the trial's logs; set before TensorFlow is imported."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 
 def run_keras_trial(
@@ -182,44 +171,22 @@ def run_keras_trial(
     Off it: real local training for `searcher.max_length` (or one batch with `test_mode`),
     with the metrics printed as a table.
     """
-    import determined as det
-    from determined import core
+    return _framework.run_trial_class(
+        train_trial_class,
+        print_local_summary,
+        trial_class,
+        config,
+        hparams,
+        latest_checkpoint=latest_checkpoint,
+        on_cluster=on_cluster,
+        test_mode=test_mode,
+    )
 
-    if on_cluster:
-        info = det.get_cluster_info()
-        assert info is not None
-        trial = info.trial
-        with core.init() as core_context:
-            return train_trial_class(
-                trial_class,
-                core_context,
-                config=config,
-                hparams=dict(hparams or trial.hparams),
-                trial_seed=trial.trial_seed,
-                mode=LoopMode.CLUSTER,
-                trial_id=trial.trial_id,
-                experiment_id=trial.experiment_id,
-                latest_checkpoint=latest_checkpoint,
-            )
-    from determined.common import expconf
 
-    expanded = expconf.apply_defaults(config)
-    seed = int(expanded["reproducibility"]["experiment_seed"])
-    if hparams is None:
-        from determined.experimental._context import sample_hparams
-
-        hparams = sample_hparams(config.get("hyperparameters") or {}, seed)
-    print(f"[local] hyperparameters: {hparams}", flush=True)
-    with local_core_context(expanded, test=test_mode) as core_context:
-        result = train_trial_class(
-            trial_class,
-            core_context,
-            config=expanded,
-            hparams=hparams,
-            trial_seed=seed,
-            mode=LoopMode.TEST if test_mode else LoopMode.LOCAL,
-            latest_checkpoint=latest_checkpoint,
-        )
-        base = getattr(core_context.checkpoint, "_storage_manager", None)
-    print_local_summary(result, test=test_mode, checkpoint_base=getattr(base, "base_path", None))
-    return result
+__all__ = [
+    "print_local_summary",
+    "run_keras_trial",
+    "silence_tensorflow",
+    "train_native",
+    "train_trial_class",
+]
