@@ -407,7 +407,7 @@ def test_tf_keras_fit_interception_is_scoped(tmp_path, monkeypatch):
     context = det_keras.TFKerasNativeContext(
         {"hyperparameters": {"global_batch_size": 8}}, {"global_batch_size": 8}, trial_seed=1
     )
-    det_keras.activate_native_context(context)
+    _context.activate_native_context(context)
     try:
         model = context.wrap_model(
             tf_keras.Sequential([tf_keras.layers.Dense(1, input_shape=(2,))])
@@ -415,7 +415,7 @@ def test_tf_keras_fit_interception_is_scoped(tmp_path, monkeypatch):
         assert model is context._model
         assert vars(tf_keras.Model)["fit"] is _context._managed_fit
     finally:
-        det_keras.activate_native_context(None)
+        _context.activate_native_context(None)
     assert vars(tf_keras.Model).get("fit") is fit_before
     with pytest.raises(TypeError, match="tf_keras.Model"):
         context.wrap_model(object())

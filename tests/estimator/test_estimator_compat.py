@@ -59,6 +59,7 @@ def test_v1_dnn_classifier_trial_trains_validates_checkpoints_and_loads_back(tmp
     import tensorflow as tf
 
     from determined import estimator as det_estimator
+    from determined.estimator._run import run_estimator_trial
 
     module = _iris_module()
     trials = []
@@ -72,7 +73,7 @@ def test_v1_dnn_classifier_trial_trains_validates_checkpoints_and_loads_back(tmp
         **module.CONFIG,
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(tmp_path)},
     }
-    result = det_estimator.run_estimator_trial(Recorded, config, None, on_cluster=False)
+    result = run_estimator_trial(Recorded, config, None, on_cluster=False)
 
     (trial,) = trials
     built = trial.build_estimator()
@@ -106,7 +107,7 @@ def test_v1_dnn_classifier_trial_trains_validates_checkpoints_and_loads_back(tmp
     # Resuming: on_checkpoint_load hears the checkpoint directory before training goes on.
     trials.clear()
     longer = {**config, "searcher": {**config["searcher"], "max_length": {"batches": 250}}}
-    resumed = det_estimator.run_estimator_trial(
+    resumed = run_estimator_trial(
         Recorded, longer, None, on_cluster=False, latest_checkpoint=storage_id
     )
     assert resumed.steps_completed == 250
@@ -234,7 +235,7 @@ def test_run_hook_is_a_session_run_hook_and_the_exports_match_determined():
     assert issubclass(det_estimator.RunHook, tf.estimator.SessionRunHook)
     hook = det_estimator.RunHook()
     assert hook.on_checkpoint_load("x") is None and hook.on_trial_close() is None
-    for name in (  # Determined 0.13-0.24's determined.estimator public names
+    names = {  # Determined 0.13-0.24's determined.estimator public names
         "EstimatorTrial",
         "EstimatorTrialContext",
         "EstimatorNativeContext",
@@ -244,8 +245,12 @@ def test_run_hook_is_a_session_run_hook_and_the_exports_match_determined():
         "MetricReducer",
         "RunHook",
         "load_estimator_from_checkpoint_path",
-    ):
+    }
+    for name in names:
         assert hasattr(det_estimator, name), name
+    assert (
+        set(det_estimator.__all__) == names
+    )  # and none of ours (tests/harness/test_package_exports.py)
     assert issubclass(det_estimator.EstimatorTrialContext, det_estimator.EstimatorContext)
 
 

@@ -94,8 +94,8 @@ def _dummy_core(storage: pathlib.Path):
 
 
 def _train(module, storage, *, max_batches, latest_checkpoint=None, serving=True):
-    from determined import estimator as det_estimator
     from determined.common import expconf
+    from determined.estimator import _run
 
     config = expconf.apply_defaults(
         {
@@ -111,13 +111,13 @@ def _train(module, storage, *, max_batches, latest_checkpoint=None, serving=True
             {"build_serving_input_receiver_fns": lambda self: {}},
         )
     with _dummy_core(storage) as core_context:
-        return det_estimator.train_trial_class(
+        return _run.train_trial_class(
             trial_class,
             core_context,
             config=config,
             hparams={"global_batch_size": 32, "learning_rate": 0.01},
             trial_seed=77,
-            mode=det_estimator.LoopMode.LOCAL,
+            mode=_run.LoopMode.LOCAL,
             latest_checkpoint=latest_checkpoint,
         )
 
@@ -201,8 +201,8 @@ def test_a_tensor_training_input_that_runs_out_is_refused(scripts, tmp_path):
 
 
 def _run_trial_class(trial_class, storage, *, max_batches):
-    from determined import estimator as det_estimator
     from determined.common import expconf
+    from determined.estimator import _run
 
     config = expconf.apply_defaults(
         {
@@ -216,13 +216,13 @@ def _run_trial_class(trial_class, storage, *, max_batches):
         }
     )
     with _dummy_core(storage) as core_context:
-        return det_estimator.train_trial_class(
+        return _run.train_trial_class(
             trial_class,
             core_context,
             config=config,
             hparams={"global_batch_size": 32, "learning_rate": 0.01},
             trial_seed=1,
-            mode=det_estimator.LoopMode.LOCAL,
+            mode=_run.LoopMode.LOCAL,
         )
 
 
@@ -237,8 +237,8 @@ def test_a_searcher_metric_that_evaluate_does_not_return_is_named(scripts, tmp_p
         "hyperparameters": {"global_batch_size": 32},
         "searcher": {"name": "single", "metric": "val_accuracy", "max_length": {"batches": 5}},
     }
-    from determined import estimator as det_estimator
     from determined.common import expconf
+    from determined.estimator import _run
 
     with (
         _dummy_core(tmp_path) as core_context,
@@ -247,13 +247,13 @@ def test_a_searcher_metric_that_evaluate_does_not_return_is_named(scripts, tmp_p
             match=r"'val_accuracy' is not among the validation metrics \(accuracy, loss",
         ),
     ):
-        det_estimator.train_trial_class(
+        _run.train_trial_class(
             NoServing,
             core_context,
             config=expconf.apply_defaults(config_metric),
             hparams={"global_batch_size": 32, "learning_rate": 0.01},
             trial_seed=1,
-            mode=det_estimator.LoopMode.LOCAL,
+            mode=_run.LoopMode.LOCAL,
         )
 
 

@@ -45,7 +45,7 @@ def test_init_refuses_in_every_mode(local, test, tmp_path):
 @pytest.mark.parametrize("local", [True, False])
 def test_create_refuses_an_estimator_trial(local, tmp_path):
     import determined as det
-    from determined.estimator import EstimatorUnavailable
+    from determined.estimator._availability import EstimatorUnavailable
 
     with pytest.raises(EstimatorUnavailable) as info:
         det.experimental.create(
@@ -60,7 +60,8 @@ def test_create_refuses_an_estimator_trial(local, tmp_path):
 
 
 def test_the_harness_dispatches_an_estimator_trial_to_the_runner_that_refuses():
-    from determined.estimator import EstimatorUnavailable, run_estimator_trial
+    from determined.estimator._availability import EstimatorUnavailable
+    from determined.estimator._run import run_estimator_trial
     from determined.exec.harness import runner_for
 
     trial_class = _trial_class()

@@ -20,7 +20,9 @@ from determined import core, errors  # noqa: E402
 from determined import keras as det_keras  # noqa: E402
 from determined.experimental import keras as native_keras  # noqa: E402
 from determined.keras import _data  # noqa: E402
+from determined.keras._context import activate_native_context  # noqa: E402
 from determined.keras._loop import LoopMode, ManagedLoop, TrainingSpec  # noqa: E402
+from determined.keras._run import run_keras_trial  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +31,7 @@ def off_cluster(monkeypatch, tmp_path):
         monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     yield
-    det_keras.activate_native_context(None)
+    activate_native_context(None)
 
 
 @pytest.fixture(scope="module")
@@ -151,9 +153,9 @@ def test_the_fit_interception_is_removed_when_the_managed_run_fails(digits):
 def test_deactivating_restores_fit_without_a_run():
     keras_fit = keras.Model.fit
     native_keras.init(_config(10), local=True, test=True)
-    det_keras.activate_native_context(None)
+    activate_native_context(None)
     assert keras.Model.fit is keras_fit and "fit" not in vars(keras.Model)
-    det_keras.activate_native_context(None)  # idempotent
+    activate_native_context(None)  # idempotent
     assert keras.Model.fit is keras_fit
 
 
@@ -210,7 +212,7 @@ def test_create_runs_a_tfkeras_trial_locally_in_test_mode(capsys):
 
 
 def test_tfkeras_trial_trains_for_real_locally():
-    result = det.keras.run_keras_trial(DigitsTrial, _config(150), None, on_cluster=False)
+    result = run_keras_trial(DigitsTrial, _config(150), None, on_cluster=False)
     assert result.steps_completed == 150
     assert [r.steps_completed for r in result.reports if r.group == "training"] == [50, 100, 150]
     assert result.searcher_metrics[-1] > 0.8

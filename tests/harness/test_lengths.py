@@ -39,8 +39,8 @@ def test_keras_trains_one_batch_for_ten_records_of_a_32_batch(monkeypatch, tmp_p
     import keras
     import numpy as np
 
-    from determined import keras as det_keras
     from determined.experimental import keras as native_keras
+    from determined.keras._context import activate_native_context
 
     for name in [k for k in os.environ if k.startswith("DET_")]:
         monkeypatch.delenv(name)
@@ -56,7 +56,7 @@ def test_keras_trains_one_batch_for_ten_records_of_a_32_batch(monkeypatch, tmp_p
         x = np.random.default_rng(0).random((256, 4)).astype("float32")
         model.fit(x, x[:, :1], validation_data=(x[:32], x[:32, :1]))
     finally:
-        det_keras.activate_native_context(None)
+        activate_native_context(None)
     assert int(model.optimizer.iterations.numpy()) == 1
 
 

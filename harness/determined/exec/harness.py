@@ -1,7 +1,7 @@
 """Run a legacy Trial class: ``python3 -m determined.exec.harness model_def:MyTrial``.
 
 `PyTorchTrial` classes run through `det.pytorch.init()` + `Trainer.fit()`; `TFKerasTrial`
-classes through `det.keras.run_keras_trial` (same arguments).
+classes through `determined.keras._run.run_keras_trial` (same arguments).
 
 On the master (inside a trial) everything comes from the cluster: hyperparameters, config and
 the searcher operations, each trained to its length, validated and reported (this is how ASHA
@@ -61,11 +61,11 @@ def runner_for(trial_class: Any) -> Callable[..., Any] | None:
     if _subclasses(trial_class, "determined.pytorch._trial.PyTorchTrial"):
         return run_pytorch_trial
     if _subclasses(trial_class, "determined.keras._trial.TFKerasTrial"):
-        from determined.keras import run_keras_trial
+        from determined.keras._run import run_keras_trial
 
         return run_keras_trial
     if _subclasses(trial_class, "determined.estimator._trial.EstimatorTrial"):
-        from determined.estimator import run_estimator_trial
+        from determined.estimator._run import run_estimator_trial
 
         return run_estimator_trial
     return None

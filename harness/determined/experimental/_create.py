@@ -60,7 +60,7 @@ def _run_trial(
             test_mode=test,
         )
     if _trial_kind(trial_def) == "estimator":
-        from determined.estimator import run_estimator_trial
+        from determined.estimator._run import run_estimator_trial
 
         return run_estimator_trial(
             trial_def,
@@ -70,7 +70,7 @@ def _run_trial(
             on_cluster=on_cluster,
             test_mode=test,
         )
-    from determined.keras import run_keras_trial
+    from determined.keras._run import run_keras_trial
 
     return run_keras_trial(
         trial_def,
@@ -106,7 +106,7 @@ def create(
     local, test = resolve_mode(local, test, mode)
     kind = _trial_kind(trial_def)
     if kind == "estimator":
-        from determined.estimator import require_estimator
+        from determined.estimator._availability import require_estimator
 
         require_estimator(f"det.experimental.create({trial_def.__name__})")
     runpy_globals = RunpyGlobals.get()
