@@ -14,7 +14,7 @@ TensorFlow intra/inter-op threads 1).
   with a mapped function; the managed loop stopped feeding arrays that way, so that baseline
   flattered it.)
   Managed: the Native API (`det.experimental.keras.init()`, `context.wrap_model(model)`,
-  `model.fit(...)`) or a `TFKerasTrial` (`determined.keras.run_keras_trial(on_cluster=True)`, what
+  `model.fit(...)`) or a `TFKerasTrial` (`determined.keras._run.run_keras_trial(on_cluster=True)`, what
   `determined.exec.harness` runs), both driven by the master's searcher operation of the same
   length: training metrics every `scheduling_unit` (100) batches, validation and one checkpoint
   at the end, as in the baseline.
@@ -128,7 +128,9 @@ def managed():
         model = context.wrap_model(make_model())
         model.fit(x_train, y_train, validation_data=(x_val, y_val))
     else:
-        det.keras.run_keras_trial(BenchTrial, info.trial._config, hparams, on_cluster=True)
+        from determined.keras._run import run_keras_trial
+
+        run_keras_trial(BenchTrial, info.trial._config, hparams, on_cluster=True)
     return time.perf_counter() - start, time.process_time() - cpu
 
 baseline(300)  # warm-up: TensorFlow's first tracing, allocators, page cache
