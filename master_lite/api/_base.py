@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import tornado.web
 
 from master_lite import errors
-from master_lite._auth import TrialPrincipal, UserPrincipal
+from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
 from master_lite.api._parsing import (
     SQLITE_INT_MAX,

@@ -21,8 +21,8 @@ import tornado.httpserver
 import tornado.web
 
 from master_lite import errors
-from master_lite._auth import TrialPrincipal, UserPrincipal
-from master_lite._events import EventBus
+from master_lite._core._auth import TrialPrincipal, UserPrincipal
+from master_lite._core._events import EventBus
 from master_lite.api import ROUTES, TrialScope, build_document, make_handlers
 
 USER_TOKEN = "user-secret"

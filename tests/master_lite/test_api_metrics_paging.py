@@ -25,7 +25,8 @@ import tornado.netutil
 import tornado.web
 
 from determined.common import expconf
-from master_lite import _reports, _serialize, errors
+from master_lite import errors
+from master_lite._core import _metric_format, _serialize
 from master_lite._master import Master
 from master_lite.api import make_handlers
 from master_lite.store import MIGRATIONS, Store
@@ -123,7 +124,7 @@ def _populate(root: Path) -> dict:
         }
         best = None
         for row in store.metric_rows("trial_id = ? AND group_name = 'validation'", (trial_id,)):
-            value = _reports.metric_value(row["metrics"], "loss")
+            value = _metric_format.metric_value(row["metrics"], "loss")
             # As the write path does: a first validation of NaN is the best until a number
             # comes (NaN compares false).
             if value is not None and (best is None or value < best[1]):
@@ -339,7 +340,7 @@ async def test_trials_equal_the_previous_answers(api: Api, ids: dict) -> None:
                 latest_training=metric(row["latest_training_id"]),
                 latest_validation=latest_validation,
                 best_validation=metric(row["best_validation_id"]),
-                searcher_metric=_reports.metric_value(
+                searcher_metric=_metric_format.metric_value(
                     latest_validation["metrics"] if latest_validation else None, "loss"
                 ),
             )

@@ -10,8 +10,8 @@ import pytest
 
 from determined.common import storage
 from master_lite import errors
-from master_lite._gc import GcPolicy, checkpoints_to_keep
 from master_lite._master import Master
+from master_lite.checkpoints._gc import GcPolicy, checkpoints_to_keep
 from master_lite.store import CheckpointRow
 
 

@@ -9,7 +9,7 @@ import tarfile
 import pytest
 
 from master_lite import errors
-from master_lite._auth import TrialPrincipal, UserPrincipal
+from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite._master import Master
 from tests._support import tar_gz, wait_until_async
 
@@ -538,7 +538,7 @@ async def test_resources_logs_tail_and_filters(master, tmp_path):
 def test_event_bus_filters_and_drops_oldest_for_slow_consumers():
     import threading
 
-    from master_lite._events import EventBus
+    from master_lite._core._events import EventBus
 
     async def body():
         bus = EventBus(queue_size=3)

@@ -8,7 +8,9 @@ import json
 import pytest
 
 from master_lite import errors
-from master_lite._parts import Contexts, TrialLogs, Views
+from master_lite._core import Views
+from master_lite.reports import TrialLogs
+from master_lite.runs import Contexts
 from tests._support import tar_gz
 from tests._support.parts import open_state
 

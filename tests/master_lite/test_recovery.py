@@ -17,7 +17,8 @@ import sys
 
 import pytest
 
-from master_lite import _auth, _recovery
+from master_lite import _recovery
+from master_lite._core import _auth
 from master_lite._master import Master
 from tests._support import (
     CHECKPOINTING_SCRIPT,
