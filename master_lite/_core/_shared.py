@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from master_lite._core._events import EventBus
+from master_lite._core._states import ExperimentStates, TrialStates
 from master_lite.store import Store
 
 
@@ -40,6 +41,10 @@ class MasterState:
         self._atomic_depth = 0
         self._after_commit: list[Callable[[], None]] = []
         self._changed: dict[tuple, asyncio.Event] = {}
+        # The one writer of trial and experiment state (_states.py): every part changes a
+        # state through these named transitions.
+        self.trial_states = TrialStates(lambda: self.store)
+        self.experiment_states = ExperimentStates(lambda: self.store)
 
     def open(self, store: Store, loop: asyncio.AbstractEventLoop) -> None:
         """Start serving over `store` on `loop`."""

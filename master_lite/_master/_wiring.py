@@ -102,18 +102,15 @@ def build_parts(
         checkpoints=checkpoints,
         delete_checkpoint_files=delete_checkpoint_files,
     )
-    run_exits = RunExits(
-        shared, views=views, logs=logs, searchers=searchers, experiments=experiments, runs=runs
-    )
-    # The cycles: trial JSON shows the live allocation; the searchers create, stop and schedule
-    # trials; a run's end goes back to the trial's and the experiment's state machines.
+    run_exits = RunExits(shared, views=views, logs=logs, experiments=experiments, runs=runs)
+    # The cycles: trial JSON shows the live allocation; a run's end goes back to the trial's and
+    # the experiment's state machines.
     unmanaged = UnmanagedRuns(shared, views=views, logs=logs, experiments=experiments)
     views.connect(
         allocation_of=lambda trial_id: (
             runs.allocation_of_trial(trial_id) or unmanaged.kernel_allocation(trial_id)
         )
     )
-    searchers.connect(experiments=experiments, runs=runs)
     runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
     return Parts(
         shared=shared,
@@ -125,7 +122,7 @@ def build_parts(
         experiments=experiments,
         edits=edits,
         run_exits=run_exits,
-        reports=Reports(shared, views=views, searchers=searchers),
+        reports=Reports(shared, views=views, searchers=experiments),
         checkpoints=checkpoints,
         models=Models(shared, checkpoints=checkpoints),
         recovery=Recovery(

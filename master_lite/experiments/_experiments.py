@@ -1,8 +1,11 @@
 """The experiments part: creating experiments, their actions and their state machine.
 
 Trials end here too (`end_trial`, `stop_trial`, `kill_trial`): what ends a trial decides what
-its experiment becomes. Runs are asked for through the runs part; the searcher is fed through
-the searchers part; reads and events go through the views.
+its experiment becomes. The experiment's searcher is fed here (`event`, `events`): the
+searchers part answers its operations, which this part applies (create, stop, close trials;
+shut down). Runs are asked for through the runs part; reads and events go through the views;
+every state change is a named transition of the state owner (`shared.trial_states`,
+`shared.experiment_states`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from determined.common.states import (
 from master_lite import errors
 from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
-from master_lite.experiments._searchers import Searchers
+from master_lite.experiments._searchers import SearcherFailed, Searchers
 from master_lite.reports._logs import TrialLogs
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._runs import Runs
@@ -121,14 +124,13 @@ class Experiments:
         warm_start = self._warm_start_checkpoint(expanded.get("searcher") or {})
         if context_hash is not None and context is not None:
             self._contexts.save(context_hash, context)
-        state = ExperimentState.ACTIVE if activate else ExperimentState.PAUSED
         # The experiment, its first trials and the searcher's snapshot appear together.
         with self._shared.atomic():
-            exp_id = self._shared.store.experiments.create(
+            exp_id = self._shared.experiment_states.create(
+                paused=not activate,
                 name=str(expanded.get("name") or "Experiment"),
                 description=expanded.get("description") or "",
                 labels=list(expanded.get("labels") or []),
-                state=str(state),
                 archived=bool(archived),
                 config=expanded,
                 original_config=original_text,
@@ -140,7 +142,7 @@ class Experiments:
             )
             self._searchers.add(exp_id, searcher)
             self._views.publish_experiment(exp_id)
-            self._searchers.event(exp_id, "initial_operations")
+            self.event(exp_id, "initial_operations")
             self._searchers.save(exp_id)
         return self._views.get_experiment(exp_id, with_config=False)
 
@@ -241,29 +243,32 @@ class Experiments:
         ]
 
     def _pause_experiment(self, exp_id: int) -> None:
-        self._set_experiment_state(exp_id, ExperimentState.PAUSED)
+        self._shared.experiment_states.pause(exp_id)
+        self._views.publish_experiment(exp_id)
         for trial in self._live_trials(exp_id):
             allocation_id = self._runs.allocation_id_of(trial.id)
             if allocation_id is not None:
                 self._runs.preempt(allocation_id, "pause")
             else:
                 self._runs.cancel_request(trial.id)
-                self._shared.store.trials.set_state(trial.id, TrialState.PAUSED)
+                self._shared.trial_states.pause(trial.id)
                 self._views.publish_trial(trial.id)
         self._runs.run_scheduler()
 
     def _activate_experiment(self, exp_id: int) -> None:
-        self._set_experiment_state(exp_id, ExperimentState.ACTIVE)
+        self._shared.experiment_states.activate(exp_id)
+        self._views.publish_experiment(exp_id)
         for trial in self._live_trials(exp_id):
             if self._runs.is_running(trial.id):
                 continue  # still draining after the pause: it is requeued when it exits
             if trial.state == TrialState.PAUSED:
-                self._shared.store.trials.set_state(trial.id, TrialState.ACTIVE)
+                self._shared.trial_states.activate(trial.id)
                 self._views.publish_trial(trial.id)
             self._runs.schedule_trial(trial.id)
 
     def _stop_experiment(self, exp_id: int, *, kill: bool) -> None:
-        self._set_experiment_state(exp_id, ExperimentState.STOPPING_CANCELED)
+        self._shared.experiment_states.stop(exp_id, ExperimentState.STOPPING_CANCELED)
+        self._views.publish_experiment(exp_id)
         for trial in self._live_trials(exp_id):
             allocation_id = self._runs.allocation_id_of(trial.id)
             if allocation_id is None:
@@ -271,7 +276,7 @@ class Experiments:
                 self.end_trial(trial, TrialState.CANCELED, None)
                 continue
             stopping = TrialState.STOPPING_KILLED if kill else TrialState.STOPPING_CANCELED
-            self._shared.store.trials.set_state(trial.id, stopping)
+            self._shared.trial_states.stop(trial.id, stopping)
             self._views.publish_trial(trial.id)
             if kill:
                 self._runs.kill(
@@ -290,7 +295,7 @@ class Experiments:
             return self._views.get_trial(trial_id)
         allocation_id = self._runs.allocation_id_of(trial.id)
         if allocation_id is not None:
-            self._shared.store.trials.set_state(trial.id, TrialState.STOPPING_KILLED)
+            self._shared.trial_states.stop(trial.id, TrialState.STOPPING_KILLED)
             self._runs.kill(
                 allocation_id, "kill-trial", f"killed by the user (trial {trial_id} kill)"
             )
@@ -301,9 +306,7 @@ class Experiments:
             experiment = self._views.experiment_row(trial.experiment_id)
             if experiment.state == ExperimentState.ACTIVE:
                 reason = searcher_module().ExitedReason.USER_CANCELED
-                self._searchers.event(
-                    experiment.id, "on_trial_exited_early", trial.request_id, reason
-                )
+                self.event(experiment.id, "on_trial_exited_early", trial.request_id, reason)
             self.maybe_finish_experiment(trial.experiment_id)
         return self._views.get_trial(trial_id)
 
@@ -315,24 +318,20 @@ class Experiments:
         store.trials.request_stop(trial.id)
         allocation_id = self._runs.allocation_id_of(trial.id)
         if allocation_id is not None:
-            store.trials.set_state(trial.id, TrialState.STOPPING_COMPLETED)
+            self._shared.trial_states.stop(trial.id, TrialState.STOPPING_COMPLETED)
             self._runs.preempt(allocation_id, "stop")
             self._shared.notify(("trial", trial.id))
             self._views.publish_trial(trial.id)
             return
         self._runs.cancel_request(trial.id)
         self.end_trial(trial, TrialState.COMPLETED, exit_code=None)
-        self._searchers.event(trial.experiment_id, "on_trial_closed", trial.request_id)
+        self.event(trial.experiment_id, "on_trial_closed", trial.request_id)
         self.maybe_finish_experiment(trial.experiment_id)
 
     def end_trial(self, trial: TrialRow, state: TrialState, exit_code: int | None) -> None:
         """Give the trial its final `state` (and exit code), and tell whoever waits."""
-        changes: dict[str, Any] = {"state": str(state), "end_time": time.time()}
-        if exit_code is not None:
-            changes["exit_code"] = exit_code
-        if state == TrialState.COMPLETED:
-            changes["progress"] = 1.0
-        self._shared.store.trials.update(trial.id, **changes)
+        companions: dict[str, Any] = {} if exit_code is None else {"exit_code": exit_code}
+        self._shared.trial_states.end(trial.id, state, end_time=time.time(), **companions)
         self._shared.notify(("trial", trial.id))
         self._views.publish_trial(trial.id)
 
@@ -358,7 +357,7 @@ class Experiments:
                 if state == ExperimentState.STOPPING_CANCELED
                 else ExperimentState.ERROR
             )
-            self._set_experiment_state(exp_id, final, ended=True)
+            self._end_experiment(exp_id, final)
             return
         if experiment.config.get("unmanaged"):  # no searcher: it ends with its last trial
             if trials and all(t.state in TERMINAL_TRIAL_STATES for t in trials):
@@ -370,7 +369,7 @@ class Experiments:
                     if TrialState.CANCELED in ends
                     else ExperimentState.COMPLETED
                 )
-                self._set_experiment_state(exp_id, final, ended=True)
+                self._end_experiment(exp_id, final)
             return
         if not experiment.searcher_shutdown:
             return
@@ -380,9 +379,7 @@ class Experiments:
         failed = bool(experiment.searcher_failure) or (
             bool(trials) and all(t.state == TrialState.ERROR for t in trials)
         )
-        self._set_experiment_state(
-            exp_id, ExperimentState.ERROR if failed else ExperimentState.COMPLETED, ended=True
-        )
+        self._end_experiment(exp_id, ExperimentState.ERROR if failed else ExperimentState.COMPLETED)
 
     def fail_experiment(self, exp_id: int, message: str) -> None:
         """Kill every run of the experiment and end it as ERROR (`message` says why)."""
@@ -397,20 +394,108 @@ class Experiments:
                     "kill",
                     f"killed by the master (the experiment failed: {message})",
                 )
-        self._set_experiment_state(exp_id, ExperimentState.STOPPING_ERROR)
+        self._shared.experiment_states.stop(exp_id, ExperimentState.STOPPING_ERROR)
+        self._views.publish_experiment(exp_id)
         self.maybe_finish_experiment(exp_id)
 
-    def _set_experiment_state(
-        self, exp_id: int, state: ExperimentState, *, ended: bool = False
-    ) -> None:
-        self._shared.store.experiments.set_state(
-            exp_id, state, end_time=time.time() if ended else None
-        )
+    def _end_experiment(self, exp_id: int, final: ExperimentState) -> None:
+        self._shared.experiment_states.end(exp_id, final, end_time=time.time())
         self._views.publish_experiment(exp_id)
-        if ended:
-            # After the current change has committed: GC deletes files, which no rollback
-            # could bring back.
-            self._shared.loop.call_soon(self._collect_garbage)
+        # After the current change has committed: GC deletes files, which no rollback could
+        # bring back.
+        self._shared.loop.call_soon(self._collect_garbage)
+
+    # -- the searcher's events and operations -------------------------------------------------
+    def event(self, exp_id: int, method: str, *args: Any) -> None:
+        """Tell the experiment's searcher one event (`method(*args)`) and apply its answer."""
+        self.events(exp_id, [(method, args)])
+
+    def events(self, exp_id: int, calls: list[tuple[str, tuple]]) -> None:
+        """Feed events to the experiment's searcher in order, then apply all its operations at
+        once, with its snapshot, in one transaction. A searcher that raises ends the experiment
+        as ERROR (like Determined's), after what it answered before is applied."""
+        if self._searchers.get(exp_id) is None:
+            return
+        with self._shared.atomic():
+            try:
+                ops = self._searchers.feed(exp_id, calls)
+            except SearcherFailed as failed:
+                self._apply_operations(exp_id, failed.ops)
+                self.fail_experiment(exp_id, str(failed))
+                return
+            self._apply_operations(exp_id, ops)
+
+    def update_progress(self, exp_id: int) -> None:
+        """The experiment's progress, as its searcher computes it from its trials'."""
+        self._searchers.update_progress(exp_id)
+
+    def _apply_operations(self, exp_id: int, ops: list) -> None:
+        # Operations come from a searcher, so its package is loaded by now.
+        from master_lite.searcher import Close, Create, Shutdown, Stop, ValidateAfter
+
+        store = self._shared.store
+        queue = list(ops)
+        while queue:
+            op = queue.pop(0)
+            match op:
+                case Create():
+                    trial_id = self._create_trial(exp_id, op)
+                    queue.extend(
+                        self._searchers.feed(exp_id, [("on_trial_created", (op.request_id,))])
+                    )
+                    self._runs.schedule_trial(trial_id)
+                case ValidateAfter():
+                    self._queue_validate_after(exp_id, op.request_id, int(op.length))
+                case Close():
+                    trial = store.trials.by_request(exp_id, op.request_id)
+                    if trial is not None:
+                        store.trials.mark_closed(trial.id)
+                        self._shared.notify(("trial", trial.id))
+                case Stop():
+                    trial = store.trials.by_request(exp_id, op.request_id)
+                    if trial is not None:
+                        self.stop_trial(trial)
+                case Shutdown():
+                    store.experiments.mark_searcher_shutdown(exp_id, failure=bool(op.failure))
+                    self.maybe_finish_experiment(exp_id)
+                case _:
+                    raise ValueError(f"unknown searcher operation {op!r}")
+        self._searchers.save(exp_id)
+
+    def _create_trial(self, exp_id: int, op: Any) -> int:
+        experiment = self._views.experiment_row(exp_id)
+        # A warm start: the trial's first run gets the source as DET_LATEST_CHECKPOINT.
+        checkpoint = getattr(op, "checkpoint", None) or experiment.warm_start_checkpoint
+        trial_id = self._shared.trial_states.create(
+            paused=experiment.state != ExperimentState.ACTIVE,
+            experiment_id=exp_id,
+            request_id=op.request_id,
+            hparams=op.hparams,
+            seed=op.trial_seed,
+            start_time=time.time(),
+            latest_checkpoint=checkpoint,
+        )
+        self._views.publish_trial(trial_id)
+        return trial_id
+
+    def _queue_validate_after(self, exp_id: int, request_id: int, length: int) -> None:
+        store = self._shared.store
+        trial = store.trials.by_request(exp_id, request_id)
+        if trial is None:
+            return
+        queue = list(trial.op_queue) + [length]
+        if trial.state == TrialState.COMPLETED:
+            # It exited after running out of ops, and the searcher wants more (e.g. an ASHA
+            # promotion): run it again from its latest checkpoint.
+            self._shared.trial_states.reopen(
+                trial.id, allowed=frozenset({TrialState.COMPLETED}), op_queue=queue, closed=False
+            )
+        else:
+            store.trials.update(trial.id, op_queue=queue)
+        self._shared.notify(("trial", trial.id))
+        if trial.state == TrialState.COMPLETED:
+            self._views.publish_trial(trial.id)
+            self._runs.schedule_trial(trial.id)
 
 
 __all__ = ["EXPERIMENT_ACTIONS", "Experiments"]

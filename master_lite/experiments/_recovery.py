@@ -81,17 +81,17 @@ class Recovery:
             state = trial.state
             if state == TrialState.STOPPING_COMPLETED:
                 self._experiments.end_trial(trial, TrialState.COMPLETED, None)
-                self._searchers.event(exp_id, "on_trial_closed", trial.request_id)
+                self._experiments.event(exp_id, "on_trial_closed", trial.request_id)
             elif state in (TrialState.STOPPING_CANCELED, TrialState.STOPPING_KILLED):
                 self._experiments.end_trial(trial, TrialState.CANCELED, None)
             elif state == TrialState.STOPPING_ERROR:
                 self._experiments.end_trial(trial, TrialState.ERROR, None)
             elif state == TrialState.PAUSED and experiment.state == ExperimentState.ACTIVE:
-                store.trials.set_state(trial.id, TrialState.ACTIVE)
+                self._shared.trial_states.activate(trial.id)
                 self._runs.schedule_trial(trial.id)
             elif state == TrialState.ACTIVE:
                 if experiment.state == ExperimentState.PAUSED:
-                    store.trials.set_state(trial.id, TrialState.PAUSED)
+                    self._shared.trial_states.pause(trial.id)
                 else:
                     self._runs.schedule_trial(trial.id)
         self._experiments.maybe_finish_experiment(exp_id)

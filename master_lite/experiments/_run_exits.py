@@ -16,7 +16,6 @@ from determined.common.states import ExperimentState, TrialState
 from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
 from master_lite.experiments._experiments import Experiments
-from master_lite.experiments._searchers import Searchers
 from master_lite.reports._logs import TrialLogs
 from master_lite.runs._preemption import RunEnded
 from master_lite.runs._runs import Runs
@@ -32,14 +31,12 @@ class RunExits:
         *,
         views: Views,
         logs: TrialLogs,
-        searchers: Searchers,
         experiments: Experiments,
         runs: Runs,
     ) -> None:
         self._shared = shared
         self._views = views
         self._logs = logs
-        self._searchers = searchers
         self._experiments = experiments
         self._runs = runs
 
@@ -54,7 +51,7 @@ class RunExits:
         trial = self._views.trial_row(trial_id)
         with self._shared.atomic():
             self._experiments.end_trial(trial, TrialState.ERROR, exit_code=None)
-            self._searchers.event(
+            self._experiments.event(
                 trial.experiment_id,
                 "on_trial_exited_early",
                 trial.request_id,
@@ -72,13 +69,13 @@ class RunExits:
         if intent in ("kill", "cancel", "kill-trial"):
             end_trial(trial, TrialState.CANCELED, exit_code)
             if intent == "kill-trial" and experiment.state == ExperimentState.ACTIVE:
-                self._searchers.event(
+                self._experiments.event(
                     exp_id, "on_trial_exited_early", trial.request_id, reasons.USER_CANCELED
                 )
         elif intent == "stop" or (exit_code == 0 and trial.early_exit):
             end_trial(trial, TrialState.COMPLETED, exit_code)
             if trial.early_exit != "INVALID_HP":  # the searcher already heard about it
-                self._searchers.event(exp_id, "on_trial_closed", trial.request_id)
+                self._experiments.event(exp_id, "on_trial_closed", trial.request_id)
         elif intent in ("pause", "master-stop") or (
             exit_code == 0 and ended.acked and trial.op_queue
         ):
@@ -88,7 +85,7 @@ class RunExits:
         elif exit_code == 0:
             end_trial(trial, TrialState.COMPLETED, exit_code)
             if trial.early_exit != "INVALID_HP":
-                self._searchers.event(exp_id, "on_trial_closed", trial.request_id)
+                self._experiments.event(exp_id, "on_trial_closed", trial.request_id)
         elif trial.early_exit == "INVALID_HP":
             end_trial(trial, TrialState.COMPLETED, exit_code)
         elif trial.restarts < int(experiment.config.get("max_restarts", 5)):
@@ -105,18 +102,17 @@ class RunExits:
             self._runs.schedule_trial(trial_id)
         else:
             end_trial(trial, TrialState.ERROR, exit_code)
-            self._searchers.event(
+            self._experiments.event(
                 exp_id, "on_trial_exited_early", trial.request_id, reasons.ERRORED
             )
 
     def _requeue_or_pause(self, trial: TrialRow, experiment: ExperimentRow) -> None:
-        store = self._shared.store
         if experiment.state == ExperimentState.ACTIVE and not self._shared.stopping:
-            store.trials.set_state(trial.id, TrialState.ACTIVE)
+            self._shared.trial_states.activate(trial.id)
             self._views.publish_trial(trial.id)
             self._runs.schedule_trial(trial.id)
         else:
-            store.trials.set_state(trial.id, TrialState.PAUSED)
+            self._shared.trial_states.pause(trial.id)
             self._views.publish_trial(trial.id)
 
 

@@ -22,8 +22,8 @@ EARLY_EXIT_REASONS = {
 
 
 class SearcherEvents(Protocol):
-    """What reports tell the experiments' searchers (`master_lite.experiments.Searchers`); a
-    protocol, so this lower package never imports the experiments package that uses it."""
+    """What reports tell an experiment's searcher (`master_lite.experiments.Experiments` feeds
+    it and applies its answer); a protocol, so this package never imports the experiments."""
 
     def event(self, exp_id: int, method: str, *args: Any) -> None: ...
 

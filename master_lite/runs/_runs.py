@@ -245,9 +245,7 @@ class Runs:
             shown = f"{config.get('entrypoint')} (in a Jupyter kernel)"
         with store.transaction():
             # A new run: the previous run's notebook error no longer describes the trial.
-            store.trials.update(
-                trial_id, run_id=run_id, state=str(TrialState.ACTIVE), notebook_error=None
-            )
+            self._shared.trial_states.start_run(trial_id, run_id=run_id, notebook_error=None)
             store.allocations.start(
                 allocation_id,
                 trial_id=trial_id,

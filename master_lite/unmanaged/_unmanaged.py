@@ -158,11 +158,11 @@ class UnmanagedRuns:
                     "storage_path": ".",
                 },
             )
-            exp_id = store.experiments.create(
+            exp_id = self._shared.experiment_states.create(
+                paused=False,
                 name=config["name"],
                 description=config.get("description") or "",
                 labels=list(config.get("labels") or []),
-                state=str(ExperimentState.ACTIVE),
                 archived=False,
                 config=config,
                 original_config=None,
@@ -170,10 +170,10 @@ class UnmanagedRuns:
             )
         else:
             self._reopen_experiment(exp_id)
-        trial_id = store.trials.create(
+        trial_id = self._shared.trial_states.create(
+            paused=False,
             experiment_id=exp_id,
             request_id=store.trials.count(exp_id) + 1,
-            state=str(TrialState.ACTIVE),
             hparams=dict(body.get("hparams") or {}),
             seed=secrets.randbelow(2**31),
             run_id=1,
@@ -202,10 +202,9 @@ class UnmanagedRuns:
         store = self._shared.store
         trial = self._views.trial_row(row.trial_id)
         self._reopen_experiment(row.experiment_id)
-        store.trials.update(
+        self._shared.trial_states.reopen(
             trial.id,
-            state=str(TrialState.ACTIVE),
-            end_time=None,
+            allowed=TERMINAL_TRIAL_STATES,
             run_id=trial.run_id + 1,
             restarts=trial.restarts + (1 if trial.state in TERMINAL_TRIAL_STATES else 0),
         )
@@ -228,10 +227,8 @@ class UnmanagedRuns:
         experiment = self._views.experiment_row(exp_id)
         if experiment.state != ExperimentState.ACTIVE:
             # Live again: not archived, and its checkpoints are collected again when it ends.
-            self._shared.store.experiments.update(
+            self._shared.experiment_states.reopen(
                 exp_id,
-                state=str(ExperimentState.ACTIVE),
-                end_time=None,
                 archived=False,
                 checkpoint_gc_done=False,
             )
