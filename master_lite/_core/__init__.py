@@ -12,11 +12,13 @@ from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite._core._events import EVENT_TYPES, EventBus
 from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
+from master_lite.store import MetricsQuery
 
 __all__ = [
     "EVENT_TYPES",
     "EventBus",
     "MasterState",
+    "MetricsQuery",
     "TrialPrincipal",
     "UserPrincipal",
     "Views",

@@ -1,4 +1,4 @@
-"""The read side of the experiments part: experiments, trials and metrics as API JSON.
+"""The read model every part shares: experiments, trials and metrics as API JSON.
 
 Nothing here changes state; every other part publishes experiment and trial events through
 `publish_experiment` / `publish_trial`, so one place decides what an event carries.
@@ -6,13 +6,14 @@ Nothing here changes state; every other part publishes experiment and trial even
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from master_lite import errors
 from master_lite._core import _metric_format, _serialize
 from master_lite._core._shared import MasterState
-from master_lite.store import MIN_DATAPOINTS, TRIAL_ORDERS, ExperimentRow, TrialRow
+from master_lite.store import MIN_DATAPOINTS, TRIAL_ORDERS, ExperimentRow, MetricsQuery, TrialRow
 
 
 class Views:
@@ -212,70 +213,31 @@ class Views:
         return notebooks[-1].name, notebooks[-1].read_bytes()
 
     # -- metric reads (answered by store._queries, which builds the JSON inside SQLite) -------
-    def get_metrics(
-        self,
-        *,
-        trial_id: int | None = None,
-        experiment_id: int | None = None,
-        group: str | None = None,
-        after_id: int = 0,
-        limit: int | None = None,
-        trial_ids: list[int] | None = None,
-        max_datapoints: int | None = None,
-    ) -> list[dict]:
+    def get_metrics(self, query: MetricsQuery) -> list[dict]:
         """`get_metrics_json` decoded: the list of metric reports."""
-        return json.loads(
-            self.get_metrics_json(
-                trial_id=trial_id,
-                experiment_id=experiment_id,
-                group=group,
-                after_id=after_id,
-                limit=limit,
-                trial_ids=trial_ids,
-                max_datapoints=max_datapoints,
-            )
-        )
+        return json.loads(self.get_metrics_json(query))
 
-    def get_metrics_json(
-        self,
-        *,
-        trial_id: int | None = None,
-        experiment_id: int | None = None,
-        group: str | None = None,
-        after_id: int = 0,
-        limit: int | None = None,
-        trial_ids: list[int] | None = None,
-        max_datapoints: int | None = None,
-    ) -> str:
-        """Current metric reports in id order, as the JSON text of the list (what the API
-        sends): of a trial, or of an experiment's trials (only `trial_ids` of them when given),
-        of one `group`, after `after_id`; downsampled per (trial, group) to `max_datapoints`
-        (store/_queries.py says which are kept); at most `limit`."""
-        if trial_id is not None:
-            self.trial_row(trial_id)
-        if experiment_id is not None:
-            self.experiment_row(experiment_id)
-            if trial_ids is not None:
-                trial_ids = self._trials_of_experiment(experiment_id, trial_ids)
-        elif trial_ids is not None:
+    def get_metrics_json(self, query: MetricsQuery) -> str:
+        """The current metric reports `query` asks for, as the JSON text of the list (what the
+        API sends); its trial or experiment must exist, its `trial_ids` be the experiment's."""
+        if query.trial_id is not None:
+            self.trial_row(query.trial_id)
+        if query.experiment_id is not None:
+            self.experiment_row(query.experiment_id)
+            if query.trial_ids is not None:
+                checked = self._trials_of_experiment(query.experiment_id, query.trial_ids)
+                query = dataclasses.replace(query, trial_ids=tuple(checked))
+        elif query.trial_ids is not None:
             raise errors.InvalidRequest("trial_ids: only with experiment_id")
-        if max_datapoints is not None and max_datapoints < MIN_DATAPOINTS:
+        if query.max_datapoints is not None and query.max_datapoints < MIN_DATAPOINTS:
             message = (
                 f"max_datapoints: must be at least {MIN_DATAPOINTS} (the first "
-                f"and the last report), got {max_datapoints}"
+                f"and the last report), got {query.max_datapoints}"
             )
             raise errors.InvalidRequest(message, [message])
-        return self._shared.store.metrics.reports_json(
-            after_id=after_id,
-            trial_id=trial_id,
-            experiment_id=experiment_id,
-            trial_ids=trial_ids,
-            group=group,
-            limit=limit,
-            max_datapoints=max_datapoints,
-        )
+        return self._shared.store.metrics.reports_json(query)
 
-    def _trials_of_experiment(self, exp_id: int, trial_ids: list[int]) -> list[int]:
+    def _trials_of_experiment(self, exp_id: int, trial_ids: Sequence[int]) -> list[int]:
         """`trial_ids` without repeats, each checked to be a trial of experiment `exp_id`."""
         wanted = sorted({int(t) for t in trial_ids})
         found = self._shared.store.trials.ids_in_experiment(exp_id, wanted)

@@ -19,7 +19,7 @@ from typing import Any
 
 from determined.common import context as context_mod
 from determined.common import expconf
-from master_lite._core import MasterState, _auth
+from master_lite._core import MasterState, MetricsQuery, _auth
 from master_lite._core._events import EventBus
 from master_lite._master._wiring import build_parts, make_runner
 from master_lite.checkpoints._gc import CheckpointCollector
@@ -285,49 +285,13 @@ class Master:
         """One trial."""
         return self.views.get_trial(trial_id)
 
-    def get_metrics(
-        self,
-        *,
-        trial_id: int | None = None,
-        experiment_id: int | None = None,
-        group: str | None = None,
-        after_id: int = 0,
-        limit: int | None = None,
-        trial_ids: list[int] | None = None,
-        max_datapoints: int | None = None,
-    ) -> list[dict]:
-        """Current metric reports (see `Views.get_metrics_json`)."""
-        return self.views.get_metrics(
-            trial_id=trial_id,
-            experiment_id=experiment_id,
-            group=group,
-            after_id=after_id,
-            limit=limit,
-            trial_ids=trial_ids,
-            max_datapoints=max_datapoints,
-        )
+    def get_metrics(self, query: MetricsQuery) -> list[dict]:
+        """Current metric reports (see `MetricsQuery`, `Views.get_metrics_json`)."""
+        return self.views.get_metrics(query)
 
-    def get_metrics_json(
-        self,
-        *,
-        trial_id: int | None = None,
-        experiment_id: int | None = None,
-        group: str | None = None,
-        after_id: int = 0,
-        limit: int | None = None,
-        trial_ids: list[int] | None = None,
-        max_datapoints: int | None = None,
-    ) -> str:
+    def get_metrics_json(self, query: MetricsQuery) -> str:
         """`get_metrics` as the JSON text of the list (what the API sends)."""
-        return self.views.get_metrics_json(
-            trial_id=trial_id,
-            experiment_id=experiment_id,
-            group=group,
-            after_id=after_id,
-            limit=limit,
-            trial_ids=trial_ids,
-            max_datapoints=max_datapoints,
-        )
+        return self.views.get_metrics_json(query)
 
     def trial_notebook(self, trial_id: int) -> tuple[str, bytes]:
         """The executed notebook of a notebook trial's latest run: (file name, bytes)."""

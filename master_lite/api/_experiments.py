@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from master_lite._core import MetricsQuery
 from master_lite.api._base import ApiError, ApiHandlerMixin, decode_base64
 
 MAX_TRIAL_IDS = 1000
@@ -119,16 +120,16 @@ class ExperimentContextHandler(ApiHandlerMixin):
 
 class ExperimentMetricsHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
-        sampling = given_args(self.args, "max_datapoints")
-        if self.args["trial_ids"] is not None:
-            sampling["trial_ids"] = parse_trial_ids(self.args["trial_ids"])
-        metrics = self.master.get_metrics_json(
+        trial_ids = self.args["trial_ids"]
+        query = MetricsQuery(
             experiment_id=experiment_id,
             group=self.args["group"],
             after_id=self.args["after_id"],
             limit=self.args["limit"],
-            **sampling,
+            trial_ids=None if trial_ids is None else tuple(parse_trial_ids(trial_ids)),
+            max_datapoints=self.args["max_datapoints"],
         )
+        metrics = self.master.get_metrics_json(query)
         send_metrics_json(self, metrics)
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from master_lite._core import MetricsQuery
 from master_lite.api._base import ApiError, ApiHandlerMixin
-from master_lite.api._experiments import given_args, send_metrics_json
+from master_lite.api._experiments import send_metrics_json
 
 
 class TrialHandler(ApiHandlerMixin):
@@ -65,13 +66,14 @@ def metric_reports(trial_id: int, body: dict) -> list[dict]:
 
 class TrialMetricsHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        metrics = self.master.get_metrics_json(
+        query = MetricsQuery(
             trial_id=trial_id,
             group=self.args["group"],
             after_id=self.args["after_id"],
             limit=self.args["limit"],
-            **given_args(self.args, "max_datapoints"),
+            max_datapoints=self.args["max_datapoints"],
         )
+        metrics = self.master.get_metrics_json(query)
         send_metrics_json(self, metrics)
 
     async def post(self, trial_id: int) -> None:

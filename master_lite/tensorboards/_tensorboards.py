@@ -31,7 +31,7 @@ from master_lite import errors
 from master_lite._core import _serialize
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
-from master_lite.store import TrialRow
+from master_lite.store import MetricsQuery, TrialRow
 from master_lite.tensorboards._logdir import TrialLogdir
 from master_lite.tensorboards._process import (
     HOST,
@@ -242,7 +242,7 @@ class TensorBoards:
             raise errors.InvalidRequest("; ".join(problems), problems)
 
     def _has_data(self, trial: TrialRow) -> bool:
-        if self._views.get_metrics(trial_id=trial.id, limit=1):
+        if self._views.get_metrics(MetricsQuery(trial_id=trial.id, limit=1)):
             return True
         config = self._views.experiment_row(trial.experiment_id).config
         own = own_files_dir(config, trial.experiment_id, trial.id)
@@ -296,7 +296,7 @@ class TensorBoards:
         # One read for all its trials: report ids only grow, so what is new is after the last.
         reports: list[dict] = json.loads(
             self._shared.store.metrics.reports_json(
-                after_id=board.last_report_id, trial_ids=[t.id for t in trials]
+                MetricsQuery(after_id=board.last_report_id, trial_ids=tuple(t.id for t in trials))
             )
         )
         by_trial: dict[int, list[dict]] = {}

@@ -201,8 +201,16 @@ class FakeMaster:
             }
         ]
 
-    def get_metrics_json(self, **kwargs):  # what the handlers call: get_metrics as JSON text
-        return json.dumps(self.get_metrics(**kwargs))
+    def get_metrics_json(self, query):  # what the handlers call: get_metrics as JSON text
+        return json.dumps(
+            self.get_metrics(
+                trial_id=query.trial_id,
+                experiment_id=query.experiment_id,
+                group=query.group,
+                after_id=query.after_id,
+                limit=query.limit,
+            )
+        )
 
     def get_logs(self, trial_id, *, after_id=0, limit=None, tail=None, rank=None, stream=None):
         self._record(

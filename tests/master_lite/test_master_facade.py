@@ -9,6 +9,7 @@ import tarfile
 import pytest
 
 from master_lite import errors
+from master_lite._core import MetricsQuery
 from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite._master import Master
 from tests._support import tar_gz, wait_until_async
@@ -216,7 +217,7 @@ async def test_searcher_operations_and_metrics(master, tmp_path):
         )
     assert any("reports[0].metrics.loss" in e for e in bad.value.errors)
     assert any("reports[1].group" in e for e in bad.value.errors)
-    assert master.get_metrics(trial_id=trial["id"]) == []
+    assert master.get_metrics(MetricsQuery(trial_id=trial["id"])) == []
 
     accepted = master.report_metrics(
         trial["id"],
@@ -233,9 +234,12 @@ async def test_searcher_operations_and_metrics(master, tmp_path):
     assert current["best_validation"]["metrics"] == {"loss": 0.5}
     assert current["steps_completed"] == 10 and current["searcher_metric"] == 0.7
     assert master.best_validation(exp["id"]) == 0.5
-    validation = master.get_metrics(experiment_id=exp["id"], group="validation")
+    validation = master.get_metrics(MetricsQuery(experiment_id=exp["id"], group="validation"))
     assert [m["metrics"]["loss"] for m in validation] == [0.5, 0.7]
-    assert master.get_metrics(trial_id=trial["id"], after_id=validation[0]["id"]) == validation[1:]
+    assert (
+        master.get_metrics(MetricsQuery(trial_id=trial["id"], after_id=validation[0]["id"]))
+        == validation[1:]
+    )
 
     master.complete_operation(trial["id"], 10, 0.5)
     assert await master.next_operation(trial["id"], 1) == {"completed": True, "op": None}
