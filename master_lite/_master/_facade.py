@@ -1,12 +1,14 @@
-"""The Master facade: every use case the REST handlers need, as plain methods.
+"""The Master: builds and wires the parts, starts and stops them; the REST handlers call its
+typed parts (`master.views.get_trial(id)`, `master.experiments.experiment_action(id, a)`).
 
 All methods run on the event loop thread (tornado's IOLoop is an asyncio loop). Returned dicts
 are exactly the JSON objects of docs/rest-api.md.
 
 The work is done by parts that each own their state (one package per part: experiments/,
 runs/, reports/, checkpoints/, models/, tensorboards/, unmanaged/); this class builds them,
-wires them together, starts and stops them, and delegates each public method to the part that
-owns it. Recovery after a master restart is the recovery part's (docs/fault-tolerance.md).
+wires them together, starts and stops them, and keeps only what needs more than one part
+(authenticate, a user's checkpoint deletion, checkpoint GC). Recovery after a master
+restart is the recovery part's (docs/fault-tolerance.md).
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from typing import Any
 
 from determined.common import context as context_mod
 from determined.common import expconf
-from master_lite._core import MasterState, MetricsQuery, _auth
+from master_lite._core import MasterState, Views, _auth
 from master_lite._core._events import EventBus
 from master_lite._master._wiring import build_parts, make_runner
-from master_lite.checkpoints._gc import CheckpointCollector
-from master_lite.experiments import EXPERIMENT_ACTIONS
-from master_lite.reports._logwriter import LogWriter
-from master_lite.runs import RunSettings, authenticate, trial_kernel
+from master_lite.checkpoints import CheckpointCollector, Checkpoints
+from master_lite.experiments import EXPERIMENT_ACTIONS, ExperimentEdits, Experiments
+from master_lite.models import Models
+from master_lite.reports import LogWriter, Reports, TrialLogs
+from master_lite.runs import Runs, RunSettings, authenticate
 from master_lite.scheduler import (
     GPU,
     ContainerRuntime,
@@ -38,6 +41,8 @@ from master_lite.scheduler import (
     fake_gpus,
 )
 from master_lite.store import Store
+from master_lite.tensorboards import TensorBoards
+from master_lite.unmanaged import UnmanagedRuns
 
 
 class Master:
@@ -117,18 +122,22 @@ class Master:
             delete_checkpoint_files=self._delete_checkpoint_files,
             tensorboard_refresh_seconds=tensorboard_refresh_seconds,
         )
-        # The parts the public methods delegate to (and tests reach for by name).
-        self.logs, self.views, self.searchers = parts.logs, parts.views, parts.searchers
-        self.runs, self.experiments, self.reports = parts.runs, parts.experiments, parts.reports
-        self.checkpoints, self.recovery = parts.checkpoints, parts.recovery
-        self.edits = parts.edits
-        # The model registry: the /models handlers call its methods (get_model, list_models,
-        # register_version, ...) directly, one each, as they would a delegation of this class.
-        self.models = parts.models
-        self.unmanaged = parts.unmanaged
-        # TensorBoards: the /tensorboards handlers and Jupyter's proxy call its methods (start,
-        # list_all, get, kill, address) directly, as the /models handlers call `models`.
-        self.tensorboards = parts.tensorboards
+        # The typed parts the API handlers call, one method each (docs/internals.md, "Master
+        # facade"): reads from `views`, experiment actions from `experiments`, edits from
+        # `edits`, trial reports from `reports`, runs from `runs`, logs from `logs`, and the
+        # checkpoints, models, TensorBoards and kernel runs from theirs.
+        self.views: Views = parts.views
+        self.experiments: Experiments = parts.experiments
+        self.edits: ExperimentEdits = parts.edits
+        self.runs: Runs = parts.runs
+        self.reports: Reports = parts.reports
+        self.logs: TrialLogs = parts.logs
+        self.checkpoints: Checkpoints = parts.checkpoints
+        self.models: Models = parts.models
+        self.tensorboards: TensorBoards = parts.tensorboards
+        self.unmanaged: UnmanagedRuns = parts.unmanaged
+        # Wiring only: not for handlers.
+        self.searchers, self.recovery = parts.searchers, parts.recovery
 
     @property
     def store(self) -> Store:
@@ -200,217 +209,10 @@ class Master:
         if not self.shared.closed:
             self.checkpoint_gc.collect_pending()
 
-    # -- delegation: one line each, to the part that owns the use case -----------------------
+    # -- what needs more than one part -------------------------------------------------------
     def authenticate(self, token: str | None) -> _auth.Principal | None:
         """The user or trial run that holds `token`, or None."""
         return authenticate(self.shared.store, token, user_token=self.user_token)
-
-    def create_experiment(
-        self,
-        config: dict | str,
-        context: bytes | None,
-        *,
-        activate: bool = True,
-        archived: bool = False,
-        notebook: dict | None = None,
-        parent_id: int | None = None,
-    ) -> dict:
-        """Create an experiment (see `Experiments.create_experiment`)."""
-        return self.experiments.create_experiment(
-            config,
-            context,
-            activate=activate,
-            archived=archived,
-            notebook=notebook,
-            parent_id=parent_id,
-        )
-
-    def list_experiments(
-        self, *, state: str | None = None, name: str | None = None, archived: bool | None = None
-    ) -> list[dict]:
-        """Experiments matching the filters."""
-        return self.views.list_experiments(state=state, name=name, archived=archived)
-
-    def get_experiment(self, exp_id: int, *, with_config: bool = True) -> dict:
-        """One experiment."""
-        return self.views.get_experiment(exp_id, with_config=with_config)
-
-    def get_experiment_config(self, exp_id: int) -> dict:
-        """The experiment's expanded config."""
-        return self.views.get_experiment_config(exp_id)
-
-    def get_experiment_context(self, exp_id: int) -> bytes:
-        """The experiment's context tarball."""
-        return self.experiments.get_experiment_context(exp_id)
-
-    def experiment_action(self, exp_id: int, action: str) -> dict:
-        """pause | activate | cancel | kill | archive | unarchive."""
-        return self.experiments.experiment_action(exp_id, action)
-
-    def patch_experiment(
-        self,
-        exp_id: int,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        labels: list[str] | None = None,
-        resources: dict[str, Any] | None = None,
-        notes: str | None = None,
-    ) -> dict:
-        """Change an experiment's name, description, notes, labels or scheduling resources."""
-        return self.edits.patch_experiment(
-            exp_id,
-            name=name,
-            description=description,
-            labels=labels,
-            resources=resources,
-            notes=notes,
-        )
-
-    def delete_experiment(self, exp_id: int) -> dict:
-        """Delete a finished experiment with its checkpoints' files, trials and logs."""
-        return self.edits.delete_experiment(exp_id)
-
-    def list_trials(self, exp_id: int) -> list[dict]:
-        """Every trial of the experiment."""
-        return self.views.list_trials(exp_id)
-
-    def trials_page(
-        self, exp_id: int, *, limit: int | None = None, offset: int = 0, order_by: str = "id"
-    ) -> dict:
-        """`{trials, total}`: one page of the experiment's trials (see `Views.trials_page`)."""
-        return self.views.trials_page(exp_id, limit=limit, offset=offset, order_by=order_by)
-
-    def get_trial(self, trial_id: int) -> dict:
-        """One trial."""
-        return self.views.get_trial(trial_id)
-
-    def get_metrics(self, query: MetricsQuery) -> list[dict]:
-        """Current metric reports (see `MetricsQuery`, `Views.get_metrics_json`)."""
-        return self.views.get_metrics(query)
-
-    def get_metrics_json(self, query: MetricsQuery) -> str:
-        """`get_metrics` as the JSON text of the list (what the API sends)."""
-        return self.views.get_metrics_json(query)
-
-    def trial_notebook(self, trial_id: int) -> tuple[str, bytes]:
-        """The executed notebook of a notebook trial's latest run: (file name, bytes)."""
-        return self.views.trial_notebook(trial_id)
-
-    def kill_trial(self, trial_id: int) -> dict:
-        """Kill one trial."""
-        return self.experiments.kill_trial(trial_id)
-
-    def trial_kernel(self, trial_id: int) -> dict:
-        """How to attach to a kernel trial's kernel (running, or kept after a failure)."""
-        return trial_kernel(self.views, self.runs.runner, trial_id)
-
-    def resources(self) -> dict:
-        """The slots and GPUs, and who holds them."""
-        return self.runs.resources()
-
-    def best_validation(self, exp_id: int) -> float | None:
-        """The experiment's best searcher metric."""
-        return self.views.best_validation(exp_id)
-
-    def get_logs(
-        self,
-        trial_id: int,
-        *,
-        after_id: int = 0,
-        limit: int | None = None,
-        tail: int | None = None,
-        rank: int | None = None,
-        stream: str | None = None,
-    ) -> list[dict]:
-        """The trial's log lines after `after_id` (or its last `tail`), of a rank or stream."""
-        return self.logs.get_logs(
-            trial_id, after_id=after_id, limit=limit, tail=tail, rank=rank, stream=stream
-        )
-
-    def open_unmanaged_run(self, body: dict) -> dict:
-        """Open or resume a run that trains in a kernel (see `UnmanagedRuns.open_run`)."""
-        return self.unmanaged.open_run(body)
-
-    def unmanaged_heartbeat(self, trial_id: int) -> dict:
-        """Renew an unmanaged run's lease."""
-        return self.unmanaged.heartbeat(trial_id)
-
-    def unmanaged_logs(self, trial_id: int, lines: list[dict]) -> int:
-        """Store log lines an unmanaged run captured; how many."""
-        return self.unmanaged.append_logs(trial_id, lines)
-
-    def close_unmanaged_run(self, trial_id: int, state: str, message: str | None = None) -> dict:
-        """End an unmanaged run (COMPLETED, CANCELED or ERROR); the trial's JSON."""
-        return self.unmanaged.close_run(trial_id, state, message)
-
-    def report_metrics(self, trial_id: int, reports: list[dict]) -> int:
-        """Store a run's metric reports; returns how many were accepted."""
-        return self.reports.report_metrics(trial_id, reports)
-
-    def report_progress(self, trial_id: int, progress: float) -> None:
-        """The trial's progress, 0..1."""
-        return self.reports.report_progress(trial_id, progress)
-
-    def set_runner_state(self, trial_id: int, state: str) -> None:
-        """What the trial's run says it is doing."""
-        return self.reports.set_runner_state(trial_id, state)
-
-    def report_early_exit(self, trial_id: int, reason: str) -> None:
-        """The run exits early (invalid hyperparameters, or a user's stop)."""
-        return self.reports.report_early_exit(trial_id, reason)
-
-    async def next_operation(self, trial_id: int, timeout: float) -> dict:
-        """The trial's current searcher operation, or `{completed: true}`."""
-        return await self.reports.next_operation(trial_id, timeout)
-
-    def complete_operation(self, trial_id: int, length: int, metric: Any) -> None:
-        """The run finished an operation with this searcher metric."""
-        return self.reports.complete_operation(trial_id, length, metric)
-
-    async def wait_preemption(self, allocation_id: str, timeout: float) -> bool:
-        """True once the run should exit; False after `timeout`."""
-        return await self.runs.wait_preemption(allocation_id, timeout)
-
-    def ack_preemption(self, allocation_id: str) -> None:
-        """The run heard it must exit."""
-        return self.runs.ack_preemption(allocation_id)
-
-    def report_checkpoint(self, record: dict) -> dict:
-        """Record a checkpoint a run saved; its JSON."""
-        return self.checkpoints.report_checkpoint(record)
-
-    def get_checkpoint(self, uuid: str) -> dict:
-        """One checkpoint."""
-        return self.checkpoints.get_checkpoint(uuid)
-
-    def list_checkpoints(
-        self,
-        *,
-        experiment_id: int | None = None,
-        trial_id: int | None = None,
-        state: str | None = None,
-    ) -> list[dict]:
-        """Checkpoints of an experiment or trial, in a state."""
-        return self.checkpoints.list_checkpoints(
-            experiment_id=experiment_id, trial_id=trial_id, state=state
-        )
-
-    def checkpoint_snippet(self, uuid: str) -> dict:
-        """The "Use in notebook" cell of a checkpoint: `{kind, code}`."""
-        return self.checkpoints.checkpoint_snippet(uuid)
-
-    def checkpoint_archive(self, uuid: str) -> bytes:
-        """The checkpoint's files as a tar.gz."""
-        return self.checkpoints.checkpoint_archive(uuid)
-
-    def set_checkpoint_metadata(self, uuid: str, metadata: dict) -> dict:
-        """Replace a checkpoint's metadata (the files in storage keep theirs)."""
-        return self.checkpoints.set_checkpoint_metadata(uuid, metadata)
-
-    def mark_checkpoints_deleted(self, items: list[dict]) -> None:
-        """Mark checkpoints deleted (whoever deleted their files says so)."""
-        return self.checkpoints.mark_checkpoints_deleted(items)
 
     def delete_checkpoint(self, uuid: str) -> dict:
         """A user's deletion of a checkpoint's files (Conflict when a live trial needs it);

@@ -27,6 +27,7 @@ from master_lite.runs._environment import (
     steps_to_resume,
     trial_environment,
 )
+from master_lite.runs._kernel_attach import trial_kernel
 from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
 from master_lite.scheduler import (
     DEFAULT_PRIORITY,
@@ -123,6 +124,10 @@ class Runs:
         if row is None:
             raise errors.NotFound(f"allocation {allocation_id} not found")
         return row
+
+    def trial_kernel(self, trial_id: int) -> dict:
+        """How to attach to a kernel trial's kernel (running, or kept after a failure)."""
+        return trial_kernel(self._views, self.runner, trial_id)
 
     def resources(self) -> dict:
         """The slots, which allocation holds each, and the GPUs."""

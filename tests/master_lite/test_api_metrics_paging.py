@@ -313,10 +313,10 @@ async def test_unbounded_reads_equal_the_previous_answers(api: Api, ids: dict) -
     for kwargs, where, params in cases:
         expected = _reference_metrics(master, where, params)
         assert expected, kwargs
-        assert _same(master.get_metrics(MetricsQuery(**kwargs)), expected), kwargs
-    limited = master.get_metrics(MetricsQuery(experiment_id=ids["exp"], limit=7))
+        assert _same(master.views.get_metrics(MetricsQuery(**kwargs)), expected), kwargs
+    limited = master.views.get_metrics(MetricsQuery(experiment_id=ids["exp"], limit=7))
     assert _same(limited, _reference_metrics(master, experiment_trials, (ids["exp"],))[:7])
-    nan = master.get_metrics(MetricsQuery(trial_id=trials["short"], group="validation"))
+    nan = master.views.get_metrics(MetricsQuery(trial_id=trials["short"], group="validation"))
     assert math.isnan(nan[0]["metrics"]["loss"])
     status, answer = await api.get(f"/trials/{trials['long']}/metrics")
     assert status == 200
@@ -345,8 +345,8 @@ async def test_trials_equal_the_previous_answers(api: Api, ids: dict) -> None:
                 ),
             )
         )
-    assert _same(master.list_trials(ids["exp"]), expected)
-    assert _same(master.get_trial(ids["trials"]["long"]), expected[0])
+    assert _same(master.views.list_trials(ids["exp"]), expected)
+    assert _same(master.views.get_trial(ids["trials"]["long"]), expected[0])
     status, answer = await api.get(f"/experiments/{ids['exp']}/trials")
     assert status == 200
     assert answer["total"] == 4
@@ -360,7 +360,7 @@ async def test_trials_equal_the_previous_answers(api: Api, ids: dict) -> None:
 
 @with_api
 async def test_max_datapoints_keeps_first_last_and_evenly_spaced(api: Api, ids: dict) -> None:
-    full = _series(api.master.get_metrics(MetricsQuery(experiment_id=ids["exp"])))
+    full = _series(api.master.views.get_metrics(MetricsQuery(experiment_id=ids["exp"])))
     status, answer = await api.get(f"/experiments/{ids['exp']}/metrics", max_datapoints=4)
     assert status == 200
     sampled = _series(answer["metrics"])
@@ -411,9 +411,13 @@ async def test_filters_combine_with_downsampling(api: Api, ids: dict) -> None:
     assert [r["steps_completed"] for r in series[(trials["long"], "training")]] == [1, 50, 100]
     # trial_ids alone: every report of those trials; repeats are harmless.
     status, answer = await api.get(path, trial_ids=f"{trials['short']},{trials['short']}")
-    assert _same(answer["metrics"], api.master.get_metrics(MetricsQuery(trial_id=trials["short"])))
+    assert _same(
+        answer["metrics"], api.master.views.get_metrics(MetricsQuery(trial_id=trials["short"]))
+    )
     # after_id first (only newer reports are sampled), limit last.
-    everything = api.master.get_metrics(MetricsQuery(trial_id=trials["long"], group="training"))
+    everything = api.master.views.get_metrics(
+        MetricsQuery(trial_id=trials["long"], group="training")
+    )
     after = everything[49]["id"]
     status, answer = await api.get(
         path, trial_ids=str(trials["long"]), group="training", after_id=after, max_datapoints=3
@@ -500,7 +504,7 @@ async def test_unknown_experiment_or_trial_is_404(api: Api, ids: dict) -> None:
         status, answer = await api.get(path, **query)
         assert status == 404, (path, answer)
     with pytest.raises(errors.InvalidRequest, match="trial_ids: only with experiment_id"):
-        api.master.get_metrics(MetricsQuery(trial_id=ids["trials"]["long"], trial_ids=[1]))
+        api.master.views.get_metrics(MetricsQuery(trial_id=ids["trials"]["long"], trial_ids=[1]))
 
 
 # --- the widget asks for downsampled curves ---------------------------------------------------
@@ -518,7 +522,7 @@ async def test_widget_loads_downsampled_validation_curves(api: Api, ids: dict) -
             self.asked.append((path, dict(params or {})))
             if path.endswith("/metrics"):
                 return {
-                    "metrics": api.master.get_metrics(
+                    "metrics": api.master.views.get_metrics(
                         MetricsQuery(
                             experiment_id=ids["exp"],
                             group=params["group"],
@@ -529,8 +533,8 @@ async def test_widget_loads_downsampled_validation_curves(api: Api, ids: dict) -
             if path.endswith("/logs"):
                 return {"logs": []}
             return {
-                "experiment": api.master.get_experiment(ids["exp"]),
-                "trials": api.master.list_trials(ids["exp"]),
+                "experiment": api.master.views.get_experiment(ids["exp"]),
+                "trials": api.master.views.list_trials(ids["exp"]),
             }
 
     session = Session()
