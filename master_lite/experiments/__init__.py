@@ -1,7 +1,8 @@
 """Experiments and the state of their trials.
 
-* `Experiments` (_experiments.py): creation, actions, the experiment state machine, trial ends.
-* `Searchers` (_searchers.py): owns the live searchers; feeds them events, applies their ops.
+* `Experiments` (_experiments.py): creation, actions, the experiment state machine, trial ends;
+  feeds the searcher its events and applies the operations it answers.
+* `Searchers` (_searchers.py): owns the live searchers; events in, operations out.
 * `ExperimentEdits` (_editing.py): name, description, labels, scheduling resources; delete.
 * `RunExits` (_run_exits.py): what a run's exit means for its trial and experiment.
 * `Recovery` (_recovery.py): at start, reconcile the store with what still runs.

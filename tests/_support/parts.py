@@ -1,4 +1,5 @@
-"""Building the master's parts (master_lite._parts) over a real store, without a Master."""
+"""Building the master's parts (master_lite._master.build_parts) over a real store, without a
+Master."""
 
 from __future__ import annotations
 
