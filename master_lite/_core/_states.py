@@ -60,13 +60,11 @@ class TrialStates:
             raise errors.NotFound(f"trial {trial_id} not found")
         return TrialState(trial.state)
 
-    def _move(
-        self, trial_id: int, name: str, to: TrialState, allowed: frozenset[TrialState] | None
-    ) -> TrialState:
-        """Check that `name` may take the trial from its state to `to`; the state it leaves."""
+    def _move(self, trial_id: int, name: str, to: TrialState) -> TrialState:
+        """Check that `name` may take the trial from its state to `to` (an ended trial moves
+        only by `reopen`); the state it leaves."""
         current = self._current(trial_id)
-        live = current not in TERMINAL_TRIAL_STATES
-        if not live or (allowed is not None and current not in allowed):
+        if current in TERMINAL_TRIAL_STATES:
             raise IllegalTransition(f"trial {trial_id}: cannot {name} a {current} trial (to {to})")
         return current
 
@@ -77,19 +75,19 @@ class TrialStates:
 
     def start_run(self, trial_id: int, **companions: Any) -> TrialState:
         """A run of the trial launches: it is ACTIVE (`companions`: its run id, ...)."""
-        left = self._move(trial_id, "start a run of", TrialState.ACTIVE, None)
+        left = self._move(trial_id, "start a run of", TrialState.ACTIVE)
         self._store().trials.set_state(trial_id, TrialState.ACTIVE, **companions)
         return left
 
     def pause(self, trial_id: int) -> TrialState:
         """The trial waits (its experiment paused, or its run was preempted to pause)."""
-        left = self._move(trial_id, "pause", TrialState.PAUSED, None)
+        left = self._move(trial_id, "pause", TrialState.PAUSED)
         self._store().trials.set_state(trial_id, TrialState.PAUSED)
         return left
 
     def activate(self, trial_id: int) -> TrialState:
         """The trial may run again (its experiment was activated, or it is requeued)."""
-        left = self._move(trial_id, "activate", TrialState.ACTIVE, None)
+        left = self._move(trial_id, "activate", TrialState.ACTIVE)
         self._store().trials.set_state(trial_id, TrialState.ACTIVE)
         return left
 
@@ -98,7 +96,7 @@ class TrialStates:
         state saying how)."""
         if stopping not in _STOPPING_TRIAL:
             raise ValueError(f"not a stopping state: {stopping}")
-        left = self._move(trial_id, "stop", stopping, None)
+        left = self._move(trial_id, "stop", stopping)
         self._store().trials.set_state(trial_id, stopping)
         return left
 
@@ -109,7 +107,7 @@ class TrialStates:
         end again. A completed trial's progress is 1."""
         if final not in TERMINAL_TRIAL_STATES:
             raise ValueError(f"not a final state: {final}")
-        left = self._move(trial_id, "end", final, None)
+        left = self._move(trial_id, "end", final)
         if final == TrialState.COMPLETED:
             companions["progress"] = 1.0
         self._store().trials.set_state(trial_id, final, end_time=end_time, **companions)
@@ -193,9 +191,17 @@ class ExperimentStates:
         return left
 
     def reopen(self, exp_id: int, **companions: Any) -> ExperimentState:
-        """An experiment of kernel runs is live again when one of them resumes: ACTIVE, no end
-        time (`companions`: what else comes back, e.g. not archived)."""
-        current = self._current(exp_id)
+        """An experiment of kernel runs (`config.unmanaged`) is live again when one of them
+        resumes: ACTIVE, no end time (`companions`: what else comes back, e.g. not archived).
+        A managed experiment never comes back."""
+        experiment = self._store().experiments.get(exp_id)
+        if experiment is None:
+            raise errors.NotFound(f"experiment {exp_id} not found")
+        current = ExperimentState(experiment.state)
+        if not experiment.config.get("unmanaged"):
+            raise IllegalTransition(
+                f"experiment {exp_id}: only an experiment of kernel runs reopens ({current})"
+            )
         self._store().experiments.set_state(
             exp_id, ExperimentState.ACTIVE, end_time=None, **companions
         )

@@ -197,9 +197,15 @@ def test_an_experiment_goes_through_its_named_transitions(owner) -> None:
             refused(exp_id)
     row = store.experiments.get(exp_id)
     assert (row.state, row.end_time) == ("CANCELED", 9.0)
-    # A kernel run resuming by its external ids brings its experiment back.
-    experiments.reopen(exp_id, archived=False)
-    row = store.experiments.get(exp_id)
+    with pytest.raises(IllegalTransition):
+        experiments.reopen(exp_id)  # a managed experiment never comes back
+    # A kernel run resuming by its external ids brings its (unmanaged) experiment back.
+    kernel_runs = experiments.create(
+        paused=False, name="k", config={"unmanaged": True}, start_time=1.0
+    )
+    experiments.end(kernel_runs, ExperimentState.COMPLETED, end_time=9.0)
+    experiments.reopen(kernel_runs, archived=False)
+    row = store.experiments.get(kernel_runs)
     assert (row.state, row.end_time) == ("ACTIVE", None)
 
 
