@@ -1,7 +1,8 @@
 """What every part of the master shares: the store, the event bus, the loop, one transaction.
 
-Only infrastructure lives here. Mutable domain state (allocations, searchers, grace timers)
-is owned by exactly one part each; see docs/internals.md.
+Only infrastructure lives here, and the handles of the one writer of trial and experiment
+state (`trial_states`, `experiment_states`: _states.py). Other mutable domain state
+(allocations, searchers, grace timers) is owned by exactly one part each; see docs/internals.md.
 """
 
 from __future__ import annotations
