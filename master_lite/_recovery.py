@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from master_lite import _auth
+from master_lite._core import _auth
 
 PROC = Path("/proc")
 TOKEN_VARIABLE = b"DET_SESSION_TOKEN="

@@ -20,20 +20,20 @@ def master_info(master: Any) -> dict:
 class PreemptionHandler(ApiHandlerMixin):
     async def get(self, allocation_id: str) -> None:
         preempt = await self.call(
-            self.master.wait_preemption, allocation_id, self.args["timeout_seconds"]
+            self.master.runs.wait_preemption, allocation_id, self.args["timeout_seconds"]
         )
         self.send_json({"preempt": bool(preempt)})
 
 
 class AckPreemptionHandler(ApiHandlerMixin):
     async def post(self, allocation_id: str) -> None:
-        self.master.ack_preemption(allocation_id)
+        self.master.runs.ack_preemption(allocation_id)
         self.send_json({})
 
 
 class ResourcesHandler(ApiHandlerMixin):
     async def get(self) -> None:
-        self.send_json(self.master.resources())
+        self.send_json(self.master.runs.resources())
 
 
 class MasterInfoHandler(ApiHandlerMixin):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import tornado.web
 
 from master_lite import errors
-from master_lite._auth import TrialPrincipal, UserPrincipal
+from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
 from master_lite.api._parsing import (
     SQLITE_INT_MAX,
@@ -246,7 +246,7 @@ class ApiHandlerMixin(_Handler):
                 )
         if scope is TrialScope.CHECKPOINT_DELETE:
             for item in self.body.get("checkpoints", []):
-                checkpoint = self.master.get_checkpoint(item["uuid"])
+                checkpoint = self.master.checkpoints.get_checkpoint(item["uuid"])
                 if checkpoint.get("experiment_id") != principal.experiment_id:
                     raise ApiError(
                         403,
@@ -256,7 +256,7 @@ class ApiHandlerMixin(_Handler):
                     )
 
     def _check_checkpoint_readable(self, principal: TrialPrincipal, uuid: str) -> None:
-        checkpoint = self.master.get_checkpoint(uuid)  # NotFound -> 404 either way
+        checkpoint = self.master.checkpoints.get_checkpoint(uuid)  # NotFound -> 404 either way
         if checkpoint.get("experiment_id") == principal.experiment_id:
             return
         if uuid in self._warm_start_sources(principal):
@@ -270,14 +270,14 @@ class ApiHandlerMixin(_Handler):
 
     def _warm_start_sources(self, principal: TrialPrincipal) -> set[str]:
         """Checkpoints a trial may start from although another experiment wrote them."""
-        trial = self.master.get_trial(principal.trial_id)
+        trial = self.master.views.get_trial(principal.trial_id)
         sources = {trial.get("warm_start_checkpoint"), trial.get("latest_checkpoint")}
-        config = self.master.get_experiment_config(principal.experiment_id)
+        config = self.master.views.get_experiment_config(principal.experiment_id)
         searcher = config.get("searcher") or {}
         sources.add(searcher.get("source_checkpoint_uuid"))
         source_trial_id = searcher.get("source_trial_id")
         if source_trial_id is not None:
-            source_trial = self.master.get_trial(source_trial_id)
+            source_trial = self.master.views.get_trial(source_trial_id)
             sources.add(source_trial.get("latest_checkpoint"))
         return {uuid for uuid in sources if uuid}
 

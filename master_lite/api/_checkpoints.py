@@ -22,19 +22,21 @@ def checkpoint_record(body: dict) -> dict:
 
 class CheckpointsHandler(ApiHandlerMixin):
     async def post(self) -> None:
-        self.send_json({"checkpoint": self.master.report_checkpoint(checkpoint_record(self.body))})
+        self.send_json(
+            {"checkpoint": self.master.checkpoints.report_checkpoint(checkpoint_record(self.body))}
+        )
 
     async def patch(self) -> None:
-        self.master.mark_checkpoints_deleted(self.body["checkpoints"])
+        self.master.checkpoints.mark_checkpoints_deleted(self.body["checkpoints"])
         self.send_json({})
 
 
 class CheckpointHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:
-        self.send_json({"checkpoint": self.master.get_checkpoint(uuid)})
+        self.send_json({"checkpoint": self.master.checkpoints.get_checkpoint(uuid)})
 
     async def patch(self, uuid: str) -> None:
-        checkpoint = self.master.set_checkpoint_metadata(uuid, self.body["metadata"])
+        checkpoint = self.master.checkpoints.set_checkpoint_metadata(uuid, self.body["metadata"])
         self.send_json({"checkpoint": checkpoint})
 
     async def delete(self, uuid: str) -> None:
@@ -43,13 +45,15 @@ class CheckpointHandler(ApiHandlerMixin):
 
 class CheckpointSnippetHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:
-        self.send_json(self.master.checkpoint_snippet(uuid))
+        self.send_json(self.master.checkpoints.checkpoint_snippet(uuid))
 
 
 class CheckpointDownloadHandler(ApiHandlerMixin):
     async def get(self, uuid: str) -> None:
         await self.send_bytes(
-            self.master.checkpoint_archive(uuid), "application/gzip", f"checkpoint-{uuid}.tar.gz"
+            self.master.checkpoints.checkpoint_archive(uuid),
+            "application/gzip",
+            f"checkpoint-{uuid}.tar.gz",
         )
 
 

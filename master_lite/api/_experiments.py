@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from master_lite._core import MetricsQuery
 from master_lite.api._base import ApiError, ApiHandlerMixin, decode_base64
 
 MAX_TRIAL_IDS = 1000
@@ -47,7 +48,7 @@ def parse_trial_ids(values: list[str]) -> list[int]:
 
 class ExperimentsHandler(ApiHandlerMixin):
     async def get(self) -> None:
-        experiments = self.master.list_experiments(
+        experiments = self.master.views.list_experiments(
             state=self.args["state"], name=self.args["name"], archived=self.args["archived"]
         )
         self.send_json({"experiments": experiments})
@@ -57,7 +58,7 @@ class ExperimentsHandler(ApiHandlerMixin):
         context = None
         if body.get("context") is not None:
             context = decode_base64(body["context"], "body.context")
-        experiment = self.master.create_experiment(
+        experiment = self.master.experiments.create_experiment(
             body["config"],
             context,
             activate=body.get("activate", True),
@@ -69,15 +70,17 @@ class ExperimentsHandler(ApiHandlerMixin):
 
 class ExperimentHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
-        experiment = dict(self.master.get_experiment(experiment_id))
+        experiment = dict(self.master.views.get_experiment(experiment_id))
         # The list view leaves the (large) expanded config out; the detail view adds it.
         if "config" not in experiment:
-            experiment["config"] = self.master.get_experiment_config(experiment_id)
-        self.send_json({"experiment": experiment, "trials": self.master.list_trials(experiment_id)})
+            experiment["config"] = self.master.views.get_experiment_config(experiment_id)
+        self.send_json(
+            {"experiment": experiment, "trials": self.master.views.list_trials(experiment_id)}
+        )
 
     async def patch(self, experiment_id: int) -> None:
         body = self.body
-        experiment = self.master.patch_experiment(
+        experiment = self.master.edits.patch_experiment(
             experiment_id,
             name=body.get("name"),
             description=body.get("description"),
@@ -88,22 +91,22 @@ class ExperimentHandler(ApiHandlerMixin):
         self.send_json({"experiment": experiment})
 
     async def delete(self, experiment_id: int) -> None:
-        self.send_json(self.master.delete_experiment(experiment_id))
+        self.send_json(self.master.edits.delete_experiment(experiment_id))
 
 
 class ExperimentTrialsHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
         paging = given_args(self.args, "limit", "offset", "order_by")
         if paging:
-            self.send_json(self.master.trials_page(experiment_id, **paging))
+            self.send_json(self.master.views.trials_page(experiment_id, **paging))
             return
-        trials = self.master.list_trials(experiment_id)
+        trials = self.master.views.list_trials(experiment_id)
         self.send_json({"trials": trials, "total": len(trials)})
 
 
 class ExperimentCheckpointsHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
-        checkpoints = self.master.list_checkpoints(
+        checkpoints = self.master.checkpoints.list_checkpoints(
             experiment_id=experiment_id, state=self.args["state"]
         )
         self.send_json({"checkpoints": checkpoints})
@@ -111,7 +114,7 @@ class ExperimentCheckpointsHandler(ApiHandlerMixin):
 
 class ExperimentContextHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
-        data = self.master.get_experiment_context(experiment_id)
+        data = self.master.experiments.get_experiment_context(experiment_id)
         await self.send_bytes(
             data, "application/gzip", f"experiment-{experiment_id}-context.tar.gz"
         )
@@ -119,27 +122,29 @@ class ExperimentContextHandler(ApiHandlerMixin):
 
 class ExperimentMetricsHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
-        sampling = given_args(self.args, "max_datapoints")
-        if self.args["trial_ids"] is not None:
-            sampling["trial_ids"] = parse_trial_ids(self.args["trial_ids"])
-        metrics = self.master.get_metrics_json(
+        trial_ids = self.args["trial_ids"]
+        query = MetricsQuery(
             experiment_id=experiment_id,
             group=self.args["group"],
             after_id=self.args["after_id"],
             limit=self.args["limit"],
-            **sampling,
+            trial_ids=None if trial_ids is None else tuple(parse_trial_ids(trial_ids)),
+            max_datapoints=self.args["max_datapoints"],
         )
+        metrics = self.master.views.get_metrics_json(query)
         send_metrics_json(self, metrics)
 
 
 class ExperimentActionHandler(ApiHandlerMixin):
     async def post(self, experiment_id: int, action: str) -> None:
-        self.send_json({"experiment": self.master.experiment_action(experiment_id, action)})
+        self.send_json(
+            {"experiment": self.master.experiments.experiment_action(experiment_id, action)}
+        )
 
 
 class BestValidationHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
-        metric = self.master.best_validation(experiment_id)
+        metric = self.master.views.best_validation(experiment_id)
         if metric is None:
             raise ApiError(404, f"experiment {experiment_id} has no validation metric yet")
         self.send_json({"metric": metric})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from master_lite.api import _models
 from master_lite.api._declarations import Operation, Param, PathParam, Route
 from master_lite.api._openapi import EMPTY, INTEGER, OBJECT, STRING, array, obj, ref
-from master_lite.store import MODEL_ORDERS
+from master_lite.models import MODEL_ORDERS
 
 MODEL = PathParam("model", r"[^/]+", STRING, str, "model name, or model id (digits)")
 VERSION = PathParam("version", r"[0-9]+", INTEGER, int, "model version number")

@@ -6,7 +6,7 @@ and the OpenAPI document all read it from here.
 
 from __future__ import annotations
 
-from master_lite._events import EVENT_TYPES
+from master_lite._core._events import EVENT_TYPES
 from master_lite.api import _allocations, _checkpoints, _events, _experiments, _openapi
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
 from master_lite.api._model_routes import MODEL_ROUTES

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from master_lite._parts import EXPERIMENT_ACTIONS
 from master_lite.api._declarations import Param, PathParam
 from master_lite.api._openapi import (
     BOOLEAN,
@@ -20,6 +19,7 @@ from master_lite.api._openapi import (
     obj,
     ref,
 )
+from master_lite.experiments import EXPERIMENT_ACTIONS
 
 EXPERIMENT_ID = PathParam("experiment_id", r"[0-9]+", INTEGER, int, "experiment id")
 TRIAL_ID = PathParam("trial_id", r"[0-9]+", INTEGER, int, "trial id")

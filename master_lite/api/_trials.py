@@ -4,29 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from master_lite._core import MetricsQuery
 from master_lite.api._base import ApiError, ApiHandlerMixin
-from master_lite.api._experiments import given_args, send_metrics_json
+from master_lite.api._experiments import send_metrics_json
 
 
 class TrialHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        self.send_json({"trial": self.master.get_trial(trial_id)})
+        self.send_json({"trial": self.master.views.get_trial(trial_id)})
 
 
 class TrialNotebookHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        name, data = self.master.trial_notebook(trial_id)
+        name, data = self.master.views.trial_notebook(trial_id)
         await self.send_bytes(data, "application/x-ipynb+json", name)
 
 
 class TrialKernelHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        self.send_json(self.master.trial_kernel(trial_id))
+        self.send_json(self.master.runs.trial_kernel(trial_id))
 
 
 class TrialKillHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
-        self.send_json({"trial": self.master.kill_trial(trial_id)})
+        self.send_json({"trial": self.master.experiments.kill_trial(trial_id)})
 
 
 def metric_reports(trial_id: int, body: dict) -> list[dict]:
@@ -65,17 +66,18 @@ def metric_reports(trial_id: int, body: dict) -> list[dict]:
 
 class TrialMetricsHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        metrics = self.master.get_metrics_json(
+        query = MetricsQuery(
             trial_id=trial_id,
             group=self.args["group"],
             after_id=self.args["after_id"],
             limit=self.args["limit"],
-            **given_args(self.args, "max_datapoints"),
+            max_datapoints=self.args["max_datapoints"],
         )
+        metrics = self.master.views.get_metrics_json(query)
         send_metrics_json(self, metrics)
 
     async def post(self, trial_id: int) -> None:
-        accepted = self.master.report_metrics(trial_id, metric_reports(trial_id, self.body))
+        accepted = self.master.reports.report_metrics(trial_id, metric_reports(trial_id, self.body))
         # How long the master took over this report, from reading its headers to the commit
         # done, waits behind other requests included (soak/soak_load.py splits report latency
         # into the master's share and the rest with it).
@@ -85,7 +87,7 @@ class TrialMetricsHandler(ApiHandlerMixin):
 
 class TrialLogsHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        logs = self.master.get_logs(
+        logs = self.master.logs.get_logs(
             trial_id,
             after_id=self.args["after_id"],
             limit=self.args["limit"],
@@ -98,30 +100,32 @@ class TrialLogsHandler(ApiHandlerMixin):
 
 class TrialProgressHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
-        self.master.report_progress(trial_id, float(self.body["progress"]))
+        self.master.reports.report_progress(trial_id, float(self.body["progress"]))
         self.send_json({})
 
 
 class RunnerMetadataHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
-        self.master.set_runner_state(trial_id, self.body["state"])
+        self.master.reports.set_runner_state(trial_id, self.body["state"])
         self.send_json({})
 
 
 class EarlyExitHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
-        self.master.report_early_exit(trial_id, self.body["reason"])
+        self.master.reports.report_early_exit(trial_id, self.body["reason"])
         self.send_json({})
 
 
 class SearcherOperationHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
-        answer = await self.call(self.master.next_operation, trial_id, self.args["timeout_seconds"])
+        answer = await self.call(
+            self.master.reports.next_operation, trial_id, self.args["timeout_seconds"]
+        )
         self.send_json(answer)
 
 
 class CompletedOperationHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
         length = int(self.body["op"]["length"])
-        self.master.complete_operation(trial_id, length, self.body.get("searcherMetric"))
+        self.master.reports.complete_operation(trial_id, length, self.body.get("searcherMetric"))
         self.send_json({})

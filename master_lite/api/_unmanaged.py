@@ -12,22 +12,22 @@ from master_lite.api._schemas import TRIAL_ANSWER, TRIAL_ID
 
 class UnmanagedRunsHandler(ApiHandlerMixin):
     async def post(self) -> None:
-        self.send_json(self.master.open_unmanaged_run(self.body))
+        self.send_json(self.master.unmanaged.open_run(self.body))
 
 
 class UnmanagedHeartbeatHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
-        self.send_json(self.master.unmanaged_heartbeat(trial_id))
+        self.send_json(self.master.unmanaged.heartbeat(trial_id))
 
 
 class UnmanagedLogsHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
-        self.send_json({"accepted": self.master.unmanaged_logs(trial_id, self.body["logs"])})
+        self.send_json({"accepted": self.master.unmanaged.append_logs(trial_id, self.body["logs"])})
 
 
 class UnmanagedCloseHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
-        trial = self.master.close_unmanaged_run(
+        trial = self.master.unmanaged.close_run(
             trial_id, self.body["state"], self.body.get("message")
         )
         self.send_json({"trial": trial})

@@ -17,7 +17,7 @@ from ._rows import (
     UnmanagedTrialRow,
 )
 from ._schema import MIGRATIONS
-from ._series import Logs, Metrics
+from ._series import Logs, Metrics, MetricsQuery
 from ._store import Store
 from ._unmanaged import UnmanagedTrials
 
@@ -36,6 +36,7 @@ __all__ = [
     "Experiments",
     "Logs",
     "Metrics",
+    "MetricsQuery",
     "ModelRow",
     "ModelVersionRow",
     "ModelVersions",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ._database import Database
 
 # (table, the condition naming the experiment's rows); children first. Logs and trial tokens
 # name their trial without a foreign key, so they are found through the trials too.
@@ -26,7 +26,7 @@ _DELETES: tuple[tuple[str, str], ...] = (
 )
 
 
-def delete_experiment_rows(store: Store, experiment_id: int) -> list[int]:
+def delete_experiment_rows(store: Database, experiment_id: int) -> list[int]:
     """Delete the experiment and every row of its trials (metrics, logs, tokens, allocations,
     checkpoints); returns the ids its trials had. Its context stays here: contexts are
     shared by content hash (`Contexts.remove_if_unused` forgets one no experiment has)."""

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ._database import Database
 
 MIN_DATAPOINTS = 2  # the first and the last report of a series
 
@@ -73,7 +73,7 @@ def evenly_spaced_positions(n: int, m: int) -> range | list[int]:
     return [k * (n - 1) // (m - 1) for k in range(m)]
 
 
-def _rows(store: Store, sql: str, params: Sequence[Any]) -> list[tuple]:
+def _rows(store: Database, sql: str, params: Sequence[Any]) -> list[tuple]:
     cursor = store._connection().cursor()
     cursor.row_factory = None  # plain tuples: no sqlite3.Row per row
     try:
@@ -83,7 +83,7 @@ def _rows(store: Store, sql: str, params: Sequence[Any]) -> list[tuple]:
 
 
 def metric_reports_json(
-    store: Store,
+    store: Database,
     where: str,
     params: Sequence[Any],
     *,
@@ -161,7 +161,7 @@ TRIAL_ORDERS = {"id": "t.id", "-id": "t.id DESC"}
 
 
 def trial_rows(
-    store: Store,
+    store: Database,
     where: str,
     params: Sequence[Any],
     *,
@@ -193,7 +193,7 @@ def trial_rows(
     ]
 
 
-def best_validation_metrics(store: Store, experiment_id: int) -> list[tuple[int, str | None]]:
+def best_validation_metrics(store: Database, experiment_id: int) -> list[tuple[int, str | None]]:
     """(trial id, its best validation's `metrics` JSON text or None) of every trial of an
     experiment: enough to order them by their best, without building every trial."""
     return _rows(

@@ -21,7 +21,7 @@ from . import _deletion, _queries
 from ._rows import AllocationRow, CheckpointRow, ContextRow, ExperimentRow, Row, TokenRow, TrialRow
 
 if TYPE_CHECKING:
-    from ._store import Store
+    from ._database import Database
 
 # SQLite allows 999 parameters in old builds: `IN (...)` lists are sent in chunks of this size.
 CHUNK = 500
@@ -41,7 +41,7 @@ def _terminal(states: Iterable[Any]) -> list[str]:
 class Repository:
     """A repository over the store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self._store = store
 
 
@@ -58,9 +58,23 @@ class TypedRepository(Repository, Generic[R]):
 
     def update(self, key: Any, **changes: Any) -> None:
         """Write `changes` (column=value, JSON columns as Python values) to the row with this
-        key; ValueError for a name that is not a column (or is the key)."""
+        key; ValueError for a name that is not a column (or is the key), or is a state column
+        (those only `set_state` writes: see `Row.STATE_COLUMNS`)."""
         self.row_type.check_columns(changes)
+        owned = sorted(self.row_type.STATE_COLUMNS.intersection(changes))
+        if owned:
+            raise ValueError(
+                f"{self.row_type.TABLE}: {', '.join(owned)} change only through a named state "
+                "transition (master_lite/_core/_states.py), not update()"
+            )
         self._store.update(self.row_type.TABLE, key, key_column=self.row_type.KEY, **changes)
+
+    def _set_state(self, key: Any, state: str, **companions: Any) -> None:
+        """The row's new `state` with its companions (end time, exit code...), in one write."""
+        self.row_type.check_columns(companions)
+        self._store.update(
+            self.row_type.TABLE, key, key_column=self.row_type.KEY, state=str(state), **companions
+        )
 
     def _insert(self, **values: Any) -> int:
         self.row_type.check_columns(values, writing_key=True)
@@ -119,12 +133,10 @@ class Experiments(TypedRepository[ExperimentRow]):
         """Insert a new experiment (column=value); its id."""
         return self._insert(**values)
 
-    def set_state(self, experiment_id: int, state: str, *, end_time: float | None = None) -> None:
-        """The experiment's new state (and, when it ended, its end time)."""
-        changes: dict[str, Any] = {"state": str(state)}
-        if end_time is not None:
-            changes["end_time"] = end_time
-        self.update(experiment_id, **changes)
+    def set_state(self, experiment_id: int, state: str, **companions: Any) -> None:
+        """The experiment's new state and its companions (`end_time=...`, ...): for the state
+        owner (master_lite/_core/_states.py) only."""
+        self._set_state(experiment_id, state, **companions)
 
     def set_archived(self, experiment_id: int, archived: bool) -> None:
         """Archive or unarchive the experiment."""
@@ -220,9 +232,10 @@ class Trials(TypedRepository[TrialRow]):
         """Insert a new trial (column=value); its id."""
         return self._insert(**values)
 
-    def set_state(self, trial_id: int, state: str) -> None:
-        """The trial's new state."""
-        self.update(trial_id, state=str(state))
+    def set_state(self, trial_id: int, state: str, **companions: Any) -> None:
+        """The trial's new state and its companions (`end_time=...`, `exit_code=...`): for the
+        state owner (master_lite/_core/_states.py) only."""
+        self._set_state(trial_id, state, **companions)
 
     def mark_closed(self, trial_id: int) -> None:
         """The searcher closed the trial: it gets no more operations."""

@@ -27,6 +27,9 @@ class Row:
 
     TABLE: ClassVar[str]
     KEY: ClassVar[str] = "id"
+    # Columns only `set_state` writes (with its companions), never the generic `update`: the
+    # state of an entity has one owner (master_lite/_core/_states.py).
+    STATE_COLUMNS: ClassVar[frozenset[str]] = frozenset()
     # INTEGER 0/1 columns read as bool (written as bool too: sqlite3 stores True as 1).
     FLAGS: ClassVar[frozenset[str]] = frozenset()
 
@@ -62,6 +65,8 @@ class Row:
 class ExperimentRow(Row):
     """A row of `experiments`."""
 
+    STATE_COLUMNS: ClassVar[frozenset[str]] = frozenset({"state", "end_time"})
+
     TABLE: ClassVar[str] = "experiments"
     FLAGS: ClassVar[frozenset[str]] = frozenset(
         {"archived", "searcher_shutdown", "searcher_failure", "checkpoint_gc_done"}
@@ -92,6 +97,8 @@ class ExperimentRow(Row):
 @dataclasses.dataclass(frozen=True)
 class TrialRow(Row):
     """A row of `trials`."""
+
+    STATE_COLUMNS: ClassVar[frozenset[str]] = frozenset({"state", "end_time"})
 
     TABLE: ClassVar[str] = "trials"
     FLAGS: ClassVar[frozenset[str]] = frozenset({"closed", "stop_requested"})

@@ -7,11 +7,34 @@ SQLite by `_queries.py`), with `group` for the column `group_name`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
 from typing import Any
 
 from . import _queries
 from ._repositories import Repository, marks
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricsQuery:
+    """Which current metric reports to read, in id order: of a trial, or of an experiment's
+    trials (only `trial_ids` of them when given), of one `group` ("training", "validation"),
+    after `after_id`, at most `limit`, downsampled per (trial, group) to `max_datapoints`
+    (`_queries.metric_reports_json` says which are kept).
+
+    The one signature of a metrics read, from the API handlers through the facade and the views
+    down to the store."""
+
+    trial_id: int | None = None
+    experiment_id: int | None = None
+    group: str | None = None
+    after_id: int = 0
+    limit: int | None = None
+    trial_ids: tuple[int, ...] | None = None
+    max_datapoints: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.trial_ids is not None:  # a list from a caller reads the same, and stays frozen
+            object.__setattr__(self, "trial_ids", tuple(self.trial_ids))
 
 
 class Metrics(Repository):
@@ -43,35 +66,30 @@ class Metrics(Repository):
             (experiment_id,),
         )
 
-    def reports_json(
-        self,
-        *,
-        after_id: int = 0,
-        trial_id: int | None = None,
-        experiment_id: int | None = None,
-        trial_ids: Sequence[int] | None = None,
-        group: str | None = None,
-        limit: int | None = None,
-        max_datapoints: int | None = None,
-    ) -> str:
-        """Reports as the JSON text the API sends (see `_queries.metric_reports_json`)."""
+    def reports_json(self, query: MetricsQuery) -> str:
+        """The reports `query` asks for, as the JSON text the API sends (see
+        `_queries.metric_reports_json`)."""
         where = ["id > ?"]
-        params: list[Any] = [int(after_id or 0)]
-        if trial_id is not None:
+        params: list[Any] = [int(query.after_id or 0)]
+        if query.trial_id is not None:
             where.append("trial_id = ?")
-            params.append(int(trial_id))
-        if trial_ids is not None:
-            ids = list(trial_ids)
+            params.append(int(query.trial_id))
+        if query.trial_ids is not None:
+            ids = list(query.trial_ids)
             where.append(f"trial_id IN ({marks(ids)})")
             params.extend(ids)
-        elif experiment_id is not None:
+        elif query.experiment_id is not None:
             where.append("trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)")
-            params.append(int(experiment_id))
-        if group:
+            params.append(int(query.experiment_id))
+        if query.group:
             where.append("group_name = ?")
-            params.append(group)
+            params.append(query.group)
         return _queries.metric_reports_json(
-            self._store, " AND ".join(where), params, limit=limit, max_datapoints=max_datapoints
+            self._store,
+            " AND ".join(where),
+            params,
+            limit=query.limit,
+            max_datapoints=query.max_datapoints,
         )
 
 

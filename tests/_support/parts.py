@@ -1,4 +1,5 @@
-"""Building the master's parts (master_lite._parts) over a real store, without a Master."""
+"""Building the master's parts (master_lite._master.build_parts) over a real store, without a
+Master."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-from master_lite._events import EventBus
-from master_lite._gc import CheckpointCollector
-from master_lite._logwriter import LogWriter
-from master_lite._parts import MasterState, Parts, RunSettings, build_parts
+from master_lite._core import MasterState
+from master_lite._core._events import EventBus
+from master_lite._master._wiring import Parts, build_parts
+from master_lite.checkpoints._gc import CheckpointCollector
+from master_lite.reports._logwriter import LogWriter
+from master_lite.runs import RunSettings
 from master_lite.scheduler import LaunchSpec, Runner, Scheduler
 from master_lite.store import Store
 

@@ -21,8 +21,8 @@ import tornado.httpserver
 import tornado.web
 
 from master_lite import errors
-from master_lite._auth import TrialPrincipal, UserPrincipal
-from master_lite._events import EventBus
+from master_lite._core._auth import TrialPrincipal, UserPrincipal
+from master_lite._core._events import EventBus
 from master_lite.api import ROUTES, TrialScope, build_document, make_handlers
 
 USER_TOKEN = "user-secret"
@@ -52,8 +52,27 @@ def _experiment(exp_id: int, state: str = "ACTIVE") -> dict:
     }
 
 
+class _FakePart:
+    """One typed part of the fake master (`master.views`, `master.runs`, ...): its methods are
+    the fake's, recorded under the facade's old names (`ALIASES`) where the part's differ."""
+
+    ALIASES = {
+        "open_run": "open_unmanaged_run",
+        "heartbeat": "unmanaged_heartbeat",
+        "append_logs": "unmanaged_logs",
+        "close_run": "close_unmanaged_run",
+    }
+
+    def __init__(self, fake: FakeMaster) -> None:
+        self._fake = fake
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fake, self.ALIASES.get(name, name))
+
+
 class FakeMaster:
-    """In-memory stand-in for the Master facade: records calls, answers from dicts."""
+    """In-memory stand-in for the Master and its typed parts: records calls, answers from
+    dicts."""
 
     def __init__(self) -> None:
         self.user_token = USER_TOKEN
@@ -61,18 +80,22 @@ class FakeMaster:
         self.cluster_id = "c-1"
         self.events = EventBus()
         self.calls: list[tuple[str, tuple, dict]] = []
-        self.experiments = {1: _experiment(1), 2: _experiment(2, "COMPLETED")}
+        self.experiment_rows = {1: _experiment(1), 2: _experiment(2, "COMPLETED")}
         self.trials = {
             1: {"id": 1, "experiment_id": 1, "state": "ACTIVE", "latest_checkpoint": None},
             2: {"id": 2, "experiment_id": 2, "state": "COMPLETED", "latest_checkpoint": "ck-2"},
             3: {"id": 3, "experiment_id": 1, "state": "ACTIVE", "latest_checkpoint": None},
         }
-        self.checkpoints = {
+        self.checkpoint_rows = {
             "ck-1": {"uuid": "ck-1", "trial_id": 1, "experiment_id": 1, "state": "COMPLETED"},
             "ck-2": {"uuid": "ck-2", "trial_id": 2, "experiment_id": 2, "state": "COMPLETED"},
         }
         self.configs = {1: {"searcher": {"name": "single"}}, 2: {"searcher": {"name": "single"}}}
         self.fail_with: Exception | None = None  # raised by the next facade call
+        # The parts the handlers call (`master.views.get_trial(...)`): all answered by this fake.
+        part = _FakePart(self)
+        self.views = self.experiments = self.edits = self.runs = self.reports = part
+        self.logs = self.checkpoints = self.unmanaged = part
 
     def _record(self, method: str, /, *args: Any, **kwargs: Any) -> None:
         self.calls.append((method, args, kwargs))
@@ -97,18 +120,18 @@ class FakeMaster:
             archived=archived,
             notebook=notebook,
         )
-        exp_id = max(self.experiments) + 1
-        self.experiments[exp_id] = _experiment(exp_id)
-        return self.experiments[exp_id]
+        exp_id = max(self.experiment_rows) + 1
+        self.experiment_rows[exp_id] = _experiment(exp_id)
+        return self.experiment_rows[exp_id]
 
     def list_experiments(self, *, state=None, name=None, archived=None):
         self._record("list_experiments", state=state, name=name, archived=archived)
-        return [e for e in self.experiments.values() if state is None or e["state"] == state]
+        return [e for e in self.experiment_rows.values() if state is None or e["state"] == state]
 
     def _experiment_or_404(self, exp_id: int) -> dict:
-        if exp_id not in self.experiments:
+        if exp_id not in self.experiment_rows:
             raise errors.NotFound(f"experiment {exp_id} not found")
-        return self.experiments[exp_id]
+        return self.experiment_rows[exp_id]
 
     def get_experiment(self, exp_id):
         self._record("get_experiment", exp_id)
@@ -131,17 +154,17 @@ class FakeMaster:
 
     def set_checkpoint_metadata(self, uuid, metadata):
         self._record("set_checkpoint_metadata", uuid, metadata)
-        if uuid not in self.checkpoints:
+        if uuid not in self.checkpoint_rows:
             raise errors.NotFound(f"checkpoint {uuid} not found")
-        self.checkpoints[uuid]["metadata"] = metadata
-        return self.checkpoints[uuid]
+        self.checkpoint_rows[uuid]["metadata"] = metadata
+        return self.checkpoint_rows[uuid]
 
     def delete_checkpoint(self, uuid):
         self._record("delete_checkpoint", uuid)
-        if uuid not in self.checkpoints:
+        if uuid not in self.checkpoint_rows:
             raise errors.NotFound(f"checkpoint {uuid} not found")
-        self.checkpoints[uuid]["state"] = "DELETED"
-        return self.checkpoints[uuid]
+        self.checkpoint_rows[uuid]["state"] = "DELETED"
+        return self.checkpoint_rows[uuid]
 
     def patch_experiment(
         self, exp_id, *, name=None, description=None, labels=None, resources=None, notes=None
@@ -201,8 +224,16 @@ class FakeMaster:
             }
         ]
 
-    def get_metrics_json(self, **kwargs):  # what the handlers call: get_metrics as JSON text
-        return json.dumps(self.get_metrics(**kwargs))
+    def get_metrics_json(self, query):  # what the handlers call: get_metrics as JSON text
+        return json.dumps(
+            self.get_metrics(
+                trial_id=query.trial_id,
+                experiment_id=query.experiment_id,
+                group=query.group,
+                after_id=query.after_id,
+                limit=query.limit,
+            )
+        )
 
     def get_logs(self, trial_id, *, after_id=0, limit=None, tail=None, rank=None, stream=None):
         self._record(
@@ -227,13 +258,13 @@ class FakeMaster:
 
     def list_checkpoints(self, *, experiment_id=None, trial_id=None, state=None):
         self._record("list_checkpoints", experiment_id=experiment_id, state=state)
-        return [c for c in self.checkpoints.values() if c["experiment_id"] == experiment_id]
+        return [c for c in self.checkpoint_rows.values() if c["experiment_id"] == experiment_id]
 
     def get_checkpoint(self, uuid):
         self._record("get_checkpoint", uuid)
-        if uuid not in self.checkpoints:
+        if uuid not in self.checkpoint_rows:
             raise errors.NotFound(f"checkpoint {uuid} not found")
-        return self.checkpoints[uuid]
+        return self.checkpoint_rows[uuid]
 
     def checkpoint_archive(self, uuid):
         self._record("checkpoint_archive", uuid)

@@ -25,7 +25,8 @@ import tornado.netutil
 import tornado.web
 
 from determined.common import expconf
-from master_lite import _reports, _serialize, errors
+from master_lite import errors
+from master_lite._core import MetricsQuery, _metric_format, _serialize
 from master_lite._master import Master
 from master_lite.api import make_handlers
 from master_lite.store import MIGRATIONS, Store
@@ -123,7 +124,7 @@ def _populate(root: Path) -> dict:
         }
         best = None
         for row in store.metric_rows("trial_id = ? AND group_name = 'validation'", (trial_id,)):
-            value = _reports.metric_value(row["metrics"], "loss")
+            value = _metric_format.metric_value(row["metrics"], "loss")
             # As the write path does: a first validation of NaN is the best until a number
             # comes (NaN compares false).
             if value is not None and (best is None or value < best[1]):
@@ -312,10 +313,10 @@ async def test_unbounded_reads_equal_the_previous_answers(api: Api, ids: dict) -
     for kwargs, where, params in cases:
         expected = _reference_metrics(master, where, params)
         assert expected, kwargs
-        assert _same(master.get_metrics(**kwargs), expected), kwargs
-    limited = master.get_metrics(experiment_id=ids["exp"], limit=7)
+        assert _same(master.views.get_metrics(MetricsQuery(**kwargs)), expected), kwargs
+    limited = master.views.get_metrics(MetricsQuery(experiment_id=ids["exp"], limit=7))
     assert _same(limited, _reference_metrics(master, experiment_trials, (ids["exp"],))[:7])
-    nan = master.get_metrics(trial_id=trials["short"], group="validation")
+    nan = master.views.get_metrics(MetricsQuery(trial_id=trials["short"], group="validation"))
     assert math.isnan(nan[0]["metrics"]["loss"])
     status, answer = await api.get(f"/trials/{trials['long']}/metrics")
     assert status == 200
@@ -339,13 +340,13 @@ async def test_trials_equal_the_previous_answers(api: Api, ids: dict) -> None:
                 latest_training=metric(row["latest_training_id"]),
                 latest_validation=latest_validation,
                 best_validation=metric(row["best_validation_id"]),
-                searcher_metric=_reports.metric_value(
+                searcher_metric=_metric_format.metric_value(
                     latest_validation["metrics"] if latest_validation else None, "loss"
                 ),
             )
         )
-    assert _same(master.list_trials(ids["exp"]), expected)
-    assert _same(master.get_trial(ids["trials"]["long"]), expected[0])
+    assert _same(master.views.list_trials(ids["exp"]), expected)
+    assert _same(master.views.get_trial(ids["trials"]["long"]), expected[0])
     status, answer = await api.get(f"/experiments/{ids['exp']}/trials")
     assert status == 200
     assert answer["total"] == 4
@@ -359,7 +360,7 @@ async def test_trials_equal_the_previous_answers(api: Api, ids: dict) -> None:
 
 @with_api
 async def test_max_datapoints_keeps_first_last_and_evenly_spaced(api: Api, ids: dict) -> None:
-    full = _series(api.master.get_metrics(experiment_id=ids["exp"]))
+    full = _series(api.master.views.get_metrics(MetricsQuery(experiment_id=ids["exp"])))
     status, answer = await api.get(f"/experiments/{ids['exp']}/metrics", max_datapoints=4)
     assert status == 200
     sampled = _series(answer["metrics"])
@@ -410,9 +411,13 @@ async def test_filters_combine_with_downsampling(api: Api, ids: dict) -> None:
     assert [r["steps_completed"] for r in series[(trials["long"], "training")]] == [1, 50, 100]
     # trial_ids alone: every report of those trials; repeats are harmless.
     status, answer = await api.get(path, trial_ids=f"{trials['short']},{trials['short']}")
-    assert _same(answer["metrics"], api.master.get_metrics(trial_id=trials["short"]))
+    assert _same(
+        answer["metrics"], api.master.views.get_metrics(MetricsQuery(trial_id=trials["short"]))
+    )
     # after_id first (only newer reports are sampled), limit last.
-    everything = api.master.get_metrics(trial_id=trials["long"], group="training")
+    everything = api.master.views.get_metrics(
+        MetricsQuery(trial_id=trials["long"], group="training")
+    )
     after = everything[49]["id"]
     status, answer = await api.get(
         path, trial_ids=str(trials["long"]), group="training", after_id=after, max_datapoints=3
@@ -499,7 +504,7 @@ async def test_unknown_experiment_or_trial_is_404(api: Api, ids: dict) -> None:
         status, answer = await api.get(path, **query)
         assert status == 404, (path, answer)
     with pytest.raises(errors.InvalidRequest, match="trial_ids: only with experiment_id"):
-        api.master.get_metrics(trial_id=ids["trials"]["long"], trial_ids=[1])
+        api.master.views.get_metrics(MetricsQuery(trial_id=ids["trials"]["long"], trial_ids=[1]))
 
 
 # --- the widget asks for downsampled curves ---------------------------------------------------
@@ -517,17 +522,19 @@ async def test_widget_loads_downsampled_validation_curves(api: Api, ids: dict) -
             self.asked.append((path, dict(params or {})))
             if path.endswith("/metrics"):
                 return {
-                    "metrics": api.master.get_metrics(
-                        experiment_id=ids["exp"],
-                        group=params["group"],
-                        max_datapoints=params["max_datapoints"],
+                    "metrics": api.master.views.get_metrics(
+                        MetricsQuery(
+                            experiment_id=ids["exp"],
+                            group=params["group"],
+                            max_datapoints=params["max_datapoints"],
+                        )
                     )
                 }
             if path.endswith("/logs"):
                 return {"logs": []}
             return {
-                "experiment": api.master.get_experiment(ids["exp"]),
-                "trials": api.master.list_trials(ids["exp"]),
+                "experiment": api.master.views.get_experiment(ids["exp"]),
+                "trials": api.master.views.list_trials(ids["exp"]),
             }
 
     session = Session()

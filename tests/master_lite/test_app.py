@@ -18,8 +18,8 @@ import requests
 from traitlets import TraitError
 
 from master_lite._app import MasterLite, MasterLiteStartError
-from master_lite._auth import UserPrincipal
-from master_lite._events import EventBus
+from master_lite._core._auth import UserPrincipal
+from master_lite._core._events import EventBus
 from tests._support import child_env, tar_gz, wait_until
 
 

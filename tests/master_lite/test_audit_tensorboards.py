@@ -11,9 +11,9 @@ import threading
 import pytest
 
 from master_lite import errors
-from master_lite._parts import _tensorboards
-from master_lite._parts._tensorboard_process import runs_tensorboard_of, signal_group
-from master_lite._parts._tensorboards import RUNNING
+from master_lite.tensorboards import _tensorboards
+from master_lite.tensorboards._process import runs_tensorboard_of, signal_group
+from master_lite.tensorboards._tensorboards import RUNNING
 from tests._support import wait_until_async
 from tests._support.parts import SINGLE, settle, started_parts
 from tests.master_lite.test_parts_tensorboards import api

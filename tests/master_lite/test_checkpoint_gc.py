@@ -10,8 +10,8 @@ import pytest
 
 from determined.common import storage
 from master_lite import errors
-from master_lite._gc import GcPolicy, checkpoints_to_keep
 from master_lite._master import Master
+from master_lite.checkpoints._gc import GcPolicy, checkpoints_to_keep
 from master_lite.store import CheckpointRow
 
 
@@ -155,11 +155,13 @@ def config(**searcher):
 def save(master, trial, steps, loss=None):
     """What a trial does: write the checkpoint into storage, register it, validate."""
     uuid = f"ckpt-{trial['id']}-{steps}"
-    storage_config = master.get_experiment_config(trial["experiment_id"])["checkpoint_storage"]
+    storage_config = master.views.get_experiment_config(trial["experiment_id"])[
+        "checkpoint_storage"
+    ]
     path = storage.checkpoint_dir(storage_config, uuid)
     path.mkdir(parents=True)
     (path / "weights").write_text(str(steps))
-    master.report_checkpoint(
+    master.checkpoints.report_checkpoint(
         {
             "uuid": uuid,
             "trialId": trial["id"],
@@ -168,7 +170,7 @@ def save(master, trial, steps, loss=None):
         }
     )
     if loss is not None:
-        master.report_metrics(
+        master.reports.report_metrics(
             trial["id"],
             [{"group": "validation", "steps_completed": steps, "metrics": {"loss": loss}}],
         )
@@ -181,13 +183,15 @@ async def settle():
 
 
 def states(master, exp_id):
-    return {c["uuid"]: c["state"] for c in master.list_checkpoints(experiment_id=exp_id)}
+    return {
+        c["uuid"]: c["state"] for c in master.checkpoints.list_checkpoints(experiment_id=exp_id)
+    }
 
 
 @run
 async def test_gc_after_the_end_deletes_files_and_marks_deleted(master, tmp_path):
-    exp_id = master.create_experiment(config(), None, activate=False)["id"]
-    first, second = master.list_trials(exp_id)
+    exp_id = master.experiments.create_experiment(config(), None, activate=False)["id"]
+    first, second = master.views.list_trials(exp_id)
     a = [
         save(master, first, 10, 0.5),
         save(master, first, 20, 0.1),
@@ -198,12 +202,12 @@ async def test_gc_after_the_end_deletes_files_and_marks_deleted(master, tmp_path
     await settle()
     assert set(states(master, exp_id).values()) == {"COMPLETED"}  # nothing while it lives
 
-    master.experiment_action(exp_id, "cancel")
+    master.experiments.experiment_action(exp_id, "cancel")
     await settle()
-    assert master.get_experiment(exp_id)["state"] == "CANCELED"
+    assert master.views.get_experiment(exp_id)["state"] == "CANCELED"
     kept = {a[1], a[3], b[1]}  # best (0.1 at 20) and latest (40) of trial 1; b's best is its latest
     assert states(master, exp_id) == {u: "COMPLETED" if u in kept else "DELETED" for u in a + b}
-    for checkpoint in master.list_checkpoints(experiment_id=exp_id):
+    for checkpoint in master.checkpoints.list_checkpoints(experiment_id=exp_id):
         on_disk = (tmp_path / "root" / "checkpoints" / checkpoint["uuid"]).is_dir()
         assert on_disk == (checkpoint["uuid"] in kept), checkpoint
         if checkpoint["state"] == "DELETED":
@@ -213,25 +217,25 @@ async def test_gc_after_the_end_deletes_files_and_marks_deleted(master, tmp_path
 
 @run
 async def test_checkpoints_needed_by_live_trials_are_held_until_they_finish(master, tmp_path):
-    source_exp = master.create_experiment(config(), None, activate=False)["id"]
-    trial, _ = master.list_trials(source_exp)
+    source_exp = master.experiments.create_experiment(config(), None, activate=False)["id"]
+    trial, _ = master.views.list_trials(source_exp)
     early = save(master, trial, 10, 0.1)  # best
     middle = save(master, trial, 20, 0.5)  # neither best nor latest: garbage...
     save(master, trial, 30, 0.7)  # latest
     # ... but a paused experiment warm-starts from it: its trials need it.
-    warm = master.create_experiment(config(source_checkpoint_uuid=middle), None, activate=False)[
-        "id"
-    ]
-    assert {t["latest_checkpoint"] for t in master.list_trials(warm)} == {middle}
+    warm = master.experiments.create_experiment(
+        config(source_checkpoint_uuid=middle), None, activate=False
+    )["id"]
+    assert {t["latest_checkpoint"] for t in master.views.list_trials(warm)} == {middle}
 
-    master.experiment_action(source_exp, "cancel")
+    master.experiments.experiment_action(source_exp, "cancel")
     await settle()
     assert states(master, source_exp)[middle] == "COMPLETED"
     assert (tmp_path / "root" / "checkpoints" / middle).is_dir()
     assert states(master, source_exp)[early] == "COMPLETED"
     assert master.store.get("experiments", source_exp)["checkpoint_gc_done"] == 0
 
-    master.experiment_action(warm, "cancel")  # the last user is gone: collected now
+    master.experiments.experiment_action(warm, "cancel")  # the last user is gone: collected now
     await settle()
     assert states(master, source_exp)[middle] == "DELETED"
     assert not (tmp_path / "root" / "checkpoints" / middle).exists()
@@ -240,14 +244,14 @@ async def test_checkpoints_needed_by_live_trials_are_held_until_they_finish(mast
 
 @run
 async def test_a_resumed_runs_validation_decides_the_checkpoint_metric(master, tmp_path):
-    exp_id = master.create_experiment(config(), None, activate=False)["id"]
-    trial, _ = master.list_trials(exp_id)
+    exp_id = master.experiments.create_experiment(config(), None, activate=False)["id"]
+    trial, _ = master.views.list_trials(exp_id)
     ten = save(master, trial, 10, 0.2)
     twenty = save(master, trial, 20, 0.6)
     thirty = save(master, trial, 30, 0.9)
     # A later run redid step 10 and validated it worse: that report is the current one.
     master.store.update("trials", trial["id"], run_id=2)
-    master.report_metrics(
+    master.reports.report_metrics(
         trial["id"],
         [
             {
@@ -258,26 +262,26 @@ async def test_a_resumed_runs_validation_decides_the_checkpoint_metric(master, t
             }
         ],
     )
-    master.experiment_action(exp_id, "cancel")
+    master.experiments.experiment_action(exp_id, "cancel")
     await settle()
     assert states(master, exp_id) == {ten: "DELETED", twenty: "COMPLETED", thirty: "COMPLETED"}
 
 
 @run
 async def test_gc_refuses_to_leave_the_storage_directory(master, tmp_path):
-    exp_id = master.create_experiment(config(), None, activate=False)["id"]
-    trial, _ = master.list_trials(exp_id)
+    exp_id = master.experiments.create_experiment(config(), None, activate=False)["id"]
+    trial, _ = master.views.list_trials(exp_id)
     for bad in ("../outside", "..", "a/b"):
         with pytest.raises(errors.InvalidRequest, match="plain directory name"):
-            master.report_checkpoint(
+            master.checkpoints.report_checkpoint(
                 {"uuid": bad, "trialId": trial["id"], "metadata": {"steps_completed": 1}}
             )
 
 
 @run
 async def test_a_user_deletes_one_checkpoint_unless_a_live_trial_needs_it(master, tmp_path):
-    exp_id = master.create_experiment(config(), None, activate=False)["id"]
-    trial, _ = master.list_trials(exp_id)
+    exp_id = master.experiments.create_experiment(config(), None, activate=False)["id"]
+    trial, _ = master.views.list_trials(exp_id)
     old = save(master, trial, 10, 0.5)
     latest = save(master, trial, 20, 0.4)  # the (paused) trial resumes from it
     with pytest.raises(errors.Conflict, match=f"checkpoint {latest} is in use"):

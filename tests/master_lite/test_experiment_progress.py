@@ -23,12 +23,12 @@ def test_a_failing_searcher_progress_is_logged_with_the_experiment_id(tmp_path, 
         master = Master(tmp_path / "root", cpu_slots=1, gpus=[])
         await master.start("http://127.0.0.1:9")
         try:
-            exp = master.create_experiment(CONFIG, None, activate=False)
-            before = master.get_experiment(exp["id"])["progress"]
+            exp = master.experiments.create_experiment(CONFIG, None, activate=False)
+            before = master.views.get_experiment(exp["id"])["progress"]
             master.searchers.add(exp["id"], BrokenProgress())
             with caplog.at_level(logging.WARNING, logger="master_lite"):
                 master.searchers.update_progress(exp["id"])
-            assert master.get_experiment(exp["id"])["progress"] == before
+            assert master.views.get_experiment(exp["id"])["progress"] == before
             return exp["id"]
         finally:
             await master.stop(pause_running=False)

@@ -9,7 +9,8 @@ import tarfile
 import pytest
 
 from master_lite import errors
-from master_lite._auth import TrialPrincipal, UserPrincipal
+from master_lite._core import MetricsQuery
+from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite._master import Master
 from tests._support import tar_gz, wait_until_async
 
@@ -64,7 +65,7 @@ def run(test):
 
 
 def experiment_state(master, exp_id):
-    return master.get_experiment(exp_id)["state"]
+    return master.views.get_experiment(exp_id)["state"]
 
 
 TRAIN_OK = (
@@ -78,30 +79,30 @@ TRAIN_OK = (
 @run
 async def test_random_search_runs_four_trials_to_completion(master, tmp_path):
     context = tar_gz({"train.py": TRAIN_OK})
-    exp = master.create_experiment(config(max_trials=4), context)
+    exp = master.experiments.create_experiment(config(max_trials=4), context)
     assert exp["state"] == "ACTIVE" and exp["num_trials"] == 4
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
-    trials = master.list_trials(exp["id"])
+    trials = master.views.list_trials(exp["id"])
     assert len(trials) == 4
     assert {t["state"] for t in trials} == {"COMPLETED"}
     assert len({t["hparams"]["lr"] for t in trials}) == 4
     for trial in trials:
         assert 0.1 <= trial["hparams"]["lr"] < 1.0 and 1 <= trial["hparams"]["layers"] <= 4
         assert trial["exit_code"] == 0 and trial["end_time"] is not None
-        logs = master.get_logs(trial["id"])
+        logs = master.logs.get_logs(trial["id"])
         stdout = [entry["line"] for entry in logs if entry["stream"] == "stdout"]
         assert stdout == [f"lr {trial['hparams']['lr']} run 1"]
         assert [entry["line"] for entry in logs if entry["stream"] == "stderr"] == ["to stderr"]
-    finished = master.get_experiment(exp["id"])
+    finished = master.views.get_experiment(exp["id"])
     assert finished["end_time"] is not None and finished["config"]["max_restarts"] == 0
-    assert master.get_experiment_context(exp["id"]) == context
+    assert master.experiments.get_experiment_context(exp["id"]) == context
 
 
 @run
 async def test_identical_contexts_are_stored_once(master, tmp_path):
     context = tar_gz({"train.py": TRAIN_OK})
-    first = master.create_experiment(config(), context)
-    second = master.create_experiment(config(), context)
+    first = master.experiments.create_experiment(config(), context)
+    second = master.experiments.create_experiment(config(), context)
     assert first["context_hash"] == second["context_hash"]
     assert len(list((tmp_path / "root" / "contexts").iterdir())) == 1
 
@@ -109,14 +110,14 @@ async def test_identical_contexts_are_stored_once(master, tmp_path):
 @run
 async def test_failing_trial_is_restarted_then_errors(master, tmp_path):
     script = b"import os\nprint('run', os.environ['DET_TRIAL_RUN_ID'])\nraise SystemExit(1)\n"
-    exp = master.create_experiment(config(max_restarts=2), tar_gz({"train.py": script}))
+    exp = master.experiments.create_experiment(config(max_restarts=2), tar_gz({"train.py": script}))
     await until(
         lambda: experiment_state(master, exp["id"]) in ("ERROR", "COMPLETED"), what="experiment end"
     )
-    [trial] = master.list_trials(exp["id"])
+    [trial] = master.views.list_trials(exp["id"])
     assert trial["state"] == "ERROR" and trial["restarts"] == 2 and trial["exit_code"] == 1
     assert trial["run_id"] == 3
-    runs = [entry["line"] for entry in master.get_logs(trial["id"], stream="stdout")]
+    runs = [entry["line"] for entry in master.logs.get_logs(trial["id"], stream="stdout")]
     assert runs == ["run 1", "run 2", "run 3"]
     assert experiment_state(master, exp["id"]) == "ERROR"
 
@@ -139,25 +140,27 @@ def running_pid(master, trial_id):
 
 @run
 async def test_killed_process_is_restarted(master, tmp_path):
-    exp = master.create_experiment(config(max_restarts=1), tar_gz({"train.py": LONG_FIRST_RUN}))
-    [trial] = master.list_trials(exp["id"])
+    exp = master.experiments.create_experiment(
+        config(max_restarts=1), tar_gz({"train.py": LONG_FIRST_RUN})
+    )
+    [trial] = master.views.list_trials(exp["id"])
     pid = await until(lambda: running_pid(master, trial["id"]), what="trial start")
-    await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="first output")
+    await until(lambda: master.logs.get_logs(trial["id"], stream="stdout"), what="first output")
     os.killpg(pid, signal.SIGKILL)
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
-    trial = master.get_trial(trial["id"])
+    trial = master.views.get_trial(trial["id"])
     assert trial["state"] == "COMPLETED" and trial["restarts"] == 1 and trial["run_id"] == 2
 
 
 @run
 async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, tmp_path):
-    exp = master.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
-    [trial] = master.list_trials(exp["id"])
-    await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="first output")
-    allocation_id = master.get_trial(trial["id"])["allocation_id"]
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
+    [trial] = master.views.list_trials(exp["id"])
+    await until(lambda: master.logs.get_logs(trial["id"], stream="stdout"), what="first output")
+    allocation_id = master.views.get_trial(trial["id"])["allocation_id"]
     assert allocation_id == f"trial-{trial['id']}.1"
-    assert await master.wait_preemption(allocation_id, 0) is False
-    master.report_checkpoint(
+    assert await master.runs.wait_preemption(allocation_id, 0) is False
+    master.checkpoints.report_checkpoint(
         {
             "uuid": "ckpt-1",
             "trialId": trial["id"],
@@ -167,47 +170,52 @@ async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, 
         }
     )
 
-    waiter = asyncio.ensure_future(master.wait_preemption(allocation_id, 30))
-    paused = master.experiment_action(exp["id"], "pause")
+    waiter = asyncio.ensure_future(master.runs.wait_preemption(allocation_id, 30))
+    paused = master.experiments.experiment_action(exp["id"], "pause")
     assert paused["state"] == "PAUSED"
     assert await waiter is True
     # The script ignores the signal: after the 1 s grace period it is terminated.
-    await until(lambda: master.get_trial(trial["id"])["state"] == "PAUSED", what="PAUSED")
-    assert master.get_trial(trial["id"])["restarts"] == 0
+    await until(lambda: master.views.get_trial(trial["id"])["state"] == "PAUSED", what="PAUSED")
+    assert master.views.get_trial(trial["id"])["restarts"] == 0
 
     with pytest.raises(errors.Conflict):
-        master.experiment_action(exp["id"], "archive")
-    master.experiment_action(exp["id"], "activate")
+        master.experiments.experiment_action(exp["id"], "archive")
+    master.experiments.experiment_action(exp["id"], "activate")
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
-    lines = [entry["line"] for entry in master.get_logs(trial["id"], stream="stdout")]
+    lines = [entry["line"] for entry in master.logs.get_logs(trial["id"], stream="stdout")]
     assert lines == ["started run 1 None", "started run 2 ckpt-1"]
     with pytest.raises(errors.Conflict):
-        master.experiment_action(exp["id"], "activate")
-    assert master.experiment_action(exp["id"], "archive")["archived"] is True
-    assert master.list_experiments(archived=True)[0]["id"] == exp["id"]
+        master.experiments.experiment_action(exp["id"], "activate")
+    assert master.experiments.experiment_action(exp["id"], "archive")["archived"] is True
+    assert master.views.list_experiments(archived=True)[0]["id"] == exp["id"]
 
 
 @run
 async def test_kill_experiment_cancels_running_trials(master, tmp_path):
-    exp = master.create_experiment(config(max_trials=2), tar_gz({"train.py": LONG_FIRST_RUN}))
+    exp = master.experiments.create_experiment(
+        config(max_trials=2), tar_gz({"train.py": LONG_FIRST_RUN})
+    )
     await until(
-        lambda: all(running_pid(master, t["id"]) for t in master.list_trials(exp["id"])),
+        lambda: all(running_pid(master, t["id"]) for t in master.views.list_trials(exp["id"])),
         what="both trials running",
     )
-    assert master.experiment_action(exp["id"], "kill")["state"] in ("STOPPING_CANCELED", "CANCELED")
+    assert master.experiments.experiment_action(exp["id"], "kill")["state"] in (
+        "STOPPING_CANCELED",
+        "CANCELED",
+    )
     await until(lambda: experiment_state(master, exp["id"]) == "CANCELED", what="CANCELED")
-    assert {t["state"] for t in master.list_trials(exp["id"])} == {"CANCELED"}
+    assert {t["state"] for t in master.views.list_trials(exp["id"])} == {"CANCELED"}
 
 
 @run
 async def test_searcher_operations_and_metrics(master, tmp_path):
-    exp = master.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
-    [trial] = master.list_trials(exp["id"])
-    op = await master.next_operation(trial["id"], 1)
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
+    [trial] = master.views.list_trials(exp["id"])
+    op = await master.reports.next_operation(trial["id"], 1)
     assert op == {"completed": False, "op": {"validateAfter": {"length": "10"}}}
 
     with pytest.raises(errors.InvalidRequest) as bad:
-        master.report_metrics(
+        master.reports.report_metrics(
             trial["id"],
             [
                 {"group": "validation", "steps_completed": 10, "metrics": {"loss": None}},
@@ -216,9 +224,9 @@ async def test_searcher_operations_and_metrics(master, tmp_path):
         )
     assert any("reports[0].metrics.loss" in e for e in bad.value.errors)
     assert any("reports[1].group" in e for e in bad.value.errors)
-    assert master.get_metrics(trial_id=trial["id"]) == []
+    assert master.views.get_metrics(MetricsQuery(trial_id=trial["id"])) == []
 
-    accepted = master.report_metrics(
+    accepted = master.reports.report_metrics(
         trial["id"],
         [
             {"group": "training", "steps_completed": 5, "metrics": {"loss": 0.9}},
@@ -227,30 +235,33 @@ async def test_searcher_operations_and_metrics(master, tmp_path):
         ],
     )
     assert accepted == 3
-    current = master.get_trial(trial["id"])
+    current = master.views.get_trial(trial["id"])
     assert current["latest_training"]["metrics"] == {"loss": 0.9}
     assert current["latest_validation"]["metrics"] == {"loss": 0.7}
     assert current["best_validation"]["metrics"] == {"loss": 0.5}
     assert current["steps_completed"] == 10 and current["searcher_metric"] == 0.7
-    assert master.best_validation(exp["id"]) == 0.5
-    validation = master.get_metrics(experiment_id=exp["id"], group="validation")
+    assert master.views.best_validation(exp["id"]) == 0.5
+    validation = master.views.get_metrics(MetricsQuery(experiment_id=exp["id"], group="validation"))
     assert [m["metrics"]["loss"] for m in validation] == [0.5, 0.7]
-    assert master.get_metrics(trial_id=trial["id"], after_id=validation[0]["id"]) == validation[1:]
+    assert (
+        master.views.get_metrics(MetricsQuery(trial_id=trial["id"], after_id=validation[0]["id"]))
+        == validation[1:]
+    )
 
-    master.complete_operation(trial["id"], 10, 0.5)
-    assert await master.next_operation(trial["id"], 1) == {"completed": True, "op": None}
-    master.kill_trial(trial["id"])
-    await until(lambda: master.get_trial(trial["id"])["state"] == "CANCELED", what="CANCELED")
+    master.reports.complete_operation(trial["id"], 10, 0.5)
+    assert await master.reports.next_operation(trial["id"], 1) == {"completed": True, "op": None}
+    master.experiments.kill_trial(trial["id"])
+    await until(lambda: master.views.get_trial(trial["id"])["state"] == "CANCELED", what="CANCELED")
 
 
 @run
 async def test_checkpoints(master, tmp_path):
-    exp = master.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
-    [trial] = master.list_trials(exp["id"])
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
+    [trial] = master.views.list_trials(exp["id"])
     with pytest.raises(errors.InvalidRequest, match="steps_completed"):
-        master.report_checkpoint({"uuid": "u1", "trialId": trial["id"], "metadata": {}})
-    assert master.list_checkpoints(experiment_id=exp["id"]) == []
-    checkpoint = master.report_checkpoint(
+        master.checkpoints.report_checkpoint({"uuid": "u1", "trialId": trial["id"], "metadata": {}})
+    assert master.checkpoints.list_checkpoints(experiment_id=exp["id"]) == []
+    checkpoint = master.checkpoints.report_checkpoint(
         {
             "uuid": "u1",
             "trialId": trial["id"],
@@ -260,16 +271,19 @@ async def test_checkpoints(master, tmp_path):
     )
     expected_dir = tmp_path / "root" / "checkpoints" / "u1"
     assert os.path.normpath(checkpoint["path"]) == str(expected_dir)
-    assert master.get_trial(trial["id"])["latest_checkpoint"] == "u1"
+    assert master.views.get_trial(trial["id"])["latest_checkpoint"] == "u1"
     expected_dir.mkdir(parents=True)
     (expected_dir / "w.bin").write_bytes(b"abcd")
-    archive = master.checkpoint_archive("u1")
+    archive = master.checkpoints.checkpoint_archive("u1")
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         assert tar.extractfile("w.bin").read() == b"abcd"
-    master.mark_checkpoints_deleted([{"uuid": "u1", "resources": {}}])
-    assert master.list_checkpoints(trial_id=trial["id"], state="DELETED")[0]["uuid"] == "u1"
+    master.checkpoints.mark_checkpoints_deleted([{"uuid": "u1", "resources": {}}])
+    assert (
+        master.checkpoints.list_checkpoints(trial_id=trial["id"], state="DELETED")[0]["uuid"]
+        == "u1"
+    )
     with pytest.raises(errors.NotFound):
-        master.get_checkpoint("nope")
+        master.checkpoints.get_checkpoint("nope")
 
 
 @run
@@ -278,11 +292,11 @@ async def test_bad_config_lists_errors_and_stores_nothing(master, tmp_path):
     del bad["searcher"]["max_trials"]
     bad["max_restarts"] = -1
     with pytest.raises(errors.InvalidRequest) as raised:
-        master.create_experiment(bad, tar_gz({"train.py": TRAIN_OK}))
+        master.experiments.create_experiment(bad, tar_gz({"train.py": TRAIN_OK}))
     assert len(raised.value.errors) >= 2
     assert any("max_trials" in e for e in raised.value.errors)
     assert any("max_restarts" in e for e in raised.value.errors)
-    assert master.list_experiments() == []
+    assert master.views.list_experiments() == []
     assert list((tmp_path / "root" / "contexts").iterdir()) == []
 
 
@@ -290,15 +304,17 @@ async def test_bad_config_lists_errors_and_stores_nothing(master, tmp_path):
 async def test_context_too_large(master, tmp_path):
     big = tar_gz({"train.py": TRAIN_OK, "data.bin": os.urandom(2 * 1024 * 1024)})
     with pytest.raises(errors.TooLarge, match="limit"):
-        master.create_experiment(config(), big)
-    assert master.list_experiments() == []
+        master.experiments.create_experiment(config(), big)
+    assert master.views.list_experiments() == []
 
 
 @run
 async def test_context_escaping_with_dotdot_is_rejected(master, tmp_path):
     with pytest.raises(errors.InvalidRequest):
-        master.create_experiment(config(), tar_gz({"train.py": TRAIN_OK, "../escape.txt": b"xxx"}))
-    assert master.list_experiments() == []
+        master.experiments.create_experiment(
+            config(), tar_gz({"train.py": TRAIN_OK, "../escape.txt": b"xxx"})
+        )
+    assert master.views.list_experiments() == []
     assert list((tmp_path / "root" / "contexts").iterdir()) == []
     assert not (tmp_path / "root" / "escape.txt").exists()
 
@@ -309,9 +325,9 @@ async def test_trial_token_authenticates_only_as_its_trial(master, tmp_path):
         b"import os, time\nprint('token=' + os.environ['DET_SESSION_TOKEN'], flush=True)\n"
         b"assert 'DET_MASTER_TOKEN' not in os.environ\ntime.sleep(60)\n"
     )
-    exp = master.create_experiment(config(), tar_gz({"train.py": script}))
-    [trial] = master.list_trials(exp["id"])
-    lines = await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="token")
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": script}))
+    [trial] = master.views.list_trials(exp["id"])
+    lines = await until(lambda: master.logs.get_logs(trial["id"], stream="stdout"), what="token")
     token = lines[0]["line"].split("=", 1)[1]
     principal = master.authenticate(token)
     assert principal == TrialPrincipal(
@@ -322,8 +338,8 @@ async def test_trial_token_authenticates_only_as_its_trial(master, tmp_path):
     assert master.authenticate(master.user_token + "x") is None
     stored = master.store.select("trial_tokens", order="token_hash")
     assert stored and all(token not in row.values() for row in stored)  # only hashes stored
-    master.kill_trial(trial["id"])
-    await until(lambda: master.get_trial(trial["id"])["state"] == "CANCELED", what="CANCELED")
+    master.experiments.kill_trial(trial["id"])
+    await until(lambda: master.views.get_trial(trial["id"])["state"] == "CANCELED", what="CANCELED")
     assert master.authenticate(token) is None  # revoked when the run ends
 
 
@@ -336,14 +352,16 @@ def test_four_fake_gpus_give_distinct_devices(tmp_path):
                 b"import os, json\nprint(os.environ['CUDA_VISIBLE_DEVICES'],"
                 b" json.loads(os.environ['DET_GPU_UUIDS'])[0])\n"
             )
-            exp = master.create_experiment(config(max_trials=4), tar_gz({"train.py": script}))
-            assert len(master.resources()["slots"]) == 4
+            exp = master.experiments.create_experiment(
+                config(max_trials=4), tar_gz({"train.py": script})
+            )
+            assert len(master.runs.resources()["slots"]) == 4
             await until(
                 lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED"
             )
             seen = [
-                master.get_logs(t["id"], stream="stdout")[0]["line"]
-                for t in master.list_trials(exp["id"])
+                master.logs.get_logs(t["id"], stream="stdout")[0]["line"]
+                for t in master.views.list_trials(exp["id"])
             ]
             devices = [line.split()[0] for line in seen]
             assert sorted(devices) == ["0", "1", "2", "3"]
@@ -358,20 +376,20 @@ def test_master_restart_resumes_paused_trials(tmp_path):
     async def body():
         master = Master(tmp_path / "root", preemption_grace_seconds=1, terminate_grace_seconds=1)
         await master.start("http://127.0.0.1:9")
-        exp = master.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
-        [trial] = master.list_trials(exp["id"])
-        await until(lambda: master.get_logs(trial["id"], stream="stdout"), what="first run")
+        exp = master.experiments.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
+        [trial] = master.views.list_trials(exp["id"])
+        await until(lambda: master.logs.get_logs(trial["id"], stream="stdout"), what="first run")
         await master.stop(pause_running=True)
 
         again = Master(tmp_path / "root", preemption_grace_seconds=1, terminate_grace_seconds=1)
         await again.start("http://127.0.0.1:9")
         try:
-            assert again.get_trial(trial["id"])["restarts"] == 0
+            assert again.views.get_trial(trial["id"])["restarts"] == 0
             await until(
                 lambda: experiment_state(again, exp["id"]) == "COMPLETED",
                 what="COMPLETED after restart",
             )
-            lines = [entry["line"] for entry in again.get_logs(trial["id"], stream="stdout")]
+            lines = [entry["line"] for entry in again.logs.get_logs(trial["id"], stream="stdout")]
             assert lines == ["started run 1 None", "started run 2 None"]
         finally:
             await again.stop(pause_running=False)
@@ -385,7 +403,7 @@ def test_events_are_published(tmp_path):
         await master.start("http://127.0.0.1:9")
         try:
             subscription = master.events.subscribe(types=["experiment", "log"])
-            exp = master.create_experiment(config(), tar_gz({"train.py": TRAIN_OK}))
+            exp = master.experiments.create_experiment(config(), tar_gz({"train.py": TRAIN_OK}))
             # Log events name only their trial; the bus adds the experiment so that a
             # subscription to one experiment (the widget's, the sidebar's) receives them.
             by_experiment = master.events.subscribe(experiment_id=exp["id"], types=["log"])
@@ -427,40 +445,42 @@ async def test_searcher_stop_preempts_and_completes_the_trial(master, tmp_path):
         "divisor": 2,
         "max_rungs": 2,
     }
-    exp = master.create_experiment(asha, tar_gz({"train.py": LONG_FIRST_RUN}))
-    trials = master.list_trials(exp["id"])
+    exp = master.experiments.create_experiment(asha, tar_gz({"train.py": LONG_FIRST_RUN}))
+    trials = master.views.list_trials(exp["id"])
     assert len(trials) == 4  # slots_per_trial 0: all run at once on a 2-slot master
     await until(lambda: all(running_pid(master, t["id"]) for t in trials), what="all running")
     good, bad = trials[0]["id"], trials[1]["id"]
-    master.report_metrics(
+    master.reports.report_metrics(
         good,
         [{"group": "validation", "steps_completed": 50, "metrics": {"loss": 0.1, "batches": 50}}],
     )
-    master.report_metrics(
+    master.reports.report_metrics(
         bad,
         [{"group": "validation", "steps_completed": 50, "metrics": {"loss": 0.9, "batches": 50}}],
     )
-    stopped = master.get_trial(bad)
+    stopped = master.views.get_trial(bad)
     assert stopped["state"] == "STOPPING_COMPLETED"
-    assert await master.wait_preemption(stopped["allocation_id"], 5) is True
-    assert await master.next_operation(bad, 0) == {"completed": True, "op": None}
+    assert await master.runs.wait_preemption(stopped["allocation_id"], 5) is True
+    assert await master.reports.next_operation(bad, 0) == {"completed": True, "op": None}
     # The script ignores the signal; after the grace period it is terminated -> COMPLETED.
-    await until(lambda: master.get_trial(bad)["state"] == "COMPLETED", what="stopped trial done")
-    assert master.get_trial(good)["state"] == "ACTIVE"
-    master.experiment_action(exp["id"], "cancel")
+    await until(
+        lambda: master.views.get_trial(bad)["state"] == "COMPLETED", what="stopped trial done"
+    )
+    assert master.views.get_trial(good)["state"] == "ACTIVE"
+    master.experiments.experiment_action(exp["id"], "cancel")
     await until(lambda: experiment_state(master, exp["id"]) == "CANCELED", what="CANCELED")
 
 
 @run
 async def test_created_paused_runs_nothing_until_activated(master, tmp_path):
-    exp = master.create_experiment(
+    exp = master.experiments.create_experiment(
         config(max_trials=2), tar_gz({"train.py": TRAIN_OK}), activate=False
     )
     assert exp["state"] == "PAUSED"
     await asyncio.sleep(0.5)
-    assert {t["state"] for t in master.list_trials(exp["id"])} == {"PAUSED"}
+    assert {t["state"] for t in master.views.list_trials(exp["id"])} == {"PAUSED"}
     assert master.store.scalar("SELECT COUNT(*) FROM allocations") == 0
-    master.experiment_action(exp["id"], "activate")
+    master.experiments.experiment_action(exp["id"], "activate")
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
 
 
@@ -468,10 +488,10 @@ def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
     async def body():
         crashed = Master(tmp_path / "root", preemption_grace_seconds=1)
         await crashed.start("http://127.0.0.1:9")
-        exp = crashed.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
-        [trial] = crashed.list_trials(exp["id"])
+        exp = crashed.experiments.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
+        [trial] = crashed.views.list_trials(exp["id"])
         pid = await until(lambda: running_pid(crashed, trial["id"]), what="trial start")
-        await until(lambda: crashed.get_logs(trial["id"], stream="stdout"), what="output")
+        await until(lambda: crashed.logs.get_logs(trial["id"], stream="stdout"), what="output")
         # Simulate a crash: the master disappears without stopping its trial.
         crashed._closed = True
         crashed._log_writer.close()
@@ -487,7 +507,7 @@ def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
             )
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
-            resumed = master.get_trial(trial["id"])
+            resumed = master.views.get_trial(trial["id"])
             assert resumed["run_id"] == 2 and resumed["restarts"] == 0
         finally:
             await master.stop(pause_running=False)
@@ -497,48 +517,55 @@ def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
 
 @run
 async def test_invalid_hp_early_exit_gets_a_replacement_trial(master, tmp_path):
-    exp = master.create_experiment(config(max_trials=1), tar_gz({"train.py": LONG_FIRST_RUN}))
-    [trial] = master.list_trials(exp["id"])
-    master.report_early_exit(trial["id"], "EXITED_REASON_INVALID_HP")
+    exp = master.experiments.create_experiment(
+        config(max_trials=1), tar_gz({"train.py": LONG_FIRST_RUN})
+    )
+    [trial] = master.views.list_trials(exp["id"])
+    master.reports.report_early_exit(trial["id"], "EXITED_REASON_INVALID_HP")
     with pytest.raises(errors.InvalidRequest, match="already reported"):
-        master.report_early_exit(trial["id"], "EXITED_REASON_INVALID_HP")
+        master.reports.report_early_exit(trial["id"], "EXITED_REASON_INVALID_HP")
     with pytest.raises(errors.InvalidRequest, match="unknown early exit reason"):
-        master.report_early_exit(trial["id"], "BORED")
-    trials = master.list_trials(exp["id"])
+        master.reports.report_early_exit(trial["id"], "BORED")
+    trials = master.views.list_trials(exp["id"])
     assert len(trials) == 2 and trials[1]["request_id"] != trials[0]["request_id"]
-    master.experiment_action(exp["id"], "kill")
+    master.experiments.experiment_action(exp["id"], "kill")
     await until(lambda: experiment_state(master, exp["id"]) == "CANCELED", what="CANCELED")
     with pytest.raises(errors.Conflict, match="CANCELED"):
-        master.experiment_action(exp["id"], "pause")
+        master.experiments.experiment_action(exp["id"], "pause")
     with pytest.raises(errors.NotFound, match="experiment 999 not found"):
-        master.experiment_action(999, "pause")
+        master.experiments.experiment_action(999, "pause")
 
 
 @run
 async def test_resources_logs_tail_and_filters(master, tmp_path):
     script = b"for i in range(5):\n    print(f'[rank={i % 2}] line {i}')\n"
-    exp = master.create_experiment(config(), tar_gz({"train.py": script}))
-    [trial] = master.list_trials(exp["id"])
-    slots = master.resources()["slots"]
-    assert [s["type"] for s in slots] == ["cpu", "cpu"] and master.resources()["gpus"] == []
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": script}))
+    [trial] = master.views.list_trials(exp["id"])
+    slots = master.runs.resources()["slots"]
+    assert [s["type"] for s in slots] == ["cpu", "cpu"] and master.runs.resources()["gpus"] == []
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
-    assert all(s["allocation_id"] is None for s in master.resources()["slots"])
-    stdout = master.get_logs(trial["id"], stream="stdout")
+    assert all(s["allocation_id"] is None for s in master.runs.resources()["slots"])
+    stdout = master.logs.get_logs(trial["id"], stream="stdout")
     assert [entry["line"] for entry in stdout] == [f"line {i}" for i in range(5)]
     assert [entry["rank"] for entry in stdout] == [0, 1, 0, 1, 0]
-    assert [entry["line"] for entry in master.get_logs(trial["id"], stream="stdout", tail=2)] == [
+    assert [
+        entry["line"] for entry in master.logs.get_logs(trial["id"], stream="stdout", tail=2)
+    ] == [
         "line 3",
         "line 4",
     ]
-    assert [entry["line"] for entry in master.get_logs(trial["id"], rank=1)] == ["line 1", "line 3"]
-    after = master.get_logs(trial["id"], after_id=stdout[2]["id"], stream="stdout")
+    assert [entry["line"] for entry in master.logs.get_logs(trial["id"], rank=1)] == [
+        "line 1",
+        "line 3",
+    ]
+    after = master.logs.get_logs(trial["id"], after_id=stdout[2]["id"], stream="stdout")
     assert [entry["line"] for entry in after] == ["line 3", "line 4"]
 
 
 def test_event_bus_filters_and_drops_oldest_for_slow_consumers():
     import threading
 
-    from master_lite._events import EventBus
+    from master_lite._core._events import EventBus
 
     async def body():
         bus = EventBus(queue_size=3)
@@ -570,8 +597,10 @@ def test_event_bus_filters_and_drops_oldest_for_slow_consumers():
 @run
 async def test_a_better_validation_is_announced_on_the_experiment(master, tmp_path):
     """The sidebar's experiment list shows best_validation: it must hear when that moves."""
-    exp = master.create_experiment(config(), tar_gz({"train.py": b"import time; time.sleep(60)\n"}))
-    [trial] = master.list_trials(exp["id"])
+    exp = master.experiments.create_experiment(
+        config(), tar_gz({"train.py": b"import time; time.sleep(60)\n"})
+    )
+    [trial] = master.views.list_trials(exp["id"])
     experiment_events = master.events.subscribe(experiment_id=exp["id"], types=["experiment"])
     while await experiment_events.get(timeout=0.3) is not None:  # drain the creation events
         pass
@@ -579,12 +608,22 @@ async def test_a_better_validation_is_announced_on_the_experiment(master, tmp_pa
     def validation(step, loss):
         return {"group": "validation", "steps_completed": step, "metrics": {"loss": loss}}
 
-    master.report_metrics(trial["id"], [validation(5, 0.5)])
+    master.reports.report_metrics(trial["id"], [validation(5, 0.5)])
     announced = await experiment_events.get(timeout=5)
     assert announced is not None and announced[1]["best_validation"] == 0.5
-    master.report_metrics(trial["id"], [validation(6, 0.9)])  # worse: the best stays
+    master.reports.report_metrics(trial["id"], [validation(6, 0.9)])  # worse: the best stays
     while (other := await experiment_events.get(timeout=0.5)) is not None:
         assert other[1]["best_validation"] == 0.5
-    master.report_metrics(trial["id"], [validation(7, 0.25)])
+    master.reports.report_metrics(trial["id"], [validation(7, 0.25)])
     announced = await experiment_events.get(timeout=5)
     assert announced is not None and announced[1]["best_validation"] == 0.25
+
+
+def test_the_master_keeps_start_stop_and_wiring_only() -> None:
+    """Handlers call the typed parts (`master.views.get_trial(id)`); the Master itself keeps
+    start/stop and what needs more than one part, not a delegation per use case."""
+    public = sorted(name for name in vars(Master) if not name.startswith("_"))
+    assert len(public) <= 20, public
+    assert {"start", "stop", "authenticate"} <= set(public)
+    for part in ("views", "experiments", "edits", "runs", "reports", "logs", "checkpoints"):
+        assert part not in public  # attributes set by __init__, not methods of the class

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from master_lite._gc import CheckpointCollector
+from master_lite.checkpoints._gc import CheckpointCollector
 from master_lite.store import Store
 from tests._support.stored import finished_experiment
 

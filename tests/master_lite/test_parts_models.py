@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from master_lite import errors
-from master_lite._gc import CheckpointCollector
-from master_lite._parts import Parts
+from master_lite._master._wiring import Parts
+from master_lite.checkpoints._gc import CheckpointCollector
 from tests._support.parts import FakeRunner, run_with_parts
 from tests._support.stored import finished_experiment
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from master_lite import _auth
-from master_lite._parts import authenticate
+from master_lite._core import _auth
+from master_lite.runs import authenticate
 from tests._support.parts import SINGLE, settle, started_parts
 
 

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from master_lite import errors
-from master_lite._parts._tensorboards import RUNNING, TensorBoards, own_files_dir
+from master_lite.tensorboards._tensorboards import RUNNING, TensorBoards, own_files_dir
 from tests._support import wait_until_async
 from tests._support.parts import SINGLE, settle, started_parts
 

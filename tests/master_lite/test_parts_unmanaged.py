@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from master_lite import errors
-from master_lite._parts import Parts, UnmanagedRuns, authenticate
+from master_lite._master._wiring import Parts
+from master_lite.runs import authenticate
+from master_lite.unmanaged import UnmanagedRuns
 from tests._support.parts import FakeRunner, run_with_parts
 
 

@@ -8,7 +8,9 @@ import json
 import pytest
 
 from master_lite import errors
-from master_lite._parts import Contexts, TrialLogs, Views
+from master_lite._core import MetricsQuery, Views
+from master_lite.reports import TrialLogs
+from master_lite.runs import Contexts
 from tests._support import tar_gz
 from tests._support.parts import open_state
 
@@ -67,10 +69,12 @@ def test_trials_are_paged_best_first_and_show_the_live_allocation(tmp_path):
         assert views.best_validation(exp_id) == 0.25
         assert views.get_experiment(exp_id)["num_trials"] == 3
 
-        reports = json.loads(views.get_metrics_json(experiment_id=exp_id, trial_ids=[trials[1]]))
+        reports = json.loads(
+            views.get_metrics_json(MetricsQuery(experiment_id=exp_id, trial_ids=[trials[1]]))
+        )
         assert [r["metrics"] for r in reports] == [{"loss": 0.25}]
         with pytest.raises(errors.InvalidRequest, match="only with experiment_id"):
-            views.get_metrics(trial_ids=[trials[1]])
+            views.get_metrics(MetricsQuery(trial_ids=[trials[1]]))
         with pytest.raises(errors.NotFound):
             views.get_trial(999)
         shared.store.close()

@@ -17,7 +17,8 @@ import sys
 
 import pytest
 
-from master_lite import _auth, _recovery
+from master_lite import _recovery
+from master_lite._core import MetricsQuery, _auth
 from master_lite._master import Master
 from tests._support import (
     CHECKPOINTING_SCRIPT,
@@ -184,7 +185,7 @@ def test_a_later_run_supersedes_reports_of_earlier_runs(tmp_path):
         master = Master(tmp_path / "root", cpu_slots=1, gpus=[])
         await master.start("http://127.0.0.1:9")
         try:
-            exp_id = master.create_experiment(
+            exp_id = master.experiments.create_experiment(
                 {
                     "name": "dedupe",
                     "entrypoint": "python3 -c pass",
@@ -193,10 +194,10 @@ def test_a_later_run_supersedes_reports_of_earlier_runs(tmp_path):
                 None,
                 activate=False,
             )["id"]
-            (trial,) = master.list_trials(exp_id)
+            (trial,) = master.views.list_trials(exp_id)
 
             def report(run, group, steps, loss):
-                return master.report_metrics(
+                return master.reports.report_metrics(
                     trial["id"],
                     [
                         {
@@ -219,13 +220,15 @@ def test_a_later_run_supersedes_reports_of_earlier_runs(tmp_path):
 
             series = [
                 (m["steps_completed"], m["metrics"]["loss"], m["trial_run_id"])
-                for m in master.get_metrics(trial_id=trial["id"], group="training")
+                for m in master.views.get_metrics(
+                    MetricsQuery(trial_id=trial["id"], group="training")
+                )
             ]
             assert series == [(10, 1.0, 1), (20, 2.0, 1), (30, 3.5, 2), (40, 4.5, 2)]
-            current = master.get_trial(trial["id"])
+            current = master.views.get_trial(trial["id"])
             assert current["best_validation"]["metrics"] == {"loss": 0.4}
             assert current["latest_validation"]["metrics"] == {"loss": 0.4}
-            assert master.best_validation(exp_id) == 0.4
+            assert master.views.best_validation(exp_id) == 0.4
             # Kept, but out of the series.
             hidden = master.store.metric_rows(
                 "trial_id = ? AND superseded_by_run = 2", (trial["id"],), include_superseded=True
@@ -239,7 +242,9 @@ def test_a_later_run_supersedes_reports_of_earlier_runs(tmp_path):
             report(2, "validation", 40, 0.2)
             assert [
                 m["metrics"]["loss"]
-                for m in master.get_metrics(trial_id=trial["id"], group="validation")
+                for m in master.views.get_metrics(
+                    MetricsQuery(trial_id=trial["id"], group="validation")
+                )
             ] == [0.4, 0.3, 0.2]
         finally:
             await master.stop(pause_running=False)

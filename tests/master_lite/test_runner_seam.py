@@ -55,15 +55,15 @@ def test_a_configured_runner_class_runs_the_trials(tmp_path):
                 "max_restarts": 0,
                 "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
             }
-            created = master.create_experiment(config, tar_gz({"train.py": TRAIN}))
+            created = master.experiments.create_experiment(config, tar_gz({"train.py": TRAIN}))
             exp_id = created["id"]
             await wait_until_async(
-                lambda: master.get_experiment(exp_id)["state"] == "COMPLETED",
+                lambda: master.views.get_experiment(exp_id)["state"] == "COMPLETED",
                 60,
                 "the experiment to complete",
             )
-            (trial,) = master.list_trials(exp_id)
-            lines = [entry["line"] for entry in master.get_logs(trial["id"], stream="stdout")]
+            (trial,) = master.views.list_trials(exp_id)
+            lines = [entry["line"] for entry in master.logs.get_logs(trial["id"], stream="stdout")]
             assert "trained by the recording runner" in "".join(lines)
             assert RecordingRunner.calls == [("launch", f"trial-{trial['id']}.1")]
         finally:

@@ -63,7 +63,7 @@ def test_a_master_on_an_old_store_serves_the_new_fields_as_null(tmp_path: Path) 
         master = Master(root, cpu_slots=1, gpus=[])
         await master.start("http://127.0.0.1:9")
         try:
-            return master.get_trial(1)
+            return master.views.get_trial(1)
         finally:
             await master.stop()
 

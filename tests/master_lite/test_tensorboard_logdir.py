@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from master_lite._parts._tensorboard_logdir import TrialLogdir, complete_records_end
+from master_lite.tensorboards._logdir import TrialLogdir, complete_records_end
 
 
 def event_file(directory: Path, values: list[tuple[int, float]]) -> Path:

@@ -64,7 +64,7 @@ def until(predicate, timeout: float = 60.0, what: str = "condition"):
 
 
 def only_trial(master: Master, exp_id: int) -> dict:
-    [trial] = master.list_trials(exp_id)
+    [trial] = master.views.list_trials(exp_id)
     return trial
 
 
@@ -77,7 +77,7 @@ def master_lines(master: Master, trial_id: int) -> list[str]:
 
 async def finished(master: Master, exp_id: int) -> None:
     await until(
-        lambda: master.get_experiment(exp_id)["state"] in ("COMPLETED", "CANCELED", "ERROR"),
+        lambda: master.views.get_experiment(exp_id)["state"] in ("COMPLETED", "CANCELED", "ERROR"),
         what=f"experiment {exp_id} to end",
     )
 
@@ -115,7 +115,7 @@ def test_exit_summaries_name_the_signal_and_why() -> None:
 @with_master()
 async def test_a_sigkill_the_master_did_not_send_is_possibly_out_of_memory(master):
     script = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
-    exp = master.create_experiment(config(), tar_gz({"train.py": script}))
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": script}))
     trial = await ended(master, exp["id"])
     assert trial["state"] == "ERROR" and trial["exit_code"] == 137
     assert trial["exit_summary"] == (
@@ -127,30 +127,30 @@ async def test_a_sigkill_the_master_did_not_send_is_possibly_out_of_memory(maste
         line.endswith(f"exited with code 137: {trial['exit_summary']}")
         for line in master_lines(master, trial["id"])
     )
-    assert master.get_trial(trial["id"])["exit_summary"] == trial["exit_summary"]
+    assert master.views.get_trial(trial["id"])["exit_summary"] == trial["exit_summary"]
 
 
 @with_master()
 async def test_plain_and_shell_style_exit_codes(master):
-    exp = master.create_experiment(config(entrypoint="exit 3"), None)
+    exp = master.experiments.create_experiment(config(entrypoint="exit 3"), None)
     trial = await ended(master, exp["id"])
     assert trial["exit_code"] == 3 and trial["exit_summary"] == "exited with code 3"
     assert f"trial-{trial['id']}.1 exited with code 3" in master_lines(master, trial["id"])
     # What a shell reports for a child killed by SIGSEGV: 128 + 11.
-    exp = master.create_experiment(config(entrypoint="exit 139"), None)
+    exp = master.experiments.create_experiment(config(entrypoint="exit 139"), None)
     trial = await ended(master, exp["id"])
     assert trial["exit_summary"] == "killed by signal SIGSEGV (11): reason unknown"
 
 
 @with_master()
 async def test_a_killed_experiment_says_the_user_killed_it(master):
-    exp = master.create_experiment(config(), tar_gz({"train.py": SLEEPER}))
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": SLEEPER}))
     await until(lambda: only_trial(master, exp["id"])["run_state"] == "RUNNING", what="RUNNING")
     await until(
         lambda: any("sleeping" in row["line"] for row in master.store.select("logs")),
         what="the trial to start",
     )
-    master.experiment_action(exp["id"], "kill")
+    master.experiments.experiment_action(exp["id"], "kill")
     trial = await ended(master, exp["id"])
     assert trial["state"] == "CANCELED" and trial["exit_code"] == 137
     assert trial["exit_summary"] == (
@@ -160,12 +160,12 @@ async def test_a_killed_experiment_says_the_user_killed_it(master):
 
 @with_master()
 async def test_a_run_that_ignores_the_pause_is_terminated_as_preempted(master):
-    exp = master.create_experiment(config(), tar_gz({"train.py": SLEEPER}))
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": SLEEPER}))
     await until(
         lambda: any("sleeping" in row["line"] for row in master.store.select("logs")),
         what="the trial to start",
     )
-    master.experiment_action(exp["id"], "pause")
+    master.experiments.experiment_action(exp["id"], "pause")
     await until(lambda: only_trial(master, exp["id"])["state"] == "PAUSED", what="PAUSED")
     trial = only_trial(master, exp["id"])
     assert trial["exit_summary"] == (
@@ -180,29 +180,29 @@ async def test_a_run_that_ignores_the_pause_is_terminated_as_preempted(master):
 
 @with_master(cpu_slots=1)
 async def test_with_one_slot_the_second_trial_is_queued(master):
-    exp = master.create_experiment(config(max_trials=2), tar_gz({"train.py": SLEEPER}))
+    exp = master.experiments.create_experiment(config(max_trials=2), tar_gz({"train.py": SLEEPER}))
     await until(
         lambda: (
-            sorted(str(t["run_state"]) for t in master.list_trials(exp["id"]))
+            sorted(str(t["run_state"]) for t in master.views.list_trials(exp["id"]))
             == ["QUEUED", "RUNNING"]
         ),
         what="one trial RUNNING, one QUEUED",
     )
-    trials = master.list_trials(exp["id"])
+    trials = master.views.list_trials(exp["id"])
     assert all(trial["state"] == "ACTIVE" for trial in trials)
     running = next(t for t in trials if t["run_state"] == "RUNNING")
     queued = next(t for t in trials if t["run_state"] == "QUEUED")
     assert running["allocation_id"] is not None and running["slot_ids"] == [0]
     assert queued["allocation_id"] is None and queued["slot_ids"] == []
-    assert master.get_trial(queued["id"])["run_state"] == "QUEUED"
-    page = master.trials_page(exp["id"], order_by="-id")["trials"]
+    assert master.views.get_trial(queued["id"])["run_state"] == "QUEUED"
+    page = master.views.trials_page(exp["id"], order_by="-id")["trials"]
     assert {t["id"]: t["run_state"] for t in page} == {
         running["id"]: "RUNNING",
         queued["id"]: "QUEUED",
     }
-    master.experiment_action(exp["id"], "kill")
+    master.experiments.experiment_action(exp["id"], "kill")
     await finished(master, exp["id"])
-    assert [t["run_state"] for t in master.list_trials(exp["id"])] == [None, None]
+    assert [t["run_state"] for t in master.views.list_trials(exp["id"])] == [None, None]
 
 
 # --- notebook_error -----------------------------------------------------------------------------
@@ -224,16 +224,16 @@ async def test_the_marker_line_becomes_the_trials_notebook_error(master):
         f"sys.stderr.write({notebook_errors.marker_line({**record, 'line': 9})!r} + '\\n')\n"
         "sys.exit(1)\n"
     )
-    exp = master.create_experiment(config(), tar_gz({"train.py": script}))
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": script}))
     trial = await ended(master, exp["id"])
     assert trial["state"] == "ERROR"
     assert trial["notebook_error"] == record
-    assert master.get_trial(trial["id"])["notebook_error"] == record
+    assert master.views.get_trial(trial["id"])["notebook_error"] == record
 
 
 @with_master()
 async def test_a_clean_trial_has_no_notebook_error(master):
-    exp = master.create_experiment(config(), tar_gz({"train.py": "print('fine')\n"}))
+    exp = master.experiments.create_experiment(config(), tar_gz({"train.py": "print('fine')\n"}))
     trial = await ended(master, exp["id"])
     assert trial["state"] == "COMPLETED"
     assert trial["notebook_error"] is None and trial["exit_summary"] is None
@@ -257,7 +257,7 @@ async def test_an_exported_notebook_names_the_failing_cell(master):
         {"cell_type": "code", "source": "%%time\nvalue = 2\ncheck(value)\n", "id": "run"},
     ]
     exported = cells_to_script(cells, notebook_path="/work/quickstart.ipynb")
-    exp = master.create_experiment(
+    exp = master.experiments.create_experiment(
         config(entrypoint="python3 _det_notebook_cell.py"),
         tar_gz({"_det_notebook_cell.py": exported.script}),
     )

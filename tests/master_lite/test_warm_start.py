@@ -57,39 +57,39 @@ async def test_missing_sources_are_refused_at_creation_naming_the_field(master):
     ]
     for searcher, message in cases:
         with pytest.raises(errors.InvalidRequest) as refused:
-            master.create_experiment(config(**searcher), None)
+            master.experiments.create_experiment(config(**searcher), None)
         assert message in str(refused.value) and message in refused.value.errors[0]
-    assert master.list_experiments() == []
+    assert master.views.list_experiments() == []
 
     # A trial that exists but never checkpointed has nothing to start from.
-    source = master.create_experiment(config(), None, activate=False)["id"]
-    (trial,) = master.list_trials(source)
+    source = master.experiments.create_experiment(config(), None, activate=False)["id"]
+    (trial,) = master.views.list_trials(source)
     with pytest.raises(
         errors.InvalidRequest,
         match=f"searcher.source_trial_id: trial {trial['id']} has no checkpoint",
     ):
-        master.create_experiment(config(source_trial_id=trial["id"]), None)
+        master.experiments.create_experiment(config(source_trial_id=trial["id"]), None)
 
     # A deleted checkpoint is no source either.
-    master.report_checkpoint(
+    master.checkpoints.report_checkpoint(
         {"uuid": "gone", "trialId": trial["id"], "metadata": {"steps_completed": 5}}
     )
-    master.mark_checkpoints_deleted([{"uuid": "gone", "resources": {}}])
+    master.checkpoints.mark_checkpoints_deleted([{"uuid": "gone", "resources": {}}])
     with pytest.raises(
         errors.InvalidRequest, match="searcher.source_checkpoint_uuid: checkpoint gone is DELETED"
     ):
-        master.create_experiment(config(source_checkpoint_uuid="gone"), None)
+        master.experiments.create_experiment(config(source_checkpoint_uuid="gone"), None)
 
 
 @with_master
 async def test_every_trial_of_the_new_experiment_gets_the_source(master):
-    source = master.create_experiment(config(), None, activate=False)["id"]
-    (trial,) = master.list_trials(source)
+    source = master.experiments.create_experiment(config(), None, activate=False)["id"]
+    (trial,) = master.views.list_trials(source)
     for steps in (10, 20):
-        master.report_checkpoint(
+        master.checkpoints.report_checkpoint(
             {"uuid": f"src-{steps}", "trialId": trial["id"], "metadata": {"steps_completed": steps}}
         )
-    by_trial = master.create_experiment(
+    by_trial = master.experiments.create_experiment(
         {
             **config(source_trial_id=trial["id"]),
             "searcher": {
@@ -102,11 +102,11 @@ async def test_every_trial_of_the_new_experiment_gets_the_source(master):
         None,
         activate=False,
     )["id"]
-    assert [t["latest_checkpoint"] for t in master.list_trials(by_trial)] == ["src-20"] * 3
-    by_uuid = master.create_experiment(
+    assert [t["latest_checkpoint"] for t in master.views.list_trials(by_trial)] == ["src-20"] * 3
+    by_uuid = master.experiments.create_experiment(
         config(source_checkpoint_uuid="src-10"), None, activate=False
     )["id"]
-    assert [t["latest_checkpoint"] for t in master.list_trials(by_uuid)] == ["src-10"]
+    assert [t["latest_checkpoint"] for t in master.views.list_trials(by_uuid)] == ["src-10"]
 
 
 @pytest.mark.slow

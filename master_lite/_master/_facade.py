@@ -1,0 +1,230 @@
+"""The Master: builds and wires the parts, starts and stops them; the REST handlers call its
+typed parts (`master.views.get_trial(id)`, `master.experiments.experiment_action(id, a)`).
+
+All methods run on the event loop thread (tornado's IOLoop is an asyncio loop). Returned dicts
+are exactly the JSON objects of docs/rest-api.md.
+
+The work is done by parts that each own their state (one package per part: experiments/,
+runs/, reports/, checkpoints/, models/, tensorboards/, unmanaged/); this class builds them,
+wires them together, starts and stops them, and keeps only what needs more than one part
+(authenticate, a user's checkpoint deletion, checkpoint GC). Recovery after a master
+restart is the recovery part's (docs/fault-tolerance.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from determined.common import context as context_mod
+from determined.common import expconf
+from master_lite._core import MasterState, Views, _auth
+from master_lite._core._events import EventBus
+from master_lite._master._wiring import build_parts, make_runner
+from master_lite.checkpoints import CheckpointCollector, Checkpoints
+from master_lite.experiments import EXPERIMENT_ACTIONS, ExperimentEdits, Experiments
+from master_lite.models import Models
+from master_lite.reports import LogWriter, Reports, TrialLogs
+from master_lite.runs import Runs, RunSettings, authenticate
+from master_lite.scheduler import (
+    GPU,
+    ContainerRuntime,
+    GatewayDefault,
+    RayCluster,
+    Runner,
+    Scheduler,
+    default_runtime,
+    discover_gpus,
+    fake_gpus,
+)
+from master_lite.store import Store
+from master_lite.tensorboards import TensorBoards
+from master_lite.unmanaged import UnmanagedRuns
+
+
+class Master:
+    """The master: experiments, trials and their runs, over one root directory."""
+
+    def __init__(
+        self,
+        root_dir: str | os.PathLike,
+        *,
+        cpu_slots: int = 2,
+        gpus: list[GPU] | int | None = None,
+        context_size_limit: int = context_mod.DEFAULT_LIMIT_BYTES,
+        resource_manager: str = "local",
+        user_token: str | None = None,
+        preemption_grace_seconds: float = 30.0,
+        terminate_grace_seconds: float = 10.0,
+        cluster_id: str = "master-lite",
+        ray_address: str | None = None,
+        runner_class: type[Runner] | None = None,
+        tensorboard_refresh_seconds: float = 5.0,
+        container_runtime: str | None = None,
+        kernel_gateway: GatewayDefault | None = None,
+    ) -> None:
+        if resource_manager not in ("local", "ray"):
+            raise ValueError(
+                f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"
+            )
+        self.resource_manager = resource_manager
+        # A runner of the deployment's own (containers, kernels) instead of the built-in one
+        # `resource_manager` names: constructed with log_sink= and on_exit= by start().
+        self.runner_class = runner_class
+        self.root_dir = Path(root_dir).absolute()
+        # Runs experiments with environment.image (the local resource manager's runner).
+        self.container_runtime = ContainerRuntime(
+            container_runtime or default_runtime(), root_dir=self.root_dir
+        )
+        self.user_token = user_token or _auth.new_user_token()
+        # The hosting Jupyter server (set by jupyter_determined before start()): its kernel
+        # manager starts kernel trials' kernels, so JupyterLab lists them and can attach.
+        self.jupyter_host: Any = None
+        # The master's Jupyter Gateway for kernel experiments that name none (docs/kernels.md).
+        self.kernel_gateway = kernel_gateway
+        self.context_size_limit = context_size_limit
+        self.preemption_grace_seconds = preemption_grace_seconds
+        self.terminate_grace_seconds = terminate_grace_seconds
+        self.cluster_id = cluster_id
+        self.ray_cluster = None
+        if resource_manager == "ray":
+            # Ray places runs on its nodes' GPUs; the scheduler only counts the cluster's slots.
+            self.ray_cluster = RayCluster.connect(ray_address)
+            gpus = []
+            cpu_slots = self.ray_cluster.slots().count
+        elif gpus is None:
+            gpus = discover_gpus()
+        elif isinstance(gpus, int):
+            gpus = fake_gpus(gpus)
+        self.gpus: list[GPU] = list(gpus)
+        slot_ids = [g.index for g in self.gpus] if self.gpus else list(range(cpu_slots))
+        self.scheduler = Scheduler(slot_ids)
+        self.events = EventBus(experiment_of_trial=self._experiment_of_trial)
+        self.master_url = ""
+        self.checkpoint_gc: CheckpointCollector = None  # type: ignore[assignment]  # start()
+        self._log_writer: LogWriter | None = None
+        self.shared = MasterState(self.root_dir, self.events)
+        settings = RunSettings(
+            cluster_id=cluster_id,
+            preemption_grace_seconds=preemption_grace_seconds,
+            terminate_grace_seconds=terminate_grace_seconds,
+        )
+        parts = build_parts(
+            self.shared,
+            scheduler=self.scheduler,
+            gpus=self.gpus,
+            settings=settings,
+            context_size_limit=context_size_limit,
+            collect_garbage=self._collect_checkpoint_garbage,
+            delete_checkpoint_files=self._delete_checkpoint_files,
+            tensorboard_refresh_seconds=tensorboard_refresh_seconds,
+        )
+        # The typed parts the API handlers call, one method each (docs/internals.md, "Master
+        # facade"): reads from `views`, experiment actions from `experiments`, edits from
+        # `edits`, trial reports from `reports`, runs from `runs`, logs from `logs`, and the
+        # checkpoints, models, TensorBoards and kernel runs from theirs.
+        self.views: Views = parts.views
+        self.experiments: Experiments = parts.experiments
+        self.edits: ExperimentEdits = parts.edits
+        self.runs: Runs = parts.runs
+        self.reports: Reports = parts.reports
+        self.logs: TrialLogs = parts.logs
+        self.checkpoints: Checkpoints = parts.checkpoints
+        self.models: Models = parts.models
+        self.tensorboards: TensorBoards = parts.tensorboards
+        self.unmanaged: UnmanagedRuns = parts.unmanaged
+        # Wiring only: not for handlers.
+        self.searchers, self.recovery = parts.searchers, parts.recovery
+
+    @property
+    def store(self) -> Store:
+        """The master's SQLite store (opened by `start`)."""
+        return self.shared.store
+
+    @property
+    def runner(self) -> Runner:
+        """The runner that starts trial processes (made by `start`)."""
+        return self.runs.runner
+
+    def _experiment_of_trial(self, trial_id: int) -> int | None:
+        if self.shared.store is None:
+            return None
+        return self.shared.store.trials.experiment_of(trial_id)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self, master_url: str) -> None:
+        """Open the store, recover what a previous master left, and start scheduling."""
+        # jsonschema takes seconds to import on a busy machine; import it beside the start, not
+        # inside the first request that validates a body (a user's first submission).
+        threading.Thread(
+            target=expconf.prepare_validator, name="prepare-validators", daemon=True
+        ).start()
+        self.master_url = master_url.rstrip("/")
+        loop = asyncio.get_running_loop()
+        self.events.attach(loop)
+        for sub in ("contexts", "trials", "checkpoints"):
+            (self.root_dir / sub).mkdir(parents=True, exist_ok=True)
+        store = Store(self.root_dir / "master.db")
+        self.checkpoint_gc = CheckpointCollector(store, on_deleted=self.checkpoints.publish_deleted)
+        self._log_writer = log_writer = LogWriter(self.logs.store_logs)
+        # Exits arrive on a waiter thread; they go through the log writer so that they reach
+        # the loop only after the run's last lines are stored.
+        runner = make_runner(
+            self.runner_class,
+            self.ray_cluster,
+            log_sink=log_writer.submit,
+            on_exit=self.runs.exit_observed,
+            container_runtime=self.container_runtime,
+            jupyter_host=self.jupyter_host,
+            kernel_gateway=self.kernel_gateway,
+        )
+        self.runs.attach(runner, log_writer, self.master_url)
+        self.shared.open(store, loop)
+        self.tensorboards.remove_leftovers()  # of a master that was killed
+        self.recovery.recover()
+        self.unmanaged.start()
+        self._collect_checkpoint_garbage()  # GCs cut short by the previous master's end
+
+    async def stop(self, pause_running: bool = True) -> None:
+        """Preempt every run (they checkpoint and exit as PAUSED) and close the store."""
+        if self.shared.closed:
+            return
+        self.shared.stopping = True
+        await self.tensorboards.stop_all()  # nothing of the master's outlives it
+        self.unmanaged.stop()
+        await self.runs.stop_all(pause_running=pause_running)
+        self.runs.runner.close()  # e.g. the local runner's pre-started interpreters
+        if self._log_writer is not None:
+            self._log_writer.close()
+        self.shared.closed = True
+        self.shared.store.close()
+
+    def _delete_checkpoint_files(self, uuid: str) -> None:
+        self.checkpoint_gc.delete_checkpoint(uuid)
+
+    def _collect_checkpoint_garbage(self) -> None:
+        if not self.shared.closed:
+            self.checkpoint_gc.collect_pending()
+
+    # -- what needs more than one part -------------------------------------------------------
+    def authenticate(self, token: str | None) -> _auth.Principal | None:
+        """The user or trial run that holds `token`, or None."""
+        return authenticate(self.shared.store, token, user_token=self.user_token)
+
+    def delete_checkpoint(self, uuid: str) -> dict:
+        """A user's deletion of a checkpoint's files (Conflict when a live trial needs it);
+        the checkpoint after it (DELETED)."""
+        self.checkpoint_gc.delete_checkpoint(uuid)
+        return self.checkpoints.get_checkpoint(uuid)
+
+    def collect_experiment_checkpoints(
+        self, exp_id: int, *, in_use: set[str] | None = None
+    ) -> list[str]:
+        """Delete the checkpoints of a finished experiment its GC policy does not keep."""
+        return self.checkpoint_gc.collect_experiment_checkpoints(exp_id, in_use=in_use)
+
+
+__all__ = ["EXPERIMENT_ACTIONS", "Master"]

@@ -1,0 +1,176 @@
+"""Building the parts and wiring the calls that go both ways (see `Parts`)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from master_lite._core._shared import MasterState
+from master_lite._core._views import Views
+from master_lite.checkpoints._checkpoints import Checkpoints
+from master_lite.experiments._editing import ExperimentEdits
+from master_lite.experiments._experiments import Experiments
+from master_lite.experiments._recovery import Recovery
+from master_lite.experiments._run_exits import RunExits
+from master_lite.experiments._searchers import Searchers
+from master_lite.models._models import Models
+from master_lite.reports._logs import TrialLogs
+from master_lite.reports._reporting import Reports
+from master_lite.runs._contexts import Contexts
+from master_lite.runs._preemption import RunSettings
+from master_lite.runs._runs import Runs
+from master_lite.scheduler import (
+    GPU,
+    ContainerRuntime,
+    DispatchingRunner,
+    GatewayDefault,
+    KernelRunner,
+    LocalRunner,
+    RayCluster,
+    RayRunner,
+    Runner,
+    Scheduler,
+)
+from master_lite.tensorboards._tensorboards import TensorBoards
+from master_lite.unmanaged._unmanaged import UnmanagedRuns
+
+
+@dataclasses.dataclass(frozen=True)
+class Parts:
+    """Every part of one master, built and wired by `build_parts`."""
+
+    shared: MasterState
+    logs: TrialLogs
+    views: Views
+    contexts: Contexts
+    searchers: Searchers
+    runs: Runs
+    experiments: Experiments
+    edits: ExperimentEdits
+    run_exits: RunExits
+    reports: Reports
+    checkpoints: Checkpoints
+    models: Models
+    recovery: Recovery
+    tensorboards: TensorBoards
+    unmanaged: UnmanagedRuns
+
+
+def build_parts(
+    shared: MasterState,
+    *,
+    scheduler: Scheduler,
+    gpus: list[GPU],
+    settings: RunSettings,
+    context_size_limit: int,
+    collect_garbage: Callable[[], None],
+    delete_checkpoint_files: Callable[[str], None],
+    tensorboard_refresh_seconds: float = 5.0,
+) -> Parts:
+    """Each part gets the parts it calls in its constructor; where two parts call each other,
+    the one built first is wired to the other by its `connect`."""
+    logs = TrialLogs(shared)
+    views = Views(shared)
+    contexts = Contexts(shared, size_limit=context_size_limit)
+    searchers = Searchers(shared, views)
+    runs = Runs(
+        shared,
+        views=views,
+        contexts=contexts,
+        logs=logs,
+        scheduler=scheduler,
+        gpus=gpus,
+        settings=settings,
+    )
+    experiments = Experiments(
+        shared,
+        views=views,
+        contexts=contexts,
+        searchers=searchers,
+        runs=runs,
+        logs=logs,
+        collect_garbage=collect_garbage,
+    )
+    checkpoints = Checkpoints(shared, views=views, runs=runs)
+    edits = ExperimentEdits(
+        shared,
+        views=views,
+        runs=runs,
+        searchers=searchers,
+        checkpoints=checkpoints,
+        delete_checkpoint_files=delete_checkpoint_files,
+    )
+    run_exits = RunExits(shared, views=views, logs=logs, experiments=experiments, runs=runs)
+    # The cycles: trial JSON shows the live allocation; a run's end goes back to the trial's and
+    # the experiment's state machines.
+    unmanaged = UnmanagedRuns(shared, views=views, logs=logs, experiments=experiments)
+    views.connect(
+        allocation_of=lambda trial_id: (
+            runs.allocation_of_trial(trial_id) or unmanaged.kernel_allocation(trial_id)
+        )
+    )
+    runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
+    return Parts(
+        shared=shared,
+        logs=logs,
+        views=views,
+        contexts=contexts,
+        searchers=searchers,
+        runs=runs,
+        experiments=experiments,
+        edits=edits,
+        run_exits=run_exits,
+        reports=Reports(shared, views=views, searchers=experiments),
+        checkpoints=checkpoints,
+        models=Models(shared, checkpoints=checkpoints),
+        recovery=Recovery(
+            shared, logs=logs, searchers=searchers, experiments=experiments, runs=runs
+        ),
+        tensorboards=TensorBoards(shared, views, refresh_seconds=tensorboard_refresh_seconds),
+        unmanaged=unmanaged,
+    )
+
+
+def make_runner(
+    runner_class: type[Runner] | None,
+    ray_cluster: RayCluster | None,
+    *,
+    log_sink: Callable[[list], None],
+    on_exit: Callable[[str, int], None],
+    container_runtime: ContainerRuntime | None = None,
+    jupyter_host: Any = None,
+    kernel_gateway: GatewayDefault | None = None,
+) -> Runner:
+    """The deployment's own runner class if given, else Ray's, else local processes and (when
+    `container_runtime` is given) containers for experiments with `environment.image` and Jupyter
+    kernels for experiments with `environment.kernel`."""
+    if runner_class is not None:
+        return runner_class(log_sink=log_sink, on_exit=on_exit)
+    if ray_cluster is not None:
+        return RayRunner(
+            ray_cluster,
+            log_sink=log_sink,
+            on_exit=on_exit,
+            use_gpus=ray_cluster.slots().kind == "gpu",
+        )
+    processes = LocalRunner(log_sink=log_sink, on_exit=on_exit)
+    if container_runtime is None:
+        return processes
+    return DispatchingRunner(
+        log_sink=log_sink,
+        on_exit=on_exit,
+        processes=processes,
+        runtime=container_runtime,
+        kernels=KernelRunner(
+            log_sink=log_sink,
+            on_exit=on_exit,
+            jupyter_host=jupyter_host,
+            loop=asyncio.get_running_loop() if jupyter_host is not None else None,
+            gateway_default=kernel_gateway,
+        ),
+    )
+
+
+__all__ = ["Parts", "build_parts", "make_runner"]

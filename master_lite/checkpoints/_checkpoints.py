@@ -1,0 +1,205 @@
+"""The checkpoints part: checkpoint reports of trial runs, and checkpoint reads.
+
+Deleting checkpoints after an experiment is the checkpoint GC's (`master_lite/_gc.py`); a
+checkpoint that a model version names (`registered_uuids`) is never deleted.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+from determined.common.states import CheckpointState
+from master_lite import errors
+from master_lite._core import _serialize
+from master_lite._core._shared import MasterState
+from master_lite._core._views import Views
+from master_lite.runs._runs import Runs
+from master_lite.store import CheckpointRow, registered_message
+
+
+class Checkpoints:
+    """Records reported checkpoints and serves them (JSON, listings, tar archives)."""
+
+    def __init__(self, shared: MasterState, *, views: Views, runs: Runs) -> None:
+        self._shared = shared
+        self._views = views
+        self._runs = runs
+
+    def report_checkpoint(self, record: dict) -> dict:
+        """A checkpoint a run saved (uuid, metadata.steps_completed, trial or allocation): stored as
+        COMPLETED and made the trial's latest; returns its JSON."""
+        from determined.common import storage
+
+        uuid = record.get("uuid")
+        if not isinstance(uuid, str) or not uuid:
+            raise errors.InvalidRequest("uuid: required (a string)", ["uuid: required"])
+        if uuid in (".", "..") or any(c in uuid for c in "/\\\0"):
+            # It names a directory of the checkpoint storage that GC may later delete.
+            raise errors.InvalidRequest(
+                f"uuid: {uuid!r} is not a plain directory name",
+                [f"uuid: {uuid!r} is not a plain directory name"],
+            )
+        metadata = record.get("metadata")
+        if not isinstance(metadata, dict) or not isinstance(metadata.get("steps_completed"), int):
+            raise errors.InvalidRequest(
+                "metadata.steps_completed: required (an integer); report the number of batches "
+                "trained when this checkpoint was saved",
+                ["metadata.steps_completed: required"],
+            )
+        trial_id = record.get("trial_id", record.get("trialId"))
+        allocation_id = record.get("allocation_id", record.get("allocationId"))
+        if trial_id is None and allocation_id:
+            trial_id = self._runs.allocation_row(allocation_id).trial_id
+        if trial_id is None:
+            raise errors.InvalidRequest("trialId: required", ["trialId: required"])
+        trial = self._views.trial_row(int(trial_id))
+        config = self._views.experiment_row(trial.experiment_id).config
+        path = storage.checkpoint_dir(config["checkpoint_storage"], uuid)
+        resources = record.get("resources") or {}
+        try:
+            report_time = (
+                _serialize.parse_time(record.get("report_time", record.get("reportTime")))
+                or time.time()
+            )
+        except ValueError:
+            report_time = time.time()
+        with self._shared.store.transaction():
+            self._shared.store.checkpoints.put(
+                {
+                    "uuid": uuid,
+                    "trial_id": trial.id,
+                    "experiment_id": trial.experiment_id,
+                    "allocation_id": allocation_id,
+                    "steps_completed": metadata["steps_completed"],
+                    "metadata": metadata,
+                    "resources": resources,
+                    "state": str(CheckpointState.COMPLETED),
+                    "report_time": report_time,
+                    "path": str(path),
+                }
+            )
+            self._shared.store.trials.update(trial.id, latest_checkpoint=uuid)
+        checkpoint = self.get_checkpoint(uuid)
+        self._shared.events.publish("checkpoint", checkpoint)
+        self._views.publish_trial(trial.id)
+        return checkpoint
+
+    def _checkpoint_json(self, row: CheckpointRow) -> dict:
+        validation = self._shared.store.metrics.validation_at(row.trial_id, row.steps_completed)
+        return _serialize.checkpoint_json(
+            row, validation_metrics=validation["metrics"] if validation else None
+        )
+
+    def checkpoint_row(self, uuid: str) -> CheckpointRow:
+        """The checkpoint's stored row; NotFound if there is none."""
+        row = self._shared.store.checkpoints.get(uuid)
+        if row is None:
+            raise errors.NotFound(f"checkpoint {uuid} not found")
+        return row
+
+    def get_checkpoint(self, uuid: str) -> dict:
+        """One checkpoint as API JSON, with the validation metrics of its step."""
+        return self._checkpoint_json(self.checkpoint_row(uuid))
+
+    def list_checkpoints(
+        self,
+        *,
+        experiment_id: int | None = None,
+        trial_id: int | None = None,
+        state: str | None = None,
+    ) -> list[dict]:
+        """Checkpoints of an experiment and/or trial, in a state, as API JSON."""
+        if experiment_id is not None:
+            self._views.experiment_row(experiment_id)
+        if trial_id is not None:
+            self._views.trial_row(trial_id)
+        rows = self._shared.store.checkpoints.matching(
+            experiment_id=experiment_id, trial_id=trial_id, state=state
+        )
+        return [self._checkpoint_json(row) for row in rows]
+
+    def checkpoint_snippet(self, uuid: str) -> dict:
+        """The notebook cell that downloads and loads this checkpoint: `{kind, code}`
+        (determined.common.checkpoint_snippets); NotFound unless it is COMPLETED."""
+        from determined.common import checkpoint_snippets
+
+        row = self.checkpoint_row(uuid)
+        if row.state != CheckpointState.COMPLETED:
+            raise errors.NotFound(f"checkpoint {uuid} is {row.state}: its files are gone")
+        return checkpoint_snippets.checkpoint_snippet(self._checkpoint_json(row))
+
+    def checkpoint_archive(self, uuid: str) -> bytes:
+        """The checkpoint's files as a tar.gz (NotFound when they are gone)."""
+        checkpoint = self.checkpoint_row(uuid)
+        path = Path(checkpoint.path)
+        if checkpoint.state != CheckpointState.COMPLETED or not path.is_dir():
+            raise errors.NotFound(
+                f"checkpoint {uuid} has no files at {path} (state {checkpoint.state})"
+            )
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            for item in sorted(path.rglob("*")):
+                tar.add(item, arcname=str(item.relative_to(path)), recursive=False)
+        return buffer.getvalue()
+
+    def mark_checkpoints_deleted(self, items: list[dict]) -> None:
+        """Mark checkpoints DELETED (whoever deleted their files says so), all or none;
+        Conflict for one a model version names."""
+        for item in items:
+            uuid = item.get("uuid") if isinstance(item, dict) else None
+            if not uuid:
+                raise errors.InvalidRequest("checkpoints[].uuid: required")
+            self.checkpoint_row(uuid)
+            # The Core API asks first (`model_versions`) and never deletes these files; a
+            # record of a registered checkpoint must not say DELETED either way.
+            versions = self._shared.store.model_versions.naming(uuid)
+            if versions:
+                raise errors.Conflict(registered_message(uuid, versions))
+        with self._shared.store.transaction():
+            for item in items:
+                changes: dict[str, Any] = {"state": str(CheckpointState.DELETED)}
+                if item.get("resources") is not None:
+                    changes["resources"] = item["resources"]
+                self._shared.store.checkpoints.update(item["uuid"], **changes)
+
+    def set_checkpoint_metadata(self, uuid: str, metadata: dict) -> dict:
+        """Replace a checkpoint's metadata (a user's edit: the files in storage keep theirs);
+        the checkpoint's JSON after it."""
+        self.checkpoint_row(uuid)  # NotFound names it
+        self._shared.store.checkpoints.set_metadata(uuid, metadata)
+        checkpoint = self.get_checkpoint(uuid)
+        self._shared.events.publish("checkpoint", checkpoint)
+        return checkpoint
+
+    def registered_uuids(self, uuids: list[str] | set[str]) -> set[str]:
+        """Those of `uuids` that a model version names: their files must stay (checkpoint GC,
+        checkpoint deletion and experiment deletion keep them)."""
+        return self._shared.store.model_versions.registered_among(uuids)
+
+    def protected_uuids(self, experiment_id: int) -> set[str]:
+        """The experiment's COMPLETED checkpoints that must outlive it: those a model version
+        names, those a trial that is not finished resumes from, and the warm-start sources of
+        experiments that are not finished (the checkpoint GC keeps the same ones)."""
+        store = self._shared.store
+        own = {
+            row.uuid
+            for row in store.checkpoints.matching(
+                experiment_id=experiment_id, state=str(CheckpointState.COMPLETED)
+            )
+        }
+        needed = (
+            store.trials.checkpoints_in_use() | store.experiments.warm_start_checkpoints_in_use()
+        )
+        return (own & needed) | self.registered_uuids(own)
+
+    def publish_deleted(self, uuid: str) -> None:
+        """Tell checkpoint subscribers the GC deleted `uuid` (skipped when nobody listens)."""
+        if self._shared.events.has_subscribers("checkpoint"):
+            self._shared.events.publish("checkpoint", self.get_checkpoint(uuid))
+
+
+__all__ = ["Checkpoints"]

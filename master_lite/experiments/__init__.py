@@ -1,0 +1,25 @@
+"""Experiments and the state of their trials.
+
+* `Experiments` (_experiments.py): creation, actions, the experiment state machine, trial ends;
+  feeds the searcher its events and applies the operations it answers.
+* `Searchers` (_searchers.py): owns the live searchers; events in, operations out.
+* `ExperimentEdits` (_editing.py): name, description, labels, scheduling resources; delete.
+* `RunExits` (_run_exits.py): what a run's exit means for its trial and experiment.
+* `Recovery` (_recovery.py): at start, reconcile the store with what still runs.
+"""
+
+from master_lite.experiments._editing import EDITABLE_RESOURCES, ExperimentEdits
+from master_lite.experiments._experiments import EXPERIMENT_ACTIONS, Experiments
+from master_lite.experiments._recovery import Recovery
+from master_lite.experiments._run_exits import RunExits
+from master_lite.experiments._searchers import Searchers
+
+__all__ = [
+    "EDITABLE_RESOURCES",
+    "EXPERIMENT_ACTIONS",
+    "ExperimentEdits",
+    "Experiments",
+    "Recovery",
+    "RunExits",
+    "Searchers",
+]

@@ -1,0 +1,501 @@
+"""The experiments part: creating experiments, their actions and their state machine.
+
+Trials end here too (`end_trial`, `stop_trial`, `kill_trial`): what ends a trial decides what
+its experiment becomes. The experiment's searcher is fed here (`event`, `events`): the
+searchers part answers its operations, which this part applies (create, stop, close trials;
+shut down). Runs are asked for through the runs part; reads and events go through the views;
+every state change is a named transition of the state owner (`shared.trial_states`,
+`shared.experiment_states`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from determined.common import expconf
+from determined.common.states import (
+    TERMINAL_EXPERIMENT_STATES,
+    TERMINAL_TRIAL_STATES,
+    CheckpointState,
+    ExperimentState,
+    TrialState,
+)
+from master_lite import errors
+from master_lite._core._shared import MasterState, searcher_module
+from master_lite._core._views import Views
+from master_lite.experiments._searchers import SearcherFailed, Searchers
+from master_lite.reports._logs import TrialLogs
+from master_lite.runs._contexts import Contexts
+from master_lite.runs._runs import Runs
+from master_lite.scheduler import fold_jupyter_gateway
+from master_lite.store import TrialRow
+
+EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
+
+
+class Experiments:
+    """Experiment creation, actions (pause, activate, cancel, kill, archive) and ends."""
+
+    def __init__(
+        self,
+        shared: MasterState,
+        *,
+        views: Views,
+        contexts: Contexts,
+        searchers: Searchers,
+        runs: Runs,
+        logs: TrialLogs,
+        collect_garbage: Callable[[], None],
+    ) -> None:
+        self._shared = shared
+        self._views = views
+        self._contexts = contexts
+        self._searchers = searchers
+        self._runs = runs
+        self._logs = logs
+        # Checkpoint GC of finished experiments (the checkpoint_gc part, through the master).
+        self._collect_garbage = collect_garbage
+
+    # -- creation -----------------------------------------------------------------------------
+    def create_experiment(
+        self,
+        config: dict | str,
+        context: bytes | None,
+        *,
+        activate: bool = True,
+        archived: bool = False,
+        notebook: dict | None = None,
+        parent_id: int | None = None,
+    ) -> dict:
+        """Check and expand the config, store the context, start the searcher; the JSON."""
+        if isinstance(config, str):
+            original_text = config
+            try:
+                config = expconf.load(config, source="config")
+            except expconf.InvalidConfig as exc:
+                raise errors.InvalidRequest(
+                    f"invalid experiment config: {exc}", list(exc.errors)
+                ) from exc
+            except ValueError as exc:
+                raise errors.InvalidRequest(f"invalid experiment config: {exc}") from exc
+        elif isinstance(config, dict):
+            original_text = json.dumps(config)
+        else:
+            raise errors.InvalidRequest("config: expected a YAML/JSON string or an object")
+        try:
+            expconf.check(config)
+        except expconf.InvalidConfig as exc:
+            problems = list(exc.errors)
+            raise errors.InvalidRequest(
+                f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),
+                problems,
+            ) from exc
+        expanded = expconf.apply_defaults(
+            config,
+            default_checkpoint_storage={
+                "type": "shared_fs",
+                "host_path": str(self._shared.root_dir / "checkpoints"),
+                "storage_path": ".",
+            },
+        )
+        # `environment.jupyter_gateway` is stored as the `environment.kernel.gateway` it means.
+        expanded, problems = fold_jupyter_gateway(expanded)
+        # Where trials will run (an image that exists, a runtime that is installed): now, not
+        # when the first trial fails.
+        runner = self._runs.runner
+        if not problems and runner is not None:
+            problems = runner.config_problems(expanded)
+        if problems:
+            raise errors.InvalidRequest(
+                f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),
+                problems,
+            )
+        context_hash = None
+        if context is not None:
+            context_hash = self._contexts.verify(context)
+        module = searcher_module()
+        try:
+            searcher = module.make_searcher(expanded)
+        except ValueError as exc:
+            raise errors.InvalidRequest(f"searcher: {exc}", [f"searcher: {exc}"]) from exc
+        warm_start = self._warm_start_checkpoint(expanded.get("searcher") or {})
+        if context_hash is not None and context is not None:
+            self._contexts.save(context_hash, context)
+        # The experiment, its first trials and the searcher's snapshot appear together.
+        with self._shared.atomic():
+            exp_id = self._shared.experiment_states.create(
+                paused=not activate,
+                name=str(expanded.get("name") or "Experiment"),
+                description=expanded.get("description") or "",
+                labels=list(expanded.get("labels") or []),
+                archived=bool(archived),
+                config=expanded,
+                original_config=original_text,
+                context_hash=context_hash,
+                notebook=notebook,
+                parent_id=parent_id,
+                start_time=time.time(),
+                warm_start_checkpoint=warm_start,
+            )
+            self._searchers.add(exp_id, searcher)
+            self._views.publish_experiment(exp_id)
+            self.event(exp_id, "initial_operations")
+            self._searchers.save(exp_id)
+        return self._views.get_experiment(exp_id, with_config=False)
+
+    def _warm_start_checkpoint(self, searcher_config: dict) -> str | None:
+        """The checkpoint every trial of a new experiment starts from, checked now: a source
+        that does not exist is an error at creation, naming the field."""
+        store = self._shared.store
+        uuid = searcher_config.get("source_checkpoint_uuid")
+        trial_id = searcher_config.get("source_trial_id")
+        if uuid is not None and trial_id is not None:
+            message = (
+                "searcher.source_trial_id and searcher.source_checkpoint_uuid: set at "
+                "most one (the warm start comes from one checkpoint)"
+            )
+            raise errors.InvalidRequest(message, [message])
+        if uuid is not None:
+            row = store.checkpoints.get(str(uuid))
+            if row is None or row.state != CheckpointState.COMPLETED:
+                why = "does not exist" if row is None else f"is {row.state}"
+                message = (
+                    f"searcher.source_checkpoint_uuid: checkpoint {uuid} {why} "
+                    "(pick one from `det checkpoint list`)"
+                )
+                raise errors.InvalidRequest(message, [message])
+            return str(uuid)
+        if trial_id is not None:
+            trial = store.trials.get(int(trial_id))
+            if trial is None:
+                message = f"searcher.source_trial_id: trial {trial_id} does not exist"
+                raise errors.InvalidRequest(message, [message])
+            latest = trial.latest_checkpoint
+            row = store.checkpoints.get(latest) if latest else None
+            if row is None or row.trial_id != trial.id or row.state != CheckpointState.COMPLETED:
+                message = (
+                    f"searcher.source_trial_id: trial {trial_id} has no checkpoint to "
+                    "start from (it never reported one, or it was deleted)"
+                )
+                raise errors.InvalidRequest(message, [message])
+            return str(latest)
+        return None
+
+    def get_experiment_context(self, exp_id: int) -> bytes:
+        """The context tarball the experiment was submitted with."""
+        row = self._views.experiment_row(exp_id)
+        if not row.context_hash:
+            raise errors.NotFound(f"experiment {exp_id} has no context")
+        return self._contexts.read(row.context_hash)
+
+    # -- actions ------------------------------------------------------------------------------
+    def experiment_action(self, exp_id: int, action: str) -> dict:
+        """Apply a user's action (one of EXPERIMENT_ACTIONS); the experiment's JSON after it."""
+        if action not in EXPERIMENT_ACTIONS:
+            raise errors.InvalidRequest(
+                f"unknown experiment action {action!r}; expected one of "
+                f"{', '.join(EXPERIMENT_ACTIONS)}"
+            )
+        experiment = self._views.experiment_row(exp_id)
+        state = ExperimentState(experiment.state)
+        terminal = state in TERMINAL_EXPERIMENT_STATES
+        if action in ("archive", "unarchive"):
+            if not terminal:
+                raise errors.Conflict(
+                    f"experiment {exp_id} is {state}: only finished experiments "
+                    f"can be {action}d (cancel it first)"
+                )
+            self._shared.store.experiments.set_archived(exp_id, action == "archive")
+            self._views.publish_experiment(exp_id)
+        elif (
+            terminal
+            or state in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_ERROR)
+            and action != "kill"
+        ):
+            if not (action == "cancel" and state == ExperimentState.STOPPING_CANCELED):
+                raise errors.Conflict(f"cannot {action} experiment {exp_id}: it is {state}")
+        elif action in ("pause", "activate") and experiment.config.get("unmanaged"):
+            raise errors.Conflict(
+                f"cannot {action} experiment {exp_id}: it trains in a Jupyter kernel "
+                "(core_v2), which the master does not run; stop it in the kernel, or kill it"
+            )
+        elif action == "pause":
+            if state == ExperimentState.ACTIVE:
+                with self._shared.atomic():
+                    self._pause_experiment(exp_id)
+        elif action == "activate":
+            if state == ExperimentState.PAUSED:
+                with self._shared.atomic():
+                    self._activate_experiment(exp_id)
+        elif action in ("cancel", "kill"):
+            with self._shared.atomic():
+                self._stop_experiment(exp_id, kill=(action == "kill"))
+        return self._views.get_experiment(exp_id, with_config=False)
+
+    def _live_trials(self, exp_id: int) -> list[TrialRow]:
+        return [
+            t
+            for t in self._shared.store.trials.of_experiment(exp_id)
+            if t.state not in TERMINAL_TRIAL_STATES
+        ]
+
+    def _pause_experiment(self, exp_id: int) -> None:
+        self._shared.experiment_states.pause(exp_id)
+        self._views.publish_experiment(exp_id)
+        for trial in self._live_trials(exp_id):
+            allocation_id = self._runs.allocation_id_of(trial.id)
+            if allocation_id is not None:
+                self._runs.preempt(allocation_id, "pause")
+            else:
+                self._runs.cancel_request(trial.id)
+                self._shared.trial_states.pause(trial.id)
+                self._views.publish_trial(trial.id)
+        self._runs.run_scheduler()
+
+    def _activate_experiment(self, exp_id: int) -> None:
+        self._shared.experiment_states.activate(exp_id)
+        self._views.publish_experiment(exp_id)
+        for trial in self._live_trials(exp_id):
+            if self._runs.is_running(trial.id):
+                continue  # still draining after the pause: it is requeued when it exits
+            if trial.state == TrialState.PAUSED:
+                self._shared.trial_states.activate(trial.id)
+                self._views.publish_trial(trial.id)
+            self._runs.schedule_trial(trial.id)
+
+    def _stop_experiment(self, exp_id: int, *, kill: bool) -> None:
+        self._shared.experiment_states.stop(exp_id, ExperimentState.STOPPING_CANCELED)
+        self._views.publish_experiment(exp_id)
+        for trial in self._live_trials(exp_id):
+            allocation_id = self._runs.allocation_id_of(trial.id)
+            if allocation_id is None:
+                self._runs.cancel_request(trial.id)
+                self.end_trial(trial, TrialState.CANCELED, None)
+                continue
+            stopping = TrialState.STOPPING_KILLED if kill else TrialState.STOPPING_CANCELED
+            self._shared.trial_states.stop(trial.id, stopping)
+            self._views.publish_trial(trial.id)
+            if kill:
+                self._runs.kill(
+                    allocation_id, "kill", f"killed by the user (experiment {exp_id} kill)"
+                )
+            else:
+                self._runs.preempt(allocation_id, "cancel")
+        self.maybe_finish_experiment(exp_id)
+        self._runs.run_scheduler()
+
+    # -- trials' ends -------------------------------------------------------------------------
+    def kill_trial(self, trial_id: int) -> dict:
+        """Kill the trial's run (or cancel it if it does not run); the trial's JSON."""
+        trial = self._views.trial_row(trial_id)
+        if trial.state in TERMINAL_TRIAL_STATES:
+            return self._views.get_trial(trial_id)
+        allocation_id = self._runs.allocation_id_of(trial.id)
+        if allocation_id is not None:
+            self._shared.trial_states.stop(trial.id, TrialState.STOPPING_KILLED)
+            self._runs.kill(
+                allocation_id, "kill-trial", f"killed by the user (trial {trial_id} kill)"
+            )
+            return self._views.get_trial(trial_id)
+        with self._shared.atomic():  # the trial's end and the searcher's hearing of it, together
+            self._runs.cancel_request(trial.id)
+            self.end_trial(trial, TrialState.CANCELED, None)
+            experiment = self._views.experiment_row(trial.experiment_id)
+            if experiment.state == ExperimentState.ACTIVE:
+                reason = searcher_module().ExitedReason.USER_CANCELED
+                self.event(experiment.id, "on_trial_exited_early", trial.request_id, reason)
+            self.maybe_finish_experiment(trial.experiment_id)
+        return self._views.get_trial(trial_id)
+
+    def stop_trial(self, trial: TrialRow) -> None:
+        """Searcher early-stop: the run is preempted and its exit means COMPLETED."""
+        if trial.state in TERMINAL_TRIAL_STATES:
+            return
+        store = self._shared.store
+        store.trials.request_stop(trial.id)
+        allocation_id = self._runs.allocation_id_of(trial.id)
+        if allocation_id is not None:
+            self._shared.trial_states.stop(trial.id, TrialState.STOPPING_COMPLETED)
+            self._runs.preempt(allocation_id, "stop")
+            self._shared.notify(("trial", trial.id))
+            self._views.publish_trial(trial.id)
+            return
+        self._runs.cancel_request(trial.id)
+        self.end_trial(trial, TrialState.COMPLETED, exit_code=None)
+        self.event(trial.experiment_id, "on_trial_closed", trial.request_id)
+        self.maybe_finish_experiment(trial.experiment_id)
+
+    def end_trial(self, trial: TrialRow, state: TrialState, exit_code: int | None) -> None:
+        """Give the trial its final `state` (and exit code), and tell whoever waits."""
+        companions: dict[str, Any] = {} if exit_code is None else {"exit_code": exit_code}
+        self._shared.trial_states.end(trial.id, state, end_time=time.time(), **companions)
+        self._shared.notify(("trial", trial.id))
+        self._views.publish_trial(trial.id)
+
+    # -- the experiment's state machine -------------------------------------------------------
+    def maybe_finish_experiment(self, exp_id: int) -> None:
+        """End the experiment if nothing of it runs or will run any more."""
+        store = self._shared.store
+        experiment = self._views.experiment_row(exp_id)
+        state = experiment.state
+        if state in (ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState.ERROR):
+            return
+        trials = store.trials.of_experiment(exp_id)
+        running = [t for t in trials if self._runs.is_running(t.id)]
+        if state in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_ERROR):
+            if running:
+                return
+            for trial in trials:
+                if trial.state not in TERMINAL_TRIAL_STATES:
+                    self._runs.cancel_request(trial.id)
+                    self.end_trial(trial, TrialState.CANCELED, None)
+            final = (
+                ExperimentState.CANCELED
+                if state == ExperimentState.STOPPING_CANCELED
+                else ExperimentState.ERROR
+            )
+            self._end_experiment(exp_id, final)
+            return
+        if experiment.config.get("unmanaged"):  # no searcher: it ends with its last trial
+            if trials and all(t.state in TERMINAL_TRIAL_STATES for t in trials):
+                ends = {t.state for t in trials}
+                final = (
+                    ExperimentState.ERROR
+                    if TrialState.ERROR in ends
+                    else ExperimentState.CANCELED
+                    if TrialState.CANCELED in ends
+                    else ExperimentState.COMPLETED
+                )
+                self._end_experiment(exp_id, final)
+            return
+        if not experiment.searcher_shutdown:
+            return
+        unfinished = [t for t in trials if t.state not in TERMINAL_TRIAL_STATES]
+        if unfinished:
+            return
+        failed = bool(experiment.searcher_failure) or (
+            bool(trials) and all(t.state == TrialState.ERROR for t in trials)
+        )
+        self._end_experiment(exp_id, ExperimentState.ERROR if failed else ExperimentState.COMPLETED)
+
+    def fail_experiment(self, exp_id: int, message: str) -> None:
+        """Kill every run of the experiment and end it as ERROR (`message` says why)."""
+        for trial in self._shared.store.trials.of_experiment(exp_id):
+            if trial.state in TERMINAL_TRIAL_STATES:
+                continue
+            self._logs.master_log(trial.id, message)
+            allocation_id = self._runs.allocation_id_of(trial.id)
+            if allocation_id is not None:
+                self._runs.kill(
+                    allocation_id,
+                    "kill",
+                    f"killed by the master (the experiment failed: {message})",
+                )
+        self._shared.experiment_states.stop(exp_id, ExperimentState.STOPPING_ERROR)
+        self._views.publish_experiment(exp_id)
+        self.maybe_finish_experiment(exp_id)
+
+    def _end_experiment(self, exp_id: int, final: ExperimentState) -> None:
+        self._shared.experiment_states.end(exp_id, final, end_time=time.time())
+        self._views.publish_experiment(exp_id)
+        # After the current change has committed: GC deletes files, which no rollback could
+        # bring back.
+        self._shared.loop.call_soon(self._collect_garbage)
+
+    # -- the searcher's events and operations -------------------------------------------------
+    def event(self, exp_id: int, method: str, *args: Any) -> None:
+        """Tell the experiment's searcher one event (`method(*args)`) and apply its answer."""
+        self.events(exp_id, [(method, args)])
+
+    def events(self, exp_id: int, calls: list[tuple[str, tuple]]) -> None:
+        """Feed events to the experiment's searcher in order, then apply all its operations at
+        once, with its snapshot, in one transaction. A searcher that raises ends the experiment
+        as ERROR (like Determined's), after what it answered before is applied."""
+        if self._searchers.get(exp_id) is None:
+            return
+        with self._shared.atomic():
+            try:
+                ops = self._searchers.feed(exp_id, calls)
+            except SearcherFailed as failed:
+                self._apply_operations(exp_id, failed.ops)
+                self.fail_experiment(exp_id, str(failed))
+                return
+            self._apply_operations(exp_id, ops)
+
+    def update_progress(self, exp_id: int) -> None:
+        """The experiment's progress, as its searcher computes it from its trials'."""
+        self._searchers.update_progress(exp_id)
+
+    def _apply_operations(self, exp_id: int, ops: list) -> None:
+        # Operations come from a searcher, so its package is loaded by now.
+        from master_lite.searcher import Close, Create, Shutdown, Stop, ValidateAfter
+
+        store = self._shared.store
+        queue = list(ops)
+        while queue:
+            op = queue.pop(0)
+            match op:
+                case Create():
+                    trial_id = self._create_trial(exp_id, op)
+                    queue.extend(
+                        self._searchers.feed(exp_id, [("on_trial_created", (op.request_id,))])
+                    )
+                    self._runs.schedule_trial(trial_id)
+                case ValidateAfter():
+                    self._queue_validate_after(exp_id, op.request_id, int(op.length))
+                case Close():
+                    trial = store.trials.by_request(exp_id, op.request_id)
+                    if trial is not None:
+                        store.trials.mark_closed(trial.id)
+                        self._shared.notify(("trial", trial.id))
+                case Stop():
+                    trial = store.trials.by_request(exp_id, op.request_id)
+                    if trial is not None:
+                        self.stop_trial(trial)
+                case Shutdown():
+                    store.experiments.mark_searcher_shutdown(exp_id, failure=bool(op.failure))
+                    self.maybe_finish_experiment(exp_id)
+                case _:
+                    raise ValueError(f"unknown searcher operation {op!r}")
+        self._searchers.save(exp_id)
+
+    def _create_trial(self, exp_id: int, op: Any) -> int:
+        experiment = self._views.experiment_row(exp_id)
+        # A warm start: the trial's first run gets the source as DET_LATEST_CHECKPOINT.
+        checkpoint = getattr(op, "checkpoint", None) or experiment.warm_start_checkpoint
+        trial_id = self._shared.trial_states.create(
+            paused=experiment.state != ExperimentState.ACTIVE,
+            experiment_id=exp_id,
+            request_id=op.request_id,
+            hparams=op.hparams,
+            seed=op.trial_seed,
+            start_time=time.time(),
+            latest_checkpoint=checkpoint,
+        )
+        self._views.publish_trial(trial_id)
+        return trial_id
+
+    def _queue_validate_after(self, exp_id: int, request_id: int, length: int) -> None:
+        store = self._shared.store
+        trial = store.trials.by_request(exp_id, request_id)
+        if trial is None:
+            return
+        queue = list(trial.op_queue) + [length]
+        if trial.state == TrialState.COMPLETED:
+            # It exited after running out of ops, and the searcher wants more (e.g. an ASHA
+            # promotion): run it again from its latest checkpoint.
+            self._shared.trial_states.reopen(
+                trial.id, allowed=frozenset({TrialState.COMPLETED}), op_queue=queue, closed=False
+            )
+        else:
+            store.trials.update(trial.id, op_queue=queue)
+        self._shared.notify(("trial", trial.id))
+        if trial.state == TrialState.COMPLETED:
+            self._views.publish_trial(trial.id)
+            self._runs.schedule_trial(trial.id)
+
+
+__all__ = ["EXPERIMENT_ACTIONS", "Experiments"]

@@ -1,0 +1,25 @@
+"""Runs: the allocations of trials, their launches and exits.
+
+* `Runs` (_runs.py): owns the allocations; scheduling, launches, exits.
+* `Preemption` (_preemption.py): owns the grace timers of runs asked to stop.
+* `Contexts` (_contexts.py): experiment context tarballs a run unpacks.
+* _environment.py: what a run's process gets (argv, environment, files).
+* `authenticate` (_tokens.py): which trial a run's token speaks for.
+* `trial_kernel` (_kernel_attach.py): where to attach to a kernel trial's kernel.
+"""
+
+from master_lite.runs._contexts import Contexts
+from master_lite.runs._kernel_attach import trial_kernel
+from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
+from master_lite.runs._runs import Runs
+from master_lite.runs._tokens import authenticate
+
+__all__ = [
+    "Contexts",
+    "Preemption",
+    "RunEnded",
+    "RunSettings",
+    "Runs",
+    "authenticate",
+    "trial_kernel",
+]

@@ -1,0 +1,421 @@
+"""The runs part: allocations of slots to trials, their processes, preemption and exits.
+
+Everything here runs on the event loop thread; the runner's threads hand exits over with
+`call_soon_threadsafe`. What an exit *means* for the trial (completed, restarted, paused,
+canceled) is the run-exits side's (`_run_exits.py`): this part records the run's end and hands
+it over through `on_run_ended`, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Callable
+
+from determined.common.states import ExperimentState, TrialState
+from master_lite import _exits, errors
+from master_lite._core import _auth
+from master_lite._core._shared import MasterState
+from master_lite._core._views import Views
+from master_lite.reports._logs import TrialLogs
+from master_lite.reports._logwriter import LogWriter
+from master_lite.runs._contexts import Contexts
+from master_lite.runs._environment import (
+    host_environment,
+    run_argv,
+    steps_to_resume,
+    trial_environment,
+)
+from master_lite.runs._kernel_attach import trial_kernel
+from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
+from master_lite.scheduler import (
+    DEFAULT_PRIORITY,
+    GPU,
+    AllocationRequest,
+    Grant,
+    LaunchSpec,
+    PortAllocator,
+    Runner,
+    Scheduler,
+    container_image,
+)
+from master_lite.store import AllocationRow, CheckpointRow, TrialRow
+
+logger = logging.getLogger("master_lite")
+
+
+class Runs:
+    """Owns the live allocations, which trial holds which, and the preemption grace timers."""
+
+    def __init__(
+        self,
+        shared: MasterState,
+        *,
+        views: Views,
+        contexts: Contexts,
+        logs: TrialLogs,
+        scheduler: Scheduler,
+        gpus: list[GPU],
+        settings: RunSettings,
+    ) -> None:
+        self._shared = shared
+        self._views = views
+        self._contexts = contexts
+        self._logs = logs
+        self.scheduler = scheduler
+        self.gpus = gpus
+        self.ports = PortAllocator()
+        self.settings = settings
+        self.runner: Runner = None  # type: ignore[assignment]  # attached by the master's start()
+        self._log_writer: LogWriter = None  # type: ignore[assignment]
+        self._master_url = ""
+        self._allocations: dict[str, dict] = {}
+        self._trial_allocation: dict[int, str] = {}
+        # Runs still alive when their grace ends are terminated (through the runner, once set).
+        self._preemption = Preemption(
+            shared,
+            logs,
+            settings,
+            is_live=self._allocations.__contains__,
+            runner=lambda: self.runner,
+        )
+        # What an exit means for its trial, and a launch that failed (wired by `connect`).
+        self._on_run_ended: Callable[[RunEnded], None] = lambda ended: None
+        self._on_launch_failed: Callable[[int], None] = lambda trial_id: None
+
+    def connect(
+        self,
+        *,
+        on_run_ended: Callable[[RunEnded], None],
+        on_launch_failed: Callable[[int], None],
+    ) -> None:
+        """Wire the run-exits side (built after this part, since it schedules through it)."""
+        self._on_run_ended = on_run_ended
+        self._on_launch_failed = on_launch_failed
+
+    def attach(self, runner: Runner, log_writer: LogWriter, master_url: str) -> None:
+        """Start launching on `runner` (at the master's start); exits go through `log_writer`."""
+        self.runner = runner
+        self._log_writer = log_writer
+        self._master_url = master_url
+
+    # -- queries ------------------------------------------------------------------------------
+    def allocation_id_of(self, trial_id: int) -> str | None:
+        """The id of the trial's live allocation, if it runs."""
+        return self._trial_allocation.get(trial_id)
+
+    def allocation_of_trial(self, trial_id: int) -> dict | None:
+        """The trial's live allocation (id, slot_ids, preempt, …), if it runs."""
+        allocation_id = self._trial_allocation.get(trial_id)
+        return self._allocations.get(allocation_id) if allocation_id else None
+
+    def is_running(self, trial_id: int) -> bool:
+        """Whether the trial has a live allocation (a run that has not exited yet)."""
+        return trial_id in self._trial_allocation
+
+    def live_allocations(self) -> list[str]:
+        """Ids of every live allocation."""
+        return list(self._allocations)
+
+    def allocation_row(self, allocation_id: str) -> AllocationRow:
+        """The allocation's stored row; NotFound if there is none."""
+        row = self._shared.store.allocations.get(allocation_id)
+        if row is None:
+            raise errors.NotFound(f"allocation {allocation_id} not found")
+        return row
+
+    def trial_kernel(self, trial_id: int) -> dict:
+        """How to attach to a kernel trial's kernel (running, or kept after a failure)."""
+        return trial_kernel(self._views, self.runner, trial_id)
+
+    def resources(self) -> dict:
+        """The slots, which allocation holds each, and the GPUs."""
+        slot_owner: dict[int, dict] = {}
+        for allocation in self._allocations.values():
+            for slot in allocation["slot_ids"]:
+                slot_owner[slot] = allocation
+        by_index = {g.index: g for g in self.gpus}
+        slots = []
+        for slot in self.scheduler.slot_ids:
+            gpu = by_index.get(slot)
+            owner = slot_owner.get(slot)
+            slots.append(
+                {
+                    "id": slot,
+                    "type": "gpu" if gpu else "cpu",
+                    "gpu": gpu.to_json() if gpu else None,
+                    "allocation_id": owner["id"] if owner else None,
+                    "trial_id": owner["trial_id"] if owner else None,
+                }
+            )
+        return {"slots": slots, "gpus": [g.to_json() for g in self.gpus]}
+
+    # -- scheduling ---------------------------------------------------------------------------
+    def schedule_trial(self, trial_id: int) -> None:
+        """Ask for slots if the trial should run and neither runs nor waits already."""
+        trial = self._views.trial_row(trial_id)
+        experiment = self._views.experiment_row(trial.experiment_id)
+        if experiment.state != ExperimentState.ACTIVE or trial.state != TrialState.ACTIVE:
+            return
+        key = f"trial-{trial_id}"
+        if trial_id in self._trial_allocation or self.scheduler.is_pending(key):
+            return
+        resources = experiment.config.get("resources") or {}
+        priority = resources.get("priority")
+        slots = int(resources.get("slots_per_trial", 1))
+        if slots > len(self.scheduler.slot_ids):
+            self._logs.master_log(
+                trial_id,
+                f"trial {trial_id} needs {slots} slots but this master has "
+                f"{len(self.scheduler.slot_ids)}: it waits until the experiment is "
+                "killed (lower resources.slots_per_trial)",
+            )
+        self.scheduler.request(
+            AllocationRequest(
+                allocation_key=key,
+                experiment_id=experiment.id,
+                slots=slots,
+                priority=DEFAULT_PRIORITY if priority is None else int(priority),
+                max_slots=resources.get("max_slots"),
+            )
+        )
+        self.run_scheduler()
+
+    def reprioritize(self, exp_id: int) -> None:
+        """The experiment's `resources.priority` and `max_slots` changed: its waiting trials
+        wait with the new values, and whatever that lets start, starts."""
+        resources = self._views.experiment_row(exp_id).config.get("resources") or {}
+        priority = resources.get("priority")
+        self.scheduler.update_experiment(
+            exp_id,
+            priority=DEFAULT_PRIORITY if priority is None else int(priority),
+            max_slots=resources.get("max_slots"),
+        )
+        self.run_scheduler()
+
+    def cancel_request(self, trial_id: int) -> None:
+        """Withdraw the trial's request for slots, if it waits for some."""
+        self.scheduler.cancel(f"trial-{trial_id}")
+
+    def run_scheduler(self) -> None:
+        """Launch what the scheduler grants; inside a transaction, once it has committed."""
+        if self._shared.stopping or self._shared.closed:
+            return
+        if self._shared.in_atomic:
+            # Launching is a side effect the store cannot roll back.
+            self._shared.after_commit(self.run_scheduler)
+            return
+        for grant in self.scheduler.schedule():
+            trial_id = int(grant.request.allocation_key.split("-", 1)[1])
+            try:
+                self._launch(trial_id, grant)
+            except Exception as exc:  # the trial fails; the master keeps going
+                self.scheduler.release(grant.request.allocation_key)
+                self._logs.master_log(trial_id, f"could not start trial {trial_id}: {exc}")
+                self._on_launch_failed(trial_id)
+
+    def _launch(self, trial_id: int, grant: Grant) -> None:
+        store = self._shared.store
+        trial = self._views.trial_row(trial_id)
+        experiment = self._views.experiment_row(trial.experiment_id)
+        config = experiment.config
+        run_id = trial.run_id + 1
+        allocation_id = f"trial-{trial_id}.{run_id}"
+        token = _auth.new_trial_token()
+        work_dir = self._shared.root_dir / "trials" / str(trial_id) / f"run-{run_id}"
+        if work_dir.exists():  # left by a master that crashed before recording this run
+            shutil.rmtree(work_dir)
+        work_dir.mkdir(parents=True)
+        if experiment.context_hash:
+            self._contexts.unpack(experiment.context_hash, work_dir)
+        slot_ids = list(grant.slot_ids)
+        gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []
+        own_env = trial_environment(
+            trial=trial,
+            experiment=experiment,
+            allocation_id=allocation_id,
+            run_id=run_id,
+            token=token,
+            slot_ids=slot_ids,
+            gpus=gpus,
+            checkpoint_steps=steps_to_resume(trial, self._resume_checkpoint(trial)),
+            master_url=self._master_url,
+            cluster_id=self.settings.cluster_id,
+            ports=self.ports.trial_ports(allocation_id, live=self._allocations),
+        )
+        image = container_image(config, gpu=bool(gpus))
+        argv, shown = run_argv(config.get("entrypoint") or "", work_dir, image)
+        if (config.get("environment") or {}).get("kernel") is not None:
+            shown = f"{config.get('entrypoint')} (in a Jupyter kernel)"
+        with store.transaction():
+            # A new run: the previous run's notebook error no longer describes the trial.
+            self._shared.trial_states.start_run(trial_id, run_id=run_id, notebook_error=None)
+            store.allocations.start(
+                allocation_id,
+                trial_id=trial_id,
+                run_id=run_id,
+                slot_ids=slot_ids,
+                token_hash=_auth.hash_token(token),
+            )
+        self._allocations[allocation_id] = {
+            "id": allocation_id,
+            "trial_id": trial_id,
+            "experiment_id": experiment.id,
+            "slot_ids": slot_ids,
+            "preempt": False,
+            "acked": False,
+            "intent": None,
+            "key": grant.request.allocation_key,
+            "signalled": {},
+        }
+        self._trial_allocation[trial_id] = allocation_id
+        self._logs.master_log(trial_id, f"starting {allocation_id} on slots {slot_ids}: {shown}")
+        try:
+            pid = self.runner.launch(
+                LaunchSpec(
+                    allocation_id=allocation_id,
+                    trial_id=trial_id,
+                    argv=argv,
+                    env=host_environment(own_env) if image is None else {},
+                    work_dir=work_dir,
+                    image=image,
+                    container_env=own_env if image is not None else None,
+                    config=config,
+                )
+            )
+        except OSError as exc:
+            target = repr(argv[0]) if image is None else f"a container of {image}"
+            self._logs.master_log(trial_id, f"could not start {target}: {exc}")
+            self._shared.loop.call_soon(self._on_exit, allocation_id, 127)
+            return
+        store.allocations.set_process(allocation_id, pid)
+        self._views.publish_trial(trial_id)
+
+    def _resume_checkpoint(self, trial: TrialRow) -> CheckpointRow | None:
+        checkpoint = trial.latest_checkpoint
+        if not checkpoint:
+            return None
+        return self._shared.store.checkpoints.get(checkpoint)
+
+    # -- preemption (the grace timers are the preemption side's, `_preemption.py`) ------------
+    def preempt(self, allocation_id: str, intent: str) -> None:
+        """Ask the run to checkpoint and exit; terminate it if it ignores us for too long."""
+        allocation = self._allocations.get(allocation_id)
+        if allocation is not None:
+            self._preemption.preempt(allocation, intent)
+
+    def kill(self, allocation_id: str, intent: str, because: str) -> None:
+        """SIGKILL the run now; `because` is what its exit summary will say."""
+        allocation = self._allocations.get(allocation_id)
+        if allocation is not None:
+            self._preemption.kill(allocation, intent, because)
+
+    async def wait_preemption(self, allocation_id: str, timeout: float) -> bool:
+        """True once the run should exit (preempted, or already over); False after `timeout`."""
+        loop = self._shared.loop
+        deadline = loop.time() + max(float(timeout), 0.0)
+        while True:
+            allocation = self._allocations.get(allocation_id)
+            if allocation is None:
+                self.allocation_row(allocation_id)  # NotFound for unknown ids
+                return True  # the run is over: whoever still asks should stop
+            if allocation["preempt"]:
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await self._shared.wait_changed(("allocation", allocation_id), remaining)
+
+    def ack_preemption(self, allocation_id: str) -> None:
+        """The run heard it must exit (or has no more work) and will."""
+        self.allocation_row(allocation_id)
+        allocation = self._allocations.get(allocation_id)
+        if allocation is not None:
+            allocation["acked"] = True
+        self._shared.store.allocations.update(allocation_id, preempt_acked=True)
+
+    # -- exits --------------------------------------------------------------------------------
+    def exit_observed(self, allocation_id: str, exit_code: int) -> None:
+        """Runner callback (waiter thread): the run's process exited."""
+        loop = self._shared.loop
+
+        def hand_to_loop() -> None:
+            try:
+                loop.call_soon_threadsafe(self._on_exit, allocation_id, exit_code)
+            except RuntimeError:  # the loop is closed: the master is gone
+                pass
+
+        # Through the log writer, so that the exit reaches the loop only after the run's last
+        # lines are stored.
+        self._log_writer.after_pending(hand_to_loop)
+
+    def _on_exit(self, allocation_id: str, exit_code: int) -> None:
+        if self._shared.closed:
+            return
+        allocation = self._allocations.pop(allocation_id, None)
+        if allocation is None:
+            return
+        self._preemption.cancel_timer(allocation_id)
+        trial_id = allocation["trial_id"]
+        self._trial_allocation.pop(trial_id, None)
+        self.scheduler.release(allocation["key"])
+        store = self._shared.store
+        try:
+            # The run's end, the trial's new state and what the searcher makes of it commit
+            # together: a crash in between would otherwise lose the searcher's event.
+            with self._shared.atomic():
+                store.allocations.end(allocation_id, exit_code=exit_code)
+                store.allocations.revoke_tokens(allocation_id)
+                sig = _exits.signal_of(exit_code)
+                because = allocation["signalled"].get(int(sig)) if sig is not None else None
+                summary = _exits.exit_summary(exit_code, signalled_because=because)
+                store.trials.update(trial_id, exit_summary=summary)
+                self._logs.master_log(
+                    trial_id,
+                    f"{allocation_id} exited with code {exit_code}"
+                    + (f": {summary}" if sig is not None else ""),
+                )
+                self._on_run_ended(
+                    RunEnded(
+                        allocation_id=allocation_id,
+                        trial_id=trial_id,
+                        intent=allocation["intent"],
+                        acked=allocation["acked"],
+                        exit_code=exit_code,
+                    )
+                )
+        except Exception:  # keep scheduling the others; the traceback goes to the master log
+            logger.exception("while handling the exit of %s", allocation_id)
+        self._shared.notify(("allocation", allocation_id))
+        self.run_scheduler()
+
+    async def stop_all(self, *, pause_running: bool) -> None:
+        """Preempt (or kill) every run and wait until they exited, killing what lingers."""
+        for allocation_id in list(self._allocations):
+            if pause_running:
+                self.preempt(allocation_id, "master-stop")
+            else:
+                self.kill(
+                    allocation_id, "master-stop", "killed by the master (it was shutting down)"
+                )
+        loop = self._shared.loop
+        settings = self.settings
+        deadline = (
+            loop.time() + settings.preemption_grace_seconds + settings.terminate_grace_seconds + 5
+        )
+        while self._allocations and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        for allocation_id in list(self._allocations):  # still there: out of patience
+            self.kill(
+                allocation_id,
+                "master-stop",
+                "killed by the master (it was shutting down, and the run "
+                "did not exit after the preemption signal)",
+            )
+        while self._allocations and loop.time() < deadline + 5:
+            await asyncio.sleep(0.05)
+        self._preemption.cancel_all_timers()
+
+
+__all__ = ["Runs"]

@@ -1,0 +1,154 @@
+"""One trial's run directory in a TensorBoard's log directory.
+
+Two sources fill it: the trial's stored metric reports, written as TensorBoard scalars by
+TensorBoard's own event writer (`<group>/<metric>` at `steps_completed`), and the event files
+the trial wrote itself (`core.train.get_tensorboard_path()`, the Keras TensorBoard callback),
+which the harness copies to `<checkpoint storage>/tensorboard/experiment/<id>/trial/<id>/`.
+
+Both are only ever appended to, never replaced: TensorBoard keeps its event files open and reads
+on from where it stopped, so a replaced file (a new inode) would never be read again. The
+trial's own event files are copied up to their last complete record, so that TensorBoard never
+sees half a record that the trial (or the harness's copy) is still writing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from pathlib import Path
+from typing import Any
+
+from master_lite._core import _serialize
+
+# A TFRecord: length (8 bytes), its CRC (4), the data, the data's CRC (4).
+_RECORD_HEADER = 12
+_RECORD_FOOTER = 4
+
+METRICS_FILE_SUFFIX = ".determined-metrics"
+
+
+def complete_records_end(path: Path, start: int) -> int:
+    """The offset after the last complete TFRecord of the event file `path`, reading from
+    `start` (itself a record boundary)."""
+    size = path.stat().st_size
+    position = start
+    with open(path, "rb") as file:
+        while True:
+            file.seek(position)
+            header = file.read(_RECORD_HEADER)
+            if len(header) < _RECORD_HEADER:
+                return position
+            (length,) = struct.unpack("<Q", header[:8])
+            end = position + _RECORD_HEADER + length + _RECORD_FOOTER
+            if end > size:
+                return position
+            position = end
+
+
+def _is_event_file(path: Path) -> bool:
+    return "tfevents" in path.name
+
+
+def _scalar(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)  # NaN and infinities too: TensorBoard shows them
+
+
+class TrialLogdir:
+    """The run directory `directory` of one trial: scalars from its reports, and copies of the
+    event files under `own_files` (the trial's TensorBoard files in checkpoint storage).
+
+    Not thread-safe: one refresh at a time (the TensorBoards part runs them one after another).
+    """
+
+    def __init__(self, directory: Path, own_files: Path | None) -> None:
+        self.directory = directory
+        self.own_files = own_files
+        self.last_report_id = 0
+        self.reports_written = 0
+        self._writer: Any = None
+        self._copied: dict[Path, int] = {}  # source file -> bytes copied
+
+    def append_reports(self, reports: list[dict]) -> None:
+        """Write the scalars of `reports` (metric report JSON, in id order) as events; those
+        written before (an id not above `last_report_id`) are skipped."""
+        reports = [r for r in reports if int(r["id"]) > self.last_report_id]
+        if not reports:
+            return
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+
+        if self._writer is None:
+            from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._writer = EventFileWriter(str(self.directory), filename_suffix=METRICS_FILE_SUFFIX)
+        for report in reports:
+            values = []
+            for name, value in sorted((report.get("metrics") or {}).items()):
+                number = _scalar(value)
+                if number is not None:
+                    tag = f"{report['group']}/{name}"
+                    values.append(summary_pb2.Summary.Value(tag=tag, simple_value=number))
+            self.last_report_id = max(self.last_report_id, int(report["id"]))
+            if not values:
+                continue
+            wall_time = _serialize.parse_time(report.get("report_time")) or 0.0
+            self._writer.add_event(
+                event_pb2.Event(
+                    wall_time=wall_time,
+                    step=int(report["steps_completed"]),
+                    summary=summary_pb2.Summary(value=values),
+                )
+            )
+            self.reports_written += 1
+        self._writer.flush()
+
+    def copy_own_files(self) -> None:
+        """Append what is new in the trial's own TensorBoard files to their copies here."""
+        if self.own_files is None or not self.own_files.is_dir():
+            return
+        for source in sorted(p for p in self.own_files.rglob("*") if p.is_file()):
+            try:
+                self._copy(source, self.directory / source.relative_to(self.own_files))
+            except OSError:  # removed or being replaced right now: the next refresh retries
+                continue
+
+    def _copy(self, source: Path, target: Path) -> None:
+        copied = self._copied.get(source, 0)
+        size = source.stat().st_size
+        if size < copied or not target.exists():  # rewritten from scratch, or new
+            copied = 0
+        if not _is_event_file(source):
+            if size != copied or not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
+                self._copied[source] = size
+            return
+        end = complete_records_end(source, copied)
+        if end == copied and target.exists():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Opened without truncation: TensorBoard may hold this file open and read on.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT, 0o644)
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+            out.seek(copied)
+            if copied == 0:
+                out.truncate(0)
+            src.seek(copied)
+            out.write(src.read(end - copied))
+        self._copied[source] = end
+
+    def has_data(self) -> bool:
+        """Whether anything was written here (reports or the trial's own files)."""
+        return self.reports_written > 0 or bool(self._copied)
+
+    def close(self) -> None:
+        """Close the event writer (its file stays)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+__all__ = ["METRICS_FILE_SUFFIX", "TrialLogdir", "complete_records_end"]

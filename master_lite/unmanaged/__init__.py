@@ -1,0 +1,5 @@
+"""Trials that train in a kernel (core_v2), with their leases (`UnmanagedRuns`)."""
+
+from master_lite.unmanaged._unmanaged import UnmanagedRuns
+
+__all__ = ["UnmanagedRuns"]

@@ -1,0 +1,377 @@
+"""The unmanaged part: trials that train where the master does not run them (a Jupyter kernel).
+
+Determined calls them unmanaged (`det.experimental.core_v2`): the master schedules nothing for
+them, holds no slots and starts no process, but stores their metrics, checkpoints and logs like
+any trial's. A run opens its trial by external ids (the same ids later resume the same trial),
+gets a token scoped to that trial, and renews a lease by heartbeat. A lease past due means the
+kernel died without closing (SIGKILL, a crashed machine): the trial ends as ERROR, so nothing
+stays ACTIVE forever. Deadlines are wall-clock times in the store, so a restarted master keeps
+them; the clock is injected so tests drive expiry without sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from determined.common import expconf
+from determined.common.states import (
+    TERMINAL_TRIAL_STATES,
+    ExperimentState,
+    TrialState,
+)
+from master_lite import errors
+from master_lite._core import _auth
+from master_lite._core._shared import MasterState
+from master_lite._core._views import Views
+from master_lite.experiments._experiments import Experiments
+from master_lite.reports._logs import TrialLogs
+from master_lite.store import TrialRow, UnmanagedTrialRow
+
+# How a run may end itself (`close`), and what each makes of the trial.
+CLOSE_STATES = {
+    "COMPLETED": TrialState.COMPLETED,
+    "CANCELED": TrialState.CANCELED,
+    "ERROR": TrialState.ERROR,
+}
+MIN_LEASE_SECONDS = 0.5
+MAX_LEASE_SECONDS = 24 * 3600.0
+# The log times a run may send: what a stored log line's time is read back as (a UTC date
+# between 1970 and the year 9999); anything else would make the trial's logs unreadable.
+MAX_LOG_TIME = 253402300799.0
+# The entrypoint shown for a run the master does not start (configs require one).
+KERNEL_ENTRYPOINT = "(trains in a Jupyter kernel: det.experimental.core_v2)"
+
+
+def unmanaged_config(body: dict, *, default_checkpoint_storage: dict) -> dict:
+    """The expanded experiment config of a run's `name`, `hparams`, `searcher`,
+    `checkpoint_storage`, `description`, `labels`, `data`, checked like any config."""
+    hparams = body.get("hparams") or {}
+    if not isinstance(hparams, dict):
+        raise errors.InvalidRequest(
+            f"hparams: expected an object of hyperparameter values, got {hparams!r}",
+            ["hparams: expected an object"],
+        )
+    searcher = dict(body.get("searcher") or {})
+    searcher.setdefault("metric", "loss")
+    # Searcher "single" names the experiment a single trial; the length is a placeholder (the
+    # kernel, not a searcher, decides how long it trains).
+    searcher.update(name="single", max_length={"batches": 1})
+    config: dict[str, Any] = {
+        "name": str(body.get("name") or "unmanaged"),
+        "entrypoint": KERNEL_ENTRYPOINT,
+        "hyperparameters": {k: {"type": "const", "val": v} for k, v in hparams.items()},
+        "searcher": searcher,
+    }
+    for key in ("description", "labels", "data", "checkpoint_storage"):
+        if body.get(key) is not None:
+            config[key] = body[key]
+    try:
+        expconf.check(config)
+    except expconf.InvalidConfig as exc:
+        problems = list(exc.errors)
+        raise errors.InvalidRequest(
+            f"invalid core_v2 config: {len(problems)} error(s): " + "; ".join(problems), problems
+        ) from exc
+    expanded = expconf.apply_defaults(config, default_checkpoint_storage=default_checkpoint_storage)
+    expanded["unmanaged"] = True  # Determined's expconf field: the master runs nothing
+    return expanded
+
+
+class UnmanagedRuns:
+    """Opens, renews, logs and ends unmanaged trials; expires the leases of dead kernels."""
+
+    def __init__(
+        self,
+        shared: MasterState,
+        *,
+        views: Views,
+        logs: TrialLogs,
+        experiments: Experiments,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._shared = shared
+        self._views = views
+        self._logs = logs
+        self._experiments = experiments
+        self._clock = clock
+        self._timer: asyncio.TimerHandle | None = None
+        # Trials whose kernel holds a lease (kept in memory: trial JSON asks per trial).
+        self._live: set[int] = set()
+
+    # -- opening and resuming -----------------------------------------------------------------
+    def open_run(self, body: dict) -> dict:
+        """Create (or resume, by external ids) the run's experiment and trial; the trial's facts
+        and a token for its reports: `{experiment_id, trial_id, token, resumed, ...}`."""
+        given = body.get("lease_seconds")
+        lease = 60.0 if given is None else float(given)  # 0 is out of range, not "default"
+        if not MIN_LEASE_SECONDS <= lease <= MAX_LEASE_SECONDS:
+            raise errors.InvalidRequest(
+                f"lease_seconds: {lease} is out of range [{MIN_LEASE_SECONDS}, {MAX_LEASE_SECONDS}]"
+            )
+        external_exp = str(body.get("external_experiment_id") or "") or secrets.token_hex(8)
+        external_trial = str(body.get("external_trial_id") or "") or secrets.token_hex(8)
+        token = _auth.new_trial_token()
+        store = self._shared.store
+        with self._shared.atomic():
+            existing = store.unmanaged.by_external_ids(external_exp, external_trial)
+            if existing is not None:
+                trial = self._resume(existing, lease, token, str(body.get("host") or ""))
+                resumed = True
+            else:
+                trial = self._create(body, external_exp, external_trial, lease, token)
+                resumed = False
+        self._live.add(trial.id)
+        self._arm_timer()
+        experiment = self._views.experiment_row(trial.experiment_id)
+        return {
+            "experiment_id": trial.experiment_id,
+            "trial_id": trial.id,
+            "trial_run_id": trial.run_id,
+            "token": token,
+            "resumed": resumed,
+            "external_experiment_id": external_exp,
+            "external_trial_id": external_trial,
+            "hparams": trial.hparams,
+            "trial_seed": trial.seed,
+            "steps_completed": trial.steps_completed,
+            "latest_checkpoint": trial.latest_checkpoint,
+            "lease_seconds": lease,
+            "config": experiment.config,
+        }
+
+    def _create(
+        self, body: dict, external_exp: str, external_trial: str, lease: float, token: str
+    ) -> TrialRow:
+        store = self._shared.store
+        exp_id = store.unmanaged.experiment_of_external(external_exp)
+        if exp_id is None:
+            config = unmanaged_config(
+                body,
+                default_checkpoint_storage={
+                    "type": "shared_fs",
+                    "host_path": str(self._shared.root_dir / "checkpoints"),
+                    "storage_path": ".",
+                },
+            )
+            exp_id = self._shared.experiment_states.create(
+                paused=False,
+                name=config["name"],
+                description=config.get("description") or "",
+                labels=list(config.get("labels") or []),
+                archived=False,
+                config=config,
+                original_config=None,
+                start_time=self._clock(),
+            )
+        else:
+            self._reopen_experiment(exp_id)
+        trial_id = self._shared.trial_states.create(
+            paused=False,
+            experiment_id=exp_id,
+            request_id=store.trials.count(exp_id) + 1,
+            hparams=dict(body.get("hparams") or {}),
+            seed=secrets.randbelow(2**31),
+            run_id=1,
+            start_time=self._clock(),
+        )
+        store.unmanaged.create(
+            trial_id=trial_id,
+            experiment_id=exp_id,
+            external_experiment_id=external_exp,
+            external_trial_id=external_trial,
+            token_hash=_auth.hash_token(token),
+            lease_seconds=lease,
+            lease_expires=self._clock() + lease,
+            host=str(body.get("host") or ""),
+        )
+        self._logs.master_log(
+            trial_id, f"run opened in a kernel ({body.get('host') or 'unknown host'})"
+        )
+        self._views.publish_experiment(exp_id)
+        self._views.publish_trial(trial_id)
+        return self._views.trial_row(trial_id)
+
+    def _resume(self, row: UnmanagedTrialRow, lease: float, token: str, host: str) -> TrialRow:
+        """The same trial continues: a new run id, a new token (the old kernel's stops working),
+        ACTIVE again if it had ended."""
+        store = self._shared.store
+        trial = self._views.trial_row(row.trial_id)
+        self._reopen_experiment(row.experiment_id)
+        self._shared.trial_states.reopen(
+            trial.id,
+            allowed=TERMINAL_TRIAL_STATES,
+            run_id=trial.run_id + 1,
+            restarts=trial.restarts + (1 if trial.state in TERMINAL_TRIAL_STATES else 0),
+        )
+        store.unmanaged.update(
+            row.trial_id,
+            token_hash=_auth.hash_token(token),
+            lease_seconds=lease,
+            lease_expires=self._clock() + lease,
+            host=host,
+        )
+        self._logs.master_log(
+            trial.id,
+            f"run resumed in a kernel ({host or 'unknown host'}) by its external ids "
+            f"({row.external_experiment_id}, {row.external_trial_id}); it was {trial.state}",
+        )
+        self._views.publish_trial(trial.id)
+        return self._views.trial_row(trial.id)
+
+    def _reopen_experiment(self, exp_id: int) -> None:
+        experiment = self._views.experiment_row(exp_id)
+        if experiment.state != ExperimentState.ACTIVE:
+            # Live again: not archived, and its checkpoints are collected again when it ends.
+            self._shared.experiment_states.reopen(
+                exp_id,
+                archived=False,
+                checkpoint_gc_done=False,
+            )
+            self._views.publish_experiment(exp_id)
+
+    # -- while it runs ------------------------------------------------------------------------
+    def live_row(self, trial_id: int) -> UnmanagedTrialRow:
+        """The unmanaged trial's row while it is live; Conflict (naming why) once it ended."""
+        row = self._shared.store.unmanaged.get(int(trial_id))
+        if row is None:
+            raise errors.NotFound(f"trial {trial_id} is not an unmanaged trial")
+        trial = self._views.trial_row(trial_id)
+        if row.lease_expires is None or trial.state in TERMINAL_TRIAL_STATES:
+            raise errors.Conflict(
+                f"trial {trial_id} is {trial.state}: its run was closed or its lease expired; "
+                "nothing more is stored for it (resume it with core_v2.init and the same "
+                "external ids)"
+            )
+        return row
+
+    def heartbeat(self, trial_id: int) -> dict:
+        """Renew the run's lease; `{lease_expires}` (seconds since the epoch)."""
+        row = self.live_row(trial_id)
+        deadline = self._clock() + row.lease_seconds
+        self._shared.store.unmanaged.update(row.trial_id, lease_expires=deadline)
+        return {"lease_expires": deadline}
+
+    def append_logs(self, trial_id: int, lines: list[dict]) -> int:
+        """Store log lines the kernel captured from its cells; how many."""
+        self.live_row(trial_id)
+        records = []
+        for index, item in enumerate(lines):
+            stream = item.get("stream", "stdout")
+            if stream not in ("stdout", "stderr"):
+                raise errors.InvalidRequest(
+                    f"logs[{index}].stream: expected 'stdout' or 'stderr', got {stream!r}"
+                )
+            records.append(
+                (int(trial_id), 0, stream, self._log_time(item, index), str(item.get("line", "")))
+            )
+        self._logs.store_logs(records)
+        return len(records)
+
+    def _log_time(self, item: dict, index: int) -> float:
+        """A log line's time: the one it carries (checked), or now."""
+        when = item.get("time")
+        if when is None:
+            return self._clock()
+        if (
+            isinstance(when, bool)
+            or not isinstance(when, int | float)
+            or not math.isfinite(when)
+            or not 0 <= when <= MAX_LOG_TIME
+        ):
+            problem = (
+                f"logs[{index}].time: expected seconds since the epoch (0 to {MAX_LOG_TIME:.0f}), "
+                f"got {when!r}; leave it out to stamp the line when it arrives"
+            )
+            raise errors.InvalidRequest(problem, [problem])
+        return float(when)
+
+    # -- ends ---------------------------------------------------------------------------------
+    def close_run(self, trial_id: int, state: str, message: str | None = None) -> dict:
+        """The kernel ends its run (`state`: COMPLETED, CANCELED or ERROR); the trial's JSON."""
+        if state not in CLOSE_STATES:
+            raise errors.InvalidRequest(
+                f"state: expected one of {', '.join(CLOSE_STATES)}, got {state!r}"
+            )
+        self.live_row(trial_id)
+        with self._shared.atomic():
+            self._end(int(trial_id), CLOSE_STATES[state], message or f"run closed: {state}")
+        return self._views.get_trial(trial_id)
+
+    def expire_leases(self) -> list[int]:
+        """End as ERROR every live trial whose lease is past due; their ids."""
+        now = self._clock()
+        expired = []
+        for row in self._shared.store.unmanaged.live():
+            if row.lease_expires is not None and row.lease_expires <= now:
+                expired.append(row.trial_id)
+                with self._shared.atomic():
+                    self._end(
+                        row.trial_id,
+                        TrialState.ERROR,
+                        f"the kernel running this trial sent no heartbeat for "
+                        f"{row.lease_seconds:g} s (it died or lost the master): trial ended as "
+                        "ERROR; resume it with core_v2.init and the same external ids",
+                    )
+        return expired
+
+    def _end(self, trial_id: int, state: TrialState, message: str) -> None:
+        store = self._shared.store
+        trial = self._views.trial_row(trial_id)
+        store.unmanaged.update(trial_id, lease_expires=None, token_hash=None)
+        self._live.discard(trial_id)
+        # A user's kill or cancel may have ended it already: then only the lease was left.
+        if trial.state not in TERMINAL_TRIAL_STATES:
+            self._logs.master_log(trial_id, message)
+            store.trials.update(trial_id, exit_summary=None if state == "COMPLETED" else message)
+            self._experiments.end_trial(trial, state, None)
+        # An unmanaged experiment ends with its last live trial (Experiments' rule for it).
+        self._experiments.maybe_finish_experiment(trial.experiment_id)
+
+    def kernel_allocation(self, trial_id: int) -> dict | None:
+        """What stands for a live unmanaged trial's allocation in its JSON (its kernel holds
+        no slots, but it runs: RUNNING, not QUEUED); None for other trials."""
+        if trial_id not in self._live:
+            return None
+        return {"id": f"unmanaged-{trial_id}", "slot_ids": [], "kernel": True}
+
+    # -- the lease timer ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Expire what lapsed while no master ran, and watch the leases that remain."""
+        self._live = {row.trial_id for row in self._shared.store.unmanaged.live()}
+        self.expire_leases()
+        self._arm_timer()
+
+    def stop(self) -> None:
+        """Stop watching leases (the master stops; deadlines stay in the store)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm_timer(self) -> None:
+        """Wake at the earliest deadline (a heartbeat moves it later: then it just re-arms)."""
+        loop = self._shared.loop
+        if loop is None or self._shared.closed:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        live = self._shared.store.unmanaged.live()
+        if not live or live[0].lease_expires is None:
+            return
+        delay = max(0.0, live[0].lease_expires - self._clock()) + 0.05
+        self._timer = loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._shared.closed:
+            return
+        self.expire_leases()
+        self._arm_timer()
+
+
+__all__ = ["CLOSE_STATES", "KERNEL_ENTRYPOINT", "UnmanagedRuns", "unmanaged_config"]
