@@ -171,7 +171,7 @@ CONFIG = {
 
 
 def test_test_mode_config_is_one_batch_single_searcher_with_a_sample():
-    test = _experiment.test_mode_config(CONFIG, random.Random(0))
+    test = expconf.test_mode_config(CONFIG, random.Random(0))
     assert test["description"] == "[test-mode] mnist"
     assert test["searcher"] == {
         "name": "single",

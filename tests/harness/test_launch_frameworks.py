@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from determined.core import _distributed
+from determined.core import _launch_env
 from determined.launch import _common, deepspeed, horovod, tensorflow
 
 HARNESS = str(pathlib.Path(__file__).resolve().parents[2] / "harness")
@@ -103,14 +103,14 @@ def test_from_tf_config_local_layout(monkeypatch: pytest.MonkeyPatch) -> None:
                  "GROUP_WORLD_SIZE"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     # Determined's layout: one worker per node.
-    assert _distributed._tf_local_layout(1, 3) == (0, 1, 1, 3)
+    assert _launch_env.tf_local_layout(1, 3) == (0, 1, 1, 3)
     launcher_env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
                     "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1"}  # fmt: skip
     for name, value in launcher_env.items():
         monkeypatch.setenv(name, value)
-    assert _distributed._tf_local_layout(1, 2) == (1, 2, 0, 1)
+    assert _launch_env.tf_local_layout(1, 2) == (1, 2, 0, 1)
     # Variables that disagree with TF_CONFIG (left from another launcher) are ignored.
-    assert _distributed._tf_local_layout(0, 2) == (0, 1, 0, 2)
+    assert _launch_env.tf_local_layout(0, 2) == (0, 1, 0, 2)
 
 
 # -- running the launchers ---------------------------------------------------------------------

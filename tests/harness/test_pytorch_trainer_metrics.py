@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from determined import core, pytorch
-from determined.pytorch._controller import _metric_values
+from determined.pytorch._trial_metrics import metric_values as _metric_values
 
 torch.set_num_threads(1)
 

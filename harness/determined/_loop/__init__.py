@@ -16,13 +16,8 @@ and restores (see `determined._loop._loop`).
 """
 
 from determined._loop._lengths import Lengths
-from determined._loop._loop import (
-    PROGRESS_INTERVAL_S,
-    ChunkEnd,
-    LocalOperation,
-    LoopMode,
-    TrainingLoop,
-)
+from determined._loop._loop import PROGRESS_INTERVAL_S, TrainingLoop
+from determined._loop._operations import ChunkEnd, LocalOperation, LoopMode
 from determined._loop._periods import NEVER, At, ChunkPlan, Every, Never, Period, every
 from determined._loop._reports import (
     LoopResult,

@@ -21,7 +21,6 @@ and may refine the hooks (`_stop_requested`, `_validated`, `_after_chunk`, ...).
 from __future__ import annotations
 
 import abc
-import enum
 import json
 import logging
 import pathlib
@@ -30,6 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from determined._loop._lengths import Lengths
+from determined._loop._operations import ChunkEnd, LocalOperation, LoopMode
 from determined._loop._periods import ChunkPlan, Every, every
 from determined._loop._reports import LoopResult, Report
 from determined._loop._searcher_metric import CheckpointPolicy, is_better, searcher_metric_value
@@ -40,43 +40,6 @@ logger = logging.getLogger("determined.loop")
 # The least time between two progress reports between chunks on the master: each is a
 # synchronous POST (~1-2 ms of the training thread), and a progress bar needs no more.
 PROGRESS_INTERVAL_S = 1.0
-
-
-class LoopMode(str, enum.Enum):
-    """Where the loop runs, which decides where its lengths come from."""
-
-    CLUSTER = "cluster"  # a trial run by the master: searcher operations, preemption
-    LOCAL = "local"  # real training in this process for searcher.max_length
-    TEST = "test"  # one batch, validation, checkpoint
-
-
-class ChunkEnd(enum.Enum):
-    """Why training stopped before the operation's target."""
-
-    STOPPED = "stopped"  # the user asked (context.set_stop_requested, model.stop_training)
-    PREEMPTED = "preempted"  # checkpointed; the trial exits and is resumed later
-
-
-class LocalOperation:
-    """One "train to `batches`" operation when no master hands them out (local runs, a PyTorch
-    `Trainer.fit(max_length=...)`): the same interface as a searcher operation, reporting to
-    nowhere.
-
-    Args:
-        batches: the absolute number of global batches to train to.
-    """
-
-    def __init__(self, batches: int) -> None:
-        self.batches = batches
-        self.length = batches
-        self.completed_with: Any = None
-
-    def report_progress(self, length: float) -> None:
-        """Nothing to report to (off the master)."""
-
-    def report_completed(self, searcher_metric: Any) -> None:
-        """Keep the searcher metric (for the local summary)."""
-        self.completed_with = searcher_metric
 
 
 class TrainingLoop(abc.ABC):

@@ -12,27 +12,29 @@ round trip cost the training loop ~4 ms per checkpoint, bench/bench_harness_over
 
 from __future__ import annotations
 
-import atexit
-import collections
 import contextlib
 import datetime
 import enum
-import hashlib
 import json
 import logging
 import os
 import pathlib
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from determined.common import storage
+from determined.core._checkpoint_merge import (
+    METADATA_FILE,
+    assign_shards,
+    md5,
+    merge_metadata,
+    write_metadata,
+)
+from determined.core._checkpoint_reporter import CheckpointReporter
 
 logger = logging.getLogger("determined.core")
 
-METADATA_FILE = "metadata.json"
 Selector = Callable[[str], bool]
 
 
@@ -42,183 +44,6 @@ class DownloadMode(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-def merge_metadata(dicts: list[dict], ranks: list[int]) -> dict:
-    """Deep-merge the metadata of several ranks; differing values for one key are an error."""
-    merged: dict = {}
-
-    def merge_into(target: dict, source: dict, rank: int, owners: dict, path: str) -> None:
-        for key, value in source.items():
-            where = f"{path}{key}"
-            if key not in target:
-                target[key] = value
-                owners[where] = rank
-            elif isinstance(target[key], dict) and isinstance(value, dict):
-                target[key] = dict(target[key])
-                merge_into(target[key], value, rank, owners, where + ".")
-            elif target[key] != value:
-                # The value came with the first rank that set this key or one of its parents.
-                owner = next(owners[p] for p in _prefixes(where) if p in owners)
-                raise RuntimeError(
-                    f"checkpoint metadata conflict at {where!r}: rank {owner} has "
-                    f"{target[key]!r}, rank {rank} has {value!r}"
-                )
-
-    owners: dict = {}
-    for metadata, rank in zip(dicts, ranks, strict=False):
-        merge_into(merged, metadata or {}, rank, owners, "")
-    return merged
-
-
-def _prefixes(dotted: str) -> list[str]:
-    parts = dotted.split(".")
-    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
-
-
-def _md5(path: pathlib.Path) -> str:
-    digest = hashlib.md5()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _write_metadata(directory: pathlib.Path, metadata: dict) -> None:
-    text = json.dumps(metadata, indent=2)  # one write: json.dump writes every token separately
-    with open(directory / METADATA_FILE, "w") as f:
-        f.write(text)
-
-
-_DRAIN_LOG_INTERVAL_S = 10.0
-
-
-def report_failed(storage_id: str, error: Any) -> RuntimeError:
-    """The error a failed `POST /checkpoints` is raised as, in the thread that saved it."""
-    return RuntimeError(
-        f"reporting checkpoint {storage_id} to the master failed: {error}; its files are in "
-        "checkpoint storage but the master does not list it (save a new checkpoint)"
-    )
-
-
-class CheckpointReporter:
-    """POSTs checkpoint records to the master from a background thread, in order.
-
-    The caller's thread only enqueues (the files are already in storage, so a reported checkpoint
-    always exists). `session_factory()` makes the thread's own `Session` (requests sessions are
-    not thread-safe). A failed POST is raised in the caller's thread by its next `submit`,
-    `flush` or `close`. `flush()` waits until everything submitted has been posted; `close()`
-    flushes and stops the thread; at interpreter exit whatever is queued is still posted.
-    Records are posted one at a time, in order: checkpoints are rare, so there is nothing to batch.
-    """
-
-    def __init__(self, session_factory: Callable[[], Any]) -> None:
-        self._session_factory = session_factory
-        self._pending: collections.deque = collections.deque()
-        self._unfinished = 0  # submitted, not yet posted (or failed)
-        self._changed = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._error: tuple[str, BaseException] | None = None
-        self._closed = False
-
-    def submit(self, storage_id: str, payload: bytes) -> None:
-        """Queue one record (JSON, encoded by the caller: what it reports may not change later),
-        then raise a failure recorded so far (this record is still posted)."""
-        with self._changed:
-            if self._closed:
-                raise RuntimeError(
-                    f"checkpoint {storage_id} was saved after core.Context was closed, so it "
-                    "cannot be reported; save checkpoints inside `with det.core.init()`"
-                )
-            self._pending.append((storage_id, payload))
-            self._unfinished += 1
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="CheckpointReporterThread", daemon=True
-                )
-                self._thread.start()
-                # Daemon threads still run during atexit: a script that ends right after its
-                # last checkpoint (or never closes the context) still reports it.
-                atexit.register(self._drain_at_exit)
-            self._changed.notify_all()
-        self.raise_error()
-
-    def flush(self) -> None:
-        """Wait until every submitted record reached the master; raise a failure."""
-        with self._changed:
-            started = time.monotonic()
-            while self._unfinished:
-                if not self._changed.wait(timeout=_DRAIN_LOG_INTERVAL_S) and self._unfinished:
-                    logger.info(
-                        "waiting for %d checkpoint report(s) to reach the master (%.0f s so far)",
-                        self._unfinished,
-                        time.monotonic() - started,
-                    )
-        self.raise_error()
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        try:
-            self.flush()
-        finally:
-            with self._changed:
-                self._closed = True
-                self._changed.notify_all()
-                thread = self._thread
-            if thread is not None:
-                thread.join()
-                atexit.unregister(self._drain_at_exit)
-
-    def _drain_at_exit(self) -> None:
-        try:
-            self.close()
-        except Exception as e:  # noqa: BLE001 - nobody is left to raise to at exit
-            logger.error("%s", e)
-
-    def raise_error(self) -> None:
-        """Raise (once) the first failure of a record posted since the last call."""
-        with self._changed:
-            failure, self._error = self._error, None
-        if failure is None:
-            return
-        storage_id, error = failure
-        raise report_failed(storage_id, error) from error
-
-    def _run(self) -> None:
-        session = None
-        try:
-            while True:
-                with self._changed:
-                    while not self._pending and not self._closed:
-                        self._changed.wait()
-                    if not self._pending:
-                        return
-                    storage_id, payload = self._pending.popleft()
-                failure = None
-                try:
-                    if session is None:
-                        session = self._session_factory()
-                    session.request(
-                        "POST",
-                        "/checkpoints",
-                        data=payload,
-                        headers={"Content-Type": "application/json"},
-                    )
-                    logger.info("reported checkpoint %s to the master", storage_id)
-                except BaseException as e:  # noqa: BLE001 - every failure must reach the caller
-                    logger.warning(
-                        "reporting checkpoint %s to the master failed: %s", storage_id, e
-                    )
-                    failure = (storage_id, e)
-                with self._changed:
-                    if failure is not None and self._error is None:
-                        self._error = failure
-                    self._unfinished -= 1
-                    self._changed.notify_all()
-        finally:
-            if session is not None and hasattr(session, "close"):
-                session.close()
 
 
 class CheckpointContext:
@@ -382,7 +207,7 @@ class CheckpointContext:
                 raise ValueError("checkpoint.upload(ckpt_dir=None) is only valid with shard=True")
             storage_id = self._new_storage_id(shard=False)
             ckpt_dir = pathlib.Path(ckpt_dir)
-            _write_metadata(ckpt_dir, metadata)
+            write_metadata(ckpt_dir, metadata)
             paths = list(storage.list_resources(ckpt_dir, selector))
             if METADATA_FILE not in paths:
                 paths.append(METADATA_FILE)
@@ -405,25 +230,8 @@ class CheckpointContext:
         everyone = self._dist.allgather((dir_key, selector is not None, sorted(mine), metadata))
         merged = merge_metadata([m for (_, _, _, m) in everyone], list(range(len(everyone))))
 
-        # Which rank uploads which file: the lowest rank that has it; a directory shared by
-        # several ranks (and unfiltered) is uploaded once, by its lowest rank.
-        owner: dict[str, int] = {}
-        contested: dict[str, list[int]] = {}
-        seen_dirs: dict[Any, int] = {}
-        for r, (key, has_selector, files, _) in enumerate(everyone):
-            if key is None:
-                continue
-            if key in seen_dirs and not has_selector and not everyone[seen_dirs[key]][1]:
-                continue
-            seen_dirs.setdefault(key, r)
-            for rel in files:
-                if rel.endswith("/"):
-                    owner.setdefault(rel, r)
-                elif rel in owner:
-                    contested.setdefault(rel, [owner[rel]]).append(r)
-                else:
-                    owner[rel] = r
-        my_hashes = {rel: _md5(ckpt_dir / rel) for rel, ranks in contested.items() if rank in ranks}
+        owner, contested = assign_shards(everyone)
+        my_hashes = {rel: md5(ckpt_dir / rel) for rel, ranks in contested.items() if rank in ranks}
         all_hashes = self._dist.allgather(my_hashes)
         conflicts = []
         for rel, ranks in sorted(contested.items()):
@@ -441,7 +249,7 @@ class CheckpointContext:
         if rank == 0:
             target = self._storage_manager.path_of(storage_id)
             target.mkdir(parents=True, exist_ok=True)
-            _write_metadata(target, merged)
+            write_metadata(target, merged)
             self._report_checkpoint(storage_id, storage.list_resources(target), merged)
         self._dist.allgather(None)
         return storage_id
@@ -490,7 +298,7 @@ class CheckpointContext:
             if self._dist.rank != 0:
                 self._dist.allgather(None)
                 return
-        _write_metadata(path, metadata)
+        write_metadata(path, metadata)
         try:
             self._report_checkpoint(storage_id, storage.list_resources(path), metadata)
         finally:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import subprocess
 
-from determined.core._checkpoint import report_failed
+from determined.core._checkpoint_reporter import report_failed
 from determined.core._metrics import SHIP_INTERVAL_S, _iso, _json_default
 
 logger = logging.getLogger("determined.core")

@@ -9,7 +9,6 @@ trial's state dicts.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import pathlib
 import time
@@ -24,9 +23,15 @@ from determined.pytorch import _data, _state
 from determined.pytorch._callback import PyTorchCallback
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._lr_scheduler import LRScheduler
-from determined.pytorch._reducer import Reducer, cross_slot_reduce, per_slot_reduce, to_number
-from determined.pytorch._trial import PyTorchTrial, _overrides
+from determined.pytorch._reducer import Reducer, cross_slot_reduce, per_slot_reduce
+from determined.pytorch._trial import PyTorchTrial
+from determined.pytorch._trial_metrics import (
+    cross_slot_custom,
+    metric_values,
+    training_metrics_dict,
+)
 from determined.pytorch._units import Epoch, TrainUnit
+from determined.pytorch._validation import PyTorchValidation
 
 logger = logging.getLogger("determined.pytorch")
 
@@ -46,7 +51,7 @@ def _period(unit: TrainUnit, epoch_len: int) -> loop_core.Period:
     return loop_core.At(unit.value, epoch_len if isinstance(unit, Epoch) else 0)
 
 
-class _PyTorchTrialController(loop_core.TrainingLoop):
+class _PyTorchTrialController(PyTorchValidation, loop_core.TrainingLoop):
     """Runs one `PyTorchTrial` for one `Trainer.fit` call."""
 
     _log = logger
@@ -213,7 +218,7 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
             if self.context.experimental._auto_to_device:
                 batch = self.context.to_device(batch)
             metrics = self.trial.train_batch(batch, epoch_idx, batch_idx)
-            batch_metrics.append(_training_metrics_dict(metrics))
+            batch_metrics.append(training_metrics_dict(metrics))
             for wrapper in self.context.lr_schedulers:
                 if (
                     wrapper.step_mode is LRScheduler.StepMode.STEP_EVERY_BATCH
@@ -242,36 +247,18 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
 
     def _training_metrics(self, batch_metrics: list[dict[str, Any]]) -> dict[str, Any]:
         """The chunk's training metrics averaged over its batches and all ranks."""
-        batch_metrics = _metric_values(batch_metrics)
+        batch_metrics = metric_values(batch_metrics)
         mine = per_slot_reduce(batch_metrics, Reducer.AVG) if batch_metrics else {}
         custom = [r.reducer.per_slot_reduce() for r in self.context._reducers if r.for_training]
         everyone = self.dist.allgather((mine, len(batch_metrics), custom))
         metrics = cross_slot_reduce([e[0] for e in everyone], [e[1] for e in everyone], Reducer.AVG)
-        metrics.update(self._cross_slot_custom([e[2] for e in everyone], for_training=True))
+        metrics.update(
+            cross_slot_custom(self.context._reducers, [e[2] for e in everyone], for_training=True)
+        )
         metrics = self._add_time_keys(metrics)
         for callback in self.callbacks.values():
             callback.on_training_workload_end(metrics, batch_metrics)
         return metrics
-
-    def _cross_slot_custom(self, per_rank: list[list[Any]], for_training: bool) -> dict[str, Any]:
-        wrapped = [
-            r
-            for r in self.context._reducers
-            if (r.for_training if for_training else r.for_validation)
-        ]
-        out: dict[str, Any] = {}
-        for i, reducer in enumerate(wrapped):
-            value = reducer.reducer.cross_slot_reduce([values[i] for values in per_rank])
-            if reducer.name is not None:
-                out[reducer.name] = to_number(value)
-            elif isinstance(value, dict):
-                out.update({k: to_number(v) for k, v in value.items()})
-            else:
-                raise ValueError(
-                    f"{type(reducer.reducer).__name__}.cross_slot_reduce returned {type(value).__name__}: a "
-                    "reducer wrapped without name= must return a dict of metrics"
-                )
-        return out
 
     # --- the core loop's hooks ------------------------------------------------------------------
     def _after_chunk(self) -> None:
@@ -315,90 +302,6 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
         if self.test_mode and self.searcher_metric not in metrics:
             return float("nan")  # test mode checks that the trial runs, not the searcher's metric
         return super().searcher_value(metrics)
-
-    # --- validation ---------------------------------------------------------------------------
-    def _evaluate(self) -> dict:
-        for model in self.context.models:
-            model.eval()
-        for callback in self.callbacks.values():
-            callback.on_validation_start()
-        with torch.no_grad():
-            if _overrides(self.trial, "evaluate_batch"):
-                metrics = self._evaluate_batches()
-            elif _overrides(self.trial, "evaluate_full_dataset"):
-                metrics = self._evaluate_full_dataset()
-            else:
-                raise NotImplementedError(
-                    f"{type(self.trial).__name__} must implement evaluate_batch(batch, batch_idx) or "
-                    "evaluate_full_dataset(data_loader)"
-                )
-        for model in self.context.models:
-            model.train()
-        return self._add_time_keys({k: to_number(v) for k, v in metrics.items()})
-
-    def _after_validation(self, metrics: dict) -> None:
-        for callback in self.callbacks.values():
-            callback.on_validation_end(metrics)
-        if self.is_chief and not self.test_mode and self.searcher_metric is not None:
-            self.searcher_value(metrics)  # a missing searcher metric fails at once
-
-    def _validation_torch_loader(self, shard: bool) -> Any:
-        loader = self._validation_loader
-        if isinstance(loader, _data.DataLoader):
-            if shard:
-                return loader.get_data_loader(
-                    repeat=False, num_replicas=self.dist.size, rank=self.dist.rank
-                )
-            return loader.get_data_loader(repeat=False)
-        if isinstance(loader, torch.utils.data.DataLoader):
-            return loader
-        raise TypeError(
-            "build_validation_data_loader must return a det.pytorch.DataLoader (or a "
-            f"torch.utils.data.DataLoader), got {type(loader).__name__}"
-        )
-
-    def _evaluate_batches(self) -> dict[str, Any]:
-        for reducer in self.context._reducers:
-            if reducer.for_validation:
-                reducer.reducer.reset()
-        for callback in self.callbacks.values():
-            callback.on_validation_epoch_start()
-        takes_batch_idx = len(inspect.signature(self.trial.evaluate_batch).parameters) >= 2
-        outputs: list[dict[str, Any]] = []
-        for idx, batch in enumerate(self._validation_torch_loader(shard=True)):
-            if self.context.experimental._auto_to_device:
-                batch = self.context.to_device(batch)
-            result = (
-                self.trial.evaluate_batch(batch, idx)
-                if takes_batch_idx
-                # Older trials define evaluate_batch(self, batch).
-                else self.trial.evaluate_batch(batch)  # type: ignore[call-arg]
-            )
-            if not isinstance(result, dict):
-                raise TypeError(
-                    f"evaluate_batch must return a dict of metrics, got {type(result).__name__}"
-                )
-            outputs.append(result)
-        for callback in self.callbacks.values():
-            callback.on_validation_epoch_end(outputs)
-        reducers = self.trial.evaluation_reducer()
-        mine = per_slot_reduce(outputs, reducers) if outputs else {}
-        custom = [r.reducer.per_slot_reduce() for r in self.context._reducers if r.for_validation]
-        everyone = self.dist.allgather((mine, len(outputs), custom))
-        metrics = cross_slot_reduce([e[0] for e in everyone], [e[1] for e in everyone], reducers)
-        metrics.update(self._cross_slot_custom([e[2] for e in everyone], for_training=False))
-        return metrics
-
-    def _evaluate_full_dataset(self) -> dict[str, Any]:
-        metrics = None
-        if self.is_chief:
-            metrics = self.trial.evaluate_full_dataset(self._validation_torch_loader(shard=False))
-            if not isinstance(metrics, dict):
-                raise TypeError(
-                    f"evaluate_full_dataset must return a dict of metrics, got {type(metrics).__name__}"
-                )
-            metrics = {k: to_number(v) for k, v in metrics.items()}
-        return self.dist.broadcast(metrics)
 
     # --- checkpoints ---------------------------------------------------------------------------
     def _checkpoint_metadata(self) -> dict:
@@ -478,62 +381,3 @@ class _PyTorchTrialController(loop_core.TrainingLoop):
         """End of `fit`: the callbacks' `on_trial_shutdown`."""
         for callback in self.callbacks.values():
             callback.on_trial_shutdown()
-
-
-def _training_metrics_dict(metrics: Any) -> dict[str, Any]:
-    """One batch's metrics, tensors kept (detached) on their device: reading a tensor's value
-    waits for the device, so that happens once per report (`_metric_values`), not per batch."""
-    if isinstance(metrics, torch.Tensor):
-        return {"loss": metrics.detach()}
-    if not isinstance(metrics, dict):
-        raise TypeError(
-            f"train_batch must return a dict of metrics (or the loss tensor), got {type(metrics).__name__}"
-        )
-    return {
-        k: v.detach() if isinstance(v, torch.Tensor) else to_number(v) for k, v in metrics.items()
-    }
-
-
-def _metric_values(batch_metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`batch_metrics` with every tensor replaced by its value (numbers, lists for non-scalars).
-
-    A metric whose values are scalar tensors of one dtype and device is read with one
-    `torch.stack(...).tolist()`, so the device is waited for once per metric, not per batch.
-    This runs at every report (100 batches by default): per-tensor checks here cost ~2 µs a
-    batch, a measurable share of a small model's step, so the checks are the cheap ones
-    (`dtype`, `dim`) and a device mismatch is left to `torch.stack` to find.
-    """
-    if not any(isinstance(v, torch.Tensor) for m in batch_metrics for v in m.values()):
-        return batch_metrics
-    keys: list[str] = []
-    for metrics in batch_metrics:
-        keys.extend(k for k in metrics if k not in keys)
-    read: dict[str, list[Any]] = {}
-    for key in keys:
-        values = [m[key] for m in batch_metrics if key in m]
-        scalars = _scalar_tensor_values(values)
-        read[key] = scalars if scalars is not None else [to_number(v) for v in values]
-    if len(keys) == 1 and len(read[keys[0]]) == len(batch_metrics):  # the usual case: one metric
-        key = keys[0]
-        return [{key: value} for value in read[key]]
-    positions = {key: iter(values) for key, values in read.items()}
-    return [{k: next(positions[k]) for k in metrics} for metrics in batch_metrics]
-
-
-def _scalar_tensor_values(values: list[Any]) -> list[Any] | None:
-    """The values of `values` read at once when they are one-element tensors of one dtype on
-    one device; None otherwise."""
-    first = values[0] if values else None
-    if not isinstance(first, torch.Tensor):
-        return None
-    dtype = first.dtype
-    for value in values:
-        if not isinstance(value, torch.Tensor) or value.dtype is not dtype or value.dim() > 1:
-            return None
-    try:
-        stacked = torch.stack(values) if first.dim() == 0 else torch.cat(values)
-    except RuntimeError:  # different devices (or shapes): read one by one
-        return None
-    if stacked.dim() != 1 or stacked.shape[0] != len(values):
-        return None  # some of the 1-d tensors held more than one element
-    return stacked.cpu().tolist()

@@ -12,197 +12,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from determined.common.expconf._schema_search import HPARAM_TYPES as HPARAM_TYPES
+from determined.common.expconf._schema_search import SEARCHER_NAMES as SEARCHER_NAMES
+from determined.common.expconf._schema_search import SEARCHER_SCHEMA, TYPED_HPARAM
+from determined.common.expconf._schema_types import (
+    ABSOLUTE_PATH,
+    ANY_OBJECT_OR_NULL,
+    BOOL,
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    STRING,
+    STRING_LIST,
+    closed,
+)
+
 SCHEMA_ID = "https://jupyter-determined.invalid/schemas/expconf/v0/experiment.json"
 
 MAX_SEED = 2**31  # exclusive; Determined draws seeds in [0, 2^31)
 
-SEARCHER_NAMES = ("single", "random", "grid", "adaptive_asha", "async_halving")
 CHECKPOINT_STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs", "azure")
-HPARAM_TYPES = ("const", "int", "double", "log", "categorical")
 LENGTH_UNITS = ("batches", "records", "epochs")
 
-
-_STRING = {"type": "string"}
-_BOOL = {"type": "boolean"}
-_NON_NEGATIVE_INT = {"type": "integer", "minimum": 0}
-_POSITIVE_INT = {"type": "integer", "minimum": 1}
-_STRING_LIST = {"type": "array", "items": {"type": "string"}}
-_ANY_OBJECT_OR_NULL = {"type": ["object", "null"]}
-_ABSOLUTE_PATH = {
-    "type": "string",
-    "pattern": "^/",
-    "x-pattern-hint": "must be an absolute path (starting with '/')",
-}
-
-# ---------------------------------------------------------------------------------------------
-# searcher: one closed schema per name, built from the fields every searcher shares.
-
-_SEARCHER_COMMON: dict[str, Any] = {
-    "name": _STRING,
-    "metric": _STRING,
-    "smaller_is_better": _BOOL,
-    "source_trial_id": {"type": ["integer", "null"]},
-    "source_checkpoint_uuid": {"type": ["string", "null"]},
-    "max_length": {"$ref": "#/$defs/length_or_int"},
-}
-_METRIC_HINT = (
-    "required for every searcher: the name of a validation metric (e.g. metric: validation_loss)"
-)
-_TIME_FIELDS: dict[str, Any] = {
-    "time_metric": {"type": ["string", "null"]},
-    "max_time": {"type": ["integer", "null"], "minimum": 1},
-}
-_MAX_TRIALS = {"type": "integer", "minimum": 1}
-_MAX_CONCURRENT = {
-    "type": "integer",
-    "minimum": 0,
-    "x-minimum-hint": "must be >= 0 (0 means no limit)",
-}
-_DIVISOR = {"type": "number", "exclusiveMinimum": 1}
-_STOP_ONCE = {"type": ["boolean", "null"]}
-
-
-def _searcher_variant(name: str, extra: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    hints = {"metric": _METRIC_HINT}
-    for key in required:
-        if key not in hints:
-            hints[key] = f"required when searcher.name is '{name}'"
-    if "max_trials" in required:
-        hints["max_trials"] += " (add e.g. max_trials: 16)"
-    if "num_rungs" in required:
-        hints["num_rungs"] += " (add e.g. num_rungs: 3)"
-    return {
-        "type": "object",
-        "properties": {**_SEARCHER_COMMON, **extra},
-        "additionalProperties": False,
-        "required": ["metric", *required],
-        "x-required-hints": hints,
-    }
-
-
-_SEARCHER_VARIANTS: dict[str, dict[str, Any]] = {
-    "single": _searcher_variant("single", {}, []),
-    "random": _searcher_variant(
-        "random",
-        {"max_trials": _MAX_TRIALS, "max_concurrent_trials": _MAX_CONCURRENT},
-        ["max_trials"],
-    ),
-    "grid": _searcher_variant("grid", {"max_concurrent_trials": _MAX_CONCURRENT}, []),
-    "adaptive_asha": _searcher_variant(
-        "adaptive_asha",
-        {
-            "max_trials": _MAX_TRIALS,
-            "max_concurrent_trials": _MAX_CONCURRENT,
-            "mode": {"enum": ["standard", "aggressive", "conservative"]},
-            "divisor": _DIVISOR,
-            "max_rungs": _POSITIVE_INT,
-            "bracket_rungs": {"type": "array", "items": _POSITIVE_INT},
-            "stop_once": _STOP_ONCE,
-            **_TIME_FIELDS,
-        },
-        ["max_trials"],
-    ),
-    "async_halving": _searcher_variant(
-        "async_halving",
-        {
-            "num_rungs": _POSITIVE_INT,
-            "max_trials": _MAX_TRIALS,
-            "max_concurrent_trials": _MAX_CONCURRENT,
-            "divisor": _DIVISOR,
-            "stop_once": _STOP_ONCE,
-            "max_length": {"$ref": "#/$defs/positive_length"},
-            **_TIME_FIELDS,
-        },
-        ["num_rungs", "max_trials"],
-    ),
-}
-
-SEARCHER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["name"],
-    "x-required-hints": {"name": "required: one of " + ", ".join(SEARCHER_NAMES)},
-    "properties": {"name": _STRING},
-    # Unknown and legacy names are reported by _validate.py with a pointed message.
-    "allOf": [
-        {"if": {"properties": {"name": {"const": name}}, "required": ["name"]}, "then": variant}
-        for name, variant in _SEARCHER_VARIANTS.items()
-    ],
-}
-
-# ---------------------------------------------------------------------------------------------
-# hyperparameters: name -> typed spec ({type: ...}), nested group (object without type), or an
-# implicit constant (anything else).
-
-
-def _hparam_variant(kind: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"type": _STRING, **properties},
-        "required": required,
-        "x-required-hints": {
-            key: f"required for a hyperparameter of type '{kind}'" for key in required
-        },
-        "additionalProperties": False,
-    }
-
-
-_COUNT = {"type": "integer", "minimum": 1}
-_HPARAM_VARIANTS: dict[str, dict[str, Any]] = {
-    "const": _hparam_variant("const", {"val": {}}, ["val"]),
-    "int": _hparam_variant(
-        "int",
-        {"minval": {"type": "integer"}, "maxval": {"type": "integer"}, "count": _COUNT},
-        ["minval", "maxval"],
-    ),
-    "double": _hparam_variant(
-        "double",
-        {"minval": {"type": "number"}, "maxval": {"type": "number"}, "count": _COUNT},
-        ["minval", "maxval"],
-    ),
-    "log": _hparam_variant(
-        "log",
-        {
-            "minval": {"type": "number"},
-            "maxval": {"type": "number"},
-            "base": {"type": "number", "exclusiveMinimum": 0},
-            "count": _COUNT,
-        },
-        ["minval", "maxval", "base"],
-    ),
-    "categorical": _hparam_variant(
-        "categorical",
-        {
-            "vals": {
-                "type": "array",
-                "minItems": 1,
-                "x-min-items-hint": "must list at least one value",
-            }
-        },
-        ["vals"],
-    ),
-}
-
-_TYPED_HPARAM: dict[str, Any] = {
-    "type": "object",
-    "properties": {"type": {"enum": list(HPARAM_TYPES), "x-what": "hyperparameter type"}},
-    "allOf": [
-        {"if": {"properties": {"type": {"const": kind}}}, "then": variant}
-        for kind, variant in _HPARAM_VARIANTS.items()
-    ],
-}
 
 # ---------------------------------------------------------------------------------------------
 # checkpoint_storage
 
 _STORAGE_COMMON: dict[str, Any] = {
-    "type": _STRING,
-    "save_experiment_best": _NON_NEGATIVE_INT,
-    "save_trial_best": _NON_NEGATIVE_INT,
-    "save_trial_latest": _NON_NEGATIVE_INT,
+    "type": STRING,
+    "save_experiment_best": NON_NEGATIVE_INT,
+    "save_trial_best": NON_NEGATIVE_INT,
+    "save_trial_latest": NON_NEGATIVE_INT,
 }
 _NULLABLE_STRING = {"type": ["string", "null"]}
 _SHARED_FS_FIELDS: dict[str, Any] = {
-    "host_path": _ABSOLUTE_PATH,
+    "host_path": ABSOLUTE_PATH,
     "storage_path": _NULLABLE_STRING,
     "propagation": _NULLABLE_STRING,
     "container_path": _NULLABLE_STRING,
@@ -224,17 +67,13 @@ _STORAGE_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _closed(properties: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "additionalProperties": False, **extra}
-
-
 CHECKPOINT_STORAGE_SCHEMA: dict[str, Any] = {
     "type": ["object", "null"],
     "properties": {"type": {"type": "string"}},
     "allOf": [
         {
             "if": {"type": "object", "properties": {"type": {"const": kind}}, "required": ["type"]},
-            "then": _closed({**_STORAGE_COMMON, **fields}),
+            "then": closed({**_STORAGE_COMMON, **fields}),
         }
         for kind, fields in _STORAGE_VARIANTS.items()
     ]
@@ -242,7 +81,7 @@ CHECKPOINT_STORAGE_SCHEMA: dict[str, Any] = {
         # Without a type the section is merged over the master's default (shared_fs).
         {
             "if": {"type": "object", "not": {"required": ["type"]}},
-            "then": _closed({**_STORAGE_COMMON, **_SHARED_FS_FIELDS}),
+            "then": closed({**_STORAGE_COMMON, **_SHARED_FS_FIELDS}),
         }
     ],
 }
@@ -258,11 +97,11 @@ _ENV_VAR_LIST = {
         "x-pattern-hint": "must look like KEY=VALUE",
     },
 }
-ENVIRONMENT_SCHEMA = _closed(
+ENVIRONMENT_SCHEMA = closed(
     {
         "image": {
             "type": ["string", "object", "null"],
-            "properties": {key: _STRING for key in ("cpu", "cuda", "rocm", "gpu")},
+            "properties": {key: STRING for key in ("cpu", "cuda", "rocm", "gpu")},
             "additionalProperties": False,
         },
         "environment_variables": {
@@ -274,18 +113,18 @@ ENVIRONMENT_SCHEMA = _closed(
         "ports": {"type": "object", "additionalProperties": {"type": "integer"}},
         "proxy_ports": {
             "type": "array",
-            "items": _closed(
+            "items": closed(
                 {
                     "proxy_port": {"type": "integer"},
-                    "proxy_tcp": _BOOL,
-                    "unauthenticated": _BOOL,
-                    "default_service_id": _BOOL,
+                    "proxy_tcp": BOOL,
+                    "unauthenticated": BOOL,
+                    "default_service_id": BOOL,
                 },
                 required=["proxy_port"],
             ),
         },
-        "force_pull_image": _BOOL,
-        "registry_auth": _closed(
+        "force_pull_image": BOOL,
+        "registry_auth": closed(
             {
                 key: _NULLABLE_STRING
                 for key in (
@@ -299,14 +138,14 @@ ENVIRONMENT_SCHEMA = _closed(
                 )
             }
         ),
-        "add_capabilities": _STRING_LIST,
-        "drop_capabilities": _STRING_LIST,
-        "pod_spec": _ANY_OBJECT_OR_NULL,
+        "add_capabilities": STRING_LIST,
+        "drop_capabilities": STRING_LIST,
+        "pod_spec": ANY_OBJECT_OR_NULL,
         # jupyter-determined's own: run the trials in Jupyter kernels (docs/kernels.md).
         "kernel": {
-            **_closed(
+            **closed(
                 {
-                    "spec": _STRING,
+                    "spec": STRING,
                     "gateway": {"type": ["string", "object", "null"]},
                     "keep_alive": {
                         "type": "number",
@@ -324,7 +163,7 @@ ENVIRONMENT_SCHEMA = _closed(
 )
 ENVIRONMENT_SCHEMA["type"] = ["object", "null"]
 
-RESOURCES_SCHEMA = _closed(
+RESOURCES_SCHEMA = closed(
     {
         "slots_per_trial": {
             "type": "integer",
@@ -345,34 +184,34 @@ RESOURCES_SCHEMA = _closed(
         "is_single_node": {"type": ["boolean", "null"]},
         "devices": {"type": "array", "items": {"type": ["string", "object"]}},
         "slots": {"type": "integer", "minimum": 0},
-        "native_parallel": _BOOL,
+        "native_parallel": BOOL,
         "agent_label": _NULLABLE_STRING,
     }
 )
 RESOURCES_SCHEMA["type"] = ["object", "null"]
 
-_BIND_MOUNT = _closed(
+_BIND_MOUNT = closed(
     {
-        "host_path": _ABSOLUTE_PATH,
+        "host_path": ABSOLUTE_PATH,
         "container_path": {
             "type": "string",
             "minLength": 1,
             "not": {"const": "."},
             "x-not-hint": "must not be '.' (the working directory cannot be replaced)",
         },
-        "read_only": _BOOL,
-        "propagation": _STRING,
+        "read_only": BOOL,
+        "propagation": STRING,
     },
     required=["host_path", "container_path"],
 )
 
-OPTIMIZATIONS_SCHEMA = _closed(
+OPTIMIZATIONS_SCHEMA = closed(
     {
-        "aggregation_frequency": _POSITIVE_INT,
-        "auto_tune_tensor_fusion": _BOOL,
-        "average_aggregated_gradients": _BOOL,
-        "average_training_metrics": _BOOL,
-        "gradient_compression": _BOOL,
+        "aggregation_frequency": POSITIVE_INT,
+        "auto_tune_tensor_fusion": BOOL,
+        "average_aggregated_gradients": BOOL,
+        "average_training_metrics": BOOL,
+        "gradient_compression": BOOL,
         "grad_updates_size_file": _NULLABLE_STRING,
         "mixed_precision": {"enum": ["O0", "O1", "O2", "O3"]},
         "tensor_fusion_cycle_time": {"type": "integer", "minimum": 0},
@@ -381,12 +220,12 @@ OPTIMIZATIONS_SCHEMA = _closed(
 )
 OPTIMIZATIONS_SCHEMA["type"] = ["object", "null"]
 
-PROFILING_SCHEMA = _closed(
+PROFILING_SCHEMA = closed(
     {
-        "enabled": _BOOL,
-        "begin_on_batch": _NON_NEGATIVE_INT,
+        "enabled": BOOL,
+        "begin_on_batch": NON_NEGATIVE_INT,
         "end_after_batch": {"type": ["integer", "null"], "minimum": 0},
-        "sync_timings": _BOOL,
+        "sync_timings": BOOL,
     }
 )
 PROFILING_SCHEMA["type"] = ["object", "null"]
@@ -423,8 +262,8 @@ _LOG_POLICY = {
 TOP_LEVEL_PROPERTIES: dict[str, Any] = {
     "name": {"type": "string", "minLength": 1},
     "description": _NULLABLE_STRING,
-    "labels": _STRING_LIST,
-    "data": _ANY_OBJECT_OR_NULL,
+    "labels": STRING_LIST,
+    "data": ANY_OBJECT_OR_NULL,
     "workspace": _NULLABLE_STRING,
     "project": _NULLABLE_STRING,
     "entrypoint": _ENTRYPOINT,
@@ -432,13 +271,13 @@ TOP_LEVEL_PROPERTIES: dict[str, Any] = {
     "searcher": SEARCHER_SCHEMA,
     "resources": RESOURCES_SCHEMA,
     "checkpoint_storage": CHECKPOINT_STORAGE_SCHEMA,
-    "max_restarts": _NON_NEGATIVE_INT,
+    "max_restarts": NON_NEGATIVE_INT,
     "min_validation_period": {"$ref": "#/$defs/length"},
     "min_checkpoint_period": {"$ref": "#/$defs/length"},
     "checkpoint_policy": {"enum": ["best", "all", "none"]},
-    "perform_initial_validation": _BOOL,
-    "records_per_epoch": _NON_NEGATIVE_INT,
-    "scheduling_unit": _POSITIVE_INT,
+    "perform_initial_validation": BOOL,
+    "records_per_epoch": NON_NEGATIVE_INT,
+    "scheduling_unit": POSITIVE_INT,
     "reproducibility": {
         "type": ["object", "null"],
         "properties": {
@@ -456,7 +295,7 @@ TOP_LEVEL_PROPERTIES: dict[str, Any] = {
     "bind_mounts": {"type": "array", "items": _BIND_MOUNT},
     "optimizations": OPTIMIZATIONS_SCHEMA,
     "profiling": PROFILING_SCHEMA,
-    "debug": _BOOL,
+    "debug": BOOL,
     "log_policies": {"type": ["array", "null"], "items": _LOG_POLICY},
     "retention_policy": {
         "type": ["object", "null"],
@@ -466,17 +305,17 @@ TOP_LEVEL_PROPERTIES: dict[str, Any] = {
         "additionalProperties": False,
     },
     "preemption_timeout": {"type": ["integer", "null"], "minimum": 0},
-    "integrations": _ANY_OBJECT_OR_NULL,
-    "slurm": _ANY_OBJECT_OR_NULL,
-    "pbs": _ANY_OBJECT_OR_NULL,
+    "integrations": ANY_OBJECT_OR_NULL,
+    "slurm": ANY_OBJECT_OR_NULL,
+    "pbs": ANY_OBJECT_OR_NULL,
     # Legacy sections: parsed so old configs load, otherwise ignored.
-    "tensorboard_storage": _ANY_OBJECT_OR_NULL,
-    "security": _ANY_OBJECT_OR_NULL,
-    "data_layer": _ANY_OBJECT_OR_NULL,
+    "tensorboard_storage": ANY_OBJECT_OR_NULL,
+    "security": ANY_OBJECT_OR_NULL,
+    "data_layer": ANY_OBJECT_OR_NULL,
     "internal": _INTERNAL,
 }
 
-_LENGTH_PROPERTIES = {unit: _NON_NEGATIVE_INT for unit in LENGTH_UNITS}
+_LENGTH_PROPERTIES = {unit: NON_NEGATIVE_INT for unit in LENGTH_UNITS}
 
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -490,11 +329,11 @@ SCHEMA: dict[str, Any] = {
         "searcher": "required (e.g. searcher: {name: single, metric: validation_loss})",
     },
     "$defs": {
-        "length": _closed(
+        "length": closed(
             _LENGTH_PROPERTIES, minProperties=1, maxProperties=1, **{"x-kind": "length"}
         ),
-        "positive_length": _closed(
-            {unit: _POSITIVE_INT for unit in LENGTH_UNITS},
+        "positive_length": closed(
+            {unit: POSITIVE_INT for unit in LENGTH_UNITS},
             minProperties=1,
             maxProperties=1,
             **{"x-kind": "length"},
@@ -515,7 +354,7 @@ SCHEMA: dict[str, Any] = {
         },
         "hyperparameter": {
             "if": {"type": "object", "required": ["type"]},
-            "then": _TYPED_HPARAM,
+            "then": TYPED_HPARAM,
             "else": {"if": {"type": "object"}, "then": {"$ref": "#/$defs/hyperparameters"}},
         },
     },
