@@ -12,6 +12,7 @@ recovery part's (docs/fault-tolerance.md).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 from pathlib import Path
@@ -29,20 +30,18 @@ from master_lite._parts import (
     RunSettings,
     authenticate,
     build_parts,
-    make_runner,
     trial_kernel,
 )
-from master_lite.scheduler import (
-    GPU,
+from master_lite.runners import (
     ContainerRuntime,
     GatewayDefault,
     RayCluster,
     Runner,
-    Scheduler,
+    RunnerClasses,
+    build_runner,
     default_runtime,
-    discover_gpus,
-    fake_gpus,
 )
+from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 
 
@@ -63,6 +62,7 @@ class Master:
         cluster_id: str = "master-lite",
         ray_address: str | None = None,
         runner_class: type[Runner] | None = None,
+        runner_classes: RunnerClasses | None = None,
         tensorboard_refresh_seconds: float = 5.0,
         container_runtime: str | None = None,
         kernel_gateway: GatewayDefault | None = None,
@@ -72,9 +72,12 @@ class Master:
                 f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"
             )
         self.resource_manager = resource_manager
-        # A runner of the deployment's own (containers, kernels) instead of the built-in one
-        # `resource_manager` names: constructed with log_sink= and on_exit= by start().
-        self.runner_class = runner_class
+        # The runner class of each kind (None: the built-in one); `runner_class`, the older
+        # setting, replaces the process runner (a deprecated alias of runner_classes.process).
+        classes = runner_classes or RunnerClasses()
+        if runner_class is not None and classes.process is None:
+            classes = dataclasses.replace(classes, process=runner_class)
+        self.runner_classes = classes
         self.root_dir = Path(root_dir).absolute()
         # Runs experiments with environment.image (the local resource manager's runner).
         self.container_runtime = ContainerRuntime(
@@ -169,13 +172,14 @@ class Master:
         self._log_writer = log_writer = LogWriter(self.logs.store_logs)
         # Exits arrive on a waiter thread; they go through the log writer so that they reach
         # the loop only after the run's last lines are stored.
-        runner = make_runner(
-            self.runner_class,
-            self.ray_cluster,
+        runner = build_runner(
+            self.runner_classes,
+            ray_cluster=self.ray_cluster,
             log_sink=log_writer.submit,
             on_exit=self.runs.exit_observed,
             container_runtime=self.container_runtime,
             jupyter_host=self.jupyter_host,
+            loop=loop,
             kernel_gateway=self.kernel_gateway,
         )
         self.runs.attach(runner, log_writer, self.master_url)

@@ -40,7 +40,7 @@ from master_lite._parts._tensorboards import TensorBoards
 from master_lite._parts._tokens import authenticate
 from master_lite._parts._unmanaged import UnmanagedRuns
 from master_lite._parts._views import Views
-from master_lite._parts._wiring import Parts, build_parts, make_runner
+from master_lite._parts._wiring import Parts, build_parts
 
 __all__ = [
     "trial_kernel",
@@ -69,6 +69,5 @@ __all__ = [
     "authenticate",
     "build_parts",
     "check_model_name",
-    "make_runner",
     "searcher_module",
 ]

@@ -17,8 +17,9 @@ import sys
 
 import pytest
 
-from master_lite import _auth, _recovery
+from master_lite import _auth
 from master_lite._master import Master
+from master_lite.runners.process import _orphans as _recovery
 from tests._support import (
     CHECKPOINTING_SCRIPT,
     MasterProcess,
