@@ -27,7 +27,7 @@ from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
 from master_lite._parts._views import Views
-from master_lite.scheduler import fold_jupyter_gateway
+from master_lite.runners import fold_jupyter_gateway
 from master_lite.store import TrialRow
 
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")

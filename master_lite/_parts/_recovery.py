@@ -14,8 +14,8 @@ from master_lite._parts._logs import TrialLogs
 from master_lite._parts._runs import Runs
 from master_lite._parts._searchers import Searchers
 from master_lite._parts._shared import MasterState, searcher_module
+from master_lite.runners import kill_orphaned_group, process_group_alive
 from master_lite.runners.process import end_orphaned_runs, proc_available
-from master_lite.scheduler import kill_orphaned_group, process_group_alive
 from master_lite.store import ExperimentRow
 
 

@@ -11,7 +11,8 @@ from master_lite._events import EventBus
 from master_lite._gc import CheckpointCollector
 from master_lite._logwriter import LogWriter
 from master_lite._parts import MasterState, Parts, RunSettings, build_parts
-from master_lite.scheduler import LaunchSpec, Runner, Scheduler
+from master_lite.runners import LaunchSpec, Runner
+from master_lite.scheduler import Scheduler
 from master_lite.store import Store
 
 
