@@ -338,6 +338,11 @@ class MasterLite(Configurable):
         from master_lite._master import Master  # the facade pulls in the store and scheduler
         from master_lite.runners import GatewayDefault, RunnerClasses
 
+        if self.runner_class is not None:
+            log.warning(
+                "MasterLite.runner_class is deprecated: it now replaces only the process runner "
+                "(containers and kernels keep theirs); set process_runner_class instead"
+            )
         return Master(
             self.root_dir,
             cpu_slots=self.cpu_slots,

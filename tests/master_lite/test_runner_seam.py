@@ -124,3 +124,13 @@ def test_runner_class_must_be_a_runner(tmp_path, trait):
     with pytest.raises(TraitError, match=trait):
         MasterLite(root_dir=str(tmp_path), **{trait: dict})
     assert issubclass(LocalRunner, Runner)
+
+
+def test_runners_written_against_the_old_scheduler_names_still_import():
+    import master_lite.runners as runners
+    import master_lite.scheduler as scheduler
+
+    for name in ("Runner", "LaunchSpec", "LocalRunner", "ContainerRunner", "KernelRunner"):
+        assert getattr(scheduler, name) is getattr(runners, name)
+    with pytest.raises(AttributeError):
+        scheduler.NoSuchName  # noqa: B018
