@@ -31,7 +31,7 @@ from master_lite.runners._base import (
     refuse_run_as,
     terminate_with_grace,
 )
-from master_lite.runners._exits import exit_code_of
+from master_lite.runners._exits import exit_code_of, killed_exit_code
 from master_lite.runners._lines import split_line
 from master_lite.runners._startup_hook import STARTUP_HOOK, has_startup_hook
 from master_lite.runners.kernel._files import ship_files
@@ -143,7 +143,7 @@ class KernelRunner(Runner):
             self._master_line(
                 run, f"could not run the trial in kernel {run.settings.spec!r}: {exc}"
             )
-            code = 137 if run.killed else 1
+            code = killed_exit_code(signal.SIGKILL) if run.killed else 1
         # Only a failure is kept for post-mortem: not a run the master stopped or killed.
         stopped = run.terminating or run.killed
         keep = keep and code != 0 and not stopped and run.settings.keep_alive > 0
@@ -282,17 +282,17 @@ class KernelRunner(Runner):
             except ValueError:
                 return 1
         if reply.get("ename") == "KeyboardInterrupt":
-            return 143 if run.terminating else 130
+            return killed_exit_code(signal.SIGTERM if run.terminating else signal.SIGINT)
         return 1
 
     def _died(self, run: _KernelRun) -> int:
         returncode = run.handle.returncode() if run.handle is not None else None
         if run.killed:
             self._master_line(run, "the trial's kernel was killed")
-            return 137
+            return killed_exit_code(signal.SIGKILL)
         self._master_line(run, f"the trial's kernel died (exit status {returncode})")
         if returncode is None:
-            return 137
+            return killed_exit_code(signal.SIGKILL)
         return exit_code_of(returncode)
 
     # -- output -------------------------------------------------------------------------------

@@ -295,7 +295,7 @@ class RayRunner(Runner):
                         f"{run.spec.allocation_id} container {rank} was lost: "
                         f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
                     )
-                    lines, code = [], 137
+                    lines, code = [], killed_exit_code(signal.SIGKILL)
                 self._emit(run, lines)
                 if code is None:
                     polls[run.actors[rank].poll.remote(_POLL_SECONDS)] = rank
