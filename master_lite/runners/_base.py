@@ -8,7 +8,8 @@ ended. Each kind of runner is a package beside this module (`process`, `containe
 `ray`); `DispatchingRunner` (`_dispatch.py`) picks one per run and remembers which one owns it.
 A deployment replaces one kind through its `MasterLite.<kind>_runner_class` trait.
 
-Standard-library only, like `_exits` and `_lines`: runners never import the master's parts.
+Standard-library only, like `_exits` and `_lines`: runners never import the master's parts
+(nor the scheduler, which imports this module's TRIAL_PORT_NAMES).
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from typing import Any
 LogRecord = tuple[int, "int | None", str, float, str]
 LogSink = Callable[[list[LogRecord]], None]
 ExitCallback = Callable[[str, int], None]
+# The variables of a run's own rendezvous ports (`LaunchSpec.env`; the scheduler's
+# PortAllocator picks them): torchrun's store and the two ZMQ ports of DistributedContext.
+TRIAL_PORT_NAMES = (
+    "C10D_PORT",
+    "INTER_TRAIN_PROCESS_COMM_PORT_1",
+    "INTER_TRAIN_PROCESS_COMM_PORT_2",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,6 +187,7 @@ __all__ = [
     "LogSink",
     "RunAs",
     "Runner",
+    "TRIAL_PORT_NAMES",
     "refuse_run_as",
     "terminate_with_grace",
 ]

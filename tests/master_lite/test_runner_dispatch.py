@@ -3,6 +3,7 @@ every runner shares (terminate-with-grace, the exit-code rule, run-as refusal)."
 
 from __future__ import annotations
 
+import ast
 import signal
 import threading
 from pathlib import Path
@@ -195,3 +196,21 @@ def test_runners_that_cannot_run_as_another_user_say_so():
     asked = LaunchSpec("trial-1.1", 1, ["true"], {}, Path("."), run_as=RunAs(user="alice"))
     with pytest.raises(NotImplementedError, match="alice.*only the process runner"):
         refuse_run_as(runner, asked)
+
+
+def test_runners_import_no_part_of_the_master():
+    """Runners import each other, `determined.common` and the master's token hashing only: not
+    the parts, the scheduler, the store or the API (the lead's import rules check the rest)."""
+    root = Path(__file__).resolve().parents[2] / "master_lite" / "runners"
+    allowed = ("master_lite.runners", "master_lite._auth")
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("master_lite"):
+                    assert name.startswith(allowed), f"{path.relative_to(root)} imports {name}"
