@@ -107,12 +107,45 @@ class MasterLite(Configurable):
     ).tag(config=True)
     runner_class = Type(
         None,
-        klass="master_lite.scheduler.Runner",
+        klass="master_lite.runners.Runner",
         allow_none=True,
-        help="A Runner subclass (dotted name) that runs trials instead of the one "
-        "resource_manager names: the seam container and kernel runners plug into. It is "
-        "constructed with log_sink= and on_exit= (see master_lite/scheduler/_runner.py). "
-        "Env: MASTER_LITE_RUNNER_CLASS.",
+        help="Deprecated: the older name of process_runner_class (it replaces the process runner "
+        "only; containers and kernels keep their runners). Env: MASTER_LITE_RUNNER_CLASS.",
+    ).tag(config=True)
+    process_runner_class = Type(
+        None,
+        klass="master_lite.runners.Runner",
+        allow_none=True,
+        help="A Runner subclass (dotted name) that runs the trials of experiments with neither "
+        "environment.image nor environment.kernel, instead of local processes "
+        "(master_lite.runners.LocalRunner). Constructed with log_sink= and on_exit= (see "
+        "master_lite/runners/_base.py). Env: MASTER_LITE_PROCESS_RUNNER_CLASS.",
+    ).tag(config=True)
+    container_runner_class = Type(
+        None,
+        klass="master_lite.runners.Runner",
+        allow_none=True,
+        help="A Runner subclass (dotted name) that runs the trials of experiments with "
+        "environment.image, instead of master_lite.runners.ContainerRunner. Constructed with "
+        "log_sink=, on_exit= and runtime= (a ContainerRuntime). "
+        "Env: MASTER_LITE_CONTAINER_RUNNER_CLASS.",
+    ).tag(config=True)
+    kernel_runner_class = Type(
+        None,
+        klass="master_lite.runners.Runner",
+        allow_none=True,
+        help="A Runner subclass (dotted name) that runs the trials of experiments with "
+        "environment.kernel, instead of master_lite.runners.KernelRunner. Constructed with "
+        "log_sink=, on_exit=, jupyter_host=, loop= and gateway_default=. "
+        "Env: MASTER_LITE_KERNEL_RUNNER_CLASS.",
+    ).tag(config=True)
+    ray_runner_class = Type(
+        None,
+        klass="master_lite.runners.Runner",
+        allow_none=True,
+        help="A Runner subclass (dotted name) that runs every trial under resource_manager "
+        "'ray', instead of master_lite.runners.RayRunner. Constructed with the RayCluster, "
+        "then log_sink=, on_exit= and use_gpus=. Env: MASTER_LITE_RAY_RUNNER_CLASS.",
     ).tag(config=True)
     container_runtime = Unicode(
         help="The container runtime that runs trials of experiments with environment.image: "
@@ -189,9 +222,25 @@ class MasterLite(Configurable):
     def _default_runner_class(self) -> str | None:
         return os.environ.get("MASTER_LITE_RUNNER_CLASS") or None
 
+    @default("process_runner_class")
+    def _default_process_runner_class(self) -> str | None:
+        return os.environ.get("MASTER_LITE_PROCESS_RUNNER_CLASS") or None
+
+    @default("container_runner_class")
+    def _default_container_runner_class(self) -> str | None:
+        return os.environ.get("MASTER_LITE_CONTAINER_RUNNER_CLASS") or None
+
+    @default("kernel_runner_class")
+    def _default_kernel_runner_class(self) -> str | None:
+        return os.environ.get("MASTER_LITE_KERNEL_RUNNER_CLASS") or None
+
+    @default("ray_runner_class")
+    def _default_ray_runner_class(self) -> str | None:
+        return os.environ.get("MASTER_LITE_RAY_RUNNER_CLASS") or None
+
     @default("container_runtime")
     def _default_container_runtime(self) -> str:
-        from master_lite.scheduler import default_runtime
+        from master_lite.runners import default_runtime
 
         return _from_env("MASTER_LITE_CONTAINER_RUNTIME", str, None) or default_runtime()
 
@@ -213,7 +262,7 @@ class MasterLite(Configurable):
 
     @default("kernel_gateway_files_limit")
     def _default_kernel_gateway_files_limit(self) -> int:
-        from master_lite.scheduler import DEFAULT_FILES_LIMIT
+        from master_lite.runners import DEFAULT_FILES_LIMIT
 
         return _from_env("MASTER_LITE_KERNEL_GATEWAY_FILES_LIMIT", int, DEFAULT_FILES_LIMIT)
 
@@ -287,15 +336,26 @@ class MasterLite(Configurable):
     def build_master(self, **overrides: Any) -> Any:
         """The facade configured by these traits (`overrides`: e.g. the host's user_token)."""
         from master_lite._master import Master  # the facade pulls in the store and scheduler
-        from master_lite.scheduler import GatewayDefault
+        from master_lite.runners import GatewayDefault, RunnerClasses
 
+        if self.runner_class is not None:
+            log.warning(
+                "MasterLite.runner_class is deprecated: it now replaces only the process runner "
+                "(containers and kernels keep theirs); set process_runner_class instead"
+            )
         return Master(
             self.root_dir,
             cpu_slots=self.cpu_slots,
             context_size_limit=self.context_size_limit,
             resource_manager=self.resource_manager,
             ray_address=self.ray_address,
-            runner_class=self.runner_class,
+            runner_classes=RunnerClasses(
+                # runner_class: the deprecated name of process_runner_class.
+                process=self.process_runner_class or self.runner_class,
+                container=self.container_runner_class,
+                kernel=self.kernel_runner_class,
+                ray=self.ray_runner_class,
+            ),
             container_runtime=self.container_runtime,
             kernel_gateway=GatewayDefault(
                 url=self.kernel_gateway_url or None,

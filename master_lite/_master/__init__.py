@@ -2,6 +2,6 @@
 wiring of its parts (`build_parts`, _wiring.py)."""
 
 from master_lite._master._facade import Master
-from master_lite._master._wiring import Parts, build_parts, make_runner
+from master_lite._master._wiring import Parts, build_parts
 
-__all__ = ["Master", "Parts", "build_parts", "make_runner"]
+__all__ = ["Master", "Parts", "build_parts"]

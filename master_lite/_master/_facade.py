@@ -14,6 +14,7 @@ restart is the recovery part's (docs/fault-tolerance.md).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 from pathlib import Path
@@ -23,23 +24,22 @@ from determined.common import context as context_mod
 from determined.common import expconf
 from master_lite._core import MasterState, Views, _auth
 from master_lite._core._events import EventBus
-from master_lite._master._wiring import build_parts, make_runner
+from master_lite._master._wiring import build_parts
 from master_lite.checkpoints import CheckpointCollector, Checkpoints
 from master_lite.experiments import EXPERIMENT_ACTIONS, ExperimentEdits, Experiments
 from master_lite.models import Models
 from master_lite.reports import LogWriter, Reports, TrialLogs
-from master_lite.runs import Runs, RunSettings, authenticate
-from master_lite.scheduler import (
-    GPU,
+from master_lite.runners import (
     ContainerRuntime,
     GatewayDefault,
     RayCluster,
     Runner,
-    Scheduler,
+    RunnerClasses,
+    build_runner,
     default_runtime,
-    discover_gpus,
-    fake_gpus,
 )
+from master_lite.runs import Runs, RunSettings, authenticate
+from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
@@ -62,6 +62,7 @@ class Master:
         cluster_id: str = "master-lite",
         ray_address: str | None = None,
         runner_class: type[Runner] | None = None,
+        runner_classes: RunnerClasses | None = None,
         tensorboard_refresh_seconds: float = 5.0,
         container_runtime: str | None = None,
         kernel_gateway: GatewayDefault | None = None,
@@ -71,9 +72,12 @@ class Master:
                 f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"
             )
         self.resource_manager = resource_manager
-        # A runner of the deployment's own (containers, kernels) instead of the built-in one
-        # `resource_manager` names: constructed with log_sink= and on_exit= by start().
-        self.runner_class = runner_class
+        # The runner class of each kind (None: the built-in one); `runner_class`, the older
+        # setting, replaces the process runner (a deprecated alias of runner_classes.process).
+        classes = runner_classes or RunnerClasses()
+        if runner_class is not None and classes.process is None:
+            classes = dataclasses.replace(classes, process=runner_class)
+        self.runner_classes = classes
         self.root_dir = Path(root_dir).absolute()
         # Runs experiments with environment.image (the local resource manager's runner).
         self.container_runtime = ContainerRuntime(
@@ -172,13 +176,14 @@ class Master:
         self._log_writer = log_writer = LogWriter(self.logs.store_logs)
         # Exits arrive on a waiter thread; they go through the log writer so that they reach
         # the loop only after the run's last lines are stored.
-        runner = make_runner(
-            self.runner_class,
-            self.ray_cluster,
+        runner = build_runner(
+            self.runner_classes,
+            ray_cluster=self.ray_cluster,
             log_sink=log_writer.submit,
             on_exit=self.runs.exit_observed,
             container_runtime=self.container_runtime,
             jupyter_host=self.jupyter_host,
+            loop=loop,
             kernel_gateway=self.kernel_gateway,
         )
         self.runs.attach(runner, log_writer, self.master_url)

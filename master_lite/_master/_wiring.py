@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
@@ -21,18 +19,7 @@ from master_lite.reports._reporting import Reports
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._preemption import RunSettings
 from master_lite.runs._runs import Runs
-from master_lite.scheduler import (
-    GPU,
-    ContainerRuntime,
-    DispatchingRunner,
-    GatewayDefault,
-    KernelRunner,
-    LocalRunner,
-    RayCluster,
-    RayRunner,
-    Runner,
-    Scheduler,
-)
+from master_lite.scheduler import GPU, Scheduler
 from master_lite.tensorboards._tensorboards import TensorBoards
 from master_lite.unmanaged._unmanaged import UnmanagedRuns
 
@@ -133,44 +120,4 @@ def build_parts(
     )
 
 
-def make_runner(
-    runner_class: type[Runner] | None,
-    ray_cluster: RayCluster | None,
-    *,
-    log_sink: Callable[[list], None],
-    on_exit: Callable[[str, int], None],
-    container_runtime: ContainerRuntime | None = None,
-    jupyter_host: Any = None,
-    kernel_gateway: GatewayDefault | None = None,
-) -> Runner:
-    """The deployment's own runner class if given, else Ray's, else local processes and (when
-    `container_runtime` is given) containers for experiments with `environment.image` and Jupyter
-    kernels for experiments with `environment.kernel`."""
-    if runner_class is not None:
-        return runner_class(log_sink=log_sink, on_exit=on_exit)
-    if ray_cluster is not None:
-        return RayRunner(
-            ray_cluster,
-            log_sink=log_sink,
-            on_exit=on_exit,
-            use_gpus=ray_cluster.slots().kind == "gpu",
-        )
-    processes = LocalRunner(log_sink=log_sink, on_exit=on_exit)
-    if container_runtime is None:
-        return processes
-    return DispatchingRunner(
-        log_sink=log_sink,
-        on_exit=on_exit,
-        processes=processes,
-        runtime=container_runtime,
-        kernels=KernelRunner(
-            log_sink=log_sink,
-            on_exit=on_exit,
-            jupyter_host=jupyter_host,
-            loop=asyncio.get_running_loop() if jupyter_host is not None else None,
-            gateway_default=kernel_gateway,
-        ),
-    )
-
-
-__all__ = ["Parts", "build_parts", "make_runner"]
+__all__ = ["Parts", "build_parts"]

@@ -28,9 +28,9 @@ from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
 from master_lite.experiments._searchers import SearcherFailed, Searchers
 from master_lite.reports._logs import TrialLogs
+from master_lite.runners import fold_jupyter_gateway
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._runs import Runs
-from master_lite.scheduler import fold_jupyter_gateway
 from master_lite.store import TrialRow
 
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")

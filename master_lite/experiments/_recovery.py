@@ -9,13 +9,14 @@ from its snapshot (docs/fault-tolerance.md).
 from __future__ import annotations
 
 from determined.common.states import ExperimentState, TrialState
+from master_lite._core import _auth
 from master_lite._core._shared import MasterState, searcher_module
-from master_lite._recovery import end_orphaned_runs, proc_available
 from master_lite.experiments._experiments import Experiments
 from master_lite.experiments._searchers import Searchers
 from master_lite.reports._logs import TrialLogs
+from master_lite.runners import kill_orphaned_group, process_group_alive
+from master_lite.runners.process import end_orphaned_runs, proc_available
 from master_lite.runs._runs import Runs
-from master_lite.scheduler import kill_orphaned_group, process_group_alive
 from master_lite.store import ExperimentRow
 
 
@@ -55,7 +56,9 @@ class Recovery:
         unfinished = store.allocations.unfinished()
         killed: dict[str, list[int]] = {}
         if unfinished and proc_available():
-            killed = end_orphaned_runs(store.allocations.token_owners())
+            killed = end_orphaned_runs(
+                store.allocations.token_owners(), hash_token=_auth.hash_token
+            )
         for allocation in unfinished:
             if not proc_available() and allocation.pgid and process_group_alive(allocation.pgid):
                 if kill_orphaned_group(allocation.pgid, allocation.id):

@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import sys
 from pathlib import Path
 
-from master_lite.scheduler import (
-    CONTAINER_SHELL,
-    GPU,
-    STARTUP_HOOK,
-    entrypoint_argv,
-    has_startup_hook,
-    in_container_argv,
-    with_startup_hook,
-)
+from master_lite.runners import PYTHON, STARTUP_HOOK, entrypoint_argv, has_startup_hook
+from master_lite.scheduler import GPU
 from master_lite.store import CheckpointRow, ExperimentRow, TrialRow
 
 
@@ -35,7 +26,7 @@ def trial_environment(
     ports: dict[str, str],
 ) -> dict[str, str]:
     """The run's own variables: `DET_*`, its GPUs, ports and the config's
-    `environment_variables` (what a container gets; `host_environment` adds the master's)."""
+    `environment_variables`: `LaunchSpec.env` (a runner adds what its place needs)."""
     config = experiment.config
     checkpoint = trial.latest_checkpoint
     env = {
@@ -73,32 +64,19 @@ def trial_environment(
     return env
 
 
-def host_environment(trial_env: dict[str, str]) -> dict[str, str]:
-    """The environment of a run as a local process: the master's, then the run's own."""
-    env = dict(os.environ)
-    env.pop("DET_MASTER_TOKEN", None)
-    env.pop("DET_LATEST_CHECKPOINT", None)
-    # `python3` in an entrypoint must be the master's interpreter (its venv has determined).
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.update(trial_env)
-    return env
-
-
 def run_argv(
     entrypoint: str | list[str], work_dir: Path, image: str | None
 ) -> tuple[list[str], str]:
-    """The run's argv, and how the trial's log shows it.
+    """The run's argv (`LaunchSpec.argv`), and how the trial's log shows it.
 
-    As a local process `python3` is the master's interpreter; in a container it is the image's,
-    behind a check that the image has one. A context's startup hook is sourced first, in the
-    entrypoint's shell, as Determined's container entrypoint does."""
-    argv = entrypoint_argv(entrypoint, python=sys.executable if image is None else "python3")
+    `python3` in it is the Python of wherever the run runs (the master's interpreter for a
+    local process, the image's in a container): the runner decides, and sources a context's
+    startup hook first."""
+    argv = entrypoint_argv(entrypoint, python=PYTHON)
     shown = " ".join(argv)
     if has_startup_hook(work_dir):
-        argv = with_startup_hook(argv, shell=None if image is None else CONTAINER_SHELL)
         shown = f"{STARTUP_HOOK}, then {shown}"
     if image is not None:
-        argv = in_container_argv(argv, image)
         shown = f"{shown} (in a container of {image})"
     return argv, shown
 
@@ -127,4 +105,4 @@ def _config_environment_variables(config: dict, *, gpu: bool) -> dict[str, str]:
         return dict(str(v).split("=", 1) for v in variables if "=" in str(v))
 
 
-__all__ = ["host_environment", "run_argv", "steps_to_resume", "trial_environment"]
+__all__ = ["run_argv", "steps_to_resume", "trial_environment"]

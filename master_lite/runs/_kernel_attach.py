@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from master_lite import errors
 from master_lite._core._views import Views
-from master_lite.scheduler import Runner, kernel_settings
+from master_lite.runners import Runner, kernel_settings
 
 
 def trial_kernel(views: Views, runner: Runner, trial_id: int) -> dict:

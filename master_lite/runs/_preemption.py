@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from master_lite._core._shared import MasterState
 from master_lite.reports._logs import TrialLogs
-from master_lite.scheduler import Runner
+from master_lite.runners import Runner
 
 # Which end intent wins when several are set (a kill overrides a pause, never the reverse).
 INTENT_RANK = {

@@ -14,19 +14,15 @@ import shutil
 from collections.abc import Callable
 
 from determined.common.states import ExperimentState, TrialState
-from master_lite import _exits, errors
+from master_lite import errors
 from master_lite._core import _auth
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
 from master_lite.reports._logs import TrialLogs
 from master_lite.reports._logwriter import LogWriter
+from master_lite.runners import LaunchSpec, Runner, container_image, exit_summary, signal_of
 from master_lite.runs._contexts import Contexts
-from master_lite.runs._environment import (
-    host_environment,
-    run_argv,
-    steps_to_resume,
-    trial_environment,
-)
+from master_lite.runs._environment import run_argv, steps_to_resume, trial_environment
 from master_lite.runs._kernel_attach import trial_kernel
 from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
 from master_lite.scheduler import (
@@ -34,11 +30,8 @@ from master_lite.scheduler import (
     GPU,
     AllocationRequest,
     Grant,
-    LaunchSpec,
     PortAllocator,
-    Runner,
     Scheduler,
-    container_image,
 )
 from master_lite.store import AllocationRow, CheckpointRow, TrialRow
 
@@ -277,14 +270,13 @@ class Runs:
                     allocation_id=allocation_id,
                     trial_id=trial_id,
                     argv=argv,
-                    env=host_environment(own_env) if image is None else {},
+                    env=own_env,
                     work_dir=work_dir,
                     image=image,
-                    container_env=own_env if image is not None else None,
                     config=config,
                 )
             )
-        except OSError as exc:
+        except (OSError, NotImplementedError) as exc:
             target = repr(argv[0]) if image is None else f"a container of {image}"
             self._logs.master_log(trial_id, f"could not start {target}: {exc}")
             self._shared.loop.call_soon(self._on_exit, allocation_id, 127)
@@ -367,9 +359,9 @@ class Runs:
             with self._shared.atomic():
                 store.allocations.end(allocation_id, exit_code=exit_code)
                 store.allocations.revoke_tokens(allocation_id)
-                sig = _exits.signal_of(exit_code)
+                sig = signal_of(exit_code)
                 because = allocation["signalled"].get(int(sig)) if sig is not None else None
-                summary = _exits.exit_summary(exit_code, signalled_because=because)
+                summary = exit_summary(exit_code, signalled_because=because)
                 store.trials.update(trial_id, exit_summary=summary)
                 self._logs.master_log(
                     trial_id,

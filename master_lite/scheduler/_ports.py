@@ -12,15 +12,12 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable
 
+from master_lite.runners._base import TRIAL_PORT_NAMES
+
 # Above torchrun's default (29400) and Determined's ZMQ defaults (12360/12376), below the Linux
 # ephemeral range (32768+), so a port we hand out is not taken by some client's outgoing socket.
 FIRST_PORT = 29500
 LAST_PORT = 32700
-TRIAL_PORT_NAMES = (
-    "C10D_PORT",
-    "INTER_TRAIN_PROCESS_COMM_PORT_1",
-    "INTER_TRAIN_PROCESS_COMM_PORT_2",
-)
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:

@@ -13,8 +13,9 @@ from master_lite._core._events import EventBus
 from master_lite._master._wiring import Parts, build_parts
 from master_lite.checkpoints._gc import CheckpointCollector
 from master_lite.reports._logwriter import LogWriter
+from master_lite.runners import LaunchSpec, Runner
 from master_lite.runs import RunSettings
-from master_lite.scheduler import LaunchSpec, Runner, Scheduler
+from master_lite.scheduler import Scheduler
 from master_lite.store import Store
 
 

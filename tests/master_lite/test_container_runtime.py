@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from master_lite.scheduler import (
+from master_lite.runners import (
     ContainerRunner,
     ContainerRuntime,
     LaunchSpec,
@@ -17,8 +17,8 @@ from master_lite.scheduler import (
     container_image,
     gpu_device_args,
 )
-from master_lite.scheduler._container_config import config_mounts, config_options
-from master_lite.scheduler._container_runtime import harness_mounts
+from master_lite.runners.container._config import config_mounts, config_options
+from master_lite.runners.container._runtime import harness_mounts
 
 
 def test_the_image_is_chosen_by_slot_type() -> None:
@@ -168,10 +168,9 @@ def run_once(
             allocation_id="trial-3.1",
             trial_id=3,
             argv=["python3", "train.py"],
-            env={},
+            env={"DET_SESSION_TOKEN": "secret", **env},
             work_dir=tmp_path / "w",
             image="img:1",
-            container_env={"DET_SESSION_TOKEN": "secret", **env},
             config={},
         )
     )

@@ -189,7 +189,7 @@ def test_a_dropped_websocket_is_reconnected_while_the_kernel_lives(gateway: str)
     and it goes on executing in the same kernel."""
     import socket
 
-    from master_lite.scheduler._kernel_handles import GatewayKernel
+    from master_lite.runners.kernel._handles import GatewayKernel
 
     kernel = GatewayKernel({"url": gateway, "token": TOKEN}, "python3", {})
     try:

@@ -1,10 +1,23 @@
 import os
+import pwd
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
-from master_lite.scheduler import LaunchSpec, LocalRunner, entrypoint_argv, split_line
-from master_lite.scheduler._local import MAX_LINE_BYTES
+import pytest
+
+from master_lite.runners import (
+    MAX_LINE_BYTES,
+    LaunchSpec,
+    LocalRunner,
+    RunAs,
+    entrypoint_argv,
+    split_line,
+)
 from tests._support import wait_until
 
 
@@ -138,7 +151,7 @@ def test_terminate_sends_sigterm_then_sigkill(tmp_path):
 def test_orphan_kill_only_takes_groups_running_that_allocation():
     import subprocess
 
-    from master_lite.scheduler import kill_orphaned_group
+    from master_lite.runners import kill_orphaned_group
 
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
     ours = subprocess.Popen(
@@ -157,3 +170,86 @@ def test_orphan_kill_only_takes_groups_running_that_allocation():
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def test_the_run_gets_the_masters_environment_under_its_own_and_python3_is_the_masters(
+    tmp_path, monkeypatch
+):
+    """`LaunchSpec.env` is the run's own; the process runner puts the master's under it (less
+    the master's token) and runs `python3` as the master's interpreter."""
+    monkeypatch.setenv("MASTERS_OWN", "from the master")
+    monkeypatch.setenv("SHADOWED", "master")
+    monkeypatch.setenv("DET_MASTER_TOKEN", "never given to a trial")
+    collector = Collector()
+    runner = LocalRunner(log_sink=collector.sink, on_exit=collector.on_exit, prestarted=0)
+    script = (
+        "import os, sys; print(os.environ['MASTERS_OWN'], os.environ['SHADOWED'], "
+        "'DET_MASTER_TOKEN' in os.environ, sys.executable == os.environ['EXPECTED'])"
+    )
+    runner.launch(
+        LaunchSpec(
+            "trial-1.1",
+            1,
+            ["python3", "-c", script],
+            {"SHADOWED": "run", "EXPECTED": sys.executable},
+            tmp_path,
+        )
+    )
+    assert collector.done.wait(20)
+    assert collector.exits == {"trial-1.1": 0}
+    lines = [r[4] for r in collector.records if r[2] == "stdout"]
+    assert lines == ["from the master run False True"]
+
+
+RUN_AS_USER = "det-runas-test"
+
+
+@pytest.fixture
+def other_user():
+    """A Unix user made for the test (root only: starting a process as another user is)."""
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        pytest.skip("needs root and useradd to make a user to run as")
+    try:
+        entry = pwd.getpwnam(RUN_AS_USER)
+        made = False
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", RUN_AS_USER], check=True)
+        entry = pwd.getpwnam(RUN_AS_USER)
+        made = True
+    yield entry
+    if made:
+        subprocess.run(["userdel", RUN_AS_USER], check=False)
+
+
+def test_a_run_starts_as_the_user_it_asks_for(tmp_path, other_user):
+    work_dir = Path(tempfile.mkdtemp(prefix="det-runas-"))  # not under root's 0700 tmp dirs
+    try:
+        work_dir.chmod(0o755)
+        collector = Collector()
+        runner = LocalRunner(log_sink=collector.sink, on_exit=collector.on_exit)
+        # `sh`, not the master's interpreter: that may sit where only root can read (/root).
+        script = 'echo "$(id -u) $(id -g) $(pwd)"'
+        pid = runner.launch(
+            LaunchSpec(
+                "trial-1.1",
+                1,
+                ["sh", "-c", script],
+                {},
+                work_dir,
+                run_as=RunAs(user=RUN_AS_USER),
+            )
+        )
+        assert collector.done.wait(20)
+        assert collector.exits == {"trial-1.1": 0}
+        lines = [r[4] for r in collector.records if r[2] == "stdout"]
+        assert lines == [f"{other_user.pw_uid} {other_user.pw_gid} {work_dir}"]
+        assert pid is not None
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def test_run_as_an_unknown_user_fails_to_start(tmp_path):
+    runner = LocalRunner(log_sink=lambda records: None, on_exit=lambda aid, code: None)
+    spec = LaunchSpec("trial-1.1", 1, ["true"], {}, tmp_path, run_as=RunAs(user="no-such-user-x"))
+    with pytest.raises(OSError, match="no Unix user 'no-such-user-x'"):
+        runner.launch(spec)

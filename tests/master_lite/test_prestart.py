@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from master_lite.scheduler import LaunchSpec, LocalRunner, entrypoint_argv, kill_orphaned_group
-from master_lite.scheduler._prestart import plain_python_launch
+from master_lite.runners import LaunchSpec, LocalRunner, entrypoint_argv, kill_orphaned_group
+from master_lite.runners.process._prestart import plain_python_launch
 from tests._support import wait_until
 
 pytestmark = pytest.mark.skipif(
@@ -355,10 +355,14 @@ def test_spares_exit_when_retired_or_when_turned_off(tmp_path):
     assert runner.spare_pool.spares() == []
 
 
-def test_locale_coercion_matches_a_fresh_interpreter(runner, tmp_path):
+def test_locale_coercion_matches_a_fresh_interpreter(runner, tmp_path, monkeypatch):
     """With a C locale the interpreter sets LC_CTYPE at start-up (PEP 538); a spare did that
     before it knew the trial, and must keep it as a fresh process would."""
     collector = runner.collector
+    # A run's environment is the master's under its own: the master has no locale either.
+    for name in list(os.environ):
+        if name.startswith(("LC_", "LANG")):
+            monkeypatch.delenv(name)
 
     def env_for(allocation_id):
         return {

@@ -277,7 +277,7 @@ def test_pause_and_activate_resume_from_the_checkpoint_and_kill_cancels(master):
 
 
 def test_container_environment_points_every_rank_at_the_chief():
-    from master_lite.scheduler._ray_container import container_environment
+    from master_lite.runners.ray._actor import container_environment
 
     placements = [
         {

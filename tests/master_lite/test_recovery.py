@@ -17,9 +17,9 @@ import sys
 
 import pytest
 
-from master_lite import _recovery
 from master_lite._core import MetricsQuery, _auth
 from master_lite._master import Master
+from master_lite.runners.process import _orphans as _recovery
 from tests._support import (
     CHECKPOINTING_SCRIPT,
     MasterProcess,
@@ -169,11 +169,15 @@ def test_orphans_are_found_by_their_session_token_only():
     )
     try:
         tokens = {_auth.hash_token("trial.ours"): "trial-1.1"}
-        assert _recovery.find_runs_by_token(tokens) == {"trial-1.1": [ours.pid]}
-        assert _recovery.end_orphaned_runs(tokens) == {"trial-1.1": [ours.pid]}
+        assert _recovery.find_runs_by_token(tokens, hash_token=_auth.hash_token) == {
+            "trial-1.1": [ours.pid]
+        }
+        assert _recovery.end_orphaned_runs(tokens, hash_token=_auth.hash_token) == {
+            "trial-1.1": [ours.pid]
+        }
         assert ours.wait(10) == -9
         assert theirs.poll() is None
-        assert _recovery.find_runs_by_token(tokens) == {}
+        assert _recovery.find_runs_by_token(tokens, hash_token=_auth.hash_token) == {}
     finally:
         for process in (ours, theirs):
             process.kill()

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from master_lite.scheduler import (
+from master_lite.runners import (
     entrypoint_argv,
     has_startup_hook,
     plain_python_launch,

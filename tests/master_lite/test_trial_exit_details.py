@@ -9,8 +9,8 @@ import signal
 import pytest
 
 from determined.common import notebook_errors
-from master_lite import _exits
 from master_lite._master import Master
+from master_lite.runners import _exits
 from tests._support import tar_gz, wait_until_async
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import os
 VERSION = "0.1.0"  # determined.__version__
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-# The local runner's pre-started interpreters (master_lite.scheduler._prestart).
+# The local runner's pre-started interpreters (master_lite.runners.process._prestart).
 PRESTARTED_SCRIPT = os.path.join(_PACKAGE_DIR, "exec", "prestarted.py")
 
 __all__ = ["PRESTARTED_SCRIPT", "VERSION"]

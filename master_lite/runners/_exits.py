@@ -1,7 +1,7 @@
-"""A run's exit status in words: which signal ended it, and why when the master knows.
+"""A run's exit status: the rule every runner reports it by, and the words the master shows.
 
-The runners report a run killed by signal N as exit code 128 + N (what a shell reports for a
-child it ran, so `sh -c "python3 train.py"` reads the same as a bare interpreter). The master
+The runners report a run killed by signal N as exit code 128 + N (`exit_code_of`: what a shell
+reports for a child it ran, so `sh -c "python3 train.py"` reads the same as a bare interpreter). The master
 records why it signalled a run (its kill and preemption paths); a SIGKILL it did not send is
 most often the kernel's OOM killer.
 """
@@ -10,8 +10,21 @@ from __future__ import annotations
 
 import signal
 
+# Standard library only: the Ray actor, shipped to Ray nodes by value, reports by this rule.
+
 OOM_HINT = "possibly out of memory (the kernel's OOM killer sends SIGKILL)"
 UNKNOWN = "reason unknown"
+
+
+def exit_code_of(returncode: int) -> int:
+    """The exit code a runner reports for a process's return code: a Popen return code -N
+    (killed by signal N) becomes 128 + N, as a shell reports it; others stay."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def killed_exit_code(sig: int) -> int:
+    """The exit code of a run ended by signal `sig` before it had a return code of its own."""
+    return 128 + int(sig)
 
 
 def signal_of(exit_code: int | None) -> signal.Signals | None:
@@ -48,4 +61,11 @@ def exit_summary(exit_code: int | None, *, signalled_because: str | None = None)
     return f"killed by signal {sig.name} ({int(sig)}): {why}"
 
 
-__all__ = ["OOM_HINT", "UNKNOWN", "exit_summary", "signal_of"]
+__all__ = [
+    "OOM_HINT",
+    "UNKNOWN",
+    "exit_code_of",
+    "exit_summary",
+    "killed_exit_code",
+    "signal_of",
+]

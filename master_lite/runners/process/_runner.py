@@ -1,4 +1,9 @@
-"""Local resource manager: runs each trial run as a subprocess in its own process group.
+"""The process runner: each trial run as a local subprocess in its own process group.
+
+The run's environment is the master's with the run's own variables over it
+(`process_environment`), and `python3` at the head of its argv is the master's interpreter (whose
+environment has `determined`). With `LaunchSpec.run_as` the process starts as that Unix user
+(the master must then be root).
 
 A `python3 <script.py>` entrypoint runs in a pre-started interpreter when one is ready (see
 `_prestart`): same process group, pipes and exit status, without the start-up on the trial's
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pwd
 import re
 import shlex
 import signal
@@ -25,7 +31,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from master_lite.scheduler._prestart import (
+from master_lite.runners._base import LaunchSpec, LogRecord, RunAs, Runner, terminate_with_grace
+from master_lite.runners._exits import exit_code_of
+from master_lite.runners._lines import MAX_LINE_BYTES, read_lines, split_line
+from master_lite.runners._startup_hook import has_startup_hook, with_startup_hook
+from master_lite.runners.process._prestart import (
     DEFAULT_SPARES,
     SPARES_ENV,
     PlainPythonLaunch,
@@ -34,14 +44,10 @@ from master_lite.scheduler._prestart import (
     plain_python_launch,
     send_launch,
 )
-from master_lite.scheduler._ray_container import MAX_LINE_BYTES, read_lines
-from master_lite.scheduler._runner import Runner
 
-_RANK_PREFIX = re.compile(r"^\[rank=(\d+)\] ")
 _LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z0-9_.]+:[A-Za-z0-9_]+$")
-
-# (trial_id, rank, stream, time, line)
-LogRecord = tuple[int, "int | None", str, float, str]
+# The word at the head of an argv that means "this place's Python 3" (see `entrypoint_argv`).
+PYTHON = "python3"
 
 
 def entrypoint_argv(entrypoint: str | list[str], python: str = sys.executable) -> list[str]:
@@ -63,41 +69,55 @@ def entrypoint_argv(entrypoint: str | list[str], python: str = sys.executable) -
     return ["sh", "-c", entrypoint]
 
 
-def split_line(raw: bytes) -> list[tuple[int | None, str]]:
-    """Decode one captured line into (rank, text) pieces of at most MAX_LINE_BYTES each."""
-    text = raw.decode("utf-8", errors="replace")
-    rank = None
-    match = _RANK_PREFIX.match(text)
-    if match:
-        rank = int(match.group(1))
-        text = text[match.end() :]
-    data = text.encode("utf-8")
-    if len(data) <= MAX_LINE_BYTES:
-        return [(rank, text)]
-    pieces = []
-    for start in range(0, len(data), MAX_LINE_BYTES):
-        pieces.append(
-            (rank, data[start : start + MAX_LINE_BYTES].decode("utf-8", errors="replace"))
-        )
-    return pieces
+def process_environment(own: dict[str, str]) -> dict[str, str]:
+    """The environment of a run as a local process: the master's, then the run's `own`."""
+    env = dict(os.environ)
+    env.pop("DET_MASTER_TOKEN", None)
+    env.pop("DET_LATEST_CHECKPOINT", None)
+    # `python3` in an entrypoint must be the master's interpreter (its venv has determined).
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.update(own)
+    return env
 
 
-@dataclasses.dataclass
-class LaunchSpec:
-    """One trial run to start.
+def local_argv(argv: list[str], work_dir: Path) -> list[str]:
+    """A run's argv as a local process runs it: `python3` is the master's interpreter, and a
+    context's startup hook is sourced first (in `sh`), as Determined's container entrypoint
+    does."""
+    if argv and argv[0] == PYTHON:
+        argv = [sys.executable, *argv[1:]]
+    if has_startup_hook(work_dir):
+        argv = with_startup_hook(argv, shell=None)
+    return argv
 
-    `env` is the whole environment of a local process (the master's plus the trial's own);
-    a run in a container (`image` set) gets only `container_env`, the trial's own variables,
-    and the mounts its experiment `config` names."""
 
-    allocation_id: str
-    trial_id: int
-    argv: list[str]
-    env: dict[str, str]
-    work_dir: Path
-    image: str | None = None
-    container_env: dict[str, str] | None = None
-    config: dict | None = None
+def _user_arguments(run_as: RunAs | None) -> dict[str, Any]:
+    """Popen's `user`/`group`/`extra_groups` for `run_as` (empty: the master's own account).
+
+    A named user without explicit groups gets its own supplementary groups, as a login would;
+    starting a process as another user needs root (PermissionError, an OSError, otherwise)."""
+    if run_as is None:
+        return {}
+    if run_as.user is None and run_as.uid is None:
+        raise ValueError("run_as: give a user name or a uid")
+    args: dict[str, Any] = {}
+    uid = run_as.uid
+    gid = run_as.gid
+    groups = run_as.groups
+    if run_as.user is not None:
+        try:
+            entry = pwd.getpwnam(run_as.user)
+        except KeyError:
+            raise OSError(f"run_as: no Unix user {run_as.user!r} on this machine") from None
+        uid = entry.pw_uid if uid is None else uid
+        gid = entry.pw_gid if gid is None else gid
+        if groups is None:
+            groups = tuple(os.getgrouplist(run_as.user, entry.pw_gid))
+    args["user"] = uid
+    if gid is not None:
+        args["group"] = gid
+    args["extra_groups"] = list(groups or ())
+    return args
 
 
 @dataclasses.dataclass
@@ -142,8 +162,20 @@ class LocalRunner(Runner):
 
     def launch(self, spec: LaunchSpec) -> int:
         """Start the run; returns its pid (which is also its process group id)."""
+        argv = local_argv(spec.argv, Path(spec.work_dir))
+        env = process_environment(spec.env)
+        user_args = _user_arguments(spec.run_as)
+        spec = dataclasses.replace(spec, argv=argv, env=env)
+        return self.launch_process(spec, **user_args)
+
+    def launch_process(self, spec: LaunchSpec, **popen_args: Any) -> int:
+        """Start `spec.argv` as it is, with `spec.env` as its whole environment (what
+        `launch` made of the run, or a container runtime's client): its pid, also its group.
+
+        `popen_args`: Popen's `user`/`group`/`extra_groups`; a run with them never takes a
+        pre-started interpreter (those run as the master)."""
         handover: tuple[Spare, PlainPythonLaunch] | None = None
-        if self.spare_pool is not None:
+        if self.spare_pool is not None and not popen_args:
             plain = plain_python_launch(spec.argv, spec.env)
             if plain is not None:
                 spare = self.spare_pool.take(plain, spec.env, Path(spec.work_dir).resolve().parent)
@@ -160,6 +192,7 @@ class LocalRunner(Runner):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                **popen_args,
             )
         readers = [
             threading.Thread(
@@ -228,7 +261,7 @@ class LocalRunner(Runner):
             reader.join(timeout=10)
         with self._lock:
             self._running.pop(allocation_id, None)
-        exit_code = code if code >= 0 else 128 - code  # killed by signal N -> 128 + N
+        exit_code = exit_code_of(code)
         if self._loop is not None:
             try:
                 self._loop.call_soon_threadsafe(self._on_exit, allocation_id, exit_code)
@@ -254,16 +287,17 @@ class LocalRunner(Runner):
         pid = self.pid_of(allocation_id)
         if pid is None:
             return False
-        _killpg(pid, signal.SIGTERM)
 
-        def kill_if_still_running() -> None:
-            if self.pid_of(allocation_id) == pid:
-                _killpg(pid, signal.SIGKILL)
+        def stop() -> bool:
+            _killpg(pid, signal.SIGTERM)  # a group already gone ends its run by itself
+            return True
 
-        timer = threading.Timer(grace, kill_if_still_running)
-        timer.daemon = True
-        timer.start()
-        return True
+        return terminate_with_grace(
+            stop,
+            lambda: self.pid_of(allocation_id) == pid,
+            lambda: _killpg(pid, signal.SIGKILL),
+            grace,
+        )
 
 
 def _spares_from_environment() -> int:
@@ -336,11 +370,11 @@ def kill_orphaned_group(pgid: int, allocation_id: str) -> bool:
 
 __all__ = [
     "LocalRunner",
-    "kill_orphaned_group",
-    "LaunchSpec",
-    "LogRecord",
-    "entrypoint_argv",
-    "split_line",
-    "process_group_alive",
     "MAX_LINE_BYTES",
+    "PYTHON",
+    "entrypoint_argv",
+    "kill_orphaned_group",
+    "local_argv",
+    "process_environment",
+    "process_group_alive",
 ]

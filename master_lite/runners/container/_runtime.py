@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from determined.common.containers import default_runtime, host_settings, registry_of
-from master_lite.scheduler._container_config import (
+from master_lite.runners.container._config import (
     Mount,
     config_devices,
     config_mounts,

@@ -1,7 +1,9 @@
 """What runs inside a Ray actor: one container of a trial run (one slot, one rank).
 
-Kept free of project imports (standard library only) because it is shipped to the Ray workers
-by value (`cloudpickle.register_pickle_by_value`): a Ray node needs Python and the trial's own
+Its imports are the standard library and three modules that import only the standard library
+(`_lines`, `_exits`, and `determined.common.context`, whose `unpack` is the one safe extraction
+of a context): all four are shipped to the Ray workers by value
+(`cloudpickle.register_pickle_by_value`), so a Ray node needs Python and the trial's own
 dependencies, not master_lite.
 
 The actor unpacks the context it receives through the object store into a fresh directory,
@@ -12,57 +14,21 @@ buffers its output lines until the master's poll collects them.
 from __future__ import annotations
 
 import ctypes
-import io
 import json
 import os
-import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
-MAX_LINE_BYTES = 8 * 1024
-_LINE_END = re.compile(rb"\r\n|\r|\n")
-
-
-def read_lines(stream: Any, emit: Callable[[list[bytes]], None]) -> None:
-    """Read a pipe until EOF and `emit` its lines as they complete.
-
-    "\n", "\r" (progress bars) and "\r\n" end a line; a line longer than MAX_LINE_BYTES is
-    emitted in pieces so one runaway line cannot grow memory. Closes the stream at the end.
-    (The local runner reads its trials' pipes with this too.)
-    """
-    fd = stream.fileno()
-    pending = b""
-    after_cr = False
-    try:
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            if after_cr and chunk.startswith(b"\n"):
-                chunk = chunk[1:]  # the "\n" of a "\r\n" split across two reads
-            after_cr = chunk.endswith(b"\r")
-            pending += chunk
-            parts = _LINE_END.split(pending)
-            pending = parts.pop()
-            if len(pending) > MAX_LINE_BYTES:
-                parts.append(pending)
-                pending = b""
-            if parts:
-                emit(parts)
-        if pending:
-            emit([pending])
-    finally:
-        stream.close()
-
+from determined.common.context import unpack as _unpack_context
+from master_lite.runners._exits import exit_code_of
+from master_lite.runners._lines import read_lines
 
 _PR_SET_PDEATHSIG = 1
 
@@ -109,19 +75,6 @@ def _gpu_uuids(indices: list[int]) -> list[str]:
             pass
 
 
-def _safe_extract(data: bytes, dest: str) -> None:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        for member in tar.getmembers():
-            target = os.path.realpath(os.path.join(dest, member.name))
-            if not target.startswith(os.path.realpath(dest) + os.sep) and target != dest:
-                raise ValueError(f"context member {member.name!r} points outside the work dir")
-            if not (member.isfile() or member.isdir()):
-                continue
-            # The "data" filter (3.12+) refuses the same things; naming it avoids the warning.
-            extra: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            tar.extract(member, dest, **extra)
-
-
 class TrialContainer:
     """The Ray actor class (wrapped with `ray.remote` by the master side)."""
 
@@ -154,7 +107,9 @@ class TrialContainer:
     def start(self, argv: list[str], env: dict[str, str], context: bytes | None) -> int:
         self.work_dir = tempfile.mkdtemp(prefix=f"det-{self.allocation_id}-")
         if context:
-            _safe_extract(context, self.work_dir)
+            # Symbolic links stay as the context had them; a member or link that would leave
+            # the work dir is refused (ContextError), as on the master.
+            _unpack_context(context, self.work_dir, limit_bytes=1 << 40)
         self.process = subprocess.Popen(
             argv,
             cwd=self.work_dir,
@@ -195,7 +150,7 @@ class TrialContainer:
         for reader in self._readers:
             reader.join(timeout=10)
         with self._cond:
-            self._exit_code = code if code >= 0 else 128 - code
+            self._exit_code = exit_code_of(code)
             self._cond.notify_all()
         if self.work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)

@@ -11,7 +11,9 @@ whose token hashes to one of those is certainly a run of *this* root dir's maste
 a pgid or an allocation id (`trial-1.1` exists under every master), which can be reused.
 Launchers' child processes inherit the environment, so the whole tree is found.
 
-What the master does with them at start is the recovery part's (`_parts/_recovery.py`).
+What the master does with them at start is the recovery part's (`experiments/_recovery.py`).
+The hash rule is the master's (`_core/_auth.hash_token`); the caller passes it in, so the
+runners import nothing of the master.
 """
 
 from __future__ import annotations
@@ -19,10 +21,8 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-
-from master_lite._core import _auth
 
 PROC = Path("/proc")
 TOKEN_VARIABLE = b"DET_SESSION_TOKEN="
@@ -39,9 +39,11 @@ def _environ(pid: int) -> list[bytes]:
         return []
 
 
-def find_runs_by_token(token_hashes: dict[str, str]) -> dict[str, list[int]]:
-    """Live processes whose `DET_SESSION_TOKEN` hashes to a key of `token_hashes`
-    (token hash -> allocation id), grouped by allocation id."""
+def find_runs_by_token(
+    token_hashes: dict[str, str], *, hash_token: Callable[[str], str]
+) -> dict[str, list[int]]:
+    """Live processes whose `DET_SESSION_TOKEN` hashes (by `hash_token`) to a key of
+    `token_hashes` (token hash -> allocation id), grouped by allocation id."""
     found: dict[str, list[int]] = {}
     if not token_hashes:
         return found
@@ -52,7 +54,7 @@ def find_runs_by_token(token_hashes: dict[str, str]) -> dict[str, list[int]]:
         for variable in _environ(int(entry.name)):
             if variable.startswith(TOKEN_VARIABLE):
                 token = variable[len(TOKEN_VARIABLE) :].decode(errors="replace")
-                allocation_id = token_hashes.get(_auth.hash_token(token))
+                allocation_id = token_hashes.get(hash_token(token))
                 if allocation_id is not None and not _is_zombie(int(entry.name)):
                     found.setdefault(allocation_id, []).append(int(entry.name))
                 break
@@ -95,9 +97,11 @@ def wait_gone(pids: Iterable[int], timeout: float = 10.0) -> list[int]:
     return remaining
 
 
-def end_orphaned_runs(token_hashes: dict[str, str], timeout: float = 10.0) -> dict[str, list[int]]:
+def end_orphaned_runs(
+    token_hashes: dict[str, str], *, hash_token: Callable[[str], str], timeout: float = 10.0
+) -> dict[str, list[int]]:
     """Kill every process of the given runs and wait for them; returns what was killed."""
-    found = find_runs_by_token(token_hashes)
+    found = find_runs_by_token(token_hashes, hash_token=hash_token)
     pids = [pid for group in found.values() for pid in group]
     kill_processes(pids)
     wait_gone(pids, timeout)

@@ -35,8 +35,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from master_lite.scheduler._local import LaunchSpec, LogRecord, split_line
-from master_lite.scheduler._runner import Runner
+from master_lite.runners._base import (
+    LaunchSpec,
+    LogRecord,
+    Runner,
+    refuse_run_as,
+    terminate_with_grace,
+)
+from master_lite.runners._exits import killed_exit_code
+from master_lite.runners._lines import split_line
+from master_lite.runners.process import local_argv, process_environment
 
 RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
 PLACEMENT_STRATEGY_ENV = "MASTER_LITE_RAY_PLACEMENT_STRATEGY"
@@ -90,10 +98,14 @@ class RayCluster:
                     f"cannot connect to the Ray cluster at {address or '(new local)'}"
                     f": {exc}; check ray_address / RAY_ADDRESS"
                 ) from exc
-        # The actor module carries no project imports, so Ray nodes need not have master_lite.
-        from master_lite.scheduler import _ray_container
+        # The actor's modules import only the standard library and each other: shipped by value,
+        # so Ray nodes need neither master_lite nor determined.
+        from determined.common import context
+        from master_lite.runners import _exits, _lines
+        from master_lite.runners.ray import _actor
 
-        ray.cloudpickle.register_pickle_by_value(_ray_container)
+        for module in (_actor, _exits, _lines, context):
+            ray.cloudpickle.register_pickle_by_value(module)
         return cls(ray, address)
 
     def slots(self) -> RaySlots:
@@ -131,7 +143,7 @@ class _Run:
 
 
 class RayRunner(Runner):
-    """Runs each trial in an actor on a Ray cluster's nodes (see `_ray_container`)."""
+    """Runs each trial in an actor on a Ray cluster's nodes (see `_actor`)."""
 
     def __init__(
         self,
@@ -155,7 +167,7 @@ class RayRunner(Runner):
         self.placement_strategy = strategy
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
-        from master_lite.scheduler._ray_container import TrialContainer
+        from master_lite.runners.ray._actor import TrialContainer
 
         self._actor_class = self.ray.remote(max_concurrency=4, max_restarts=0)(TrialContainer)
 
@@ -169,6 +181,7 @@ class RayRunner(Runner):
     def launch(self, spec: LaunchSpec, slots: int | None = None) -> None:
         """Start placing and running `spec` in the background. Returns None: there is no local
         process group for the master to record."""
+        refuse_run_as(self, spec)
         if slots is None:
             slots = len(_json_list(spec.env.get("DET_SLOT_IDS")))
         run = _Run(spec, slots)
@@ -190,7 +203,7 @@ class RayRunner(Runner):
             self._master_line(
                 run, f"Ray could not run {allocation_id}: {type(exc).__name__}: {exc}"
             )
-            code = run.killed_with and 128 + run.killed_with or 1
+            code = killed_exit_code(run.killed_with) if run.killed_with else 1
         finally:
             self._cleanup(run)
             with self._lock:
@@ -202,7 +215,7 @@ class RayRunner(Runner):
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from master_lite.scheduler._ray_container import container_environment
+        from master_lite.runners.ray._actor import container_environment
 
         spec = run.spec
         containers = max(1, run.slots)
@@ -215,7 +228,7 @@ class RayRunner(Runner):
         ready_ref = run.placement_group.ready()
         while True:  # wait for Ray to place it; a kill meanwhile ends the wait
             if run.killed_with is not None:
-                return 128 + run.killed_with
+                return killed_exit_code(run.killed_with)
             ready, _ = ray.wait([ready_ref], timeout=_POLL_SECONDS)
             if ready:
                 break
@@ -249,14 +262,18 @@ class RayRunner(Runner):
                 f"{place['pid']}, GPUs {place['gpu_ids']}",
             )
         if run.killed_with is not None:
-            return 128 + run.killed_with
+            return killed_exit_code(run.killed_with)
         context_ref = ray.put(_pack_work_dir(spec.work_dir))
+        # Each node runs it as the master would locally: its environment under the run's own,
+        # `python3` the master's interpreter, a startup hook sourced first.
+        base_env = process_environment(spec.env)
+        argv = local_argv(list(spec.argv), spec.work_dir)
         starts = []
         for rank, actor in enumerate(run.actors):
             env = container_environment(
-                spec.env, rank=rank, placements=placements, use_gpus=resource == "GPU"
+                base_env, rank=rank, placements=placements, use_gpus=resource == "GPU"
             )
-            starts.append(actor.start.remote(list(spec.argv), env, context_ref))
+            starts.append(actor.start.remote(argv, env, context_ref))
         ray.get(starts)
         if run.killed_with is not None:  # signalled while the containers were starting
             self._signal_all(run, run.killed_with)
@@ -278,7 +295,7 @@ class RayRunner(Runner):
                         f"{run.spec.allocation_id} container {rank} was lost: "
                         f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
                     )
-                    lines, code = [], 137
+                    lines, code = [], killed_exit_code(signal.SIGKILL)
                 self._emit(run, lines)
                 if code is None:
                     polls[run.actors[rank].poll.remote(_POLL_SECONDS)] = rank
@@ -350,21 +367,19 @@ class RayRunner(Runner):
 
     def terminate(self, allocation_id: str, grace: float) -> bool:
         """SIGTERM every container, then SIGKILL them if the run is still there after `grace`."""
-        if not self.send_signal(allocation_id, signal.SIGTERM):
-            return False
         with self._lock:
             run = self._runs.get(allocation_id)
 
-        def kill_if_still_running() -> None:
+        def still_running() -> bool:
             with self._lock:
-                still = self._runs.get(allocation_id) is run
-            if still:
-                self.kill(allocation_id)
+                return run is not None and self._runs.get(allocation_id) is run
 
-        timer = threading.Timer(grace, kill_if_still_running)
-        timer.daemon = True
-        timer.start()
-        return True
+        return terminate_with_grace(
+            lambda: self.send_signal(allocation_id, signal.SIGTERM),
+            still_running,
+            lambda: self.kill(allocation_id),
+            grace,
+        )
 
 
 def _json_list(raw: str | None) -> list:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import re
 import signal
 import threading
@@ -25,14 +24,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from master_lite.scheduler._kernel_files import ship_files
-from master_lite.scheduler._kernel_handles import (
+from master_lite.runners._base import (
+    LaunchSpec,
+    LogRecord,
+    Runner,
+    refuse_run_as,
+    terminate_with_grace,
+)
+from master_lite.runners._exits import exit_code_of, killed_exit_code
+from master_lite.runners._lines import split_line
+from master_lite.runners._startup_hook import STARTUP_HOOK, has_startup_hook
+from master_lite.runners.kernel._files import ship_files
+from master_lite.runners.kernel._handles import (
     GatewayKernel,
     KernelHandle,
     LocalKernel,
     ServerKernel,
 )
-from master_lite.scheduler._kernel_program import (
+from master_lite.runners.kernel._program import (
     GatewayDefault,
     KernelSettings,
     effective_gateway,
@@ -43,9 +52,7 @@ from master_lite.scheduler._kernel_program import (
     program_cell,
     setup_cell,
 )
-from master_lite.scheduler._local import LaunchSpec, LogRecord, split_line
-from master_lite.scheduler._runner import Runner
-from master_lite.scheduler._startup_hook import STARTUP_HOOK, has_startup_hook
+from master_lite.runners.process import process_environment
 
 log = logging.getLogger("master_lite.kernels")
 
@@ -95,6 +102,7 @@ class KernelRunner(Runner):
 
     def launch(self, spec: LaunchSpec) -> None:
         """Start the run's thread (the kernel starts there, off the master's event loop)."""
+        refuse_run_as(self, spec)
         settings = kernel_settings(spec.config)
         if settings is None:
             raise ValueError(f"{spec.allocation_id}: its experiment has no environment.kernel")
@@ -135,7 +143,7 @@ class KernelRunner(Runner):
             self._master_line(
                 run, f"could not run the trial in kernel {run.settings.spec!r}: {exc}"
             )
-            code = 137 if run.killed else 1
+            code = killed_exit_code(signal.SIGKILL) if run.killed else 1
         # Only a failure is kept for post-mortem: not a run the master stopped or killed.
         stopped = run.terminating or run.killed
         keep = keep and code != 0 and not stopped and run.settings.keep_alive > 0
@@ -171,21 +179,26 @@ class KernelRunner(Runner):
         elif self.jupyter_host is not None and self._loop is not None:
             name = f"trial-{run.spec.trial_id}"
             handle = ServerKernel(
-                self.jupyter_host, self._loop, spec, run.spec.env, str(run.spec.work_dir), name
+                self.jupyter_host,
+                self._loop,
+                spec,
+                process_environment(run.spec.env),
+                str(run.spec.work_dir),
+                name,
             )
             self._master_line(
                 run,
                 f"kernel {spec!r} started (pid {handle.pid}, Jupyter kernel {handle.kernel_id})",
             )
         else:
-            handle = LocalKernel(spec, run.spec.env, str(run.spec.work_dir))
+            handle = LocalKernel(spec, process_environment(run.spec.env), str(run.spec.work_dir))
             self._master_line(run, f"kernel {spec!r} started (pid {handle.pid})")
         return handle
 
     def _gateway_env(self, run: _KernelRun) -> dict[str, str]:
         """The trial's own variables (not the master's), for a kernel on a gateway: with the
         master URL the gateway's machine reaches (MasterLite.kernel_gateway_master_url)."""
-        env = {k: v for k, v in run.spec.env.items() if os.environ.get(k) != v}
+        env = dict(run.spec.env)
         if self.gateway_default.master_url:
             env["DET_MASTER"] = self.gateway_default.master_url
         return env
@@ -269,18 +282,18 @@ class KernelRunner(Runner):
             except ValueError:
                 return 1
         if reply.get("ename") == "KeyboardInterrupt":
-            return 143 if run.terminating else 130
+            return killed_exit_code(signal.SIGTERM if run.terminating else signal.SIGINT)
         return 1
 
     def _died(self, run: _KernelRun) -> int:
         returncode = run.handle.returncode() if run.handle is not None else None
         if run.killed:
             self._master_line(run, "the trial's kernel was killed")
-            return 137
+            return killed_exit_code(signal.SIGKILL)
         self._master_line(run, f"the trial's kernel died (exit status {returncode})")
         if returncode is None:
-            return 137
-        return returncode if returncode >= 0 else 128 - returncode
+            return killed_exit_code(signal.SIGKILL)
+        return exit_code_of(returncode)
 
     # -- output -------------------------------------------------------------------------------
     def _stream(self, run: _KernelRun, name: str, text: str) -> None:
@@ -348,6 +361,11 @@ class KernelRunner(Runner):
         with self._lock:
             return list(self._runs)
 
+    def holds(self, allocation_id: str) -> bool:
+        """Whether the ended run's kernel is kept for a debugger (until `release`)."""
+        with self._lock:
+            return allocation_id in self._kept
+
     def kept(self) -> list[str]:
         """Allocation ids of failed runs whose kernels wait for a debugger."""
         with self._lock:
@@ -385,17 +403,12 @@ class KernelRunner(Runner):
 
     def terminate(self, allocation_id: str, grace: float) -> bool:
         """Interrupt the program now; kill the kernel after `grace` seconds if still running."""
-        if not self.send_signal(allocation_id, signal.SIGTERM):
-            return False
-
-        def kill_if_still_running() -> None:
-            if self._get(allocation_id) is not None:
-                self.kill(allocation_id)
-
-        timer = threading.Timer(grace, kill_if_still_running)
-        timer.daemon = True
-        timer.start()
-        return True
+        return terminate_with_grace(
+            lambda: self.send_signal(allocation_id, signal.SIGTERM),
+            lambda: self._get(allocation_id) is not None,
+            lambda: self.kill(allocation_id),
+            grace,
+        )
 
     def kill(self, allocation_id: str) -> bool:
         run = self._get(allocation_id)

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from determined.common.containers import auth_config, is_loopback, registry_of
-from master_lite.scheduler._container_runtime import ContainerRuntime
+from master_lite.runners.container._runtime import ContainerRuntime
 
 # The exit status of a run whose pull failed (as `<runtime> run` exits when it cannot start).
 PULL_FAILED = 125

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from determined.common import harness
-from master_lite.scheduler._ports import TRIAL_PORT_NAMES
+from master_lite.runners._base import TRIAL_PORT_NAMES
 
 # Two spares cover two launches arriving together (two slots freed at once); more only cost
 # memory (~50 MB each) on machines where trials are rarely this short.

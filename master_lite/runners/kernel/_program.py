@@ -16,8 +16,8 @@ from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
-from master_lite.scheduler._kernel_files import DEFAULT_FILES_LIMIT
-from master_lite.scheduler._local import _LEGACY_TRIAL_CLASS
+from master_lite.runners.kernel._files import DEFAULT_FILES_LIMIT
+from master_lite.runners.process._runner import _LEGACY_TRIAL_CLASS
 
 DEFAULT_KERNEL_SPEC = "python3"
 # How long a failed trial's kernel waits for a debugger (seconds), as Determined's default
@@ -182,7 +182,7 @@ def kernel_config_problems(
 
 def _gateway_problems(gateway: Any, spec: str, token: str | None, from_master: bool) -> list[str]:
     # Imported here: the gateway's client (requests, websocket) is needed only by gateway users.
-    from master_lite.scheduler._kernel_handles import (
+    from master_lite.runners.kernel._handles import (
         GatewayError,
         gateway_request,
         gateway_settings,

@@ -1,5 +1,4 @@
-"""Trials in containers: `ContainerRunner`, and `DispatchingRunner`, which picks it for the runs
-of experiments with `environment.image` and the process runner for the others.
+"""Trials in containers: `ContainerRunner` runs each run in a container of its image.
 
 A container run is one foreground `<runtime> run --rm` client process: its output is the
 container's (captured line by line like a local process's), its exit status the trial's. So
@@ -19,22 +18,25 @@ from collections.abc import Callable
 from typing import Any
 
 from determined.common.containers import registry_of
-from master_lite.scheduler._container_config import Mount, config_mounts, config_options
-from master_lite.scheduler._container_pull import (
+from master_lite.runners._base import LaunchSpec, LogRecord, Runner, refuse_run_as
+from master_lite.runners._startup_hook import has_startup_hook, with_startup_hook
+from master_lite.runners.container._config import Mount, config_mounts, config_options
+from master_lite.runners.container._pull import (
     PullState,
     pull_wrapper,
     pulls_dir,
     remove_leftover_pulls,
 )
-from master_lite.scheduler._container_runtime import (
+from master_lite.runners.container._runtime import (
+    CONTAINER_SHELL,
     HARNESS_DEPENDENCIES_MOUNT,
     HARNESS_FALLBACK_ENV,
     HARNESS_MOUNT,
     ContainerRuntime,
     harness_mounts,
+    in_container_argv,
 )
-from master_lite.scheduler._local import LaunchSpec, LocalRunner, LogRecord
-from master_lite.scheduler._runner import Runner
+from master_lite.runners.process import LocalRunner
 
 log = logging.getLogger("master_lite.containers")
 
@@ -86,9 +88,15 @@ class ContainerRunner(Runner):
                 log.warning("could not remove the containers of a previous master: %s", exc)
 
     def launch(self, spec: LaunchSpec) -> int:
-        """Start the container's client process; returns its pid (its process group)."""
+        """Start the container's client process; returns its pid (its process group).
+
+        The container gets the run's own environment only (`spec.env`), its work dir, the
+        harness and the mounts its config names; `python3` is the image's, behind a check that
+        the image has one, and a context's startup hook is sourced by the image's bash (else
+        sh) first."""
         if spec.image is None:
             raise ValueError(f"{spec.allocation_id}: no image to run in a container")
+        refuse_run_as(self, spec)
         if self.runtime.path() is None:
             raise OSError(
                 f"the container runtime {self.runtime.binary!r} is not installed (set "
@@ -96,7 +104,7 @@ class ContainerRunner(Runner):
             )
         self.remove_leftovers()
         name = self.runtime.container_name(spec.allocation_id)
-        env = dict(spec.container_env or {})
+        env = dict(spec.env)
         gpus = [int(i) for i in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if i.strip()]
         device_args, visible = self.runtime.gpu_args(gpus)
         if gpus:
@@ -106,10 +114,13 @@ class ContainerRunner(Runner):
         work_dir = str(spec.work_dir)
         mounts = [Mount(work_dir, work_dir), *harness_mounts()]
         mounts += [mount for _, mount in config_mounts(spec.config or {})]
+        argv = list(spec.argv)
+        if has_startup_hook(spec.work_dir):
+            argv = with_startup_hook(argv, shell=CONTAINER_SHELL)
         command = self.runtime.run_command(
             name=name,
             image=spec.image,
-            argv=spec.argv,
+            argv=in_container_argv(argv, spec.image),
             env_names=sorted(env),
             work_dir=work_dir,
             mounts=mounts,
@@ -136,7 +147,7 @@ class ContainerRunner(Runner):
             if pull is not None:
                 self._pulls[spec.allocation_id] = pull
         try:
-            return self._clients.launch(
+            return self._clients.launch_process(
                 LaunchSpec(
                     allocation_id=spec.allocation_id,
                     trial_id=spec.trial_id,
@@ -247,99 +258,4 @@ class ContainerRunner(Runner):
         )
 
 
-class DispatchingRunner(Runner):
-    """Runs in a kernel the runs of experiments with `environment.kernel` (when given a kernel
-    runner), in a container the runs that name an image, and the others as local processes.
-
-    Where the runtime is installed, the containers a crashed master left are removed at start
-    (one `ps` off the event loop); otherwise the runtime is never called."""
-
-    def __init__(
-        self,
-        *,
-        log_sink: Callable[[list[LogRecord]], None],
-        on_exit: Callable[[str, int], None],
-        processes: Runner,
-        runtime: ContainerRuntime,
-        kernels: Runner | None = None,
-    ) -> None:
-        super().__init__(log_sink=log_sink, on_exit=on_exit)
-        self.processes = processes
-        self.kernels = kernels
-        self.runtime = runtime
-        self._containers: ContainerRunner | None = None
-        self._lock = threading.Lock()
-        if runtime.path() is not None:
-            # Containers of a crashed predecessor go now, off the event loop, even when no
-            # container runs again (a launch waits for this).
-            threading.Thread(
-                target=self.containers.remove_leftovers, name="container-leftovers", daemon=True
-            ).start()
-
-    @property
-    def containers(self) -> ContainerRunner:
-        with self._lock:
-            if self._containers is None:
-                self._containers = ContainerRunner(
-                    log_sink=self._log_sink, on_exit=self._on_exit, runtime=self.runtime
-                )
-            return self._containers
-
-    def _runner_of(self, allocation_id: str) -> Runner:
-        kernels = self.kernels
-        if kernels is not None and (
-            allocation_id in kernels.running() or kernels.attach_info(allocation_id)
-        ):
-            return kernels
-        containers = self._containers
-        if containers is not None and allocation_id in containers.running():
-            return containers
-        return self.processes
-
-    def config_problems(self, config: dict) -> list[str]:
-        if self.kernels is not None and (config.get("environment") or {}).get("kernel") is not None:
-            return self.kernels.config_problems(config)
-        return self.runtime.config_problems(config)
-
-    def launch(self, spec: LaunchSpec) -> int | None:
-        if (
-            self.kernels is not None
-            and ((spec.config or {}).get("environment") or {}).get("kernel") is not None
-        ):
-            return self.kernels.launch(spec)
-        if spec.image is not None:
-            return self.containers.launch(spec)
-        return self.processes.launch(spec)
-
-    def running(self) -> list[str]:
-        containers = self._containers
-        kernels = self.kernels.running() if self.kernels is not None else []
-        return self.processes.running() + (containers.running() if containers else []) + kernels
-
-    def pid_of(self, allocation_id: str) -> int | None:
-        return self._runner_of(allocation_id).pid_of(allocation_id)
-
-    def attach_info(self, allocation_id: str) -> dict[str, Any]:
-        return self._runner_of(allocation_id).attach_info(allocation_id)
-
-    def send_signal(self, allocation_id: str, sig: int) -> bool:
-        return self._runner_of(allocation_id).send_signal(allocation_id, sig)
-
-    def release(self, allocation_id: str) -> None:
-        self._runner_of(allocation_id).release(allocation_id)
-
-    def terminate(self, allocation_id: str, grace: float) -> bool:
-        return self._runner_of(allocation_id).terminate(allocation_id, grace)
-
-    def kill(self, allocation_id: str) -> bool:
-        return self._runner_of(allocation_id).kill(allocation_id)
-
-    def close(self) -> None:
-        self.processes.close()
-        if self.kernels is not None:
-            self.kernels.close()
-        if self._containers is not None:
-            self._containers.close()
-
-
-__all__ = ["ContainerRunner", "DispatchingRunner"]
+__all__ = ["ContainerRunner"]

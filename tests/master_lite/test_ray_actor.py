@@ -1,0 +1,98 @@
+"""The Ray actor's side, run here without Ray: the context it receives is unpacked by the one
+safe extraction (`determined.common.context.unpack`), so symbolic links survive as the context
+had them and one that would leave the work dir is refused; and the actor's modules import only
+the standard library and each other, so they can be shipped to Ray nodes by value."""
+
+from __future__ import annotations
+
+import ast
+import io
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from determined.common import context
+from master_lite.runners import _exits, _lines
+from master_lite.runners.ray import _actor
+from master_lite.runners.ray._actor import TrialContainer
+from master_lite.runners.ray._runner import _pack_work_dir
+
+
+def run_in_actor(context_bytes: bytes, script: str) -> tuple[int, list[str]]:
+    actor = TrialContainer("trial-1.1")
+    actor.start([sys.executable, "-c", script], {"PATH": "/usr/bin:/bin"}, context_bytes)
+    lines: list[str] = []
+    while True:
+        got, code = actor.poll(30)
+        lines += [raw.decode() for _, _, raw in got]
+        if code is not None:
+            return code, lines
+
+
+def tar_gz(*members: tuple[str, bytes | str]) -> bytes:
+    """A context with regular files (bytes) and symbolic links (str: the link's target)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, content in members:
+            info = tarfile.TarInfo(name)
+            if isinstance(content, str):
+                info.type = tarfile.SYMTYPE
+                info.linkname = content
+                tar.addfile(info)
+            else:
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def test_a_symlink_inside_the_context_survives_the_ray_extraction() -> None:
+    packed = tar_gz(("data/real.txt", b"through the link\n"), ("link.txt", "data/real.txt"))
+    script = (
+        "import os; print(os.path.islink('link.txt'), os.readlink('link.txt'), "
+        "open('link.txt').read().strip())"
+    )
+    code, lines = run_in_actor(packed, script)
+    assert (code, lines) == (0, ["True data/real.txt through the link"])
+
+
+def test_the_ray_path_gives_every_node_what_a_link_in_the_work_dir_names(tmp_path: Path) -> None:
+    """The master packs the run's work dir (`_pack_work_dir`) for the nodes: a link inside it
+    arrives with its target's content."""
+    work_dir = tmp_path / "run-1"
+    (work_dir / "data").mkdir(parents=True)
+    (work_dir / "data" / "real.txt").write_text("through the link\n")
+    (work_dir / "link.txt").symlink_to("data/real.txt")
+    code, lines = run_in_actor(_pack_work_dir(work_dir), "print(open('link.txt').read().strip())")
+    assert (code, lines) == (0, ["through the link"])
+
+
+def test_a_symlink_leaving_the_work_dir_is_refused(tmp_path: Path) -> None:
+    actor = TrialContainer("trial-1.1")
+    with pytest.raises(context.ContextError, match="leaving the destination"):
+        actor.start(["true"], {}, tar_gz(("escape", "../../etc/passwd")))
+    assert actor.process is None  # nothing ran
+    with pytest.raises(context.ContextError, match="absolute path"):
+        TrialContainer("trial-1.2").start(["true"], {}, tar_gz(("abs", "/etc/passwd")))
+
+
+def test_the_actor_ships_by_value():
+    """What `RayCluster.connect` registers by value imports nothing else but the stdlib."""
+    shipped = {m.__name__: Path(m.__file__ or "") for m in (_actor, _exits, _lines, context)}
+    for name, path in shipped.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                assert (
+                    module in shipped
+                    or top in sys.stdlib_module_names
+                    or top == "__future__"
+                    or module in ("ray", "pynvml")  # imported inside the actor, on the node
+                ), f"{name} imports {module}"
