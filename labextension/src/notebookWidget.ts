@@ -1,6 +1,6 @@
 /**
  * The experiment widget under a notebook cell: a MIME renderer for
- * `application/vnd.determined.experiment+json` (written by jupyter_determined._widgets).
+ * `application/vnd.determined.experiment+json` (written by jupyter_determined.kernel._widget).
  *
  * It is the sidebar's experiment view, embedded, plus what only a cell output needs:
  *

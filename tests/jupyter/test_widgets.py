@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from jupyter_determined._widgets import (
+from jupyter_determined.kernel._widget import (
     MIME_TYPE,
     ExperimentWidget,
     chart_range,
@@ -226,7 +226,7 @@ def test_the_follower_writes_the_final_state_and_stops(monkeypatch) -> None:
     shown: list[dict] = []
     widget._displayed = True
     monkeypatch.setattr(widget, "refresh_display", lambda: shown.append(widget.snapshot))
-    monkeypatch.setattr("jupyter_determined._widgets.POLL_SECONDS", 0.01)
+    monkeypatch.setattr("jupyter_determined.kernel._widget.POLL_SECONDS", 0.01)
     widget.follow()
     assert widget.wait(timeout=30)
     assert widget.state == "COMPLETED"

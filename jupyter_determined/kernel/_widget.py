@@ -517,7 +517,7 @@ class ExperimentWidget:
         """Make the cell that downloads and loads a checkpoint the notebook's next cell (the
         button of the same name in JupyterLab's widget does it there); default the
         experiment's best checkpoint. Returns the checkpoint's uuid."""
-        from jupyter_determined._use import best_checkpoint_uuid, insert_checkpoint_cell
+        from jupyter_determined.kernel._use import best_checkpoint_uuid, insert_checkpoint_cell
 
         session = self._session()
         uuid = uuid or best_checkpoint_uuid(session, self.experiment_id)

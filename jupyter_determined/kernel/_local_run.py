@@ -61,7 +61,7 @@ def run_locally(
         flush=True,
     )
     if show_widget:  # the live widget under the cell, as for a submitted experiment
-        from jupyter_determined._widgets import show_experiment
+        from jupyter_determined.kernel._widget import show_experiment
 
         show_experiment(info.trial.experiment_id)
     error: BaseException | None = None

@@ -26,7 +26,7 @@ from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
 from traitlets import Bool
 
-from jupyter_determined._tensorboard_proxy import TensorBoardProxyHandler
+from jupyter_determined.server._tensorboard_proxy import TensorBoardProxyHandler
 
 if TYPE_CHECKING:  # the kernel imports this package too: keep the server app out of it
     from jupyter_server.serverapp import ServerApp
@@ -84,15 +84,15 @@ def _local_connection_url(serverapp: Any) -> str:
 
 class ExportPreviewHandler(APIHandler):
     """POST `{"cells": [...], "submit_cell_id"?, "path"?}` → what a submission would export
-    (`jupyter_determined._preview.preview_export`); the labextension's export preview."""
+    (`jupyter_determined.server._preview.preview_export`); the labextension's export preview."""
 
     auth_resource = AUTH_RESOURCE
 
     @tornado.web.authenticated
     @authorized("read")  # a preview changes nothing
     async def post(self) -> None:
-        from jupyter_determined._export import NotebookExportError
-        from jupyter_determined._preview import preview_export
+        from jupyter_determined.kernel._export import NotebookExportError
+        from jupyter_determined.server._preview import preview_export
 
         body = self.get_json_body()
         if not isinstance(body, dict):

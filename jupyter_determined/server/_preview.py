@@ -7,7 +7,7 @@ the export drops or replaces. The script itself comes from `cells_to_script`, th
 submission uses, so the preview cannot show something else than what is submitted.
 
 The labextension posts the notebook as it holds it (unsaved edits and tags included) to
-`<base_url>determined/export-preview` (`jupyter_determined._server`); no kernel is involved.
+`<base_url>determined/export-preview` (`jupyter_determined.server._extension`); no kernel is involved.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import ast
 import dataclasses
 from typing import Any, Literal
 
-from jupyter_determined._export import (
+from jupyter_determined.kernel._export import (
     SKIP_TAG,
     NotebookExportError,
     _cell_label,

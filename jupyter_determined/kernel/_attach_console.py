@@ -39,7 +39,7 @@ def attach_console(session: Any, trial_id: int) -> None:
         if not _complete(code):
             return lines  # so the console asks for the rest of the block before running it
         return [
-            f"__import__('jupyter_determined._attach_console', fromlist=['_']).run_attached({code!r})\n"
+            f"__import__('jupyter_determined.kernel._attach_console', fromlist=['_']).run_attached({code!r})\n"
         ]
 
     shell.input_transformers_cleanup.append(forward)

@@ -16,7 +16,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from jupyter_determined._export import ExportedScript
+from jupyter_determined.kernel._export import ExportedScript
 
 SCRIPT_NAME = "_det_notebook_cell.py"  # the exported script inside the uploaded context
 DEFAULT_CONFIG: dict = {

@@ -2,7 +2,7 @@
 
 `%%det_submit [CONFIG] [--context DIR] [--name N] [--local] [--test] [--wait]`: the cell body is
 the training code; the notebook's code cells above it and the body are exported as one script
-(`jupyter_determined._export`), packed with the context directory, and submitted. CONFIG is
+(`jupyter_determined.kernel._export`), packed with the context directory, and submitted. CONFIG is
 a YAML/JSON file or the name of a variable holding a config dict or YAML text; it needs no
 `entrypoint`. The live widget appears under the cell and the magic returns at once (unless
 `--wait`, or `--test`).
@@ -18,12 +18,12 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from jupyter_determined._export import (
+from jupyter_determined.kernel._export import (
     NotebookExportError,
     current_notebook_export,
     frontend_notebook,
 )
-from jupyter_determined._submission import (
+from jupyter_determined.kernel._submission import (
     DEFAULT_CONFIG,
     SCRIPT_NAME,
     build_config,
@@ -74,7 +74,7 @@ class NotebookSubmitted(Exception):
 def notebook_submitted(experiment_id: int, *, show_widget: bool = True) -> NotebookSubmitted:
     """Display the experiment's live widget and return the exception that stops the cell."""
     if show_widget:
-        from jupyter_determined._widgets import show_experiment
+        from jupyter_determined.kernel._widget import show_experiment
 
         show_experiment(experiment_id)
     return NotebookSubmitted(experiment_id)
@@ -132,7 +132,7 @@ class DeterminedMagics(Magics):
                     "%det_submit --local: nothing to run; use %%det_submit --local "
                     "with the training code in the cell"
                 )
-            from jupyter_determined._local_run import run_locally
+            from jupyter_determined.kernel._local_run import run_locally
 
             # Tracked as an unmanaged run: det.core.init() in the cell reports to it.
             config = resolve_config(args.config, shell.user_ns)
@@ -169,7 +169,7 @@ class DeterminedMagics(Magics):
         print(f"Created {kind} {experiment['id']}", flush=True)
         widget = None
         if args.widget:
-            from jupyter_determined._widgets import show_experiment
+            from jupyter_determined.kernel._widget import show_experiment
 
             widget = show_experiment(experiment["id"])
         if args.wait or args.test:
@@ -248,7 +248,7 @@ class DeterminedMagics(Magics):
             if command == "attach":
                 return _attach(session, line.split(None, 2)[1:])
             if command == "detach":
-                from jupyter_determined._attach_console import detach_console
+                from jupyter_determined.kernel._attach_console import detach_console
 
                 print("Detached." if detach_console() else "Not attached to a trial.")
                 return None
@@ -271,7 +271,7 @@ class DeterminedMagics(Magics):
                         print(entry["line"].rstrip("\n"))
                     return None
                 if command == "widget":
-                    from jupyter_determined._widgets import show_experiment
+                    from jupyter_determined.kernel._widget import show_experiment
 
                     show_experiment(ident)
                     return None
@@ -294,7 +294,7 @@ class DeterminedMagics(Magics):
             session.close()
 
     def _use(self, session: Any, rest: list[str]) -> None:
-        from jupyter_determined._use import best_checkpoint_uuid, insert_checkpoint_cell
+        from jupyter_determined.kernel._use import best_checkpoint_uuid, insert_checkpoint_cell
 
         if rest[:1] == ["best"] and len(rest) == 2:
             ident = _last_experiment_id if rest[1] == "last" else rest[1]
@@ -365,7 +365,7 @@ def _attach(session: Any, words: list[str]) -> Any:
     if not words or not words[0].isdigit():
         raise UsageError("%det attach needs a trial id, e.g. %det attach 3 best")
     if len(words) == 2 and words[1].strip() == "--console":
-        from jupyter_determined._attach_console import attach_console
+        from jupyter_determined.kernel._attach_console import attach_console
 
         attach_console(session, int(words[0]))
         return None
