@@ -32,8 +32,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-SKIP_TAG = "det-skip"
-COMM_TARGET = "jupyter_determined.notebook"
+from jupyter_determined import _contract
+
+SKIP_TAG = _contract.SKIP_TAG
+COMM_TARGET = _contract.NOTEBOOK_COMM_TARGET
 # Our own magics: never part of the training script, and not worth a warning.
 OWN_MAGICS = frozenset({"det", "det_submit", "load_ext", "reload_ext"})
 # Cell magics whose body is plain Python that runs as is.

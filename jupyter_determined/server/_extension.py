@@ -26,16 +26,18 @@ from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
 from traitlets import Bool
 
+from jupyter_determined import _contract
 from jupyter_determined.server._tensorboard_proxy import TensorBoardProxyHandler
 
 if TYPE_CHECKING:  # the kernel imports this package too: keep the server app out of it
     from jupyter_server.serverapp import ServerApp
 
-URL_SEGMENT = "determined"  # the API lives under <base_url>determined/api/v1
+# The paths the labextension calls are defined once, in jupyter_determined._contract.
+URL_SEGMENT = _contract.URL_SEGMENT  # the API lives under <base_url>determined/api/v1
 # <base_url>determined/tensorboard/<id>/: the master's TensorBoards, behind Jupyter's login.
-TENSORBOARD_PATH = "tensorboard"
+TENSORBOARD_PATH = _contract.TENSORBOARD_PATH.removeprefix(URL_SEGMENT + "/")
 # <base_url>determined/export-preview: a Jupyter endpoint (the labextension's), not the master's.
-EXPORT_PREVIEW_PATH = "export-preview"
+EXPORT_PREVIEW_PATH = _contract.EXPORT_PREVIEW_PATH.removeprefix(URL_SEGMENT + "/")
 
 
 # The resource jupyter_server's Authorizer is asked about for everything the master serves:

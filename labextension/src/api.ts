@@ -22,7 +22,9 @@ import type {
   ITrialKernel
 } from './types';
 
-export const API_PATH = 'determined/api/v1';
+import { API_PATH } from './api/contract.generated';
+
+export { API_PATH };
 
 /** An API answer that was not 2xx, with the server's readable message. */
 export class DeterminedApiError extends Error {

@@ -38,7 +38,7 @@ function skipAction(cell: ICellPreview): 'skip' | 'include' | null {
   if (cell.status === 'exported' || cell.status === 'error') {
     return 'skip';
   }
-  return cell.reason === 'det-skip' ? 'include' : null;
+  return cell.reason === SKIP_TAG ? 'include' : null;
 }
 
 function scriptLines(cell: ICellPreview): string | null {

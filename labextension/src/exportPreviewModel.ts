@@ -6,8 +6,9 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-export const SKIP_TAG = 'det-skip';
-export const EXPORT_PREVIEW_PATH = 'determined/export-preview';
+import { EXPORT_PREVIEW_PATH, SKIP_TAG } from './api/contract.generated';
+
+export { EXPORT_PREVIEW_PATH, SKIP_TAG };
 /** Source of a cell that uses Determined (its notebook gets the sync and the skip toggles). */
 export const USES_DETERMINED = /det_submit|jupyter_determined|determined/;
 

@@ -9,7 +9,9 @@ import { IDisposable } from '@lumino/disposable';
 
 import { USES_DETERMINED } from './exportPreviewModel';
 
-export const COMM_TARGET = 'jupyter_determined.notebook';
+import { NOTEBOOK_COMM_TARGET as COMM_TARGET } from './api/contract.generated';
+
+export { COMM_TARGET };
 
 // Type aliases, not interfaces: they are JSON objects as they are (comm data is a JSONObject).
 export type ICellSnapshot = {

@@ -26,12 +26,13 @@ import { ExperimentView } from './experimentView';
 import { useInNotebookHandler } from './notebookInsert';
 import type { IExperiment, ILogLine, IMetricReport, ITrial } from './types';
 import { ErrorBanner } from './notebookBanner';
-import { IExperimentOutputData, LOG_TAIL_LINES, LogTail } from './widgetModel';
+import { IExperimentOutputData, LOG_TAIL_LINES, LOG_TAIL_TRIALS, LogTail } from './widgetModel';
+import { EXPERIMENT_MIME_TYPE, TERMINAL_EXPERIMENT_STATES } from './api/contract.generated';
 
-export const EXPERIMENT_MIME_TYPE = 'application/vnd.determined.experiment+json';
+export { EXPERIMENT_MIME_TYPE };
 
-/** Terminal experiment states: nothing changes after these. */
-const TERMINAL = new Set(['COMPLETED', 'CANCELED', 'ERROR', 'DELETED']);
+/** Terminal experiment states (and a deleted experiment's): nothing changes after these. */
+const TERMINAL = new Set<string>([...TERMINAL_EXPERIMENT_STATES, 'DELETED']);
 
 /** How often the widget reconciles with the API while the experiment runs (ms). */
 export const RECONCILE_MS = 2000;
@@ -88,11 +89,8 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       return;
     }
     if (this._experimentId === id && this._view) {
-      // A display update from the kernel: the live view already knows more than its snapshot,
-      // except while the master cannot be reached.
-      if (!this._live) {
-        this._applySnapshot(data!);
-      }
+      // The kernel rewrote the output (its final snapshot, for readers without this
+      // extension). The view changes one way only, from the master's API: nothing to apply.
       return;
     }
     this._experimentId = id;
@@ -227,7 +225,10 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
 
   private async _pollLogs(trials: ITrial[]): Promise<void> {
     const running = trials.filter(trial => trial.state === 'ACTIVE' || !TERMINAL.has(trial.state));
-    const recent = (running.length ? running : [...trials].sort((a, b) => b.id - a.id)).slice(0, 3);
+    const recent = (running.length ? running : [...trials].sort((a, b) => b.id - a.id)).slice(
+      0,
+      LOG_TAIL_TRIALS
+    );
     let changed = false;
     for (const trial of recent) {
       try {

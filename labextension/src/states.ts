@@ -2,9 +2,10 @@
  * Experiment and trial states: what a state means, which actions it allows, how the list
  * filters experiments. Pure (no DOM), tested under plain node.
  */
+import { TERMINAL_EXPERIMENT_STATES } from './api/contract.generated';
 import type { IExperiment, ITrial } from './types';
 
-const TERMINAL_STATES = new Set(['COMPLETED', 'CANCELED', 'ERROR']);
+const TERMINAL_STATES = new Set<string>(TERMINAL_EXPERIMENT_STATES);
 
 /** True once an experiment or trial can no longer change state. */
 export function isTerminal(state: string): boolean {

@@ -6,6 +6,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { DeterminedApiError, DeterminedClient } from './api';
+import { TENSORBOARD_PATH } from './api/contract.generated';
 import type { ITensorBoard } from './types';
 
 /** TensorBoard loads its plugins before it serves: seconds, more on a busy machine. */
@@ -14,7 +15,7 @@ const POLL_MS = 500;
 
 /** Where the Jupyter server serves TensorBoard `id` (the slash matters: its URLs are relative). */
 export function tensorBoardUrl(settings: ServerConnection.ISettings, id: string): string {
-  return URLExt.join(settings.baseUrl, 'determined', 'tensorboard', id) + '/';
+  return URLExt.join(settings.baseUrl, TENSORBOARD_PATH, id) + '/';
 }
 
 /**

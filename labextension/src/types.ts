@@ -1,16 +1,25 @@
 /**
  * The objects of the master's REST API (docs/rest-api.md), as the frontend reads them.
+ *
+ * Each extends the interface generated from the master's OpenAPI document
+ * (`contract.generated.ts`, written by scripts/gen_ts_contract.py): a field redeclared here may
+ * only narrow what the API documents (optional → present, a wider object → the fields read), so
+ * the compiler rejects a field the API documents differently. Fields the API serves but does
+ * not document yet are marked as such.
  */
+import type {
+  ApiCheckpoint,
+  ApiExperiment,
+  ApiLog,
+  ApiMetric,
+  ApiModel,
+  ApiModelVersion,
+  ApiSlot,
+  ApiTensorBoard,
+  ApiTrial
+} from './api/contract.generated';
 
-export type ExperimentState =
-  | 'ACTIVE'
-  | 'PAUSED'
-  | 'STOPPING_CANCELED'
-  | 'STOPPING_COMPLETED'
-  | 'STOPPING_ERROR'
-  | 'COMPLETED'
-  | 'CANCELED'
-  | 'ERROR';
+export type ExperimentState = ApiExperiment['state'];
 
 export interface ISearcherSummary {
   name: string;
@@ -18,26 +27,22 @@ export interface ISearcherSummary {
   smaller_is_better: boolean;
 }
 
-export interface IExperiment {
-  id: number;
+export interface IExperiment extends Omit<ApiExperiment, 'state' | 'progress'> {
   name: string;
-  description?: string;
-  labels?: string[];
+  /** The documented states, and DELETED in the event of a deletion. */
   state: ExperimentState | string;
   archived: boolean;
+  /** null before the searcher knows how long the search is. */
   progress: number | null;
   start_time: string;
   end_time: string | null;
   searcher: ISearcherSummary;
   num_trials: number;
   best_validation: number | null;
-  context_hash?: string | null;
   notebook?: { path?: string; cell_ids?: string[] } | null;
-  parent_id?: number | null;
-  config?: Record<string, unknown>;
-  /** Trains in a Jupyter kernel (core_v2, unmanaged): the master runs nothing for it. */
+  /** Served, not in the OpenAPI document: trains in a Jupyter kernel (core_v2, unmanaged). */
   unmanaged?: boolean;
-  /** Only in the event of its deletion (state DELETED): the experiment is gone. */
+  /** Served in a deletion event only (state DELETED): the experiment is gone. */
   deleted?: boolean;
 }
 
@@ -59,65 +64,33 @@ export interface IMetricSnapshot {
   report_time: string;
 }
 
-export interface ITrial {
-  id: number;
-  experiment_id: number;
-  request_id?: number;
-  state: string;
+export interface ITrial extends Omit<ApiTrial, 'state'> {
+  /** The documented states; compared with plain strings throughout the views. */
+  state: ApiTrial['state'] | string;
   hparams: Record<string, unknown>;
-  seed?: number;
   restarts: number;
-  run_id?: number;
   steps_completed: number;
-  progress?: number | null;
-  runner_state?: string;
   start_time: string;
   end_time: string | null;
-  exit_code?: number | null;
-  /** Why the trial ended, in words (e.g. "killed by SIGKILL: the user killed the experiment"). */
-  exit_summary?: string | null;
-  /** What an ACTIVE trial is doing: holding slots (RUNNING) or waiting for them (QUEUED). */
-  run_state?: 'QUEUED' | 'RUNNING' | null;
-  allocation_id?: string | null;
-  slot_ids?: number[];
-  latest_checkpoint?: string | null;
   latest_training?: IMetricSnapshot | null;
   latest_validation?: IMetricSnapshot | null;
   best_validation?: IMetricSnapshot | null;
-  searcher_metric?: number | null;
 }
 
-export interface IMetricReport {
-  id: number;
-  trial_id: number;
-  trial_run_id?: number;
-  group: string;
-  steps_completed: number;
-  metrics: Record<string, unknown>;
+export interface IMetricReport extends ApiMetric {
   report_time: string;
 }
 
-export interface ILogLine {
-  id: number;
-  trial_id: number;
+export interface ILogLine extends Omit<ApiLog, 'stream'> {
   rank: number | null;
-  stream: string;
+  stream: ApiLog['stream'] | string;
   time: string;
-  line: string;
 }
 
-export interface ICheckpoint {
-  uuid: string;
-  trial_id: number;
-  experiment_id: number;
-  allocation_id?: string | null;
+export interface ICheckpoint extends ApiCheckpoint {
   steps_completed: number;
-  metadata?: Record<string, unknown>;
   resources?: Record<string, number>;
-  state: string;
   report_time: string;
-  path?: string;
-  validation_metrics?: Record<string, unknown> | null;
 }
 
 /** The "Use in notebook" cell of a checkpoint (GET checkpoints/{uuid}/snippet). */
@@ -129,29 +102,20 @@ export interface ICheckpointSnippet {
 }
 
 /** A TensorBoard the master runs on trials' metrics (GET /tensorboards/{id}). */
-export interface ITensorBoard {
-  id: string;
-  state: 'STATE_STARTING' | 'STATE_RUNNING' | 'STATE_TERMINATED';
-  experimentIds: number[];
-  trialIds: number[];
-  serviceAddress: string;
-  port?: number;
-  registeredTime?: string;
-  error?: string | null;
-}
+export type ITensorBoard = ApiTensorBoard;
 
-export interface IGpu {
+// A type, not an interface: the API documents a slot's gpu as a plain object.
+export type IGpu = {
   index: number;
   uuid: string;
   name: string;
   memory_total: number;
   memory_used: number;
   utilization: number;
-}
+};
 
-export interface ISlot {
-  id: number;
-  type: 'cpu' | 'gpu' | string;
+export interface ISlot extends Omit<ApiSlot, 'type'> {
+  type: ApiSlot['type'] | string;
   gpu: IGpu | null;
   allocation_id: string | null;
   trial_id: number | null;
@@ -163,11 +127,8 @@ export interface IResources {
 }
 
 /** A model of the registry (`GET /models`). */
-export interface IModel {
-  id: number;
-  name: string;
+export interface IModel extends ApiModel {
   description: string;
-  notes?: string;
   metadata: Record<string, unknown>;
   labels: string[];
   archived: boolean;
@@ -177,12 +138,8 @@ export interface IModel {
 }
 
 /** One version of a model: the checkpoint it names (`GET /models/{id}/versions`). */
-export interface IModelVersion {
-  id: number;
-  model_id: number;
+export interface IModelVersion extends ApiModelVersion {
   model_name: string;
-  version: number;
-  checkpoint_uuid: string;
   /** null only when the master lost the checkpoint's record. */
   checkpoint: ICheckpoint | null;
   name: string;

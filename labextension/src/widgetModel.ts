@@ -3,12 +3,18 @@
  * the lines of its error banner. Plain functions and classes, so the unit tests drive them.
  */
 import type { IExperiment, ILogLine, IMetricReport, ITrial } from './types';
+import {
+  LOG_LINE_MAX_CHARS,
+  LOG_TAIL_LINES,
+  LOG_TAIL_TRIALS,
+  NOTEBOOK_ERROR_MARKER
+} from './api/contract.generated';
 
-/** Log lines shown under the widget, and how long one may be. */
-export const LOG_TAIL_LINES = 10;
-export const LOG_LINE_MAX_CHARS = 400;
-/** The line a failing notebook trial prints for the master (determined.common.notebook_errors). */
-export const NOTEBOOK_ERROR_MARKER = 'DET_NOTEBOOK_ERROR ';
+/**
+ * Log lines shown under the widget (of the newest trials), how long one may be, and the line a
+ * failing notebook trial prints for the master: jupyter_determined/_contract.py defines them.
+ */
+export { LOG_LINE_MAX_CHARS, LOG_TAIL_LINES, LOG_TAIL_TRIALS, NOTEBOOK_ERROR_MARKER };
 
 /** Where a failing notebook trial's error came from (the master's `notebook_error`). */
 export interface INotebookError {
