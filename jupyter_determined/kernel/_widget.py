@@ -5,7 +5,7 @@ The output is one display with three representations, written by the kernel:
 * `application/vnd.determined.experiment+json` (`MIME_TYPE`): the experiment id and a snapshot
   (experiment, trials, downsampled curves, the latest log lines) as the master's API answers
   them. The labextension renders it as the live experiment view (labextension/src/notebook/
-  experimentOutput.ts): the snapshot is its first paint and what it shows with no master; from
+  notebookWidget.ts): the snapshot is its first paint and what it shows with no master; from
   then on it reads the master's API itself, so its buttons work while the kernel is busy or
   gone. What the view shows changes only that way: the kernel never pushes updates to it.
 * `text/html`, `text/plain`: the same snapshot as a static page (`_snapshot.py`), for nbconvert,
