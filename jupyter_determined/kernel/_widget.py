@@ -12,7 +12,7 @@ The output is one display with three representations, written by the kernel:
   GitHub and frontends without the labextension.
 
 The kernel writes the output twice: when it is displayed, and once more when the experiment has
-ended (`follow()`: a thread that reads only the experiment's state), so a saved notebook records
+ended (`follow()`: a thread that polls the experiment), so a saved notebook records
 how it ended in every representation. Where the kernel is gone first, the labextension writes the
 final snapshot into the output instead.
 """
@@ -197,9 +197,10 @@ class ExperimentWidget:
     # --- following ------------------------------------------------------------------------------
 
     def follow(self) -> ExperimentWidget:
-        """Start the background thread that writes the final snapshot into the output when the
-        experiment ends (returns at once). It reads only the experiment's state until then: the
-        live view in the browser does not depend on it."""
+        """Start the background thread that keeps this object's experiment and trials current
+        (`state`, `finished`) and writes the final snapshot into the output when the experiment
+        ends (returns at once). It never rewrites the output before that: the live view in the
+        browser reads the master itself."""
         if self._follower is not None and self._follower.is_alive():
             return self
         self._stop.clear()
@@ -216,6 +217,12 @@ class ExperimentWidget:
                 answer = self._session().get(f"/experiments/{self.experiment_id}")
                 self.error = ""
                 delay = POLL_SECONDS
+                with self._lock:  # this object's state and trials stay current in the kernel
+                    self.snapshot = {
+                        **self.snapshot,
+                        "experiment": answer["experiment"],
+                        "trials": list(answer.get("trials") or []),
+                    }
                 if str(answer["experiment"].get("state")) in TERMINAL:
                     self.load()  # the final snapshot: every representation records the end
                     self.refresh_display()
