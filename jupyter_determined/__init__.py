@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from jupyter_determined.kernel._current_notebook import current_notebook_script
 from jupyter_determined.kernel._export import (
     ExportedScript,
     NotebookExportError,
     cells_to_script,
-    current_notebook_script,
     export_notebook_script,
 )
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from jupyter_determined.kernel._current_notebook import current_notebook_script
 from jupyter_determined.kernel._export import (
     COMM_TARGET,
     SKIP_TAG,
     ExportedScript,
     NotebookExportError,
     cells_to_script,
-    current_notebook_script,
     export_notebook_script,
 )
 from jupyter_determined.kernel._papermill import submit_notebook

@@ -18,11 +18,8 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from jupyter_determined.kernel._export import (
-    NotebookExportError,
-    current_notebook_export,
-    frontend_notebook,
-)
+from jupyter_determined.kernel._current_notebook import current_notebook_export, frontend_notebook
+from jupyter_determined.kernel._export import NotebookExportError
 from jupyter_determined.kernel._submission import (
     DEFAULT_CONFIG,
     SCRIPT_NAME,

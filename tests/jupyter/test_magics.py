@@ -6,7 +6,7 @@ import pytest
 from IPython.core.error import UsageError
 from traitlets.config import Config
 
-from jupyter_determined.kernel._export import frontend_notebook
+from jupyter_determined.kernel._current_notebook import frontend_notebook
 from jupyter_determined.kernel._magics import NotebookSubmitted
 
 pytestmark = pytest.mark.slow

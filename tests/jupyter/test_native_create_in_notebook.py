@@ -9,7 +9,7 @@ from traitlets.config import Config
 
 import jupyter_determined.kernel._widget
 from determined.experimental import _create
-from jupyter_determined.kernel._export import frontend_notebook
+from jupyter_determined.kernel._current_notebook import frontend_notebook
 from jupyter_determined.kernel._magics import NotebookSubmitted, last_experiment_id
 from tests._support import MasterProcess
 
