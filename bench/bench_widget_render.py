@@ -5,7 +5,7 @@ curves.
 Workload (a real `jupyter lab` with the built labextension, Debian's Chromium via Playwright;
 the API answers are synthetic, served by Playwright's request interception and downsampled the
 way master-lite does (first, last and evenly spaced reports), so the numbers measure the
-frontend and not the master). The output is the bundle `jupyter_determined._widgets` writes:
+frontend and not the master). The output is the bundle `jupyter_determined.kernel._widget` writes:
 `application/vnd.determined.experiment+json` with `{experiment_id, snapshot}` (the snapshot holds
 the experiment, the 100 trials and 50 reports per trial and group, as the kernel downsamples
 it), plus its `text/html` and `text/plain` fallbacks. The experiment is COMPLETED (a finished
@@ -59,7 +59,7 @@ from urllib.parse import parse_qs, urlsplit
 from _common import record  # noqa: E402  (also puts harness/ and the repository on sys.path)
 from bench_sidebar_render import _browser_test_support, json_answer
 
-from jupyter_determined._widgets import (
+from jupyter_determined.kernel._widget import (
     MIME_TYPE,
     curve_points_per_trial,
     snapshot_html,

@@ -15,16 +15,16 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
-import { DeterminedClient } from './api';
-import { openTrialConsole } from './attachConsole';
-import { EventHub } from './events';
-import { ExperimentView } from './experimentView';
-import { activateExportTools } from './exportTools';
-import { useInNotebookHandler } from './notebookInsert';
-import { experimentRendererFactory } from './notebookWidget';
-import { DeterminedSidebar } from './sidebar';
-import { SubmitButtonExtension } from './submit';
-import { tensorBoardFor, tensorBoardWidget, waitUntilServing } from './tensorboard';
+import { DeterminedClient } from './api/client';
+import { openTrialConsole } from './notebook/attachConsole';
+import { EventHub } from './api/events';
+import { ExperimentView } from './views/experimentView';
+import { activateExportTools } from './export/exportTools';
+import { useInNotebookHandler } from './notebook/notebookInsert';
+import { experimentRendererFactory } from './notebook/notebookWidget';
+import { DeterminedSidebar } from './views/sidebar';
+import { SubmitButtonExtension } from './notebook/submit';
+import { tensorBoardFor, tensorBoardWidget, waitUntilServing } from './views/tensorboard';
 
 const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161"><path d="M4 3h7a9 9 0 0 1 0 18H4zm3 3v12h4a6 6 0 0 0 0-12z"/></g></svg>`;
 

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 
 import { ServerConnection } from '@jupyterlab/services';
 
-import { DeterminedClient } from '../src/api';
+import { DeterminedClient } from '../src/api/client';
 
 /** A client whose requests are recorded and answered with `answer`. */
 function recordingClient(answer: unknown): { client: DeterminedClient; urls: string[] } {

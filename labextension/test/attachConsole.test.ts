@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { IAttachDeps, openTrialConsole } from '../src/attachConsole';
-import type { ITrialKernel } from '../src/types';
+import { IAttachDeps, openTrialConsole } from '../src/notebook/attachConsole';
+import type { ITrialKernel } from '../src/api/types';
 
 interface IRecorded {
   deps: IAttachDeps;

@@ -13,9 +13,9 @@ import {
   paddedRange,
   showMarkers,
   stepRange
-} from '../src/chartMath';
-import { hparamType, useLogAxis } from '../src/hparams';
-import { DARK_PALETTE, LIGHT_PALETTE, rampColor, trialColor } from '../src/theme';
+} from '../src/chart/chartMath';
+import { hparamType, useLogAxis } from '../src/model/hparams';
+import { DARK_PALETTE, LIGHT_PALETTE, rampColor, trialColor } from '../src/chart/theme';
 
 describe('ranges', () => {
   test('a non-negative metric is never padded below 0', () => {

@@ -17,7 +17,7 @@ import {
   statusLabel,
   submitKind,
   withSkipTag
-} from '../src/exportPreviewModel';
+} from '../src/export/exportPreviewModel';
 
 function row(index: number, overrides: Partial<ICellPreview> = {}): ICellPreview {
   return {

@@ -10,12 +10,17 @@ import {
   formatMetric,
   formatPercent,
   formatStartTime
-} from '../src/format';
-import { filterLogs, logLevel } from '../src/logs';
-import { alignSeries, hparamScatter, metricNames } from '../src/series';
-import { allowedActions, filterExperiments, stateCategory } from '../src/states';
-import { bestSearcherMetric, flattenHparams, hparamColumns, sortTrials } from '../src/trialTable';
-import type { IExperiment, ILogLine, IMetricReport, ITrial } from '../src/types';
+} from '../src/model/format';
+import { filterLogs, logLevel } from '../src/model/logs';
+import { alignSeries, hparamScatter, metricNames } from '../src/model/series';
+import { allowedActions, filterExperiments, stateCategory } from '../src/model/states';
+import {
+  bestSearcherMetric,
+  flattenHparams,
+  hparamColumns,
+  sortTrials
+} from '../src/model/trialTable';
+import type { IExperiment, ILogLine, IMetricReport, ITrial } from '../src/api/types';
 
 function experiment(id: number, overrides: Partial<IExperiment> = {}): IExperiment {
   return {

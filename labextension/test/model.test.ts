@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { ExperimentDataModel, ExperimentListModel, LogBuffer } from '../src/model';
-import type { IExperiment, ILogLine, IMetricReport, ITrial } from '../src/types';
+import { ExperimentDataModel, ExperimentListModel, LogBuffer } from '../src/model/model';
+import type { IExperiment, ILogLine, IMetricReport, ITrial } from '../src/api/types';
 
 function experiment(id: number, overrides: Partial<IExperiment> = {}): IExperiment {
   return {

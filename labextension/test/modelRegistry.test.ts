@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { ModelRegistryModel, summarizeVersion } from '../src/modelRegistry';
-import type { ICheckpoint, IModel, IModelVersion } from '../src/types';
+import { ModelRegistryModel, summarizeVersion } from '../src/model/modelRegistry';
+import type { ICheckpoint, IModel, IModelVersion } from '../src/api/types';
 
 function model(id: number, name: string, updated = 't1'): IModel {
   return {

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { axisFor, axisPosition, axisTicks, parcoordsModel } from '../src/parcoordsModel';
-import type { ITrial } from '../src/types';
+import { axisFor, axisPosition, axisTicks, parcoordsModel } from '../src/chart/parcoordsModel';
+import type { ITrial } from '../src/api/types';
 
 function trial(id: number, hparams: Record<string, unknown>, metric: number | null): ITrial {
   return {

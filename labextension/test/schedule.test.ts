@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { oncePerFrame, singleFlight } from '../src/schedule';
+import { oncePerFrame, singleFlight } from '../src/model/schedule';
 
 describe('oncePerFrame', () => {
   test('a burst of calls runs once, on the next frame; a later call runs again', () => {

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { comparisonRows } from '../src/compare';
-import { formatMetric, formatNumber } from '../src/format';
+import { comparisonRows } from '../src/views/compare';
+import { formatMetric, formatNumber } from '../src/model/format';
 import {
   allowedActions,
   displayProgress,
@@ -13,9 +13,9 @@ import {
   stateCategory,
   trialDisplayState,
   trialExitNote
-} from '../src/states';
-import { bestTrialId, defaultPlottedTrials, sortTrials } from '../src/trialTable';
-import type { ITrial } from '../src/types';
+} from '../src/model/states';
+import { bestTrialId, defaultPlottedTrials, sortTrials } from '../src/model/trialTable';
+import type { ITrial } from '../src/api/types';
 
 function trial(id: number, overrides: Partial<ITrial> = {}): ITrial {
   return {

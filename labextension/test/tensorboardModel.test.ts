@@ -7,9 +7,9 @@ import { describe, test } from 'node:test';
 
 import { ServerConnection } from '@jupyterlab/services';
 
-import { DeterminedClient } from '../src/api';
-import { tensorBoardFor, tensorBoardUrl, waitUntilServing } from '../src/tensorboardModel';
-import type { ITensorBoard } from '../src/types';
+import { DeterminedClient } from '../src/api/client';
+import { tensorBoardFor, tensorBoardUrl, waitUntilServing } from '../src/model/tensorboardModel';
+import type { ITensorBoard } from '../src/api/types';
 
 function board(id: string, state: ITensorBoard['state'], experimentIds: number[]): ITensorBoard {
   return { id, state, experimentIds, trialIds: [], serviceAddress: '', error: null };

@@ -6,14 +6,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { IMetricsSample } from '../src/api';
-import { ExperimentDataModel } from '../src/model';
+import type { IMetricsSample } from '../src/api/client';
+import { ExperimentDataModel } from '../src/model/model';
 import {
   DEFAULT_SELECTED_TRIALS,
   MAX_SELECTED_TRIALS,
   TrialSelection
-} from '../src/trialSelection';
-import type { IMetricReport, ITrial } from '../src/types';
+} from '../src/model/trialSelection';
+import type { IMetricReport, ITrial } from '../src/api/types';
 
 function trial(id: number): ITrial {
   return {

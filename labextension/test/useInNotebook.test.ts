@@ -8,14 +8,14 @@ import { describe, test } from 'node:test';
 
 import { ServerConnection } from '@jupyterlab/services';
 
-import { DeterminedClient } from '../src/api';
-import type { ICheckpointSnippet } from '../src/types';
+import { DeterminedClient } from '../src/api/client';
+import type { ICheckpointSnippet } from '../src/api/types';
 import {
   insertedMessage,
   NoNotebookError,
   useCheckpointInNotebook,
   type ICellTarget
-} from '../src/useInNotebook';
+} from '../src/notebook/useInNotebook';
 
 const SNIPPET: ICheckpointSnippet = {
   kind: 'pytorch',

@@ -1,11 +1,11 @@
 /**
- * Unit tests of the notebook widget's log tail and error banner (src/widgetModel.ts).
+ * Unit tests of the notebook widget's log tail and error banner (src/notebook/widgetModel.ts).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import type { ILogLine, ITrial } from '../src/types';
-import { LogTail, TrialWithErrors, cutLine, errorBannerLines } from '../src/widgetModel';
+import type { ILogLine, ITrial } from '../src/api/types';
+import { LogTail, TrialWithErrors, cutLine, errorBannerLines } from '../src/notebook/widgetModel';
 
 function line(id: number, text: string, trialId = 1): ILogLine {
   return { id, trial_id: trialId, line: text } as ILogLine;

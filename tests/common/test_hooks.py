@@ -110,7 +110,7 @@ def test_a_fresh_interpreter_finds_the_master_and_jupyter_hooks_without_importin
     assert result["before"] == []
     assert result["found"] == {
         "search_preview": "master_lite._determined_hooks",
-        "notebook_script": "jupyter_determined._export",
+        "notebook_script": "jupyter_determined.kernel._current_notebook",
         "notebook_submitted": "jupyter_determined",
     }
 

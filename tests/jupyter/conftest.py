@@ -15,7 +15,7 @@ def shell(monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    from jupyter_determined._export import frontend_notebook
+    from jupyter_determined.kernel._current_notebook import frontend_notebook
 
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.setattr(frontend_notebook, "snapshot", None)

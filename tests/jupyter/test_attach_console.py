@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_determined._attach_console import _complete
+from jupyter_determined.kernel._attach_console import _complete
 
 
 @pytest.mark.parametrize(

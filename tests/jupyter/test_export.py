@@ -10,7 +10,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from jupyter_determined import NotebookExportError, cells_to_script, export_notebook_script
-from jupyter_determined._export import convert_cell, frontend_notebook
+from jupyter_determined.kernel._current_notebook import frontend_notebook
+from jupyter_determined.kernel._export import convert_cell
 
 
 def cell(source: str, cell_id: str, tags: list[str] | None = None) -> dict:
@@ -122,7 +123,7 @@ def test_export_notebook_script_from_a_file(tmp_path) -> None:
 
 
 EXPORT_ABOVE = (
-    "from jupyter_determined._export import current_notebook_export\n"
+    "from jupyter_determined.kernel._current_notebook import current_notebook_export\n"
     "exported = current_notebook_export(which='above_current')"
 )
 

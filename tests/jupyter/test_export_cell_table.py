@@ -76,7 +76,7 @@ def run(shell, source: str) -> None:
 
 
 EXPORT = (
-    "from jupyter_determined._export import current_notebook_export\n"
+    "from jupyter_determined.kernel._current_notebook import current_notebook_export\n"
     "exported = current_notebook_export(which='above_current', training_code='go()')"
 )
 

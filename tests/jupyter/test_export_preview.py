@@ -9,8 +9,8 @@ import json
 import pytest
 import tornado.httpclient
 
-from jupyter_determined._export import current_notebook_export, frontend_notebook
-from jupyter_determined._preview import det_submit_body, preview_export, skip_reason
+from jupyter_determined.kernel._current_notebook import current_notebook_export, frontend_notebook
+from jupyter_determined.server._preview import det_submit_body, preview_export, skip_reason
 from tests._support.hosted import hosted_server_config
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]

@@ -6,8 +6,8 @@ import pytest
 from IPython.core.error import UsageError
 from traitlets.config import Config
 
-from jupyter_determined._export import frontend_notebook
-from jupyter_determined._magics import NotebookSubmitted
+from jupyter_determined.kernel._current_notebook import frontend_notebook
+from jupyter_determined.kernel._magics import NotebookSubmitted
 
 pytestmark = pytest.mark.slow
 
@@ -240,7 +240,7 @@ with det.core.init() as core_context:
 
 
 def test_det_use_and_the_widget_put_the_checkpoint_cell_next(shell, server, capsys) -> None:
-    from jupyter_determined._widgets import ExperimentWidget
+    from jupyter_determined.kernel._widget import ExperimentWidget
 
     run(
         shell,

@@ -7,7 +7,7 @@ import pytest
 from IPython.core.error import UsageError
 from traitlets.config import Config
 
-from jupyter_determined._export import frontend_notebook
+from jupyter_determined.kernel._current_notebook import frontend_notebook
 
 
 @pytest.fixture

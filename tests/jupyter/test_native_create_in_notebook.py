@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from traitlets.config import Config
 
-import jupyter_determined._widgets
+import jupyter_determined.kernel._widget
 from determined.experimental import _create
-from jupyter_determined._export import frontend_notebook
-from jupyter_determined._magics import NotebookSubmitted, last_experiment_id
+from jupyter_determined.kernel._current_notebook import frontend_notebook
+from jupyter_determined.kernel._magics import NotebookSubmitted, last_experiment_id
 from tests._support import MasterProcess
 
 pytestmark = pytest.mark.slow
@@ -62,7 +62,7 @@ def test_create_in_a_notebook_shows_the_widget_sets_last_and_stops_the_cell(
 ):
     shown: list[int] = []
     monkeypatch.setattr(
-        jupyter_determined._widgets,
+        jupyter_determined.kernel._widget,
         "show_experiment",
         lambda experiment_id, **kwargs: shown.append(experiment_id),
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_determined._widgets import MIME_TYPE
+from jupyter_determined.kernel._widget import MIME_TYPE
 
 REPO = Path(__file__).resolve().parents[2]
 

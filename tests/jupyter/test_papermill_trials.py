@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from jupyter_determined._papermill import (
+from jupyter_determined.kernel._papermill import (
     executed_notebooks,
     is_notebook_entrypoint,
     notebook_entrypoint,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_determined._magics import build_config
+from jupyter_determined.kernel._magics import build_config
 
 BASE = {"name": "k", "searcher": {"name": "single", "metric": "x", "max_length": 1}}
 

@@ -1,7 +1,8 @@
-"""The experiment widget's kernel side: the snapshot it displays, its renderers, its follower.
+"""The experiment widget's kernel side: the snapshot it displays, its static renderers, and the
+follower that writes the final snapshot.
 
 The live view is the labextension's (tests/browser/test_notebook_widget_e2e.py); here the
-output bundle, the static HTML/SVG snapshot and the reconciliation loop are checked.
+output bundle, the static HTML/SVG snapshot and the follower are checked.
 """
 
 from __future__ import annotations
@@ -10,13 +11,12 @@ import re
 
 import pytest
 
-from jupyter_determined._widgets import (
+from jupyter_determined import _contract
+from jupyter_determined.kernel._widget import (
     MIME_TYPE,
     ExperimentWidget,
-    chart_range,
     cut_line,
     format_number,
-    nice_ticks,
     render_curve_svg,
     render_trials_table,
     snapshot_html,
@@ -116,13 +116,23 @@ def test_the_output_carries_the_live_view_a_snapshot_and_text() -> None:
 
 
 def test_the_html_snapshot_is_escaped_rounded_and_names_states() -> None:
-    page = snapshot_html(SNAPSHOT)
-    assert "&lt;b&gt;epoch 1&lt;/b&gt;" in page and "<b>epoch 1</b>" not in page
+    page = snapshot_html({**SNAPSHOT, "experiment": {**EXPERIMENT, "name": "<b>digits</b>"}})
+    assert "&lt;b&gt;digits&lt;/b&gt;" in page and "<b>digits</b>" not in page
     assert "lr=1.000e-04" in page  # not "0.0001000000000000000020816681711721685"
     assert "QUEUED" in page and "killed by SIGKILL (signal 9)" in page
-    assert "width:100%" in page  # the progress of a COMPLETED experiment is full
-    assert page.count("class='det-chart'") == 2  # validation and training curves
-    assert "<script" not in page
+    assert "height:6px;width:100%" in page  # the progress of a COMPLETED experiment is full
+    # A static record: the validation curves only (zoom, training curves and logs are the
+    # live view's), and no script.
+    assert page.count("class='det-chart'") == 1
+    assert "epoch 1" not in page and "<script" not in page
+
+
+def test_the_widget_and_the_labextension_share_one_contract() -> None:
+    assert MIME_TYPE == _contract.EXPERIMENT_MIME_TYPE
+    widget = ExperimentWidget(7, session=FakeMaster(["COMPLETED"]))
+    widget.load()
+    # The log tail of the snapshot is as long as the live view's (LOG_TAIL_LINES, one place).
+    assert widget.session.tails == [_contract.LOG_TAIL_LINES]
 
 
 def test_numbers_read_as_a_person_reads_them() -> None:
@@ -138,15 +148,6 @@ def test_numbers_read_as_a_person_reads_them() -> None:
     assert cut_line("short\n") == "short"
 
 
-def test_chart_ranges_hold_the_data_and_never_go_below_zero_for_positive_metrics() -> None:
-    bottom, top = chart_range([0.01, 0.02, 0.9])
-    assert bottom == 0.0 and top > 0.9
-    assert chart_range([0.5])[0] < 0.5 < chart_range([0.5])[1]
-    assert chart_range([-3.0, -0.05])[1] == 0.0  # nor above zero for negative ones
-    assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    assert nice_ticks(0.0001, 0.0005, 4) == [0.0001, 0.0002, 0.0003, 0.0004, 0.0005]
-
-
 def test_curves_draw_single_points_and_mark_the_best_trial() -> None:
     svg = render_curve_svg(
         {"2": [[1.0, 0.5], [2.0, 0.5]], "10": [[3.0, 0.1]]}, "loss", best_trial="10"
@@ -156,16 +157,9 @@ def test_curves_draw_single_points_and_mark_the_best_trial() -> None:
     # The one-point series is a visible marker, and the best line is the thick one.
     assert re.search(r"<circle cx='[\d.]+' cy='[\d.]+' r='3.5'", svg)
     assert "stroke-width='3'" in svg and "trial 10 (best)" in svg
-    # The y axis holds the data (0.1..0.5) without going below zero.
-    labels = [
-        float(t)
-        for t in re.findall(
-            r"text-anchor='end' font-size='10' "
-            r"fill='currentColor'>([-\d.e+]+)<",
-            svg,
-        )
-    ]
-    assert labels and min(labels) >= 0 and max(labels) >= 0.5
+    # The y range is labelled at its ends: the data's lowest and highest values.
+    labels = re.findall(r"text-anchor='end' font-size='10' fill='currentColor'>([-\d.e+]+)<", svg)
+    assert labels[:2] == ["0.5", "0.1"]
     assert "no validation loss yet" in render_curve_svg({}, "loss")
     assert "no trials yet" in render_trials_table([], "loss")
 
@@ -200,7 +194,7 @@ def test_a_large_search_keeps_the_fallback_small_and_shows_the_best() -> None:
     assert len(page) < 60_000, len(page)
     assert "75 more trials (best 25 shown; curves of the best 10)" in page
     assert "data-trial='100'" in page and "data-trial='1'" not in page  # the best, not the first
-    assert page.count("<polyline") == 20  # 10 trials, validation and training
+    assert page.count("<polyline") == 10  # the validation curves of the 10 best
 
 
 class FakeMaster:
@@ -209,11 +203,13 @@ class FakeMaster:
     def __init__(self, states: list[str]) -> None:
         self.states = states
         self.polls = 0
+        self.tails: list[int] = []
 
     def get(self, path: str, params: dict | None = None) -> dict:
         if path.endswith("/metrics"):
             return {"metrics": [m for m in METRICS if m["group"] == params["group"]]}
         if path.endswith("/logs"):
+            self.tails.append(params["tail"])
             return {"logs": [{"id": 1, "trial_id": 1, "line": "y" * 5000}]}
         state = self.states[min(self.polls, len(self.states) - 1)]
         self.polls += 1
@@ -226,11 +222,13 @@ def test_the_follower_writes_the_final_state_and_stops(monkeypatch) -> None:
     shown: list[dict] = []
     widget._displayed = True
     monkeypatch.setattr(widget, "refresh_display", lambda: shown.append(widget.snapshot))
-    monkeypatch.setattr("jupyter_determined._widgets.POLL_SECONDS", 0.01)
+    monkeypatch.setattr("jupyter_determined.kernel._widget.POLL_SECONDS", 0.01)
     widget.follow()
     assert widget.wait(timeout=30)
     assert widget.state == "COMPLETED"
-    assert shown[-1]["experiment"]["state"] == "COMPLETED"  # the saved output is final
+    # The output is written once more, at the end, with the final state; never while it runs
+    # (the live view reads the master itself).
+    assert len(shown) == 1 and shown[-1]["experiment"]["state"] == "COMPLETED"
     assert [line["line"] for line in shown[-1]["logs"]] == [cut_line("y" * 5000)]
     assert not widget._follower.is_alive()
 

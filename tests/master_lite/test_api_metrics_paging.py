@@ -512,7 +512,7 @@ async def test_unknown_experiment_or_trial_is_404(api: Api, ids: dict) -> None:
 
 @with_api
 async def test_widget_loads_downsampled_validation_curves(api: Api, ids: dict) -> None:
-    from jupyter_determined._widgets import ExperimentWidget, curve_points_per_trial
+    from jupyter_determined.kernel._widget import ExperimentWidget, curve_points_per_trial
 
     class Session:  # the facade answers what the HTTP API would
         def __init__(self) -> None:

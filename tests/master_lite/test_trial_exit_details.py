@@ -243,7 +243,7 @@ async def test_a_clean_trial_has_no_notebook_error(master):
 async def test_an_exported_notebook_names_the_failing_cell(master):
     """The whole path: export (jupyter_determined) -> the script's hook in the trial -> the
     traceback in the logs names the cell -> the master stores `notebook_error`."""
-    from jupyter_determined._export import cells_to_script
+    from jupyter_determined.kernel._export import cells_to_script
 
     cells = [
         {"cell_type": "markdown", "source": "# Title", "id": "md"},

@@ -15,7 +15,7 @@ recognises and stores as the trial's `notebook_error`::
 
 (one line: the marker word, one space, a JSON object). `cell_index` is 0-based among all the
 notebook's cells, `line` 1-based within the cell; the cell is the one holding the innermost
-frame of the notebook's code. The table (written by `jupyter_determined._export`) has the
+frame of the notebook's code. The table (written by `jupyter_determined.kernel._export`) has the
 notebook's path and per exported cell: `id`, `index`, `execution_count`, `line_offset` (script
 line = line_offset + cell line) and `num_lines`, with `line_map` (the cell line of each of its
 script lines) where IPython syntax made the two differ.

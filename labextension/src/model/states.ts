@@ -1,0 +1,159 @@
+/**
+ * Experiment and trial states: what a state means, which actions it allows, how the list
+ * filters experiments. Pure (no DOM), tested under plain node.
+ */
+import { TERMINAL_EXPERIMENT_STATES } from '../api/contract.generated';
+import type { IExperiment, ITrial } from '../api/types';
+
+const TERMINAL_STATES = new Set<string>(TERMINAL_EXPERIMENT_STATES);
+
+/** True once an experiment or trial can no longer change state. */
+export function isTerminal(state: string): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/** The colour family of a state, used as a CSS modifier (`jp-Det-state-<category>`). */
+export function stateCategory(state: string): string {
+  if (state === 'ACTIVE' || state === 'RUNNING') {
+    return 'active';
+  }
+  if (state === 'QUEUED') {
+    return 'queued';
+  }
+  if (state === 'PAUSED') {
+    return 'paused';
+  }
+  if (state.startsWith('STOPPING')) {
+    return 'stopping';
+  }
+  if (state === 'COMPLETED') {
+    return 'completed';
+  }
+  if (state === 'CANCELED') {
+    return 'canceled';
+  }
+  if (state === 'ERROR') {
+    return 'error';
+  }
+  return 'unknown';
+}
+
+/**
+ * The state a trial shows: an ACTIVE trial still waiting for slots reads QUEUED (the master's
+ * `run_state`), so a search that runs 2 of 6 trials does not look like 6 running ones.
+ */
+export function trialDisplayState(trial: Pick<ITrial, 'state' | 'run_state'>): string {
+  if (trial.state === 'ACTIVE' && trial.run_state === 'QUEUED') {
+    return 'QUEUED';
+  }
+  return trial.state;
+}
+
+/**
+ * The fraction a progress bar shows: a COMPLETED experiment or trial is done whatever its
+ * last reported progress said (the searcher may finish early, and the master does not
+ * rewrite the last progress at completion); anything else shows what was reported, clamped.
+ */
+export function displayProgress(state: string, progress: number | null | undefined): number | null {
+  if (state === 'COMPLETED') {
+    return 1;
+  }
+  if (typeof progress !== 'number' || !Number.isFinite(progress)) {
+    return null;
+  }
+  return Math.min(1, Math.max(0, progress));
+}
+
+/** The one-line reason a trial ended badly (shown for ERROR and CANCELED trials), or ''. */
+export function trialExitNote(trial: Pick<ITrial, 'state' | 'exit_summary' | 'exit_code'>): string {
+  if (trial.state !== 'ERROR' && trial.state !== 'CANCELED') {
+    return '';
+  }
+  if (trial.exit_summary) {
+    return trial.exit_summary;
+  }
+  if (trial.state === 'ERROR' && typeof trial.exit_code === 'number') {
+    return `exited with code ${trial.exit_code}`;
+  }
+  return '';
+}
+
+/** How many of these trials hold slots and how many wait for them (for a one-line summary). */
+export function runCounts(trials: Iterable<Pick<ITrial, 'state' | 'run_state'>>): {
+  running: number;
+  queued: number;
+} {
+  let running = 0;
+  let queued = 0;
+  for (const trial of trials) {
+    const state = trialDisplayState(trial);
+    if (state === 'QUEUED') {
+      queued += 1;
+    } else if (state === 'ACTIVE') {
+      running += 1;
+    }
+  }
+  return { running, queued };
+}
+
+export interface IExperimentFilter {
+  /** An experiment state, or '' for all. */
+  state: string;
+  /** Case-insensitive substring of the name (or the id as digits). */
+  name: string;
+  showArchived: boolean;
+}
+
+export const NO_FILTER: IExperimentFilter = { state: '', name: '', showArchived: false };
+
+/** The experiments the list shows, newest first. */
+export function filterExperiments(
+  experiments: Iterable<IExperiment>,
+  filter: IExperimentFilter
+): IExperiment[] {
+  const needle = filter.name.trim().toLowerCase();
+  const kept: IExperiment[] = [];
+  for (const experiment of experiments) {
+    if (!filter.showArchived && experiment.archived) {
+      continue;
+    }
+    if (filter.state && experiment.state !== filter.state) {
+      continue;
+    }
+    if (
+      needle &&
+      !(experiment.name ?? '').toLowerCase().includes(needle) &&
+      String(experiment.id) !== needle
+    ) {
+      continue;
+    }
+    kept.push(experiment);
+  }
+  kept.sort((a, b) => b.id - a.id);
+  return kept;
+}
+
+export type ExperimentAction = 'pause' | 'activate' | 'kill' | 'archive' | 'unarchive';
+
+/** The actions the master accepts in this state (the others answer 409). */
+export function allowedActions(
+  experiment: Pick<IExperiment, 'state' | 'archived' | 'unmanaged'>
+): Set<ExperimentAction> {
+  const actions = new Set<ExperimentAction>();
+  const state = experiment.state;
+  // A run in a kernel is paused or resumed there, not by the master (which answers 409).
+  if (state === 'ACTIVE' && !experiment.unmanaged) {
+    actions.add('pause');
+  }
+  if (state === 'PAUSED' && !experiment.unmanaged) {
+    actions.add('activate');
+  }
+  if (!isTerminal(state)) {
+    actions.add('kill');
+  } else if (experiment.archived) {
+    actions.add('unarchive');
+  } else {
+    actions.add('archive');
+  }
+  return actions;
+}
