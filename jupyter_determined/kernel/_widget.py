@@ -20,8 +20,10 @@ final snapshot into the output instead.
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -55,6 +57,10 @@ CURVE_POINTS_PER_TRIAL = (5, 200)  # bounds per trial
 
 POLL_SECONDS = 1.0  # how often the follower asks the master whether the experiment has ended
 MAX_POLL_SECONDS = 10.0  # the longest wait between polls while the master cannot be reached
+# How often, at most, a running experiment's output is rewritten with a fresh snapshot. Only
+# frontends without the extension (VS Code, classic Notebook, nbconvert of a live notebook) show
+# it; the extension's renderer ignores the kernel's rewrites and reads the master itself.
+LIVE_SNAPSHOT_SECONDS = 10.0
 
 
 def curve_points_per_trial(num_trials: int) -> int:
@@ -199,8 +205,9 @@ class ExperimentWidget:
     def follow(self) -> ExperimentWidget:
         """Start the background thread that keeps this object's experiment and trials current
         (`state`, `finished`) and writes the final snapshot into the output when the experiment
-        ends (returns at once). It never rewrites the output before that: the live view in the
-        browser reads the master itself."""
+        ends (returns at once). While it runs, the output is rewritten at most every
+        `LIVE_SNAPSHOT_SECONDS` and only when the experiment or its trials changed, for
+        frontends without the extension; the extension's live view reads the master itself."""
         if self._follower is not None and self._follower.is_alive():
             return self
         self._stop.clear()
@@ -212,6 +219,8 @@ class ExperimentWidget:
 
     def _follow(self) -> None:
         delay = POLL_SECONDS
+        written: str | None = None  # the experiment and trials the output last showed
+        written_at = time.monotonic()
         while not self._stop.is_set():
             try:
                 answer = self._session().get(f"/experiments/{self.experiment_id}")
@@ -227,6 +236,12 @@ class ExperimentWidget:
                     self.load()  # the final snapshot: every representation records the end
                     self.refresh_display()
                     return
+                seen = json.dumps([answer["experiment"], answer.get("trials")], default=str)
+                due = time.monotonic() - written_at >= LIVE_SNAPSHOT_SECONDS
+                if self._displayed and seen != written and due:
+                    self.load()
+                    self.refresh_display()
+                    written, written_at = seen, time.monotonic()
             except Exception as exc:
                 self.error = f"cannot reach the master: {exc}"
                 log.debug("experiment %s: poll failed: %s", self.experiment_id, exc)

@@ -226,11 +226,28 @@ def test_the_follower_writes_the_final_state_and_stops(monkeypatch) -> None:
     widget.follow()
     assert widget.wait(timeout=30)
     assert widget.state == "COMPLETED"
-    # The output is written once more, at the end, with the final state; never while it runs
-    # (the live view reads the master itself).
+    # Within LIVE_SNAPSHOT_SECONDS of the start the output is written only once more, at the
+    # end, with the final state (the extension's live view reads the master itself).
     assert len(shown) == 1 and shown[-1]["experiment"]["state"] == "COMPLETED"
     assert [line["line"] for line in shown[-1]["logs"]] == [cut_line("y" * 5000)]
     assert not widget._follower.is_alive()
+
+
+def test_the_follower_rewrites_a_running_output_only_when_it_changed(monkeypatch) -> None:
+    """Frontends without the extension see a running experiment through the kernel's
+    rewrites: one per change (never for an unchanged poll), and the final one at the end."""
+    master = FakeMaster(["ACTIVE", "ACTIVE", "ACTIVE", "PAUSED", "PAUSED", "COMPLETED"])
+    widget = ExperimentWidget(7, session=master)
+    shown: list[str] = []
+    widget._displayed = True
+    monkeypatch.setattr(
+        widget, "refresh_display", lambda: shown.append(widget.snapshot["experiment"]["state"])
+    )
+    monkeypatch.setattr("jupyter_determined.kernel._widget.POLL_SECONDS", 0.01)
+    monkeypatch.setattr("jupyter_determined.kernel._widget.LIVE_SNAPSHOT_SECONDS", 0.0)
+    widget.follow()
+    assert widget.wait(timeout=30)
+    assert shown == ["ACTIVE", "PAUSED", "COMPLETED"]
 
 
 # --- against a real hosted master ------------------------------------------------------------
