@@ -11,7 +11,7 @@ JupyterLab sidebar and the notebook widget request for such an experiment:
   * sidebar: `GET /experiments/{id}/metrics?trial_ids=<the 8 plotted>&max_datapoints=1000` —
     the learning curves of the plotted trials, every group;
   * widget: `GET /experiments/{id}/metrics?group=validation&max_datapoints=10` — every
-    trial's validation curve, 10 points each (`_widgets.curve_points_per_trial(1000)`);
+    trial's validation curve, 10 points each (`jupyter_determined.kernel._widget.curve_points_per_trial(1000)`);
   * bounded reads for other clients: a page of 50 trials best first
     (`/experiments/{id}/trials?limit=50&order_by=best`) and one trial downsampled
     (`/trials/{id}/metrics?max_datapoints=200`);

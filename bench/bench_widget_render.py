@@ -21,7 +21,7 @@ run, as a saved notebook shows it).
 2. **curves**: once the API's curves have arrived (the 8 default plotted trials, 1,000 reports
    per trial and group), a click on the widget's "Learning curves" tab. Measured: from the
    click until both charts (training and validation) report 8,000 drawn points
-   (`data-points`, see labextension/src/chart.ts), have a canvas, and a frame was painted.
+   (`data-points`, see labextension/src/chart/chart.ts), have a canvas, and a frame was painted.
    Ideal: two canvases with 8 paths of 1,000 points each stroked directly with the 2D API,
    then a frame: the raw drawing cost with no chart library.
 3. **output -> curves** (end to end): the output is added and "Learning curves" is clicked as
@@ -71,7 +71,7 @@ N_POINTS = int(os.environ.get("BENCH_WIDGET_POINTS", "1000"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
 TARGET_SECONDS = 1.0
 EXPERIMENT_ID = 1
-# What the view asks for (labextension/src/experimentView.ts): the 8 best trials, at most
+# What the view asks for (labextension/src/views/experimentView.ts): the 8 best trials, at most
 # 1,000 reports per trial and group.
 PLOTTED_TRIALS = 8
 CURVE_POINTS = 1000
