@@ -491,7 +491,7 @@ class Experiments:
                 trial.id, allowed=frozenset({TrialState.COMPLETED}), op_queue=queue, closed=False
             )
         else:
-            store.trials.update(trial.id, op_queue=queue)
+            store.trials.set_op_queue(trial.id, queue)
         self._shared.notify(("trial", trial.id))
         if trial.state == TrialState.COMPLETED:
             self._views.publish_trial(trial.id)
