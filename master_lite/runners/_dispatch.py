@@ -106,6 +106,7 @@ class DispatchingRunner(Runner):
             if self._owners.get(allocation_id) is runner and runner is not None:
                 if allocation_id not in runner.running():
                     del self._owners[allocation_id]
+        self._released(allocation_id)  # the dispatcher is a runner too: its listeners hear it
 
     def owner(self, allocation_id: str) -> Runner:
         """The runner that launched the run (the process runner for runs it does not know:

@@ -145,11 +145,14 @@ def test_a_kept_run_that_its_runner_lets_go_of_on_its_own_is_owned_by_nobody():
     kernel_config = {"environment": {"kernel": {}}}
     runner.launch(spec("trial-4.1", config=kernel_config))
     runner.launch(spec("trial-5.1", config=kernel_config))
+    heard: list[str] = []
+    runner.on_released(heard.append)
     made["kernel"].end("trial-4.1", 1, keep=True)
     assert runner.owner("trial-4.1") is made["kernel"]
     made["kernel"].expire("trial-4.1")  # no release() from the master: its timer ran out
     assert runner.owner("trial-4.1") is made["process"]  # the record went
     assert not runner.holds("trial-4.1")
+    assert heard == ["trial-4.1"]  # the dispatcher's own listeners hear it too
     # A run the runner still runs keeps its owner whatever the runner says it let go of.
     made["kernel"].expire("trial-5.1")
     assert runner.owner("trial-5.1") is made["kernel"]
