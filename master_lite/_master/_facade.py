@@ -71,16 +71,16 @@ class Master:
             raise ValueError(
                 f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"
             )
-        self.resource_manager = resource_manager
+        self._resource_manager = resource_manager
         # The runner class of each kind (None: the built-in one); `runner_class`, the older
         # setting, replaces the process runner (a deprecated alias of runner_classes.process).
         classes = runner_classes or RunnerClasses()
         if runner_class is not None and classes.process is None:
             classes = dataclasses.replace(classes, process=runner_class)
-        self.runner_classes = classes
+        self._runner_classes = classes
         self.root_dir = Path(root_dir).absolute()
         # Runs experiments with environment.image (the local resource manager's runner).
-        self.container_runtime = ContainerRuntime(
+        self._container_runtime = ContainerRuntime(
             container_runtime or default_runtime(), root_dir=self.root_dir
         )
         self.user_token = user_token or _auth.new_user_token()
@@ -88,38 +88,38 @@ class Master:
         # manager starts kernel trials' kernels, so JupyterLab lists them and can attach.
         self.jupyter_host: Any = None
         # The master's Jupyter Gateway for kernel experiments that name none (docs/kernels.md).
-        self.kernel_gateway = kernel_gateway
-        self.context_size_limit = context_size_limit
-        self.preemption_grace_seconds = preemption_grace_seconds
-        self.terminate_grace_seconds = terminate_grace_seconds
+        self._kernel_gateway = kernel_gateway
+        self._context_size_limit = context_size_limit
+        self._preemption_grace_seconds = preemption_grace_seconds
+        self._terminate_grace_seconds = terminate_grace_seconds
         self.cluster_id = cluster_id
-        self.ray_cluster = None
+        self._ray_cluster = None
         if resource_manager == "ray":
             # Ray places runs on its nodes' GPUs; the scheduler only counts the cluster's slots.
-            self.ray_cluster = RayCluster.connect(ray_address)
+            self._ray_cluster = RayCluster.connect(ray_address)
             gpus = []
-            cpu_slots = self.ray_cluster.slots().count
+            cpu_slots = self._ray_cluster.slots().count
         elif gpus is None:
             gpus = discover_gpus()
         elif isinstance(gpus, int):
             gpus = fake_gpus(gpus)
-        self.gpus: list[GPU] = list(gpus)
-        slot_ids = [g.index for g in self.gpus] if self.gpus else list(range(cpu_slots))
-        self.scheduler = Scheduler(slot_ids)
+        self._gpus: list[GPU] = list(gpus)
+        slot_ids = [g.index for g in self._gpus] if self._gpus else list(range(cpu_slots))
+        self._scheduler = Scheduler(slot_ids)
         self.events = EventBus(experiment_of_trial=self._experiment_of_trial)
-        self.master_url = ""
-        self.checkpoint_gc: CheckpointCollector = None  # type: ignore[assignment]  # start()
+        self._master_url = ""
+        self._checkpoint_gc: CheckpointCollector = None  # type: ignore[assignment]  # start()
         self._log_writer: LogWriter | None = None
-        self.shared = MasterState(self.root_dir, self.events)
+        self._shared = MasterState(self.root_dir, self.events)
         settings = RunSettings(
             cluster_id=cluster_id,
             preemption_grace_seconds=preemption_grace_seconds,
             terminate_grace_seconds=terminate_grace_seconds,
         )
         parts = build_parts(
-            self.shared,
-            scheduler=self.scheduler,
-            gpus=self.gpus,
+            self._shared,
+            scheduler=self._scheduler,
+            gpus=self._gpus,
             settings=settings,
             context_size_limit=context_size_limit,
             collect_garbage=self._collect_checkpoint_garbage,
@@ -141,12 +141,12 @@ class Master:
         self.tensorboards: TensorBoards = parts.tensorboards
         self.unmanaged: UnmanagedRuns = parts.unmanaged
         # Wiring only: not for handlers.
-        self.searchers, self.recovery = parts.searchers, parts.recovery
+        self._searchers, self._recovery = parts.searchers, parts.recovery
 
     @property
     def store(self) -> Store:
         """The master's SQLite store (opened by `start`)."""
-        return self.shared.store
+        return self._shared.store
 
     @property
     def runner(self) -> Runner:
@@ -154,9 +154,9 @@ class Master:
         return self.runs.runner
 
     def _experiment_of_trial(self, trial_id: int) -> int | None:
-        if self.shared.store is None:
+        if self._shared.store is None:
             return None
-        return self.shared.store.trials.experiment_of(trial_id)
+        return self._shared.store.trials.experiment_of(trial_id)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, master_url: str) -> None:
@@ -166,70 +166,66 @@ class Master:
         threading.Thread(
             target=expconf.prepare_validator, name="prepare-validators", daemon=True
         ).start()
-        self.master_url = master_url.rstrip("/")
+        self._master_url = master_url.rstrip("/")
         loop = asyncio.get_running_loop()
         self.events.attach(loop)
         for sub in ("contexts", "trials", "checkpoints"):
             (self.root_dir / sub).mkdir(parents=True, exist_ok=True)
         store = Store(self.root_dir / "master.db")
-        self.checkpoint_gc = CheckpointCollector(store, on_deleted=self.checkpoints.publish_deleted)
+        self._checkpoint_gc = CheckpointCollector(
+            store, on_deleted=self.checkpoints.publish_deleted
+        )
         self._log_writer = log_writer = LogWriter(self.logs.store_logs)
         # Exits arrive on a waiter thread; they go through the log writer so that they reach
         # the loop only after the run's last lines are stored.
         runner = build_runner(
-            self.runner_classes,
-            ray_cluster=self.ray_cluster,
+            self._runner_classes,
+            ray_cluster=self._ray_cluster,
             log_sink=log_writer.submit,
             on_exit=self.runs.exit_observed,
-            container_runtime=self.container_runtime,
+            container_runtime=self._container_runtime,
             jupyter_host=self.jupyter_host,
             loop=loop,
-            kernel_gateway=self.kernel_gateway,
+            kernel_gateway=self._kernel_gateway,
         )
-        self.runs.attach(runner, log_writer, self.master_url)
-        self.shared.open(store, loop)
+        self.runs.attach(runner, log_writer, self._master_url)
+        self._shared.open(store, loop)
         self.tensorboards.remove_leftovers()  # of a master that was killed
-        self.recovery.recover()
+        self._recovery.recover()
         self.unmanaged.start()
         self._collect_checkpoint_garbage()  # GCs cut short by the previous master's end
 
     async def stop(self, pause_running: bool = True) -> None:
         """Preempt every run (they checkpoint and exit as PAUSED) and close the store."""
-        if self.shared.closed:
+        if self._shared.closed:
             return
-        self.shared.stopping = True
+        self._shared.stopping = True
         await self.tensorboards.stop_all()  # nothing of the master's outlives it
         self.unmanaged.stop()
         await self.runs.stop_all(pause_running=pause_running)
         self.runs.runner.close()  # e.g. the local runner's pre-started interpreters
         if self._log_writer is not None:
             self._log_writer.close()
-        self.shared.closed = True
-        self.shared.store.close()
+        self._shared.closed = True
+        self._shared.store.close()
 
     def _delete_checkpoint_files(self, uuid: str) -> None:
-        self.checkpoint_gc.delete_checkpoint(uuid)
+        self._checkpoint_gc.delete_checkpoint(uuid)
 
     def _collect_checkpoint_garbage(self) -> None:
-        if not self.shared.closed:
-            self.checkpoint_gc.collect_pending()
+        if not self._shared.closed:
+            self._checkpoint_gc.collect_pending()
 
     # -- what needs more than one part -------------------------------------------------------
     def authenticate(self, token: str | None) -> _auth.Principal | None:
         """The user or trial run that holds `token`, or None."""
-        return authenticate(self.shared.store, token, user_token=self.user_token)
+        return authenticate(self._shared.store, token, user_token=self.user_token)
 
     def delete_checkpoint(self, uuid: str) -> dict:
         """A user's deletion of a checkpoint's files (Conflict when a live trial needs it);
         the checkpoint after it (DELETED)."""
-        self.checkpoint_gc.delete_checkpoint(uuid)
+        self._checkpoint_gc.delete_checkpoint(uuid)
         return self.checkpoints.get_checkpoint(uuid)
-
-    def collect_experiment_checkpoints(
-        self, exp_id: int, *, in_use: set[str] | None = None
-    ) -> list[str]:
-        """Delete the checkpoints of a finished experiment its GC policy does not keep."""
-        return self.checkpoint_gc.collect_experiment_checkpoints(exp_id, in_use=in_use)
 
 
 __all__ = ["EXPERIMENT_ACTIONS", "Master"]

@@ -10,7 +10,6 @@ import io
 import tarfile
 import time
 from pathlib import Path
-from typing import Any
 
 from determined.common.states import CheckpointState
 from master_lite import errors
@@ -82,7 +81,7 @@ class Checkpoints:
                     "path": str(path),
                 }
             )
-            self._shared.store.trials.update(trial.id, latest_checkpoint=uuid)
+            self._shared.store.trials.set_latest_checkpoint(trial.id, uuid)
         checkpoint = self.get_checkpoint(uuid)
         self._shared.events.publish("checkpoint", checkpoint)
         self._views.publish_trial(trial.id)
@@ -161,10 +160,9 @@ class Checkpoints:
                 raise errors.Conflict(registered_message(uuid, versions))
         with self._shared.store.transaction():
             for item in items:
-                changes: dict[str, Any] = {"state": str(CheckpointState.DELETED)}
-                if item.get("resources") is not None:
-                    changes["resources"] = item["resources"]
-                self._shared.store.checkpoints.update(item["uuid"], **changes)
+                self._shared.store.checkpoints.mark_deleted(
+                    item["uuid"], resources=item.get("resources")
+                )
 
     def set_checkpoint_metadata(self, uuid: str, metadata: dict) -> dict:
         """Replace a checkpoint's metadata (a user's edit: the files in storage keep theirs);

@@ -166,9 +166,7 @@ class CheckpointCollector:
         except OSError as exc:
             logger.warning("checkpoint GC: could not delete %s: %s", path, exc)
             return "failed"
-        self.store.checkpoints.update(
-            checkpoint.uuid, state=str(CheckpointState.DELETED), resources={}
-        )
+        self.store.checkpoints.mark_deleted(checkpoint.uuid, resources={})
         self._on_deleted(checkpoint.uuid)
         return "deleted"
 

@@ -2,6 +2,7 @@
 
 * `Experiments` (_experiments.py): creation, actions, the experiment state machine, trial ends;
   feeds the searcher its events and applies the operations it answers.
+* `SearcherOperations` (_operations.py): applies what a searcher answers (Create, Stop...).
 * `Searchers` (_searchers.py): owns the live searchers; events in, operations out.
 * `ExperimentEdits` (_editing.py): name, description, labels, scheduling resources; delete.
 * `RunExits` (_run_exits.py): what a run's exit means for its trial and experiment.

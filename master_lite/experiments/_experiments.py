@@ -2,10 +2,10 @@
 
 Trials end here too (`end_trial`, `stop_trial`, `kill_trial`): what ends a trial decides what
 its experiment becomes. The experiment's searcher is fed here (`event`, `events`): the
-searchers part answers its operations, which this part applies (create, stop, close trials;
-shut down). Runs are asked for through the runs part; reads and events go through the views;
-every state change is a named transition of the state owner (`shared.trial_states`,
-`shared.experiment_states`).
+searchers part answers its operations, which `SearcherOperations` (_operations.py) applies
+(create, stop, close trials; shut down). Runs are asked for through the runs part; reads and
+events go through the views; every state change is a named transition of the state owner
+(`shared.trial_states`, `shared.experiment_states`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from determined.common.states import (
 from master_lite import errors
 from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
+from master_lite.experiments._operations import SearcherOperations
 from master_lite.experiments._searchers import SearcherFailed, Searchers
 from master_lite.reports._logs import TrialLogs
 from master_lite.runners import fold_jupyter_gateway
@@ -58,6 +59,14 @@ class Experiments:
         self._logs = logs
         # Checkpoint GC of finished experiments (the checkpoint_gc part, through the master).
         self._collect_garbage = collect_garbage
+        self._operations = SearcherOperations(
+            shared,
+            views=views,
+            searchers=searchers,
+            runs=runs,
+            stop_trial=self.stop_trial,
+            finish_experiment=self.maybe_finish_experiment,
+        )
 
     # -- creation -----------------------------------------------------------------------------
     def create_experiment(
@@ -420,82 +429,14 @@ class Experiments:
             try:
                 ops = self._searchers.feed(exp_id, calls)
             except SearcherFailed as failed:
-                self._apply_operations(exp_id, failed.ops)
+                self._operations.apply(exp_id, failed.ops)
                 self.fail_experiment(exp_id, str(failed))
                 return
-            self._apply_operations(exp_id, ops)
+            self._operations.apply(exp_id, ops)
 
     def update_progress(self, exp_id: int) -> None:
         """The experiment's progress, as its searcher computes it from its trials'."""
         self._searchers.update_progress(exp_id)
-
-    def _apply_operations(self, exp_id: int, ops: list) -> None:
-        # Operations come from a searcher, so its package is loaded by now.
-        from master_lite.searcher import Close, Create, Shutdown, Stop, ValidateAfter
-
-        store = self._shared.store
-        queue = list(ops)
-        while queue:
-            op = queue.pop(0)
-            match op:
-                case Create():
-                    trial_id = self._create_trial(exp_id, op)
-                    queue.extend(
-                        self._searchers.feed(exp_id, [("on_trial_created", (op.request_id,))])
-                    )
-                    self._runs.schedule_trial(trial_id)
-                case ValidateAfter():
-                    self._queue_validate_after(exp_id, op.request_id, int(op.length))
-                case Close():
-                    trial = store.trials.by_request(exp_id, op.request_id)
-                    if trial is not None:
-                        store.trials.mark_closed(trial.id)
-                        self._shared.notify(("trial", trial.id))
-                case Stop():
-                    trial = store.trials.by_request(exp_id, op.request_id)
-                    if trial is not None:
-                        self.stop_trial(trial)
-                case Shutdown():
-                    store.experiments.mark_searcher_shutdown(exp_id, failure=bool(op.failure))
-                    self.maybe_finish_experiment(exp_id)
-                case _:
-                    raise ValueError(f"unknown searcher operation {op!r}")
-        self._searchers.save(exp_id)
-
-    def _create_trial(self, exp_id: int, op: Any) -> int:
-        experiment = self._views.experiment_row(exp_id)
-        # A warm start: the trial's first run gets the source as DET_LATEST_CHECKPOINT.
-        checkpoint = getattr(op, "checkpoint", None) or experiment.warm_start_checkpoint
-        trial_id = self._shared.trial_states.create(
-            paused=experiment.state != ExperimentState.ACTIVE,
-            experiment_id=exp_id,
-            request_id=op.request_id,
-            hparams=op.hparams,
-            seed=op.trial_seed,
-            start_time=time.time(),
-            latest_checkpoint=checkpoint,
-        )
-        self._views.publish_trial(trial_id)
-        return trial_id
-
-    def _queue_validate_after(self, exp_id: int, request_id: int, length: int) -> None:
-        store = self._shared.store
-        trial = store.trials.by_request(exp_id, request_id)
-        if trial is None:
-            return
-        queue = list(trial.op_queue) + [length]
-        if trial.state == TrialState.COMPLETED:
-            # It exited after running out of ops, and the searcher wants more (e.g. an ASHA
-            # promotion): run it again from its latest checkpoint.
-            self._shared.trial_states.reopen(
-                trial.id, allowed=frozenset({TrialState.COMPLETED}), op_queue=queue, closed=False
-            )
-        else:
-            store.trials.update(trial.id, op_queue=queue)
-        self._shared.notify(("trial", trial.id))
-        if trial.state == TrialState.COMPLETED:
-            self._views.publish_trial(trial.id)
-            self._runs.schedule_trial(trial.id)
 
 
 __all__ = ["EXPERIMENT_ACTIONS", "Experiments"]

@@ -89,7 +89,7 @@ class RunExits:
         elif trial.early_exit == "INVALID_HP":
             end_trial(trial, TrialState.COMPLETED, exit_code)
         elif trial.restarts < int(experiment.config.get("max_restarts", 5)):
-            self._shared.store.trials.update(
+            self._shared.store.trials.record_restart(
                 trial_id, restarts=trial.restarts + 1, exit_code=exit_code
             )
             self._logs.master_log(

@@ -64,7 +64,7 @@ class Searchers:
         trials = self._shared.store.trials.of_experiment(exp_id)
         if trials:
             mean = sum(float(t.progress or 0.0) for t in trials) / len(trials)
-            self._shared.store.experiments.update(exp_id, progress=max(0.0, min(1.0, mean)))
+            self._shared.store.experiments.set_progress(exp_id, mean)
 
     # -- events -------------------------------------------------------------------------------
     def feed(self, exp_id: int, calls: list[tuple[str, tuple]]) -> list:
@@ -111,7 +111,7 @@ class Searchers:
                 exc_info=True,
             )
             return
-        self._shared.store.experiments.update(exp_id, progress=max(0.0, min(1.0, progress)))
+        self._shared.store.experiments.set_progress(exp_id, progress)
 
 
 __all__ = ["SearcherFailed", "Searchers"]

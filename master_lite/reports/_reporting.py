@@ -53,7 +53,8 @@ class Reports:
             return 0
         accepted = len(rows)
         metric_name, smaller_is_better = self._searcher_metric(trial.experiment_id)
-        changes: dict[str, Any] = {}
+        latest: dict[str, int] = {}  # "training" / "validation" -> the newest report's id
+        best_id: int | None = trial.best_validation_id
         # Stored and heard by the searcher in one transaction: after a crash either both
         # happened or neither did (the resumed run reports it again).
         with self._shared.atomic():
@@ -63,16 +64,12 @@ class Reports:
             rows = [row for row, metric_id in zip(rows, ids, strict=False) if metric_id is not None]
             for metric_id, row in zip([i for i in ids if i is not None], rows, strict=False):
                 row["id"] = metric_id
-                if row["group"] == "training":
-                    changes["latest_training_id"] = metric_id
-                elif row["group"] == "validation":
-                    changes["latest_validation_id"] = metric_id
+                if row["group"] in ("training", "validation"):
+                    latest[row["group"]] = metric_id
             if trial.best_validation_id in superseded:  # rare: recount from scratch
-                changes["best_validation_id"] = self._best_validation_id(
-                    trial.id, metric_name, smaller_is_better
-                )
+                best_id = self._best_validation_id(trial.id, metric_name, smaller_is_better)
             elif any(row["group"] == "validation" for row in rows):
-                best_id, best_value = trial.best_validation_id, None
+                best_value = None
                 if best_id is not None:
                     best_row = self._shared.store.metrics.by_id(best_id)
                     best_value = (
@@ -91,11 +88,16 @@ class Reports:
                         or (value < best_value if smaller_is_better else value > best_value)
                     ):
                         best_id, best_value = row["id"], value
-                changes["best_validation_id"] = best_id
-            changes["steps_completed"] = max(
-                [trial.steps_completed] + [row["steps_completed"] for row in rows]
+            self._shared.store.trials.record_metrics(
+                trial.id,
+                steps_completed=max(
+                    [trial.steps_completed] + [row["steps_completed"] for row in rows]
+                ),
+                latest_training_id=latest.get("training"),
+                latest_validation_id=latest.get("validation"),
+                best_validation_id=best_id,
+                best_changed=best_id != trial.best_validation_id,
             )
-            self._shared.store.trials.update(trial.id, **changes)
             validations = [
                 ("on_validation_reported", (trial.request_id, row["metrics"]))
                 for row in rows
@@ -109,7 +111,7 @@ class Reports:
         self._views.publish_trial(trial.id)
         # The experiment's best validation is derived from its trials' best: listeners of
         # experiment events (the sidebar's list) must hear when it moves.
-        if changes.get("best_validation_id", trial.best_validation_id) != trial.best_validation_id:
+        if best_id != trial.best_validation_id:
             self._views.publish_experiment(trial.experiment_id)
         return accepted
 
@@ -150,7 +152,7 @@ class Reports:
             value = float(progress)
         except (TypeError, ValueError) as exc:
             raise errors.InvalidRequest(f"progress: expected a number, got {progress!r}") from exc
-        self._shared.store.trials.update(trial.id, progress=max(0.0, min(1.0, value)))
+        self._shared.store.trials.set_progress(trial.id, value)
         self._searchers.update_progress(trial.experiment_id)
         self._views.publish_trial(trial.id)
         self._views.publish_experiment(trial.experiment_id)
@@ -158,7 +160,7 @@ class Reports:
     def set_runner_state(self, trial_id: int, state: str) -> None:
         """What the trial's run says it is doing (free text shown with the trial)."""
         trial = self._views.trial_row(trial_id)
-        self._shared.store.trials.update(trial.id, runner_state=str(state or ""))
+        self._shared.store.trials.set_runner_state(trial.id, state)
         self._views.publish_trial(trial.id)
 
     def report_early_exit(self, trial_id: int, reason: str) -> None:
@@ -175,7 +177,7 @@ class Reports:
             raise errors.InvalidRequest(
                 f"trial {trial_id} already reported an early exit ({trial.early_exit})"
             )
-        self._shared.store.trials.update(trial.id, early_exit=normalized)
+        self._shared.store.trials.set_early_exit(trial.id, normalized)
         if normalized == "INVALID_HP":
             self._searchers.event(
                 trial.experiment_id,
@@ -221,7 +223,7 @@ class Reports:
         queue = list(trial.op_queue)
         queue.remove(length)
         with self._shared.atomic():  # the op is done exactly when the searcher has heard of it
-            self._shared.store.trials.update(trial.id, op_queue=queue)
+            self._shared.store.trials.set_op_queue(trial.id, queue)
             self._searchers.event(
                 trial.experiment_id,
                 "on_validation_completed",

@@ -82,6 +82,19 @@ class Runner(abc.ABC):
     def __init__(self, *, log_sink: LogSink, on_exit: ExitCallback) -> None:
         self._log_sink = log_sink
         self._on_exit = on_exit
+        self._release_listeners: list[Callable[[str], None]] = []
+
+    def on_released(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(allocation_id)` whenever this runner lets go of what it kept of an
+        ended run (`holds` turns False): on `release`, or on its own (a kept kernel's timer ran
+        out). Whoever records runs' owners (the dispatcher) forgets the run then."""
+        # setdefault: a subclass that skipped Runner.__init__ can still be listened to.
+        self.__dict__.setdefault("_release_listeners", []).append(callback)
+
+    def _released(self, allocation_id: str) -> None:
+        """For subclasses: the run's kept remains are gone; tell the listeners."""
+        for callback in list(getattr(self, "_release_listeners", ())):
+            callback(allocation_id)
 
     def config_problems(self, config: dict) -> list[str]:
         """Why the trials of an experiment `config` cannot run here (checked at submit time;
@@ -136,7 +149,8 @@ class Runner(abc.ABC):
 
     def holds(self, allocation_id: str) -> bool:
         """Whether something of the ended run is still kept here (a failed kernel trial's
-        kernel, for post-mortem) until `release`; False for runners that keep nothing."""
+        kernel, for post-mortem) until `release`; False for runners that keep nothing. A runner
+        that keeps something calls `_released` when it lets go of it."""
         return False
 
     def release(self, allocation_id: str) -> None:  # noqa: B027 (most runners keep nothing)

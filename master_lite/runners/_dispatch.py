@@ -5,7 +5,8 @@ Each run goes to the runner of its kind (a Jupyter kernel for experiments with
 dispatcher remembers which runner launched it: every later call about that run (signal,
 terminate, attach, release) goes to its owner without asking the runners. A run stays owned
 until it ended, or, when its runner still keeps something of it (`Runner.holds`: a failed kernel
-trial's kernel), until `release`.
+trial's kernel), until the runner lets go of it: on `release`, or on its own (a kept kernel's
+timer), which the runner tells through `Runner.on_released`.
 
 `build_runner` makes the master's runner from one class per kind (the `MasterLite`
 `*_runner_class` traits), so replacing one kind keeps the others.
@@ -83,6 +84,7 @@ class DispatchingRunner(Runner):
                 self._ended(made, allocation_id, exit_code)
 
             made = factory(self._log_sink, ended)
+            made.on_released(lambda allocation_id: self._forget(made, allocation_id))
             self._runners[kind] = made
             return made
 
@@ -96,6 +98,15 @@ class DispatchingRunner(Runner):
             if not keep and self._owners.get(allocation_id) is runner:
                 del self._owners[allocation_id]
         self._on_exit(allocation_id, exit_code)
+
+    def _forget(self, runner: Runner | None, allocation_id: str) -> None:
+        """The runner let go of what it kept of the ended run (its timer ran out, or it was
+        released): the run has no owner any more, unless the runner still runs it."""
+        with self._lock:
+            if self._owners.get(allocation_id) is runner and runner is not None:
+                if allocation_id not in runner.running():
+                    del self._owners[allocation_id]
+        self._released(allocation_id)  # the dispatcher is a runner too: its listeners hear it
 
     def owner(self, allocation_id: str) -> Runner:
         """The runner that launched the run (the process runner for runs it does not know:

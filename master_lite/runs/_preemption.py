@@ -78,7 +78,7 @@ class Preemption:
     def _set_intent(self, allocation: dict, intent: str) -> None:
         if INTENT_RANK[intent] >= INTENT_RANK[allocation["intent"]]:
             allocation["intent"] = intent
-            self._shared.store.allocations.update(allocation["id"], end_intent=intent)
+            self._shared.store.allocations.set_end_intent(allocation["id"], intent)
 
     def preempt(self, allocation: dict, intent: str) -> None:
         """Ask the run to checkpoint and exit; terminate it if it ignores us for too long."""
@@ -86,7 +86,7 @@ class Preemption:
         if not allocation["preempt"]:
             allocation_id = allocation["id"]
             allocation["preempt"] = True
-            self._shared.store.allocations.update(allocation_id, preempt_requested=True)
+            self._shared.store.allocations.mark_preempt_requested(allocation_id)
             self._shared.notify(("allocation", allocation_id))
             self._grace_timers[allocation_id] = self._shared.loop.call_later(
                 self._settings.preemption_grace_seconds, self._grace_expired, allocation

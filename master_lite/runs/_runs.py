@@ -325,7 +325,7 @@ class Runs:
         allocation = self._allocations.get(allocation_id)
         if allocation is not None:
             allocation["acked"] = True
-        self._shared.store.allocations.update(allocation_id, preempt_acked=True)
+        self._shared.store.allocations.mark_preempt_acked(allocation_id)
 
     # -- exits --------------------------------------------------------------------------------
     def exit_observed(self, allocation_id: str, exit_code: int) -> None:
@@ -362,7 +362,7 @@ class Runs:
                 sig = signal_of(exit_code)
                 because = allocation["signalled"].get(int(sig)) if sig is not None else None
                 summary = exit_summary(exit_code, signalled_because=because)
-                store.trials.update(trial_id, exit_summary=summary)
+                store.trials.set_exit_summary(trial_id, summary)
                 self._logs.master_log(
                     trial_id,
                     f"{allocation_id} exited with code {exit_code}"

@@ -72,7 +72,7 @@ class Models(TypedRepository[ModelRow]):
 
     def edit(self, model_id: int, **changes: Any) -> None:
         """Write `changes` (column=value) and stamp the model's last update."""
-        self.update(model_id, **changes, last_updated_time=time.time())
+        self._update(model_id, **changes, last_updated_time=time.time())
 
     def matching(
         self,
@@ -190,7 +190,7 @@ class ModelVersions(TypedRepository[ModelVersionRow]):
 
     def edit(self, version_id: int, **changes: Any) -> None:
         """Write `changes` (column=value) and stamp the version's last update."""
-        self.update(version_id, **changes, last_updated_time=time.time())
+        self._update(version_id, **changes, last_updated_time=time.time())
 
     def delete(self, version_id: int) -> None:
         """Delete one version (its checkpoint stays)."""

@@ -17,6 +17,32 @@ class UnmanagedTrials(TypedRepository[UnmanagedTrialRow]):
         """Insert the unmanaged side of a new trial (column=value)."""
         self._insert(**values)
 
+    def resume(
+        self,
+        trial_id: int,
+        *,
+        token_hash: str,
+        lease_seconds: float,
+        lease_expires: float,
+        host: str,
+    ) -> None:
+        """A kernel resumes the trial: its new token, lease and host."""
+        self._update(
+            trial_id,
+            token_hash=token_hash,
+            lease_seconds=lease_seconds,
+            lease_expires=lease_expires,
+            host=host,
+        )
+
+    def renew_lease(self, trial_id: int, lease_expires: float) -> None:
+        """The kernel's heartbeat: its lease runs until `lease_expires`."""
+        self._update(trial_id, lease_expires=lease_expires)
+
+    def close_lease(self, trial_id: int) -> None:
+        """The run ended: no lease, and its token no longer authenticates."""
+        self._update(trial_id, lease_expires=None, token_hash=None)
+
     def by_external_ids(
         self, external_experiment_id: str, external_trial_id: str
     ) -> UnmanagedTrialRow | None:

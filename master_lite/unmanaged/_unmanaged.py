@@ -208,7 +208,7 @@ class UnmanagedRuns:
             run_id=trial.run_id + 1,
             restarts=trial.restarts + (1 if trial.state in TERMINAL_TRIAL_STATES else 0),
         )
-        store.unmanaged.update(
+        store.unmanaged.resume(
             row.trial_id,
             token_hash=_auth.hash_token(token),
             lease_seconds=lease,
@@ -253,7 +253,7 @@ class UnmanagedRuns:
         """Renew the run's lease; `{lease_expires}` (seconds since the epoch)."""
         row = self.live_row(trial_id)
         deadline = self._clock() + row.lease_seconds
-        self._shared.store.unmanaged.update(row.trial_id, lease_expires=deadline)
+        self._shared.store.unmanaged.renew_lease(row.trial_id, deadline)
         return {"lease_expires": deadline}
 
     def append_logs(self, trial_id: int, lines: list[dict]) -> int:
@@ -322,12 +322,12 @@ class UnmanagedRuns:
     def _end(self, trial_id: int, state: TrialState, message: str) -> None:
         store = self._shared.store
         trial = self._views.trial_row(trial_id)
-        store.unmanaged.update(trial_id, lease_expires=None, token_hash=None)
+        store.unmanaged.close_lease(trial_id)
         self._live.discard(trial_id)
         # A user's kill or cancel may have ended it already: then only the lease was left.
         if trial.state not in TERMINAL_TRIAL_STATES:
             self._logs.master_log(trial_id, message)
-            store.trials.update(trial_id, exit_summary=None if state == "COMPLETED" else message)
+            store.trials.set_exit_summary(trial_id, None if state == "COMPLETED" else message)
             self._experiments.end_trial(trial, state, None)
         # An unmanaged experiment ends with its last live trial (Experiments' rule for it).
         self._experiments.maybe_finish_experiment(trial.experiment_id)

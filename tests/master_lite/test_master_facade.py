@@ -627,3 +627,33 @@ def test_the_master_keeps_start_stop_and_wiring_only() -> None:
     assert {"start", "stop", "authenticate"} <= set(public)
     for part in ("views", "experiments", "edits", "runs", "reports", "logs", "checkpoints"):
         assert part not in public  # attributes set by __init__, not methods of the class
+
+
+TYPED_PARTS = {
+    "views",
+    "experiments",
+    "edits",
+    "runs",
+    "reports",
+    "logs",
+    "checkpoints",
+    "models",
+    "tensorboards",
+    "unmanaged",
+}
+
+
+def test_the_masters_public_attributes_are_its_typed_parts_and_what_hosts_need(tmp_path) -> None:
+    """Settings, the scheduler and the wiring-only parts are private: the public attributes
+    are the parts handlers call, plus what the API and jupyter_determined read or set."""
+    master = Master(tmp_path / "root", cpu_slots=1, gpus=[])
+    attributes = {name for name in vars(master) if not name.startswith("_")}
+    assert attributes == TYPED_PARTS | {
+        "root_dir",  # where its files are (tests, the server extension)
+        "user_token",  # the token master.json publishes
+        "jupyter_host",  # set by jupyter_determined before start()
+        "cluster_id",  # /api/v1/master
+        "events",  # the event bus the streaming endpoints subscribe to
+    }
+    methods = {name for name in vars(Master) if not name.startswith("_")}
+    assert len(attributes | methods) <= 25, sorted(attributes | methods)

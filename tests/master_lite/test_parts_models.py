@@ -115,7 +115,7 @@ def test_versions_are_numbered_and_name_a_completed_checkpoint(tmp_path):
         models.delete_version("m", 2)
         assert [v["version"] for v in models.list_versions("m")] == [1]
 
-        store.checkpoints.update(second, state="DELETED")
+        store.checkpoints.mark_deleted(second)
         with pytest.raises(errors.Conflict, match="must be in a COMPLETED state"):
             models.register_version("m", second)
         models.set_archived("m", True)

@@ -22,6 +22,7 @@ from master_lite.runners import (
     signal_of,
     terminate_with_grace,
 )
+from master_lite.runners.kernel import KernelRunner
 
 
 class FakeRunner(Runner):
@@ -64,6 +65,11 @@ class FakeRunner(Runner):
     def release(self, allocation_id: str) -> None:
         self.calls.append(("release", allocation_id))
         self.kept.discard(allocation_id)
+
+    def expire(self, allocation_id: str) -> None:
+        """What it kept of the run goes on its own (a kept kernel's timer ran out)."""
+        self.kept.discard(allocation_id)
+        self._released(allocation_id)
 
     def end(self, allocation_id: str, code: int, keep: bool = False) -> None:
         self.live.discard(allocation_id)
@@ -132,6 +138,82 @@ def test_a_run_its_runner_still_holds_stays_owned_until_released():
     assert made["kernel"].calls[-1] == ("release", "trial-3.1")
     runner.kill("trial-3.1")
     assert made["process"].calls[-1] == ("kill", "trial-3.1")
+
+
+def test_a_kept_run_that_its_runner_lets_go_of_on_its_own_is_owned_by_nobody():
+    runner, made, exits = dispatcher()
+    kernel_config = {"environment": {"kernel": {}}}
+    runner.launch(spec("trial-4.1", config=kernel_config))
+    runner.launch(spec("trial-5.1", config=kernel_config))
+    heard: list[str] = []
+    runner.on_released(heard.append)
+    made["kernel"].end("trial-4.1", 1, keep=True)
+    assert runner.owner("trial-4.1") is made["kernel"]
+    made["kernel"].expire("trial-4.1")  # no release() from the master: its timer ran out
+    assert runner.owner("trial-4.1") is made["process"]  # the record went
+    assert not runner.holds("trial-4.1")
+    assert heard == ["trial-4.1"]  # the dispatcher's own listeners hear it too
+    # A run the runner still runs keeps its owner whatever the runner says it let go of.
+    made["kernel"].expire("trial-5.1")
+    assert runner.owner("trial-5.1") is made["kernel"]
+    assert exits == [("trial-4.1", 1)]
+
+
+class _Kernel:
+    """A kernel that is always there and shuts down when asked."""
+
+    pid = 4242
+
+    def __init__(self) -> None:
+        self.shut_down = threading.Event()
+
+    def shutdown(self, now: bool = False) -> None:
+        self.shut_down.set()
+
+    def signal(self, sig: int) -> None:
+        self.shut_down.set()
+
+
+class _FailingKernels(KernelRunner):
+    """The real kernel runner, with kernels that fail their program at once (exit 1, alive)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kernels: list[_Kernel] = []
+
+    def _start(self, run: Any) -> Any:
+        self.kernels.append(_Kernel())
+        return self.kernels[-1]
+
+    def _execute(self, run: Any, handle: Any, cell: str) -> tuple[int, bool]:
+        return 1, True
+
+
+def test_a_kernel_kept_for_post_mortem_leaves_the_dispatcher_when_its_timer_ends(tmp_path):
+    exits: list = []
+    forgotten = threading.Event()
+    made: list[_FailingKernels] = []
+
+    def kernel(sink: Any, ended: Any) -> Runner:
+        made.append(_FailingKernels(log_sink=sink, on_exit=ended))
+        return made[-1]
+
+    runner = DispatchingRunner(
+        log_sink=lambda records: None,
+        on_exit=lambda aid, code: exits.append((aid, code)),
+        process=lambda sink, ended: FakeRunner("process", sink, ended),
+        kernel=kernel,
+    )
+    # Heard after the dispatcher's own listener (made with the runner): set once the record
+    # is gone.
+    runner.runner("kernel").on_released(lambda aid: forgotten.set())
+    config = {"entrypoint": "python3 train.py", "environment": {"kernel": {"keep_alive": 0.05}}}
+    runner.launch(LaunchSpec("trial-6.1", 1, ["true"], {}, tmp_path, config=config))
+    assert forgotten.wait(30), "the kept kernel was never let go of"
+    assert made[0].kernels[0].shut_down.is_set()
+    assert exits == [("trial-6.1", 1)]
+    assert not runner.holds("trial-6.1")
+    assert runner.owner("trial-6.1") is not made[0]
 
 
 def test_a_run_that_failed_to_launch_is_owned_by_nobody():

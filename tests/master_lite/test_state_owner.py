@@ -3,7 +3,9 @@
 Two halves: every source file of master_lite is parsed, and a write of a trial's or an
 experiment's state anywhere but the owner fails the test (a `set_state` call, a `create` that
 sets the initial state, an `update` naming a state column, SQL that updates those tables outside
-the store); and the owner itself refuses what its state machine does not allow.
+the store); and the owner itself refuses what its state machine does not allow. A third scan
+keeps the store's generic update private: outside `store/`, rows change only through the
+repositories' named writes.
 """
 
 from __future__ import annotations
@@ -60,6 +62,76 @@ def state_writes(source: str) -> list[tuple[int, str]]:
             if isinstance(table, ast.Constant) and table.value in ENTITY_TABLES:
                 found.append((node.lineno, f"{'.'.join(chain)}({table.value!r}, ...)"))
     return found
+
+
+# The store's repositories (`Store.<name>`): outside `store/` they are written only through
+# their named methods (`trials.set_progress`, `allocations.mark_preempt_requested`, ...).
+REPOSITORIES = {
+    "experiments",
+    "trials",
+    "allocations",
+    "metrics",
+    "logs",
+    "checkpoints",
+    "contexts",
+    "models",
+    "model_versions",
+    "unmanaged",
+}
+
+
+def generic_writes(source: str) -> list[tuple[int, str]]:
+    """(line, what) for each generic update in `source`: `<repository>.update(...)` or
+    `._update(...)` of a repository, and the database's `update("<table>", ...)`."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        chain = _names(node.func)
+        method, owner = chain[-1], (chain[-2] if len(chain) > 1 else "")
+        if method not in ("update", "_update"):
+            continue
+        first = node.args[0] if node.args else None
+        table_first = isinstance(first, ast.Constant) and isinstance(first.value, str)
+        if owner in REPOSITORIES or table_first:
+            found.append((node.lineno, f"{'.'.join(chain)}(): write through a named store method"))
+    return found
+
+
+def test_no_part_calls_the_stores_generic_update() -> None:
+    problems = []
+    for path in sorted((REPO / "master_lite").rglob("*.py")):
+        relative = path.relative_to(REPO).as_posix()
+        if relative.startswith(STORE):
+            continue
+        for line, what in generic_writes(path.read_text(encoding="utf-8")):
+            problems.append(f"{relative}:{line}: {what}")
+    assert not problems, "generic update outside master_lite/store/:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "self._shared.store.trials.update(1, progress=0.5)\n",
+        "store.allocations.update('a', preempt_acked=True)\n",
+        "store.unmanaged._update(1, lease_expires=None)\n",
+        "self.store.checkpoints.update(uuid, state='DELETED')\n",
+        "store.update('allocations', 'a', pid=3)\n",
+    ],
+)
+def test_the_scan_finds_every_generic_update(source: str) -> None:
+    assert len(generic_writes(source)) == 1
+
+
+def test_the_scan_lets_named_writes_and_dict_updates_through() -> None:
+    source = (
+        "store.trials.set_progress(1, 0.5)\n"
+        "store.allocations.mark_preempt_requested('a')\n"
+        "env.update(own)\n"
+        "config.setdefault('resources', {}).update(edit)\n"
+        "keep.update(c.uuid for c in ranked)\n"
+    )
+    assert generic_writes(source) == []
 
 
 def test_only_the_state_owner_writes_a_trials_or_an_experiments_state() -> None:
@@ -213,8 +285,8 @@ def test_the_stores_generic_update_refuses_the_state_columns(owner) -> None:
     store, trials, experiments = owner
     exp_id, trial_id = _trial(store, trials, experiments)
     with pytest.raises(ValueError, match="named state transition"):
-        store.trials.update(trial_id, state="COMPLETED")
+        store.trials._update(trial_id, state="COMPLETED")
     with pytest.raises(ValueError, match="named state transition"):
-        store.experiments.update(exp_id, end_time=3.0)
-    store.trials.update(trial_id, progress=0.5)  # other columns are the parts' own
+        store.experiments._update(exp_id, end_time=3.0)
+    store.trials.set_progress(trial_id, 0.5)  # other columns are the parts' own, by name
     assert store.trials.get(trial_id).state == "ACTIVE"

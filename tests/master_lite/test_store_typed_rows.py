@@ -103,19 +103,20 @@ def test_rows_are_frozen_snapshots(store):
 
 def test_named_writes_and_checked_columns(store):
     store.trials.mark_closed(2)
-    store.trials.update(2, op_queue=[10, 20], progress=0.25)
+    store.trials.set_op_queue(2, [10, 20])
+    store.trials.set_progress(2, 1.25)  # clamped
     trial = store.trials.get(2)
     assert trial is not None and trial.closed is True
-    assert (trial.op_queue, trial.progress) == ([10, 20], 0.25)
+    assert (trial.op_queue, trial.progress) == ([10, 20], 1.0)
     store.experiments.set_archived(1, True)
     assert store.experiments.get(1).archived is True  # type: ignore[union-attr]
 
     with pytest.raises(ValueError, match="no writable column 'stat'"):
-        store.trials.update(2, stat="PAUSED")
+        store.trials._update(2, stat="PAUSED")
     with pytest.raises(ValueError, match="no writable column 'id'"):
-        store.trials.update(2, id=7)  # the key is not a column one updates
+        store.trials._update(2, id=7)  # the key is not a column one updates
     with pytest.raises(ValueError, match="no writable column"):
-        store.allocations.update("trial-2.1", preempted=True)
+        store.allocations._update("trial-2.1", preempted=True)
     with pytest.raises(ValueError, match="no writable column"):
         store.checkpoints.put({"uuid": "x", "bogus": 1})
     with pytest.raises(ValueError, match="no writable column"):

@@ -340,6 +340,9 @@ class KernelRunner(Runner):
         if kept is not None:
             kept[1].cancel()  # when released before keep_alive ends
             self._shutdown(kept[0])
+            # On its own timer nobody else knows the kernel is gone: the dispatcher forgets
+            # the run's owner now (not at a `release` that may never come).
+            self._released(allocation_id)
 
     def release(self, allocation_id: str) -> None:
         """Shut a kept post-mortem kernel down now (its experiment was deleted), in a thread of

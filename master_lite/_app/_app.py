@@ -1,8 +1,9 @@
 """`MasterLite`: the configurable app that runs the master standalone (or hands its parts to
 jupyter_server).
 
-Standalone it builds the `Master` facade, serves `master_lite.api` on tornado, and publishes
-`<root_dir>/master.json` ({url, token, pid}, mode 0600) so that `det` and notebooks find it.
+Its settings (traits) are declared in `_settings.py`. Standalone it builds the `Master`
+facade, serves `master_lite.api` on tornado, and publishes `<root_dir>/master.json`
+({url, token, pid}, mode 0600) so that `det` and notebooks find it.
 """
 
 from __future__ import annotations
@@ -22,12 +23,8 @@ from typing import Any
 import tornado.httpserver
 import tornado.netutil
 import tornado.web
-from jupyter_core.paths import jupyter_data_dir
-from traitlets import Any as AnyTrait
-from traitlets import Enum, Float, Integer, TraitError, Type, Unicode, default, validate
-from traitlets.config import Configurable
 
-from determined.common import context as context_mod
+from master_lite._app._settings import MasterLiteSettings
 from master_lite.api import make_handlers, max_body_bytes
 
 log = logging.getLogger("master_lite")
@@ -37,19 +34,6 @@ MASTER_JSON = "master.json"
 
 class MasterLiteStartError(RuntimeError):
     """The master cannot start; the message says why and what to do (CLI: one line, exit 1)."""
-
-
-def _from_env(name: str, convert: Callable[[str], Any], fallback: Any) -> Any:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return fallback
-    try:
-        return convert(raw)
-    except ValueError:
-        raise TraitError(
-            f"environment variable {name}={raw!r} is not a valid "
-            f"{getattr(convert, '__name__', 'value')}"
-        ) from None
 
 
 def _connect_host(host: str) -> str:
@@ -88,238 +72,8 @@ def quiet_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-class MasterLite(Configurable):
+class MasterLite(MasterLiteSettings):
     """The master: experiments in SQLite, searchers, a scheduler, and the REST API."""
-
-    root_dir = Unicode(
-        help="Where the master keeps its state: master.db, stored contexts, trial work dirs and "
-        "logs, default checkpoint storage, master.json. Env: MASTER_LITE_ROOT_DIR. "
-        "Default: <jupyter data dir>/determined."
-    ).tag(config=True)
-    cpu_slots = Integer(
-        help="How many CPU slots to offer when the machine has no GPU (each trial holds "
-        "resources.slots_per_trial of them). Env: MASTER_LITE_CPU_SLOTS."
-    ).tag(config=True)
-    resource_manager = Enum(
-        ["local", "ray"],
-        help="What runs trials: 'local' subprocesses (default) or 'ray'. "
-        "Env: MASTER_LITE_RESOURCE_MANAGER.",
-    ).tag(config=True)
-    runner_class = Type(
-        None,
-        klass="master_lite.runners.Runner",
-        allow_none=True,
-        help="Deprecated: the older name of process_runner_class (it replaces the process runner "
-        "only; containers and kernels keep their runners). Env: MASTER_LITE_RUNNER_CLASS.",
-    ).tag(config=True)
-    process_runner_class = Type(
-        None,
-        klass="master_lite.runners.Runner",
-        allow_none=True,
-        help="A Runner subclass (dotted name) that runs the trials of experiments with neither "
-        "environment.image nor environment.kernel, instead of local processes "
-        "(master_lite.runners.LocalRunner). Constructed with log_sink= and on_exit= (see "
-        "master_lite/runners/_base.py). Env: MASTER_LITE_PROCESS_RUNNER_CLASS.",
-    ).tag(config=True)
-    container_runner_class = Type(
-        None,
-        klass="master_lite.runners.Runner",
-        allow_none=True,
-        help="A Runner subclass (dotted name) that runs the trials of experiments with "
-        "environment.image, instead of master_lite.runners.ContainerRunner. Constructed with "
-        "log_sink=, on_exit= and runtime= (a ContainerRuntime). "
-        "Env: MASTER_LITE_CONTAINER_RUNNER_CLASS.",
-    ).tag(config=True)
-    kernel_runner_class = Type(
-        None,
-        klass="master_lite.runners.Runner",
-        allow_none=True,
-        help="A Runner subclass (dotted name) that runs the trials of experiments with "
-        "environment.kernel, instead of master_lite.runners.KernelRunner. Constructed with "
-        "log_sink=, on_exit=, jupyter_host=, loop= and gateway_default=. "
-        "Env: MASTER_LITE_KERNEL_RUNNER_CLASS.",
-    ).tag(config=True)
-    ray_runner_class = Type(
-        None,
-        klass="master_lite.runners.Runner",
-        allow_none=True,
-        help="A Runner subclass (dotted name) that runs every trial under resource_manager "
-        "'ray', instead of master_lite.runners.RayRunner. Constructed with the RayCluster, "
-        "then log_sink=, on_exit= and use_gpus=. Env: MASTER_LITE_RAY_RUNNER_CLASS.",
-    ).tag(config=True)
-    container_runtime = Unicode(
-        help="The container runtime that runs trials of experiments with environment.image: "
-        "'podman', 'docker', or a path to either. The options this machine needs (runc, "
-        "ulimits) are generated. Env: MASTER_LITE_CONTAINER_RUNTIME. Default: podman if "
-        "installed, else docker."
-    ).tag(config=True)
-    kernel_gateway_url = Unicode(
-        help="A Jupyter (Kernel) Gateway, http(s)://host:port, on which every kernel "
-        "experiment (environment.kernel) whose config names no gateway runs its trials' "
-        "kernels; `environment.kernel.gateway: local` opts an experiment back into local "
-        "kernels. Empty: local kernels. Env: MASTER_LITE_KERNEL_GATEWAY_URL."
-    ).tag(config=True)
-    kernel_gateway_token = Unicode(
-        help="The token for a Jupyter Gateway whose config gives none (sent as "
-        "`Authorization: token ...`). Env: MASTER_LITE_KERNEL_GATEWAY_TOKEN, then "
-        "JUPYTER_GATEWAY_AUTH_TOKEN."
-    ).tag(config=True)
-    kernel_gateway_master_url = Unicode(
-        help="The master URL (DET_MASTER) given to trials in gateway kernels: one the "
-        "gateway's machine reaches, e.g. http://this-host:8080 with --host 0.0.0.0. Empty: "
-        "the master's own URL (loopback unless --host says otherwise). "
-        "Env: MASTER_LITE_KERNEL_GATEWAY_MASTER_URL."
-    ).tag(config=True)
-    kernel_gateway_files_limit = Integer(
-        help="The most a kernel on a Jupyter Gateway is sent of its trial's files (the "
-        "context, gzipped tar bytes); a larger run fails with a message naming this. "
-        "Env: MASTER_LITE_KERNEL_GATEWAY_FILES_LIMIT."
-    ).tag(config=True)
-    ray_address = Unicode(
-        None,
-        allow_none=True,
-        help="Ray cluster for resource_manager 'ray' ('auto', 'host:port', 'ray://...'); unset: "
-        "$RAY_ADDRESS, else a local Ray. Env: MASTER_LITE_RAY_ADDRESS.",
-    ).tag(config=True)
-    context_size_limit = Integer(
-        help="Largest accepted experiment context (tar.gz bytes); bigger uploads get 413. "
-        "Env: MASTER_LITE_CONTEXT_SIZE_LIMIT."
-    ).tag(config=True)
-    preemption_grace_seconds = Float(
-        help="How long a preempted (paused, killed, shut down) trial may take to checkpoint "
-        "and exit before it is terminated. Env: MASTER_LITE_PREEMPTION_GRACE_SECONDS."
-    ).tag(config=True)
-    tensorboard_refresh_seconds = Float(
-        help="How often a TensorBoard's log directory is rewritten from the metrics of its "
-        "trials that still run (and how often TensorBoard reloads it). "
-        "Env: MASTER_LITE_TENSORBOARD_REFRESH_SECONDS."
-    ).tag(config=True)
-    host = Unicode(
-        help="Address to listen on (standalone). Loopback by default: the API is guarded by a "
-        "token, but there is no TLS. Env: MASTER_LITE_HOST."
-    ).tag(config=True)
-    port = Integer(
-        help="Port to listen on (standalone); 0 picks any free port. Env: MASTER_LITE_PORT."
-    ).tag(config=True)
-
-    master = AnyTrait(
-        None,
-        allow_none=True,
-        help="A ready Master facade to serve instead of building one (tests).",
-    )
-
-    @default("root_dir")
-    def _default_root_dir(self) -> str:
-        return _from_env(
-            "MASTER_LITE_ROOT_DIR", str, os.path.join(jupyter_data_dir(), "determined")
-        )
-
-    @default("cpu_slots")
-    def _default_cpu_slots(self) -> int:
-        return _from_env("MASTER_LITE_CPU_SLOTS", int, 2)
-
-    @default("runner_class")
-    def _default_runner_class(self) -> str | None:
-        return os.environ.get("MASTER_LITE_RUNNER_CLASS") or None
-
-    @default("process_runner_class")
-    def _default_process_runner_class(self) -> str | None:
-        return os.environ.get("MASTER_LITE_PROCESS_RUNNER_CLASS") or None
-
-    @default("container_runner_class")
-    def _default_container_runner_class(self) -> str | None:
-        return os.environ.get("MASTER_LITE_CONTAINER_RUNNER_CLASS") or None
-
-    @default("kernel_runner_class")
-    def _default_kernel_runner_class(self) -> str | None:
-        return os.environ.get("MASTER_LITE_KERNEL_RUNNER_CLASS") or None
-
-    @default("ray_runner_class")
-    def _default_ray_runner_class(self) -> str | None:
-        return os.environ.get("MASTER_LITE_RAY_RUNNER_CLASS") or None
-
-    @default("container_runtime")
-    def _default_container_runtime(self) -> str:
-        from master_lite.runners import default_runtime
-
-        return _from_env("MASTER_LITE_CONTAINER_RUNTIME", str, None) or default_runtime()
-
-    @default("kernel_gateway_url")
-    def _default_kernel_gateway_url(self) -> str:
-        return _from_env("MASTER_LITE_KERNEL_GATEWAY_URL", str, "")
-
-    @default("kernel_gateway_token")
-    def _default_kernel_gateway_token(self) -> str:
-        return _from_env(
-            "MASTER_LITE_KERNEL_GATEWAY_TOKEN",
-            str,
-            os.environ.get("JUPYTER_GATEWAY_AUTH_TOKEN", ""),
-        )
-
-    @default("kernel_gateway_master_url")
-    def _default_kernel_gateway_master_url(self) -> str:
-        return _from_env("MASTER_LITE_KERNEL_GATEWAY_MASTER_URL", str, "")
-
-    @default("kernel_gateway_files_limit")
-    def _default_kernel_gateway_files_limit(self) -> int:
-        from master_lite.runners import DEFAULT_FILES_LIMIT
-
-        return _from_env("MASTER_LITE_KERNEL_GATEWAY_FILES_LIMIT", int, DEFAULT_FILES_LIMIT)
-
-    @validate("kernel_gateway_url", "kernel_gateway_master_url")
-    def _check_http_url(self, proposal: Any) -> str:
-        value = str(proposal["value"]).strip().rstrip("/")
-        if value and not value.startswith(("http://", "https://")):
-            raise TraitError(
-                f"{proposal['trait'].name} must be an http(s)://host:port URL, got {value!r}"
-            )
-        return value
-
-    @default("resource_manager")
-    def _default_resource_manager(self) -> str:
-        return _from_env("MASTER_LITE_RESOURCE_MANAGER", str, "local")
-
-    @default("ray_address")
-    def _default_ray_address(self) -> str | None:
-        return _from_env("MASTER_LITE_RAY_ADDRESS", str, None)
-
-    @default("context_size_limit")
-    def _default_context_size_limit(self) -> int:
-        return _from_env("MASTER_LITE_CONTEXT_SIZE_LIMIT", int, context_mod.DEFAULT_LIMIT_BYTES)
-
-    @default("preemption_grace_seconds")
-    def _default_preemption_grace_seconds(self) -> float:
-        return _from_env("MASTER_LITE_PREEMPTION_GRACE_SECONDS", float, 30.0)
-
-    @default("tensorboard_refresh_seconds")
-    def _default_tensorboard_refresh_seconds(self) -> float:
-        return _from_env("MASTER_LITE_TENSORBOARD_REFRESH_SECONDS", float, 5.0)
-
-    @validate("tensorboard_refresh_seconds")
-    def _check_tensorboard_refresh_seconds(self, proposal: Any) -> float:
-        if not proposal["value"] > 0:
-            raise TraitError(f"tensorboard_refresh_seconds must be > 0, got {proposal['value']}")
-        return proposal["value"]
-
-    @default("host")
-    def _default_host(self) -> str:
-        return _from_env("MASTER_LITE_HOST", str, "127.0.0.1")
-
-    @default("port")
-    def _default_port(self) -> int:
-        return _from_env("MASTER_LITE_PORT", int, 8080)
-
-    @validate("cpu_slots")
-    def _check_cpu_slots(self, proposal: Any) -> int:
-        if proposal["value"] < 0:
-            raise TraitError(f"cpu_slots must be >= 0, got {proposal['value']}")
-        return proposal["value"]
-
-    @validate("port")
-    def _check_port(self, proposal: Any) -> int:
-        if not 0 <= proposal["value"] <= 65535:
-            raise TraitError(f"port must be 0..65535, got {proposal['value']}")
-        return proposal["value"]
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
