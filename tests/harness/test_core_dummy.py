@@ -42,6 +42,7 @@ def run_stage(name, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_stage_0_prints_x_up_to_100(tmp_path):
     result = run_stage("0_start.py", tmp_path)
     assert result.returncode == 0, result.stderr
@@ -49,6 +50,7 @@ def test_stage_0_prints_x_up_to_100(tmp_path):
     assert lines == [f"x is now {i}" for i in range(1, 101)]
 
 
+@pytest.mark.slow
 def test_stage_1_runs_off_the_master_and_logs_every_report(tmp_path):
     result = run_stage("1_metrics.py", tmp_path)
     assert result.returncode == 0, result.stderr

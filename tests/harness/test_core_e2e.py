@@ -288,6 +288,7 @@ def test_invalid_hp_is_an_early_exit(master, tmp_path):
     wait_for_experiment(master, exp_id, TERMINAL_EXPERIMENT_STATES)
 
 
+@pytest.mark.rendezvous_ports
 def test_stage_4_two_slots_allgather_and_ranked_logs(master):
     """Stage 4 launches one worker per slot; each batch adds the allgathered increments."""
     config = (

@@ -35,6 +35,7 @@ def config(**overrides) -> core_v2.Config:
     return core_v2.Config(**{**values, **overrides})
 
 
+@pytest.mark.slow
 def test_a_run_reports_metrics_checkpoints_and_logs_then_closes_completed(master, tmp_path):
     client = Determined(master.url, token=master.token)
     core_v2.init(config=config(), client=client, checkpoint_storage=str(tmp_path / "ckpts"))
@@ -72,6 +73,7 @@ def test_a_run_reports_metrics_checkpoints_and_logs_then_closes_completed(master
     assert len(master.series(trial_id, "training")) == 3
 
 
+@pytest.mark.slow
 def test_tensorboard_files_reach_checkpoint_storage_by_default(master, tmp_path):
     # Determined's default (AUTO): what the run writes to its TensorBoard path is stored with
     # its checkpoints, where the master's TensorBoards read it, without an upload call.
@@ -90,6 +92,7 @@ def test_tensorboard_files_reach_checkpoint_storage_by_default(master, tmp_path)
     assert stored.read_bytes() == b"an event"
 
 
+@pytest.mark.slow
 def test_a_kept_context_refuses_reports_after_close(master):
     client = Determined(master.url, token=master.token)
     core_v2.init(config=config(), client=client, capture_output=False)
@@ -99,6 +102,7 @@ def test_a_kept_context_refuses_reports_after_close(master):
         train.report_training_metrics(1, {"loss": 1.0})
 
 
+@pytest.mark.slow
 def test_the_same_external_ids_resume_the_trial_from_its_checkpoint(master, tmp_path):
     client = Determined(master.url, token=master.token)
     core_v2.init(config=config(), client=client, capture_output=False)
@@ -123,6 +127,7 @@ def test_the_same_external_ids_resume_the_trial_from_its_checkpoint(master, tmp_
     assert trial["state"] == "COMPLETED" and trial["run_id"] == 2
 
 
+@pytest.mark.slow
 def test_an_invalid_config_is_refused_naming_the_field(master):
     client = Determined(master.url, token=master.token)
     with pytest.raises(Exception, match="checkpoint_storage.type"):

@@ -55,6 +55,7 @@ def _fit(model, data, epochs, callback):
     )
 
 
+@pytest.mark.slow
 def test_resume_continues_at_the_checkpointed_epoch_and_warm_start_does_not(
     data, tmp_path, monkeypatch
 ):

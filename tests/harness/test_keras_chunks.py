@@ -22,6 +22,8 @@ from determined import core  # noqa: E402
 from determined.keras import _data, _loop  # noqa: E402
 from determined.keras._loop import LoopMode, ManagedLoop, TrainingSpec  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 _KERAS_FIT = _loop.original_fit
 
 

@@ -22,6 +22,8 @@ from determined.experimental import keras as native_keras  # noqa: E402
 from determined.keras import _data  # noqa: E402
 from determined.keras._loop import LoopMode, ManagedLoop, TrainingSpec  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def off_cluster(monkeypatch, tmp_path):

@@ -166,6 +166,7 @@ def run_launcher(tmp_path: pathlib.Path, script_args: list[str]) -> subprocess.C
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_torch_distributed_runs_one_prefixed_worker_per_slot(tmp_path: pathlib.Path) -> None:
     result = run_launcher(tmp_path, [])
@@ -180,6 +181,7 @@ def test_torch_distributed_runs_one_prefixed_worker_per_slot(tmp_path: pathlib.P
     assert "[rank=1] allgather [0, 10] local 1/2" in lines
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_torch_distributed_crashed_rank_brings_the_job_down(tmp_path: pathlib.Path) -> None:
     # Rank 1 exits 3 while rank 0 waits in a barrier that can never complete: the launcher must
@@ -197,6 +199,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_torch_distributed_kills_leftover_worker_processes(tmp_path: pathlib.Path) -> None:

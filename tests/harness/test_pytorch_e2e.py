@@ -221,6 +221,7 @@ def _trained(master: Session, exp_id: int, min_steps: int) -> list[dict] | None:
     return None
 
 
+@pytest.mark.rendezvous_ports
 def test_two_slot_trial_runs_under_torch_distributed(master, context):
     config = (EXAMPLE / "const.yaml").read_text()
     config = config.replace("batches: 200", "batches: 40").replace("batches: 100", "batches: 20")

@@ -58,6 +58,7 @@ def _checkpoint_steps(tmp_path: pathlib.Path) -> list[int]:
     )
 
 
+@pytest.mark.slow
 def test_harness_trains_the_config_length(workdir, tmp_path):
     result = _harness(workdir, "model_def:DigitsTrial", "--config", "local.yaml")
     assert result.returncode == 0, result.stderr

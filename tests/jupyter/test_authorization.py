@@ -142,6 +142,7 @@ async def _until_terminal(call, experiment_id: int, timeout: float = 120) -> dic
     return await wait_until_async(terminal, timeout, f"experiment {experiment_id} to end")
 
 
+@pytest.mark.slow
 async def test_the_authorizer_decides_each_users_reads_actions_and_submissions(hosted, call):
     # The owner may run code: create an experiment whose trial reports with its trial token.
     status, created = await call(

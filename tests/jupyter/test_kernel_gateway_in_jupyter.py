@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from determined.cli import TrialKernel
 from tests._support import context_tarball, wait_until
 from tests._support.jupyter import JupyterServer
@@ -17,6 +19,8 @@ from tests.master_lite.test_kernel_gateway import (  # noqa: F401 (a fixture)
     gateway_kernels,
 )
 from tests.master_lite.test_kernels import SINGLE, config
+
+pytestmark = pytest.mark.slow
 
 
 class GatewayJupyter(JupyterServer):

@@ -64,6 +64,7 @@ async def test_requests_without_jupyter_auth_are_refused(hosted, jp_fetch):
     assert (await hosted_api(jp_fetch, "GET", "experiments"))["experiments"] == []
 
 
+@pytest.mark.slow
 async def test_cookie_user_posts_still_need_the_xsrf_token(
     hosted, jp_serverapp, jp_fetch, jp_http_port, jp_base_url
 ):

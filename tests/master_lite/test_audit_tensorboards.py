@@ -38,6 +38,7 @@ def run_reaping_tensorboards(tmp_path, body) -> None:
             signal_group(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_deleting_one_of_its_experiments_leaves_a_tensorboard_following_the_others(tmp_path):
     async def body() -> None:
         async with started_parts(tmp_path / "root") as (parts, runner):
@@ -123,6 +124,7 @@ class CopyGate:
         monkeypatch.setattr(_tensorboards, "_write_all", gated)
 
 
+@pytest.mark.slow
 def test_a_kill_while_a_refresh_still_copies_leaves_no_directory_behind(tmp_path, monkeypatch):
     gate = CopyGate(monkeypatch)
 

@@ -184,6 +184,7 @@ def test_a_kernel_start_the_gateway_refuses_ends_the_trial_with_its_answer(
     ) in logs, logs
 
 
+@pytest.mark.slow
 def test_a_dropped_websocket_is_reconnected_while_the_kernel_lives(gateway: str) -> None:
     """The gateway kernel handle itself (what the runner drives): its websocket is cut under it,
     and it goes on executing in the same kernel."""

@@ -114,6 +114,7 @@ def test_submit_checks_the_default_gateway(
     assert wait_for_experiment(master, exp_id)["state"] == "COMPLETED"
 
 
+@pytest.mark.slow
 def test_a_bad_default_gateway_url_stops_the_master_at_start() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "master_lite", "--kernel-gateway-url", "gpu-box:8888"],

@@ -16,7 +16,7 @@ from tests._support import (
     wait_for_experiment,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.rendezvous_ports]
 
 # A torch MLP on sklearn's digits with raw DDP. The global batch is the same for any world size
 # (each rank takes its stride of it) and DDP averages gradients, so 1 and 2 slots compute the

@@ -52,6 +52,7 @@ def process_alive(pid: int) -> bool:
         return stat.read().split(") ", 1)[1][0] != "Z"
 
 
+@pytest.mark.slow
 def test_a_tensorboard_serves_stored_metrics_and_the_trials_own_files_then_stops(tmp_path):
     async def body() -> None:
         async with started_parts(tmp_path / "root") as (parts, runner):
@@ -153,6 +154,7 @@ def test_bad_requests_say_what_is_wrong_and_start_nothing(tmp_path):
     asyncio.run(asyncio.wait_for(body(), 60))
 
 
+@pytest.mark.slow
 def test_a_new_master_stops_the_tensorboards_a_killed_master_left_running(tmp_path):
     async def body() -> None:
         async with started_parts(tmp_path / "root") as (parts, runner):

@@ -201,6 +201,7 @@ def test_a_search_spreads_its_trials_over_both_nodes(master, cluster, tmp_path):
     assert all(s["cuda"] == "0" and s["slot_ids"] == [0] for s in shown)  # Ray's GPU per node
 
 
+@pytest.mark.rendezvous_ports
 def test_a_two_slot_trial_runs_one_rank_per_node(master, cluster):
     exp_id = submit(
         master,

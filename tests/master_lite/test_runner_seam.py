@@ -30,6 +30,7 @@ class RecordingRunner(LocalRunner):
         super().close()
 
 
+@pytest.mark.slow
 def test_a_configured_runner_class_runs_the_trials(tmp_path):
     RecordingRunner.calls = []
     app = MasterLite(
