@@ -13,7 +13,7 @@ import pytest
 
 from determined.common.api import APIError, NotFound, Session
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def test_importing_the_api_and_core_does_not_load_requests():

@@ -12,7 +12,7 @@ import textwrap
 from determined.common import notebook_errors
 from determined.common.notebook_errors import NotebookScript, ScriptCell
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def test_cell_lines_with_and_without_a_line_map() -> None:

@@ -20,7 +20,7 @@ from determined.common.api import APIError, NotFound
 from determined.core._checkpoint import CheckpointContext
 from determined.core._distributed import DummyDistributedContext
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 class RecordingMaster:

@@ -11,7 +11,7 @@ import pytest
 from determined.core._checkpoint import merge_metadata
 from tests._support import free_ports
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 RANK = r"""
 import json, pathlib, sys

@@ -24,7 +24,7 @@ from determined.core import _courier
 from determined.core._courier import CourierCheckpointReporter, CourierGone, ReportCourier
 from tests._support import wait_until
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 class FakeMaster(http.server.ThreadingHTTPServer):

@@ -16,7 +16,7 @@ from determined.core._distributed import (
     DummyDistributedContext,
 )
 
-HARNESS = str(pathlib.Path(__file__).resolve().parents[2] / "harness")
+HARNESS = str(pathlib.Path(__file__).resolve().parents[3] / "harness")
 
 # Each rank runs this: build a context (from arguments or from a launcher's environment), run the
 # listed collectives, print the results as one JSON line.

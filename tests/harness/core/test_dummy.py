@@ -12,7 +12,7 @@ import pytest
 import determined as det
 from determined import core
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 STAGES = ROOT / "examples" / "core_api"
 
 

@@ -24,7 +24,7 @@ from tests._support import (
     wait_until,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 STAGES = ROOT / "examples" / "core_api"
 
 pytestmark = pytest.mark.slow

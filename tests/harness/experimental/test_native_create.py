@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 SCRIPT = """
 import sys

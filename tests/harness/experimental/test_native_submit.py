@@ -24,7 +24,7 @@ from determined.experimental import (
 )
 from determined.experimental._mode import resolve_mode
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def test_native_config_merges_defaults_and_sets_the_native_command():

@@ -10,7 +10,7 @@ import pytest
 
 import determined as det
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@
 import pathlib
 
 import pytest
-from test_core_e2e import checkpoints, master, series, trial_logs  # noqa: F401
 
 from tests._support import (
     TERMINAL_EXPERIMENT_STATES,
@@ -12,8 +11,9 @@ from tests._support import (
     trials,
     wait_for_experiment,
 )
+from tests.harness.core.test_e2e import checkpoints, master, series, trial_logs  # noqa: F401
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 WALKTHROUGH = ROOT / "examples" / "generic_api"
 
 pytestmark = pytest.mark.slow

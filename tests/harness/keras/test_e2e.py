@@ -23,7 +23,7 @@ from tests._support import (
     wait_until,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "keras_native"
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,7 @@ import pytest
 from determined.core import _distributed
 from determined.launch import _common, deepspeed, horovod, tensorflow
 
-HARNESS = str(pathlib.Path(__file__).resolve().parents[2] / "harness")
+HARNESS = str(pathlib.Path(__file__).resolve().parents[3] / "harness")
 
 
 def layout(addrs: list[str], rank: int, slots: list[int], counts=None) -> _common.NodeLayout:

@@ -14,7 +14,7 @@ from determined.launch import torch_distributed
 from determined.launch.wrap_rank import MAX_LINE_BYTES
 from tests._support import wait_until
 
-HARNESS = str(pathlib.Path(__file__).resolve().parents[2] / "harness")
+HARNESS = str(pathlib.Path(__file__).resolve().parents[3] / "harness")
 
 
 def launch_env(extra: dict[str, str] | None = None) -> dict[str, str]:

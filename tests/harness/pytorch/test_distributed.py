@@ -19,7 +19,7 @@ from tests._support import free_ports
 
 pytestmark = pytest.mark.slow
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 WORKER = textwrap.dedent(
     """

@@ -26,7 +26,7 @@ from tests._support import (
     wait_until,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "pytorch_digits"
 
 pytestmark = pytest.mark.slow

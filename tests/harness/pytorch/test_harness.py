@@ -12,7 +12,7 @@ import pytest
 
 from determined.exec import harness
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def _env() -> dict:

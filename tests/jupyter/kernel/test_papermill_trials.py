@@ -19,7 +19,7 @@ from jupyter_determined._papermill import (
     submit_notebook,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 TRAINING_CELL = """\
 import determined as det

@@ -12,13 +12,13 @@ import pytest
 from determined.cli import TrialKernel
 from tests._support import context_tarball, wait_until
 from tests._support.jupyter import JupyterServer
-from tests.master_lite.test_kernel_attach import LOOP
-from tests.master_lite.test_kernel_gateway import (  # noqa: F401 (a fixture)
+from tests.master_lite.runners.kernel.test_attach import LOOP
+from tests.master_lite.runners.kernel.test_gateway import (  # noqa: F401 (a fixture)
     TOKEN,
     gateway,
     gateway_kernels,
 )
-from tests.master_lite.test_kernels import SINGLE, config
+from tests.master_lite.runners.kernel.test_kernels import SINGLE, config
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,8 @@ import requests
 from determined.cli import TrialKernel
 from tests._support import context_tarball, wait_until
 from tests._support.jupyter import JupyterServer
-from tests.master_lite.test_kernel_attach import BOOM, LOOP
-from tests.master_lite.test_kernels import SINGLE, config
+from tests.master_lite.runners.kernel.test_attach import BOOM, LOOP
+from tests.master_lite.runners.kernel.test_kernels import SINGLE, config
 
 
 def jupyter_api(server: JupyterServer, path: str) -> list[dict]:

@@ -5,11 +5,11 @@ import random
 import time
 
 import pytest
-from test_api_http import TRIAL_1, client, fake  # noqa: F401 - the HTTP fixtures
 
 from master_lite._reports import _report_time, normalize_metric_reports
 from master_lite._serialize import parse_time
 from master_lite.store import Store
+from tests.master_lite.api.test_http import TRIAL_1, client, fake  # noqa: F401 - the HTTP fixtures
 
 
 def _trial(store):

@@ -18,7 +18,7 @@ from master_lite.scheduler import (
     with_startup_hook,
 )
 
-HARNESS = str(pathlib.Path(__file__).resolve().parents[2] / "harness")
+HARNESS = str(pathlib.Path(__file__).resolve().parents[3] / "harness")
 SHELLS = ["sh"] + (["bash"] if shutil.which("bash") else [])
 
 

@@ -25,7 +25,7 @@ from tests._support import (
     wait_until,
 )
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "core_api"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[3] / "examples" / "core_api"
 
 
 def tutorial_context() -> str:

@@ -16,7 +16,7 @@ from master_lite._parts._tensorboard_process import runs_tensorboard_of, signal_
 from master_lite._parts._tensorboards import RUNNING
 from tests._support import wait_until_async
 from tests._support.parts import SINGLE, settle, started_parts
-from tests.master_lite.test_parts_tensorboards import api
+from tests.master_lite.tensorboards.test_tensorboards import api
 
 
 def tensorboards_of(directory) -> list[int]:

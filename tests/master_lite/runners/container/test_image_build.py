@@ -17,7 +17,7 @@ from tests._support import (
     wait_for_experiment,
 )
 from tests._support.containers import TEST_PREFIX, remove_containers_of, remove_images
-from tests.master_lite.test_containers import PROBE, config, probe
+from tests.master_lite.runners.container.test_containers import PROBE, config, probe
 
 
 def det(*args: str) -> subprocess.CompletedProcess:

@@ -30,7 +30,7 @@ from tests._support.containers import (
     remove_images,
 )
 from tests._support.registry import PASSWORD, USER, Registry, start_registry
-from tests.master_lite.test_containers import PROBE, config, probe
+from tests.master_lite.runners.container.test_containers import PROBE, config, probe
 
 CREDENTIALS = {"username": USER, "password": PASSWORD}
 

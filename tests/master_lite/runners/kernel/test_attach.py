@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 
 from tests._support import MasterProcess, child_env, submit, wait_for_experiment, wait_until
-from tests.master_lite.test_kernels import SINGLE, config, kernel_pids
+from tests.master_lite.runners.kernel.test_kernels import SINGLE, config, kernel_pids
 
 BOOM = """
 best = 41

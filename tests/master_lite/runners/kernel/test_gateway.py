@@ -19,7 +19,7 @@ import requests
 from determined.common.api import errors as api_errors
 from tests._support import MasterProcess, child_env, submit, wait_for_experiment, wait_until
 from tests._support.process import free_port
-from tests.master_lite.test_kernels import FILES, SINGLE, assert_clean_series, config
+from tests.master_lite.runners.kernel.test_kernels import FILES, SINGLE, assert_clean_series, config
 
 TOKEN = "gateway-test-token"
 ENV_SCRIPT = """

@@ -10,13 +10,13 @@ import sys
 from collections.abc import Callable
 
 from tests._support import MasterProcess, child_env, submit, wait_for_experiment, wait_until
-from tests.master_lite.test_kernel_attach import BOOM, LOOP, det
-from tests.master_lite.test_kernel_gateway import (  # noqa: F401 (a fixture)
+from tests.master_lite.runners.kernel.test_attach import BOOM, LOOP, det
+from tests.master_lite.runners.kernel.test_gateway import (  # noqa: F401 (a fixture)
     TOKEN,
     gateway,
     gateway_kernels,
 )
-from tests.master_lite.test_kernels import SINGLE, config
+from tests.master_lite.runners.kernel.test_kernels import SINGLE, config
 
 
 def gateway_experiment(

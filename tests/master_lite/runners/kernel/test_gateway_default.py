@@ -12,8 +12,8 @@ import pytest
 from determined.common.api import errors as api_errors
 from tests._support import MasterProcess, child_env, submit, wait_for_experiment
 from tests._support.process import free_port
-from tests.master_lite.test_kernel_gateway import TOKEN, gateway  # noqa: F401 (a fixture)
-from tests.master_lite.test_kernels import SINGLE, config
+from tests.master_lite.runners.kernel.test_gateway import TOKEN, gateway  # noqa: F401 (a fixture)
+from tests.master_lite.runners.kernel.test_kernels import SINGLE, config
 
 SCRIPT = 'print("ran here")\n'
 

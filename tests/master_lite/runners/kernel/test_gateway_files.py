@@ -11,12 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests._support import MasterProcess, submit, wait_for_experiment, wait_until
-from tests.master_lite.test_kernel_gateway import (  # noqa: F401 (a fixture)
+from tests.master_lite.runners.kernel.test_gateway import (  # noqa: F401 (a fixture)
     TOKEN,
     gateway,
     gateway_kernels,
 )
-from tests.master_lite.test_kernels import SINGLE, config
+from tests.master_lite.runners.kernel.test_kernels import SINGLE, config
 
 READER = """
 import hashlib, os

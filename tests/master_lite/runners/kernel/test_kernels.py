@@ -237,7 +237,7 @@ def test_a_crashed_masters_kernel_is_ended_and_its_trial_resumes(
 @pytest.mark.parametrize("kernel", [{}, {"spec": "python3"}])
 def test_runners_without_kernels_refuse_environment_kernel(kernel: dict) -> None:
     """What Ray's runner (and a deployment's own runner class) answers at submit time."""
-    from tests.master_lite.test_container_runtime import _NoContainers
+    from tests.master_lite.runners.container.test_runtime import _NoContainers
 
     runner = _NoContainers(log_sink=lambda records: None, on_exit=lambda a, c: None)
     (problem,) = runner.config_problems({"environment": {"kernel": kernel}})

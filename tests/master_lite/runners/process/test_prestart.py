@@ -74,7 +74,7 @@ class Collector:
 def trial_env(tmp_path, allocation_id):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DET_")}
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    root = pathlib.Path(__file__).resolve().parents[2]
+    root = pathlib.Path(__file__).resolve().parents[4]
     env["PYTHONPATH"] = os.pathsep.join([str(root / "harness"), str(root)])
     env.update(
         PYTHONUNBUFFERED="1",

@@ -2,7 +2,7 @@
 
 Run from the repository root, with the code whose databases must keep opening:
 
-    PYTHONPATH=harness:. python tests/master_lite/data/make_store_current.py OUT.db
+    PYTHONPATH=harness:. python tests/master_lite/store/data/make_store_current.py OUT.db
 
 It drives the real parts (tests/_support/parts.py) over a fresh store: an experiment of two
 trials, metrics, a checkpoint, logs with a notebook error, a run that exited and was restarted.
