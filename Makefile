@@ -16,6 +16,11 @@ TORCH_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 # --no-deps: tf-keras requires the `tensorflow` distribution, which would land over tensorflow-cpu.
 TF_KERAS_VERSION := 2.21.*
 PYTEST_ARGS ?=
+# pytest-xdist: one worker per core (`auto`); each file runs whole on one worker (`loadfile`), so
+# a module's shared fixtures (a master, a JupyterLab, a browser) start once. PYTEST_WORKERS=0
+# runs serially.
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 ROOT_DIR ?=
 PORT ?= 8080
 # A second venv for the Estimator tests: tf.estimator ends with TensorFlow 2.15 (wheels for Python <= 3.11).
@@ -23,7 +28,7 @@ TF215_PYTHON ?= $(PYTHON)
 TF215_VENV := .venv-tf215
 TF215_PY := $(TF215_VENV)/bin/python
 TF215_STAMP := $(TF215_VENV)/.installed
-TF215_PACKAGES := 'tensorflow-cpu==2.15.1' 'tensorflow-estimator==2.15.*' 'numpy<2' 'pytest>=8' 'pytest-timeout>=2.2' 'scikit-learn>=1.4'
+TF215_PACKAGES := 'tensorflow-cpu==2.15.1' 'tensorflow-estimator==2.15.*' 'numpy<2' 'pytest>=8' 'pytest-timeout>=2.2' 'pytest-xdist>=3.5' 'scikit-learn>=1.4'
 ESTIMATOR_PYTEST_ARGS ?=
 
 .PHONY: install lab master demo lint format test test-fast test-deps test-estimator bench soak clean image
@@ -105,12 +110,12 @@ test:
 	$(MAKE) --no-print-directory --output-sync=target -j3 install test-deps $(TF215_STAMP)
 	$(MAKE) --no-print-directory lint
 	cd labextension && ../$(VENV)/bin/jlpm test
-	$(PY) -m pytest --durations=30 $(PYTEST_ARGS)
-	$(TF215_PY) -m pytest tests/estimator $(ESTIMATOR_PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_PARALLEL) --durations=30 $(PYTEST_ARGS)
+	$(TF215_PY) -m pytest $(PYTEST_PARALLEL) tests/estimator $(ESTIMATOR_PYTEST_ARGS)
 
 ## test-estimator: only the Estimator tests, in .venv-tf215 (TensorFlow 2.15 + tensorflow-estimator)
 test-estimator: $(TF215_STAMP)
-	$(TF215_PY) -m pytest tests/estimator $(ESTIMATOR_PYTEST_ARGS)
+	$(TF215_PY) -m pytest $(PYTEST_PARALLEL) tests/estimator $(ESTIMATOR_PYTEST_ARGS)
 
 # The project's runtime dependencies (read from pyproject.toml) and TensorFlow 2.15, without
 # installing the project itself (that would build the labextension): a .pth file puts harness/
@@ -124,9 +129,10 @@ $(TF215_STAMP): pyproject.toml
 	printf '%s\n' "$(CURDIR)/harness" "$(CURDIR)" > "$$($(TF215_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/jupyter_determined_dev.pth"
 	@touch $(TF215_STAMP)
 
-## test-fast: the suite without the slow end-to-end tests
+## test-fast: the suite without the slow tests (no real master, trials, containers, kernels,
+## Jupyter server or browser: tests/_support/slow.py), on every core
 test-fast: install
-	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow" --durations=10 $(PYTEST_ARGS)
 
 ## bench: benchmarks against baselines measured in the same run (not part of `make test`); the
 ## render benchmarks (bench_sidebar_render.py, bench_widget_render.py) drive Debian's chromium

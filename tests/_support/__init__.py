@@ -14,6 +14,10 @@
 * `states`: the terminal-state sets, from `determined.common.states`.
 * `fixtures`: the pytest fixtures every folder may use (`start_master`, `start_jupyter`,
   `lab_server`, `refused_port`, `container_images`), loaded by tests/conftest.py.
+* `slow` and `parallel`: plugins tests/conftest.py loads too: the `slow` marker (applied by
+  fixture use, and a guard that fails an unmarked test starting a master, trials, containers,
+  kernels, Jupyter or a browser) and what keeps pytest-xdist workers apart (a private HOME per
+  process, the `rendezvous_ports` lock).
 * `containers`: tiny test images (`build_tiny_image`, run with the host's /usr: `HOST_USR`) and
   the containers a master made (`containers_of`, `remove_containers_of`).
 * `browser`: `Lab` (a `JupyterServer` with the labextension) and the page helpers of tests/browser

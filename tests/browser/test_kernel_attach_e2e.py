@@ -16,8 +16,8 @@ import requests
 from tests._support import context_tarball, wait_until
 from tests._support.browser import set_theme, show_sidebar
 from tests.browser.test_notebook_widget_e2e import WIDGET, config_cell, run_in_notebook
-from tests.master_lite.test_kernel_attach import BOOM, LOOP
-from tests.master_lite.test_kernels import SINGLE, config
+from tests.master_lite.runners.kernel.test_attach import BOOM, LOOP
+from tests.master_lite.runners.kernel.test_kernels import SINGLE, config
 
 if TYPE_CHECKING:
     from tests._support.browser import Lab

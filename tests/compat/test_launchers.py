@@ -91,6 +91,7 @@ with core.init(distributed=distributed) as ctx:
 """
 
 
+@pytest.mark.rendezvous_ports
 def test_tensorflow_launcher_two_slots_trains_multi_worker(master: MasterProcess) -> None:
     exp_id = submit(
         master,
@@ -147,6 +148,7 @@ def test_horovod_launcher_one_slot_runs_without_horovod(master: MasterProcess) -
     assert master.series(trial["id"], "validation") == [(1, {"loss": 0.5, "size": 1.0})]
 
 
+@pytest.mark.rendezvous_ports
 def test_horovod_launcher_two_slots_without_horovod_fails_clearly(master: MasterProcess) -> None:
     exp_id = submit(
         master,

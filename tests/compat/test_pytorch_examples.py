@@ -258,6 +258,7 @@ def det_create(master: MasterProcess, config: pathlib.Path, context: pathlib.Pat
     return int(result.stdout.strip().split()[-1])
 
 
+@pytest.mark.rendezvous_ports
 @pytest.mark.timeout(420)
 def test_tutorial_trial_on_two_slots_with_uneven_shards_completes(start_master, tmp_path):
     master = start_master(cpu_slots=2)

@@ -15,7 +15,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests._support import free_ports
+
+pytestmark = pytest.mark.slow
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

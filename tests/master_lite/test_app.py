@@ -180,6 +180,7 @@ def test_help_lists_the_options() -> None:
         assert option in result.stdout
 
 
+@pytest.mark.slow
 def test_port_in_use_exits_1_with_one_line(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -76,6 +76,7 @@ TRAIN_OK = (
 )
 
 
+@pytest.mark.slow
 @run
 async def test_random_search_runs_four_trials_to_completion(master, tmp_path):
     context = tar_gz({"train.py": TRAIN_OK})
@@ -98,6 +99,7 @@ async def test_random_search_runs_four_trials_to_completion(master, tmp_path):
     assert master.experiments.get_experiment_context(exp["id"]) == context
 
 
+@pytest.mark.slow
 @run
 async def test_identical_contexts_are_stored_once(master, tmp_path):
     context = tar_gz({"train.py": TRAIN_OK})
@@ -107,6 +109,7 @@ async def test_identical_contexts_are_stored_once(master, tmp_path):
     assert len(list((tmp_path / "root" / "contexts").iterdir())) == 1
 
 
+@pytest.mark.slow
 @run
 async def test_failing_trial_is_restarted_then_errors(master, tmp_path):
     script = b"import os\nprint('run', os.environ['DET_TRIAL_RUN_ID'])\nraise SystemExit(1)\n"
@@ -138,6 +141,7 @@ def running_pid(master, trial_id):
     return rows[0]["pid"] if rows else None
 
 
+@pytest.mark.slow
 @run
 async def test_killed_process_is_restarted(master, tmp_path):
     exp = master.experiments.create_experiment(
@@ -152,6 +156,7 @@ async def test_killed_process_is_restarted(master, tmp_path):
     assert trial["state"] == "COMPLETED" and trial["restarts"] == 1 and trial["run_id"] == 2
 
 
+@pytest.mark.slow
 @run
 async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, tmp_path):
     exp = master.experiments.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
@@ -190,6 +195,7 @@ async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, 
     assert master.views.list_experiments(archived=True)[0]["id"] == exp["id"]
 
 
+@pytest.mark.slow
 @run
 async def test_kill_experiment_cancels_running_trials(master, tmp_path):
     exp = master.experiments.create_experiment(
@@ -207,6 +213,7 @@ async def test_kill_experiment_cancels_running_trials(master, tmp_path):
     assert {t["state"] for t in master.views.list_trials(exp["id"])} == {"CANCELED"}
 
 
+@pytest.mark.slow
 @run
 async def test_searcher_operations_and_metrics(master, tmp_path):
     exp = master.experiments.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
@@ -254,6 +261,7 @@ async def test_searcher_operations_and_metrics(master, tmp_path):
     await until(lambda: master.views.get_trial(trial["id"])["state"] == "CANCELED", what="CANCELED")
 
 
+@pytest.mark.slow
 @run
 async def test_checkpoints(master, tmp_path):
     exp = master.experiments.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
@@ -319,6 +327,7 @@ async def test_context_escaping_with_dotdot_is_rejected(master, tmp_path):
     assert not (tmp_path / "root" / "escape.txt").exists()
 
 
+@pytest.mark.slow
 @run
 async def test_trial_token_authenticates_only_as_its_trial(master, tmp_path):
     script = (
@@ -343,6 +352,7 @@ async def test_trial_token_authenticates_only_as_its_trial(master, tmp_path):
     assert master.authenticate(token) is None  # revoked when the run ends
 
 
+@pytest.mark.slow
 def test_four_fake_gpus_give_distinct_devices(tmp_path):
     async def body():
         master = Master(tmp_path / "root", gpus=4, preemption_grace_seconds=1)
@@ -372,6 +382,7 @@ def test_four_fake_gpus_give_distinct_devices(tmp_path):
     asyncio.run(asyncio.wait_for(body(), 120))
 
 
+@pytest.mark.slow
 def test_master_restart_resumes_paused_trials(tmp_path):
     async def body():
         master = Master(tmp_path / "root", preemption_grace_seconds=1, terminate_grace_seconds=1)
@@ -397,6 +408,7 @@ def test_master_restart_resumes_paused_trials(tmp_path):
     asyncio.run(asyncio.wait_for(body(), 120))
 
 
+@pytest.mark.slow
 def test_events_are_published(tmp_path):
     async def body():
         master = Master(tmp_path / "root", gpus=[], preemption_grace_seconds=1)
@@ -431,6 +443,7 @@ def test_events_are_published(tmp_path):
     asyncio.run(asyncio.wait_for(body(), 120))
 
 
+@pytest.mark.slow
 @run
 async def test_searcher_stop_preempts_and_completes_the_trial(master, tmp_path):
     asha = config(max_trials=4, resources={"slots_per_trial": 0})
@@ -471,6 +484,7 @@ async def test_searcher_stop_preempts_and_completes_the_trial(master, tmp_path):
     await until(lambda: experiment_state(master, exp["id"]) == "CANCELED", what="CANCELED")
 
 
+@pytest.mark.slow
 @run
 async def test_created_paused_runs_nothing_until_activated(master, tmp_path):
     exp = master.experiments.create_experiment(
@@ -484,6 +498,7 @@ async def test_created_paused_runs_nothing_until_activated(master, tmp_path):
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
 
 
+@pytest.mark.slow
 def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
     async def body():
         crashed = Master(tmp_path / "root", preemption_grace_seconds=1)
@@ -515,6 +530,7 @@ def test_restart_after_crash_kills_orphans_and_resumes(tmp_path):
     asyncio.run(asyncio.wait_for(body(), 120))
 
 
+@pytest.mark.slow
 @run
 async def test_invalid_hp_early_exit_gets_a_replacement_trial(master, tmp_path):
     exp = master.experiments.create_experiment(
@@ -536,6 +552,7 @@ async def test_invalid_hp_early_exit_gets_a_replacement_trial(master, tmp_path):
         master.experiments.experiment_action(999, "pause")
 
 
+@pytest.mark.slow
 @run
 async def test_resources_logs_tail_and_filters(master, tmp_path):
     script = b"for i in range(5):\n    print(f'[rank={i % 2}] line {i}')\n"
@@ -594,6 +611,7 @@ def test_event_bus_filters_and_drops_oldest_for_slow_consumers():
     asyncio.run(asyncio.wait_for(body(), 30))
 
 
+@pytest.mark.slow
 @run
 async def test_a_better_validation_is_announced_on_the_experiment(master, tmp_path):
     """The sidebar's experiment list shows best_validation: it must hear when that moves."""
