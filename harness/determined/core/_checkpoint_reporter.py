@@ -49,13 +49,18 @@ class CheckpointReporter:
 
     def submit(self, storage_id: str, payload: bytes) -> None:
         """Queue one record (JSON, encoded by the caller: what it reports may not change later),
-        then raise a failure recorded so far (this record is still posted)."""
+        then raise a failure of an earlier record (this record is still posted; its own failure
+        surfaces at the next call)."""
         with self._changed:
             if self._closed:
                 raise RuntimeError(
                     f"checkpoint {storage_id} was saved after core.Context was closed, so it "
                     "cannot be reported; save checkpoints inside `with det.core.init()`"
                 )
+            # Taken before this record is queued: the thread may post (and fail) it before this
+            # call returns, and whether that failure surfaced here or at the next call must not
+            # depend on the timing.
+            earlier, self._error = self._error, None
             self._pending.append((storage_id, payload))
             self._unfinished += 1
             if self._thread is None:
@@ -67,7 +72,9 @@ class CheckpointReporter:
                 # last checkpoint (or never closes the context) still reports it.
                 atexit.register(self._drain_at_exit)
             self._changed.notify_all()
-        self.raise_error()
+        if earlier is not None:
+            storage_id, error = earlier
+            raise report_failed(storage_id, error) from error
 
     def flush(self) -> None:
         """Wait until every submitted record reached the master; raise a failure."""
