@@ -3,12 +3,16 @@ collide on torchrun's store (`C10D_PORT`) or on the ZMQ ports of `DistributedCon
 (`INTER_TRAIN_PROCESS_COMM_PORT_1/_2`).
 
 Ports are handed out from a fixed range, skipping ports held by live allocations and ports that
-some other program is listening on right now. A port is held until its allocation is gone: the
-caller passes the allocations still alive on each call, so nothing has to remember to release.
+some other program is listening on right now. Each master starts at a random place in the range:
+several masters on one host (one JupyterLab per user) would otherwise all hand out 29500 first,
+and a port is only checked when it is handed out, not when the trial binds it. A port is held
+until its allocation is gone: the caller passes the allocations still alive on each call, so
+nothing has to remember to release.
 """
 
 from __future__ import annotations
 
+import random
 import socket
 from collections.abc import Iterable
 
@@ -30,11 +34,18 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 
 
 class PortAllocator:
-    def __init__(self, first: int = FIRST_PORT, last: int = LAST_PORT) -> None:
+    def __init__(
+        self, first: int = FIRST_PORT, last: int = LAST_PORT, *, start: int | None = None
+    ) -> None:
+        """Ports `first`..`last`; the first one tried is `start` (default: a random one)."""
         self.first = first
         self.last = last
         self._held: dict[str, list[int]] = {}
-        self._next = first
+        if start is None:
+            start = random.randint(first, last)
+        if not first <= start <= last:
+            raise ValueError(f"start: {start} is outside the port range {first}..{last}")
+        self._next = start
 
     def held(self) -> dict[str, list[int]]:
         return {key: list(ports) for key, ports in self._held.items()}

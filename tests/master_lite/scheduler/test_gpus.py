@@ -102,7 +102,7 @@ def test_no_gpu_means_cpu_slots_and_no_warnings(monkeypatch):
 
 
 def test_ports_are_distinct_while_allocations_live_and_skip_busy_ports():
-    allocator = PortAllocator(first=31000, last=31099)
+    allocator = PortAllocator(first=31000, last=31099, start=31000)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 31001))
         busy.listen()
@@ -119,6 +119,17 @@ def test_ports_are_distinct_while_allocations_live_and_skip_busy_ports():
         "INTER_TRAIN_PROCESS_COMM_PORT_1",
         "INTER_TRAIN_PROCESS_COMM_PORT_2",
     }
+
+
+def test_masters_on_one_host_start_at_different_ports():
+    """Two masters on one host (one JupyterLab per user) must not both hand out the range's
+    first port to their first multi-slot trial: each starts at a random place in the range
+    (twenty allocators all starting alike would happen once in 10^66 runs)."""
+    firsts = {PortAllocator(first=31200, last=31299).assign("trial-1.1", 1)[0] for _ in range(20)}
+    assert len(firsts) > 1
+    assert PortAllocator(first=31200, last=31299, start=31250).assign("trial-1.1", 1) == [31250]
+    with pytest.raises(ValueError, match="outside the port range"):
+        PortAllocator(first=31200, last=31299, start=31300)
 
 
 # -- a real master with four fake GPUs -----------------------------------------------------------
