@@ -9,6 +9,7 @@ from master_lite.checkpoints._confinement import (
     owned_checkpoint_dir,
     storage_problem,
     storage_roots,
+    under_storage_roots,
 )
 from master_lite.checkpoints._gc import CheckpointCollector, GcPolicy, checkpoints_to_keep
 
@@ -22,4 +23,5 @@ __all__ = [
     "owned_checkpoint_dir",
     "storage_problem",
     "storage_roots",
+    "under_storage_roots",
 ]

@@ -45,6 +45,16 @@ def _under(path: Path, roots: Sequence[Path]) -> bool:
     return any(path == root or path.is_relative_to(root) for root in roots)
 
 
+def under_storage_roots(path: str | Path, roots: Sequence[Path]) -> bool:
+    """Whether `path` (absolute, not a symlink) resolves strictly inside a storage root: a
+    directory the master may delete (e.g. an experiment's TensorBoard files)."""
+    candidate = Path(path)
+    if not candidate.is_absolute() or candidate.is_symlink():
+        return False
+    resolved = candidate.resolve()
+    return any(resolved != root and resolved.is_relative_to(root) for root in roots)
+
+
 def storage_problem(storage_config: Mapping, roots: Sequence[Path]) -> str | None:
     """Why a config's `checkpoint_storage` may not be used by this master (None: it may).
 
@@ -95,4 +105,5 @@ __all__ = [
     "owned_checkpoint_dir",
     "storage_problem",
     "storage_roots",
+    "under_storage_roots",
 ]

@@ -182,7 +182,8 @@ class CheckpointCollector:
             NotFound: no such checkpoint.
             Conflict: a live trial needs it (its latest checkpoint or a warm-start source), a
                 model version names it, or it is not COMPLETED.
-            MasterError: its files could not be removed (or its uuid is unsafe).
+            Forbidden: its directory is not one the master may delete (`_confinement`).
+            MasterError: its files could not be removed.
         """
         checkpoint = self.store.checkpoints.get(uuid)
         if checkpoint is None:
@@ -202,6 +203,11 @@ class CheckpointCollector:
         experiment = self.store.experiments.get(checkpoint.experiment_id)
         assert experiment is not None  # a checkpoint's experiment is never removed
         outcome = self._delete(checkpoint, experiment.config["checkpoint_storage"])
+        if outcome == "refused":
+            raise errors.Forbidden(
+                f"checkpoint {uuid}: its directory is not a checkpoint directory under this "
+                "master's checkpoint storage; the master does not delete it"
+            )
         if outcome != "deleted":
             raise errors.MasterError(
                 f"checkpoint {uuid}: its files could not be deleted (see the master's log)"
