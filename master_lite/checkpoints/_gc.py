@@ -151,8 +151,10 @@ class CheckpointCollector:
 
         path = storage.checkpoint_dir(storage_config, checkpoint.uuid)
         base = storage.checkpoint_base(storage_config)
-        owned = owned_checkpoint_dir(path, checkpoint.uuid, self._roots)
-        if owned is None or owned.parent != base.resolve():
+        # The path the master registered (a row without one: where the config puts it).
+        recorded = checkpoint.path or str(path)
+        owned = owned_checkpoint_dir(recorded, checkpoint.uuid, self._roots)
+        if owned is None or owned != path.resolve() or owned.parent != base.resolve():
             # Only a uuid-named directory the master registered under its own storage roots,
             # never a symlink out of them, whatever a run put in its config or record.
             logger.warning(

@@ -135,9 +135,6 @@ def test_row1_storage_outside_the_masters_roots_cannot_be_read_or_deleted(tmp_pa
         )
         with pytest.raises(errors.Forbidden):
             parts.checkpoints.checkpoint_archive(linked)
-        with pytest.raises(errors.Forbidden):
-            _collector(parts).delete_checkpoint(linked)
-        assert (secret / "id_ed25519").read_text() == "PRIVATE KEY"
 
         # A real checkpoint in the master's storage is served and deleted as before.
         real = str(uuid_module.uuid4())
@@ -147,8 +144,17 @@ def test_row1_storage_outside_the_masters_roots_cannot_be_read_or_deleted(tmp_pa
             {"uuid": real, "trial_id": trial_id, "metadata": {"steps_completed": 3}}
         )
         assert parts.checkpoints.checkpoint_archive(real)
+        later = str(uuid_module.uuid4())  # the trial's latest, which it would resume from
+        (parts.shared.root_dir / "checkpoints" / later).mkdir()
+        parts.checkpoints.report_checkpoint(
+            {"uuid": later, "trial_id": trial_id, "metadata": {"steps_completed": 4}}
+        )
         _collector(parts).delete_checkpoint(real)
         assert not (parts.shared.root_dir / "checkpoints" / real).exists()
+        # The symlinked one (no longer the trial's latest, so deletable if it were real).
+        with pytest.raises(errors.Forbidden):
+            _collector(parts).delete_checkpoint(linked)
+        assert (secret / "id_ed25519").read_text() == "PRIVATE KEY"
 
     run_with_parts(tmp_path / "root", body)
 
