@@ -13,6 +13,7 @@ make it read or delete any directory the master's user owns (issue 26, row 1). T
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ def is_checkpoint_uuid(value: object) -> bool:
     return isinstance(value, str) and _UUID.fullmatch(value) is not None
 
 
-def storage_roots(root_dir: Path, extra: Sequence[str | Path] = ()) -> tuple[Path, ...]:
+def storage_roots(root_dir: Path, extra: Sequence[str | os.PathLike] = ()) -> tuple[Path, ...]:
     """The directories checkpoint storage may lie under: the master's own
     `<root_dir>/checkpoints` first, then `extra` (absolute paths), all resolved."""
     roots = [Path(root_dir) / "checkpoints", *(Path(p) for p in extra)]
