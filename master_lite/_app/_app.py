@@ -101,6 +101,7 @@ class MasterLite(MasterLiteSettings):
             self.root_dir,
             cpu_slots=self.cpu_slots,
             context_size_limit=self.context_size_limit,
+            checkpoint_storage_roots=list(self.checkpoint_storage_roots),
             resource_manager=self.resource_manager,
             ray_address=self.ray_address,
             runner_classes=RunnerClasses(

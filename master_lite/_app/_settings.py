@@ -14,7 +14,7 @@ from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Any as AnyTrait
-from traitlets import Enum, Float, Integer, TraitError, Type, Unicode, default, validate
+from traitlets import Enum, Float, Integer, List, TraitError, Type, Unicode, default, validate
 from traitlets.config import Configurable
 
 from determined.common import context as context_mod
@@ -126,6 +126,15 @@ class MasterLiteSettings(Configurable):
         help="Ray cluster for resource_manager 'ray' ('auto', 'host:port', 'ray://...'); unset: "
         "$RAY_ADDRESS, else a local Ray. Env: MASTER_LITE_RAY_ADDRESS.",
     ).tag(config=True)
+    checkpoint_storage_roots = List(
+        Unicode(),
+        help="Directories (absolute) under which an experiment's or unmanaged run's "
+        "checkpoint_storage (shared_fs host_path/storage_path, directory container_path) may "
+        "lie, besides <root_dir>/checkpoints, which is always allowed; a config naming storage "
+        "elsewhere is refused (400). The master serves and deletes checkpoint directories, so "
+        "this is what it may read and delete. Env: MASTER_LITE_CHECKPOINT_STORAGE_ROOTS "
+        "(separated by the OS path separator, ':').",
+    ).tag(config=True)
     context_size_limit = Integer(
         help="Largest accepted experiment context (tar.gz bytes); bigger uploads get 413. "
         "Env: MASTER_LITE_CONTEXT_SIZE_LIMIT."
@@ -227,6 +236,18 @@ class MasterLiteSettings(Configurable):
     @default("ray_address")
     def _default_ray_address(self) -> str | None:
         return _from_env("MASTER_LITE_RAY_ADDRESS", str, None)
+
+    @default("checkpoint_storage_roots")
+    def _default_checkpoint_storage_roots(self) -> list[str]:
+        raw = os.environ.get("MASTER_LITE_CHECKPOINT_STORAGE_ROOTS") or ""
+        return [part for part in raw.split(os.pathsep) if part]
+
+    @validate("checkpoint_storage_roots")
+    def _check_checkpoint_storage_roots(self, proposal: Any) -> list[str]:
+        for path in proposal["value"]:
+            if not os.path.isabs(os.path.expanduser(path)):
+                raise TraitError(f"checkpoint_storage_roots: {path!r} is not an absolute path")
+        return list(proposal["value"])
 
     @default("context_size_limit")
     def _default_context_size_limit(self) -> int:

@@ -34,6 +34,9 @@ class MasterState:
     def __init__(self, root_dir: Path, events: EventBus) -> None:
         self.root_dir = root_dir
         self.events = events
+        # Where checkpoint storage may lie (resolved; master_lite.checkpoints._confinement):
+        # the master's own <root_dir>/checkpoints unless the facade is given more. Set once.
+        self.storage_roots: tuple[Path, ...] = ((root_dir / "checkpoints").resolve(),)
         self.store: Store = None  # type: ignore[assignment]  # opened by the master's start()
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         # Set while the master stops (no new launches) and once it stopped (nothing runs).

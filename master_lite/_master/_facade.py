@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from determined.common import expconf
 from master_lite._core import MasterState, Views, _auth
 from master_lite._core._events import EventBus
 from master_lite._master._wiring import build_parts
-from master_lite.checkpoints import CheckpointCollector, Checkpoints
+from master_lite.checkpoints import CheckpointCollector, Checkpoints, storage_roots
 from master_lite.experiments import EXPERIMENT_ACTIONS, ExperimentEdits, Experiments
 from master_lite.models import Models
 from master_lite.reports import LogWriter, Reports, TrialLogs
@@ -66,6 +67,7 @@ class Master:
         tensorboard_refresh_seconds: float = 5.0,
         container_runtime: str | None = None,
         kernel_gateway: GatewayDefault | None = None,
+        checkpoint_storage_roots: Sequence[str | os.PathLike] = (),
     ) -> None:
         if resource_manager not in ("local", "ray"):
             raise ValueError(
@@ -111,6 +113,9 @@ class Master:
         self._checkpoint_gc: CheckpointCollector = None  # type: ignore[assignment]  # start()
         self._log_writer: LogWriter | None = None
         self._shared = MasterState(self.root_dir, self.events)
+        # Configs may put checkpoints only under these (issue 26): <root_dir>/checkpoints and
+        # the directories an administrator allows (MasterLite.checkpoint_storage_roots).
+        self._shared.storage_roots = storage_roots(self.root_dir, checkpoint_storage_roots)
         settings = RunSettings(
             cluster_id=cluster_id,
             preemption_grace_seconds=preemption_grace_seconds,
@@ -173,7 +178,7 @@ class Master:
             (self.root_dir / sub).mkdir(parents=True, exist_ok=True)
         store = Store(self.root_dir / "master.db")
         self._checkpoint_gc = CheckpointCollector(
-            store, on_deleted=self.checkpoints.publish_deleted
+            store, on_deleted=self.checkpoints.publish_deleted, roots=self._shared.storage_roots
         )
         self._log_writer = log_writer = LogWriter(self.logs.store_logs)
         # Exits arrive on a waiter thread; they go through the log writer so that they reach

@@ -229,6 +229,8 @@ ROUTES: tuple[Route, ...] = (
                 CHECKPOINT_ANSWER,
                 request=CHECKPOINT_BODY,
                 trial_scope=TrialScope.CHECKPOINT_REPORT,
+                description="400 when uuid is not a UUID; 409 when another trial reported that "
+                "uuid (a record stays with the trial that first reported it)",
             ),
             "patch": Operation(
                 "Mark checkpoints deleted",
@@ -288,7 +290,11 @@ ROUTES: tuple[Route, ...] = (
         _checkpoints.CheckpointDownloadHandler,
         {
             "get": Operation(
-                "The checkpoint directory as tar.gz", GZIP, content_type="application/gzip"
+                "The checkpoint directory as tar.gz",
+                GZIP,
+                content_type="application/gzip",
+                description="403 when its recorded path is not a uuid-named directory under "
+                "the master's checkpoint storage roots",
             )
         },
         (CHECKPOINT_UUID,),

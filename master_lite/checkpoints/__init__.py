@@ -1,7 +1,27 @@
-"""Checkpoints: reports and reads (`Checkpoints`), and garbage collection by the experiment's
-`checkpoint_storage` policy (`CheckpointCollector`)."""
+"""Checkpoints: reports and reads (`Checkpoints`), garbage collection by the experiment's
+`checkpoint_storage` policy (`CheckpointCollector`), and where checkpoint storage may be
+(`storage_problem`, `storage_roots`: the master's, not the caller's)."""
 
 from master_lite.checkpoints._checkpoints import Checkpoints
+from master_lite.checkpoints._confinement import (
+    ROOTS_SETTING,
+    is_checkpoint_uuid,
+    owned_checkpoint_dir,
+    storage_problem,
+    storage_roots,
+    under_storage_roots,
+)
 from master_lite.checkpoints._gc import CheckpointCollector, GcPolicy, checkpoints_to_keep
 
-__all__ = ["CheckpointCollector", "Checkpoints", "GcPolicy", "checkpoints_to_keep"]
+__all__ = [
+    "ROOTS_SETTING",
+    "CheckpointCollector",
+    "Checkpoints",
+    "GcPolicy",
+    "checkpoints_to_keep",
+    "is_checkpoint_uuid",
+    "owned_checkpoint_dir",
+    "storage_problem",
+    "storage_roots",
+    "under_storage_roots",
+]

@@ -16,6 +16,7 @@ from master_lite import errors
 from master_lite._core import _serialize
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
+from master_lite.checkpoints._confinement import is_checkpoint_uuid, owned_checkpoint_dir
 from master_lite.runs._runs import Runs
 from master_lite.store import CheckpointRow, registered_message
 
@@ -36,11 +37,12 @@ class Checkpoints:
         uuid = record.get("uuid")
         if not isinstance(uuid, str) or not uuid:
             raise errors.InvalidRequest("uuid: required (a string)", ["uuid: required"])
-        if uuid in (".", "..") or any(c in uuid for c in "/\\\0"):
-            # It names a directory of the checkpoint storage that GC may later delete.
+        if not is_checkpoint_uuid(uuid):
+            # It names a directory of the checkpoint storage that the master may later serve
+            # and delete: only a UUID is surely one plain directory name of its own.
             raise errors.InvalidRequest(
-                f"uuid: {uuid!r} is not a plain directory name",
-                [f"uuid: {uuid!r} is not a plain directory name"],
+                f"uuid: {uuid!r} is not a UUID (8-4-4-4-12 hex digits, as str(uuid.uuid4()))",
+                [f"uuid: {uuid!r} is not a UUID"],
             )
         metadata = record.get("metadata")
         if not isinstance(metadata, dict) or not isinstance(metadata.get("steps_completed"), int):
@@ -67,6 +69,15 @@ class Checkpoints:
         except ValueError:
             report_time = time.time()
         with self._shared.store.transaction():
+            # A record belongs to the trial that first reported it, forever: a report of the
+            # same uuid by another trial would move it (and its files' fate) to that trial's
+            # experiment, so it is refused; the same trial reporting it again is idempotent.
+            existing = self._shared.store.checkpoints.get(uuid)
+            if existing is not None and existing.trial_id != trial.id:
+                raise errors.Conflict(
+                    f"checkpoint {uuid} was reported by trial {existing.trial_id}; trial "
+                    f"{trial.id} may not report it (report a new uuid for a new checkpoint)"
+                )
             self._shared.store.checkpoints.put(
                 {
                     "uuid": uuid,
@@ -139,6 +150,15 @@ class Checkpoints:
             raise errors.NotFound(
                 f"checkpoint {uuid} has no files at {path} (state {checkpoint.state})"
             )
+        owned = owned_checkpoint_dir(path, uuid, self._shared.storage_roots)
+        if owned is None:
+            # A record from before uuids and storage were confined (or a forged one): its
+            # path is not a checkpoint directory under the master's storage.
+            raise errors.Forbidden(
+                f"checkpoint {uuid}: {path} is not a checkpoint directory under this master's "
+                "checkpoint storage; it is not served"
+            )
+        path = owned
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
             for item in sorted(path.rglob("*")):

@@ -28,7 +28,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from determined.common.states import (
@@ -36,6 +37,7 @@ from determined.common.states import (
 )
 from master_lite import errors
 from master_lite._core import _metric_format
+from master_lite.checkpoints._confinement import owned_checkpoint_dir
 
 if TYPE_CHECKING:
     from master_lite.store import CheckpointRow, Store
@@ -104,16 +106,6 @@ def checkpoints_to_keep(
     return keep
 
 
-def _safe_uuid(uuid: str) -> bool:
-    return (
-        bool(uuid)
-        and uuid not in (".", "..")
-        and "/" not in uuid
-        and "\\" not in uuid
-        and "\0" not in uuid
-    )
-
-
 class CheckpointCollector:
     """The master's checkpoint GC: owns no state of its own beyond the store's checkpoint rows
     and the experiments' `checkpoint_gc_done` flag. Runs on the event loop thread.
@@ -121,9 +113,18 @@ class CheckpointCollector:
     `on_deleted(uuid)` is called for each checkpoint it deleted (the master publishes it).
     """
 
-    def __init__(self, store: Store, *, on_deleted: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        on_deleted: Callable[[str], None],
+        roots: Sequence[Path] | None = None,
+    ) -> None:
         self.store = store
         self._on_deleted = on_deleted
+        # The master's checkpoint storage roots (resolved); None: wherever the config says
+        # (for a collector built outside a master, e.g. in tests of the policy).
+        self._roots: Sequence[Path] = roots if roots is not None else (Path("/"),)
 
     def _checkpoints_in_use(self) -> set[str]:
         return (
@@ -150,17 +151,23 @@ class CheckpointCollector:
 
         path = storage.checkpoint_dir(storage_config, checkpoint.uuid)
         base = storage.checkpoint_base(storage_config)
-        if not _safe_uuid(checkpoint.uuid) or path.resolve().parent != base.resolve():
+        # The path the master registered (a row without one: where the config puts it).
+        recorded = checkpoint.path or str(path)
+        owned = owned_checkpoint_dir(recorded, checkpoint.uuid, self._roots)
+        if owned is None or owned != path.resolve() or owned.parent != base.resolve():
+            # Only a uuid-named directory the master registered under its own storage roots,
+            # never a symlink out of them, whatever a run put in its config or record.
             logger.warning(
-                "checkpoint GC: refusing to delete %s (uuid %r is not a plain "
-                "directory name under %s)",
+                "checkpoint GC: refusing to delete %s (uuid %r is not a checkpoint directory "
+                "of %s under the master's checkpoint storage %s)",
                 path,
                 checkpoint.uuid,
                 base,
+                ", ".join(str(root) for root in self._roots),
             )
             return "refused"
         try:
-            shutil.rmtree(path)
+            shutil.rmtree(owned)
         except FileNotFoundError:
             pass  # already gone (deleted by hand, or by a GC the master died during)
         except OSError as exc:
@@ -177,7 +184,8 @@ class CheckpointCollector:
             NotFound: no such checkpoint.
             Conflict: a live trial needs it (its latest checkpoint or a warm-start source), a
                 model version names it, or it is not COMPLETED.
-            MasterError: its files could not be removed (or its uuid is unsafe).
+            Forbidden: its directory is not one the master may delete (`_confinement`).
+            MasterError: its files could not be removed.
         """
         checkpoint = self.store.checkpoints.get(uuid)
         if checkpoint is None:
@@ -197,6 +205,11 @@ class CheckpointCollector:
         experiment = self.store.experiments.get(checkpoint.experiment_id)
         assert experiment is not None  # a checkpoint's experiment is never removed
         outcome = self._delete(checkpoint, experiment.config["checkpoint_storage"])
+        if outcome == "refused":
+            raise errors.Forbidden(
+                f"checkpoint {uuid}: its directory is not a checkpoint directory under this "
+                "master's checkpoint storage; the master does not delete it"
+            )
         if outcome != "deleted":
             raise errors.MasterError(
                 f"checkpoint {uuid}: its files could not be deleted (see the master's log)"

@@ -13,6 +13,7 @@ from determined.common.states import TERMINAL_EXPERIMENT_STATES, CheckpointState
 from master_lite import errors
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
+from master_lite.checkpoints import under_storage_roots
 from master_lite.checkpoints._checkpoints import Checkpoints
 from master_lite.experiments._searchers import Searchers
 from master_lite.runs._runs import Runs
@@ -161,7 +162,13 @@ class ExperimentEdits:
         # Files first: when one cannot be removed the experiment stays, its other
         # checkpoints already DELETED (as the GC leaves them), and the user may retry.
         for checkpoint in completed:
-            self._delete_checkpoint_files(checkpoint.uuid)
+            try:
+                self._delete_checkpoint_files(checkpoint.uuid)
+            except errors.Forbidden:
+                # Files outside the master's checkpoint storage (a record an older master
+                # accepted) are not the master's to delete; the record goes with the
+                # experiment, the files stay (the collector logged which).
+                pass
         # A failed kernel trial's kernel kept for post-mortem would outlive its experiment (and
         # run in a work dir removed below) until keep_alive ends: it ends now.
         if self._runs.runner is not None:
@@ -175,7 +182,9 @@ class ExperimentEdits:
         # The TensorBoard files its trials wrote themselves, which the harness copied beside
         # the checkpoints (no row names them, so nothing else would ever remove them).
         tensorboard_files = experiment_files_dir(row.config, exp_id)
-        if tensorboard_files is not None:
+        if tensorboard_files is not None and under_storage_roots(
+            tensorboard_files, self._shared.storage_roots
+        ):
             shutil.rmtree(tensorboard_files, ignore_errors=True)
         # Its context, unless another experiment was made from the same files (same hash).
         unused_context = (

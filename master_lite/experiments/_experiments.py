@@ -26,6 +26,7 @@ from determined.common.states import (
 from master_lite import errors
 from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
+from master_lite.checkpoints import storage_problem
 from master_lite.experiments._operations import SearcherOperations
 from master_lite.experiments._searchers import SearcherFailed, Searchers
 from master_lite.reports._logs import TrialLogs
@@ -117,6 +118,11 @@ class Experiments:
         runner = self._runs.runner
         if not problems and runner is not None:
             problems = runner.config_problems(expanded)
+        # The master serves and deletes what lies in checkpoint storage: a config may put it
+        # only where the master's configuration allows (issue 26).
+        storage_issue = storage_problem(expanded["checkpoint_storage"], self._shared.storage_roots)
+        if storage_issue:
+            problems = [*problems, storage_issue]
         if problems:
             raise errors.InvalidRequest(
                 f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),

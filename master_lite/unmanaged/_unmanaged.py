@@ -28,6 +28,7 @@ from master_lite import errors
 from master_lite._core import _auth
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
+from master_lite.checkpoints import storage_problem
 from master_lite.experiments._experiments import Experiments
 from master_lite.reports._logs import TrialLogs
 from master_lite.store import TrialRow, UnmanagedTrialRow
@@ -158,6 +159,11 @@ class UnmanagedRuns:
                     "storage_path": ".",
                 },
             )
+            # The master serves and deletes what lies in checkpoint storage: a run may put it
+            # only where the master's configuration allows (issue 26).
+            problem = storage_problem(config["checkpoint_storage"], self._shared.storage_roots)
+            if problem:
+                raise errors.InvalidRequest(f"invalid run config: {problem}", [problem])
             exp_id = self._shared.experiment_states.create(
                 paused=False,
                 name=config["name"],

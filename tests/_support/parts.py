@@ -83,7 +83,9 @@ async def started_parts(
         delete_checkpoint_files=lambda uuid: collectors[0].delete_checkpoint(uuid),
     )
     collectors.append(
-        CheckpointCollector(shared.store, on_deleted=parts.checkpoints.publish_deleted)
+        CheckpointCollector(
+            shared.store, on_deleted=parts.checkpoints.publish_deleted, roots=shared.storage_roots
+        )
     )
     log_writer = LogWriter(parts.logs.store_logs)
     runner = FakeRunner(log_sink=log_writer.submit, on_exit=parts.runs.exit_observed)

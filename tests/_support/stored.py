@@ -53,7 +53,7 @@ def finished_experiment(
     )
     uuids = []
     for steps, loss in losses.items():
-        uuid = f"ckpt-{exp_id}-{steps}"
+        uuid = f"00000000-0000-4000-{exp_id:04d}-{steps:012d}"  # a UUID, as the master requires
         (storage_dir / uuid).mkdir(parents=True)
         (storage_dir / uuid / "weights").write_text(str(steps))
         record: dict[str, Any] = {

@@ -61,6 +61,7 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "ray_runner_class",
         "container_runtime",
         "context_size_limit",
+        "checkpoint_storage_roots",
         "preemption_grace_seconds",
         "tensorboard_refresh_seconds",
         "kernel_gateway_url",
@@ -110,6 +111,22 @@ def test_environment_variables_set_defaults_and_config_wins(
     assert app.container_runtime == "/opt/bin/docker"
     assert app.preemption_grace_seconds == 2.5
     assert MasterLite(port=7000).port == 7000
+
+
+def test_checkpoint_storage_roots_reach_the_master(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(tmp_path / "root"))
+    monkeypatch.setenv("MASTER_LITE_CHECKPOINT_STORAGE_ROOTS", f"{tmp_path}/a:{tmp_path}/b")
+    app = MasterLite()
+    assert app.checkpoint_storage_roots == [f"{tmp_path}/a", f"{tmp_path}/b"]
+    # The master's own storage comes first and is always allowed.
+    assert app.build_master()._shared.storage_roots == tuple(
+        path.resolve()
+        for path in (tmp_path / "root" / "checkpoints", tmp_path / "a", tmp_path / "b")
+    )
+    with pytest.raises(TraitError, match="'relative/dir' is not an absolute path"):
+        MasterLite(checkpoint_storage_roots=["relative/dir"])
 
 
 def test_bad_settings_name_the_problem(monkeypatch: pytest.MonkeyPatch) -> None:

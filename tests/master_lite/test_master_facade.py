@@ -14,6 +14,10 @@ from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite._master import Master
 from tests._support import tar_gz, wait_until_async
 
+# Checkpoint uuids are UUIDs (the master refuses others).
+CKPT_1 = "00000000-0000-4000-8000-0000000000c1"
+U1 = "00000000-0000-4000-8000-0000000000a1"
+
 
 def until(predicate, timeout=30.0, what="condition"):
     """The facade tests' waits: short and polled often (a whole test has 120 s)."""
@@ -167,7 +171,7 @@ async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, 
     assert await master.runs.wait_preemption(allocation_id, 0) is False
     master.checkpoints.report_checkpoint(
         {
-            "uuid": "ckpt-1",
+            "uuid": CKPT_1,
             "trialId": trial["id"],
             "allocationId": allocation_id,
             "metadata": {"steps_completed": 5},
@@ -188,7 +192,7 @@ async def test_pause_terminates_unresponsive_trial_and_activate_resumes(master, 
     master.experiments.experiment_action(exp["id"], "activate")
     await until(lambda: experiment_state(master, exp["id"]) == "COMPLETED", what="COMPLETED")
     lines = [entry["line"] for entry in master.logs.get_logs(trial["id"], stream="stdout")]
-    assert lines == ["started run 1 None", "started run 2 ckpt-1"]
+    assert lines == ["started run 1 None", f"started run 2 {CKPT_1}"]
     with pytest.raises(errors.Conflict):
         master.experiments.experiment_action(exp["id"], "activate")
     assert master.experiments.experiment_action(exp["id"], "archive")["archived"] is True
@@ -267,28 +271,27 @@ async def test_checkpoints(master, tmp_path):
     exp = master.experiments.create_experiment(config(), tar_gz({"train.py": LONG_FIRST_RUN}))
     [trial] = master.views.list_trials(exp["id"])
     with pytest.raises(errors.InvalidRequest, match="steps_completed"):
-        master.checkpoints.report_checkpoint({"uuid": "u1", "trialId": trial["id"], "metadata": {}})
+        master.checkpoints.report_checkpoint({"uuid": U1, "trialId": trial["id"], "metadata": {}})
     assert master.checkpoints.list_checkpoints(experiment_id=exp["id"]) == []
     checkpoint = master.checkpoints.report_checkpoint(
         {
-            "uuid": "u1",
+            "uuid": U1,
             "trialId": trial["id"],
             "metadata": {"steps_completed": 3},
             "resources": {"w.bin": 4},
         }
     )
-    expected_dir = tmp_path / "root" / "checkpoints" / "u1"
+    expected_dir = tmp_path / "root" / "checkpoints" / U1
     assert os.path.normpath(checkpoint["path"]) == str(expected_dir)
-    assert master.views.get_trial(trial["id"])["latest_checkpoint"] == "u1"
+    assert master.views.get_trial(trial["id"])["latest_checkpoint"] == U1
     expected_dir.mkdir(parents=True)
     (expected_dir / "w.bin").write_bytes(b"abcd")
-    archive = master.checkpoints.checkpoint_archive("u1")
+    archive = master.checkpoints.checkpoint_archive(U1)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         assert tar.extractfile("w.bin").read() == b"abcd"
-    master.checkpoints.mark_checkpoints_deleted([{"uuid": "u1", "resources": {}}])
+    master.checkpoints.mark_checkpoints_deleted([{"uuid": U1, "resources": {}}])
     assert (
-        master.checkpoints.list_checkpoints(trial_id=trial["id"], state="DELETED")[0]["uuid"]
-        == "u1"
+        master.checkpoints.list_checkpoints(trial_id=trial["id"], state="DELETED")[0]["uuid"] == U1
     )
     with pytest.raises(errors.NotFound):
         master.checkpoints.get_checkpoint("nope")

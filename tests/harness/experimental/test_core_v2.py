@@ -14,7 +14,9 @@ from tests._support import MasterProcess
 
 @pytest.fixture
 def master(tmp_path):
-    with MasterProcess(tmp_path / "root") as process:
+    # The runs keep checkpoints in tmp_path/ckpts: the master must allow it (issue 26).
+    allowed = {"MASTER_LITE_CHECKPOINT_STORAGE_ROOTS": str(tmp_path)}
+    with MasterProcess(tmp_path / "root", env=allowed) as process:
         yield process
 
 

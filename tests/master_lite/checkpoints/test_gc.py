@@ -154,7 +154,7 @@ def config(**searcher):
 
 def save(master, trial, steps, loss=None):
     """What a trial does: write the checkpoint into storage, register it, validate."""
-    uuid = f"ckpt-{trial['id']}-{steps}"
+    uuid = f"00000000-0000-4000-{trial['id']:04d}-{steps:012d}"  # a UUID, as required
     storage_config = master.views.get_experiment_config(trial["experiment_id"])[
         "checkpoint_storage"
     ]
@@ -271,8 +271,8 @@ async def test_a_resumed_runs_validation_decides_the_checkpoint_metric(master, t
 async def test_gc_refuses_to_leave_the_storage_directory(master, tmp_path):
     exp_id = master.experiments.create_experiment(config(), None, activate=False)["id"]
     trial, _ = master.views.list_trials(exp_id)
-    for bad in ("../outside", "..", "a/b"):
-        with pytest.raises(errors.InvalidRequest, match="plain directory name"):
+    for bad in ("../outside", "..", "a/b", ".ssh"):
+        with pytest.raises(errors.InvalidRequest, match="is not a UUID"):
             master.checkpoints.report_checkpoint(
                 {"uuid": bad, "trialId": trial["id"], "metadata": {"steps_completed": 1}}
             )

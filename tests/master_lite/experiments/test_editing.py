@@ -95,7 +95,7 @@ async def _finished_experiment_with_a_checkpoint(parts, runner, root):
     then was killed: CANCELED."""
     exp = parts.experiments.create_experiment(SINGLE, None)
     [trial] = parts.views.list_trials(exp["id"])
-    uuid = f"ckpt-{exp['id']}"
+    uuid = f"00000000-0000-4000-8000-{exp['id']:012d}"  # a UUID, as the master requires
     files = root / "checkpoints" / uuid
     files.mkdir(parents=True)
     (files / "weights.bin").write_bytes(b"w")

@@ -18,6 +18,14 @@ from tests._support import (
     wait_for_experiment,
 )
 
+# Checkpoint uuids are UUIDs (the master refuses others): readable fixed ones.
+GONE = "00000000-0000-4000-8000-00000000d00e"
+
+
+def src_uuid(steps: int) -> str:
+    """The uuid of the source trial's checkpoint at `steps`."""
+    return f"00000000-0000-4000-8000-{steps:012d}"
+
 
 def config(**searcher):
     return {
@@ -72,13 +80,14 @@ async def test_missing_sources_are_refused_at_creation_naming_the_field(master):
 
     # A deleted checkpoint is no source either.
     master.checkpoints.report_checkpoint(
-        {"uuid": "gone", "trialId": trial["id"], "metadata": {"steps_completed": 5}}
+        {"uuid": GONE, "trialId": trial["id"], "metadata": {"steps_completed": 5}}
     )
-    master.checkpoints.mark_checkpoints_deleted([{"uuid": "gone", "resources": {}}])
+    master.checkpoints.mark_checkpoints_deleted([{"uuid": GONE, "resources": {}}])
     with pytest.raises(
-        errors.InvalidRequest, match="searcher.source_checkpoint_uuid: checkpoint gone is DELETED"
+        errors.InvalidRequest,
+        match=f"searcher.source_checkpoint_uuid: checkpoint {GONE} is DELETED",
     ):
-        master.experiments.create_experiment(config(source_checkpoint_uuid="gone"), None)
+        master.experiments.create_experiment(config(source_checkpoint_uuid=GONE), None)
 
 
 @with_master
@@ -87,7 +96,11 @@ async def test_every_trial_of_the_new_experiment_gets_the_source(master):
     (trial,) = master.views.list_trials(source)
     for steps in (10, 20):
         master.checkpoints.report_checkpoint(
-            {"uuid": f"src-{steps}", "trialId": trial["id"], "metadata": {"steps_completed": steps}}
+            {
+                "uuid": src_uuid(steps),
+                "trialId": trial["id"],
+                "metadata": {"steps_completed": steps},
+            }
         )
     by_trial = master.experiments.create_experiment(
         {
@@ -102,11 +115,13 @@ async def test_every_trial_of_the_new_experiment_gets_the_source(master):
         None,
         activate=False,
     )["id"]
-    assert [t["latest_checkpoint"] for t in master.views.list_trials(by_trial)] == ["src-20"] * 3
+    assert [t["latest_checkpoint"] for t in master.views.list_trials(by_trial)] == [
+        src_uuid(20)
+    ] * 3
     by_uuid = master.experiments.create_experiment(
-        config(source_checkpoint_uuid="src-10"), None, activate=False
+        config(source_checkpoint_uuid=src_uuid(10)), None, activate=False
     )["id"]
-    assert [t["latest_checkpoint"] for t in master.views.list_trials(by_uuid)] == ["src-10"]
+    assert [t["latest_checkpoint"] for t in master.views.list_trials(by_uuid)] == [src_uuid(10)]
 
 
 @pytest.mark.slow

@@ -9,6 +9,9 @@ import pytest
 from master_lite import errors
 from tests._support.parts import SINGLE, started_parts
 
+# Checkpoint uuids are UUIDs (the master refuses others).
+CKPT_1 = "00000000-0000-4000-8000-0000000000c1"
+
 
 def test_reports_move_the_best_validation_and_complete_the_searchers_operation(tmp_path):
     async def body() -> None:
@@ -51,14 +54,14 @@ def test_a_reported_checkpoint_becomes_the_trials_latest_and_can_be_listed(tmp_p
             exp = parts.experiments.create_experiment(SINGLE, None)
             [trial] = parts.views.list_trials(exp["id"])
             allocation_id = runner.launched[0].allocation_id
-            with pytest.raises(errors.InvalidRequest, match="not a plain directory name"):
+            with pytest.raises(errors.InvalidRequest, match="is not a UUID"):
                 parts.checkpoints.report_checkpoint(
                     {"uuid": "../x", "metadata": {"steps_completed": 1}}
                 )
             # The trial is found from the allocation when the report names only that.
             checkpoint = parts.checkpoints.report_checkpoint(
                 {
-                    "uuid": "ckpt-1",
+                    "uuid": CKPT_1,
                     "allocation_id": allocation_id,
                     "metadata": {"steps_completed": 10},
                     "resources": {"model.pt": 3},
@@ -66,22 +69,22 @@ def test_a_reported_checkpoint_becomes_the_trials_latest_and_can_be_listed(tmp_p
             )
             assert checkpoint["trial_id"] == trial["id"]
             assert checkpoint["state"] == "COMPLETED"
-            assert parts.views.trial_row(trial["id"]).latest_checkpoint == "ckpt-1"
+            assert parts.views.trial_row(trial["id"]).latest_checkpoint == CKPT_1
             listed = parts.checkpoints.list_checkpoints(experiment_id=exp["id"])
-            assert [c["uuid"] for c in listed] == ["ckpt-1"]
+            assert [c["uuid"] for c in listed] == [CKPT_1]
 
             # A user's metadata edit replaces the master's record of it.
             edited = parts.checkpoints.set_checkpoint_metadata(
-                "ckpt-1", {"steps_completed": 10, "note": "best"}
+                CKPT_1, {"steps_completed": 10, "note": "best"}
             )
             assert edited["metadata"] == {"steps_completed": 10, "note": "best"}
-            assert parts.checkpoints.get_checkpoint("ckpt-1")["metadata"]["note"] == "best"
+            assert parts.checkpoints.get_checkpoint(CKPT_1)["metadata"]["note"] == "best"
             with pytest.raises(errors.NotFound, match="checkpoint nope not found"):
                 parts.checkpoints.set_checkpoint_metadata("nope", {})
 
-            parts.checkpoints.mark_checkpoints_deleted([{"uuid": "ckpt-1"}])
-            assert parts.checkpoints.get_checkpoint("ckpt-1")["state"] == "DELETED"
+            parts.checkpoints.mark_checkpoints_deleted([{"uuid": CKPT_1}])
+            assert parts.checkpoints.get_checkpoint(CKPT_1)["state"] == "DELETED"
             with pytest.raises(errors.NotFound):
-                parts.checkpoints.checkpoint_archive("ckpt-1")
+                parts.checkpoints.checkpoint_archive(CKPT_1)
 
     asyncio.run(asyncio.wait_for(body(), 60))

@@ -13,6 +13,9 @@ from master_lite.runs import authenticate
 from master_lite.unmanaged import UnmanagedRuns
 from tests._support.parts import FakeRunner, run_with_parts
 
+# Checkpoint uuids are UUIDs (the master refuses others).
+CK_1 = "00000000-0000-4000-8000-0000000000c1"
+
 
 class FakeClock:
     """Wall-clock time a test moves by hand (leases expire without sleeping)."""
@@ -116,7 +119,7 @@ def test_resuming_by_external_ids_continues_the_same_trial(tmp_path):
     def body(parts: Parts, runner: FakeRunner, runs: UnmanagedRuns, clock: FakeClock) -> None:
         first = runs.open_run(RUN)
         parts.checkpoints.report_checkpoint(
-            {"uuid": "ck-1", "trial_id": first["trial_id"], "metadata": {"steps_completed": 7}}
+            {"uuid": CK_1, "trial_id": first["trial_id"], "metadata": {"steps_completed": 7}}
         )
         clock.now += 31
         runs.expire_leases()
@@ -128,7 +131,7 @@ def test_resuming_by_external_ids_continues_the_same_trial(tmp_path):
             first["trial_id"],
         )
         assert again["trial_run_id"] == first["trial_run_id"] + 1
-        assert again["latest_checkpoint"] == "ck-1"
+        assert again["latest_checkpoint"] == CK_1
         assert again["hparams"] == RUN["hparams"]  # the trial's own, not the new ones
         assert parts.views.get_trial(first["trial_id"])["state"] == "ACTIVE"
         resumed_experiment = parts.views.get_experiment(first["experiment_id"])

@@ -94,7 +94,13 @@ def test_checkpoint_storage_the_gateway_lacks_is_named_in_the_log(
     gateway: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    master = start_master(env={"JUPYTER_GATEWAY_AUTH_TOKEN": TOKEN})
+    # Storage outside the master's root dir must be allowed (MasterLite.checkpoint_storage_roots).
+    master = start_master(
+        env={
+            "JUPYTER_GATEWAY_AUTH_TOKEN": TOKEN,
+            "MASTER_LITE_CHECKPOINT_STORAGE_ROOTS": str(tmp_path),
+        }
+    )
     cfg = gateway_config(gateway, "python3 s.py")
     elsewhere = tmp_path / "storage-on-the-master-only"
     cfg["checkpoint_storage"] = {"type": "shared_fs", "host_path": str(elsewhere)}
