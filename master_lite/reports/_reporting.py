@@ -73,13 +73,13 @@ class Reports:
                 if best_id is not None:
                     best_row = self._shared.store.metrics.by_id(best_id)
                     best_value = (
-                        _metric_format.metric_value(best_row["metrics"], metric_name)
+                        _metric_format.comparable_metric_value(best_row["metrics"], metric_name)
                         if best_row
                         else None
                     )
                 for row in rows:
                     value = (
-                        _metric_format.metric_value(row["metrics"], metric_name)
+                        _metric_format.comparable_metric_value(row["metrics"], metric_name)
                         if row["group"] == "validation"
                         else None
                     )
@@ -137,7 +137,7 @@ class Reports:
         of equals)."""
         best_id, best_value = None, None
         for row in self._shared.store.metrics.validations(trial_id):
-            value = _metric_format.metric_value(row["metrics"], metric_name)
+            value = _metric_format.comparable_metric_value(row["metrics"], metric_name)
             if value is not None and (
                 best_value is None
                 or (value < best_value if smaller_is_better else value > best_value)
