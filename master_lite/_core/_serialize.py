@@ -41,6 +41,22 @@ def finite_json(value: Any) -> Any:
     return value
 
 
+def non_finite_path(value: Any, path: str) -> str | None:
+    """Where in `value` (a decoded JSON body part named `path`) the first NaN or infinite
+    number sits, as `path.key[index]`; None when there is none. For input where such a number
+    means nothing (model metadata): 400 names the field instead of storing it."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:  # iterative: a deep body never recurses here
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return where
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
+
+
 def dumps(payload: Any, default: Callable[[Any], Any] | None = None) -> str:
     """`payload` as strict JSON text (RFC 8259: no NaN/Infinity tokens); see the module doc.
 

@@ -5,6 +5,7 @@ Each report is stored and heard by the searcher in one transaction; events go ou
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol
 
 from determined.common.states import TERMINAL_TRIAL_STATES
@@ -152,6 +153,8 @@ class Reports:
             value = float(progress)
         except (TypeError, ValueError) as exc:
             raise errors.InvalidRequest(f"progress: expected a number, got {progress!r}") from exc
+        if not math.isfinite(value):
+            raise errors.InvalidRequest(f"progress: expected a finite number, got {progress!r}")
         self._shared.store.trials.set_progress(trial.id, value)
         self._searchers.update_progress(trial.experiment_id)
         self._views.publish_trial(trial.id)
