@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from determined.common.api._errors import APIError, MasterUnreachable, error_for_status
 from determined.common.api._master import MasterAddress, discover_master, unreachable_message
+from determined.common.api._nonfinite import decode_non_finite, may_hold_non_finite
 
 if TYPE_CHECKING:
     import requests
@@ -200,7 +201,11 @@ class Session:
                 continue
             if raw == "":
                 if data_lines:
-                    yield event_type, json.loads("\n".join(data_lines))
+                    text = "\n".join(data_lines)
+                    payload = json.loads(text)
+                    if may_hold_non_finite(text):
+                        payload = decode_non_finite(payload)
+                    yield event_type, payload
                 event_type, data_lines = "message", []
             elif raw.startswith(":"):
                 continue
@@ -254,7 +259,11 @@ def _reason(error: Exception) -> str:
 def _json(response: requests.Response) -> Any:
     if not response.content:
         return {}
-    return response.json()
+    body = response.json()
+    # "NaN"/"Infinity" of a diverged metric back to floats, as Determined's SDK reads them.
+    if may_hold_non_finite(response.text):
+        body = decode_non_finite(body)
+    return body
 
 
 def _error_from(response: requests.Response) -> APIError:
