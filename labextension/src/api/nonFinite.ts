@@ -65,7 +65,26 @@ export function parseApiJson(text: string): unknown {
   return mayHoldNonFinite(text) ? decodeNonFinite(value) : value;
 }
 
-/** Whether a value is a number that charts can place (not NaN, not ±Infinity). */
-export function isFiniteNumber(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value);
+/**
+ * The reverse, for what the sidebar writes (the final snapshot saved in a notebook's output):
+ * NaN and ±Infinity as the strings the master answers, since JSON.stringify would write null.
+ */
+export function encodeNonFinite(value: unknown): unknown {
+  if (typeof value === 'number') {
+    if (Number.isFinite(value)) {
+      return value;
+    }
+    return Number.isNaN(value) ? 'NaN' : value > 0 ? 'Infinity' : '-Infinity';
+  }
+  if (Array.isArray(value)) {
+    return value.map(encodeNonFinite);
+  }
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      out[key] = encodeNonFinite(item);
+    }
+    return out;
+  }
+  return value;
 }

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import math
 
-from determined.common.api._nonfinite import decode_non_finite, may_hold_non_finite
+from determined.common.api._nonfinite import (
+    decode_non_finite,
+    encode_non_finite,
+    may_hold_non_finite,
+)
 
 
 def test_metric_values_and_number_fields_are_decoded() -> None:
@@ -30,3 +34,14 @@ def test_only_text_that_may_hold_them_is_walked() -> None:
     assert may_hold_non_finite('{"loss": "NaN"}')
     assert may_hold_non_finite('{"loss": "-Infinity"}')
     assert not may_hold_non_finite('{"loss": 0.5, "name": "NaNa"}')
+
+
+def test_encode_is_the_reverse_for_snapshots() -> None:
+    snapshot = {"metrics": [{"metrics": {"loss": math.nan, "up": math.inf}}], "n": (1, -math.inf)}
+    encoded = encode_non_finite(snapshot)
+    assert encoded == {
+        "metrics": [{"metrics": {"loss": "NaN", "up": "Infinity"}}],
+        "n": [1, "-Infinity"],
+    }
+    decoded = decode_non_finite(encoded)
+    assert math.isnan(decoded["metrics"][0]["metrics"]["loss"])

@@ -10,6 +10,7 @@ it expects a number; so does this one: in metric values (anything under a `metri
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 NON_FINITE_STRINGS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
@@ -50,3 +51,15 @@ def decode_non_finite(value: Any) -> Any:
         else:
             out[key] = decode_non_finite(item)
     return out
+
+
+def encode_non_finite(value: Any) -> Any:
+    """The reverse, for what is written out as JSON again (a notebook widget's snapshot, which
+    Jupyter's message encoder refuses NaN in): each non-finite float as the master's string."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: encode_non_finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encode_non_finite(item) for item in value]
+    return value
