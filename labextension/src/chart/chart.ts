@@ -99,7 +99,7 @@ export class Chart {
       'div',
       {
         class: `jp-Det-chart jp-Det-chart-${kind}`,
-        attrs: { 'data-points': '0', 'data-series': '' }
+        attrs: { 'data-points': '0', 'data-series': '', 'data-nonfinite': '0' }
       },
       this._empty
     );
@@ -161,7 +161,11 @@ export class Chart {
     );
     if (!data.x.length || !data.ys.length || points === 0) {
       this.destroyPlot();
-      this._empty.textContent = this._emptyText;
+      const diverged = data.nonFinite?.length ?? 0;
+      // Reports came, but none is a number to draw: say so rather than "waiting".
+      this._empty.textContent = diverged
+        ? `All ${diverged} reported values are NaN or Infinity.`
+        : this._emptyText;
       if (!this._empty.isConnected) {
         this.node.appendChild(this._empty);
       }
