@@ -132,6 +132,17 @@ class Session:
 
         http = self._client()
         params = {k: v for k, v in (params or {}).items() if v is not None}
+        json_arg = json_body
+        if json_body is not None and data is None:
+            try:
+                json.dumps(json_body, allow_nan=False)
+            except ValueError:
+                # requests refuses NaN/Infinity (allow_nan=False), so a diverged searcher
+                # metric could not even be sent: encode it here, as the bare tokens Python
+                # writes (what the master reads, as for metric reports; docs/rest-api.md).
+                data = json.dumps(json_body).encode()
+                headers = {"Content-Type": "application/json", **(headers or {})}
+                json_arg = None
         delay = 0.2
         for attempt in range(self.connect_retries + 1):
             try:
@@ -155,7 +166,7 @@ class Session:
                     method,
                     self.url(path),
                     params=params,
-                    json=json_body,
+                    json=json_arg,
                     data=data,
                     headers=headers,
                     timeout=read_timeout
