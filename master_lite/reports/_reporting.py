@@ -221,7 +221,7 @@ class Reports:
                 f"trial {trial_id} has no pending operation of length {length} "
                 f"(pending: {trial.op_queue or 'none'})"
             )
-        if metric in ("NaN", "Infinity", "-Infinity"):
+        if isinstance(metric, str) and metric in ("NaN", "Infinity", "-Infinity"):
             metric = float(metric)  # strict JSON's form of a diverged metric (Determined's too)
         if isinstance(metric, bool) or not isinstance(metric, (int, float)):
             raise errors.InvalidRequest(f"searcherMetric: expected a number, got {metric!r}")
