@@ -64,8 +64,9 @@ def dumps(payload: Any, default: Callable[[Any], Any] | None = None) -> str:
     diverged run's) is copied with `finite_json` and encoded again."""
     try:
         return json.dumps(payload, default=default, allow_nan=False)
-    except ValueError:
-        # A non-finite float (or a circular reference, which the second call raises again).
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise  # a circular reference: no copy would end
         return json.dumps(finite_json(payload), default=default, allow_nan=False)
 
 
