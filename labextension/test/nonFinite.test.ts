@@ -10,7 +10,7 @@ import { decodeNonFinite, mayHoldNonFinite, parseApiJson } from '../src/api/nonF
 import { formatMetric } from '../src/model/format';
 import { alignSeries, hparamScatter, metricNames } from '../src/model/series';
 import { bestSearcherMetric, bestTrialId, sortTrials } from '../src/model/trialTable';
-import type { IMetricReport, ITrial } from '../src/api/types';
+import type { IMetricReport, IMetricSnapshot, ITrial } from '../src/api/types';
 
 function report(id: number, trialId: number, step: number, metrics: Record<string, unknown>) {
   return {
@@ -37,6 +37,10 @@ function trial(id: number, overrides: Partial<ITrial> = {}): ITrial {
   };
 }
 
+function snapshot(loss: number): IMetricSnapshot {
+  return { steps_completed: 1, metrics: { loss }, report_time: '2026-11-22T01:02:03Z' };
+}
+
 describe('decoding the strict JSON of a diverged run', () => {
   const text = JSON.stringify({
     experiments: [{ id: 1, name: 'NaN', labels: ['Infinity'], best_validation: 'NaN' }],
@@ -50,6 +54,7 @@ describe('decoding the strict JSON of a diverged run', () => {
   });
 
   test('metric values and number fields become NaN/±Infinity; names and labels stay text', () => {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a free-form answer
     const value = parseApiJson(text) as any;
     assert.ok(Number.isNaN(value.experiments[0].best_validation));
     assert.equal(value.experiments[0].name, 'NaN');
@@ -122,7 +127,7 @@ describe('tables and best picks', () => {
 
   test('a non-finite metric is never the best', () => {
     const diverged = trial(1, { searcher_metric: NaN });
-    const minusInf = trial(2, { best_validation: { metrics: { loss: -Infinity } } } as any);
+    const minusInf = trial(2, { best_validation: snapshot(-Infinity) });
     const fine = trial(3, { searcher_metric: 0.7 });
     assert.equal(bestSearcherMetric(diverged, 'loss'), null);
     assert.equal(bestSearcherMetric(minusInf, 'loss'), null);
@@ -142,8 +147,7 @@ describe('tables and best picks', () => {
   });
 
   test('sorting by the latest metric puts NaN last, and Infinity sorts as a number', () => {
-    const latest = (id: number, loss: number) =>
-      trial(id, { latest_validation: { metrics: { loss } } } as any);
+    const latest = (id: number, loss: number) => trial(id, { latest_validation: snapshot(loss) });
     const rows = [latest(1, NaN), latest(2, Infinity), latest(3, 0.2), latest(4, Infinity)];
     assert.deepEqual(
       sortTrials(rows, 'latest', true, 'loss').map(t => t.id),
