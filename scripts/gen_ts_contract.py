@@ -91,6 +91,8 @@ def ts_type(schema: dict, indent: str = "", broken: bool = False) -> str:
         core = ts_type(schema["allOf"][0], indent)
     elif "enum" in schema:
         core = _union([_ts_literal(value) for value in schema["enum"]], indent, broken)
+    elif "oneOf" in schema:
+        core = _union([ts_type(member, indent) for member in schema["oneOf"]], indent, broken)
     else:
         kind = schema.get("type")
         if kind in ("integer", "number"):

@@ -27,6 +27,7 @@ import time
 import uuid
 from typing import Any
 
+from determined.common.api import encode_non_finite
 from determined.common.states import TERMINAL_EXPERIMENT_STATES
 from jupyter_determined._contract import (
     EXPERIMENT_MIME_TYPE,
@@ -176,7 +177,12 @@ class ExperimentWidget:
         with self._lock:
             snapshot = self.snapshot
         return {
-            MIME_TYPE: {"experiment_id": self.experiment_id, "snapshot": snapshot},
+            # As the master answers it (a diverged metric as "NaN"): the SDK decoded it to a
+            # float, which Jupyter's message encoder and JSON.parse would refuse.
+            MIME_TYPE: {
+                "experiment_id": self.experiment_id,
+                "snapshot": encode_non_finite(snapshot),
+            },
             "text/html": snapshot_html(snapshot),
             "text/plain": snapshot_text(snapshot),
         }

@@ -288,7 +288,7 @@ describe('charts', () => {
     assert.deepEqual(metricNames(reports), ['acc', 'loss', 'lr']);
   });
 
-  test('series of several trials align on the union of steps with nulls for gaps', () => {
+  test('series of several trials align on the union of steps, undefined where not reported', () => {
     const byTrial = new Map<number, IMetricReport[]>([
       [1, [report(1, 1, 10, { loss: 1.0 }), report(3, 1, 20, { loss: 0.8 })]],
       [
@@ -302,10 +302,12 @@ describe('charts', () => {
     ]);
     assert.deepEqual(alignSeries(byTrial, [1, 2], 'loss'), {
       x: [10, 20, 30],
+      // undefined: uPlot draws the line across (null is kept for a non-finite value's gap).
       ys: [
-        [1.0, 0.8, null],
-        [2.0, null, 1.5]
-      ]
+        [1.0, 0.8, undefined],
+        [2.0, undefined, 1.5]
+      ],
+      nonFinite: []
     });
   });
 
@@ -313,7 +315,11 @@ describe('charts', () => {
     const byTrial = new Map([
       [1, [report(1, 1, 10, { loss: 1.0 }), report(2, 1, 10, { loss: 0.9 })]]
     ]);
-    assert.deepEqual(alignSeries(byTrial, [1], 'loss'), { x: [10], ys: [[0.9]] });
+    assert.deepEqual(alignSeries(byTrial, [1], 'loss'), {
+      x: [10],
+      ys: [[0.9]],
+      nonFinite: []
+    });
   });
 
   test('100,000 points of one trial align in order', () => {

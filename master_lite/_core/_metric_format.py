@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, TypeGuard
 
@@ -119,7 +120,16 @@ def normalize_metric_reports(reports: Any, *, trial_id: int, default_run_id: int
 
 
 def metric_value(metrics: dict | None, name: str | None) -> float | None:
+    """The number `metrics[name]` (NaN and infinities too: shown as they are), else None."""
     if not metrics or not name:
         return None
     value = metrics.get(name)
     return float(value) if _is_number(value) else None
+
+
+def comparable_metric_value(metrics: dict | None, name: str | None) -> float | None:
+    """`metric_value` when finite, else None: what picks a best (a trial's best validation,
+    the experiment's `best_validation`, checkpoints kept by GC) skips a diverged NaN/Infinity
+    as it skips a missing value, so one diverged report never becomes the best."""
+    value = metric_value(metrics, name)
+    return value if value is not None and math.isfinite(value) else None

@@ -1,12 +1,83 @@
-"""Store rows -> the JSON objects of docs/rest-api.md ("Objects")."""
+"""Store rows -> the JSON objects of docs/rest-api.md ("Objects"), and the one encoder of
+every API answer (`dumps`).
+
+Strict JSON: a non-finite float (a diverged `loss=NaN`, an `Infinity`) is stored as it is but
+answered as the string "NaN", "Infinity" or "-Infinity", as Determined's API does; bare
+`NaN`/`Infinity` tokens are not JSON and make a browser's `JSON.parse` fail.
+"""
 
 from __future__ import annotations
 
 import datetime
+import json
+import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from master_lite.store import CheckpointRow, ExperimentRow
+
+
+# Python's json module writes these tokens for non-finite floats (allow_nan=True).
+_NON_FINITE_TOKENS = ("NaN", "Infinity")
+
+
+def non_finite_text(value: float) -> str:
+    """The string a non-finite float is answered as: "NaN", "Infinity" or "-Infinity"."""
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def finite_json(value: Any) -> Any:
+    """`value` with each non-finite float (at any depth) replaced by `non_finite_text`;
+    tuples and sets become lists, as the encoder would write them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else non_finite_text(value)
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [finite_json(item) for item in value]
+    return value
+
+
+def non_finite_path(value: Any, path: str) -> str | None:
+    """Where in `value` (a decoded JSON body part named `path`) the first NaN or infinite
+    number sits, as `path.key[index]`; None when there is none. For input where such a number
+    means nothing (model metadata): 400 names the field instead of storing it."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:  # iterative: a deep body never recurses here
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return where
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def dumps(payload: Any, default: Callable[[Any], Any] | None = None) -> str:
+    """`payload` as strict JSON text (RFC 8259: no NaN/Infinity tokens); see the module doc.
+
+    The usual answer holds no non-finite float and is encoded once; only one that does (a
+    diverged run's) is copied with `finite_json` and encoded again."""
+    try:
+        return json.dumps(payload, default=default, allow_nan=False)
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise  # a circular reference: no copy would end
+        return json.dumps(finite_json(payload), default=default, allow_nan=False)
+
+
+def strict_json_text(text: str) -> str:
+    """JSON text that may hold Python's NaN/Infinity tokens (metrics spliced together in
+    SQLite, `store._queries`) as strict JSON. Text without those words anywhere is returned as
+    it is; otherwise it is decoded and encoded again (the words may sit inside strings only,
+    which the round trip keeps)."""
+    if not any(token in text for token in _NON_FINITE_TOKENS):
+        return text
+    return dumps(json.loads(text))
 
 
 def iso(timestamp: float | None) -> str | None:

@@ -79,7 +79,9 @@ class Views:
         rows = self._shared.store.metrics.best_validations(experiment.id)
         values = [
             v
-            for v in (_metric_format.metric_value(r["metrics"], metric_name) for r in rows)
+            for v in (
+                _metric_format.comparable_metric_value(r["metrics"], metric_name) for r in rows
+            )
             if v is not None
         ]
         if not values:
@@ -172,11 +174,10 @@ class Views:
 
         def best_first(item: tuple[int, str | None]) -> tuple:
             trial_id, metrics = item
-            value = _metric_format.metric_value(
+            # NaN/Infinity (a diverged run): no order, as no value.
+            value = _metric_format.comparable_metric_value(
                 json.loads(metrics) if metrics else None, metric_name
             )
-            if value is not None and value != value:  # NaN: no order, as no value
-                value = None
             return (value is None, 0.0 if value is None else sign * value, trial_id)
 
         ordered = sorted(store.trials.best_validation_metrics(exp_id), key=best_first)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import tornado.web
 
 from master_lite import errors
+from master_lite._core import strict_dumps
 from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
 from master_lite.api._parsing import (
@@ -286,7 +287,8 @@ class ApiHandlerMixin(_Handler):
     def send_json(self, payload: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(json.dumps(payload, default=json_default))
+        # Strict JSON: a diverged run's NaN is answered as "NaN" (docs/rest-api.md).
+        self.finish(strict_dumps(payload, default=json_default))
 
     async def send_bytes(self, data: bytes, content_type: str, filename: str) -> None:
         self.set_header("Content-Type", content_type)
@@ -355,7 +357,7 @@ class ApiHandlerMixin(_Handler):
         self.clear_header("Content-Disposition")
         self.set_status(status_code)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(json.dumps(payload))
+        self.finish(strict_dumps(payload))
 
 
 def _is_storage_failure(exc: BaseException | None) -> bool:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tornado.iostream import StreamClosedError
 
+from master_lite._core import strict_dumps
 from master_lite.api._base import ApiHandlerMixin, json_default
 
 
 def format_event(event_type: str, payload: Any) -> str:
-    # json.dumps never emits a raw newline, so one `data:` line always suffices.
-    return f"event: {event_type}\ndata: {json.dumps(payload, default=json_default)}\n\n"
+    # json.dumps never emits a raw newline, so one `data:` line always suffices; strict JSON
+    # (a NaN metric as "NaN"), as every answer, so the sidebar's JSON.parse never fails.
+    return f"event: {event_type}\ndata: {strict_dumps(payload, default=json_default)}\n\n"
 
 
 class EventsHandler(ApiHandlerMixin):

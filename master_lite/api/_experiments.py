@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from master_lite._core import MetricsQuery
+from master_lite._core import MetricsQuery, strict_json_text
 from master_lite.api._base import ApiError, ApiHandlerMixin, decode_base64
 
 MAX_TRIAL_IDS = 1000
@@ -18,10 +18,11 @@ def given_args(args: dict[str, Any], *names: str) -> dict[str, Any]:
 
 def send_metrics_json(handler: ApiHandlerMixin, metrics: str) -> None:
     """`{"metrics": [...]}` from the list's JSON text as the store made it: decoding and
-    encoding thousands of reports again would cost more than reading them."""
+    encoding thousands of reports again would cost more than reading them. Only text holding
+    a non-finite metric (Python's NaN/Infinity tokens) is re-encoded, as strict JSON."""
     handler.set_status(200)
     handler.set_header("Content-Type", "application/json; charset=UTF-8")
-    handler.finish('{"metrics": ' + metrics + "}")
+    handler.finish('{"metrics": ' + strict_json_text(metrics) + "}")
 
 
 def parse_trial_ids(values: list[str]) -> list[int]:

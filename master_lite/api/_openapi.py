@@ -34,6 +34,12 @@ def array(items: dict) -> dict:
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
 NUMBER = {"type": "number"}
+# A number that may be non-finite: strict JSON answers NaN and ±Infinity as these strings, as
+# Determined's API does (docs/rest-api.md, "Non-finite numbers").
+NUMBER_OR_NON_FINITE = {
+    "oneOf": [NUMBER, {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]}],
+    "description": 'a number; NaN and infinities as the strings "NaN", "Infinity", "-Infinity"',
+}
 BOOLEAN = {"type": "boolean"}
 OBJECT = {"type": "object"}
 TIME = {"type": "string", "format": "date-time"}
@@ -144,7 +150,7 @@ SCHEMAS: dict[str, dict] = {
         latest_training=_METRIC_SUMMARY,
         latest_validation=_METRIC_SUMMARY,
         best_validation=_METRIC_SUMMARY,
-        searcher_metric=nullable(NUMBER),
+        searcher_metric=nullable(NUMBER_OR_NON_FINITE),
     ),
     "Metric": obj(
         ["id", "trial_id", "group", "steps_completed", "metrics"],

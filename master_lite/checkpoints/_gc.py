@@ -139,7 +139,7 @@ class CheckpointCollector:
         for checkpoint in checkpoints:
             row = self.store.metrics.validation_at(checkpoint.trial_id, checkpoint.steps_completed)
             metrics[checkpoint.uuid] = (
-                _metric_format.metric_value(row["metrics"], metric_name) if row else None
+                _metric_format.comparable_metric_value(row["metrics"], metric_name) if row else None
             )
         return metrics
 

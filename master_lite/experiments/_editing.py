@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -53,9 +54,12 @@ def _check_resources(resources: Any) -> dict[str, Any]:
         )
     weight = resources.get("weight")
     if "weight" in resources and (
-        isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0
+        isinstance(weight, bool)
+        or not isinstance(weight, (int, float))
+        or not math.isfinite(weight)  # NaN compares false to everything; 1e400 is Infinity
+        or weight < 0
     ):
-        problems.append(f"body.resources.weight: must be a number >= 0, got {weight!r}")
+        problems.append(f"body.resources.weight: must be a finite number >= 0, got {weight!r}")
     if problems:
         raise errors.InvalidRequest("; ".join(problems), problems)
     return dict(resources)

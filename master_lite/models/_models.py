@@ -59,6 +59,10 @@ def _text(value: Any, path: str) -> str:
 def _metadata(value: Any, path: str = "metadata") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _invalid(path, f"expected a JSON object, got {type(value).__name__}")
+    # NaN/Infinity (bare tokens, or 1e400) mean nothing as metadata: refused, not stored.
+    where = _serialize.non_finite_path(value, path)
+    if where is not None:
+        raise _invalid(where, "a finite number is required (NaN and Infinity are refused)")
     return value
 
 

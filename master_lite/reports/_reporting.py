@@ -5,6 +5,7 @@ Each report is stored and heard by the searcher in one transaction; events go ou
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol
 
 from determined.common.states import TERMINAL_TRIAL_STATES
@@ -73,13 +74,13 @@ class Reports:
                 if best_id is not None:
                     best_row = self._shared.store.metrics.by_id(best_id)
                     best_value = (
-                        _metric_format.metric_value(best_row["metrics"], metric_name)
+                        _metric_format.comparable_metric_value(best_row["metrics"], metric_name)
                         if best_row
                         else None
                     )
                 for row in rows:
                     value = (
-                        _metric_format.metric_value(row["metrics"], metric_name)
+                        _metric_format.comparable_metric_value(row["metrics"], metric_name)
                         if row["group"] == "validation"
                         else None
                     )
@@ -137,7 +138,7 @@ class Reports:
         of equals)."""
         best_id, best_value = None, None
         for row in self._shared.store.metrics.validations(trial_id):
-            value = _metric_format.metric_value(row["metrics"], metric_name)
+            value = _metric_format.comparable_metric_value(row["metrics"], metric_name)
             if value is not None and (
                 best_value is None
                 or (value < best_value if smaller_is_better else value > best_value)
@@ -152,6 +153,8 @@ class Reports:
             value = float(progress)
         except (TypeError, ValueError) as exc:
             raise errors.InvalidRequest(f"progress: expected a number, got {progress!r}") from exc
+        if not math.isfinite(value):
+            raise errors.InvalidRequest(f"progress: expected a finite number, got {progress!r}")
         self._shared.store.trials.set_progress(trial.id, value)
         self._searchers.update_progress(trial.experiment_id)
         self._views.publish_trial(trial.id)
@@ -218,6 +221,8 @@ class Reports:
                 f"trial {trial_id} has no pending operation of length {length} "
                 f"(pending: {trial.op_queue or 'none'})"
             )
+        if isinstance(metric, str) and metric in ("NaN", "Infinity", "-Infinity"):
+            metric = float(metric)  # strict JSON's form of a diverged metric (Determined's too)
         if isinstance(metric, bool) or not isinstance(metric, (int, float)):
             raise errors.InvalidRequest(f"searcherMetric: expected a number, got {metric!r}")
         queue = list(trial.op_queue)

@@ -71,8 +71,14 @@ class _AshaBase:
         ] = []  # valid trials the searcher is done with (closed/stopped/top)
 
     def _signed(self, metric: float) -> float:
-        if not isinstance(metric, numbers.Real) or isinstance(metric, bool) or math.isnan(metric):
-            return WORST_METRIC  # a missing or NaN result cannot win anything
+        if (
+            not isinstance(metric, numbers.Real)
+            or isinstance(metric, bool)
+            or not math.isfinite(metric)
+        ):
+            # A missing, NaN or infinite (diverged) result cannot win anything: -Infinity of
+            # a loss is a divergence, not the best trial.
+            return WORST_METRIC
         return float(metric) if self.smaller_is_better else -float(metric)
 
     def _valid_created(self) -> int:
@@ -354,7 +360,13 @@ class StoppingAsha(_AshaBase):
             return []
         for key in (self.metric_name, self.time_metric):
             value = metrics.get(key)
-            if not isinstance(value, numbers.Real) or isinstance(value, bool) or math.isnan(value):
+            # A NaN/Infinity searcher metric (a diverged trial) ranks worst (`_signed`); a
+            # time metric must be a finite number to place the trial on a rung.
+            if (
+                not isinstance(value, numbers.Real)
+                or isinstance(value, bool)
+                or (key == self.time_metric and not math.isfinite(value))
+            ):
                 return [
                     Shutdown(
                         failure=True,

@@ -23,6 +23,7 @@ import type {
 } from './types';
 
 import { API_PATH } from './contract.generated';
+import { parseApiJson } from './nonFinite';
 
 export { API_PATH };
 
@@ -146,7 +147,8 @@ export class DeterminedClient {
       return {} as T;
     }
     try {
-      return JSON.parse(text) as T;
+      // Strict JSON: a diverged metric comes as "NaN"/"Infinity" and is read back as a number.
+      return parseApiJson(text) as T;
     } catch (error) {
       throw new DeterminedApiError(
         `${method} ${path}: the answer is not JSON (${String(error)})`,

@@ -202,5 +202,6 @@ export interface ApiTrial {
     metrics?: Record<string, unknown>;
     report_time?: string;
   } | null;
-  searcher_metric?: number | null;
+  /** a number; NaN and infinities as the strings "NaN", "Infinity", "-Infinity" */
+  searcher_metric?: number | 'NaN' | 'Infinity' | '-Infinity' | null;
 }

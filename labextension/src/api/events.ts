@@ -4,6 +4,7 @@
  */
 import type { DeterminedClient, Query } from './client';
 import type { EventType } from './types';
+import { parseApiJson } from './nonFinite';
 
 export type EventListener = (type: EventType, payload: unknown) => void;
 
@@ -133,7 +134,7 @@ export class EventHub {
   private _dispatch(type: EventType, data: string): void {
     let payload: unknown;
     try {
-      payload = JSON.parse(data);
+      payload = parseApiJson(data);
     } catch {
       console.warn(`jupyter-determined: ignoring a ${type} event that is not JSON`, data);
       return;

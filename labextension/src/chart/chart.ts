@@ -8,8 +8,13 @@
  * the values at the cursor, the best trial drawn thicker, and the colours of the JupyterLab
  * theme (redrawn when it changes).
  *
- * The chart's container carries `data-points` (the number of drawn values) and
- * `data-series` (the series labels), so tests and users of the DOM can check what is plotted.
+ * A NaN or ±Infinity a diverged run reported is no number to place: its line breaks there (a
+ * gap) and a marker (a triangle at the plot's top for NaN and Infinity, at its bottom for
+ * -Infinity) shows the step; the legend says "NaN" at it.
+ *
+ * The chart's container carries `data-points` (the number of drawn values), `data-series`
+ * (the series labels) and `data-nonfinite` (the non-finite points marked), so tests and users
+ * of the DOM can check what is plotted.
  */
 import uPlot from 'uplot';
 
@@ -25,6 +30,7 @@ import {
 } from './chartMath';
 import { h } from '../dom';
 import { formatNumber } from '../model/format';
+import type { INonFinitePoint } from '../model/series';
 import { IChartTheme, onThemeChange, readChartTheme, trialColor } from './theme';
 
 /** A series colour by position (for charts whose series are not trials). */
@@ -32,7 +38,7 @@ export function seriesColor(index: number, light = true): string {
   return trialColor(index + 1, light);
 }
 
-function countPoints(ys: (number | null)[][]): number {
+function countPoints(ys: (number | null | undefined)[][]): number {
   let count = 0;
   for (const y of ys) {
     count += countPresent(y);
@@ -42,7 +48,10 @@ function countPoints(ys: (number | null)[][]): number {
 
 export interface IChartData {
   x: number[];
-  ys: (number | null)[][];
+  /** Per series: a value, null for a gap (a non-finite value), undefined where it has none. */
+  ys: (number | null | undefined)[][];
+  /** Line charts: the non-finite points, drawn as gaps with a marker. */
+  nonFinite?: INonFinitePoint[];
   labels: string[];
   /** For a categorical x axis: the label of each integer x. */
   categories?: string[] | null;
@@ -65,6 +74,8 @@ export class Chart {
   readonly node: HTMLElement;
   private _plot: uPlot | null = null;
   private _signature = '';
+  /** `${uPlot series index}:${x index}` -> the non-finite value there (the legend's text). */
+  private _nonFiniteAt = new Map<string, number>();
   private _resizeObserver: ResizeObserver;
   private _empty: HTMLElement;
   private _plotHost: HTMLElement;
@@ -88,7 +99,7 @@ export class Chart {
       'div',
       {
         class: `jp-Det-chart jp-Det-chart-${kind}`,
-        attrs: { 'data-points': '0', 'data-series': '' }
+        attrs: { 'data-points': '0', 'data-series': '', 'data-nonfinite': '0' }
       },
       this._empty
     );
@@ -144,9 +155,17 @@ export class Chart {
     const points = countPoints(data.ys);
     this.node.setAttribute('data-points', String(points));
     this.node.setAttribute('data-series', data.labels.join(','));
+    this.node.setAttribute('data-nonfinite', String(data.nonFinite?.length ?? 0));
+    this._nonFiniteAt = new Map(
+      (data.nonFinite ?? []).map(p => [`${p.series + 1}:${p.index}`, p.value])
+    );
     if (!data.x.length || !data.ys.length || points === 0) {
       this.destroyPlot();
-      this._empty.textContent = this._emptyText;
+      const diverged = data.nonFinite?.length ?? 0;
+      // Reports came, but none is a number to draw: say so rather than "waiting".
+      this._empty.textContent = diverged
+        ? `All ${diverged} reported values are NaN or Infinity.`
+        : this._emptyText;
       if (!this._empty.isConnected) {
         this.node.appendChild(this._empty);
       }
@@ -221,14 +240,21 @@ export class Chart {
         label: best ? `${label} ★ best` : label,
         stroke: color,
         width: scatter ? 0 : best ? 3 : 1.5,
-        spanGaps: true,
-        value: (_u, value) => (value === null || value === undefined ? '—' : formatNumber(value)),
+        // undefined (no report at a step) is spanned; null (a NaN/Infinity) breaks the line.
+        spanGaps: false,
+        value: (_u, value, seriesIdx, idx) => {
+          if (value !== null && value !== undefined) {
+            return formatNumber(value);
+          }
+          const nonFinite = this._nonFiniteAt.get(`${seriesIdx}:${idx}`);
+          return nonFinite === undefined ? '—' : formatNumber(nonFinite);
+        },
         points: scatter
           ? { show: true, size: 8, width: 1, stroke: color, fill: `${color}99` }
           : {
               show: (u, seriesIdx, idx0, idx1) =>
                 showMarkers(
-                  countPresent(u.data[seriesIdx] as (number | null)[], idx0, idx1),
+                  countPresent(u.data[seriesIdx] as (number | null | undefined)[], idx0, idx1),
                   u.over.clientWidth || u.width
                 ),
               size: best ? 8 : 6,
@@ -322,8 +348,48 @@ export class Chart {
             ? closestIdx
             : nearestPresent(u.data[seriesIdx] as (number | null)[], u.data[0], closestIdx, xValue)
       },
-      hooks: scatter ? { setCursor: [u => this._scatterTooltip(u)] } : {}
+      hooks: scatter
+        ? { setCursor: [u => this._scatterTooltip(u)] }
+        : { draw: [u => this._drawNonFinite(u, colors)] }
     };
+  }
+
+  /** A triangle at each non-finite point's step: at the top (NaN, Infinity) or bottom. */
+  private _drawNonFinite(u: uPlot, colors: string[]): void {
+    const points = this._data?.nonFinite ?? [];
+    if (!points.length) {
+      return;
+    }
+    const ratio = uPlot.pxRatio || 1;
+    const size = 5 * ratio;
+    const { ctx } = u;
+    const top = u.bbox.top + size;
+    const bottom = u.bbox.top + u.bbox.height - size;
+    ctx.save();
+    for (const point of points) {
+      const step = u.data[0][point.index];
+      if (step === undefined) {
+        continue;
+      }
+      const x = u.valToPos(step, 'x', true);
+      if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) {
+        continue; // zoomed out of view
+      }
+      const down = point.value === -Infinity;
+      const y = down ? bottom : top;
+      ctx.beginPath();
+      // Pointing the way the value went off the chart (NaN: up, as a loss diverging).
+      ctx.moveTo(x - size, down ? y - size : y + size);
+      ctx.lineTo(x + size, down ? y - size : y + size);
+      ctx.lineTo(x, down ? y + size : y - size);
+      ctx.closePath();
+      ctx.fillStyle = colors[point.series + 1] ?? '#d33';
+      ctx.strokeStyle = '#d33';
+      ctx.lineWidth = ratio;
+      ctx.fill();
+      ctx.stroke();
+    }
+    ctx.restore();
   }
 
   private _formatX(value: number, data: IChartData): string {

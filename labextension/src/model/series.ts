@@ -16,10 +16,28 @@ export function metricNames(reports: Iterable<IMetricReport>): string[] {
   return [...names].sort();
 }
 
-/** uPlot's aligned data: one x array (steps) and one y array per trial, null where absent. */
+/**
+ * A point a trial reported as NaN or ±Infinity (a diverged run): drawn as a gap in its line
+ * with a marker at its step, never as a number.
+ */
+export interface INonFinitePoint {
+  /** The series (index into `ys`). */
+  series: number;
+  /** The step's index into `x`. */
+  index: number;
+  /** NaN, Infinity or -Infinity. */
+  value: number;
+}
+
+/**
+ * uPlot's aligned data: one x array (steps) and one y array per trial. A step a trial did not
+ * report is `undefined` (uPlot draws the line across it); a non-finite value is `null` (uPlot
+ * breaks the line there) and is listed in `nonFinite` for its marker.
+ */
 export interface IAlignedSeries {
   x: number[];
-  ys: (number | null)[][];
+  ys: (number | null | undefined)[][];
+  nonFinite: INonFinitePoint[];
 }
 
 /**
@@ -33,6 +51,7 @@ export function alignSeries(
 ): IAlignedSeries {
   const perTrial: Map<number, number>[] = [];
   const steps = new Set<number>();
+  let anyNonFinite = false;
   for (const trialId of trialIds) {
     const points = new Map<number, number>();
     for (const report of reportsByTrial.get(trialId) ?? []) {
@@ -40,18 +59,30 @@ export function alignSeries(
       if (typeof value === 'number') {
         points.set(report.steps_completed, value);
         steps.add(report.steps_completed);
+        anyNonFinite ||= !Number.isFinite(value);
       }
     }
     perTrial.push(points);
   }
   const x = [...steps].sort((a, b) => a - b);
-  if (trialIds.length === 1) {
+  const nonFinite: INonFinitePoint[] = [];
+  // null (a gap) for a non-finite value, undefined where the trial has no report.
+  const place = (series: number, index: number, value: number | undefined) => {
+    if (value === undefined || Number.isFinite(value)) {
+      return value;
+    }
+    nonFinite.push({ series, index, value });
+    return null;
+  };
+  if (trialIds.length === 1 && !anyNonFinite) {
     // One trial (the common case, and the 100k-point one): no union bookkeeping needed.
     const only = perTrial[0];
-    return { x, ys: [x.map(step => only.get(step) ?? null)] };
+    return { x, ys: [x.map(step => only.get(step))], nonFinite };
   }
-  const ys = perTrial.map(points => x.map(step => points.get(step) ?? null));
-  return { x, ys };
+  const ys = perTrial.map((points, series) =>
+    x.map((step, index) => place(series, index, points.get(step)))
+  );
+  return { x, ys, nonFinite };
 }
 
 /** One point of the hyperparameter-vs-metric view. */

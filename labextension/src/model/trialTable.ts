@@ -42,13 +42,17 @@ export function latestSearcherMetric(trial: ITrial, metric: string): number | nu
   return typeof value === 'number' ? value : null;
 }
 
-/** The searcher metric of a trial's best validation, or null. */
+/**
+ * The searcher metric of a trial's best validation, or null. A NaN/Infinity (a diverged run)
+ * is never a best, as the master never picks one: null.
+ */
 export function bestSearcherMetric(trial: ITrial, metric: string): number | null {
   const value = trial.best_validation?.metrics?.[metric];
-  if (typeof value === 'number') {
+  if (typeof value === 'number' && Number.isFinite(value)) {
     return value;
   }
-  return typeof trial.searcher_metric === 'number' ? trial.searcher_metric : null;
+  const fallback = trial.searcher_metric;
+  return typeof fallback === 'number' && Number.isFinite(fallback) ? fallback : null;
 }
 
 /**
@@ -124,7 +128,8 @@ function sortValue(trial: ITrial, key: TrialSortKey, metric: string): unknown {
 
 function compareValues(a: unknown, b: unknown): number {
   if (typeof a === 'number' && typeof b === 'number') {
-    return a - b;
+    // Not a - b: Infinity - Infinity is NaN, which breaks the sort.
+    return a < b ? -1 : a > b ? 1 : 0;
   }
   return String(a).localeCompare(String(b), undefined, { numeric: true });
 }
@@ -143,8 +148,9 @@ export function sortTrials(
   rows.sort((x, y) => {
     const a = sortValue(x, key, metric);
     const b = sortValue(y, key, metric);
-    const aMissing = a === null || a === undefined;
-    const bMissing = b === null || b === undefined;
+    // NaN (a diverged latest validation) has no order: last, with the missing ones.
+    const aMissing = a === null || a === undefined || Number.isNaN(a);
+    const bMissing = b === null || b === undefined || Number.isNaN(b);
     if (aMissing || bMissing) {
       return aMissing === bMissing ? x.id - y.id : aMissing ? 1 : -1;
     }

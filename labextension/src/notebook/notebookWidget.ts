@@ -21,6 +21,7 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import { DeterminedClient, describeError } from '../api/client';
 import { EventHub } from '../api/events';
+import { decodeNonFinite, encodeNonFinite } from '../api/nonFinite';
 import { h, replaceChildren } from '../dom';
 import { ExperimentView } from '../views/experimentView';
 import { useInNotebookHandler } from './notebookInsert';
@@ -121,7 +122,8 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
 
   /** Fill the view from the output's snapshot (what was true when it was last written). */
   private _applySnapshot(data: IExperimentOutputData): void {
-    const snapshot = data.snapshot;
+    // Saved as the master answers it: a diverged metric as "NaN" (api/nonFinite.ts).
+    const snapshot = decodeNonFinite(data.snapshot) as IExperimentOutputData['snapshot'];
     const view = this._view;
     if (!snapshot || !view) {
       return;
@@ -333,7 +335,7 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
         ...model.data,
         [EXPERIMENT_MIME_TYPE]: {
           experiment_id: view.experimentId,
-          snapshot
+          snapshot: encodeNonFinite(snapshot)
         } as unknown as IRenderMime.IMimeModel['data'][string]
       }
     });

@@ -133,3 +133,15 @@ def test_a_pre_encoded_post_to_a_dead_master_is_an_api_error_after_retries():
     with pytest.raises(APIError) as info:
         session.request("POST", "/trials/1/metrics", data=b"{}")
     assert info.value.status == 0 and f"127.0.0.1:{port}" in info.value.message
+
+
+def test_a_body_with_nan_is_sent_not_refused(server):
+    """requests' json= refuses NaN (allow_nan=False): a diverged searcher metric
+    (`op.report_completed(float("nan"))`) is still sent, as Python's tokens the master reads."""
+    import math
+
+    session = Session(server, "secret")
+    answer = session.post("/trials/1/searcher/completed_operation", {"searcherMetric": math.nan})
+    assert answer["type"] == "application/json"
+    assert math.isnan(answer["received"]["searcherMetric"])
+    session.close()

@@ -124,9 +124,8 @@ def _populate(root: Path) -> dict:
         }
         best = None
         for row in store.metric_rows("trial_id = ? AND group_name = 'validation'", (trial_id,)):
-            value = _metric_format.metric_value(row["metrics"], "loss")
-            # As the write path does: a first validation of NaN is the best until a number
-            # comes (NaN compares false).
+            # As the write path does: a NaN validation is never the best.
+            value = _metric_format.comparable_metric_value(row["metrics"], "loss")
             if value is not None and (best is None or value < best[1]):
                 best = (row["id"], value)
         store.update(
@@ -200,8 +199,11 @@ def _series(reports: list[dict]) -> dict[tuple[int, str], list[dict]]:
 
 
 def _same(a, b) -> bool:
-    """Equality that holds NaN equal to NaN (json.loads gives a new NaN each time)."""
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    """Equality that holds NaN equal to NaN (json.loads gives a new NaN each time) and to the
+    "NaN" the API answers for it (strict JSON)."""
+    return json.dumps(_serialize.finite_json(a), sort_keys=True) == json.dumps(
+        _serialize.finite_json(b), sort_keys=True
+    )
 
 
 # --- pure pieces ------------------------------------------------------------------------------
@@ -360,7 +362,10 @@ async def test_trials_equal_the_previous_answers(api: Api, ids: dict) -> None:
 
 @with_api
 async def test_max_datapoints_keeps_first_last_and_evenly_spaced(api: Api, ids: dict) -> None:
-    full = _series(api.master.views.get_metrics(MetricsQuery(experiment_id=ids["exp"])))
+    # As the API answers them: NaN as "NaN" (strict JSON).
+    full = _series(
+        _serialize.finite_json(api.master.views.get_metrics(MetricsQuery(experiment_id=ids["exp"])))
+    )
     status, answer = await api.get(f"/experiments/{ids['exp']}/metrics", max_datapoints=4)
     assert status == 200
     sampled = _series(answer["metrics"])
@@ -480,8 +485,7 @@ async def test_trials_paging_and_order(api: Api, ids: dict) -> None:
     status, answer = await api.get(path, offset=10)
     assert answer == {"trials": [], "total": 4}
     # best first (loss: smaller is better): resumed 0.5, long 0.2 -> long, resumed; the short
-    # trial's best is its only validation, NaN (no order), and the empty one has none: last,
-    # by id.
+    # trial's only validation is NaN (never a best) and the empty one has none: last, by id.
     status, answer = await api.get(path, order_by="best")
     assert [t["id"] for t in answer["trials"]] == [
         trials["long"],

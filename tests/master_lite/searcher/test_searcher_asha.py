@@ -312,6 +312,15 @@ def test_nan_or_missing_metric_ranks_worst():
     assert kinds(s.on_validation_completed(2, float("nan"), 4))[0] == ("Close", 2, None)
 
 
+@pytest.mark.parametrize("diverged", [float("-inf"), float("inf"), float("nan")])
+def test_infinite_metric_ranks_worst_even_when_it_would_be_smallest(diverged: float):
+    # smaller_is_better: -Infinity of a diverged loss must not promote (issue 26, row 3).
+    s = make_searcher(asha_config(stop_once=True))
+    s.initial_operations()
+    assert s.on_validation_completed(1, 3.0, 4) == [ValidateAfter(1, 8)]
+    assert kinds(s.on_validation_completed(2, diverged, 4))[0] == ("Close", 2, None)
+
+
 def test_time_driven_with_max_length_gives_that_op_and_closes_finishers():
     s = make_searcher(worked_example(max_length={"batches": 120}))
     ops = s.initial_operations()

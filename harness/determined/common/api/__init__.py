@@ -20,6 +20,7 @@ from determined.common.api._errors import (
     Unauthorized,
 )
 from determined.common.api._master import MasterAddress, discover_master, read_master_file
+from determined.common.api._nonfinite import decode_non_finite, encode_non_finite
 from determined.common.api._session import Session, connect
 
 __all__ = [
@@ -39,7 +40,9 @@ __all__ = [
     "UnauthenticatedException",
     "Unauthorized",
     "connect",
+    "decode_non_finite",
     "discover_master",
+    "encode_non_finite",
     "errors",
     "read_master_file",
 ]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from determined.common.api._errors import APIError, MasterUnreachable, error_for_status
 from determined.common.api._master import MasterAddress, discover_master, unreachable_message
+from determined.common.api._nonfinite import decode_non_finite, may_hold_non_finite
 
 if TYPE_CHECKING:
     import requests
@@ -131,6 +132,17 @@ class Session:
 
         http = self._client()
         params = {k: v for k, v in (params or {}).items() if v is not None}
+        json_arg = json_body
+        if json_body is not None and data is None:
+            try:
+                json.dumps(json_body, allow_nan=False)
+            except ValueError:
+                # requests refuses NaN/Infinity (allow_nan=False), so a diverged searcher
+                # metric could not even be sent: encode it here, as the bare tokens Python
+                # writes (what the master reads, as for metric reports; docs/rest-api.md).
+                data = json.dumps(json_body).encode()
+                headers = {"Content-Type": "application/json", **(headers or {})}
+                json_arg = None
         delay = 0.2
         for attempt in range(self.connect_retries + 1):
             try:
@@ -154,7 +166,7 @@ class Session:
                     method,
                     self.url(path),
                     params=params,
-                    json=json_body,
+                    json=json_arg,
                     data=data,
                     headers=headers,
                     timeout=read_timeout
@@ -200,7 +212,11 @@ class Session:
                 continue
             if raw == "":
                 if data_lines:
-                    yield event_type, json.loads("\n".join(data_lines))
+                    text = "\n".join(data_lines)
+                    payload = json.loads(text)
+                    if may_hold_non_finite(text):
+                        payload = decode_non_finite(payload)
+                    yield event_type, payload
                 event_type, data_lines = "message", []
             elif raw.startswith(":"):
                 continue
@@ -254,7 +270,11 @@ def _reason(error: Exception) -> str:
 def _json(response: requests.Response) -> Any:
     if not response.content:
         return {}
-    return response.json()
+    body = response.json()
+    # "NaN"/"Infinity" of a diverged metric back to floats, as Determined's SDK reads them.
+    if may_hold_non_finite(response.text):
+        body = decode_non_finite(body)
+    return body
 
 
 def _error_from(response: requests.Response) -> APIError:
