@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
+from master_lite._core._secrets import redact_config
+
 if TYPE_CHECKING:
     from master_lite.store import CheckpointRow, ExperimentRow
 
@@ -73,7 +75,7 @@ def experiment_json(
         "unmanaged": bool(row.config.get("unmanaged")),
     }
     if with_config:
-        out["config"] = row.config
+        out["config"] = redact_config(row.config)  # secrets stay in the store
     return out
 
 
