@@ -242,12 +242,16 @@ def test_master_lite_process_round_trip(tmp_path: Path) -> None:
             line + process.stderr.read() if not line else line
         )
         master_json = root / "master.json"
-        assert f"token in {master_json}" in line
+        token_file = root / "private" / "user_token"
+        assert f"token in {token_file}" in line
         assert stat.S_IMODE(master_json.stat().st_mode) == 0o600
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert stat.S_IMODE(token_file.parent.stat().st_mode) == 0o700
         info = json.loads(master_json.read_text())
         assert info["pid"] == process.pid and line.split()[3] == info["url"]
+        assert "token" not in info and info["token_file"] == str(token_file)
         api = requests.Session()
-        api.headers["Authorization"] = f"Bearer {info['token']}"
+        api.headers["Authorization"] = f"Bearer {token_file.read_text().strip()}"
         url = info["url"] + "/api/v1"
 
         # A second master on the same root dir would share the store: refused.
