@@ -1,0 +1,78 @@
+"""Issue 26 row 10: one master per root dir, by an OS lock taken before anything is written.
+
+Two `master-lite` started together on a fresh root dir: exactly one serves, the other exits 1
+naming the root dir and the first's pid; master.json names the one that serves.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from master_lite._app import MasterLite, MasterLiteStartError
+from tests._support import child_env, wait_until
+
+
+def _master(root: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root)],
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.slow
+def test_two_masters_started_together_on_a_fresh_root_dir(tmp_path: Path) -> None:
+    root = tmp_path / "fresh-root"
+    first, second = _master(root), _master(root)
+    processes = [first, second]
+    try:
+        loser = wait_until(
+            lambda: next((p for p in processes if p.poll() is not None), None),
+            120,
+            "one of the two masters to give up",
+        )
+        winner = second if loser is first else first
+        _, error = loser.communicate(timeout=60)
+        assert loser.returncode == 1, error
+        assert f"root dir {root} is in use by another master-lite (pid {winner.pid}" in error
+        line = winner.stdout.readline()
+        assert line.startswith("master-lite listening on "), line + winner.stderr.read()
+        info = json.loads((root / "master.json").read_text())
+        assert info["pid"] == winner.pid and info["url"] == line.split()[3]
+        assert winner.poll() is None  # still serving
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
+
+
+def test_the_lock_is_taken_before_anything_else_and_given_back(tmp_path: Path) -> None:
+    """In one process (as a hosted master takes it): the second claim names the holder."""
+    root = tmp_path / "root"
+    first = MasterLite(root_dir=str(root))
+    second = MasterLite(root_dir=str(root))
+    first.claim_root_dir()
+    try:
+        assert sorted(path.name for path in root.iterdir()) == ["master.lock"]
+        with pytest.raises(MasterLiteStartError, match=rf"root dir {root} is in use .*pid \d+"):
+            second.claim_root_dir()
+    finally:
+        first.release_root_dir()
+    second.claim_root_dir()  # free again once released
+    second.release_root_dir()
