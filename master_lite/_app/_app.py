@@ -154,12 +154,19 @@ class MasterLite(MasterLiteSettings):
         Idempotent; `release_root_dir` (or the process's end) gives it up."""
         if self._root_lock is not None and self._root_lock.held:
             return
-        make_private(self.root_dir)
+        # The root dir itself (0700) is the one thing made before the lock: the lock file
+        # lives in it. Existing entries are tightened only by the master that holds the lock.
+        Path(self.root_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
         lock = RootDirLock(self.root_dir)
         try:
             lock.acquire()
         except RootDirInUse as exc:
             raise MasterLiteStartError(str(exc)) from None
+        try:
+            make_private(self.root_dir)
+        except BaseException:
+            lock.release()
+            raise
         self._root_lock = lock
 
     def release_root_dir(self) -> None:

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import stat
+import time
 from pathlib import Path
 
 log = logging.getLogger("master_lite")
@@ -77,11 +78,25 @@ def make_private(root_dir: str | os.PathLike) -> None:
         )
 
 
-def _describe_holder(path: Path) -> str:
+def _read_holder(path: Path) -> dict:
+    """The `{pid, url}` the lock's holder wrote ({} if none yet). The holder writes it in
+    place over the old content (no truncation first), so the first JSON object is whole."""
     try:
-        info = json.loads(path.read_text() or "{}")
+        info, _ = json.JSONDecoder().raw_decode(path.read_text().lstrip())
     except (OSError, ValueError):
-        info = {}
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _describe_holder(path: Path) -> str:
+    # The holder writes its pid right after taking the lock: a master that lost the race by
+    # microseconds may look before that, so it looks again, briefly, to name the holder.
+    info = _read_holder(path)
+    for _ in range(40):
+        if info.get("pid"):
+            break
+        time.sleep(0.025)
+        info = _read_holder(path)
     pid, url = info.get("pid"), info.get("url")
     parts = [f"pid {pid}" if pid else "pid unknown", url or "URL not published yet"]
     return ", ".join(parts)
@@ -124,8 +139,8 @@ class RootDirLock:
         if self._fd is None:
             return
         data = json.dumps({"pid": os.getpid(), "url": url}).encode() + b"\n"
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, data, 0)
+        os.pwrite(self._fd, data, 0)  # over the old content: a reader never sees it empty
+        os.ftruncate(self._fd, len(data))
 
     def release(self) -> None:
         """Give the lock up (the file stays: removing it would race a starting master)."""
