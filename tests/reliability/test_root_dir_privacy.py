@@ -30,7 +30,13 @@ pytestmark = pytest.mark.slow
 # Saves a checkpoint, reads it back (a trial still reads its work dir and its checkpoints in a
 # private root dir), reports.
 TRIAL = """
+import os
 import determined as det
+
+# Never given the user token; its config carries no secret (issue 26 rows 6 and 9).
+assert "DET_MASTER_TOKEN" not in os.environ
+assert "hunter2" not in os.environ["DET_EXPERIMENT_CONFIG"]
+assert "********" in os.environ["DET_EXPERIMENT_CONFIG"]
 
 with det.core.init() as core:
     with core.checkpoint.store_path({"steps_completed": 1}) as (path, uuid):
