@@ -149,8 +149,9 @@ class MasterLite(MasterLiteSettings):
     # --- standalone lifecycle ------------------------------------------------------------------
 
     def claim_root_dir(self) -> None:
-        """Make the root dir private (0700, existing ones tightened) and take its lock, before
-        anything else is written there; MasterLiteStartError names the master holding it.
+        """Take the root dir's lock before anything else is written there (MasterLiteStartError
+        names the master holding it), then make the root dir private (0700, an existing looser
+        one tightened with a log line).
         Idempotent; `release_root_dir` (or the process's end) gives it up."""
         if self._root_lock is not None and self._root_lock.held:
             return

@@ -30,6 +30,25 @@ from pathlib import Path
 log = logging.getLogger("master_lite")
 
 LOCK_FILE = "master.lock"
+# What a master writes at the top of its root dir (tightened at start when looser). Anything
+# else there is the user's (a root dir may be a directory with other files): left alone, and
+# out of other users' reach anyway once the root dir is 0700.
+MASTER_ENTRIES = frozenset(
+    {
+        "master.db",
+        "master.db-wal",
+        "master.db-shm",
+        "master.db-journal",
+        "master.json",
+        "master.log",
+        LOCK_FILE,
+        "contexts",
+        "trials",
+        "checkpoints",
+        "tensorboards",
+        "private",
+    }
+)
 PRIVATE_DIR = "private"
 USER_TOKEN_FILE = "user_token"
 DIR_MODE = 0o700
@@ -49,9 +68,9 @@ def _tighten(path: Path, st: os.stat_result) -> bool:
 
 
 def make_private(root_dir: str | os.PathLike) -> None:
-    """Create the root dir 0700, or tighten an existing one (and its top-level entries) so that
-    no other local user can read it. A shared directory (sticky bit, e.g. /tmp) or one owned
-    by someone else is never changed: a warning says so."""
+    """Create the root dir 0700, or tighten an existing one (and the master's entries at its
+    top, `MASTER_ENTRIES`) so that no other local user can read it. A shared directory (sticky
+    bit, e.g. /tmp) or one owned by someone else is never changed: a warning says so."""
     root = Path(root_dir)
     root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     st = root.stat()
@@ -63,10 +82,11 @@ def make_private(root_dir: str | os.PathLike) -> None:
         )
         return
     tightened = [str(root)] if _tighten(root, st) else []
-    for entry in root.iterdir():
+    for name in sorted(MASTER_ENTRIES):
+        entry = root / name
         try:
             entry_st = entry.lstat()
-        except FileNotFoundError:
+        except OSError:  # absent (or unreadable: not ours to change)
             continue
         if not stat.S_ISLNK(entry_st.st_mode) and _tighten(entry, entry_st):
             tightened.append(entry.name)
