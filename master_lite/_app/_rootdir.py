@@ -1,6 +1,6 @@
 """The root dir is one master's, and only its user's.
 
-* `claim_root_dir`: one master per root dir, by an OS lock (`fcntl.flock` on
+* `RootDirLock` (`MasterLite.claim_root_dir`): one master per root dir, by an OS lock (`fcntl.flock` on
   `<root_dir>/master.lock`) taken before the master writes anything else there. The lock goes
   with the process (a SIGKILLed master leaves no stale lock); the file names the holder's pid
   and URL so that a second master can say who holds it.

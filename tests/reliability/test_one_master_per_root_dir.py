@@ -16,6 +16,9 @@ import pytest
 
 from master_lite._app import MasterLite, MasterLiteStartError
 from tests._support import child_env, wait_until
+from tests._support.hosted import hosted_extension, hosted_server_config
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
 def _master(root: Path) -> subprocess.Popen:
@@ -76,3 +79,24 @@ def test_the_lock_is_taken_before_anything_else_and_given_back(tmp_path: Path) -
         first.release_root_dir()
     second.claim_root_dir()  # free again once released
     second.release_root_dir()
+
+
+@pytest.fixture
+def holder(tmp_path: Path):
+    """A master (its app's claim) holding the root dir the hosted master below is given."""
+    app = MasterLite(root_dir=str(tmp_path / "det-root"))
+    app.claim_root_dir()
+    yield app
+    app.release_root_dir()
+
+
+@pytest.fixture
+def jp_server_config(tmp_path, monkeypatch, holder):
+    return hosted_server_config(tmp_path, monkeypatch, cpu_slots=1)
+
+
+def test_a_hosted_master_takes_the_same_lock(jp_serverapp, jp_asyncio_loop, tmp_path) -> None:
+    extension = hosted_extension(jp_serverapp)
+    with pytest.raises(MasterLiteStartError, match=rf"root dir {tmp_path / 'det-root'} is in use"):
+        jp_asyncio_loop.run_until_complete(extension.ensure_started())
+    assert not (tmp_path / "det-root" / "master.db").exists()  # it wrote nothing
