@@ -6,9 +6,10 @@ gateway given as `{url, token, headers}` in `environment.kernel.gateway` or
 `environment.jupyter_gateway` (the kernel runner opens kernels with them). Every response that
 carries a config (experiment JSON, the config endpoint, the unmanaged run's config, and so the
 events, exports and clients built on them) goes through `redact_config`: each secret present
-becomes `REDACTED`. A config submitted again with `REDACTED` in a secret's place (a resubmit of
-a fetched config, a fork) gets the stored secret back from `restore_secrets`, so the stars never
-overwrite the real value.
+becomes `REDACTED`. A config submitted with `REDACTED` in a secret's place (a fetched config
+sent back) never stores the stars: a fork gets its parent's secret back (`restore_secrets`),
+anything else is refused naming the field (`submitted_secrets`); an edit (PATCH) never touches
+the secrets.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from typing import Any
+
+from master_lite import errors
 
 REDACTED = "********"
 
@@ -108,4 +111,26 @@ def redacted_fields(config: Any) -> list[str]:
     return found
 
 
-__all__ = ["REDACTED", "has_secrets", "redact_config", "redacted_fields", "restore_secrets"]
+def submitted_secrets(config: dict, parent: dict | None = None) -> dict:
+    """A submitted `config` with `REDACTED` secrets taken from `parent` (the config of the
+    experiment it was fetched from, for a fork); InvalidRequest naming any secret that is still
+    `REDACTED` (the master would log in with the stars)."""
+    if parent is not None:
+        config = restore_secrets(config, parent)
+    stars = redacted_fields(config)
+    if stars:
+        raise errors.InvalidRequest(
+            f"invalid experiment config: {', '.join(stars)}: {REDACTED!r} is a redacted secret "
+            "(the API never returns secrets): give the real value"
+        )
+    return config
+
+
+__all__ = [
+    "REDACTED",
+    "has_secrets",
+    "redact_config",
+    "redacted_fields",
+    "restore_secrets",
+    "submitted_secrets",
+]

@@ -24,7 +24,7 @@ from determined.common.states import (
     TrialState,
 )
 from master_lite import errors
-from master_lite._core._secrets import REDACTED, redacted_fields, restore_secrets
+from master_lite._core._secrets import submitted_secrets
 from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
 from master_lite.experiments._operations import SearcherOperations
@@ -95,14 +95,9 @@ class Experiments:
             original_text = json.dumps(config)
         else:
             raise errors.InvalidRequest("config: expected a YAML/JSON string or an object")
-        if parent_id is not None:  # a fork of a fetched (redacted) config: the real secrets
-            config = restore_secrets(config, self._views.experiment_row(parent_id).config)
-        stars = redacted_fields(config)
-        if stars:
-            raise errors.InvalidRequest(
-                f"invalid experiment config: {', '.join(stars)}: {REDACTED!r} is a redacted "
-                "secret (the API never returns secrets): give the real value"
-            )
+        # A fork gets its parent's secrets back for stars; stars with no source are refused.
+        parent = self._views.experiment_row(parent_id).config if parent_id is not None else None
+        config = submitted_secrets(config, parent)
         try:
             expconf.check(config)
         except expconf.InvalidConfig as exc:
