@@ -134,11 +134,14 @@ def test_start_writes_private_master_json_and_stop_removes_it(tmp_path: Path) ->
         assert fake.started_with == url
         path = tmp_path / "master.json"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert json.loads(path.read_text()) == {
+        token_file = tmp_path / "private" / "user_token"
+        assert json.loads(path.read_text()) == {  # no secret in master.json (issue 26 row 6)
             "url": url,
-            "token": "app-test-token",
             "pid": os.getpid(),
+            "token_file": str(token_file),
         }
+        assert token_file.read_text() == "app-test-token\n"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
         answer = await asyncio.to_thread(
             requests.get,
             url + "/api/v1/master",
