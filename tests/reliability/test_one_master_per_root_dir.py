@@ -21,10 +21,22 @@ from tests._support.hosted import hosted_extension, hosted_server_config
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
+# `master-lite` with its imports done, held at a barrier (one byte on stdin): both processes
+# then start in the same millisecond instead of one import time apart.
+AT_THE_BARRIER = """
+import sys
+import master_lite._app, master_lite._master, master_lite._cli as cli
+print("ready", flush=True)
+sys.stdin.read(1)
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
 def _master(root: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "master_lite", "--port", "0", "--root-dir", str(root)],
+        [sys.executable, "-c", AT_THE_BARRIER, "--port", "0", "--root-dir", str(root)],
         env=child_env(),
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -37,13 +49,19 @@ def test_two_masters_started_together_on_a_fresh_root_dir(tmp_path: Path) -> Non
     first, second = _master(root), _master(root)
     processes = [first, second]
     try:
+        for process in processes:
+            assert process.stdout.readline() == "ready\n", process.stderr.read()
+        for process in processes:  # release both at once
+            process.stdin.write("go")
+            process.stdin.close()
         loser = wait_until(
             lambda: next((p for p in processes if p.poll() is not None), None),
-            120,
+            60,
             "one of the two masters to give up",
         )
         winner = second if loser is first else first
-        _, error = loser.communicate(timeout=60)
+        loser.wait(timeout=60)
+        error = loser.stderr.read()
         assert loser.returncode == 1, error
         assert f"root dir {root} is in use by another master-lite (pid {winner.pid}" in error
         line = winner.stdout.readline()
@@ -60,7 +78,7 @@ def test_two_masters_started_together_on_a_fresh_root_dir(tmp_path: Path) -> Non
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-            for stream in (process.stdout, process.stderr):
+            for stream in (process.stdin, process.stdout, process.stderr):
                 if stream is not None:
                     stream.close()
 
