@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     def announce(url: str) -> None:
         print(
             f"master-lite listening on {url} (root dir {app.root_dir}, token in "
-            f"{app.master_json_path})",
+            f"{app.user_token_path})",
             flush=True,
         )
 

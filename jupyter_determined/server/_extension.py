@@ -232,9 +232,13 @@ class DeterminedServerExtension(ExtensionApp):
     async def _start(self) -> None:
         self.master_app.url = self.master_url
         try:
-            self.master_app.check_not_running()  # e.g. a standalone master-lite, same root dir
+            # One master per root dir (an OS lock, taken before the store is opened), e.g. a
+            # standalone master-lite or a second Jupyter server on the same root dir.
+            self.master_app.claim_root_dir()
+            self.master_app.check_not_running()  # a master of an earlier version (no lock)
             await self.master.start(self.master_url)
         except Exception as exc:
+            self.master_app.release_root_dir()
             self.log.error(
                 "jupyter_determined | the master did not start, so the "
                 "determined API of this server will not work: %s",
@@ -273,6 +277,7 @@ class DeterminedServerExtension(ExtensionApp):
                     pass
             if self._wrote_master_json:
                 self.master_app.remove_master_json()
+            self.master_app.release_root_dir()
         self.log.info("jupyter_determined | master stopped; running trials were paused")
 
     def _serve_during_shutdown(self) -> tornado.httpserver.HTTPServer | None:

@@ -3,7 +3,9 @@ jupyter_server).
 
 Its settings (traits) are declared in `_settings.py`. Standalone it builds the `Master`
 facade, serves `master_lite.api` on tornado, and publishes `<root_dir>/master.json`
-({url, token, pid}, mode 0600) so that `det` and notebooks find it.
+({url, pid, token_file}, mode 0600; the token itself in `<root_dir>/private/user_token`) so
+that `det` and notebooks find it. The root dir is held by an OS lock and kept private
+(`_rootdir.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
+from master_lite._app._rootdir import (
+    RootDirInUse,
+    RootDirLock,
+    make_private,
+    user_token_path,
+    write_user_token,
+)
 from master_lite._app._settings import MasterLiteSettings
 from master_lite.api import make_handlers, max_body_bytes
 
@@ -80,12 +89,18 @@ class MasterLite(MasterLiteSettings):
         self.url: str | None = None
         self._server: tornado.httpserver.HTTPServer | None = None
         self._started_master = False
+        self._root_lock: RootDirLock | None = None
 
     # --- the parts (also used when mounting inside jupyter_server) ---------------------------
 
     @property
     def master_json_path(self) -> Path:
         return Path(self.root_dir) / MASTER_JSON
+
+    @property
+    def user_token_path(self) -> Path:
+        """`<root_dir>/private/user_token`: the user token, readable by this Unix user only."""
+        return user_token_path(self.root_dir)
 
     def build_master(self, **overrides: Any) -> Any:
         """The facade configured by these traits (`overrides`: e.g. the host's user_token)."""
@@ -134,6 +149,34 @@ class MasterLite(MasterLiteSettings):
 
     # --- standalone lifecycle ------------------------------------------------------------------
 
+    def claim_root_dir(self) -> None:
+        """Take the root dir's lock before anything else is written there (MasterLiteStartError
+        names the master holding it), then make the root dir private (0700, an existing looser
+        one tightened with a log line).
+        Idempotent; `release_root_dir` (or the process's end) gives it up."""
+        if self._root_lock is not None and self._root_lock.held:
+            return
+        # The root dir itself (0700) is the one thing made before the lock: the lock file
+        # lives in it. Existing entries are tightened only by the master that holds the lock.
+        Path(self.root_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = RootDirLock(self.root_dir)
+        try:
+            lock.acquire()
+        except RootDirInUse as exc:
+            raise MasterLiteStartError(str(exc)) from None
+        try:
+            make_private(self.root_dir)
+        except BaseException:
+            lock.release()
+            raise
+        self._root_lock = lock
+
+    def release_root_dir(self) -> None:
+        """Give up the root dir's lock (taken by `claim_root_dir`)."""
+        if self._root_lock is not None:
+            self._root_lock.release()
+            self._root_lock = None
+
     def check_not_running(self) -> None:
         """Raise MasterLiteStartError if a live master already serves this root dir: two
         masters on one root dir would share (and corrupt) one store."""
@@ -170,7 +213,13 @@ class MasterLite(MasterLiteSettings):
             ) from None
 
     def write_master_json(self, token: str) -> None:
-        """Publish `{url: self.url, token, pid}` as <root_dir>/master.json, mode 0600."""
+        """Publish `{url: self.url, pid, token_file}` as <root_dir>/master.json, mode 0600, and
+        the user token in `token_file` (0600 in a 0700 directory): master.json holds no secret,
+        so that a later opening of the root dir to trials of another Unix user never opens
+        the token (docs/reliability.md)."""
+        token_file = write_user_token(self.root_dir, token)
+        if self._root_lock is not None:
+            self._root_lock.publish(self.url)
         path = self.master_json_path
         temporary = path.with_name(f".{MASTER_JSON}.{os.getpid()}.tmp")
         temporary.unlink(missing_ok=True)
@@ -178,15 +227,19 @@ class MasterLite(MasterLiteSettings):
         # for the moment between creating and chmod-ing the file.
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as file:
-            json.dump({"url": self.url, "token": token, "pid": os.getpid()}, file)
+            json.dump({"url": self.url, "pid": os.getpid(), "token_file": str(token_file)}, file)
             file.write("\n")
         os.replace(temporary, path)
 
     async def start(self) -> str:
         """Listen, start the master, publish master.json; returns the URL."""
-        Path(self.root_dir).mkdir(parents=True, exist_ok=True)
-        self.check_not_running()
-        sockets = self._bind()
+        self.claim_root_dir()
+        try:
+            self.check_not_running()  # a master of an earlier version, which took no lock
+            sockets = self._bind()
+        except BaseException:
+            self.release_root_dir()
+            raise
         port = sockets[0].getsockname()[1]
         self.url = f"http://{_connect_host(self.host)}:{port}"
         try:
@@ -210,6 +263,7 @@ class MasterLite(MasterLiteSettings):
                 self._server.stop()
             for sock in sockets:
                 sock.close()
+            self.release_root_dir()
             raise
         log.info("master-lite serving %s from %s", self.url, self.root_dir)
         return self.url
@@ -230,6 +284,7 @@ class MasterLite(MasterLiteSettings):
                     log.warning("some API connections did not close within 5 s")
                 self._server = None
             self.remove_master_json()
+            self.release_root_dir()
 
     def remove_master_json(self) -> None:
         """Remove master.json if this process wrote it."""
@@ -239,6 +294,7 @@ class MasterLite(MasterLiteSettings):
             return
         if info.get("pid") == os.getpid():  # never remove another master's file
             self.master_json_path.unlink(missing_ok=True)
+            user_token_path(self.root_dir).unlink(missing_ok=True)
 
     # Earlier names, still used by jupyter_determined's server extension.
     _check_not_running = check_not_running

@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from master_lite._core._secrets import redact_config
+
 if TYPE_CHECKING:
     from master_lite.store import CheckpointRow, ExperimentRow
 
@@ -144,7 +146,7 @@ def experiment_json(
         "unmanaged": bool(row.config.get("unmanaged")),
     }
     if with_config:
-        out["config"] = row.config
+        out["config"] = redact_config(row.config)  # secrets stay in the store
     return out
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from master_lite import errors
 from master_lite._core import _metric_format, _serialize
+from master_lite._core._secrets import redact_config
 from master_lite._core._shared import MasterState
 from master_lite.store import MIN_DATAPOINTS, TRIAL_ORDERS, ExperimentRow, MetricsQuery, TrialRow
 
@@ -64,8 +65,8 @@ class Views:
         return self._experiment_json(self.experiment_row(exp_id), with_config=with_config)
 
     def get_experiment_config(self, exp_id: int) -> dict:
-        """The experiment's expanded config."""
-        return self.experiment_row(exp_id).config
+        """The experiment's expanded config, its secrets redacted (`_secrets.py`)."""
+        return redact_config(self.experiment_row(exp_id).config)  # secrets never leave
 
     def best_validation(self, exp_id: int) -> float | None:
         """The best searcher metric any trial of the experiment validated."""

@@ -175,7 +175,7 @@ class Master:
         loop = asyncio.get_running_loop()
         self.events.attach(loop)
         for sub in ("contexts", "trials", "checkpoints"):
-            (self.root_dir / sub).mkdir(parents=True, exist_ok=True)
+            (self.root_dir / sub).mkdir(mode=0o700, parents=True, exist_ok=True)  # private
         store = Store(self.root_dir / "master.db")
         self._checkpoint_gc = CheckpointCollector(
             store, on_deleted=self.checkpoints.publish_deleted, roots=self._shared.storage_roots

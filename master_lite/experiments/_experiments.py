@@ -24,6 +24,7 @@ from determined.common.states import (
     TrialState,
 )
 from master_lite import errors
+from master_lite._core._secrets import submitted_secrets
 from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
 from master_lite.checkpoints import storage_problem
@@ -95,6 +96,9 @@ class Experiments:
             original_text = json.dumps(config)
         else:
             raise errors.InvalidRequest("config: expected a YAML/JSON string or an object")
+        # A fork gets its parent's secrets back for stars; stars with no source are refused.
+        parent = self._views.experiment_row(parent_id).config if parent_id is not None else None
+        config = submitted_secrets(config, parent)
         try:
             expconf.check(config)
         except expconf.InvalidConfig as exc:

@@ -6,6 +6,7 @@ import json
 import socket
 from pathlib import Path
 
+from master_lite._core._secrets import redact_config
 from master_lite.runners import PYTHON, STARTUP_HOOK, entrypoint_argv, has_startup_hook
 from master_lite.scheduler import GPU
 from master_lite.store import CheckpointRow, ExperimentRow, TrialRow
@@ -42,7 +43,9 @@ def trial_environment(
         "DET_TRIAL_RUN_ID": str(run_id),
         "DET_TRIAL_SEED": str(trial.seed),
         "DET_HPARAMS": json.dumps(trial.hparams),
-        "DET_EXPERIMENT_CONFIG": json.dumps(config),
+        # Without its secrets: the runner logs in to the registry and opens the gateway; the
+        # trial's code (whose output anyone who may read the logs sees) needs neither.
+        "DET_EXPERIMENT_CONFIG": json.dumps(redact_config(config)),
         "DET_STEPS_COMPLETED": str(checkpoint_steps),
         "DET_SLOT_IDS": json.dumps(slot_ids),
         "DET_GPU_UUIDS": json.dumps([g.uuid for g in gpus]),

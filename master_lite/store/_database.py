@@ -38,6 +38,9 @@ class Database:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Created 0600 before SQLite opens it: the store holds tokens and registry passwords,
+        # and SQLite gives its -wal/-shm files the database file's mode.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()

@@ -26,6 +26,7 @@ from determined.common.states import (
 )
 from master_lite import errors
 from master_lite._core import _auth
+from master_lite._core._secrets import redact_config
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
 from master_lite.checkpoints import storage_problem
@@ -142,7 +143,7 @@ class UnmanagedRuns:
             "steps_completed": trial.steps_completed,
             "latest_checkpoint": trial.latest_checkpoint,
             "lease_seconds": lease,
-            "config": experiment.config,
+            "config": redact_config(experiment.config),  # secrets stay in the store
         }
 
     def _create(

@@ -97,7 +97,9 @@ class MasterProcess(ServerProcess):
         self.root_dir.mkdir(parents=True, exist_ok=True)
         self.launch(timeout, interval=0.05)
         info = self._info()
-        self.url, self.token = info["url"], info["token"]
+        # The token is beside master.json, in a file only this Unix user may read.
+        self.url = info["url"]
+        self.token = info.get("token") or pathlib.Path(info["token_file"]).read_text().strip()
         self.session = Session(self.url, self.token)
 
     def restart(self) -> None:

@@ -151,11 +151,14 @@ def test_start_writes_private_master_json_and_stop_removes_it(tmp_path: Path) ->
         assert fake.started_with == url
         path = tmp_path / "master.json"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        assert json.loads(path.read_text()) == {
+        token_file = tmp_path / "private" / "user_token"
+        assert json.loads(path.read_text()) == {  # no secret in master.json (issue 26 row 6)
             "url": url,
-            "token": "app-test-token",
             "pid": os.getpid(),
+            "token_file": str(token_file),
         }
+        assert token_file.read_text() == "app-test-token\n"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
         answer = await asyncio.to_thread(
             requests.get,
             url + "/api/v1/master",
@@ -259,12 +262,16 @@ def test_master_lite_process_round_trip(tmp_path: Path) -> None:
             line + process.stderr.read() if not line else line
         )
         master_json = root / "master.json"
-        assert f"token in {master_json}" in line
+        token_file = root / "private" / "user_token"
+        assert f"token in {token_file}" in line
         assert stat.S_IMODE(master_json.stat().st_mode) == 0o600
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert stat.S_IMODE(token_file.parent.stat().st_mode) == 0o700
         info = json.loads(master_json.read_text())
         assert info["pid"] == process.pid and line.split()[3] == info["url"]
+        assert "token" not in info and info["token_file"] == str(token_file)
         api = requests.Session()
-        api.headers["Authorization"] = f"Bearer {info['token']}"
+        api.headers["Authorization"] = f"Bearer {token_file.read_text().strip()}"
         url = info["url"] + "/api/v1"
 
         # A second master on the same root dir would share the store: refused.

@@ -84,7 +84,19 @@ def _look_at_master_file(path: pathlib.Path) -> tuple[MasterAddress | None, str]
             f" (written by process {info['pid']}, which is no longer running: that master "
             "stopped without removing the file)"
         )
-    return MasterAddress(url, info.get("token"), str(path)), note
+    return MasterAddress(url, info.get("token") or _read_token_file(path, info), str(path)), note
+
+
+def _read_token_file(path: pathlib.Path, info: dict) -> str | None:
+    """The user token a master-lite keeps beside master.json: `token_file` (0600 in a 0700
+    directory, readable by the master's Unix user only), default `<root_dir>/private/user_token`.
+    Masters of earlier versions wrote the token into master.json itself (read first)."""
+    token_file = info.get("token_file") or path.parent / "private" / "user_token"
+    try:
+        token = pathlib.Path(token_file).read_text().strip()
+    except (OSError, TypeError, ValueError):
+        return None  # not this user's master, or none running: the login store decides
+    return token or None
 
 
 def master_file_path(root_dir: str | os.PathLike | None = None) -> pathlib.Path:
