@@ -314,8 +314,8 @@ class Runs:
         """The context is unpacked (or failed to): launch, unless the trial stopped wanting
         these slots meanwhile (killed, paused, deleted: its grant was cancelled)."""
         self._preparing.pop(trial_id, None)
-        if self._shared.stopping or self._shared.closed:
-            return
+        if done.cancelled() or self._shared.stopping or self._shared.closed:
+            return  # the master stops: the trial is scheduled again at its next start
         key = grant.request.allocation_key
         held = self.scheduler.granted().get(key) is grant
         try:
