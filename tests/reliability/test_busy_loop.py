@@ -219,3 +219,23 @@ def test_a_live_run_survives_a_busy_loop_and_a_dead_one_still_expires(tmp_path: 
         runs.stop()
 
     run_with_parts(tmp_path / "root", body)
+
+
+def test_a_large_unsafe_context_is_refused_by_the_child_check(tmp_path: Path) -> None:
+    import tarfile
+
+    from master_lite import errors
+
+    evil = tarfile.TarInfo("../outside.txt")
+    evil.size = 1
+    context = tar_gz(MANY_FILES, members=[(evil, b"x")])
+
+    async def body(parts: Parts, runner: FakeRunner) -> None:
+        with pytest.raises(errors.InvalidRequest, match="contains '..'"):
+            await parts.experiments.submit_experiment(CONFIG, context)
+        assert parts.views.list_experiments() == []
+        # Nothing stored under the contexts, not even the partial file.
+        assert list((tmp_path / "root" / "contexts").iterdir()) == []
+        assert not (tmp_path / "outside.txt").exists()
+
+    run_with_parts(tmp_path / "root", body)
