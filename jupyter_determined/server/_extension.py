@@ -71,8 +71,22 @@ async def authorize_jupyter_user(handler: Any, action: str) -> bool:
     return True
 
 
+def _listening_port(serverapp: Any) -> int:
+    """The TCP port the server listens on. `--port 0` asks the OS for one and a busy port
+    moves on to another (`port_retries`): the bound socket says which, so a listening
+    socket is asked first and `serverapp.port` (set once the server chose) is the fallback."""
+    server = getattr(serverapp, "_http_server", None)
+    for sock in (getattr(server, "_sockets", None) or {}).values():
+        address = sock.getsockname()
+        if isinstance(address, tuple) and len(address) >= 2 and address[1]:
+            return int(address[1])
+    return int(serverapp.port)
+
+
 def _local_connection_url(serverapp: Any) -> str:
-    """connection_url names the host name on a wildcard ip; trials run here: use loopback."""
+    """connection_url names the host name on a wildcard ip; trials run here: use loopback.
+    The base URL (a proxy's prefix, e.g. JupyterHub's /user/<name>/) is kept: the server
+    itself answers under it, so the URL reaches it from this host."""
     host = serverapp.ip
     if host in ("", "0.0.0.0", "*"):
         host = "127.0.0.1"
@@ -81,7 +95,7 @@ def _local_connection_url(serverapp: Any) -> str:
     elif ":" in host:
         host = f"[{host}]"
     scheme = "https" if serverapp.certfile else "http"
-    return f"{scheme}://{host}:{serverapp.port}{serverapp.base_url}"
+    return f"{scheme}://{host}:{_listening_port(serverapp)}{serverapp.base_url}"
 
 
 class ExportPreviewHandler(APIHandler):
@@ -169,15 +183,21 @@ class DeterminedServerExtension(ExtensionApp):
         # in the server's URL also works as DET_MASTER_TOKEN for `det` in another shell.
         jupyter_token = getattr(serverapp.identity_provider, "token", "") or None
         self.master = self.master_app.build_master(user_token=jupyter_token)
-        self.master_url = url_path_join(_local_connection_url(serverapp), URL_SEGMENT).rstrip("/")
         self.settings["determined_master"] = self.master
         self.master.jupyter_host = serverapp  # kernel trials' kernels in its kernel manager
+        self._publish_url()
+        os.environ["DET_MASTER_TOKEN"] = self.master.user_token
+        os.environ[NOTEBOOK_KERNELS_ENV] = "1" if self.notebook_trials_in_kernels else "0"
+
+    def _publish_url(self) -> None:
+        """Where trials, kernels and master.json find the master: the server's URL with the
+        port it listens on. Called at load (the port may still be 0 or about to move on) and
+        again at start, when the server has chosen its port."""
+        self.master_url = url_path_join(_local_connection_url(self.server), URL_SEGMENT).rstrip("/")
         # Kernels and terminals started from now on inherit these: notebooks find the master
         # with no configuration. (Trials never see DET_MASTER_TOKEN: the runner drops it.)
         os.environ["DET_MASTER"] = self.master_url
-        os.environ["DET_MASTER_TOKEN"] = self.master.user_token
         self.master.tensorboards.serve_through(f"{self.master_url}/{TENSORBOARD_PATH}")
-        os.environ[NOTEBOOK_KERNELS_ENV] = "1" if self.notebook_trials_in_kernels else "0"
 
     def initialize_handlers(self) -> None:
         from master_lite.api import make_handlers, max_body_bytes
@@ -230,6 +250,8 @@ class DeterminedServerExtension(ExtensionApp):
         await asyncio.shield(self._started)
 
     async def _start(self) -> None:
+        # The loop runs: the server has picked its port (`--port 0`, port_retries) by now.
+        self._publish_url()
         self.master_app.url = self.master_url
         try:
             # One master per root dir (an OS lock, taken before the store is opened), e.g. a

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import socket
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -187,10 +188,14 @@ class MasterLite(MasterLiteSettings):
             return
         if pid == os.getpid() or not _pid_alive(pid):
             return
-        host_port = url.split("://", 1)[-1].rstrip("/")
-        host, _, port = host_port.rpartition(":")
+        # A hosted master's URL has a path (`http://127.0.0.1:8888/<base_url>determined`):
+        # only its host and port matter here.
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=1):
+            address = urllib.parse.urlsplit(url)
+            host, port = address.hostname, address.port
+            if not host or not port:
+                return  # no address to probe (e.g. an old master.json of a `--port 0` server)
+            with socket.create_connection((host, port), timeout=1):
                 pass
         except (OSError, ValueError):
             return  # stale file: that master is gone

@@ -59,7 +59,9 @@ class ExperimentsHandler(ApiHandlerMixin):
         context = None
         if body.get("context") is not None:
             context = decode_base64(body["context"], "body.context")
-        experiment = self.master.experiments.create_experiment(
+        # Awaited: the context is checked and written in a worker thread (the loop serves
+        # other requests meanwhile, however many files it has).
+        experiment = await self.master.experiments.submit_experiment(
             body["config"],
             context,
             activate=body.get("activate", True),

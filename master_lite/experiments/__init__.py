@@ -1,7 +1,9 @@
 """Experiments and the state of their trials.
 
 * `Experiments` (_experiments.py): creation, actions, the experiment state machine, trial ends;
-  feeds the searcher its events and applies the operations it answers.
+  feeds the searcher its events and applies the operations it answers. `submit_experiment`
+  (the API's) checks and writes the context in a worker thread.
+* `checked_config`, `warm_start_checkpoint` (_creation.py): a new experiment's checks.
 * `SearcherOperations` (_operations.py): applies what a searcher answers (Create, Stop...).
 * `Searchers` (_searchers.py): owns the live searchers; events in, operations out.
 * `ExperimentEdits` (_editing.py): name, description, labels, scheduling resources; delete.
@@ -9,6 +11,7 @@
 * `Recovery` (_recovery.py): at start, reconcile the store with what still runs.
 """
 
+from master_lite.experiments._creation import checked_config, warm_start_checkpoint
 from master_lite.experiments._editing import EDITABLE_RESOURCES, ExperimentEdits
 from master_lite.experiments._experiments import EXPERIMENT_ACTIONS, Experiments
 from master_lite.experiments._recovery import Recovery
@@ -23,4 +26,6 @@ __all__ = [
     "Recovery",
     "RunExits",
     "Searchers",
+    "checked_config",
+    "warm_start_checkpoint",
 ]

@@ -10,28 +10,24 @@ events go through the views; every state change is a named transition of the sta
 
 from __future__ import annotations
 
-import json
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
 
-from determined.common import expconf
 from determined.common.states import (
     TERMINAL_EXPERIMENT_STATES,
     TERMINAL_TRIAL_STATES,
-    CheckpointState,
     ExperimentState,
     TrialState,
 )
 from master_lite import errors
-from master_lite._core._secrets import submitted_secrets
 from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
-from master_lite.checkpoints import storage_problem
+from master_lite.experiments._creation import checked_config, warm_start_checkpoint
 from master_lite.experiments._operations import SearcherOperations
 from master_lite.experiments._searchers import SearcherFailed, Searchers
 from master_lite.reports._logs import TrialLogs
-from master_lite.runners import fold_jupyter_gateway
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._runs import Runs
 from master_lite.store import TrialRow
@@ -81,68 +77,86 @@ class Experiments:
         notebook: dict | None = None,
         parent_id: int | None = None,
     ) -> dict:
-        """Check and expand the config, store the context, start the searcher; the JSON."""
-        if isinstance(config, str):
-            original_text = config
-            try:
-                config = expconf.load(config, source="config")
-            except expconf.InvalidConfig as exc:
-                raise errors.InvalidRequest(
-                    f"invalid experiment config: {exc}", list(exc.errors)
-                ) from exc
-            except ValueError as exc:
-                raise errors.InvalidRequest(f"invalid experiment config: {exc}") from exc
-        elif isinstance(config, dict):
-            original_text = json.dumps(config)
-        else:
-            raise errors.InvalidRequest("config: expected a YAML/JSON string or an object")
+        """Check and expand the config, store the context, start the searcher; the JSON.
+        (All on the calling thread: the API uses `submit_experiment`, which checks the
+        context in a worker thread.)"""
+        expanded, original_text, searcher = self._checked_config(config, parent_id)
+        context_hash = None if context is None else self._contexts.check_and_write(context)
+        return self._create(
+            expanded,
+            original_text,
+            searcher,
+            context_hash,
+            None if context is None else len(context),
+            activate=activate,
+            archived=archived,
+            notebook=notebook,
+            parent_id=parent_id,
+        )
+
+    def _checked_config(
+        self, config: dict | str, parent_id: int | None = None
+    ) -> tuple[dict, str, Any]:
         # A fork gets its parent's secrets back for stars; stars with no source are refused.
         parent = self._views.experiment_row(parent_id).config if parent_id is not None else None
-        config = submitted_secrets(config, parent)
-        try:
-            expconf.check(config)
-        except expconf.InvalidConfig as exc:
-            problems = list(exc.errors)
-            raise errors.InvalidRequest(
-                f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),
-                problems,
-            ) from exc
-        expanded = expconf.apply_defaults(
+        expanded, original_text, searcher = checked_config(
             config,
-            default_checkpoint_storage={
-                "type": "shared_fs",
-                "host_path": str(self._shared.root_dir / "checkpoints"),
-                "storage_path": ".",
-            },
+            root_dir=self._shared.root_dir,
+            runner=self._runs.runner,
+            parent_config=parent,
+            storage_roots=self._shared.storage_roots,
         )
-        # `environment.jupyter_gateway` is stored as the `environment.kernel.gateway` it means.
-        expanded, problems = fold_jupyter_gateway(expanded)
-        # Where trials will run (an image that exists, a runtime that is installed): now, not
-        # when the first trial fails.
-        runner = self._runs.runner
-        if not problems and runner is not None:
-            problems = runner.config_problems(expanded)
-        # The master serves and deletes what lies in checkpoint storage: a config may put it
-        # only where the master's configuration allows (issue 26).
-        storage_issue = storage_problem(expanded["checkpoint_storage"], self._shared.storage_roots)
-        if storage_issue:
-            problems = [*problems, storage_issue]
-        if problems:
-            raise errors.InvalidRequest(
-                f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),
-                problems,
-            )
+        # A warm start that does not exist fails before any file work (`_create` asks again).
+        warm_start_checkpoint(self._shared.store, expanded.get("searcher") or {})
+        return expanded, original_text, searcher
+
+    async def submit_experiment(
+        self,
+        config: dict | str,
+        context: bytes | None,
+        *,
+        activate: bool = True,
+        archived: bool = False,
+        notebook: dict | None = None,
+    ) -> dict:
+        """`create_experiment` for the API: the context is checked (unpacked into a scratch
+        directory) and written in a worker thread, so that a context of many files never
+        stalls the loop; the config is checked first and the rows are written on the loop."""
+        expanded, original_text, searcher = self._checked_config(config)
         context_hash = None
         if context is not None:
-            context_hash = self._contexts.verify(context)
-        module = searcher_module()
-        try:
-            searcher = module.make_searcher(expanded)
-        except ValueError as exc:
-            raise errors.InvalidRequest(f"searcher: {exc}", [f"searcher: {exc}"]) from exc
-        warm_start = self._warm_start_checkpoint(expanded.get("searcher") or {})
-        if context_hash is not None and context is not None:
-            self._contexts.save(context_hash, context)
+            context_hash = await asyncio.to_thread(self._contexts.check_and_write, context)
+            if self._shared.stopping or self._shared.closed:
+                raise errors.Conflict("the master is stopping: submit the experiment again")
+        return self._create(
+            expanded,
+            original_text,
+            searcher,
+            context_hash,
+            None if context is None else len(context),
+            activate=activate,
+            archived=archived,
+            notebook=notebook,
+            parent_id=None,
+        )
+
+    def _create(
+        self,
+        expanded: dict,
+        original_text: str,
+        searcher: Any,
+        context_hash: str | None,
+        context_size: int | None,
+        *,
+        activate: bool,
+        archived: bool,
+        notebook: dict | None,
+        parent_id: int | None,
+    ) -> dict:
+        """Store the experiment whose config and context were checked (on the loop thread)."""
+        warm_start = warm_start_checkpoint(self._shared.store, expanded.get("searcher") or {})
+        if context_hash is not None and context_size is not None:
+            self._contexts.record(context_hash, context_size)
         # The experiment, its first trials and the searcher's snapshot appear together.
         with self._shared.atomic():
             exp_id = self._shared.experiment_states.create(
@@ -164,44 +178,6 @@ class Experiments:
             self.event(exp_id, "initial_operations")
             self._searchers.save(exp_id)
         return self._views.get_experiment(exp_id, with_config=False)
-
-    def _warm_start_checkpoint(self, searcher_config: dict) -> str | None:
-        """The checkpoint every trial of a new experiment starts from, checked now: a source
-        that does not exist is an error at creation, naming the field."""
-        store = self._shared.store
-        uuid = searcher_config.get("source_checkpoint_uuid")
-        trial_id = searcher_config.get("source_trial_id")
-        if uuid is not None and trial_id is not None:
-            message = (
-                "searcher.source_trial_id and searcher.source_checkpoint_uuid: set at "
-                "most one (the warm start comes from one checkpoint)"
-            )
-            raise errors.InvalidRequest(message, [message])
-        if uuid is not None:
-            row = store.checkpoints.get(str(uuid))
-            if row is None or row.state != CheckpointState.COMPLETED:
-                why = "does not exist" if row is None else f"is {row.state}"
-                message = (
-                    f"searcher.source_checkpoint_uuid: checkpoint {uuid} {why} "
-                    "(pick one from `det checkpoint list`)"
-                )
-                raise errors.InvalidRequest(message, [message])
-            return str(uuid)
-        if trial_id is not None:
-            trial = store.trials.get(int(trial_id))
-            if trial is None:
-                message = f"searcher.source_trial_id: trial {trial_id} does not exist"
-                raise errors.InvalidRequest(message, [message])
-            latest = trial.latest_checkpoint
-            row = store.checkpoints.get(latest) if latest else None
-            if row is None or row.trial_id != trial.id or row.state != CheckpointState.COMPLETED:
-                message = (
-                    f"searcher.source_trial_id: trial {trial_id} has no checkpoint to "
-                    "start from (it never reported one, or it was deleted)"
-                )
-                raise errors.InvalidRequest(message, [message])
-            return str(latest)
-        return None
 
     def get_experiment_context(self, exp_id: int) -> bytes:
         """The context tarball the experiment was submitted with."""

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 from determined.common.states import ExperimentState, TrialState
 from master_lite import errors
@@ -36,6 +37,11 @@ from master_lite.scheduler import (
 from master_lite.store import AllocationRow, CheckpointRow, TrialRow
 
 logger = logging.getLogger("master_lite")
+
+# A context tarball up to this size is unpacked on the loop at launch (a few hundred members
+# at most: milliseconds); a larger one in a worker thread, since its member count, and so
+# the time to unpack it, can be large (100k empty files gzip to about 1 MiB).
+INLINE_CONTEXT_BYTES = 16 * 1024
 
 
 class Runs:
@@ -65,6 +71,8 @@ class Runs:
         self._master_url = ""
         self._allocations: dict[str, dict] = {}
         self._trial_allocation: dict[int, str] = {}
+        # Trials whose granted slots wait for their context to unpack in a worker thread.
+        self._preparing: dict[int, Grant] = {}
         # Runs still alive when their grace ends are terminated (through the runner, once set).
         self._preemption = Preemption(
             shared,
@@ -152,7 +160,11 @@ class Runs:
         if experiment.state != ExperimentState.ACTIVE or trial.state != TrialState.ACTIVE:
             return
         key = f"trial-{trial_id}"
-        if trial_id in self._trial_allocation or self.scheduler.is_pending(key):
+        if (
+            trial_id in self._trial_allocation
+            or trial_id in self._preparing
+            or self.scheduler.is_pending(key)
+        ):
             return
         resources = experiment.config.get("resources") or {}
         priority = resources.get("priority")
@@ -208,20 +220,25 @@ class Runs:
                 self._logs.master_log(trial_id, f"could not start trial {trial_id}: {exc}")
                 self._on_launch_failed(trial_id)
 
-    def _launch(self, trial_id: int, grant: Grant) -> None:
+    def _launch(self, trial_id: int, grant: Grant, *, prepared: bool = False) -> None:
         store = self._shared.store
         trial = self._views.trial_row(trial_id)
         experiment = self._views.experiment_row(trial.experiment_id)
         config = experiment.config
         run_id = trial.run_id + 1
         allocation_id = f"trial-{trial_id}.{run_id}"
-        token = _auth.new_trial_token()
         work_dir = self._shared.root_dir / "trials" / str(trial_id) / f"run-{run_id}"
-        if work_dir.exists():  # left by a master that crashed before recording this run
-            shutil.rmtree(work_dir)
-        work_dir.mkdir(parents=True)
-        if experiment.context_hash:
-            self._contexts.unpack(experiment.context_hash, work_dir)
+        if not prepared:
+            context = experiment.context_hash
+            if context and self._contexts.stored_size(context) > INLINE_CONTEXT_BYTES:
+                self._prepare(trial_id, grant, self._contexts.tarball_path(context), work_dir)
+                return
+            if work_dir.exists():  # left by a master that crashed before recording this run
+                shutil.rmtree(work_dir)
+            work_dir.mkdir(parents=True)
+            if context:
+                self._contexts.unpack(context, work_dir)
+        token = _auth.new_trial_token()
         slot_ids = list(grant.slot_ids)
         gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []
         own_env = trial_environment(
@@ -283,6 +300,49 @@ class Runs:
             return
         store.allocations.set_process(allocation_id, pid)
         self._views.publish_trial(trial_id)
+
+    def _prepare(self, trial_id: int, grant: Grant, tarball: Path, work_dir: Path) -> None:
+        """Unpack the run's context in a worker thread (its slots stay granted meanwhile);
+        the launch goes on on the loop once it is done (`_prepared`)."""
+        self._preparing[trial_id] = grant
+        future = self._shared.loop.run_in_executor(
+            None, self._contexts.unpack_file, tarball, work_dir
+        )
+        future.add_done_callback(lambda done: self._prepared(trial_id, grant, done))
+
+    def _prepared(self, trial_id: int, grant: Grant, done: asyncio.Future) -> None:
+        """The context is unpacked (or failed to): launch, unless the trial stopped wanting
+        these slots meanwhile (killed, paused, deleted: its grant was cancelled)."""
+        self._preparing.pop(trial_id, None)
+        if done.cancelled() or self._shared.stopping or self._shared.closed:
+            return  # the master stops: the trial is scheduled again at its next start
+        key = grant.request.allocation_key
+        held = self.scheduler.granted().get(key) is grant
+        try:
+            trial = self._views.trial_row(trial_id)
+            wanted = (
+                trial.state == TrialState.ACTIVE
+                and self._views.experiment_row(trial.experiment_id).state == ExperimentState.ACTIVE
+            )
+        except errors.NotFound:  # deleted with its experiment
+            wanted = False
+        if not held or not wanted:
+            if held:
+                self.scheduler.release(key)
+                self.run_scheduler()
+            elif wanted:  # paused and activated again while unpacking: ask anew
+                self.schedule_trial(trial_id)
+            return
+        error = done.exception()
+        try:
+            if error is not None:
+                raise error
+            self._launch(trial_id, grant, prepared=True)
+        except Exception as exc:  # the trial fails; the master keeps going
+            self.scheduler.release(key)
+            self._logs.master_log(trial_id, f"could not start trial {trial_id}: {exc}")
+            self._on_launch_failed(trial_id)
+            self.run_scheduler()
 
     def _resume_checkpoint(self, trial: TrialRow) -> CheckpointRow | None:
         checkpoint = trial.latest_checkpoint

@@ -7,6 +7,12 @@ gets a token scoped to that trial, and renews a lease by heartbeat. A lease past
 kernel died without closing (SIGKILL, a crashed machine): the trial ends as ERROR, so nothing
 stays ACTIVE forever. Deadlines are wall-clock times in the store, so a restarted master keeps
 them; the clock is injected so tests drive expiry without sleeping.
+
+A busy master never ends a live run: heartbeats that arrive while the loop is busy (a long
+request, a slow disk) wait in its queue, so the lease timer, which may run first when the loop
+comes back, cannot tell a dead kernel from a queued heartbeat. A ticker watches the loop while
+leases are live; after a gap of more than `LOOP_STALL_SECONDS` every lease gets a full lease
+period of a responsive loop before it can expire (`observe_loop`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,11 @@ from master_lite.checkpoints import storage_problem
 from master_lite.experiments._experiments import Experiments
 from master_lite.reports._logs import TrialLogs
 from master_lite.store import TrialRow, UnmanagedTrialRow
+
+# While leases are live the loop is watched by a tick this often; a gap between two looks at
+# the loop longer than LOOP_STALL_SECONDS means it was busy (not that a kernel died).
+LOOP_TICK_SECONDS = 0.5
+LOOP_STALL_SECONDS = 2.0
 
 # How a run may end itself (`close`), and what each makes of the trial.
 CLOSE_STATES = {
@@ -102,6 +113,11 @@ class UnmanagedRuns:
         self._experiments = experiments
         self._clock = clock
         self._timer: asyncio.TimerHandle | None = None
+        self._ticker: asyncio.TimerHandle | None = None
+        # When the loop was last seen running, and since when it has run without a stall
+        # (-inf: no stall seen; leases that lapsed while no master ran expire at start).
+        self._loop_seen: float | None = None
+        self._responsive_since = -math.inf
         # Trials whose kernel holds a lease (kept in memory: trial JSON asks per trial).
         self._live: set[int] = set()
 
@@ -309,12 +325,30 @@ class UnmanagedRuns:
             self._end(int(trial_id), CLOSE_STATES[state], message or f"run closed: {state}")
         return self._views.get_trial(trial_id)
 
+    def observe_loop(self) -> None:
+        """The loop runs now (the ticker and the lease timer say so). After a gap of more than
+        LOOP_STALL_SECONDS since the last look, the loop was busy: heartbeats may wait in its
+        queue, so every lease gets a full period from now before it can expire."""
+        now = self._clock()
+        if self._loop_seen is not None and now - self._loop_seen > LOOP_STALL_SECONDS:
+            self._responsive_since = now
+        self._loop_seen = now
+
+    def _expiry(self, row: UnmanagedTrialRow) -> float | None:
+        """When the row's lease ends: its deadline, but never before a full lease period of
+        a responsive loop (None: no lease)."""
+        if row.lease_expires is None:
+            return None
+        return max(row.lease_expires, self._responsive_since + row.lease_seconds)
+
     def expire_leases(self) -> list[int]:
-        """End as ERROR every live trial whose lease is past due; their ids."""
+        """End as ERROR every live trial whose lease is past due (and whose run had a full
+        lease period of a responsive loop to renew it); their ids."""
         now = self._clock()
         expired = []
         for row in self._shared.store.unmanaged.live():
-            if row.lease_expires is not None and row.lease_expires <= now:
+            expiry = self._expiry(row)
+            if expiry is not None and expiry <= now:
                 expired.append(row.trial_id)
                 with self._shared.atomic():
                     self._end(
@@ -358,6 +392,20 @@ class UnmanagedRuns:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._stop_ticker()
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        self._loop_seen = None  # the next look starts afresh, not as a stall
+
+    def _tick(self) -> None:
+        self._ticker = None
+        if self._shared.closed:
+            return
+        self.observe_loop()
+        self._ticker = self._shared.loop.call_later(LOOP_TICK_SECONDS, self._tick)
 
     def _arm_timer(self) -> None:
         """Wake at the earliest deadline (a heartbeat moves it later: then it just re-arms)."""
@@ -367,16 +415,26 @@ class UnmanagedRuns:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        live = self._shared.store.unmanaged.live()
-        if not live or live[0].lease_expires is None:
+        expiries = [
+            expiry
+            for expiry in map(self._expiry, self._shared.store.unmanaged.live())
+            if expiry is not None
+        ]
+        if not expiries:
+            self._stop_ticker()
             return
-        delay = max(0.0, live[0].lease_expires - self._clock()) + 0.05
+        if self._ticker is None:
+            self.observe_loop()
+            self._ticker = loop.call_later(LOOP_TICK_SECONDS, self._tick)
+        delay = max(0.0, min(expiries) - self._clock()) + 0.05
         self._timer = loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
         if self._shared.closed:
             return
+        # Look at the loop first: after a stall, the heartbeats queued behind it come next.
+        self.observe_loop()
         self.expire_leases()
         self._arm_timer()
 

@@ -412,3 +412,42 @@ def unpack(data: bytes, dest, *, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> None
                     os.chmod(target, 0o755 if member.mode & 0o111 else 0o644)
     except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise ContextError(f"context archive is not a valid tar.gz: {e}") from e
+
+
+# ---------------------------------------------------------------------------------------------
+# in a child process
+
+# What the master runs for a large context: `python -c CHILD_PROGRAM check LIMIT TARBALL` (unpack
+# into a scratch directory, removed again) or `... unpack LIMIT TARBALL DEST` (DEST made afresh).
+# Its own interpreter: the work (one syscall and some Python per member, 100k members in
+# a context of 1 MiB) does not share the master's GIL, so the master's loop keeps answering.
+CHILD_PROGRAM = "from determined.common.context import child_main; raise SystemExit(child_main())"
+CHILD_TOO_LARGE = 2  # exit status: ContextTooLarge (the message on stderr)
+CHILD_INVALID = 1  # exit status: ContextError
+
+
+def child_main(argv: Sequence[str] | None = None) -> int:
+    """The child's side of CHILD_PROGRAM; its exit status (0, CHILD_INVALID, CHILD_TOO_LARGE)."""
+    import shutil
+    import sys
+    import tempfile
+
+    mode, limit, tarball, *rest = sys.argv[1:] if argv is None else argv
+    try:
+        data = pathlib.Path(tarball).read_bytes()
+        if mode == "check":
+            with tempfile.TemporaryDirectory(prefix="context-check-") as scratch:
+                unpack(data, scratch, limit_bytes=int(limit))
+        else:
+            dest = pathlib.Path(rest[0])
+            if dest.exists():  # left by a master that crashed before recording the run
+                shutil.rmtree(dest)
+            dest.mkdir(parents=True)
+            unpack(data, dest, limit_bytes=int(limit))
+    except ContextTooLarge as exc:
+        print(exc, file=sys.stderr)
+        return CHILD_TOO_LARGE
+    except (ContextError, OSError) as exc:
+        print(exc, file=sys.stderr)
+        return CHILD_INVALID
+    return 0

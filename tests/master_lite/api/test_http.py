@@ -124,6 +124,10 @@ class FakeMaster:
         self.experiment_rows[exp_id] = _experiment(exp_id)
         return self.experiment_rows[exp_id]
 
+    async def submit_experiment(self, config, context, **kwargs):
+        # What POST /experiments awaits (the real one checks the context off the loop).
+        return self.create_experiment(config, context, **kwargs)
+
     def list_experiments(self, *, state=None, name=None, archived=None):
         self._record("list_experiments", state=state, name=name, archived=archived)
         return [e for e in self.experiment_rows.values() if state is None or e["state"] == state]
