@@ -79,6 +79,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Every test leaves os.environ as it found it. One process runs many test files (xdist
+    hands each worker a share), and an in-process Jupyter server's extension exports variables
+    for its kernels (DET_MASTER, DET_MASTER_TOKEN, DET_NOTEBOOK_TRIALS_IN_KERNELS) into it: the
+    trials of a later test in that process would inherit them."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
 def _rendezvous_ports_lock(request: pytest.FixtureRequest) -> Iterator[None]:
     """For tests marked `rendezvous_ports`: hold the host-wide lock for the test's run."""
     if request.node.get_closest_marker("rendezvous_ports") is None:

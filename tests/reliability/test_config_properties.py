@@ -50,7 +50,13 @@ small_valid_config = valid_config().filter(lambda c: _grid_size(c) <= 64)
 
 @pytest.fixture(scope="module")
 def master(tmp_path_factory: pytest.TempPathFactory):
-    with MasterProcess(tmp_path_factory.mktemp("configs") / "root", cpu_slots=1) as running:
+    # The generated configs keep checkpoints under /tmp (test_expconf_properties.valid_config):
+    # an administrator's allowance, as any master whose storage is outside its root dir needs.
+    with MasterProcess(
+        tmp_path_factory.mktemp("configs") / "root",
+        cpu_slots=1,
+        env={"MASTER_LITE_CHECKPOINT_STORAGE_ROOTS": "/tmp"},
+    ) as running:
         yield running
 
 
