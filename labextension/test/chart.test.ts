@@ -107,6 +107,11 @@ describe('ticks', () => {
     assert.ok(ticks.length <= 8 && ticks.length >= 4, String(ticks));
   });
 
+  test('a tick uPlot filtered out (null) has an empty label, never "null"', () => {
+    assert.deepEqual(formatTicks([null, 1e-4, null]), ['', '1e-4', '']);
+    assert.deepEqual(formatTicks([null]), ['']);
+  });
+
   test('log ticks: nothing for a range that is not positive', () => {
     assert.deepEqual(logTicks(0, 1), []);
   });

@@ -130,6 +130,14 @@ def test_a_search_of_single_point_series_log_axes_and_comparison(page, lab: Lab)
     parcoords = page.wait_for_selector(f"{view} .jp-Det-parcoords[data-lines='4']")
     axes = dict(axis.split(":") for axis in parcoords.get_attribute("data-axes").split(","))
     assert axes["lr"] == "log", axes
+    # Its scatter against the metric: a log x axis whose every tick has a number for a label
+    # (uPlot's own log filter once turned the 2s and 5s into "null").
+    page.select_option(f"{view} .jp-Det-hparamSelect", "lr")
+    scatter = f"{view} .jp-Det-chart-scatter[data-x-ticks]"
+    page.wait_for_selector(scatter)
+    ticks = page.get_attribute(scatter, "data-x-ticks").split("|")
+    assert len(ticks) >= 2 and "null" not in ticks and all(ticks), ticks
+    assert all(float(tick) > 0 for tick in ticks), ticks
     _shoot(page, "sidebar-hparams", view)
 
     # Two trials side by side.

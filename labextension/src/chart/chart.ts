@@ -150,6 +150,12 @@ export class Chart {
     }
   }
 
+  /** The x labels as drawn, also kept in `data-x-ticks` (the canvas has no text to read). */
+  private _xTickLabels(labels: string[]): string[] {
+    this.node.setAttribute('data-x-ticks', labels.join('|'));
+    return labels;
+  }
+
   update(data: IChartData): void {
     this._data = data;
     const points = countPoints(data.ys);
@@ -291,10 +297,13 @@ export class Chart {
       xAxis.values = (_u, splits) => splits.map(i => categories[i] ?? '');
     } else if (xLog) {
       xAxis.splits = (_u, _axis, min, max) => logTicks(min, max);
-      xAxis.values = (_u, splits) => formatTicks(splits);
+      // logTicks already chose ticks that fit; uPlot's default log filter would replace every
+      // 2 and 5 of a 1-2-5 axis by null, which labelled them "null" (issue 28, item 3).
+      xAxis.filter = (_u, splits) => splits;
+      xAxis.values = (_u, splits) => this._xTickLabels(formatTicks(splits));
       xAxis.space = 30;
     } else {
-      xAxis.values = (_u, splits) => formatTicks(splits);
+      xAxis.values = (_u, splits) => this._xTickLabels(formatTicks(splits));
       if (data.x.every(x => Number.isInteger(x))) {
         xAxis.incrs = INTEGER_INCRS;
       }

@@ -157,10 +157,11 @@ function shortest(value: number, tolerance: number, render: (digits: number) => 
  * exponent form when the axis holds tiny (< 0.001) or huge (>= 1e6) values — `1e-4`, never
  * the `0` a fixed number of decimals gives.
  */
-export function formatTicks(values: readonly number[]): string[] {
-  const finite = values.filter(v => Number.isFinite(v));
+export function formatTicks(values: readonly (number | null)[]): string[] {
+  // uPlot passes null for a tick its axis filter dropped: that tick has no label.
+  const finite = values.filter((v): v is number => v !== null && Number.isFinite(v));
   if (!finite.length) {
-    return values.map(v => String(v));
+    return values.map(v => (v === null ? '' : String(v)));
   }
   const sorted = [...new Set(finite)].sort((a, b) => a - b);
   let step = Infinity;
@@ -180,6 +181,9 @@ export function formatTicks(values: readonly number[]): string[] {
   }
   const exponent = maxAbs >= 1e6 || minNonZero < 1e-3;
   return values.map(value => {
+    if (value === null) {
+      return '';
+    }
     if (!Number.isFinite(value)) {
       return String(value);
     }
