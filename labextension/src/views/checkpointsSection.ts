@@ -2,42 +2,70 @@
 import { h } from '../dom';
 import { formatBytes, formatMetric } from '../model/format';
 import type { ICheckpoint } from '../api/types';
+import { checkpointList, noCheckpointsText } from '../model/checkpointList';
 
 const CHECKPOINT_COLUMNS = ['UUID', 'Trial', 'Steps', 'State', '', 'Size', 'Path'];
 
+/** What the Checkpoints section needs besides the checkpoints. */
+export interface ICheckpointsTableOptions {
+  /** The searcher metric: the sort key and the best marker. */
+  metric: string;
+  smallerIsBetter: boolean;
+  /** The experiment has ended: no checkpoint will come. */
+  finished: boolean;
+  /** List DELETED checkpoints too (off by default: their files are gone). */
+  showDeleted: boolean;
+  onShowDeleted: (show: boolean) => void;
+  /** A "Use in notebook" button on each COMPLETED checkpoint (its files still exist). */
+  useInNotebook?: (uuid: string) => Promise<void>;
+}
+
 /**
- * The experiment's checkpoints by trial and step, with their validation `metric`; with
- * `useInNotebook`, a "Use in notebook" button on each COMPLETED one (its files still exist).
+ * The experiment's checkpoints, best by the searcher metric first and marked, with their
+ * validation metric; DELETED ones behind a toggle.
  */
 export function checkpointsTable(
   checkpoints: Iterable<ICheckpoint>,
-  metric: string,
-  useInNotebook?: (uuid: string) => Promise<void>
+  options: ICheckpointsTableOptions
 ): HTMLElement {
-  const sorted = [...checkpoints].sort(
-    (a, b) => a.trial_id - b.trial_id || a.steps_completed - b.steps_completed
-  );
-  if (!sorted.length) {
-    return h('div', { class: 'jp-Det-empty' }, 'No checkpoints yet.');
+  const { metric, useInNotebook } = options;
+  const list = checkpointList(checkpoints, metric, options.smallerIsBetter, options.showDeleted);
+  const toggle = deletedToggle(list.hiddenDeleted, options);
+  if (!list.rows.length) {
+    return h(
+      'div',
+      null,
+      h('div', { class: 'jp-Det-empty' }, noCheckpointsText(options.finished, list.hiddenDeleted)),
+      toggle
+    );
   }
   const body = h('tbody');
-  for (const checkpoint of sorted) {
+  for (const checkpoint of list.rows) {
     const size = Object.values(checkpoint.resources ?? {}).reduce(
-      (sum, n) => sum + (Number(n) || 0),
+      (sum: number, n) => sum + (Number(n) || 0),
       0
     );
     const metrics = (checkpoint.validation_metrics ?? {}) as Record<string, unknown>;
+    const best = checkpoint.uuid === list.best;
     body.appendChild(
       h(
         'tr',
-        { attrs: { 'data-uuid': checkpoint.uuid } },
+        {
+          class: best ? 'jp-Det-bestCheckpoint' : undefined,
+          attrs: { 'data-uuid': checkpoint.uuid, 'data-state': checkpoint.state }
+        },
         // First: a long path must not push the button out of sight.
         useInNotebook ? h('td', null, useButton(checkpoint, useInNotebook)) : null,
         h('td', { class: 'jp-Det-mono' }, checkpoint.uuid),
         h('td', null, String(checkpoint.trial_id)),
         h('td', null, String(checkpoint.steps_completed)),
         h('td', null, checkpoint.state),
-        h('td', { title: JSON.stringify(metrics) }, formatMetric(metrics[metric])),
+        h(
+          'td',
+          { title: JSON.stringify(metrics) },
+          formatMetric(metrics[metric]),
+          best ? h('span', { class: 'jp-Det-bestBadge' }, 'best') : null
+        ),
         h('td', null, formatBytes(size)),
         h('td', { class: 'jp-Det-mono' }, checkpoint.path ?? '')
       )
@@ -48,10 +76,33 @@ export function checkpointsTable(
     headings.unshift(h('th', null));
   }
   return h(
-    'table',
-    { class: 'jp-Det-table jp-Det-checkpointsTable' },
-    h('thead', null, h('tr', null, ...headings)),
-    body
+    'div',
+    null,
+    h(
+      'table',
+      { class: 'jp-Det-table jp-Det-checkpointsTable' },
+      h('thead', null, h('tr', null, ...headings)),
+      body
+    ),
+    toggle
+  );
+}
+
+/** "Show N deleted" (or "Hide deleted") under the table; nothing when none was deleted. */
+function deletedToggle(hidden: number, options: ICheckpointsTableOptions): HTMLElement | null {
+  if (!hidden && !options.showDeleted) {
+    return null;
+  }
+  const box = h('input', {
+    attrs: { type: 'checkbox' }
+  }) as HTMLInputElement;
+  box.checked = options.showDeleted;
+  box.addEventListener('change', () => options.onShowDeleted(box.checked));
+  return h(
+    'label',
+    { class: 'jp-Det-showDeleted' },
+    box,
+    options.showDeleted ? ' show deleted checkpoints' : ` show ${hidden} deleted`
   );
 }
 

@@ -11,7 +11,7 @@ import { CompareSection } from './compareView';
 import { CurvesSection } from './curvesView';
 import { errorBox, h, replaceChildren } from '../dom';
 import { ACTION_TEXT, confirmAction, headerContent } from './experimentHeader';
-import { ExperimentAction, runCounts } from '../model/states';
+import { ExperimentAction, isTerminal, runCounts } from '../model/states';
 import { bestTrialId } from '../model/trialTable';
 import { HparamsSection } from './hparamsView';
 import { LogsSection } from './logsSection';
@@ -53,6 +53,8 @@ export class ExperimentView extends Widget {
   private _sortAscending = true;
   /** The trials plotted and compared, and fetching their curves. */
   private _selection: TrialSelection;
+  /** The Checkpoints section lists DELETED checkpoints too (the user ticked it). */
+  private _showDeletedCheckpoints = false;
 
   private _curves: CurvesSection;
   private _hparams = new HparamsSection(id => this._toggleTrial(id));
@@ -232,7 +234,11 @@ export class ExperimentView extends Widget {
     if ((parts.has('metrics') || trialsChanged) && this._tabs.current === 'compare') {
       this._renderCompare();
     }
-    if (parts.has('checkpoints') && this._tabs.current === 'checkpoints') {
+    // An ended experiment's empty table says it will save none, so the state matters too.
+    if (
+      (parts.has('checkpoints') || parts.has('experiment')) &&
+      this._tabs.current === 'checkpoints'
+    ) {
       this._renderCheckpoints();
     }
     if (parts.has('logs') && this._tabs.current === 'logs') {
@@ -378,7 +384,17 @@ export class ExperimentView extends Widget {
   private _renderCheckpoints(): void {
     replaceChildren(
       this._tabs.node('checkpoints'),
-      checkpointsTable(this.model.checkpoints.values(), this._selection.metric, this._useInNotebook)
+      checkpointsTable(this.model.checkpoints.values(), {
+        metric: this._selection.metric,
+        smallerIsBetter: this._selection.smallerIsBetter,
+        finished: isTerminal(this.model.experiment?.state ?? ''),
+        showDeleted: this._showDeletedCheckpoints,
+        onShowDeleted: show => {
+          this._showDeletedCheckpoints = show;
+          this._renderCheckpoints();
+        },
+        useInNotebook: this._useInNotebook
+      })
     );
   }
 
