@@ -9,6 +9,7 @@ import { formatMetric, formatNumber } from '../src/model/format';
 import {
   allowedActions,
   displayProgress,
+  kernelConsoleAction,
   runCounts,
   stateCategory,
   trialDisplayState,
@@ -216,5 +217,19 @@ describe('actions of a run in a kernel', () => {
     assert.deepEqual([...managed].sort(), ['kill', 'pause']);
     const ended = allowedActions({ state: 'ERROR', archived: false, unmanaged: true });
     assert.deepEqual([...ended], ['archive']);
+  });
+});
+
+describe('kernel console buttons', () => {
+  test('Attach only while the trial runs, Debug only while its failed kernel is kept', () => {
+    assert.equal(kernelConsoleAction(trial(1, { run_state: 'RUNNING' })), 'attach');
+    // QUEUED: no kernel has started yet.
+    assert.equal(kernelConsoleAction(trial(1, { run_state: 'QUEUED' })), null);
+    assert.equal(kernelConsoleAction(trial(1, { state: 'ERROR', kernel_kept: true })), 'debug');
+    // keep_alive ran out: the kernel is gone.
+    assert.equal(kernelConsoleAction(trial(1, { state: 'ERROR', kernel_kept: false })), null);
+    assert.equal(kernelConsoleAction(trial(1, { state: 'ERROR' })), null);
+    assert.equal(kernelConsoleAction(trial(1, { state: 'COMPLETED' })), null);
+    assert.equal(kernelConsoleAction(trial(1, { state: 'PAUSED' })), null);
   });
 });

@@ -220,6 +220,7 @@ def trial_json_from_summaries(
         "exit_code": row["exit_code"],
         "exit_summary": row.get("exit_summary"),
         "run_state": run_state(row["state"], allocation),
+        "kernel_kept": bool(row.get("kernel_kept")),
         "notebook_error": row.get("notebook_error"),
         "allocation_id": allocation["id"] if allocation else None,
         "slot_ids": allocation["slot_ids"] if allocation else [],

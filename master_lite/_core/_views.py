@@ -24,10 +24,19 @@ class Views:
         self._shared = shared
         # The live allocation of a trial (the runs part owns them); wired by `connect`.
         self._allocation_of: Callable[[int], dict | None] = lambda trial_id: None
+        self._kernel_kept: Callable[[int, int], bool] = lambda trial_id, run_id: False
 
-    def connect(self, *, allocation_of: Callable[[int], dict | None]) -> None:
-        """Wire the runs part's `allocation_of_trial` (built after this part)."""
+    def connect(
+        self,
+        *,
+        allocation_of: Callable[[int], dict | None],
+        kernel_kept: Callable[[int, int], bool] | None = None,
+    ) -> None:
+        """Wire the runs part's `allocation_of_trial` and `kernel_kept` (built after this
+        part)."""
         self._allocation_of = allocation_of
+        if kernel_kept is not None:
+            self._kernel_kept = kernel_kept
 
     # -- rows ---------------------------------------------------------------------------------
     def experiment_row(self, exp_id: int) -> ExperimentRow:
@@ -125,6 +134,10 @@ class Views:
         ):
             row["hparams"] = hparams
             row["notebook_error"] = notebook_error
+            # Only a failed run keeps its kernel: the one runner call per ERROR trial.
+            row["kernel_kept"] = row["state"] == "ERROR" and self._kernel_kept(
+                row["id"], row["run_id"]
+            )
             trials.append(
                 _serialize.trial_json_from_summaries(
                     row,

@@ -96,7 +96,8 @@ def build_parts(
     views.connect(
         allocation_of=lambda trial_id: (
             runs.allocation_of_trial(trial_id) or unmanaged.kernel_allocation(trial_id)
-        )
+        ),
+        kernel_kept=runs.kernel_kept,
     )
     runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
     return Parts(

@@ -125,6 +125,14 @@ SCHEMAS: dict[str, dict] = {
                 ),
             }
         ),
+        kernel_kept={
+            "type": "boolean",
+            "description": (
+                "a failed kernel trial's kernel is still kept for post-mortem "
+                "(environment.kernel.keep_alive): Debug in console / det trial attach work until "
+                "it is released (a `trial` event tells when)"
+            ),
+        },
         run_state=nullable(
             {
                 "type": "string",

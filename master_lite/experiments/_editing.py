@@ -17,7 +17,7 @@ from master_lite._core._views import Views
 from master_lite.checkpoints import under_storage_roots
 from master_lite.checkpoints._checkpoints import Checkpoints
 from master_lite.experiments._searchers import Searchers
-from master_lite.runs._runs import Runs
+from master_lite.runs import Runs, allocation_id_for
 from master_lite.tensorboards._tensorboards import experiment_files_dir
 
 # The `resources` fields a user may change on a live experiment; the scheduler reads
@@ -178,7 +178,7 @@ class ExperimentEdits:
         if self._runs.runner is not None:
             for trial in store.trials.of_experiment(exp_id):
                 if trial.run_id:
-                    self._runs.runner.release(f"trial-{trial.id}.{trial.run_id}")
+                    self._runs.runner.release(allocation_id_for(trial.id, trial.run_id))
         trial_ids = store.experiments.delete(exp_id)
         self._searchers.discard(exp_id)
         for trial_id in trial_ids:

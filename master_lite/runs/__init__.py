@@ -1,6 +1,6 @@
 """Runs: the allocations of trials, their launches and exits.
 
-* `Runs` (_runs.py): owns the allocations; scheduling, launches, exits.
+* `Runs` (_runs.py): owns the allocations; scheduling, launches, exits; `allocation_id_for`.
 * `Preemption` (_preemption.py): owns the grace timers of runs asked to stop.
 * `Contexts` (_contexts.py): experiment context tarballs a run unpacks.
 * _environment.py: what a run's process gets (argv, environment, files).
@@ -11,7 +11,7 @@
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._kernel_attach import trial_kernel
 from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
-from master_lite.runs._runs import Runs
+from master_lite.runs._runs import Runs, allocation_id_for
 from master_lite.runs._tokens import authenticate
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "RunEnded",
     "RunSettings",
     "Runs",
+    "allocation_id_for",
     "authenticate",
     "trial_kernel",
 ]

@@ -44,6 +44,18 @@ logger = logging.getLogger("master_lite")
 INLINE_CONTEXT_BYTES = 16 * 1024
 
 
+def allocation_id_for(trial_id: int, run_id: int) -> str:
+    """The allocation id of a trial's run: `trial-<trial id>.<run id>`."""
+    return f"trial-{trial_id}.{run_id}"
+
+
+def _trial_of_allocation(allocation_id: str) -> int | None:
+    """The trial id in a trial run's allocation id (None for other allocations)."""
+    prefix, _, rest = allocation_id.partition("-")
+    trial, dot, _run = rest.partition(".")
+    return int(trial) if prefix == "trial" and dot and trial.isdigit() else None
+
+
 class Runs:
     """Owns the live allocations, which trial holds which, and the preemption grace timers."""
 
@@ -100,6 +112,37 @@ class Runs:
         self.runner = runner
         self._log_writer = log_writer
         self._master_url = master_url
+        runner.on_released(self._released)
+
+    def _released(self, allocation_id: str) -> None:
+        """Runner callback (any thread): a failed trial's kept kernel is gone (keep_alive ran
+        out, or released). Its trial's `kernel_kept` turns false: tell the views, whose Debug in
+        console button must go, on the loop."""
+        trial_id = _trial_of_allocation(allocation_id)
+        if trial_id is None or self._shared.closed:
+            return
+        try:
+            self._shared.loop.call_soon_threadsafe(self._publish_trial, trial_id)
+        except RuntimeError:  # the loop is closed: the master is gone
+            pass
+
+    def _publish_trial(self, trial_id: int) -> None:
+        if self._shared.closed:
+            return
+        try:
+            self._views.publish_trial(trial_id)
+        except errors.NotFound:  # deleted with its experiment meanwhile
+            pass
+
+    def kernel_kept(self, trial_id: int, run_id: int) -> bool:
+        """Whether the trial's run `run_id` ended and its kernel is kept for post-mortem."""
+        runner = getattr(self, "runner", None)
+        if runner is None:
+            return False
+        try:
+            return runner.holds(allocation_id_for(trial_id, run_id))
+        except KeyError:  # no runner owns it: nothing kept
+            return False
 
     # -- queries ------------------------------------------------------------------------------
     def allocation_id_of(self, trial_id: int) -> str | None:
@@ -226,7 +269,7 @@ class Runs:
         experiment = self._views.experiment_row(trial.experiment_id)
         config = experiment.config
         run_id = trial.run_id + 1
-        allocation_id = f"trial-{trial_id}.{run_id}"
+        allocation_id = allocation_id_for(trial_id, run_id)
         work_dir = self._shared.root_dir / "trials" / str(trial_id) / f"run-{run_id}"
         if not prepared:
             context = experiment.context_hash

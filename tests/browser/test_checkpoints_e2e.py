@@ -61,8 +61,9 @@ def _completed(lab: Lab, name: str, script: str) -> int:
     )["experiment"]["id"]
     lab.wait_for(
         f"{name} to complete",
-        lambda: lab.api("GET", f"experiments/{experiment_id}")["experiment"]["state"]
-        == "COMPLETED",
+        lambda: (
+            lab.api("GET", f"experiments/{experiment_id}")["experiment"]["state"] == "COMPLETED"
+        ),
         timeout=180,
     )
     return experiment_id
@@ -134,5 +135,7 @@ def test_a_finished_experiment_without_checkpoints_says_so(page, lab: Lab) -> No
     experiment_id = _completed(lab, "no-checkpoints", SAVES_NONE)
     lab.open_in(page)
     view = _open_checkpoints(page, lab, experiment_id)
-    page.wait_for_selector(f"{view} .jp-Det-empty:has-text('This experiment saved no checkpoints.')")
+    page.wait_for_selector(
+        f"{view} .jp-Det-empty:has-text('This experiment saved no checkpoints.')"
+    )
     assert page.locator(f"{view} :text('No checkpoints yet.')").count() == 0

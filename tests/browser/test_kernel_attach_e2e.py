@@ -242,3 +242,74 @@ def test_attach_to_a_running_trial_answers_from_a_subshell_while_it_trains(
     )
     assert any(line.startswith("stopped at ") for line in trial_logs())
     assert extension_page_errors() == []
+
+
+def test_console_buttons_only_where_they_work(
+    lab: Lab, page: Any, extension_page_errors: Any
+) -> None:
+    """A QUEUED trial has no kernel yet: no Attach. A failed trial's kernel is kept for its
+    keep_alive only: Debug in console goes away when the kernel does (issue 28, item 6)."""
+    # Three trials at once on the lab's two slots: one of them waits.
+    cfg = {
+        **config(
+            searcher={"name": "random", "max_trials": 3, "max_concurrent_trials": 3},
+            step_sleep=0,
+            kernel={"keep_alive": 0},
+        ),
+        "name": "one-waits-for-a-slot",
+        "entrypoint": "python3 s.py",
+    }
+    body = {"config": json.dumps(cfg), "context": context_tarball({"s.py": LOOP})}
+    exp_id = lab.api("POST", "experiments", json=body)["experiment"]["id"]
+
+    def run_states() -> dict[str, list[int]]:
+        states: dict[str, list[int]] = {}
+        for t in lab.api("GET", f"experiments/{exp_id}")["trials"]:
+            states.setdefault(str(t["run_state"]), []).append(t["id"])
+        return states
+
+    wait_until(
+        lambda: sorted(map(len, run_states().values())) == [1, 2] and "QUEUED" in run_states(),
+        120,
+        "two trials running and one queued",
+    )
+    states = run_states()
+    lab.open_in(page)
+    show_sidebar(page)
+    page.click(f'.jp-Det-expRow[data-experiment-id="{exp_id}"]')
+    view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{exp_id}"]'
+    page.click(f'{view} .jp-Det-tab[data-section="trials"]')
+    for trial_id in states["RUNNING"]:
+        button = f'{view} button[data-attach-trial="{trial_id}"]'
+        page.wait_for_selector(button)
+        assert page.inner_text(button) == "Attach"
+    [waiting] = states["QUEUED"]
+    assert page.locator(f'{view} tr[data-trial-id="{waiting}"]').count() == 1
+    assert page.locator(f'{view} button[data-attach-trial="{waiting}"]').count() == 0
+    lab.api("POST", f"experiments/{exp_id}/kill")
+
+    keep_alive = 15
+    cfg = {
+        **config(searcher=SINGLE, step_sleep=0, kernel={"keep_alive": keep_alive}),
+        "name": "kept-for-a-while",
+        "entrypoint": "python3 s.py",
+    }
+    body = {"config": json.dumps(cfg), "context": context_tarball({"s.py": BOOM})}
+    failed = lab.api("POST", "experiments", json=body)["experiment"]["id"]
+    wait_until(
+        lambda: lab.api("GET", f"experiments/{failed}")["experiment"]["state"] == "ERROR",
+        120,
+        "the experiment to fail",
+    )
+    (trial,) = lab.api("GET", f"experiments/{failed}")["trials"]
+    assert trial["kernel_kept"] is True
+    page.click(f'.jp-Det-expRow[data-experiment-id="{failed}"]')
+    view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{failed}"]'
+    page.click(f'{view} .jp-Det-tab[data-section="trials"]')
+    button = f'{view} button[data-attach-trial="{trial["id"]}"]'
+    page.wait_for_selector(button)
+    assert page.inner_text(button) == "Debug in console"
+    # keep_alive runs out: the master says so (a trial event) and the button goes.
+    page.wait_for_selector(button, state="detached", timeout=(keep_alive + 60) * 1000)
+    assert lab.api("GET", f"trials/{trial['id']}")["trial"]["kernel_kept"] is False
+    assert extension_page_errors() == []

@@ -171,6 +171,8 @@ export interface ApiTrial {
   exit_code?: number | null;
   /** the last run's exit in words: 'exited with code N', or 'killed by signal NAME (N): why' (killed by the user, preempted, possibly out of memory, reason unknown); null after a clean exit */
   exit_summary?: string | null;
+  /** a failed kernel trial's kernel is still kept for post-mortem (environment.kernel.keep_alive): Debug in console / det trial attach work until it is released (a `trial` event tells when) */
+  kernel_kept?: boolean;
   /** of an ACTIVE trial: QUEUED while it waits for slots, RUNNING while an allocation holds them; null when the trial is not ACTIVE */
   run_state?: 'QUEUED' | 'RUNNING' | null;
   /** where an exported notebook's code failed in the last run (from its DET_NOTEBOOK_ERROR log line); null otherwise */

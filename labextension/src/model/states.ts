@@ -157,3 +157,19 @@ export function allowedActions(
   }
   return actions;
 }
+
+/**
+ * What a kernel trial's console button can do now: `attach` to the kernel of a RUNNING trial
+ * (a QUEUED one has no kernel yet), `debug` the kept kernel of a failed one until the master
+ * lets it go (`kernel_kept`), or nothing: a button that would only answer with an error is
+ * not offered.
+ */
+export function kernelConsoleAction(trial: ITrial): 'attach' | 'debug' | null {
+  if (trial.state === 'ACTIVE' && trial.run_state === 'RUNNING') {
+    return 'attach';
+  }
+  if (trial.state === 'ERROR' && trial.kernel_kept) {
+    return 'debug';
+  }
+  return null;
+}

@@ -7,6 +7,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { h, replaceChildren } from '../dom';
 import type { ExperimentView } from '../views/experimentView';
+import { kernelConsoleAction } from '../model/states';
 import { IBannerLine, TrialWithErrors, errorBannerLines } from './widgetModel';
 
 export class ErrorBanner {
@@ -71,10 +72,12 @@ export class ErrorBanner {
             'Show logs'
           )
         : null;
-    // A failed kernel trial's kernel may be kept for post-mortem (environment.kernel).
+    // A failed kernel trial's kernel is kept for post-mortem (environment.kernel) until its
+    // keep_alive runs out: the button only while it is.
     const onAttach = this._onAttach;
+    const trial = view.model.trials.get(line.trialId);
     const debug =
-      line.trialId >= 0 && onAttach && view.runsInKernels
+      trial && onAttach && view.runsInKernels && kernelConsoleAction(trial) === 'debug'
         ? h(
             'button',
             {

@@ -7,7 +7,7 @@
 import { progressText, stateBadge, stateProgressBar } from './badges';
 import { h } from '../dom';
 import { formatMetric } from '../model/format';
-import { trialDisplayState, trialExitNote } from '../model/states';
+import { kernelConsoleAction, trialDisplayState, trialExitNote } from '../model/states';
 import {
   bestSearcherMetric,
   bestTrialId,
@@ -37,13 +37,14 @@ export interface ITrialsTableInput {
   onAttach?: (trialId: number) => void;
 }
 
-/** Kernel trials that may have a kernel to attach to: running, or failed (post-mortem). */
+/** Kernel trials with a kernel to attach to: running, or failed and kept (post-mortem). */
 function attachButton(trial: ITrial, onAttach?: (trialId: number) => void): HTMLElement | null {
-  if (!onAttach || !['ACTIVE', 'ERROR'].includes(trial.state)) {
+  const action = kernelConsoleAction(trial);
+  if (!onAttach || action === null) {
     return null;
   }
   const title =
-    trial.state === 'ERROR'
+    action === 'debug'
       ? "Open a console on the failed trial's kernel (kept for post-mortem): %debug shows the traceback"
       : "Open a console on the trial's kernel: the script's live globals (not read-only)";
   return h(
@@ -53,7 +54,7 @@ function attachButton(trial: ITrial, onAttach?: (trialId: number) => void): HTML
       attrs: { 'data-attach-trial': String(trial.id), title },
       on: { click: () => onAttach(trial.id) }
     },
-    trial.state === 'ERROR' ? 'Debug in console' : 'Attach'
+    action === 'debug' ? 'Debug in console' : 'Attach'
   );
 }
 
