@@ -31,7 +31,7 @@ from determined.common.states import (
     TrialState,
 )
 from master_lite import errors
-from master_lite._core import _auth
+from master_lite._core import _auth, _limits
 from master_lite._core._secrets import redact_config
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
@@ -90,6 +90,11 @@ def unmanaged_config(body: dict, *, default_checkpoint_storage: dict) -> dict:
         raise errors.InvalidRequest(
             f"invalid core_v2 config: {len(problems)} error(s): " + "; ".join(problems), problems
         ) from exc
+    problems = _limits.config_problems(config)  # sizes: name, labels (docs: Limits)
+    if problems:
+        raise errors.InvalidRequest(
+            f"invalid core_v2 config: {len(problems)} error(s): " + "; ".join(problems), problems
+        )
     expanded = expconf.apply_defaults(config, default_checkpoint_storage=default_checkpoint_storage)
     expanded["unmanaged"] = True  # Determined's expconf field: the master runs nothing
     return expanded
@@ -271,6 +276,15 @@ class UnmanagedRuns:
                 "external ids)"
             )
         return row
+
+    def check_reportable(self, trial_id: int) -> None:
+        """Conflict once an unmanaged trial ended (as `live_row`): its metrics, like its logs and
+        heartbeats, are refused then. Its run reports before it closes (core_v2's close() sends
+        what is queued first), so no report of a live run is refused. Other trials: no check."""
+        if trial_id in self._live:
+            return  # the usual case, answered from memory
+        if self._shared.store.unmanaged.get(int(trial_id)) is not None:
+            self.live_row(trial_id)
 
     def heartbeat(self, trial_id: int) -> dict:
         """Renew the run's lease; `{lease_expires}` (seconds since the epoch)."""
