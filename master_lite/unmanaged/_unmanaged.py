@@ -85,12 +85,9 @@ def unmanaged_config(body: dict, *, default_checkpoint_storage: dict) -> dict:
             config[key] = body[key]
     try:
         expconf.check(config)
+        problems = _limits.config_problems(config)  # sizes: name, labels (docs: Limits)
     except expconf.InvalidConfig as exc:
         problems = list(exc.errors)
-        raise errors.InvalidRequest(
-            f"invalid core_v2 config: {len(problems)} error(s): " + "; ".join(problems), problems
-        ) from exc
-    problems = _limits.config_problems(config)  # sizes: name, labels (docs: Limits)
     if problems:
         raise errors.InvalidRequest(
             f"invalid core_v2 config: {len(problems)} error(s): " + "; ".join(problems), problems
@@ -278,12 +275,9 @@ class UnmanagedRuns:
         return row
 
     def check_reportable(self, trial_id: int) -> None:
-        """Conflict once an unmanaged trial ended (as `live_row`): its metrics, like its logs and
-        heartbeats, are refused then. Its run reports before it closes (core_v2's close() sends
-        what is queued first), so no report of a live run is refused. Other trials: no check."""
-        if trial_id in self._live:
-            return  # the usual case, answered from memory
-        if self._shared.store.unmanaged.get(int(trial_id)) is not None:
+        """Conflict once an unmanaged trial ended, as `live_row` (core_v2's close() sends what
+        is queued first: no report of a live run is refused). Other trials: no check."""
+        if trial_id not in self._live and self._shared.store.unmanaged.get(int(trial_id)):
             self.live_row(trial_id)
 
     def heartbeat(self, trial_id: int) -> dict:
