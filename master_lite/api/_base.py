@@ -210,9 +210,9 @@ class ApiHandlerMixin(_Handler):
                 raise ApiError(400, problem, [problem]) from None
             # Before any other work: every step after parsing (validation, copies, encoding,
             # the store) recurses per level or stores 64-bit integers.
-            problem = _limits.body_problem(body)
-            if problem:
-                raise ApiError(400, f"invalid request body: {problem}", [problem])
+            where = _limits.body_problem(body)
+            if where:
+                raise ApiError(400, f"invalid request body: {where}", [where])
         if fast_accept is not None and fast_accept(body):
             return body
         validator = request_validator(schema)

@@ -45,9 +45,9 @@ def checked_config(
             problem = f"config: nested deeper than {_limits.MAX_JSON_DEPTH} levels"
             raise errors.InvalidRequest(problem, [problem]) from None
         # The text may nest as deep as the parser allows; a body's limits hold for it too.
-        problem = _limits.body_problem(config, "config")
-        if problem:
-            raise errors.InvalidRequest(f"invalid experiment config: {problem}", [problem])
+        where = _limits.body_problem(config, "config")
+        if where:
+            raise errors.InvalidRequest(f"invalid experiment config: {where}", [where])
     elif isinstance(config, dict):
         original_text = json.dumps(config)
     else:

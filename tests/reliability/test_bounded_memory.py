@@ -38,7 +38,7 @@ def test_a_stalled_events_client_is_dropped_within_its_byte_budget(tmp_path, mon
     deliver = Subscription._deliver
 
     def accounting(subscription: Subscription, *args: object) -> None:
-        deliver(subscription, *args)  # type: ignore[arg-type]
+        deliver(subscription, *args)
         most_queued[0] = max(most_queued[0], subscription.queued_bytes)
 
     monkeypatch.setattr(Subscription, "_deliver", accounting)
@@ -109,7 +109,7 @@ def test_a_stalled_events_client_is_dropped_within_its_byte_budget(tmp_path, mon
             stored = await asyncio.to_thread(
                 requests.get,
                 f"{url}/api/v1/trials/{run['trial_id']}/logs",
-                params={"stream": "stdout", "tail": 3},
+                params={"stream": "stdout", "tail": "3"},
                 headers=user,
                 timeout=GUARD_SECONDS,
             )
