@@ -334,3 +334,43 @@ def test_an_ended_unmanaged_trial_takes_no_more_metrics_as_no_more_logs(master):
     assert resumed["trial_id"] == trial_id and resumed["resumed"]
     again = call(master, "POST", metrics_path, {"reports": [late]}, token=resumed["token"])
     assert again.status_code == 200, again.text
+
+
+# --- every operation with a body -----------------------------------------------------------------
+
+SAMPLE_PATH_VALUES = {
+    "experiment_id": "1",
+    "trial_id": "1",
+    "allocation_id": "trial-1.1",
+    "uuid": "0b5f7a4c-1d2e-4f60-8a9b-0c1d2e3f4a5b",
+    "model": "meta2",
+    "version": "1",
+}
+BAD_BODIES = {
+    "5k-deep": b"[" * 5000 + b"]" * 5000,
+    "past-the-depth-limit": b'{"a":' * 100 + b"1" + b"}" * 100,
+    "big-int": b'{"name": "x", "metadata": {"n": 1' + b"0" * 30 + b'}, "steps_completed": 1e400}',
+    "5k-digit-int": b'{"name": 1' + b"0" * 5000 + b"}",
+    "non-finite": b'{"name": NaN, "metadata": {"x": Infinity}, "progress": -Infinity}',
+    "huge-string": b'{"name": "' + b"a" * 2_000_000 + b'", "line": "b"}',
+}
+
+
+def test_no_operation_answers_5xx_to_a_deep_huge_or_out_of_range_body(master):
+    """Every operation the route table declares with a request body, with each bad body."""
+    from master_lite.api import ROUTES
+
+    failures = []
+    for route in ROUTES:
+        path = route.path
+        for param in route.params:
+            value = SAMPLE_PATH_VALUES.get(param.name) or param.schema.get("enum", ["x"])[0]
+            path = path.replace("{" + param.name + "}", value)
+        for method, operation in route.operations.items():
+            if operation.request is None:
+                continue
+            for name, raw in BAD_BODIES.items():
+                answer = call(master, method.upper(), path, raw=raw)
+                if answer.status_code >= 500:
+                    failures.append(f"{method.upper()} {path} {name}: {answer.status_code}")
+    assert not failures, failures
