@@ -20,6 +20,7 @@ over one is answered 4xx naming the field and the limit, never 5xx. Why each val
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -129,8 +130,6 @@ def labels_problem(labels: Any, path: str = "labels") -> str | None:
 
 def metadata_problem(metadata: Any, path: str = "metadata") -> str | None:
     """Metadata whose JSON is over MAX_METADATA_BYTES; None otherwise."""
-    import json
-
     if metadata is None:
         return None
     size = len(json.dumps(metadata, default=str).encode("utf-8", "surrogatepass"))
