@@ -1,8 +1,12 @@
 """In-process publish/subscribe for live updates (SSE, widgets).
 
 Publishers never block: `publish` may be called from any thread (log capture threads do) and
-hands the event to the event loop thread; each subscriber has a bounded queue that drops its
-oldest events when the consumer is slow, so one stuck browser tab cannot grow the master's memory.
+hands the event to the event loop thread. Each event is encoded once (strict JSON, the `data:`
+of the SSE stream), and each subscriber's queue is bounded twice, so one stuck browser tab
+cannot grow the master's memory: past `EVENT_QUEUE_EVENTS` events its oldest are dropped, and
+past `EVENT_QUEUE_BYTES` of encoded events (docs/rest-api.md, "Limits") the subscription is
+closed, its queue freed, with `overflow` naming why (the SSE handler sends it, then ends the
+stream; the client reconnects and reads what it missed over REST).
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from master_lite._core._limits import EVENT_QUEUE_BYTES, EVENT_QUEUE_EVENTS
+from master_lite._core._serialize import dumps, json_default
+
 EVENT_TYPES = ("experiment", "trial", "metric", "log", "checkpoint", "model")
-DEFAULT_QUEUE_SIZE = 10_000
+DEFAULT_QUEUE_SIZE = EVENT_QUEUE_EVENTS
 
 
 def _matches(value: int | None, payload: dict, event_type: str, key: str, own_type: str) -> bool:
@@ -26,7 +33,10 @@ def _matches(value: int | None, payload: dict, event_type: str, key: str, own_ty
 
 
 class Subscription:
-    """An async iterator of `(type, payload)` for one consumer; `close()` ends it."""
+    """An async iterator of `(type, payload)` for one consumer; `close()` ends it.
+
+    `queued_bytes` is what its queue holds (the encoded size of its events); once it would pass
+    `max_bytes` the subscription closes itself and `overflow` says why."""
 
     def __init__(
         self,
@@ -36,15 +46,20 @@ class Subscription:
         trial_id: int | None,
         types: Iterable[str] | None,
         maxsize: int,
+        max_bytes: int = EVENT_QUEUE_BYTES,
     ) -> None:
         self._bus = bus
         self.experiment_id = experiment_id
         self.trial_id = trial_id
         self.types = frozenset(types) if types else None
-        self._queue: collections.deque[tuple[str, dict]] = collections.deque(maxlen=maxsize)
+        self._queue: collections.deque[tuple[str, dict, str]] = collections.deque()
+        self._maxsize = maxsize
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
         self._wakeup = asyncio.Event()
         self.dropped = 0
         self.closed = False
+        self.overflow: str | None = None
 
     def wants(self, event_type: str, payload: dict) -> bool:
         if self.types is not None and event_type not in self.types:
@@ -53,14 +68,32 @@ class Subscription:
             return False
         return _matches(self.trial_id, payload, event_type, "trial_id", "trial")
 
-    def _deliver(self, event_type: str, payload: dict) -> None:
-        if len(self._queue) == self._queue.maxlen:
+    def _deliver(self, event_type: str, payload: dict, text: str) -> None:
+        if self.closed:
+            return
+        if len(self._queue) == self._maxsize:
             self.dropped += 1
-        self._queue.append((event_type, payload))
+            self.queued_bytes -= len(self._queue.popleft()[2])
+        if self.queued_bytes + len(text) > self.max_bytes:
+            self._overflow(len(text))
+            return
+        self._queue.append((event_type, payload, text))
+        self.queued_bytes += len(text)
         self._wakeup.set()
 
-    async def get(self, timeout: float | None = None) -> tuple[str, dict] | None:
-        """The next event, or None on timeout or once closed."""
+    def _overflow(self, incoming: int) -> None:
+        """The consumer fell too far behind: free its queue and end it, saying why."""
+        self.overflow = (
+            f"this client fell behind by more than {self.max_bytes} bytes of events "
+            f"({len(self._queue)} events, {self.queued_bytes} bytes queued, {incoming} more "
+            "arriving): the master dropped the stream; reconnect and read what was missed "
+            "over REST (after_id)"
+        )
+        self._queue.clear()
+        self.queued_bytes = 0
+        self.close()
+
+    async def _next(self, timeout: float | None) -> tuple[str, dict, str] | None:
         while not self._queue:
             if self.closed:
                 return None
@@ -69,10 +102,26 @@ class Subscription:
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
             except asyncio.TimeoutError:
                 return None
-        return self._queue.popleft()
+        item = self._queue.popleft()
+        self.queued_bytes -= len(item[2])
+        return item
+
+    async def get(self, timeout: float | None = None) -> tuple[str, dict] | None:
+        """The next event, or None on timeout or once closed."""
+        item = await self._next(timeout)
+        return None if item is None else (item[0], item[1])
+
+    async def get_encoded(self, timeout: float | None = None) -> tuple[str, str] | None:
+        """The next event as `(type, its strict JSON)`, or None on timeout or once closed."""
+        item = await self._next(timeout)
+        return None if item is None else (item[0], item[2])
 
     def get_nowait(self) -> tuple[str, dict] | None:
-        return self._queue.popleft() if self._queue else None
+        if not self._queue:
+            return None
+        event_type, payload, text = self._queue.popleft()
+        self.queued_bytes -= len(text)
+        return event_type, payload
 
     def __aiter__(self) -> Subscription:
         return self
@@ -94,6 +143,7 @@ class EventBus:
         self,
         *,
         queue_size: int = DEFAULT_QUEUE_SIZE,
+        queue_bytes: int = EVENT_QUEUE_BYTES,
         experiment_of_trial: Callable[[int], int | None] | None = None,
     ) -> None:
         """`experiment_of_trial` lets `metric`/`log` events, which name only their trial, carry
@@ -104,6 +154,7 @@ class EventBus:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._queue_size = queue_size
+        self._queue_bytes = queue_bytes
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Bind to the loop that consumers run on (called by `Master.start`)."""
@@ -123,6 +174,7 @@ class EventBus:
             trial_id=trial_id,
             types=types,
             maxsize=self._queue_size,
+            max_bytes=self._queue_bytes,
         )
         self._subscriptions.append(subscription)
         return subscription
@@ -150,9 +202,12 @@ class EventBus:
             experiment_id = self._experiment_id_of(payload["trial_id"])
             if experiment_id is not None:
                 payload = {**payload, "experiment_id": experiment_id}
+        text = None  # encoded once, for every subscriber that wants it
         for subscription in list(self._subscriptions):
             if subscription.wants(event_type, payload):
-                subscription._deliver(event_type, payload)
+                if text is None:
+                    text = dumps(payload, default=json_default)
+                subscription._deliver(event_type, payload, text)
 
     def _experiment_id_of(self, trial_id: int) -> int | None:
         cached = self._trial_experiments.get(trial_id)

@@ -9,6 +9,7 @@ answered as the string "NaN", "Infinity" or "-Infinity", as Determined's API doe
 from __future__ import annotations
 
 import datetime
+import enum
 import json
 import math
 from collections.abc import Callable
@@ -22,6 +23,20 @@ if TYPE_CHECKING:
 
 # Python's json module writes these tokens for non-finite floats (allow_nan=True).
 _NON_FINITE_TOKENS = ("NaN", "Infinity")
+
+
+def json_default(value: Any) -> Any:
+    """`json.dumps(default=)` for what answers hold besides JSON types: datetimes (UTC, ISO 8601
+    with a Z), enums (their values) and sets/tuples (lists)."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return value.isoformat(timespec="milliseconds") + "Z"
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def non_finite_text(value: float) -> str:

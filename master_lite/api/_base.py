@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import tornado.web
 
 from master_lite import errors
-from master_lite._core import strict_dumps
+from master_lite._core import _limits, strict_dumps
 from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite.api._declarations import Operation, Param, Route, TrialScope
 from master_lite.api._parsing import (
@@ -149,7 +149,14 @@ class ApiHandlerMixin(_Handler):
             return  # tornado answers 405 from the unimplemented method
         operation = self.route.operations[method]
         self._convert_path_params()
-        if len(self.request.body or b"") > self.body_limit:
+        size = len(self.request.body or b"")
+        if operation.max_body_bytes is not None and size > operation.max_body_bytes:
+            raise ApiError(
+                413,
+                f"request body of {size} bytes exceeds the limit of {operation.max_body_bytes} "
+                f"bytes of {self.request.method} {self.route.path}; send it in smaller parts",
+            )
+        if size > self.body_limit:
             raise ApiError(
                 413,
                 f"request body of {len(self.request.body)} bytes exceeds the limit "
@@ -192,6 +199,20 @@ class ApiHandlerMixin(_Handler):
                 body = json.loads(raw)
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+            except ValueError as exc:  # an integer of over 4300 digits (sys.int_info)
+                problem = f"body: {exc}; integers must fit in 64 bits"
+                raise ApiError(400, problem, [problem]) from None
+            except RecursionError:  # the parser recurses per level: thousands of `[`
+                problem = (
+                    f"body: nested deeper than {_limits.MAX_JSON_DEPTH} levels of objects and "
+                    "arrays (the limit of every request body)"
+                )
+                raise ApiError(400, problem, [problem]) from None
+            # Before any other work: every step after parsing (validation, copies, encoding,
+            # the store) recurses per level or stores 64-bit integers.
+            where = _limits.body_problem(body)
+            if where:
+                raise ApiError(400, f"invalid request body: {where}", [where])
         if fast_accept is not None and fast_accept(body):
             return body
         validator = request_validator(schema)

@@ -53,6 +53,9 @@ class Operation:
     # readable errors.
     fast_accept: Callable[[Any], bool] | None = None
     content_type: str = "application/json"
+    # The largest body this operation reads (413 over it); None: the master's body limit,
+    # which a context upload needs (master_lite._core._limits has the per-route limits).
+    max_body_bytes: int | None = None
     description: str = ""
     # What a host's authorizer is asked for a logged-in user (jupyter_server's actions: "read",
     # "write", "execute"); None: "read" for GET, "write" for the other methods.

@@ -37,13 +37,17 @@ class EventsHandler(ApiHandlerMixin):
             self.write(": connected\n\n")
             await self.flush()
             while not subscription.closed:
-                event = await subscription.get(timeout=self.KEEPALIVE_SECONDS)
+                event = await subscription.get_encoded(timeout=self.KEEPALIVE_SECONDS)
                 if event is None:
                     if subscription.closed:
                         break
                     self.write(": keepalive\n\n")
                 else:
-                    self.write(format_event(*event))
+                    self.write(f"event: {event[0]}\ndata: {event[1]}\n\n")
+                await self.flush()
+            if subscription.overflow is not None:
+                # Fell behind past its byte budget: say why, then end (EventSource reconnects).
+                self.write(format_event("overflow", {"reason": subscription.overflow}))
                 await self.flush()
         except StreamClosedError:
             pass  # the client went away mid-write

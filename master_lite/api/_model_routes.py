@@ -10,6 +10,7 @@ from __future__ import annotations
 from master_lite.api import _models
 from master_lite.api._declarations import Operation, Param, PathParam, Route
 from master_lite.api._openapi import EMPTY, INTEGER, OBJECT, STRING, array, obj, ref
+from master_lite.api._schemas import DESCRIPTION, LABELS, NAME, NOTES
 from master_lite.models import MODEL_ORDERS
 
 MODEL = PathParam("model", r"[^/]+", STRING, str, "model name, or model id (digits)")
@@ -25,8 +26,9 @@ ORDER = Param("order_by", "string", "ascending or descending", default="asc", en
 
 MODEL_ANSWER = obj(["model"], model=ref("Model"))
 VERSION_ANSWER = obj(["model_version"], model_version=ref("ModelVersion"))
-_LABELS = {**array({**STRING, "minLength": 1}), "description": "all its labels (repeats dropped)"}
-_NAME = {**STRING, "minLength": 1}
+_LABELS = {**LABELS, "description": "all its labels (repeats dropped)"}
+_NAME = NAME
+_VERSION_NAME = {**STRING, "maxLength": NAME["maxLength"]}
 
 MODEL_ROUTES: tuple[Route, ...] = (
     Route(
@@ -59,8 +61,8 @@ MODEL_ROUTES: tuple[Route, ...] = (
                 request=obj(
                     ["name"],
                     name=_NAME,
-                    description=STRING,
-                    notes=STRING,
+                    description=DESCRIPTION,
+                    notes=NOTES,
                     metadata=OBJECT,
                     labels=_LABELS,
                 ),
@@ -83,7 +85,11 @@ MODEL_ROUTES: tuple[Route, ...] = (
                 "Change a model's name, description, notes, metadata or labels (those given)",
                 MODEL_ANSWER,
                 request=obj(
-                    name=_NAME, description=STRING, notes=STRING, metadata=OBJECT, labels=_LABELS
+                    name=_NAME,
+                    description=DESCRIPTION,
+                    notes=NOTES,
+                    metadata=OBJECT,
+                    labels=_LABELS,
                 ),
                 description="metadata and labels replace the old ones; 409 when the model "
                 "is archived or the new name is taken",
@@ -109,9 +115,9 @@ MODEL_ROUTES: tuple[Route, ...] = (
                     **obj(
                         checkpoint_uuid=STRING,
                         checkpointUuid={**STRING, "description": "Determined's spelling"},
-                        name=STRING,
-                        comment=STRING,
-                        notes=STRING,
+                        name=_VERSION_NAME,
+                        comment=DESCRIPTION,
+                        notes=NOTES,
                         metadata=OBJECT,
                         labels=_LABELS,
                     ),
@@ -133,7 +139,11 @@ MODEL_ROUTES: tuple[Route, ...] = (
                 "Change a version's name, comment, notes, metadata or labels (those given)",
                 VERSION_ANSWER,
                 request=obj(
-                    name=STRING, comment=STRING, notes=STRING, metadata=OBJECT, labels=_LABELS
+                    name=_VERSION_NAME,
+                    comment=DESCRIPTION,
+                    notes=NOTES,
+                    metadata=OBJECT,
+                    labels=_LABELS,
                 ),
                 description="409 when the model is archived",
             ),

@@ -7,15 +7,12 @@ Pure functions of their inputs (no handler state); `_base.py` applies them to a 
 from __future__ import annotations
 
 import base64
-import datetime
-import enum
 from typing import Any
 
 from determined.common import expconf
+from master_lite._core._limits import SQLITE_INT_MAX, SQLITE_INT_MIN
+from master_lite._core._serialize import json_default as json_default  # re-exported
 from master_lite.api._declarations import Param
-
-SQLITE_INT_MIN, SQLITE_INT_MAX = -(2**63), 2**63 - 1
-
 
 # Users send contexts base64-encoded inside JSON: 4 bytes per 3, plus room for the config.
 BODY_OVERHEAD_BYTES = 1024 * 1024
@@ -37,20 +34,6 @@ class ApiError(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-
-
-def json_default(value: Any) -> Any:
-    """`json.dumps(default=)` for what answers hold besides JSON types: datetimes (UTC, ISO 8601
-    with a Z), enums (their values) and sets/tuples (lists)."""
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return value.isoformat(timespec="milliseconds") + "Z"
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _schema_path(path: Any) -> str:
@@ -108,9 +91,22 @@ def error_line(error: Any) -> str:
     the alternative the client meant: a batch with one bad report fails deep in `reports`)."""
     while error.context:
         error = max(error.context, key=lambda inner: len(inner.absolute_path))
-    line = f"{_schema_path(error.absolute_path)}: {error.message}"
+    line = f"{_schema_path(error.absolute_path)}: {_limit_message(error) or error.message}"
     # Messages quote the offending value, which may be a whole metrics batch.
     return line if len(line) <= MAX_ERROR_LINE else line[: MAX_ERROR_LINE - 3] + "..."
+
+
+def _limit_message(error: Any) -> str | None:
+    """A size limit's failure as "N characters, over the limit of M" (the validator's own
+    message quotes the whole value and names no limit); None for other failures."""
+    limit, instance = error.validator_value, error.instance
+    if error.validator == "maxLength":
+        return f"{len(instance)} characters, over the limit of {limit} (docs/rest-api.md, Limits)"
+    if error.validator == "maxItems":
+        return f"{len(instance)} items, over the limit of {limit} (docs/rest-api.md, Limits)"
+    if error.validator == "maximum":
+        return f"{instance} is over the limit of {limit} (docs/rest-api.md, Limits)"
+    return None
 
 
 def request_validator(schema: dict) -> Any:

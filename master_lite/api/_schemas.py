@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from master_lite._core import _limits
 from master_lite.api._declarations import Param, PathParam
 from master_lite.api._openapi import (
     BOOLEAN,
@@ -20,6 +21,17 @@ from master_lite.api._openapi import (
     ref,
 )
 from master_lite.experiments import EXPERIMENT_ACTIONS
+
+# Fields with a size limit (master_lite._core._limits; docs/rest-api.md, "Limits"): the schema
+# carries it, so the OpenAPI document shows it and a body over it is a 400 naming both.
+NAME = {**STRING, "minLength": 1, "maxLength": _limits.MAX_NAME_CHARS}
+DESCRIPTION = {**STRING, "maxLength": _limits.MAX_DESCRIPTION_CHARS}
+NOTES = {**STRING, "maxLength": _limits.MAX_NOTES_CHARS}
+LABELS = {
+    **array({**STRING, "minLength": 1, "maxLength": _limits.MAX_LABEL_CHARS}),
+    "maxItems": _limits.MAX_LABELS,
+}
+SLOTS = {**INTEGER, "minimum": 0, "maximum": _limits.MAX_SLOTS}
 
 EXPERIMENT_ID = PathParam("experiment_id", r"[0-9]+", INTEGER, int, "experiment id")
 TRIAL_ID = PathParam("trial_id", r"[0-9]+", INTEGER, int, "trial id")
@@ -71,7 +83,7 @@ CHECKPOINT_ANSWER = obj(["checkpoint"], checkpoint=ref("Checkpoint"))
 METRICS_ANSWER = obj(["metrics"], metrics=array(ref("Metric")))
 GZIP = {"type": "string", "format": "binary"}
 # Determined's gRPC gateway writes int64 as a JSON string; accept both.
-SIZE = {"oneOf": [INTEGER, {**STRING, "pattern": "^[0-9]+$"}]}
+SIZE = {"oneOf": [INTEGER, {**STRING, "pattern": "^[0-9]{1,19}$"}]}
 
 _METRIC_REPORT = obj(
     ["group", "steps_completed", "metrics"],

@@ -77,6 +77,8 @@ class TrialMetricsHandler(ApiHandlerMixin):
         send_metrics_json(self, metrics)
 
     async def post(self, trial_id: int) -> None:
+        # An ended unmanaged trial takes no more reports (409, as its logs and heartbeats).
+        self.master.unmanaged.check_reportable(trial_id)
         accepted = self.master.reports.report_metrics(trial_id, metric_reports(trial_id, self.body))
         # How long the master took over this report, from reading its headers to the commit
         # done, waits behind other requests included (soak/soak_load.py splits report latency

@@ -4,10 +4,11 @@ token (docs/rest-api.md, "Unmanaged runs")."""
 
 from __future__ import annotations
 
+from master_lite._core import _limits
 from master_lite.api._base import ApiHandlerMixin
 from master_lite.api._declarations import Operation, Route, TrialScope
 from master_lite.api._openapi import BOOLEAN, INTEGER, NUMBER, OBJECT, STRING, array, nullable, obj
-from master_lite.api._schemas import TRIAL_ANSWER, TRIAL_ID
+from master_lite.api._schemas import LABELS, TRIAL_ANSWER, TRIAL_ID
 
 
 class UnmanagedRunsHandler(ApiHandlerMixin):
@@ -35,12 +36,12 @@ class UnmanagedCloseHandler(ApiHandlerMixin):
 
 OPEN_BODY = obj(
     [],
-    name=STRING,
+    name={**STRING, "maxLength": _limits.MAX_NAME_CHARS},
     hparams=OBJECT,
     searcher=OBJECT,
     checkpoint_storage=OBJECT,
-    description=STRING,
-    labels=array(STRING),
+    description={**STRING, "maxLength": _limits.MAX_DESCRIPTION_CHARS},
+    labels=LABELS,
     data=OBJECT,
     external_experiment_id=nullable(STRING),
     external_trial_id=nullable(STRING),
@@ -96,6 +97,9 @@ UNMANAGED_ROUTES: tuple[Route, ...] = (
                 "Store lines the kernel printed while the run was open",
                 obj(["accepted"], accepted=INTEGER),
                 trial_scope=TrialScope.TRIAL,
+                max_body_bytes=_limits.MAX_LOG_POST_BYTES,
+                description=f"413 for a body over {_limits.MAX_LOG_POST_BYTES} bytes; a line "
+                f"over {_limits.MAX_LOG_LINE_BYTES} bytes is stored truncated, with a marker",
                 request=obj(
                     ["logs"],
                     logs=array(

@@ -13,12 +13,18 @@ from pathlib import Path
 
 from determined.common.states import CheckpointState
 from master_lite import errors
-from master_lite._core import _serialize
+from master_lite._core import _limits, _serialize
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
 from master_lite.checkpoints._confinement import is_checkpoint_uuid, owned_checkpoint_dir
 from master_lite.runs._runs import Runs
 from master_lite.store import CheckpointRow, registered_message
+
+
+def _check_metadata_size(metadata: object) -> None:
+    problem = _limits.metadata_problem(metadata)
+    if problem:
+        raise errors.InvalidRequest(problem, [problem])
 
 
 class Checkpoints:
@@ -51,6 +57,7 @@ class Checkpoints:
                 "trained when this checkpoint was saved",
                 ["metadata.steps_completed: required"],
             )
+        _check_metadata_size(metadata)
         trial_id = record.get("trial_id", record.get("trialId"))
         allocation_id = record.get("allocation_id", record.get("allocationId"))
         if trial_id is None and allocation_id:
@@ -188,6 +195,7 @@ class Checkpoints:
         """Replace a checkpoint's metadata (a user's edit: the files in storage keep theirs);
         the checkpoint's JSON after it."""
         self.checkpoint_row(uuid)  # NotFound names it
+        _check_metadata_size(metadata)
         self._shared.store.checkpoints.set_metadata(uuid, metadata)
         checkpoint = self.get_checkpoint(uuid)
         self._shared.events.publish("checkpoint", checkpoint)

@@ -11,6 +11,7 @@ from typing import Any
 from determined.common import expconf
 from determined.common.states import CheckpointState
 from master_lite import errors
+from master_lite._core import _limits
 from master_lite._core._secrets import submitted_secrets
 from master_lite._core._shared import searcher_module
 from master_lite.checkpoints import storage_problem
@@ -40,6 +41,13 @@ def checked_config(
             ) from exc
         except ValueError as exc:
             raise errors.InvalidRequest(f"invalid experiment config: {exc}") from exc
+        except RecursionError:  # YAML's parser recurses per level of nesting
+            problem = f"config: nested deeper than {_limits.MAX_JSON_DEPTH} levels"
+            raise errors.InvalidRequest(problem, [problem]) from None
+        # The text may nest as deep as the parser allows; a body's limits hold for it too.
+        where = _limits.body_problem(config, "config")
+        if where:
+            raise errors.InvalidRequest(f"invalid experiment config: {where}", [where])
     elif isinstance(config, dict):
         original_text = json.dumps(config)
     else:
@@ -53,6 +61,12 @@ def checked_config(
             f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),
             problems,
         ) from exc
+    problems = _limits.config_problems(config)  # sizes: name, labels, resources (docs: Limits)
+    if problems:
+        raise errors.InvalidRequest(
+            f"invalid experiment config: {len(problems)} error(s): " + "; ".join(problems),
+            problems,
+        )
     expanded = expconf.apply_defaults(
         config,
         default_checkpoint_storage={

@@ -18,7 +18,7 @@ from typing import Any
 
 from determined.common.states import CheckpointState
 from master_lite import errors
-from master_lite._core import _serialize
+from master_lite._core import _limits, _serialize
 from master_lite._core._shared import MasterState
 from master_lite.checkpoints._checkpoints import Checkpoints
 from master_lite.store import MODEL_ORDERS, ModelRow, ModelVersionRow
@@ -63,6 +63,9 @@ def _metadata(value: Any, path: str = "metadata") -> dict[str, Any]:
     where = _serialize.non_finite_path(value, path)
     if where is not None:
         raise _invalid(where, "a finite number is required (NaN and Infinity are refused)")
+    problem = _limits.metadata_problem(value, path)
+    if problem:
+        raise errors.InvalidRequest(problem, [problem])
     return value
 
 

@@ -7,6 +7,7 @@ import time
 from determined.common import notebook_errors
 from master_lite import errors
 from master_lite._core import _serialize
+from master_lite._core._limits import MAX_LOG_LINE_BYTES, capped_line
 from master_lite._core._shared import MasterState
 
 
@@ -18,12 +19,22 @@ class TrialLogs:
 
     def store_logs(self, records: list) -> None:
         """Log sink of the runner: called from its reader threads (through the log writer).
+        Records are `(trial_id, rank, stream, time, line)`; a line over MAX_LOG_LINE_BYTES is
+        stored truncated, with a marker saying how long it was.
 
         A run's `DET_NOTEBOOK_ERROR {...}` line (determined.common.notebook_errors) becomes
         its trial's `notebook_error`; the first of a run is kept (later ones, of other ranks,
         are usually consequences). The exit is handled after these lines are stored."""
         if self._shared.closed:
             return
+        # Whatever sent them (a runner, a kernel, a custom runner class), no line is stored
+        # or sent to /events clients over MAX_LOG_LINE_BYTES: cut, with a visible marker.
+        records = [
+            record
+            if len(record[4]) * 4 <= MAX_LOG_LINE_BYTES
+            else (*record[:4], capped_line(record[4]))
+            for record in records
+        ]
         store = self._shared.store
         ids = store.insert_logs(records)
         for trial_id, _, stream, _, line in records:

@@ -31,7 +31,7 @@ from determined.common.states import (
     TrialState,
 )
 from master_lite import errors
-from master_lite._core import _auth
+from master_lite._core import _auth, _limits
 from master_lite._core._secrets import redact_config
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
@@ -85,11 +85,13 @@ def unmanaged_config(body: dict, *, default_checkpoint_storage: dict) -> dict:
             config[key] = body[key]
     try:
         expconf.check(config)
+        problems = _limits.config_problems(config)  # sizes: name, labels (docs: Limits)
     except expconf.InvalidConfig as exc:
         problems = list(exc.errors)
+    if problems:
         raise errors.InvalidRequest(
             f"invalid core_v2 config: {len(problems)} error(s): " + "; ".join(problems), problems
-        ) from exc
+        )
     expanded = expconf.apply_defaults(config, default_checkpoint_storage=default_checkpoint_storage)
     expanded["unmanaged"] = True  # Determined's expconf field: the master runs nothing
     return expanded
@@ -271,6 +273,12 @@ class UnmanagedRuns:
                 "external ids)"
             )
         return row
+
+    def check_reportable(self, trial_id: int) -> None:
+        """Conflict once an unmanaged trial ended, as `live_row` (core_v2's close() sends what
+        is queued first: no report of a live run is refused). Other trials: no check."""
+        if trial_id not in self._live and self._shared.store.unmanaged.get(int(trial_id)):
+            self.live_row(trial_id)
 
     def heartbeat(self, trial_id: int) -> dict:
         """Renew the run's lease; `{lease_expires}` (seconds since the epoch)."""

@@ -24,6 +24,10 @@ from collections.abc import Iterable, Iterator, Sequence
 # The largest context (file content, before compression): `pack` refuses more, and the master's
 # default `context_size_limit` (upload check, `unpack`, HTTP body limit) is this same number.
 DEFAULT_LIMIT_BYTES = 96 * 1024 * 1024
+# What a member's path may be: a component at most NAME_MAX (255 bytes on Linux and macOS), the
+# whole at most 3 KiB, which leaves 1 KiB of PATH_MAX (4096) for the directory it unpacks under.
+MAX_MEMBER_NAME_BYTES = 255
+MAX_MEMBER_PATH_BYTES = 3 * 1024
 DETIGNORE = ".detignore"
 
 
@@ -293,8 +297,26 @@ def content_hash(data: bytes) -> str:
 # unpack
 
 
+def _path_length_problem(name: str, what: str) -> str | None:
+    """Why `name` (a member's path or a link's target) cannot be created, or None."""
+    encoded = name.encode("utf-8", "surrogateescape")
+    if len(encoded) > MAX_MEMBER_PATH_BYTES:
+        return f"{what} is {len(encoded)} bytes long, over the limit of {MAX_MEMBER_PATH_BYTES}"
+    for part in encoded.split(b"/"):
+        if len(part) > MAX_MEMBER_NAME_BYTES:
+            return (
+                f"{what} has a component of {len(part)} bytes, over the limit of "
+                f"{MAX_MEMBER_NAME_BYTES} (a file or directory name)"
+            )
+    return None
+
+
 def _safe_member_path(name: str) -> str:
-    """The normalised relative path of a member, or ContextError if it could leave the root."""
+    """The normalised relative path of a member, or ContextError if it could leave the root
+    or is too long to create."""
+    problem = _path_length_problem(name, "its path")
+    if problem:
+        raise ContextError(f"archive member {name[:200]!r}: {problem}")
     if not name or name.startswith("/") or name.startswith("\\") or re.match(r"^[A-Za-z]:", name):
         raise ContextError(f"archive member {name!r} has an absolute path")
     parts = name.replace("\\", "/").split("/")
@@ -313,6 +335,9 @@ def _link_destination(
     passing through another symbolic link of the archive (whose own target would change where
     `..` leads), is refused: a purely lexical check is only sound without links in the path."""
     kind = "symbolic" if member.issym() else "hard"
+    problem = _path_length_problem(target, f"the target of this {kind} link")
+    if problem:
+        raise ContextError(f"archive member {member.name[:200]!r}: {problem}")
     if target.startswith("/"):
         raise ContextError(
             f"archive member {member.name!r} is a {kind} link to an absolute path {target!r}"

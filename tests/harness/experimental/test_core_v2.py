@@ -150,3 +150,26 @@ def test_core_v2_is_reachable_as_an_attribute_like_determineds() -> None:
     import determined as det
 
     assert det.experimental.core_v2 is core_v2
+
+
+@pytest.mark.slow
+def test_many_long_lines_reach_the_master_within_its_log_limits(master):
+    """A kernel printing 10 MB of long lines: every line arrives (the shipper splits its POSTs
+    under the master's body limit), a line over the limit arrives cut, with a marker."""
+    from determined.experimental.core_v2._run import MAX_LINE_CHARS
+    from tests._support.master import trial_logs
+
+    client = Determined(master.url, token=master.token)
+    core_v2.init(config=config(external_trial_id="long-lines"), client=client)
+    trial_id = core_v2.info.trial.trial_id
+    for index in range(200):
+        print(f"{index:04d} " + "y" * 50_000)
+    print("z" * 200_000)
+    core_v2.close()
+    lines = [entry["line"] for entry in trial_logs(master, trial_id, stream="stdout")]
+    assert [line[:4] for line in lines[:200]] == [f"{index:04d}" for index in range(200)]
+    assert all(len(line) == 50_005 for line in lines[:200])
+    assert lines[200] == "z" * MAX_LINE_CHARS + (
+        f" [line truncated: 200000 characters, over the {MAX_LINE_CHARS}-character limit "
+        "of a log line]"
+    )

@@ -287,6 +287,9 @@ class FakeMaster:
         self._record("best_validation", exp_id)
         return 0.25 if exp_id == 1 else None
 
+    def check_reportable(self, trial_id):
+        self.calls.append(("check_reportable", (trial_id,), {}))
+
     def report_metrics(self, trial_id, reports):
         self._record("report_metrics", trial_id, reports)
         return len(reports)

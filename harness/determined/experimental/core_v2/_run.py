@@ -24,6 +24,10 @@ logger = logging.getLogger("determined.core_v2")
 DEFAULT_LEASE_SECONDS = 60.0
 LOG_FLUSH_SECONDS = 0.5
 MAX_LINES_PER_POST = 1000
+# The master keeps at most 64 KiB of a line and reads at most 8 MiB per log POST (docs/rest-api.md,
+# "Limits"): a longer line is cut here, marked, and a POST carries at most 1 Mi characters.
+MAX_LINE_CHARS = 60_000
+MAX_CHARS_PER_POST = 1024 * 1024
 
 
 class RunEnded(RuntimeError):
@@ -70,13 +74,30 @@ class _LineSink:
 
     def add(self, stream: str, lines: list[str]) -> None:
         now = time.time()
+        lines = [_capped(line) for line in lines]
         with self._lock:
             self._lines.extend({"stream": stream, "line": line, "time": now} for line in lines)
 
     def take(self) -> list[dict]:
+        """The next lines to ship: at most MAX_LINES_PER_POST, MAX_CHARS_PER_POST in all."""
         with self._lock:
-            taken, self._lines = self._lines[:MAX_LINES_PER_POST], self._lines[MAX_LINES_PER_POST:]
+            count = size = 0
+            for item in self._lines[:MAX_LINES_PER_POST]:
+                size += len(item["line"])
+                if count and size > MAX_CHARS_PER_POST:
+                    break
+                count += 1
+            taken, self._lines = self._lines[:count], self._lines[count:]
         return taken
+
+
+def _capped(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return (
+        f"{line[:MAX_LINE_CHARS]} [line truncated: {len(line)} characters, over the "
+        f"{MAX_LINE_CHARS}-character limit of a log line]"
+    )
 
 
 class UnmanagedRun:
