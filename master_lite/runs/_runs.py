@@ -284,6 +284,16 @@ class Runs:
         token = _auth.new_trial_token()
         slot_ids = list(grant.slot_ids)
         gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []
+        resume_steps = steps_to_resume(trial, self._resume_checkpoint(trial))
+        if run_id > 1 and trial.steps_completed > 0 and resume_steps == 0:
+            # A restart, an Activate or an ASHA promotion of a trial that trained but saved
+            # no checkpoint: its code starts from step 0 again. Said once, where people look.
+            self._logs.master_log(
+                trial_id,
+                f"restarting from scratch: no checkpoint (the trial trained "
+                f"{trial.steps_completed} steps but saved none to resume from; save checkpoints "
+                "with core_context.checkpoint and resume from get_cluster_info().latest_checkpoint)",
+            )
         own_env = trial_environment(
             trial=trial,
             experiment=experiment,
@@ -292,7 +302,7 @@ class Runs:
             token=token,
             slot_ids=slot_ids,
             gpus=gpus,
-            checkpoint_steps=steps_to_resume(trial, self._resume_checkpoint(trial)),
+            checkpoint_steps=resume_steps,
             master_url=self._master_url,
             cluster_id=self.settings.cluster_id,
             ports=self.ports.trial_ports(allocation_id, live=self._allocations),
