@@ -231,7 +231,7 @@ class UnmanagedRuns:
             trial.id,
             allowed=TERMINAL_TRIAL_STATES,
             run_id=trial.run_id + 1,
-            restarts=trial.restarts + (1 if trial.state in TERMINAL_TRIAL_STATES else 0),
+            restarts=trial.restarts + (1 if trial.state == TrialState.ERROR else 0),  # failures
         )
         store.unmanaged.resume(
             row.trial_id,

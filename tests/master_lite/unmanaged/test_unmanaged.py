@@ -149,6 +149,24 @@ def test_resuming_by_external_ids_continues_the_same_trial(tmp_path):
     run_unmanaged(tmp_path, body)
 
 
+def test_resuming_a_finished_run_is_not_a_restart(tmp_path):
+    """Only a failed run's resume counts against `restarts`, as a managed trial's does: a
+    core_v2 run closed cleanly and resumed later (issue 28 item 7) is not a restart."""
+
+    def body(parts: Parts, runner: FakeRunner, runs: UnmanagedRuns, clock: FakeClock) -> None:
+        first = runs.open_run(RUN)
+        runs.close_run(first["trial_id"], "COMPLETED")
+        again = runs.open_run(RUN)
+        assert again["resumed"] is True
+        assert parts.views.get_trial(first["trial_id"])["restarts"] == 0
+        clock.now += 31
+        runs.expire_leases()  # this run's kernel died: an ERROR, then a resume
+        runs.open_run(RUN)
+        assert parts.views.get_trial(first["trial_id"])["restarts"] == 1
+
+    run_unmanaged(tmp_path, body)
+
+
 def test_a_user_kill_ends_the_run_and_pause_is_refused(tmp_path):
     def body(parts: Parts, runner: FakeRunner, runs: UnmanagedRuns, clock: FakeClock) -> None:
         opened = runs.open_run(RUN)
