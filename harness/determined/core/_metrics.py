@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from determined.core import _spool
 from determined.core._spool import ReportSpool, is_retriable, retry_delays
 
 logger = logging.getLogger("determined.core")
@@ -33,10 +34,6 @@ QUEUE_SIZE = 1000
 SHIP_INTERVAL_S = 0.05
 _CLOSE = object()
 _DRAIN_LOG_INTERVAL_S = 10.0
-# How long a managed trial's shipper retries an unreachable master (docs/fault-tolerance.md):
-# generous, since a restarted master ends and resumes managed runs anyway; unmanaged runs use
-# their lease.
-DEFAULT_RETRY_WINDOW_S = 600.0
 
 
 class MetricsShipper:
@@ -51,8 +48,9 @@ class MetricsShipper:
     queue.Queue's lock and condition round trip on every report.
 
     An unreachable master (refused or reset connections, timeouts, a proxy's 502/503/504) is
-    retried for `retry_window_s`; meanwhile reports move from the queue to the spool (a file
-    under `spool_dir` when given), so report calls keep returning. Past the window the failure
+    retried for `retry_window_s` (default `_spool.DEFAULT_RETRY_WINDOW_S`); meanwhile reports
+    move from the queue to the spool (a file under `spool_dir` when given), so report calls
+    keep returning. Past the window the failure
     names the spool file and is raised like any other.
     """
 
@@ -62,7 +60,7 @@ class MetricsShipper:
         trial_id: int,
         trial_run_id: int,
         *,
-        retry_window_s: float = DEFAULT_RETRY_WINDOW_S,
+        retry_window_s: float | None = None,
         spool_dir: pathlib.Path | None = None,
         resend_hint: str = "",
     ) -> None:
@@ -71,7 +69,9 @@ class MetricsShipper:
             # The shipper retries an unreachable master itself (with backoff, for its window);
             # the session's own quick retries would only blur that.
             session.connect_retries = 0
-        self._retry_window_s = retry_window_s
+        self._retry_window_s = (
+            _spool.DEFAULT_RETRY_WINDOW_S if retry_window_s is None else retry_window_s
+        )
         self._spool = ReportSpool(spool_dir, getattr(session, "master_url", ""), trial_id)
         self._resend_hint = resend_hint
         self._close_seen = False  # close() was taken from the queue while spilling

@@ -30,6 +30,10 @@ logger = logging.getLogger("determined.core")
 # Statuses of a master that is (re)starting behind a proxy (Jupyter's answers 502/503/599 while
 # the hosted master is down): the request never reached a master that could store it.
 RETRIABLE_STATUSES = frozenset({0, 502, 503, 504, 599})
+# How long a managed trial's reporters retry an unreachable master (docs/fault-tolerance.md):
+# generous, since a restarted master ends and resumes managed runs anyway; unmanaged runs use
+# their lease. Read when a reporter is made.
+DEFAULT_RETRY_WINDOW_S = 600.0
 _FIRST_DELAY_S = 0.25
 _MAX_DELAY_S = 5.0
 
@@ -180,6 +184,7 @@ def resend_spools(
 
 
 __all__ = [
+    "DEFAULT_RETRY_WINDOW_S",
     "ReportSpool",
     "default_spool_dir",
     "is_retriable",

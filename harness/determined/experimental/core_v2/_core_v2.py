@@ -15,6 +15,7 @@ from determined import _info, core
 from determined.common import storage
 from determined.core import _context as core_context
 from determined.core._checkpoint import CheckpointContext
+from determined.core._checkpoint_reporter import CheckpointReporter
 from determined.core._distributed import DistributedContext, DummyDistributedContext
 from determined.core._metrics import MetricsShipper
 from determined.core._preempt import DummyPreemptContext, PreemptMode
@@ -139,7 +140,10 @@ def _unmanaged_context(
             session,
             task_id=info.task_id,
             trial_id=trial_id,
-            session_factory=lambda: type(session)(session.master_url, answer["token"]),
+            reporter=CheckpointReporter(
+                lambda: type(session)(session.master_url, answer["token"]),
+                retry_window_s=run.lease_seconds,
+            ),
         ),
         distributed=distributed,
         preempt=DummyPreemptContext(distributed),
