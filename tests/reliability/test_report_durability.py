@@ -5,6 +5,10 @@ to a file once `report_training_metrics` returned (what the script may rely on).
 SIGKILLed mid-run, stays down longer than the old courier's ~5 s of retries, and is started
 again on the same root dir and port. The run goes on, closes COMPLETED, and every step whose
 report returned is stored exactly once.
+
+The same for a managed trial (a Core API script the master started): the restarted master ends
+the orphaned run and resumes it from its latest checkpoint; every step any run's report call
+returned for is in the trial's series exactly once.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ import time
 
 import pytest
 
-from tests._support import MasterProcess, child_env, free_port, wait_until
+from tests._support import (
+    MasterProcess,
+    child_env,
+    context_tarball,
+    free_port,
+    wait_for_experiment,
+    wait_until,
+)
 
 # How long the master stays down: longer than the harness's old give-up (~5 s of connect
 # retries), well inside the run's lease (below). This is the fault's shape, not a wait for
@@ -137,3 +148,74 @@ def test_a_core_v2_run_loses_no_acknowledged_report_across_a_master_sigkill(
         trial = master.session.get(f"/trials/{trial_id}")["trial"]
         assert trial["state"] == "COMPLETED", trial
         assert os.path.exists(master.root_dir / "master.db")
+
+
+MANAGED_SCRIPT = """
+import os, pathlib, time
+import determined as det
+
+info = det.get_cluster_info()
+acked = open(os.environ["ACKED_FILE"], "a")
+with det.core.init() as core:
+    start = 0
+    if info.latest_checkpoint:
+        with core.checkpoint.restore_path(info.latest_checkpoint) as path:
+            start = int((pathlib.Path(path) / "step").read_text())
+    for step in range(start + 1, 1501):
+        core.train.report_training_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
+        acked.write(f"{info.trial._trial_run_id} {step}\\n")
+        acked.flush()
+        if step % 100 == 0:
+            with core.checkpoint.store_path({"steps_completed": step}) as (path, uuid):
+                (path / "step").write_text(str(step))
+        time.sleep(0.01)  # a training step's pace
+"""
+
+MANAGED_CONFIG = """
+name: durable-managed
+entrypoint: python3 train.py
+max_restarts: 3
+searcher: {name: single, metric: loss, max_length: {batches: 1500}}
+environment:
+  environment_variables: ["ACKED_FILE=%s"]
+"""
+
+
+def _managed_steps(path: pathlib.Path) -> list[tuple[int, int]]:
+    return [(int(run), int(step)) for run, step in (line.split() for line in _lines(path))]
+
+
+@pytest.mark.slow
+def test_a_managed_trial_loses_no_acknowledged_report_across_a_master_sigkill(
+    tmp_path: pathlib.Path,
+) -> None:
+    acked = tmp_path / "acked-managed.txt"
+    with MasterProcess(tmp_path / "root") as master:
+        exp_id = master.create_experiment(
+            MANAGED_CONFIG % acked, context_tarball({"train.py": MANAGED_SCRIPT})
+        )
+        wait_until(lambda: len(_managed_steps(acked)) >= 150, 120, "150 reported steps")
+        master.kill()
+        killed_at = len(_managed_steps(acked))
+        # The orphaned run trains on while no master runs; its reports still return.
+        wait_until(
+            lambda: len(_managed_steps(acked)) >= killed_at + 50,
+            60,
+            "50 steps reported while the master is down",
+        )
+        time.sleep(OUTAGE_SECONDS)  # the outage (see OUTAGE_SECONDS)
+        master.restart()
+        final = wait_for_experiment(master, exp_id, timeout=300)
+        assert final["state"] == "COMPLETED", final
+        [trial] = master.trials(exp_id)
+        rows = master.db_rows(
+            "SELECT steps_completed FROM metrics WHERE trial_id = ? AND group_name = "
+            "'training' AND superseded_by_run IS NULL ORDER BY steps_completed",
+            (trial["id"],),
+        )
+        stored = [row["steps_completed"] for row in rows]
+        returned = {step for _, step in _managed_steps(acked)}
+        assert len({run for run, _ in _managed_steps(acked)}) >= 2, "the run was resumed"
+        missing = sorted(returned - set(stored))
+        assert not missing, f"{len(missing)} acknowledged steps lost, e.g. {missing[:10]}"
+        assert stored == list(range(1, 1501)), "each step is in the series exactly once"
