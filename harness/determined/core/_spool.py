@@ -49,7 +49,9 @@ def is_retriable(error: BaseException) -> bool:
         import requests
     except ImportError:  # pragma: no cover - requests is a dependency of the package
         return isinstance(error, OSError)
-    return isinstance(error, (requests.ConnectionError, requests.Timeout, OSError))
+    if isinstance(error, requests.RequestException):  # an OSError too: only these two
+        return isinstance(error, (requests.ConnectionError, requests.Timeout))
+    return isinstance(error, OSError)
 
 
 def retry_delays(rng: random.Random | None = None) -> Iterator[float]:

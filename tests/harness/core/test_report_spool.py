@@ -9,6 +9,7 @@ import pathlib
 import threading
 
 import pytest
+import requests
 
 from determined.common.api import APIError
 from determined.core._metrics import QUEUE_SIZE, MetricsShipper
@@ -115,6 +116,8 @@ def test_a_failure_of_the_request_itself_is_not_retried(tmp_path):
     assert not is_retriable(APIError(401, "unknown token"))
     assert is_retriable(APIError(0, "unreachable")) and is_retriable(APIError(503, "busy"))
     assert is_retriable(ConnectionRefusedError())
+    assert is_retriable(requests.ReadTimeout()) and is_retriable(requests.ConnectionError())
+    assert not is_retriable(requests.TooManyRedirects()) and not is_retriable(ValueError())
     delays = retry_delays()
     first = [next(delays) for _ in range(12)]
     assert 0.125 <= first[0] <= 0.25 and all(2.5 <= d <= 5.0 for d in first[6:])
