@@ -222,8 +222,9 @@ class MetricsShipper:
         """The backoff pause; a queue filling up meanwhile is spilled, so reports never wait."""
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
-            self._wakeup.wait(min(left, 0.5))
-            self._wakeup.clear()
+            # Polled, not woken by each report: a fast loop would wake this thread (and take
+            # the GIL from training) hundreds of times a second.
+            time.sleep(min(left, 0.05))
             if len(self._pending) >= QUEUE_SIZE // 2:
                 self._spill_pending()
 
