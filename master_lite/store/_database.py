@@ -307,7 +307,7 @@ class Database:
             for row in rows:
                 current = existing.setdefault((row["group"], row["steps_completed"]), [])
                 if any(
-                    run_id == row["trial_run_id"] and metrics == row["metrics"]
+                    run_id == row["trial_run_id"] and _same_metrics(metrics, row["metrics"])
                     for _, run_id, metrics in current
                 ):
                     row["_repeat"] = True
@@ -326,6 +326,17 @@ class Database:
                     [(run, metric_id) for metric_id, run in superseded],
                 )
         return ids, [metric_id for metric_id, _ in superseded]
+
+
+def _same_metrics(stored: Any, reported: Any) -> bool:
+    """Equal metrics, NaN equal to NaN: a retried report of a diverged loss is a repeat too
+    (`nan == nan` is False, so plain equality would store it twice)."""
+    if stored == reported:
+        return True
+    try:
+        return json.dumps(stored, sort_keys=True) == json.dumps(reported, sort_keys=True)
+    except (TypeError, ValueError):
+        return False
 
 
 __all__ = ["Database"]

@@ -117,7 +117,7 @@ class UnmanagedRuns:
         self._timer: asyncio.TimerHandle | None = None
         self._ticker: asyncio.TimerHandle | None = None
         # When the loop was last seen running, and since when it has run without a stall
-        # (-inf: no stall seen; leases that lapsed while no master ran expire at start).
+        # (-inf: no stall seen; `start()` sets it: no master ran before).
         self._loop_seen: float | None = None
         self._responsive_since = -math.inf
         # Trials whose kernel holds a lease (kept in memory: trial JSON asks per trial).
@@ -390,8 +390,13 @@ class UnmanagedRuns:
 
     # -- the lease timer ----------------------------------------------------------------------
     def start(self) -> None:
-        """Expire what lapsed while no master ran, and watch the leases that remain."""
+        """Watch the leases in the store. No master ran before this start (a restart, a
+        crash): whether a kernel renewed meanwhile cannot be known, so, as after a stall of
+        the loop, every lease gets a full period from now before it can expire. A run whose
+        master died and came back keeps its trial, and its reports, however long the master
+        was down (docs/fault-tolerance.md); a kernel that died meanwhile ends a lease later."""
         self._live = {row.trial_id for row in self._shared.store.unmanaged.live()}
+        self._responsive_since = self._clock()
         self.expire_leases()
         self._arm_timer()
 

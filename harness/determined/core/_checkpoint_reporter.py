@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from determined.core import _spool
+from determined.core._spool import is_retriable, retry_delays
+
 logger = logging.getLogger("determined.core")
 
 _DRAIN_LOG_INTERVAL_S = 10.0
@@ -36,10 +39,18 @@ class CheckpointReporter:
     `flush` or `close`. `flush()` waits until everything submitted has been posted; `close()`
     flushes and stops the thread; at interpreter exit whatever is queued is still posted.
     Records are posted one at a time, in order: checkpoints are rare, so there is nothing to batch.
+    An unreachable master (a restart) is retried with backoff for `retry_window_s` (default
+    `_spool.DEFAULT_RETRY_WINDOW_S`; a record posted again after a lost answer is stored once:
+    the same trial's record is idempotent).
     """
 
-    def __init__(self, session_factory: Callable[[], Any]) -> None:
+    def __init__(
+        self, session_factory: Callable[[], Any], *, retry_window_s: float | None = None
+    ) -> None:
         self._session_factory = session_factory
+        self._retry_window_s = (
+            _spool.DEFAULT_RETRY_WINDOW_S if retry_window_s is None else retry_window_s
+        )
         self._pending: collections.deque = collections.deque()
         self._unfinished = 0  # submitted, not yet posted (or failed)
         self._changed = threading.Condition()
@@ -132,12 +143,7 @@ class CheckpointReporter:
                 try:
                     if session is None:
                         session = self._session_factory()
-                    session.request(
-                        "POST",
-                        "/checkpoints",
-                        data=payload,
-                        headers={"Content-Type": "application/json"},
-                    )
+                    self._post(session, storage_id, payload)
                     logger.info("reported checkpoint %s to the master", storage_id)
                 except BaseException as e:  # noqa: BLE001 - every failure must reach the caller
                     logger.warning(
@@ -152,3 +158,32 @@ class CheckpointReporter:
         finally:
             if session is not None and hasattr(session, "close"):
                 session.close()
+
+    def _post(self, session: Any, storage_id: str, payload: bytes) -> None:
+        """POST one record, riding out an unreachable master for the retry window."""
+        started = time.monotonic()
+        delays = retry_delays()
+        warned = False
+        while True:
+            try:
+                session.request(
+                    "POST",
+                    "/checkpoints",
+                    data=payload,
+                    headers={"Content-Type": "application/json"},
+                )
+                return
+            except Exception as e:
+                waited = time.monotonic() - started
+                if not is_retriable(e) or waited >= self._retry_window_s:
+                    raise
+                if not warned:
+                    warned = True
+                    logger.warning(
+                        "reporting checkpoint %s: the master is unreachable (%s); retrying "
+                        "for %.0f s",
+                        storage_id,
+                        e,
+                        self._retry_window_s,
+                    )
+                time.sleep(min(next(delays), self._retry_window_s - waited))

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import subprocess
 
+from determined.core import _spool
 from determined.core._checkpoint_reporter import report_failed
 from determined.core._metrics import SHIP_INTERVAL_S, _iso, _json_default
 
@@ -130,6 +131,8 @@ class ReportCourier:
 
     `on_delivered(n)`, if given, is called (in a reader thread) each time the master stored
     metric reports, with how many it has stored in all; it exists for latency measurements.
+    An unreachable master is retried for `retry_window_s` (default
+    `_spool.DEFAULT_RETRY_WINDOW_S`) and at least `connect_retries` times.
     """
 
     def __init__(
@@ -142,6 +145,7 @@ class ReportCourier:
         timeout: float = 60.0,
         connect_retries: int = 5,
         on_delivered: Callable[[int], None] | None = None,
+        retry_window_s: float | None = None,
     ) -> None:
         self._config = {
             "master_url": master_url.rstrip("/"),
@@ -149,6 +153,10 @@ class ReportCourier:
             "trial_id": trial_id,
             "timeout_s": timeout,
             "connect_retries": connect_retries,
+            # A restarting master is retried this long (docs/fault-tolerance.md).
+            "retry_window_s": (
+                _spool.DEFAULT_RETRY_WINDOW_S if retry_window_s is None else retry_window_s
+            ),
             "report_deliveries": on_delivered is not None,
         }
         self._trial_run_id = trial_run_id

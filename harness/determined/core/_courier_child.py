@@ -5,7 +5,7 @@ nothing but the standard library (~40 ms) and never the user's code or framework
 frames from stdin, each `kind (1 byte) + length (4 bytes, big-endian) + payload`:
 
 * `I` (first frame only): the JSON config: master_url, token, trial_id, timeout_s,
-  connect_retries, report_deliveries.
+  connect_retries, retry_window_s, report_deliveries.
 * `R`: reports (their number, a newline, and a JSON array of them, encoded by the parent, which
   coalesces training reports: it writes at most one such frame per interval unless a report of
   another group, which the searcher may wait on, comes).
@@ -20,7 +20,10 @@ Whatever one read of the pipe returns is posted at once: its reports as one
 It answers on stdout, one JSON object per line: `{"flushed": n}`, `{"delivered": n}` (metric
 reports delivered so far; only when `report_deliveries`), and failures
 `{"failed": "metrics" | "checkpoint", "message": ..., "storage_id": ...}`. A failed POST is
-reported and dropped; the parent raises it in the training thread.
+reported and dropped; the parent raises it in the training thread. An unreachable master (a
+restart: refused or reset connections, timeouts, a proxy's 502/503/504) is not a failure until
+it has lasted `retry_window_s`: the POST is retried with jittered backoff meanwhile (every POST
+here is idempotent: the master stores a repeated report or checkpoint record once).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import random
 import signal
 import ssl  # http.client imports it anyway
 import struct
@@ -37,6 +41,8 @@ import urllib.parse
 from typing import Any
 
 _HEADER = struct.Struct(">cI")
+# A master restarting behind a proxy (Jupyter's) is answered for by the proxy with these.
+_RETRIABLE_STATUSES = (502, 503, 504, 599)
 
 
 class DeliveryError(Exception):
@@ -44,12 +50,17 @@ class DeliveryError(Exception):
 
 
 class Poster:
-    """POSTs JSON bodies to the master over one keep-alive connection, with the retries of
-    `determined.common.api.Session`: connection failures are retried with a growing pause
-    (the master may be restarting), a read timeout is not."""
+    """POSTs JSON bodies to the master over one keep-alive connection. An unreachable master
+    (the master may be restarting) is retried with a growing, jittered pause until it has been
+    tried `connect_retries` times and for `retry_window_s` seconds."""
 
     def __init__(
-        self, master_url: str, token: str | None, timeout: float, connect_retries: int
+        self,
+        master_url: str,
+        token: str | None,
+        timeout: float,
+        connect_retries: int,
+        retry_window_s: float = 0.0,
     ) -> None:
         parsed = urllib.parse.urlsplit(master_url)
         self._master_url = master_url
@@ -62,6 +73,7 @@ class Poster:
             self._headers["Authorization"] = f"Bearer {token}"
         self._timeout = timeout
         self._connect_retries = connect_retries
+        self._retry_window_s = retry_window_s
         self._conn: http.client.HTTPConnection | None = None
 
     def _connection(self) -> http.client.HTTPConnection:
@@ -82,8 +94,9 @@ class Poster:
             self._conn = None
 
     def post(self, path: str, body: bytes) -> None:
-        delay = 0.2
+        delay = 0.25
         attempt = 0
+        started = time.monotonic()
         while True:
             reused = self._conn is not None
             try:
@@ -93,11 +106,6 @@ class Poster:
                 answer = response.read()
                 if response.will_close:
                     self._drop_connection()
-            except TimeoutError as e:
-                self._drop_connection()
-                raise DeliveryError(
-                    f"the master at {self._master_url} did not answer within {self._timeout:.0f} s"
-                ) from e
             except ssl.SSLError as e:  # an untrusted certificate does not get better by waiting
                 self._drop_connection()
                 raise DeliveryError(f"cannot reach the master at {self._master_url}: {e}") from e
@@ -112,17 +120,27 @@ class Poster:
                 ):
                     attempt += 1  # the master closed an idle keep-alive connection: try a fresh one
                     continue
-                if attempt >= self._connect_retries:
-                    raise DeliveryError(
-                        f"cannot reach the master at {self._master_url}: {e}"
-                    ) from e
-                attempt += 1
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-                continue
-            if response.status >= 400:
-                raise DeliveryError(_error_text(response.status, response.reason, answer))
-            return
+                if isinstance(e, TimeoutError):
+                    text = f"the master at {self._master_url} did not answer within "
+                    text += f"{self._timeout:.0f} s"
+                else:
+                    text = f"cannot reach the master at {self._master_url}: {e}"
+                if not self._may_retry(attempt, started):
+                    raise DeliveryError(text) from e
+            else:
+                if response.status in _RETRIABLE_STATUSES and self._may_retry(attempt, started):
+                    pass  # a proxy in front of a restarting master: try again
+                elif response.status >= 400:
+                    raise DeliveryError(_error_text(response.status, response.reason, answer))
+                else:
+                    return
+            attempt += 1
+            # "Equal jitter": couriers of many trials do not retry a returning master in step.
+            time.sleep(random.uniform(delay / 2, delay))
+            delay = min(delay * 2, 5.0)
+
+    def _may_retry(self, attempt: int, started: float) -> bool:
+        return attempt < self._connect_retries or time.monotonic() - started < self._retry_window_s
 
     def close(self) -> None:
         self._drop_connection()
@@ -299,6 +317,7 @@ def main() -> int:
         config.get("token"),
         float(config["timeout_s"]),
         int(config["connect_retries"]),
+        float(config.get("retry_window_s") or 0.0),
     )
     try:
         Courier(config, poster, data_fd, sys.stdout.buffer).run()

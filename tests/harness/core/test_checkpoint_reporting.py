@@ -17,6 +17,7 @@ import pytest
 
 from determined.common import storage
 from determined.common.api import APIError, NotFound
+from determined.core import _spool
 from determined.core._checkpoint import CheckpointContext
 from determined.core._distributed import DummyDistributedContext
 
@@ -196,7 +197,9 @@ def test_a_failed_report_resurfaces_in_the_caller(tmp_path):
     assert last in master.stored and failed not in master.stored
 
 
-def test_a_failed_report_resurfaces_at_close(tmp_path):
+def test_a_failed_report_resurfaces_at_close(tmp_path, monkeypatch):
+    # An unreachable master is retried for the window (here short), then reported.
+    monkeypatch.setattr(_spool, "DEFAULT_RETRY_WINDOW_S", 0.3)
     master = RecordingMaster(fail_with=APIError(0, "cannot reach the master"))
     ckpt = make_context(tmp_path, master)
     with ckpt.store_path({"steps_completed": 1}) as (path, uuid):
@@ -207,9 +210,21 @@ def test_a_failed_report_resurfaces_at_close(tmp_path):
         ckpt._report_checkpoint("late", {}, {"steps_completed": 2})
 
 
+def test_a_master_that_comes_back_within_the_window_gets_the_record(tmp_path):
+    # Issue 26 row 12: a restarting master (refused connections, a proxy's 502) is not a
+    # failure while the retry window lasts; the record arrives once it is back.
+    master = RecordingMaster(fail_with=APIError(502, "Bad Gateway"), failures=3)
+    ckpt = make_context(tmp_path, master)
+    with ckpt.store_path({"steps_completed": 1}) as (path, uuid):
+        (path / "f").write_text("x")
+    ckpt._close()
+    assert list(master.stored) == [uuid] and master.failures == 0
+
+
 EXITS_RIGHT_AFTER_A_CHECKPOINT = r"""
 import json, pathlib, sys, time
 from determined.common import storage
+from determined.core import _spool
 from determined.core._checkpoint import CheckpointContext
 from determined.core._distributed import DummyDistributedContext
 

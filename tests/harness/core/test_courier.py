@@ -245,11 +245,41 @@ def test_an_unreachable_master_is_a_clear_error():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     courier = ReportCourier(
-        f"http://127.0.0.1:{port}", None, trial_id=1, trial_run_id=1, connect_retries=1
+        f"http://127.0.0.1:{port}",
+        None,
+        trial_id=1,
+        trial_run_id=1,
+        connect_retries=1,
+        retry_window_s=0,
     )
     courier.put(training(1))
     with pytest.raises(RuntimeError, match=f"cannot reach the master at http://127.0.0.1:{port}"):
         courier.close()
+
+
+def test_a_master_down_longer_than_the_retries_is_waited_for_within_the_window():
+    # Issue 26 row 12: the courier gave up after its connect retries (~5 s), losing reports a
+    # restarting master would have stored. No retries by count here: only the window waits.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    courier = ReportCourier(
+        f"http://127.0.0.1:{port}",
+        None,
+        trial_id=1,
+        trial_run_id=1,
+        connect_retries=0,
+        retry_window_s=60,
+    )
+    courier.put(("validation", 1, {"loss": 0.1}, None, time.time()))  # written at once
+    time.sleep(1.0)  # the outage: the child's first tries are refused
+    server = FakeMaster(port)
+    try:
+        courier.close()
+        assert [r["steps_completed"] for r in server.reports()] == [1]
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_a_killed_child_is_a_clear_error_at_the_next_report(master):

@@ -3,11 +3,13 @@ checkpoints and printed lines arrive; close ends the run; the same external ids 
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import pytest
 
 from determined.common.experimental import Determined
+from determined.core._spool import ReportSpool
 from determined.experimental import core_v2
 from tests._support import MasterProcess
 
@@ -173,3 +175,33 @@ def test_many_long_lines_reach_the_master_within_its_log_limits(master):
         f" [line truncated: 200000 characters, over the {MAX_LINE_CHARS}-character limit "
         "of a log line]"
     )
+
+
+@pytest.mark.slow
+def test_reports_an_earlier_process_kept_are_sent_when_the_run_opens_again(
+    master, tmp_path, monkeypatch
+):
+    # Issue 26 row 12: a process whose master stayed down past its lease leaves its reports in
+    # a spool file; opening the run again with the same external ids sends them first.
+    monkeypatch.setenv("DET_REPORT_SPOOL_DIR", str(tmp_path / "spool"))
+    client = Determined(master.url, token=master.token)
+    core_v2.init(config=config(), client=client, capture_output=False)
+    trial_id = core_v2.info.trial.trial_id
+    core_v2.train.report_training_metrics(1, {"loss": 1.0})
+    core_v2.close()
+    kept = ReportSpool(tmp_path / "spool", master.url, trial_id)
+    report = {
+        "group": "training",
+        "steps_completed": 2,
+        "metrics": {"loss": 0.5},
+        "trial_run_id": 1,
+        "report_time": "2026-01-01T00:00:00.000Z",
+    }
+    kept.append(f"/trials/{trial_id}/metrics", json.dumps({"reports": [report]}).encode())
+    assert kept.path is not None and kept.path.exists()
+
+    core_v2.init(config=config(), client=client, capture_output=False)
+    assert not kept.path.exists()
+    core_v2.train.report_training_metrics(3, {"loss": 0.25})
+    core_v2.close()
+    assert [step for step, _ in master.series(trial_id, "training")] == [1, 2, 3]

@@ -66,6 +66,21 @@ def test_repeats_and_resumed_reports_are_matched_per_group_and_step(tmp_path):
     store.close()
 
 
+def test_a_retried_report_of_a_diverged_loss_is_stored_once(tmp_path):
+    # Issue 26 row 12: the harness re-POSTs a batch whose answer was lost (the master died
+    # after committing it); NaN != NaN must not make the repeat a new report.
+    store = Store(tmp_path / "master.db")
+    trial_id = _trial(store)
+    nan_row = _row(trial_id, "training", 7, loss=float("nan"))
+    first, _ = store.insert_current_metrics(trial_id, [nan_row])
+    repeat, superseded = store.insert_current_metrics(
+        trial_id, [_row(trial_id, "training", 7, loss=float("nan"))]
+    )
+    assert first[0] is not None and repeat == [None] and superseded == []
+    assert len(store.metric_rows("trial_id = ?", (trial_id,))) == 1
+    store.close()
+
+
 def test_repeat_lookup_probes_the_steps_index_instead_of_scanning_the_series(tmp_path):
     store = Store(tmp_path / "master.db")
     trial_id = _trial(store)

@@ -218,6 +218,24 @@ def test_recovery_after_a_master_restart_launches_nothing_for_an_open_run(tmp_pa
     run_unmanaged(tmp_path, body)
 
 
+def test_a_restarted_master_gives_every_lease_a_full_period_before_expiring_it(tmp_path):
+    # Issue 26 row 12: the master was down past a run's lease deadline; the kernel could not
+    # renew meanwhile, so the restarted master waits a full lease for its heartbeat (and keeps
+    # its reports) instead of ending the trial at start.
+    def body(parts: Parts, runner: FakeRunner, runs: UnmanagedRuns, clock: FakeClock) -> None:
+        opened = runs.open_run({**RUN, "lease_seconds": 10})
+        clock.now += 25  # the master was down 25 s: the stored deadline passed
+        runs.start()
+        assert runs.expire_leases() == []
+        assert parts.views.get_trial(opened["trial_id"])["state"] == "ACTIVE"
+        runs.heartbeat(opened["trial_id"])  # the kernel is back: renewed as usual
+        clock.now += 10.5
+        assert runs.expire_leases() == [opened["trial_id"]]  # silent a full lease: ended
+        runs.stop()
+
+    run_unmanaged(tmp_path, body)
+
+
 def test_a_live_run_reads_running_not_queued(tmp_path):
     def body(parts: Parts, runner: FakeRunner, runs: UnmanagedRuns, clock: FakeClock) -> None:
         opened = parts.unmanaged.open_run(RUN)

@@ -15,10 +15,12 @@ from determined import _info, core
 from determined.common import storage
 from determined.core import _context as core_context
 from determined.core._checkpoint import CheckpointContext
+from determined.core._checkpoint_reporter import CheckpointReporter
 from determined.core._distributed import DistributedContext, DummyDistributedContext
 from determined.core._metrics import MetricsShipper
 from determined.core._preempt import DummyPreemptContext, PreemptMode
 from determined.core._searcher import DummySearcherContext
+from determined.core._spool import default_spool_dir, resend_spools
 from determined.core._tensorboard import TensorboardManager, TensorboardMode
 from determined.core._train import TrainContext
 from determined.experimental.core_v2._config import Config, merge_config
@@ -138,7 +140,10 @@ def _unmanaged_context(
             session,
             task_id=info.task_id,
             trial_id=trial_id,
-            session_factory=lambda: type(session)(session.master_url, answer["token"]),
+            reporter=CheckpointReporter(
+                lambda: type(session)(session.master_url, answer["token"]),
+                retry_window_s=run.lease_seconds,
+            ),
         ),
         distributed=distributed,
         preempt=DummyPreemptContext(distributed),
@@ -148,7 +153,19 @@ def _unmanaged_context(
             trial_id,
             run_id,
             exp_id,
-            MetricsShipper(type(session)(session.master_url, answer["token"]), trial_id, run_id),
+            MetricsShipper(
+                type(session)(session.master_url, answer["token"]),
+                trial_id,
+                run_id,
+                # A master that dies and comes back within the lease keeps the run (the lease
+                # is in its store): what was reported meanwhile waits on disk until then.
+                retry_window_s=run.lease_seconds,
+                spool_dir=default_spool_dir(),
+                resend_hint=(
+                    "once the master is back, core_v2.init(...) with the same external ids "
+                    "sends them first"
+                ),
+            ),
             tensorboard,
         ),
         searcher=DummySearcherContext(distributed),
@@ -196,6 +213,9 @@ def init_context(
         lease_seconds=lease_seconds,
         capture_output=capture_output,
     )
+    # Reports an earlier process of this trial could not deliver (its master was down past
+    # its lease) go before anything this run reports.
+    resend_spools(default_spool_dir(), session.master_url, run.trial_id, run.post_bytes)
     context = _unmanaged_context(run, distributed, TensorboardMode(tensorboard_mode))
     return _RunContext(context, run)
 

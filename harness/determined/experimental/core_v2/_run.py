@@ -78,6 +78,11 @@ class _LineSink:
         with self._lock:
             self._lines.extend({"stream": stream, "line": line, "time": now} for line in lines)
 
+    def put_back(self, lines: list[dict]) -> None:
+        """Lines taken but not delivered go first again."""
+        with self._lock:
+            self._lines[:0] = lines
+
     def take(self) -> list[dict]:
         """The next lines to ship: at most MAX_LINES_PER_POST, MAX_CHARS_PER_POST in all."""
         with self._lock:
@@ -123,7 +128,7 @@ class UnmanagedRun:
         self.trial_session = Session(session.master_url, answer["token"])
         # The keeper thread's own session: a requests session is not shared between threads.
         self._keeper_session = Session(session.master_url, answer["token"])
-        self._lease_seconds = float(answer.get("lease_seconds") or lease_seconds)
+        self.lease_seconds = float(answer.get("lease_seconds") or lease_seconds)
         self._capture_output = capture_output
         self._sink = _LineSink()
         self._tees: list[tuple[str, _Tee]] = []
@@ -184,17 +189,27 @@ class UnmanagedRun:
 
     # -- the keeper thread --------------------------------------------------------------------
     def _keep(self) -> None:
-        renew_every = self._lease_seconds / 3
+        renew_every = self.lease_seconds / 3
         next_renewal = time.monotonic() + renew_every
         while not self._stop.wait(LOG_FLUSH_SECONDS):
             self._ship_logs()
             if time.monotonic() >= next_renewal and self._ended is None:
-                self._renew()
-                next_renewal = time.monotonic() + renew_every
+                # A failed renewal (a restarting master) is tried again at the next tick, not
+                # a third of the lease later: the master may be back with little lease left.
+                renewed = self._renew()
+                next_renewal = time.monotonic() + (renew_every if renewed else 0)
 
-    def _renew(self) -> None:
+    def post_bytes(self, path: str, body: bytes) -> None:
+        """POST a pre-encoded JSON body with the trial's token (resent reports)."""
+        self.trial_session.request(
+            "POST", path, data=body, headers={"Content-Type": "application/json"}
+        )
+
+    def _renew(self) -> bool:
+        """Renew the lease; False when the master could not be reached."""
         try:
             self._keeper_session.post(f"/unmanaged/trials/{self.trial_id}/heartbeat", {})
+            return True
         except APIError as exc:
             if exc.status in (401, 404, 409):
                 self._ended = (
@@ -204,8 +219,10 @@ class UnmanagedRun:
                 )
             else:  # a master restarting: the next renewal tries again, within the lease
                 logger.warning("renewing the lease of trial %s: %s", self.trial_id, exc)
+            return exc.status not in (0, 502, 503, 504, 599)
         except Exception as exc:  # unreachable master: same, the lease leaves some slack
             logger.warning("renewing the lease of trial %s: %s", self.trial_id, exc)
+            return False
 
     def _ship_logs(self) -> None:
         if self._ended is not None:
@@ -218,10 +235,12 @@ class UnmanagedRun:
                 self._keeper_session.post(
                     f"/unmanaged/trials/{self.trial_id}/logs", {"logs": lines}
                 )
-            except Exception as exc:  # logs are best effort; reports say what went wrong
+            except Exception as exc:  # the lines wait for the next try (a restarting master)
                 logger.debug(
                     "shipping %d log lines of trial %s: %s", len(lines), self.trial_id, exc
                 )
+                if getattr(exc, "status", 0) in (0, 502, 503, 504, 599):
+                    self._sink.put_back(lines)
                 return
 
 
