@@ -22,16 +22,14 @@ import math
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
 
-from determined.common import expconf
 from determined.common.states import (
     TERMINAL_TRIAL_STATES,
     ExperimentState,
     TrialState,
 )
 from master_lite import errors
-from master_lite._core import _auth, _limits
+from master_lite._core import _auth
 from master_lite._core._secrets import redact_config
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
@@ -39,6 +37,7 @@ from master_lite.checkpoints import storage_problem
 from master_lite.experiments._experiments import Experiments
 from master_lite.reports._logs import TrialLogs
 from master_lite.store import TrialRow, UnmanagedTrialRow
+from master_lite.unmanaged._config import unmanaged_config
 
 # While leases are live the loop is watched by a tick this often; a gap between two looks at
 # the loop longer than LOOP_STALL_SECONDS means it was busy (not that a kernel died).
@@ -56,45 +55,6 @@ MAX_LEASE_SECONDS = 24 * 3600.0
 # The log times a run may send: what a stored log line's time is read back as (a UTC date
 # between 1970 and the year 9999); anything else would make the trial's logs unreadable.
 MAX_LOG_TIME = 253402300799.0
-# The entrypoint shown for a run the master does not start (configs require one).
-KERNEL_ENTRYPOINT = "(trains in a Jupyter kernel: det.experimental.core_v2)"
-
-
-def unmanaged_config(body: dict, *, default_checkpoint_storage: dict) -> dict:
-    """The expanded experiment config of a run's `name`, `hparams`, `searcher`,
-    `checkpoint_storage`, `description`, `labels`, `data`, checked like any config."""
-    hparams = body.get("hparams") or {}
-    if not isinstance(hparams, dict):
-        raise errors.InvalidRequest(
-            f"hparams: expected an object of hyperparameter values, got {hparams!r}",
-            ["hparams: expected an object"],
-        )
-    searcher = dict(body.get("searcher") or {})
-    searcher.setdefault("metric", "loss")
-    # Searcher "single" names the experiment a single trial; the length is a placeholder (the
-    # kernel, not a searcher, decides how long it trains).
-    searcher.update(name="single", max_length={"batches": 1})
-    config: dict[str, Any] = {
-        "name": str(body.get("name") or "unmanaged"),
-        "entrypoint": KERNEL_ENTRYPOINT,
-        "hyperparameters": {k: {"type": "const", "val": v} for k, v in hparams.items()},
-        "searcher": searcher,
-    }
-    for key in ("description", "labels", "data", "checkpoint_storage"):
-        if body.get(key) is not None:
-            config[key] = body[key]
-    try:
-        expconf.check(config)
-        problems = _limits.config_problems(config)  # sizes: name, labels (docs: Limits)
-    except expconf.InvalidConfig as exc:
-        problems = list(exc.errors)
-    if problems:
-        raise errors.InvalidRequest(
-            f"invalid core_v2 config: {len(problems)} error(s): " + "; ".join(problems), problems
-        )
-    expanded = expconf.apply_defaults(config, default_checkpoint_storage=default_checkpoint_storage)
-    expanded["unmanaged"] = True  # Determined's expconf field: the master runs nothing
-    return expanded
 
 
 class UnmanagedRuns:
@@ -452,4 +412,4 @@ class UnmanagedRuns:
         self._arm_timer()
 
 
-__all__ = ["CLOSE_STATES", "KERNEL_ENTRYPOINT", "UnmanagedRuns", "unmanaged_config"]
+__all__ = ["CLOSE_STATES", "UnmanagedRuns"]
