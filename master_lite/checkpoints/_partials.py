@@ -33,8 +33,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from determined.common.states import TERMINAL_TRIAL_STATES
 from master_lite._core._shared import MasterState
 from master_lite.checkpoints._confinement import is_checkpoint_uuid
+from master_lite.runners.container import VIEWS_DIR, view_prefix
 
 logger = logging.getLogger("master_lite")
 
@@ -96,6 +98,36 @@ def sweep_partials(
     return deleted
 
 
+def _views_of(bases: Iterable[Path], prefix: str) -> list[tuple[Path, int]]:
+    """(path, trial id) of this master's container trial views in `bases`."""
+    found = []
+    for base in bases:
+        try:
+            entries = list(os.scandir(base / VIEWS_DIR))
+        except OSError:
+            continue
+        for entry in entries:
+            number = entry.name.removeprefix(prefix)
+            if entry.name.startswith(prefix) and number.isdigit() and not entry.is_symlink():
+                found.append((Path(entry.path), int(number)))
+    return found
+
+
+def _remove_views(paths: list[Path]) -> list[Path]:
+    removed = []
+    for path in paths:
+        try:
+            shutil.rmtree(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            logger.warning("partial checkpoints: could not remove the view %s: %s", path, exc)
+            continue
+        logger.info("partial checkpoints: removed %s (the storage view of a finished trial)", path)
+        removed.append(path)
+    return removed
+
+
 class PartialCheckpoints:
     """Collects partial checkpoint directories in the master's checkpoint storage."""
 
@@ -130,12 +162,28 @@ class PartialCheckpoints:
 
     async def collect(self, experiment_id: int | None = None) -> list[Path]:
         """Delete the partial checkpoint directories of the storage roots and of the
-        experiment's storage (every experiment's when None); returns those deleted."""
+        experiment's storage (every experiment's when None), and the storage views of its
+        finished container trials; returns what was deleted."""
         if self._shared.closed:
             return []
         bases = self._bases(experiment_id)
         live = self._shared.store.checkpoints.live_uuids()
-        return await asyncio.to_thread(sweep_partials, bases, live, grace=self.grace)
+        deleted = await asyncio.to_thread(sweep_partials, bases, live, grace=self.grace)
+        return deleted + await self._remove_finished_views(bases)
+
+    async def _remove_finished_views(self, bases: list[Path]) -> list[Path]:
+        """A finished trial's view of the storage (runners/container/_storage.py) goes: its
+        hard links would keep the space of checkpoints the GC deletes."""
+        prefix = view_prefix(str(Path(self._shared.root_dir).absolute()))
+        views = await asyncio.to_thread(_views_of, bases, prefix)
+        if self._shared.closed:
+            return []
+        finished = []
+        for path, trial_id in views:
+            trial = self._shared.store.trials.get(trial_id)
+            if trial is None or trial.state in TERMINAL_TRIAL_STATES:
+                finished.append(path)
+        return await asyncio.to_thread(_remove_views, finished)
 
     def request(self, experiment_id: int | None = None) -> None:
         """`collect` in the background (from a run's end or the master's start)."""
