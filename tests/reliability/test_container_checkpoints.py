@@ -122,6 +122,21 @@ def test_row2_a_container_trial_sees_only_its_own_checkpoints_and_still_resumes(
         stored = master.root_dir / "checkpoints" / last["uuid"] / "state"
         assert stored.read_text() == f"200,100,{trial['id']}"
         assert containers_of(master.root_dir) == []
+
+        # A warm start from the victim's checkpoint sees that one (read-only), nothing else
+        # of the victim's, and starts from its state.
+        warm = _config(image, victim=victim, step_sleep=0.001)
+        warm["searcher"]["source_checkpoint_uuid"] = victim
+        warm_exp = submit(master, warm, files)
+        assert wait_for_experiment(master, warm_exp)["state"] == "COMPLETED"
+        (warm_trial,) = master.trials(warm_exp)
+        (look,) = marked_values("\n".join(master.logs(warm_trial["id"])), "STORAGE")
+        assert look["victim_readable"] is True, look
+        assert {n for n in look["listing"] if _is_uuid(n)} == {victim}, look
+        assert master.series(warm_trial["id"], "validation")[-1][1]["x"] == 400
+        assert (master.root_dir / "checkpoints" / victim / "state").read_text() == (
+            f"200,100,{master.trials(victim_exp)[0]['id']}"
+        ), "the warm start changed its source"
         # Once the trial finished, its view goes (its links would keep deleted checkpoints'
         # space), at the latest when the master collects at its next start.
         views = master.root_dir / "checkpoints" / ".det-trials"
