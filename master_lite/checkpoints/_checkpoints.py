@@ -58,6 +58,8 @@ class Checkpoints:
         if base is None:
             return
         view = trial_view_dir(base, str(Path(self._shared.root_dir).absolute()), trial.id)
+        if not view.is_dir():
+            return  # not a container trial
         try:
             await asyncio.to_thread(link_into_storage, view, uuid, base)
         except OSError as exc:
