@@ -108,3 +108,23 @@ def test_row16_a_dead_saves_directory_is_collected_and_nothing_else(tmp_path, ca
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "partial checkpoints: deleted" in logged
     assert "no checkpoint record names it" in logged
+
+
+def test_row16_the_master_collects_at_start(tmp_path) -> None:
+    from master_lite._master import Master
+    from tests._support import wait_until_async
+
+    storage_dir = tmp_path / "root" / "checkpoints"
+    partial = _checkpoint_dir(storage_dir)  # left by the previous master's trial
+    other = _checkpoint_dir(storage_dir, "kept-by-name")
+
+    async def body() -> None:
+        master = Master(tmp_path / "root", cpu_slots=1, gpus=[])
+        await master.start("http://127.0.0.1:9")
+        try:
+            await wait_until_async(lambda: not partial.exists(), 30, "the collection at start")
+            assert (other / "sub" / "model.pt").is_file()
+        finally:
+            await master.stop(pause_running=False)
+
+    asyncio.run(asyncio.wait_for(body(), 60))
