@@ -26,7 +26,12 @@ from determined.common import expconf
 from master_lite._core import MasterState, Views, _auth
 from master_lite._core._events import EventBus
 from master_lite._master._wiring import build_parts
-from master_lite.checkpoints import CheckpointCollector, Checkpoints, storage_roots
+from master_lite.checkpoints import (
+    CheckpointCollector,
+    Checkpoints,
+    PartialCheckpoints,
+    storage_roots,
+)
 from master_lite.experiments import EXPERIMENT_ACTIONS, ExperimentEdits, Experiments
 from master_lite.models import Models
 from master_lite.reports import LogWriter, Reports, TrialLogs
@@ -145,6 +150,7 @@ class Master:
         self.models: Models = parts.models
         self.tensorboards: TensorBoards = parts.tensorboards
         self.unmanaged: UnmanagedRuns = parts.unmanaged
+        self._partials: PartialCheckpoints = parts.partials  # wiring only
         # Wiring only: not for handlers.
         self._searchers, self._recovery = parts.searchers, parts.recovery
 
@@ -199,6 +205,7 @@ class Master:
         self._recovery.recover()
         self.unmanaged.start()
         self._collect_checkpoint_garbage()  # GCs cut short by the previous master's end
+        self._partials.request()  # saves the previous master's runs never finished
 
     async def stop(self, pause_running: bool = True) -> None:
         """Preempt every run (they checkpoint and exit as PAUSED) and close the store."""

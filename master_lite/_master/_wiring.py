@@ -8,6 +8,7 @@ from collections.abc import Callable
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
 from master_lite.checkpoints._checkpoints import Checkpoints
+from master_lite.checkpoints._partials import PartialCheckpoints
 from master_lite.experiments._editing import ExperimentEdits
 from master_lite.experiments._experiments import Experiments
 from master_lite.experiments._recovery import Recovery
@@ -17,7 +18,7 @@ from master_lite.models._models import Models
 from master_lite.reports._logs import TrialLogs
 from master_lite.reports._reporting import Reports
 from master_lite.runs._contexts import Contexts
-from master_lite.runs._preemption import RunSettings
+from master_lite.runs._preemption import RunEnded, RunSettings
 from master_lite.runs._runs import Runs
 from master_lite.scheduler import GPU, Scheduler
 from master_lite.tensorboards._tensorboards import TensorBoards
@@ -43,6 +44,7 @@ class Parts:
     recovery: Recovery
     tensorboards: TensorBoards
     unmanaged: UnmanagedRuns
+    partials: PartialCheckpoints
 
 
 def build_parts(
@@ -99,7 +101,14 @@ def build_parts(
         ),
         kernel_kept=runs.kernel_kept,
     )
-    runs.connect(on_run_ended=run_exits.run_ended, on_launch_failed=run_exits.trial_failed_to_start)
+    partials = PartialCheckpoints(shared)
+
+    def run_ended(ended: RunEnded) -> None:
+        run_exits.run_ended(ended)
+        # A run that died while saving left a partial directory in its experiment's storage.
+        partials.request(shared.store.trials.experiment_of(ended.trial_id))
+
+    runs.connect(on_run_ended=run_ended, on_launch_failed=run_exits.trial_failed_to_start)
     return Parts(
         shared=shared,
         logs=logs,
@@ -118,6 +127,7 @@ def build_parts(
         ),
         tensorboards=TensorBoards(shared, views, refresh_seconds=tensorboard_refresh_seconds),
         unmanaged=unmanaged,
+        partials=partials,
     )
 
 

@@ -22,9 +22,10 @@ def checkpoint_record(body: dict) -> dict:
 
 class CheckpointsHandler(ApiHandlerMixin):
     async def post(self) -> None:
-        self.send_json(
-            {"checkpoint": self.master.checkpoints.report_checkpoint(checkpoint_record(self.body))}
-        )
+        record = checkpoint_record(self.body)
+        # A container trial's files go from its view into the storage first (off the loop).
+        await self.master.checkpoints.place_container_checkpoint(record)
+        self.send_json({"checkpoint": self.master.checkpoints.report_checkpoint(record)})
 
     async def patch(self) -> None:
         self.master.checkpoints.mark_checkpoints_deleted(self.body["checkpoints"])

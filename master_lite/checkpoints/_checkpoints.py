@@ -6,6 +6,7 @@ checkpoint that a model version names (`registered_uuids`) is never deleted.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import tarfile
 import time
@@ -17,6 +18,7 @@ from master_lite._core import _limits, _serialize
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
 from master_lite.checkpoints._confinement import is_checkpoint_uuid, owned_checkpoint_dir
+from master_lite.runners.container import link_into_storage, shared_fs_base, trial_view_dir
 from master_lite.runs._runs import Runs
 from master_lite.store import CheckpointRow, registered_message
 
@@ -34,6 +36,43 @@ class Checkpoints:
         self._shared = shared
         self._views = views
         self._runs = runs
+
+    def _trial_of_report(self, record: dict) -> int | None:
+        trial_id = record.get("trial_id", record.get("trialId"))
+        allocation_id = record.get("allocation_id", record.get("allocationId"))
+        if trial_id is None and allocation_id:
+            trial_id = self._runs.allocation_row(allocation_id).trial_id
+        return None if trial_id is None else int(trial_id)
+
+    async def place_container_checkpoint(self, record: dict) -> None:
+        """Before a report is recorded: a container trial saved the checkpoint into its own
+        view of the storage (runners/container/_storage.py); its files are hard-linked into
+        the storage, where the record will say they are. Nothing for other trials, a uuid
+        another trial reported, or one already in the storage. Off the event loop."""
+
+        uuid = record.get("uuid")
+        trial_id = self._trial_of_report(record)
+        if not is_checkpoint_uuid(uuid) or trial_id is None:
+            return  # report_checkpoint says what is wrong
+        assert isinstance(uuid, str)
+        trial = self._views.trial_row(trial_id)
+        existing = self._shared.store.checkpoints.get(uuid)
+        if existing is not None and existing.trial_id != trial.id:
+            return  # not this trial's: report_checkpoint refuses it (409)
+        config = self._views.experiment_row(trial.experiment_id).config
+        base = shared_fs_base(config)
+        if base is None:
+            return
+        view = trial_view_dir(base, str(Path(self._shared.root_dir).absolute()), trial.id)
+        if not view.is_dir():
+            return  # not a container trial
+        try:
+            await asyncio.to_thread(link_into_storage, view, uuid, base)
+        except OSError as exc:
+            raise errors.MasterError(
+                f"checkpoint {uuid}: its files could not be placed in the checkpoint storage "
+                f"{base} ({exc}); it is not registered"
+            ) from exc
 
     def report_checkpoint(self, record: dict) -> dict:
         """A checkpoint a run saved (uuid, metadata.steps_completed, trial or allocation): stored as
@@ -58,10 +97,8 @@ class Checkpoints:
                 ["metadata.steps_completed: required"],
             )
         _check_metadata_size(metadata)
-        trial_id = record.get("trial_id", record.get("trialId"))
         allocation_id = record.get("allocation_id", record.get("allocationId"))
-        if trial_id is None and allocation_id:
-            trial_id = self._runs.allocation_row(allocation_id).trial_id
+        trial_id = self._trial_of_report(record)
         if trial_id is None:
             raise errors.InvalidRequest("trialId: required", ["trialId: required"])
         trial = self._views.trial_row(int(trial_id))

@@ -59,7 +59,7 @@ class LaunchSpec:
     a local kernel) gets the master's environment under it (`process_environment`), a container
     only these. `image`: the container image the run asks for (None: none); `config`: its
     experiment's config (mounts, `environment.kernel`, ...); `run_as`: the Unix account to run
-    as (None: the master's own)."""
+    as (None: the master's own); `restore_from`: see the field."""
 
     allocation_id: str
     trial_id: int
@@ -69,6 +69,9 @@ class LaunchSpec:
     image: str | None = None
     config: dict | None = None
     run_as: RunAs | None = None
+    # The checkpoint directory the run restores from (its trial's latest checkpoint, checked to
+    # be a checkpoint directory of the master's storage), for runners that must make it visible.
+    restore_from: Path | None = None
 
 
 class Runner(abc.ABC):

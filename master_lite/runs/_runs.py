@@ -344,6 +344,7 @@ class Runs:
                     work_dir=work_dir,
                     image=image,
                     config=config,
+                    restore_from=self._restore_dir(trial),
                 )
             )
         except (OSError, NotImplementedError) as exc:
@@ -396,6 +397,23 @@ class Runs:
             self._logs.master_log(trial_id, f"could not start trial {trial_id}: {exc}")
             self._on_launch_failed(trial_id)
             self.run_scheduler()
+
+    def _restore_dir(self, trial: TrialRow) -> Path | None:
+        """The directory of the checkpoint the run restores from, when it is a checkpoint
+        directory of the master's storage (a container runner mounts only that one)."""
+        row = self._resume_checkpoint(trial)
+        if row is None or row.state != "COMPLETED" or not row.path:
+            return None
+        # checkpoints.owned_checkpoint_dir's rule (that package imports this one): a
+        # uuid-named real directory under a storage root, whatever an old record says.
+        path = Path(row.path)
+        if path.name != row.uuid or not path.is_absolute() or path.is_symlink():
+            return None
+        resolved = path.resolve()
+        roots = self._shared.storage_roots
+        if resolved.name != row.uuid or not any(resolved.parent.is_relative_to(r) for r in roots):
+            return None
+        return resolved
 
     def _resume_checkpoint(self, trial: TrialRow) -> CheckpointRow | None:
         checkpoint = trial.latest_checkpoint

@@ -447,6 +447,15 @@ class Checkpoints(TypedRepository[CheckpointRow]):
             params.append(str(state))
         return self._select(" AND ".join(where), params, order="report_time, uuid")
 
+    def live_uuids(self) -> set[str]:
+        """Every uuid a record names whose files should exist (any state but DELETED): what
+        the partial checkpoint collection must keep."""
+        text = self._store.scalar(
+            "SELECT json_group_array(uuid) FROM checkpoints WHERE state != ?",
+            (str(CheckpointState.DELETED),),
+        )
+        return set(json.loads(text or "[]"))
+
     def set_metadata(self, uuid: str, metadata: dict) -> None:
         """Replace the checkpoint's user metadata."""
         self._update(uuid, metadata=metadata)

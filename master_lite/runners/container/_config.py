@@ -50,8 +50,8 @@ class Mount:
 
 
 def config_mounts(config: dict) -> list[tuple[str, Mount]]:
-    """(config path, mount) of the config's `bind_mounts` and of `shared_fs` checkpoint storage
-    (mounted at its own path: the trial is told the host path in its config)."""
+    """(config path, mount) of the config's `bind_mounts`. `shared_fs` checkpoint storage is not
+    mounted whole: each trial gets its own view of it (`_storage.storage_mounts`)."""
     mounts = []
     for index, entry in enumerate(config.get("bind_mounts") or []):
         mounts.append(
@@ -64,10 +64,6 @@ def config_mounts(config: dict) -> list[tuple[str, Mount]]:
                 ),
             )
         )
-    storage = config.get("checkpoint_storage") or {}
-    if storage.get("type") == "shared_fs" and storage.get("host_path"):
-        path = str(storage["host_path"])
-        mounts.append(("checkpoint_storage.host_path", Mount(path, path)))
     return mounts
 
 

@@ -36,6 +36,12 @@ from master_lite.runners.container._runtime import (
     harness_mounts,
     in_container_argv,
 )
+from master_lite.runners.container._storage import (
+    shared_fs_base,
+    storage_mounts,
+    tidy_view,
+    trial_view_dir,
+)
 from master_lite.runners.process import LocalRunner
 
 log = logging.getLogger("master_lite.containers")
@@ -66,6 +72,7 @@ class ContainerRunner(Runner):
         self._clients = LocalRunner(log_sink=log_sink, on_exit=self._client_exited, prestarted=0)
         self._names: dict[str, str] = {}
         self._trials: dict[str, int] = {}
+        self._configs: dict[str, dict] = {}
         self._pulls: dict[str, PullState] = {}
         self._lock = threading.Lock()
         self._leftovers_removed = False
@@ -114,6 +121,15 @@ class ContainerRunner(Runner):
         work_dir = str(spec.work_dir)
         mounts = [Mount(work_dir, work_dir), *harness_mounts()]
         mounts += [mount for _, mount in config_mounts(spec.config or {})]
+        # Its own view of shared_fs checkpoint storage, not the whole storage (`_storage`).
+        experiment_id = env.get("DET_EXPERIMENT_ID")
+        mounts += storage_mounts(
+            spec.config or {},
+            trial_id=spec.trial_id,
+            experiment_id=int(experiment_id) if experiment_id else None,
+            restore_from=spec.restore_from,
+            root_label=self.runtime.root_label,
+        )
         argv = list(spec.argv)
         if has_startup_hook(spec.work_dir):
             argv = with_startup_hook(argv, shell=CONTAINER_SHELL)
@@ -144,6 +160,7 @@ class ContainerRunner(Runner):
         with self._lock:
             self._names[spec.allocation_id] = name
             self._trials[spec.allocation_id] = spec.trial_id
+            self._configs[spec.allocation_id] = spec.config or {}
             if pull is not None:
                 self._pulls[spec.allocation_id] = pull
         try:
@@ -160,6 +177,7 @@ class ContainerRunner(Runner):
             with self._lock:
                 self._names.pop(spec.allocation_id, None)
                 self._trials.pop(spec.allocation_id, None)
+                self._configs.pop(spec.allocation_id, None)
                 self._pulls.pop(spec.allocation_id, None)
             if pull is not None:
                 pull.remove()
@@ -170,11 +188,14 @@ class ContainerRunner(Runner):
             name = self._names.pop(allocation_id, None)
             trial_id = self._trials.pop(allocation_id, None)
             pull = self._pulls.pop(allocation_id, None)
+            config = self._configs.pop(allocation_id, None)
         # A run that ended before its container started ended in its pull (its own line says
         # why, when the pull failed); its credentials go now if the shell could not remove them.
         ended_in_pull = pull is not None and pull.pulling()
         if pull is not None:
             pull.remove()
+        if trial_id is not None:
+            self._tidy_view(trial_id, config)
         if name is not None and not ended_in_pull:
             # `--rm` removes it when the client ends normally; a client that was killed (or a
             # runtime that failed half way) can leave it behind.
@@ -189,6 +210,17 @@ class ContainerRunner(Runner):
             )
             self._log_sink([(trial_id, None, "master", time.time(), line)])
         self._on_exit(allocation_id, exit_code)
+
+    def _tidy_view(self, trial_id: int, config: dict | None) -> None:
+        """The run is over: what its view of the storage holds beyond its trial's checkpoints
+        goes now (a save cut short, mount points), before any next run of the trial starts."""
+        base = shared_fs_base(config or {})
+        if base is None:
+            return
+        try:
+            tidy_view(trial_view_dir(base, self.runtime.root_label, trial_id), base)
+        except OSError as exc:
+            log.warning("could not tidy trial %s's checkpoint view: %s", trial_id, exc)
 
     def running(self) -> list[str]:
         return self._clients.running()

@@ -318,6 +318,9 @@ class FakeMaster:
     def ack_preemption(self, allocation_id):
         self._record("ack_preemption", allocation_id)
 
+    async def place_container_checkpoint(self, record):
+        pass  # no container trials here
+
     def report_checkpoint(self, record):
         self._record("report_checkpoint", record)
         return {**record, "experiment_id": 1}

@@ -71,16 +71,14 @@ def test_run_command_passes_values_by_name_only(tmp_path: Path) -> None:
     assert any(arg.endswith(":/opt/determined-harness-deps/requests:ro") for arg in command)
 
 
-def test_mounts_come_from_bind_mounts_and_shared_fs_storage() -> None:
+def test_mounts_come_from_bind_mounts_not_the_whole_shared_fs_storage() -> None:
     config = {
         "bind_mounts": [{"host_path": "/data", "container_path": "/in", "read_only": True}],
         "checkpoint_storage": {"type": "shared_fs", "host_path": "/ckpt", "storage_path": "."},
     }
     mounts = {where: mount.argument() for where, mount in config_mounts(config)}
-    assert mounts == {
-        "bind_mounts[0].host_path": "/data:/in:ro",
-        "checkpoint_storage.host_path": "/ckpt:/ckpt",
-    }
+    # The storage is not mounted whole: each trial gets its own view (_storage.py).
+    assert mounts == {"bind_mounts[0].host_path": "/data:/in:ro"}
 
 
 def test_gpus_go_through_cdi_when_a_spec_names_them(tmp_path: Path) -> None:
