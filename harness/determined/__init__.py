@@ -12,6 +12,7 @@ import sys
 import warnings
 from typing import Any
 
+from determined._env_context import EnvContext
 from determined._hparams import Categorical, Constant, Double, Integer, Log
 from determined._import import import_from_path
 from determined._info import ClusterInfo, RendezvousInfo, ResourcesInfo, TrialInfo, get_cluster_info
@@ -59,6 +60,7 @@ __all__ = [
     "ClusterInfo",
     "Constant",
     "Double",
+    "EnvContext",
     "Integer",
     "InvalidHP",
     "LOG_FORMAT",

@@ -171,6 +171,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       new SubmitButtonExtension(app.serviceManager.contents, openExperiment)
     );
     activateExportTools(app, notebooks, palette); // Preview Export, det-skip toggles (exportTools.ts)
+
+    // `<lab>?det-experiment=ID` (Determined's core_v2.url_reverse_webui_exp_view() gives such
+    // URLs for a hosted master): open that experiment's view once the layout is restored.
+    const requested = new URLSearchParams(window.location.search).get('det-experiment');
+    if (requested !== null && /^[1-9][0-9]*$/.test(requested)) {
+      void app.restored.then(() => openExperiment(Number(requested)));
+    }
   }
 };
 

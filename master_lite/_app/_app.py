@@ -128,6 +128,7 @@ class MasterLite(MasterLiteSettings):
                 ray=self.ray_runner_class,
             ),
             container_runtime=self.container_runtime,
+            determined_images_fallback=self.determined_images_fallback,
             kernel_gateway=GatewayDefault(
                 url=self.kernel_gateway_url or None,
                 token=self.kernel_gateway_token or None,

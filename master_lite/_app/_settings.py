@@ -14,7 +14,7 @@ from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Any as AnyTrait
-from traitlets import Enum, Float, Integer, List, TraitError, Type, Unicode, default, validate
+from traitlets import Bool, Enum, Float, Integer, List, TraitError, Type, Unicode, default, validate
 from traitlets.config import Configurable
 
 from determined.common import context as context_mod
@@ -31,6 +31,18 @@ def _from_env(name: str, convert: Callable[[str], Any], fallback: Any) -> Any:
             f"environment variable {name}={raw!r} is not a valid "
             f"{getattr(convert, '__name__', 'value')}"
         ) from None
+
+
+def _boolean(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+_boolean.__name__ = "boolean (true or false)"  # for _from_env's message
 
 
 class MasterLiteSettings(Configurable):
@@ -97,6 +109,15 @@ class MasterLiteSettings(Configurable):
         "'podman', 'docker', or a path to either. The options this machine needs (runc, "
         "ulimits) are generated. Env: MASTER_LITE_CONTAINER_RUNTIME. Default: podman if "
         "installed, else docker."
+    ).tag(config=True)
+    determined_images_fallback = Bool(
+        help="Run the trials of experiments whose environment.image is one of Determined's "
+        "published environment images (determinedai/environments*, determinedai/*-ngc*, "
+        "determinedai/pytorch-*, determinedai/tensorflow-*, also per slot type) that this "
+        "machine cannot have (not in the local image store, or no container runtime) as host "
+        "processes in the master's own environment, with a line in the trial's log saying so. "
+        "False: such experiments are refused at submit like any other missing image. "
+        "Env: MASTER_LITE_DETERMINED_IMAGES_FALLBACK (true/false)."
     ).tag(config=True)
     kernel_gateway_url = Unicode(
         help="A Jupyter (Kernel) Gateway, http(s)://host:port, on which every kernel "
@@ -197,6 +218,10 @@ class MasterLiteSettings(Configurable):
         from master_lite.runners import default_runtime
 
         return _from_env("MASTER_LITE_CONTAINER_RUNTIME", str, None) or default_runtime()
+
+    @default("determined_images_fallback")
+    def _default_determined_images_fallback(self) -> bool:
+        return _from_env("MASTER_LITE_DETERMINED_IMAGES_FALLBACK", _boolean, True)
 
     @default("kernel_gateway_url")
     def _default_kernel_gateway_url(self) -> str:

@@ -73,6 +73,7 @@ class Master:
         container_runtime: str | None = None,
         kernel_gateway: GatewayDefault | None = None,
         checkpoint_storage_roots: Sequence[str | os.PathLike] = (),
+        determined_images_fallback: bool = True,
     ) -> None:
         if resource_manager not in ("local", "ray"):
             raise ValueError(
@@ -88,7 +89,9 @@ class Master:
         self.root_dir = Path(root_dir).absolute()
         # Runs experiments with environment.image (the local resource manager's runner).
         self._container_runtime = ContainerRuntime(
-            container_runtime or default_runtime(), root_dir=self.root_dir
+            container_runtime or default_runtime(),
+            root_dir=self.root_dir,
+            determined_images_fallback=determined_images_fallback,
         )
         self.user_token = user_token or _auth.new_user_token()
         # The hosting Jupyter server (set by jupyter_determined before start()): its kernel

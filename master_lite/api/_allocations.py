@@ -14,6 +14,8 @@ def master_info(master: Any) -> dict:
         "version": harness.VERSION,
         "root_dir": str(master.root_dir),
         "cluster_id": master.cluster_id,
+        # Hosted by a Jupyter server: the experiment views are JupyterLab's (`<lab>?det-experiment=ID`).
+        "jupyterlab": getattr(master, "jupyter_host", None) is not None,
     }
 
 

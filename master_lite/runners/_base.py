@@ -117,6 +117,13 @@ class Runner(abc.ABC):
             ]
         return []
 
+    def image_stand_in(self, image: str) -> str | None:
+        """A line for the trial's log when a run asking for container `image` is to run as a
+        host process instead (Determined's published environment images that this machine
+        cannot have); None: it runs in `image` (or is refused by `config_problems`)."""
+        del image
+        return None
+
     @abc.abstractmethod
     def launch(self, spec: LaunchSpec) -> int | None:
         """Start one run; returns its local process group id, or None when it has none here.

@@ -126,6 +126,11 @@ class DispatchingRunner(Runner):
     def config_problems(self, config: dict) -> list[str]:
         return self._for_config(config).config_problems(config)
 
+    def image_stand_in(self, image: str) -> str | None:
+        if self._factories[CONTAINER] is None:
+            return None
+        return self.runner(CONTAINER).image_stand_in(image)
+
     def launch(self, spec: LaunchSpec) -> int | None:
         kind = kind_of(spec.image, spec.config)
         runner = self.runner(kind) if self._factories[kind] is not None else self.runner(PROCESS)

@@ -308,6 +308,10 @@ class Runs:
             ports=self.ports.trial_ports(allocation_id, live=self._allocations),
         )
         image = container_image(config, gpu=bool(gpus))
+        stand_in = self.runner.image_stand_in(image) if image else None
+        if stand_in:  # Determined's own image, not to be had here: a host process instead
+            image = None
+            self._logs.master_log(trial_id, stand_in)
         argv, shown = run_argv(config.get("entrypoint") or "", work_dir, image)
         if (config.get("environment") or {}).get("kernel") is not None:
             shown = f"{config.get('entrypoint')} (in a Jupyter kernel)"

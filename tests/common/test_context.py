@@ -164,7 +164,7 @@ def test_include_name_collision_is_an_error(tmp_path):
         context.pack(tmp_path / "src", includes=[other])
 
 
-def test_symlink_inside_is_stored_as_content_and_outside_is_refused(tmp_path):
+def test_symlinks_inside_and_outside_are_stored_as_content(tmp_path):
     src = tmp_path / "src"
     write(src, "real.txt", "real")
     (src / "alias.txt").symlink_to("real.txt")
@@ -173,10 +173,11 @@ def test_symlink_inside_is_stored_as_content_and_outside_is_refused(tmp_path):
         assert alias.isreg()
         assert tar.extractfile(alias).read() == b"real"
 
-    outside = write(tmp_path, "secret.txt", "s")
-    (src / "leak.txt").symlink_to(outside)
-    with pytest.raises(context.ContextError, match="leak.txt points outside"):
-        context.pack(src)
+    # As Determined packs a context: a link to a file outside is followed too.
+    outside = write(tmp_path, "shared.txt", "s")
+    (src / "shared.txt").symlink_to(outside)
+    with tarfile.open(fileobj=io.BytesIO(context.pack(src)), mode="r:gz") as tar:
+        assert tar.extractfile("shared.txt").read() == b"s"
 
 
 # ---- size limit ----------------------------------------------------------------------------

@@ -60,6 +60,7 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "kernel_runner_class",
         "ray_runner_class",
         "container_runtime",
+        "determined_images_fallback",
         "context_size_limit",
         "checkpoint_storage_roots",
         "preemption_grace_seconds",

@@ -17,9 +17,10 @@ import pathlib
 import posixpath
 import re
 import stat
+import sys
 import tarfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 # The largest context (file content, before compression): `pack` refuses more, and the master's
 # default `context_size_limit` (upload check, `unpack`, HTTP body limit) is this same number.
@@ -148,10 +149,17 @@ def _read_ignore(directory: pathlib.Path) -> list[IgnoreRule]:
 @dataclasses.dataclass(frozen=True)
 class _Entry:
     arcname: str
-    source: pathlib.Path  # the real file (symlinks inside the context already resolved)
+    source: pathlib.Path  # the real file (symbolic links already followed)
     is_dir: bool
     size: int
     executable: bool
+
+
+Warn = Callable[[str], None]
+
+
+def _warn_on_stderr(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 def _inside(path: pathlib.Path, root: pathlib.Path) -> bool:
@@ -164,55 +172,72 @@ def _inside(path: pathlib.Path, root: pathlib.Path) -> bool:
 
 def _walk(
     directory: pathlib.Path,
-    real_root: pathlib.Path,
+    root: pathlib.Path,
     arc_prefix: str,
     rel_prefix: str,
     rules: Sequence[IgnoreRule],
     visiting: frozenset[pathlib.Path],
+    warn: Warn,
 ) -> Iterator[_Entry]:
-    """Entries below `directory`; `rel_prefix` is the path the ignore rules see."""
-    for child in sorted(os.scandir(directory), key=lambda d: d.name):
+    """Entries below `directory` (in the context whose real path is `root`); `rel_prefix` is
+    the path the ignore rules see.
+
+    As Determined packs a context: a symbolic link is followed and its target's content packed
+    (wherever it points; the archive holds no links). What cannot be packed (a broken or looping
+    link, an unreadable file or directory, a socket, fifo or device) is skipped with a warning
+    naming it, unless `.detignore` lists it. A link to a directory outside the context is packed
+    as an empty directory, as Determined packs it."""
+    try:
+        children = sorted(os.scandir(directory), key=lambda d: d.name)
+    except OSError as e:
+        warn(f"cannot read the directory {arc_prefix.rstrip('/') or directory} ({e}); skipped")
+        return
+    for child in children:
         relpath = f"{rel_prefix}{child.name}"
         arcname = f"{arc_prefix}{child.name}"
         path = pathlib.Path(child.path)
-        if child.is_symlink():
-            try:
-                target = path.resolve(strict=True)
-            except (OSError, RuntimeError) as e:
-                raise ContextError(f"symbolic link {arcname} is broken or loops ({e})") from e
-            if not _inside(target, real_root):
-                raise ContextError(
-                    f"symbolic link {arcname} points outside the context directory (to {target}); "
-                    f"copy the file into the context, pass it with -i/--include, "
-                    f"or list the link in {DETIGNORE}"
-                )
-        else:
-            target = path
-        is_dir = target.is_dir()
+        try:
+            st = path.stat()  # follows links
+        except (OSError, RuntimeError) as e:
+            if not is_ignored(rules, relpath, False):
+                kind = "symbolic link" if child.is_symlink() else "entry"
+                warn(f"{kind} {arcname} is broken or unreadable ({e}); skipped")
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
         if is_ignored(rules, relpath, is_dir):
             continue
-        st = target.stat()
         if is_dir:
-            real = target.resolve()
+            real = path.resolve()
             if real in visiting:
-                raise ContextError(f"symbolic link {arcname} makes a directory loop")
-            yield _Entry(arcname, target, True, 0, True)
+                warn(f"symbolic link {arcname} leads back into its own directory; skipped")
+                continue
+            yield _Entry(arcname, path, True, 0, True)
+            if child.is_symlink() and not _inside(real, root):
+                # As Determined (which follows no directory link): an empty directory. Walking
+                # it could reach anything on the machine (a link to / or to $HOME).
+                warn(
+                    f"symbolic link {arcname} points to a directory outside the context "
+                    f"({real}); packed empty (pass the directory with -i/--include instead)"
+                )
+                continue
             yield from _walk(
-                target, real_root, arcname + "/", relpath + "/", rules, visiting | {real}
+                path, root, arcname + "/", relpath + "/", rules, visiting | {real}, warn
             )
-        elif stat.S_ISREG(st.st_mode):
-            yield _Entry(arcname, target, False, st.st_size, bool(st.st_mode & 0o111))
+        elif not stat.S_ISREG(st.st_mode):
+            warn(
+                f"{arcname} is not a regular file or directory (a socket, fifo or device?); skipped"
+            )
+        elif not os.access(path, os.R_OK):
+            warn(f"{arcname} cannot be read (permission denied); skipped")
         else:
-            raise ContextError(
-                f"{arcname} is not a regular file or directory (a socket, fifo or device?)"
-            )
+            yield _Entry(arcname, path, False, st.st_size, bool(st.st_mode & 0o111))
 
 
-def _collect(path: pathlib.Path, includes: Sequence) -> list[_Entry]:
+def _collect(path: pathlib.Path, includes: Sequence, warn: Warn) -> list[_Entry]:
     entries: list[_Entry] = []
     if path.is_dir():
         real = path.resolve()
-        entries.extend(_walk(path, real, "", "", _read_ignore(path), frozenset({real})))
+        entries.extend(_walk(path, real, "", "", _read_ignore(path), frozenset({real}), warn))
     elif path.is_file():
         st = path.stat()
         entries.append(_Entry(path.name, path, False, st.st_size, bool(st.st_mode & 0o111)))
@@ -228,7 +253,9 @@ def _collect(path: pathlib.Path, includes: Sequence) -> list[_Entry]:
         if inc.is_dir():
             real = inc.resolve()
             entries.append(_Entry(name, inc, True, 0, True))
-            entries.extend(_walk(inc, real, name + "/", "", _read_ignore(inc), frozenset({real})))
+            entries.extend(
+                _walk(inc, real, name + "/", "", _read_ignore(inc), frozenset({real}), warn)
+            )
         else:
             st = inc.stat()
             entries.append(_Entry(name, inc, False, st.st_size, bool(st.st_mode & 0o111)))
@@ -262,10 +289,22 @@ def _too_large(
     )
 
 
-def pack(path, *, includes: Sequence = (), limit_bytes: int = DEFAULT_LIMIT_BYTES) -> bytes:
-    """A deterministic tar.gz of `path`'s contents (or of the single file `path`) plus `includes`."""
+def pack(
+    path,
+    *,
+    includes: Sequence = (),
+    limit_bytes: int = DEFAULT_LIMIT_BYTES,
+    warn: Warn | None = None,
+) -> bytes:
+    """A deterministic tar.gz of `path`'s contents (or of the single file `path`) plus `includes`.
+
+    Symbolic links are followed (their targets' content is packed); entries that cannot be
+    packed are skipped, each with a warning: `warn(message)`, by default a `warning: ...` line
+    on stderr. The limit applies to the content packed. Raises ContextError (ContextTooLarge
+    over `limit_bytes`)."""
+    warn = warn or _warn_on_stderr
     root = pathlib.Path(path)
-    entries = _collect(root, includes)
+    entries = _collect(root, includes, warn)
     total = sum(e.size for e in entries)
     if total > limit_bytes:
         raise _too_large(root, entries, total, limit_bytes)
@@ -273,6 +312,7 @@ def pack(path, *, includes: Sequence = (), limit_bytes: int = DEFAULT_LIMIT_BYTE
     # filename="" and mtime=0 keep the gzip header free of anything that varies between runs.
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            packed = 0
             for entry in entries:
                 info = tarfile.TarInfo(entry.arcname)
                 info.mtime = 0
@@ -283,7 +323,14 @@ def pack(path, *, includes: Sequence = (), limit_bytes: int = DEFAULT_LIMIT_BYTE
                     info.type = tarfile.DIRTYPE
                     tar.addfile(info)
                     continue
-                data = entry.source.read_bytes()
+                try:
+                    data = entry.source.read_bytes()
+                except OSError as e:  # gone or changed since the walk
+                    warn(f"{entry.arcname} cannot be read ({e}); skipped")
+                    continue
+                packed += len(data)
+                if packed > limit_bytes:  # it grew since the walk
+                    raise _too_large(root, entries, packed, limit_bytes)
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()

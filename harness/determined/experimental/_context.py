@@ -144,6 +144,25 @@ class TrialContextBase:
             expanded, sample_hparams(config.get("hyperparameters") or {}, seed), trial_seed=seed
         )
 
+    @property
+    def env(self) -> Any:
+        """Determined's `EnvContext` of this trial (`det.EnvContext`): `hparams`,
+        `experiment_config`, `container_gpus`, `det_trial_id`, ... Made once; its fields may be
+        set, as Determined's fixtures do."""
+        if getattr(self, "_env", None) is None:
+            from determined import _info
+            from determined._env_context import EnvContext
+
+            self._env = EnvContext._of(
+                _info.get_cluster_info(),
+                config=self._config,
+                hparams=self._hparams,
+                trial_seed=self._trial_seed,
+                trial_id=self._trial_id,
+                experiment_id=self._experiment_id,
+            )
+        return self._env
+
     # --- config and hyperparameters -----------------------------------------------------------
     def get_experiment_config(self) -> dict:
         """The experiment config.

@@ -13,7 +13,7 @@ from determined.pytorch import _data
 from determined.pytorch._context_info import TrialInfo
 from determined.pytorch._experimental import PyTorchExperimentalContext
 from determined.pytorch._lr_scheduler import LRScheduler
-from determined.pytorch._reducer import MetricReducer, _WrappedReducer
+from determined.pytorch._reducer import MetricReducer, _FunctionReducer, _WrappedReducer
 
 logger = logging.getLogger("determined.pytorch")
 
@@ -199,13 +199,17 @@ class PyTorchTrialContext(TrialInfo):
         for_training: bool = True,
         for_validation: bool = True,
     ) -> Any:
-        """Register a custom `MetricReducer`, reset and reduced around training and/or validation.
+        """Register a custom `MetricReducer` (or a plain function), reset and reduced around
+        training and/or validation.
 
         Its result is added to the metrics as `name`; without a name it must return a dict that is
         merged into the metrics.
 
         Args:
             reducer: the `MetricReducer` instance; feed it from `train_batch` / `evaluate_batch`.
+                Or, as in Determined, a function of one list: the returned reducer's
+                `update(value)` collects values, and after a round the function gets all of
+                them (every rank's) and returns the metric.
             name: the metric name of its result, or None to merge the dict that its
                 `cross_slot_reduce` returns into the metrics.
             for_training: reduce it into the training metrics, once per reported span of
@@ -214,15 +218,18 @@ class PyTorchTrialContext(TrialInfo):
                 when the trial implements `evaluate_batch`).
 
         Returns:
-            `reducer` itself.
+            `reducer` itself; for a function, the `MetricReducer` whose `update(value)` feeds it.
 
         Raises:
-            TypeError: `reducer` is not a `det.pytorch.MetricReducer`.
+            TypeError: `reducer` is neither a `det.pytorch.MetricReducer` nor callable.
         """
         if not isinstance(reducer, MetricReducer):
-            raise TypeError(
-                f"wrap_reducer: expected a det.pytorch.MetricReducer, got {type(reducer).__name__}"
-            )
+            if not callable(reducer):
+                raise TypeError(
+                    "wrap_reducer: expected a det.pytorch.MetricReducer or a function of a list "
+                    f"of values, got {type(reducer).__name__}"
+                )
+            reducer = _FunctionReducer(reducer)
         self._reducers.append(_WrappedReducer(reducer, name, for_training, for_validation))
         return reducer
 

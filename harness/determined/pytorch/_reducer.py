@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,38 @@ class MetricReducer(abc.ABC):
             array, turned into a Python number or list). Without a name, a dict of metric
             name to value, merged into the metrics (anything else raises a ValueError).
         """
+
+
+class _FunctionReducer(MetricReducer):
+    """What `wrap_reducer(fn)` returns for a plain function (Determined's simple API): call
+    `update(value)` from `train_batch`/`evaluate_batch`; after a round `fn` gets every value
+    of every rank in one flat list, ranks interleaved batch by batch (each rank's k-th value
+    before any rank's (k+1)-th: the order of a sharded loader's batches when each rank
+    updates once per batch)."""
+
+    def __init__(self, fn: Callable[[list[Any]], Any]) -> None:
+        self.fn = fn
+        self.values: list[Any] = []
+
+    def update(self, value: Any) -> None:
+        """Add one value (e.g. a batch's `(y_true, y_score)`) to this round's."""
+        self.values.append(value)
+
+    def reset(self) -> None:
+        self.values = []
+
+    def per_slot_reduce(self) -> Any:
+        return self.values
+
+    def cross_slot_reduce(self, per_slot_metrics: list[Any]) -> Any:
+        longest = max((len(values) for values in per_slot_metrics), default=0)
+        interleaved = [
+            values[index]
+            for index in range(longest)
+            for values in per_slot_metrics
+            if index < len(values)
+        ]
+        return self.fn(interleaved)
 
 
 class _WrappedReducer:

@@ -81,6 +81,9 @@ class ContainerRunner(Runner):
     def config_problems(self, config: dict) -> list[str]:
         return self.runtime.config_problems(config)
 
+    def image_stand_in(self, image: str) -> str | None:
+        return self.runtime.stand_in(image)
+
     def remove_leftovers(self) -> None:
         """Remove the containers (and pull directories) a crashed master left (recovery ended
         or restarts their runs): once, before this runner's first container starts."""

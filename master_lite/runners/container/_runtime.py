@@ -23,6 +23,11 @@ from master_lite.runners.container._config import (
     config_mounts,
     configured_images,
 )
+from master_lite.runners.container._stock import (
+    docker_hub_reference,
+    fallback_note,
+    is_determined_image,
+)
 
 # Where the harness (`determined`) is bind-mounted read-only inside every trial container (put
 # on PYTHONPATH), and its dependencies (appended to sys.path by `determined` itself, so that the
@@ -106,9 +111,14 @@ class ContainerRuntime:
         root_dir: str | Path,
         cdi_dirs: Sequence[str | Path] = CDI_SPEC_DIRS,
         dev_dir: str | Path = "/dev",
+        determined_images_fallback: bool = True,
     ) -> None:
-        """`cdi_dirs`, `dev_dir`: where GPUs are looked for (tests point them at fakes)."""
+        """`cdi_dirs`, `dev_dir`: where GPUs are looked for (tests point them at fakes).
+        `determined_images_fallback`: Determined's published environment images that this
+        machine cannot have run their trials as host processes (`stand_in`); False refuses
+        them at submit like any other missing image."""
         self.binary = binary
+        self.determined_images_fallback = determined_images_fallback
         self.cdi_dirs = list(cdi_dirs)
         self.dev_dir = Path(dev_dir)
         self.name = Path(binary).name
@@ -138,7 +148,12 @@ class ContainerRuntime:
 
     def config_problems(self, config: dict) -> list[str]:
         """What keeps `config`'s trials from running in containers here (empty: nothing)."""
-        images = configured_images(config)
+        # Determined's own images that cannot be had here run as host processes (stand_in).
+        images = [
+            (where, image)
+            for where, image in configured_images(config)
+            if not self._stands_in(image)
+        ]
         if not images:
             return []
         if self.path() is None:
@@ -155,16 +170,16 @@ class ContainerRuntime:
             if force:
                 problems.append(
                     f"environment.force_pull_image: {where} {image!r} names no registry to pull "
-                    f"it from (write it with its registry, e.g. 'docker.io/library/{image}', or "
-                    "set force_pull_image: false to use the local image)"
+                    f"it from (write it with its registry, e.g. {docker_hub_reference(image)!r} "
+                    "for Docker Hub, or set force_pull_image: false to use the local image)"
                 )
             elif not self.image_exists(image):
                 problems.append(
                     f"{where}: image {image!r} is not in {self.name}'s local image store and "
                     "names no registry to pull it from (build it here: `make image`, or "
                     f"`det image build -t {image} DIR` from a Containerfile; or write it with "
-                    f"its registry, e.g. 'docker.io/library/{image}', to have trials pull it; "
-                    f"`{self.name} images` lists the local store)"
+                    f"its registry, e.g. {docker_hub_reference(image)!r} for Docker Hub, to have "
+                    f"trials pull it; `{self.name} images` lists the local store)"
                 )
         for where, mount in config_mounts(config):
             if where.startswith("bind_mounts") and not os.path.exists(mount.source):
@@ -177,6 +192,25 @@ class ContainerRuntime:
             if not os.path.exists(host):
                 problems.append(f"{where}: device {host!r} does not exist on this machine")
         return problems
+
+    def stand_in(self, image: str) -> str | None:
+        """The trial log's line when a run of `image` runs as a host process in its stead
+        (Determined's published environment image that this machine cannot have: no runtime,
+        or a bare name not in the local store, which is never pulled); None: it runs in
+        `image`. Off with `determined_images_fallback`."""
+        if not self._stands_in(image):
+            return None
+        if self.path() is None:
+            return fallback_note(image, f"the container runtime {self.binary!r} is not installed")
+        return fallback_note(image, f"is not in {self.name}'s local image store")
+
+    def _stands_in(self, image: str) -> bool:
+        if not self.determined_images_fallback or not is_determined_image(image):
+            return False
+        if self.path() is None:
+            return True
+        # A name with a registry is pulled by the trial's run, as written.
+        return registry_of(image) is None and not self.image_exists(image)
 
     def exists_command(self, image: str) -> list[str]:
         """The command that succeeds when `image` is in the local store."""

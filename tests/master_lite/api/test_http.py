@@ -471,7 +471,12 @@ def test_prefix_mounts_every_route_under_it(fake: FakeMaster) -> None:
 def test_master_info(client: Client) -> None:
     answer = client.get("/api/v1/master")
     assert answer.status == 200
-    assert answer.json == {"version": "0.1.0", "root_dir": "/tmp/fake-root", "cluster_id": "c-1"}
+    assert answer.json == {
+        "version": "0.1.0",
+        "root_dir": "/tmp/fake-root",
+        "cluster_id": "c-1",
+        "jupyterlab": False,
+    }
 
 
 def test_create_experiment_decodes_the_context(client: Client, fake: FakeMaster) -> None:

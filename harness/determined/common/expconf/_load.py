@@ -9,40 +9,40 @@ from typing import Any
 from determined.common.expconf._errors import InvalidConfig
 
 
-def _yaml_loader() -> type:
-    import yaml
+def _yaml() -> Any:
+    """A YAML 1.2 safe parser, as Determined's CLI reads configs (ruamel.yaml, typ="safe").
 
-    class ConfigLoader(yaml.SafeLoader):
-        """SafeLoader that keeps dates as strings (a loaded config is always JSON-able) and
-        rejects duplicate keys, which YAML would otherwise resolve silently to the last one."""
+    YAML 1.2 is what Determined's configs are written for: ``1e-3`` is a float (YAML 1.1, as
+    PyYAML reads it, makes it a string and a trial dies casting it), ``yes``/``no``/``on``/``off``
+    are strings, ``0o17`` is octal. Two departures keep a loaded config JSON-able and unambiguous:
+    dates stay strings, and a duplicate key is an error naming it. A new parser per call: ruamel's
+    parser objects are not safe to share between threads (the master parses off its loop).
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import ConstructorError, SafeConstructor
 
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
-            seen: set = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    duplicate = key in seen
-                    seen.add(key)
-                except TypeError:
-                    continue  # unhashable key: SafeLoader reports it below
-                if duplicate:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", key_node.start_mark
-                    )
-            return super().construct_mapping(node, deep=deep)
+    class ConfigConstructor(SafeConstructor):
+        def check_mapping_key(
+            self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any
+        ) -> bool:
+            if key in mapping:
+                raise ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            return True
 
-    ConfigLoader.yaml_implicit_resolvers = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    return ConfigLoader
+        def construct_date_as_text(self, node: Any) -> Any:
+            return self.construct_scalar(node)
+
+    ConfigConstructor.add_constructor(
+        "tag:yaml.org,2002:timestamp", ConfigConstructor.construct_date_as_text
+    )
+    parser = YAML(typ="safe", pure=True)
+    parser.Constructor = ConfigConstructor
+    return parser
 
 
 def parse_yaml_value(text: str) -> Any:
     """Parse one YAML scalar/flow value the way config files are parsed (used by overrides)."""
-    import yaml
-
-    return yaml.load(text, Loader=_yaml_loader())
+    return _yaml().load(text)
 
 
 def load(text: str, source: str = "<config>") -> dict:
@@ -82,7 +82,7 @@ def load_file(path: str | os.PathLike) -> dict:
 
 
 def _parse(text: str, source: str) -> Any:
-    import yaml
+    from ruamel.yaml.error import YAMLError
 
     json_error: json.JSONDecodeError | None = None
     if text.lstrip().startswith(("{", "[")):
@@ -93,8 +93,8 @@ def _parse(text: str, source: str) -> Any:
         except json.JSONDecodeError as e:
             json_error = e
     try:
-        return yaml.load(text, Loader=_yaml_loader())
-    except yaml.YAMLError as e:
+        return _yaml().load(text)
+    except YAMLError as e:
         if json_error is not None:
             where = f"line {json_error.lineno}, column {json_error.colno}"
             raise InvalidConfig(f"{source}: {where}: {json_error.msg}") from None

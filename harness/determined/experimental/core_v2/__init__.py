@@ -23,6 +23,7 @@ from determined.experimental.core_v2._core_v2 import (
     current_run,
     init,
     init_context,
+    url_reverse_webui_exp_view,
 )
 from determined.experimental.core_v2._run import RunEnded
 
@@ -53,4 +54,5 @@ __all__ = [
     "preempt",
     "searcher",
     "train",
+    "url_reverse_webui_exp_view",
 ]

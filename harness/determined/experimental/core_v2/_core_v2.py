@@ -5,6 +5,7 @@ experiment; in a trial the master started, the same calls use that trial (manage
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import pathlib
 import secrets
@@ -24,7 +25,10 @@ from determined.core._spool import default_spool_dir, resend_spools
 from determined.core._tensorboard import TensorboardManager, TensorboardMode
 from determined.core._train import TrainContext
 from determined.experimental.core_v2._config import Config, merge_config
+from determined.experimental.core_v2._exits import ExitWatch, experiment_view_url
 from determined.experimental.core_v2._run import DEFAULT_LEASE_SECONDS, RunEnded, UnmanagedRun
+
+logger = logging.getLogger("determined.core_v2")
 
 _context: core.Context | None = None
 _run: UnmanagedRun | None = None
@@ -207,17 +211,48 @@ def init_context(
 
         client = Determined()
     session = client._session
-    run = UnmanagedRun(
-        session,
-        _open_body(merged, checkpoint_storage),
-        lease_seconds=lease_seconds,
-        capture_output=capture_output,
-    )
-    # Reports an earlier process of this trial could not deliver (its master was down past
-    # its lease) go before anything this run reports.
-    resend_spools(default_spool_dir(), session.master_url, run.trial_id, run.post_bytes)
+    body = _open_body(merged, checkpoint_storage)
+    run = _open_run(session, body, distributed, lease_seconds, capture_output)
+    if run.chief:
+        # Reports an earlier process of this trial could not deliver (its master was down past
+        # its lease) go before anything this run reports; the chief sends them, once.
+        resend_spools(default_spool_dir(), session.master_url, run.trial_id, run.post_bytes)
     context = _unmanaged_context(run, distributed, TensorboardMode(tensorboard_mode))
     return _RunContext(context, run)
+
+
+def _open_run(
+    session: Any,
+    body: dict,
+    distributed: DistributedContext | None,
+    lease_seconds: float,
+    capture_output: bool,
+) -> UnmanagedRun:
+    """Open the run; with several ranks, as Determined does: the chief opens (or resumes) the
+    trial and hands the master's answer (the trial, its token) to the other ranks, so every
+    rank reports into one trial with one token."""
+    if distributed is None or distributed.size <= 1:
+        return UnmanagedRun(
+            session, body, lease_seconds=lease_seconds, capture_output=capture_output
+        )
+    if distributed.rank == 0:
+        try:
+            run = UnmanagedRun(
+                session, body, lease_seconds=lease_seconds, capture_output=capture_output
+            )
+        except BaseException as exc:
+            # The other ranks wait in the broadcast: tell them, or they would wait forever.
+            distributed.broadcast({"error": f"{type(exc).__name__}: {exc}"})
+            raise
+        distributed.broadcast({"answer": run.answer})
+        return run
+    shared = distributed.broadcast(None)
+    if "error" in shared:
+        raise RuntimeError(
+            f"core_v2.init on rank {distributed.rank}: the chief (rank 0) could not open the "
+            f"run: {shared['error']}"
+        )
+    return UnmanagedRun(session, body, capture_output=capture_output, opened=shared["answer"])
 
 
 class _RunContext(core.Context):
@@ -246,13 +281,35 @@ class _RunContext(core.Context):
         if self._closed:
             return
         try:
-            super().close(exc_type, exc_val, exc_tb)
+            if self.distributed.size > 1:
+                self._close_ranks(exc_type)
+            else:
+                super().close(exc_type, exc_val, exc_tb)
         finally:
             failed = exc_type is not None and not issubclass(exc_type, KeyboardInterrupt)
             canceled = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
             state = "ERROR" if failed else "CANCELED" if canceled else "COMPLETED"
             message = f"run ended by {exc_type.__name__}: {exc_val}" if exc_type else None
             self.run.close(state, message)
+
+    def _close_ranks(self, exc_type: Any) -> None:
+        """`core.Context.close` of one rank of several: every rank's queued reports reach the
+        master (a barrier) before the chief ends the trial, whose token ends with it."""
+        self._closed = True
+        try:
+            self.profiler._close()
+            self.train._close()
+            self.checkpoint._close()
+        except Exception:
+            if exc_type is None:
+                raise
+            logger.exception("closing the core context failed while handling another error")
+        finally:
+            self.preempt.close()
+            try:
+                self.distributed.allgather(None)
+            finally:
+                self.distributed.close()
 
 
 def init(
@@ -319,9 +376,35 @@ def init(
     _set_globals(context)
     if _run is not None:
         core_context.set_unmanaged_context(context)
+        _exit_watch.install()
     if not _atexit_registered:
-        atexit.register(close)
+        atexit.register(_close_at_exit)
         _atexit_registered = True
+
+
+_exit_watch = ExitWatch()
+
+
+def _close_at_exit() -> None:
+    close_run(_exit_watch.error)
+
+
+def url_reverse_webui_exp_view() -> str:
+    """The URL of the open run's experiment in this master's UI (Determined's name): in
+    JupyterLab when the master is hosted by a Jupyter server (`<lab>?det-experiment=ID` opens
+    the sidebar's experiment view), else the experiment in the API
+    (`<master>/api/v1/experiments/ID`).
+
+    Raises:
+        RuntimeError: no run is open (call `core_v2.init(...)` first).
+    """
+    info = _context.info if _context is not None else None
+    trial = info._trial_info if info is not None else None
+    if info is None or trial is None:
+        raise RuntimeError(
+            "core_v2.url_reverse_webui_exp_view(): no run is open; call core_v2.init(...) first"
+        )
+    return experiment_view_url(info.master_url, info.session_token, trial.experiment_id)
 
 
 def close() -> None:
@@ -377,4 +460,11 @@ def current_run() -> UnmanagedRun | None:
     return _run
 
 
-__all__ = ["close", "close_run", "current_run", "init", "init_context"]
+__all__ = [
+    "close",
+    "close_run",
+    "current_run",
+    "init",
+    "init_context",
+    "url_reverse_webui_exp_view",
+]

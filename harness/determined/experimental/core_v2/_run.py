@@ -117,11 +117,19 @@ class UnmanagedRun:
         *,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         capture_output: bool = True,
+        opened: dict | None = None,
     ) -> None:
-        host = f"{socket.gethostname()} pid {os.getpid()}"
-        answer = session.post(
-            "/unmanaged/runs", {**body, "lease_seconds": lease_seconds, "host": host}
-        )
+        """`opened`: the master's answer to the chief's open of a distributed run: this
+        process is another rank of that run (it reports with the run's token and ships its
+        lines; the chief alone keeps the lease and closes the trial, as in Determined)."""
+        self.chief = opened is None
+        if opened is None:
+            host = f"{socket.gethostname()} pid {os.getpid()}"
+            answer = session.post(
+                "/unmanaged/runs", {**body, "lease_seconds": lease_seconds, "host": host}
+            )
+        else:
+            answer = opened
         self.answer: dict = answer
         self.trial_id: int = int(answer["trial_id"])
         self.experiment_id: int = int(answer["experiment_id"])
@@ -165,7 +173,7 @@ class UnmanagedRun:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._ship_logs()
-        if self._ended is None:
+        if self._ended is None and self.chief:
             try:
                 self._keeper_session.post(
                     f"/unmanaged/trials/{self.trial_id}/close",
@@ -193,7 +201,7 @@ class UnmanagedRun:
         next_renewal = time.monotonic() + renew_every
         while not self._stop.wait(LOG_FLUSH_SECONDS):
             self._ship_logs()
-            if time.monotonic() >= next_renewal and self._ended is None:
+            if time.monotonic() >= next_renewal and self._ended is None and self.chief:
                 # A failed renewal (a restarting master) is tried again at the next tick, not
                 # a third of the lease later: the master may be back with little lease left.
                 renewed = self._renew()
