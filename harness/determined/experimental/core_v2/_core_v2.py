@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
-import pathlib
-import secrets
 import sys
 from typing import Any
 
@@ -26,6 +23,7 @@ from determined.core._tensorboard import TensorboardManager, TensorboardMode
 from determined.core._train import TrainContext
 from determined.experimental.core_v2._config import Config, merge_config
 from determined.experimental.core_v2._exits import ExitWatch, experiment_view_url
+from determined.experimental.core_v2._open import open_body, open_run
 from determined.experimental.core_v2._run import DEFAULT_LEASE_SECONDS, RunEnded, UnmanagedRun
 
 logger = logging.getLogger("determined.core_v2")
@@ -67,39 +65,6 @@ class _UnmanagedCheckpointContext(CheckpointContext):
     def store_path(self, *args: Any, **kwargs: Any) -> Any:
         self._run.check_open()
         return super().store_path(*args, **kwargs)
-
-
-def _storage_dict(checkpoint_storage: str | dict | None) -> dict | None:
-    """A storage path shortcut as the master's storage config."""
-    if checkpoint_storage is None or isinstance(checkpoint_storage, dict):
-        return checkpoint_storage
-    if isinstance(checkpoint_storage, str | os.PathLike):
-        path = str(checkpoint_storage).removeprefix("file://")
-        return {
-            "type": "shared_fs",
-            "host_path": str(pathlib.Path(path).absolute()),
-            "storage_path": ".",
-        }
-    raise TypeError(
-        f"checkpoint_storage: expected a directory path or a storage dict, got "
-        f"{type(checkpoint_storage).__name__}"
-    )
-
-
-def _open_body(config: Config, checkpoint_storage: str | dict | None) -> dict:
-    body: dict[str, Any] = {
-        "name": config.name or f"unmanaged-{secrets.token_hex(4)}",
-        "hparams": dict(config.hparams or {}),
-        "external_experiment_id": config.external_experiment_id,
-        "external_trial_id": config.external_trial_id,
-    }
-    for key in ("data", "description", "labels", "searcher"):
-        if getattr(config, key) is not None:
-            body[key] = getattr(config, key)
-    storage_config = _storage_dict(checkpoint_storage or config.checkpoint_storage)
-    if storage_config is not None:
-        body["checkpoint_storage"] = storage_config
-    return body
 
 
 def _unmanaged_context(
@@ -211,48 +176,14 @@ def init_context(
 
         client = Determined()
     session = client._session
-    body = _open_body(merged, checkpoint_storage)
-    run = _open_run(session, body, distributed, lease_seconds, capture_output)
+    body = open_body(merged, checkpoint_storage)
+    run = open_run(session, body, distributed, lease_seconds, capture_output)
     if run.chief:
         # Reports an earlier process of this trial could not deliver (its master was down past
         # its lease) go before anything this run reports; the chief sends them, once.
         resend_spools(default_spool_dir(), session.master_url, run.trial_id, run.post_bytes)
     context = _unmanaged_context(run, distributed, TensorboardMode(tensorboard_mode))
     return _RunContext(context, run)
-
-
-def _open_run(
-    session: Any,
-    body: dict,
-    distributed: DistributedContext | None,
-    lease_seconds: float,
-    capture_output: bool,
-) -> UnmanagedRun:
-    """Open the run; with several ranks, as Determined does: the chief opens (or resumes) the
-    trial and hands the master's answer (the trial, its token) to the other ranks, so every
-    rank reports into one trial with one token."""
-    if distributed is None or distributed.size <= 1:
-        return UnmanagedRun(
-            session, body, lease_seconds=lease_seconds, capture_output=capture_output
-        )
-    if distributed.rank == 0:
-        try:
-            run = UnmanagedRun(
-                session, body, lease_seconds=lease_seconds, capture_output=capture_output
-            )
-        except BaseException as exc:
-            # The other ranks wait in the broadcast: tell them, or they would wait forever.
-            distributed.broadcast({"error": f"{type(exc).__name__}: {exc}"})
-            raise
-        distributed.broadcast({"answer": run.answer})
-        return run
-    shared = distributed.broadcast(None)
-    if "error" in shared:
-        raise RuntimeError(
-            f"core_v2.init on rank {distributed.rank}: the chief (rank 0) could not open the "
-            f"run: {shared['error']}"
-        )
-    return UnmanagedRun(session, body, capture_output=capture_output, opened=shared["answer"])
 
 
 class _RunContext(core.Context):
