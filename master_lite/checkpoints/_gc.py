@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,7 +35,7 @@ from determined.common.states import (
     CheckpointState,
 )
 from master_lite import errors
-from master_lite._core import _metric_format
+from master_lite._core import _metric_format, _trash
 from master_lite.checkpoints._confinement import owned_checkpoint_dir
 
 if TYPE_CHECKING:
@@ -167,7 +166,7 @@ class CheckpointCollector:
             )
             return "refused"
         try:
-            shutil.rmtree(owned)
+            _trash.discard(owned)  # gone now, its files removed off the loop
         except FileNotFoundError:
             pass  # already gone (deleted by hand, or by a GC the master died during)
         except OSError as exc:

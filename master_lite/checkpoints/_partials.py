@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from determined.common.states import TERMINAL_TRIAL_STATES
+from master_lite._core import _trash
 from master_lite._core._shared import MasterState
 from master_lite.checkpoints._confinement import is_checkpoint_uuid
 from master_lite.runners.container import VIEWS_DIR, view_prefix
@@ -168,6 +169,10 @@ class PartialCheckpoints:
             return []
         bases = self._bases(experiment_id)
         live = self._shared.store.checkpoints.live_uuids()
+        if experiment_id is None:  # the master's start: what a previous master left to remove
+            trash = [self._shared.root_dir / "trials"]
+            trash += [b for base in bases for b in (base, base / "tensorboard" / "experiment")]
+            await asyncio.to_thread(_trash.sweep, trash)
         deleted = await asyncio.to_thread(sweep_partials, bases, live, grace=self.grace)
         return deleted + await self._remove_finished_views(bases)
 

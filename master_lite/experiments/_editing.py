@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import copy
+import logging
 import math
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from determined.common.states import TERMINAL_EXPERIMENT_STATES, CheckpointState
 from master_lite import errors
+from master_lite._core import _trash
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
 from master_lite.checkpoints import under_storage_roots
@@ -19,6 +20,8 @@ from master_lite.checkpoints._checkpoints import Checkpoints
 from master_lite.experiments._searchers import Searchers
 from master_lite.runs import Runs, allocation_id_for
 from master_lite.tensorboards._tensorboards import experiment_files_dir
+
+logger = logging.getLogger("master_lite")
 
 # The `resources` fields a user may change on a live experiment; the scheduler reads
 # priority and max_slots, weight is kept for Determined compatibility (no fair share here).
@@ -182,14 +185,14 @@ class ExperimentEdits:
         trial_ids = store.experiments.delete(exp_id)
         self._searchers.discard(exp_id)
         for trial_id in trial_ids:
-            shutil.rmtree(self._shared.root_dir / "trials" / str(trial_id), ignore_errors=True)
+            _discard(self._shared.root_dir / "trials" / str(trial_id))
         # The TensorBoard files its trials wrote themselves, which the harness copied beside
         # the checkpoints (no row names them, so nothing else would ever remove them).
         tensorboard_files = experiment_files_dir(row.config, exp_id)
         if tensorboard_files is not None and under_storage_roots(
             tensorboard_files, self._shared.storage_roots
         ):
-            shutil.rmtree(tensorboard_files, ignore_errors=True)
+            _discard(tensorboard_files)
         # Its context, unless another experiment was made from the same files (same hash).
         unused_context = (
             store.contexts.remove_if_unused(row.context_hash) if row.context_hash else None
@@ -206,6 +209,17 @@ class ExperimentEdits:
             "deleted_checkpoints": len(completed),
             "deleted_trials": len(trial_ids),
         }
+
+
+def _discard(directory: Path) -> None:
+    """Remove a deleted experiment's directory off the loop (what rmtree's ignore_errors did:
+    a directory that is gone or cannot be moved is left as it is, with a log line)."""
+    try:
+        _trash.discard(directory)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        logger.warning("could not remove %s: %s", directory, exc)
 
 
 __all__ = ["EDITABLE_RESOURCES", "ExperimentEdits"]
