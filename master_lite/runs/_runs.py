@@ -291,6 +291,7 @@ class Runs:
                     work_dir=work_dir,
                     image=image,
                     config=config,
+                    hidden=self._shared.hidden_from_trials,
                 )
             )
         except (OSError, NotImplementedError) as exc:
