@@ -103,7 +103,7 @@ def _hide(paths: list[str]) -> None:
     for path in paths:
         try:
             mode = os.lstat(path).st_mode
-        except FileNotFoundError:
+        except OSError:  # absent, or not reachable: the trial (same uid) cannot reach it either
             continue
         if stat.S_ISDIR(mode):
             dirs.append(path)
