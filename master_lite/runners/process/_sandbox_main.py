@@ -46,6 +46,7 @@ MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
 MNT_DETACH = 0x2
+PR_SET_PDEATHSIG = 1
 SETUP_FAILED = 125
 # The signals a runner may send to the process group: the trial gets them directly.
 FORWARDED = (
@@ -191,6 +192,9 @@ def main(args: list[str]) -> None:
     init = os.fork()
     if init == 0:
         os.close(read_end)
+        # If this process dies alone (a SIGKILL to its pid, not its group), the init follows,
+        # and with it the whole namespace: nothing of the trial outlives what the runner holds.
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _init(hidden, argv, probe, uid, gid, write_end)
     os.close(write_end)
     for sig in FORWARDED:

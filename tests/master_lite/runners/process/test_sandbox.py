@@ -3,12 +3,14 @@ pre-started interpreter, cannot read `LaunchSpec.hidden`, sees no process outsid
 reads its work dir, and ends as it would unsandboxed (exit status, SIGTERM, SIGKILL)."""
 
 import json
+import os
 import signal
 import subprocess
 
 import pytest
 
 from master_lite.runners import LaunchSpec, LocalRunner, entrypoint_argv
+from master_lite.runners.process import process_group_alive
 from master_lite.runners.process._sandbox import sandbox_argv
 from tests._support import wait_until
 from tests.master_lite.runners.process.test_prestart import (
@@ -136,3 +138,24 @@ def test_terminate_and_kill_reach_the_sandboxed_trial(runner, tmp_path, secrets,
     else:
         assert runner.kill("trial-1.1")
         assert _finished(runner, "trial-1.1") == 128 + signal.SIGKILL
+
+
+def test_a_trampoline_killed_alone_takes_its_sandbox_with_it(tmp_path):
+    """SIGKILL to the trampoline's pid only (not its group, as a kernel manager or a person
+    might): nothing of the trial is left running."""
+    process = subprocess.Popen(
+        [*sandbox_argv([tmp_path / "private"]), "sh", "-c", "echo READY; sleep 300"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert process.stdout.readline() == b"READY\n"
+        process.kill()
+        process.wait()
+        wait_until(
+            lambda: not process_group_alive(process.pid), 30, "the sandbox's processes to end"
+        )
+    finally:
+        process.stdout.close()
+        if process_group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
