@@ -7,8 +7,9 @@ Workload, two measurements, each against its baseline in the same run:
 2. End to end: two real masters (1 slot each), one with the sandbox on (the default), one with
    MASTER_LITE_TRIAL_SANDBOX=0; a trial that reports one metric right after
    `det.core.init()`, from `POST /experiments` until `GET /trials/{id}/metrics` shows it,
-   alternating, REPEATS times each after one unmeasured run of each; medians. Pre-started
-   interpreters are on in both (they start sandboxed too, ahead of the launch).
+   alternating, REPEATS times each after one unmeasured run of each; medians. Once with
+   pre-started interpreters on (they start sandboxed too, ahead of the launch) and once with
+   them off (MASTER_LITE_PRESTARTED_INTERPRETERS=0: every trial pays the sandbox's start).
 
 Target: the sandbox adds < 0.1 s to a trial's start (end to end).
 Run: PYTHONPATH=harness:. python bench/bench_trial_sandbox.py  (Linux with user namespaces)
@@ -70,31 +71,42 @@ def main() -> None:
             },
             REPEATS_EXEC,
         )
-        with (
-            MasterProcess(Path(scratch) / "on", cpu_slots=1) as on,
-            MasterProcess(Path(scratch) / "off", cpu_slots=1, env={SANDBOX_ENV: "0"}) as off,
-        ):
-            for master in (on, off):
-                submit_to_first_metric(master, CONFIG, CONTEXT)
-            runs = interleaved(
-                {
-                    "off": lambda: submit_to_first_metric(off, CONFIG, CONTEXT),
-                    "on": lambda: submit_to_first_metric(on, CONFIG, CONTEXT),
-                },
-                REPEATS,
-            )
+        runs = {}
+        for spares in ("2", "0"):
+            base = {"MASTER_LITE_PRESTARTED_INTERPRETERS": spares}
+            with (
+                MasterProcess(Path(scratch) / f"on{spares}", cpu_slots=1, env=base) as on,
+                MasterProcess(
+                    Path(scratch) / f"off{spares}", cpu_slots=1, env={**base, SANDBOX_ENV: "0"}
+                ) as off,
+            ):
+                for master in (on, off):
+                    submit_to_first_metric(master, CONFIG, CONTEXT)
+                runs[spares] = interleaved(
+                    {
+                        "off": lambda: submit_to_first_metric(off, CONFIG, CONTEXT),
+                        "on": lambda: submit_to_first_metric(on, CONFIG, CONTEXT),
+                    },
+                    REPEATS,
+                )
     direct, sandboxed = median(bare["direct"]), median(bare["sandboxed"])
-    plain, boxed = median(runs["off"]), median(runs["on"])
-    extra = boxed - plain
+    rows = []
+    extras = {}
+    for spares, label in (("2", "pre-started interpreters on"), ("0", "pre-started off")):
+        plain, boxed = median(runs[spares]["off"]), median(runs[spares]["on"])
+        extras[spares] = boxed - plain
+        rows.append(
+            f"| trial, {label}: submit -> first metric (median of {REPEATS}) | {plain:.3f} s | "
+            f"{boxed:.3f} s | {(boxed - plain) * 1000:.0f} ms |"
+        )
+    worst = max(extras.values())
     body = (
         f"| start | without the sandbox | sandboxed | added |\n|---|---|---|---|\n"
         f"| `true` (median of {REPEATS_EXEC}) | {direct * 1000:.1f} ms | "
         f"{sandboxed * 1000:.1f} ms | {(sandboxed - direct) * 1000:.1f} ms |\n"
-        f"| trial: submit -> first metric (median of {REPEATS}) | {plain:.3f} s | "
-        f"{boxed:.3f} s | {extra * 1000:.0f} ms |\n\n"
-        f"Sandboxed / plain trial start: **{boxed / plain:.2f}x**; the sandbox adds "
-        f"{extra * 1000:.0f} ms (target < {TARGET_EXTRA_S * 1000:.0f} ms: "
-        f"{verdict(extra, TARGET_EXTRA_S, at_most=True)})."
+        + "\n".join(rows)
+        + f"\n\nThe sandbox adds at most {worst * 1000:.0f} ms to a trial's start (target < "
+        f"{TARGET_EXTRA_S * 1000:.0f} ms: {verdict(worst, TARGET_EXTRA_S, at_most=True)})."
     )
     print(body)
     record("Trial sandbox start-up (bench_trial_sandbox.py)", body)
