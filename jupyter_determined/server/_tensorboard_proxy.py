@@ -68,10 +68,10 @@ class TensorBoardProxyHandler(JupyterHandler):
 
     async def _forward(self, tensorboard_id: str, path: str) -> None:
         try:
-            host, port = self.master.tensorboards.address(tensorboard_id)
+            upstream = self.master.tensorboards.upstream(tensorboard_id)
         except errors.MasterError as exc:
             raise tornado.web.HTTPError(exc.status, "%s", exc.message) from None
-        url = f"http://{host}:{port}{path}"
+        url = f"{upstream}{path}"
         if self.request.query:
             url += "?" + self.request.query
         headers = {
@@ -106,10 +106,25 @@ class TensorBoardProxyHandler(JupyterHandler):
         for name, value in response.headers.get_all():
             if name.lower() == "content-security-policy":
                 policy = f"{value.rstrip('; ')}; {policy}"
+            elif name.lower() == "location":
+                self.add_header(name, self._public_location(value, upstream, path))
             elif name.lower() not in _HOP_BY_HOP:
                 self.add_header(name, value)
         self.set_header("Content-Security-Policy", policy)
         self.finish(response.body or b"")
+
+    def _public_location(self, location: str, upstream: str, path: str) -> str:
+        """A redirect of TensorBoard's as the browser must follow it: through this proxy,
+        never naming the board's secret path prefix (`upstream` is
+        `http://host:port/<secret>`; `path` what followed the board's id in this request)."""
+        secret = "/" + upstream.split("/", 3)[3]
+        board_base = self.request.path
+        if path and board_base.endswith(path):
+            board_base = board_base[: -len(path)]
+        for start in (upstream, secret):
+            if location == start or location.startswith(start + "/"):
+                return board_base.rstrip("/") + location[len(start) :]
+        return location
 
 
 __all__ = ["TensorBoardProxyHandler"]

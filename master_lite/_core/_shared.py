@@ -37,6 +37,20 @@ class MasterState:
         # Where checkpoint storage may lie (resolved; master_lite.checkpoints._confinement):
         # the master's own <root_dir>/checkpoints unless the facade is given more. Set once.
         self.storage_roots: tuple[Path, ...] = ((root_dir / "checkpoints").resolve(),)
+        # What trials' code must not read (`LaunchSpec.hidden`; the process runner's sandbox
+        # hides it): the user token's directory, the store, other experiments' TensorBoard
+        # logs. The hosted master adds Jupyter's runtime dir (its token, kernels' keys).
+        self.hidden_from_trials: tuple[Path, ...] = tuple(
+            root_dir / name
+            for name in (
+                "private",
+                "master.db",
+                "master.db-wal",
+                "master.db-shm",
+                "master.db-journal",
+                "tensorboards",
+            )
+        )
         self.store: Store = None  # type: ignore[assignment]  # opened by the master's start()
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         # Set while the master stops (no new launches) and once it stopped (nothing runs).

@@ -192,6 +192,11 @@ class Master:
         self._log_writer = log_writer = LogWriter(self.logs.store_logs)
         # Exits arrive on a waiter thread; they go through the log writer so that they reach
         # the loop only after the run's last lines are stored.
+        runtime_dir = getattr(self.jupyter_host, "runtime_dir", None)
+        hidden = self._shared.hidden_from_trials
+        if runtime_dir and Path(runtime_dir) not in hidden:
+            # Hosted: Jupyter's token and its kernels' connection keys are there.
+            self._shared.hidden_from_trials = (*hidden, Path(runtime_dir))
         runner = build_runner(
             self._runner_classes,
             ray_cluster=self._ray_cluster,

@@ -59,7 +59,9 @@ class LaunchSpec:
     a local kernel) gets the master's environment under it (`process_environment`), a container
     only these. `image`: the container image the run asks for (None: none); `config`: its
     experiment's config (mounts, `environment.kernel`, ...); `run_as`: the Unix account to run
-    as (None: the master's own); `restore_from`: see the field."""
+    as (None: the master's own); `restore_from`: see the field; `hidden`: paths the run's code
+    must not read (the master's secrets: its user token's directory, its store), which a runner
+    that can hide them does (the process runner's sandbox); others may ignore it."""
 
     allocation_id: str
     trial_id: int
@@ -72,6 +74,7 @@ class LaunchSpec:
     # The checkpoint directory the run restores from (its trial's latest checkpoint, checked to
     # be a checkpoint directory of the master's storage), for runners that must make it visible.
     restore_from: Path | None = None
+    hidden: tuple[Path, ...] = ()
 
 
 class Runner(abc.ABC):

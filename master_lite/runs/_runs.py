@@ -349,6 +349,7 @@ class Runs:
                     image=image,
                     config=config,
                     restore_from=self._restore_dir(trial),
+                    hidden=self._shared.hidden_from_trials,
                 )
             )
         except (OSError, NotImplementedError) as exc:

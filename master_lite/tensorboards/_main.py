@@ -10,16 +10,25 @@ TensorFlow-free installs), so it is made to exist before TensorBoard starts.
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 
+# Where the master puts the board's secret path prefix (`_process.PATH_PREFIX_ENV`; kept out of
+# argv, which every local user can read in /proc/<pid>/cmdline).
+PATH_PREFIX_ENV = "MASTER_LITE_TENSORBOARD_PATH_PREFIX"
+
 
 def main() -> None:
-    """Run TensorBoard with the arguments of this process (`--logdir`, `--port`, ...)."""
+    """Run TensorBoard with the arguments of this process (`--logdir`, `--port`, ...), under
+    the path prefix in $MASTER_LITE_TENSORBOARD_PATH_PREFIX if set."""
     sys.modules.setdefault("tensorboard.compat.notf", types.ModuleType("tensorboard.compat.notf"))
     from tensorboard import main as tensorboard_main
 
     sys.argv[0] = "tensorboard"
+    prefix = os.environ.pop(PATH_PREFIX_ENV, "")
+    if prefix:
+        sys.argv.append(f"--path_prefix={prefix}")
     tensorboard_main.run_main()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -14,6 +15,15 @@ from pathlib import Path
 
 HOST = "127.0.0.1"  # TensorBoard has no authentication: loopback only, proxied by Jupyter
 LAUNCHER = "master_lite.tensorboards._main"
+# The board's secret path prefix reaches the launcher in its environment (readable by its own
+# Unix user only), not its argv (/proc/<pid>/cmdline is readable by every local user).
+PATH_PREFIX_ENV = "MASTER_LITE_TENSORBOARD_PATH_PREFIX"
+
+
+def new_path_prefix() -> str:
+    """A board's secret path prefix (`/<random>`): TensorBoard answers 404 to any request
+    outside it, so a local user who finds its loopback port reads nothing without it."""
+    return "/" + secrets.token_urlsafe(24)
 
 
 def free_port() -> int:
@@ -24,15 +34,23 @@ def free_port() -> int:
 
 
 def spawn_tensorboard(
-    logdir: Path, *, log_path: Path, port: int, reload_seconds: int, title: str
+    logdir: Path,
+    *,
+    log_path: Path,
+    port: int,
+    reload_seconds: int,
+    title: str,
+    path_prefix: str = "",
 ) -> subprocess.Popen:
     """Start TensorBoard (without TensorFlow, see `master_lite.tensorboards._main`) on `logdir`,
-    serving on loopback `port`, its output appended to `log_path`."""
+    serving on loopback `port` under `path_prefix` (`new_path_prefix`; "" for none), its
+    output appended to `log_path`."""
     # The package this module is in must be importable by the child, however the master was
     # started (an editable install, PYTHONPATH, a wheel).
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    env[PATH_PREFIX_ENV] = path_prefix
     command = [
         sys.executable,
         "-m",
@@ -77,14 +95,16 @@ def runs_tensorboard_of(pid: int, directory: Path) -> bool:
     )
 
 
-async def serves(port: int) -> bool:
-    """Whether TensorBoard answers on `port` yet (its HTTP server starts after its plugins)."""
+async def serves(port: int, path_prefix: str = "") -> bool:
+    """Whether TensorBoard answers on `port` (under `path_prefix`) yet (its HTTP server starts
+    after its plugins)."""
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), 1)
     except (OSError, asyncio.TimeoutError):
         return False
     try:
-        writer.write(b"GET /data/logdir HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        request = f"GET {path_prefix}/data/logdir HTTP/1.0\r\nHost: localhost\r\n\r\n"
+        writer.write(request.encode())
         await writer.drain()
         status_line = await asyncio.wait_for(reader.readline(), 5)
         return b" 200 " in status_line
@@ -96,7 +116,9 @@ async def serves(port: int) -> bool:
 
 __all__ = [
     "HOST",
+    "PATH_PREFIX_ENV",
     "free_port",
+    "new_path_prefix",
     "runs_tensorboard_of",
     "serves",
     "signal_group",

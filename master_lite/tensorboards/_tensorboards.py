@@ -36,6 +36,7 @@ from master_lite.tensorboards._logdir import TrialLogdir
 from master_lite.tensorboards._process import (
     HOST,
     free_port,
+    new_path_prefix,
     runs_tensorboard_of,
     serves,
     signal_group,
@@ -83,6 +84,8 @@ class TensorBoard:
     runs: dict[int, TrialLogdir] = dataclasses.field(default_factory=dict)
     last_report_id: int = 0  # the last metric report written into `runs`
     watcher: asyncio.Task | None = None
+    # Its secret path prefix (issue 26 row 8): only the master and whoever it gives the URL.
+    path_prefix: str = dataclasses.field(default_factory=new_path_prefix)
 
     @property
     def logdir(self) -> Path:
@@ -140,7 +143,9 @@ class TensorBoards:
         return board
 
     def _json(self, board: TensorBoard) -> dict:
-        direct = f"http://{HOST}:{board.port}/"
+        # Standalone, the URL with the secret prefix is the capability (given to API users);
+        # hosted, only the proxy's URL behind Jupyter's login is given.
+        direct = f"http://{HOST}:{board.port}{board.path_prefix}/"
         url = f"{self._proxy_base}/{board.id}/" if self._proxy_base else direct
         return {
             "id": board.id,
@@ -162,15 +167,17 @@ class TensorBoards:
         boards = sorted(self._boards.values(), key=lambda b: b.registered_time)
         return [self._json(board) for board in boards]
 
-    def address(self, tensorboard_id: str) -> tuple[str, int]:
-        """(host, port) of a running TensorBoard, for a proxy; Conflict while it is not."""
+    def upstream(self, tensorboard_id: str) -> str:
+        """The base URL of a running TensorBoard, secret path prefix included, without a
+        trailing slash (`http://127.0.0.1:<port>/<secret>`), for the authenticated proxy to
+        append a path to; Conflict while it is not running."""
         board = self._board(tensorboard_id)
         if board.state != RUNNING:
             detail = f": {board.error}" if board.error else ""
             raise errors.Conflict(
                 f"tensorboard {tensorboard_id} is {board.state}, not STATE_RUNNING{detail}"
             )
-        return HOST, board.port
+        return f"http://{HOST}:{board.port}{board.path_prefix}"
 
     # -- start --------------------------------------------------------------------------------
     async def start(self, experiment_ids: list[int], trial_ids: list[int]) -> dict:
@@ -255,6 +262,7 @@ class TensorBoards:
             port=board.port,
             reload_seconds=max(1, round(self.refresh_seconds)),
             title=f"TensorBoard {board.id[:8]}",
+            path_prefix=board.path_prefix,
         )
         # For the next master, should this one be killed before it could stop it.
         (board.directory / PID_FILE).write_text(str(process.pid))
@@ -326,7 +334,7 @@ class TensorBoards:
                 board.error = f"TensorBoard exited with code {code}: {board.log_tail()}"
                 log.warning("tensorboard %s: %s", board.id, board.error)
                 return
-            if board.state == STARTING and await serves(board.port):
+            if board.state == STARTING and await serves(board.port, board.path_prefix):
                 board.state = RUNNING
             if live and loop.time() >= next_refresh:
                 try:
@@ -341,8 +349,9 @@ class TensorBoards:
         """Stop the TensorBoards a previous master of this root dir left running (it was killed
         before it could stop them) and remove every log directory it left."""
         root = self._shared.root_dir / "tensorboards"
-        if not root.is_dir():
-            return
+        # Made now, while no trial runs: the trial sandbox covers it only if it exists when a
+        # trial starts (MasterState.hidden_from_trials).
+        root.mkdir(mode=0o700, exist_ok=True)
         for directory in root.iterdir():
             try:
                 pid = int((directory / PID_FILE).read_text())

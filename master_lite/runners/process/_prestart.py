@@ -60,10 +60,14 @@ class PlainPythonLaunch:
     script_argv: list[str]  # [script.py, *args]: the trial's sys.argv
     spare_env: dict[str, str]  # the trial's environment minus the per-allocation variables
     key: tuple  # spares started for one key serve only launches with that key
+    wrapper: tuple[str, ...] = ()  # the argv prefix spares start under (the trial sandbox)
 
 
-def plain_python_launch(argv: list[str], env: dict[str, str]) -> PlainPythonLaunch | None:
+def plain_python_launch(
+    argv: list[str], env: dict[str, str], wrapper: list[str] | tuple[str, ...] = ()
+) -> PlainPythonLaunch | None:
     """The launch as a pre-started interpreter would run it, or None if it must start fresh.
+    `wrapper`: the argv prefix the run starts under (spares then start under it too).
 
     `argv` is what `entrypoint_argv` made: `["sh", "-c", "python3 train.py --x 1"]` qualifies;
     anything with shell syntax (quotes, variables, redirections, `&&`, ...) does not.
@@ -85,7 +89,11 @@ def plain_python_launch(argv: list[str], env: dict[str, str]) -> PlainPythonLaun
         return None
     spare_env = {k: v for k, v in env.items() if not per_allocation_variable(k)}
     return PlainPythonLaunch(
-        words[0], words[1:], spare_env, (words[0], tuple(sorted(spare_env.items())))
+        words[0],
+        words[1:],
+        spare_env,
+        (words[0], tuple(sorted(spare_env.items())), tuple(wrapper)),
+        tuple(wrapper),
     )
 
 
@@ -217,7 +225,7 @@ class SparePool:
         read_fd, write_fd = os.pipe()
         try:
             process = subprocess.Popen(
-                [launch.interpreter, self.script, str(read_fd)],
+                [*launch.wrapper, launch.interpreter, self.script, str(read_fd)],
                 cwd=start_dir,
                 env=env,
                 stdin=subprocess.DEVNULL,

@@ -44,6 +44,7 @@ from master_lite.runners.process._prestart import (
     plain_python_launch,
     send_launch,
 )
+from master_lite.runners.process._sandbox import Sandbox
 
 _LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z0-9_.]+:[A-Za-z0-9_]+$")
 # The word at the head of an argv that means "this place's Python 3" (see `entrypoint_argv`).
@@ -69,10 +70,22 @@ def entrypoint_argv(entrypoint: str | list[str], python: str = sys.executable) -
     return ["sh", "-c", entrypoint]
 
 
+# Variables of the master's environment that may hold the user's token (the hosted master's
+# user token is Jupyter's): never passed on to a run, which gets its own trial token.
+USER_SECRET_VARIABLES = (
+    "DET_MASTER_TOKEN",
+    "JUPYTER_TOKEN",
+    "JUPYTERHUB_API_TOKEN",
+    "JPY_API_TOKEN",
+)
+
+
 def process_environment(own: dict[str, str]) -> dict[str, str]:
-    """The environment of a run as a local process: the master's, then the run's `own`."""
+    """The environment of a run as a local process: the master's (without the variables that
+    may hold the user's token, `USER_SECRET_VARIABLES`), then the run's `own`."""
     env = dict(os.environ)
-    env.pop("DET_MASTER_TOKEN", None)
+    for name in USER_SECRET_VARIABLES:
+        env.pop(name, None)
     env.pop("DET_LATEST_CHECKPOINT", None)
     # `python3` in an entrypoint must be the master's interpreter (its venv has determined).
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
@@ -150,6 +163,8 @@ class LocalRunner(Runner):
         if prestarted is None:
             prestarted = _spares_from_environment()
         self.spare_pool = SparePool(prestarted) if prestarted > 0 else None
+        # Runs as the master's user start sandboxed, hiding `LaunchSpec.hidden` (_sandbox).
+        self.sandbox = Sandbox()
 
     def running(self) -> list[str]:
         with self._lock:
@@ -161,22 +176,30 @@ class LocalRunner(Runner):
         return running.process.pid if running else None
 
     def launch(self, spec: LaunchSpec) -> int:
-        """Start the run; returns its pid (which is also its process group id)."""
+        """Start the run; returns its pid (which is also its process group id).
+
+        A run as the master's own user starts in the sandbox (`_sandbox`) that hides
+        `spec.hidden`; one as another user (`run_as`) needs none: that uid cannot read them."""
         argv = local_argv(spec.argv, Path(spec.work_dir))
         env = process_environment(spec.env)
         user_args = _user_arguments(spec.run_as)
+        wrapper = self.sandbox.prefix(spec.hidden) if spec.run_as is None else []
         spec = dataclasses.replace(spec, argv=argv, env=env)
-        return self.launch_process(spec, **user_args)
+        return self.launch_process(spec, wrapper=wrapper, **user_args)
 
-    def launch_process(self, spec: LaunchSpec, **popen_args: Any) -> int:
+    def launch_process(
+        self, spec: LaunchSpec, *, wrapper: list[str] | None = None, **popen_args: Any
+    ) -> int:
         """Start `spec.argv` as it is, with `spec.env` as its whole environment (what
         `launch` made of the run, or a container runtime's client): its pid, also its group.
 
-        `popen_args`: Popen's `user`/`group`/`extra_groups`; a run with them never takes a
-        pre-started interpreter (those run as the master)."""
+        `wrapper`: an argv prefix the run starts under (the sandbox's trampoline), pre-started
+        interpreters included. `popen_args`: Popen's `user`/`group`/`extra_groups`; a run with
+        them never takes a pre-started interpreter (those run as the master)."""
+        wrapper = list(wrapper or ())
         handover: tuple[Spare, PlainPythonLaunch] | None = None
         if self.spare_pool is not None and not popen_args:
-            plain = plain_python_launch(spec.argv, spec.env)
+            plain = plain_python_launch(spec.argv, spec.env, wrapper)
             if plain is not None:
                 spare = self.spare_pool.take(plain, spec.env, Path(spec.work_dir).resolve().parent)
                 if spare is not None:
@@ -185,7 +208,7 @@ class LocalRunner(Runner):
             process = handover[0].process
         else:
             process = subprocess.Popen(
-                spec.argv,
+                [*wrapper, *spec.argv],
                 cwd=spec.work_dir,
                 env=spec.env,
                 stdin=subprocess.DEVNULL,

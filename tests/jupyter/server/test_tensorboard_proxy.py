@@ -132,3 +132,26 @@ async def test_tensorboard_is_served_through_jupyter_to_its_user_only(
     with pytest.raises(tornado.httpclient.HTTPClientError) as gone:
         await through_jupyter("data", "plugin", "scalars", "tags")
     assert gone.value.code == 404
+
+
+def test_tensorboard_redirects_go_through_the_proxy_without_the_secret_prefix():
+    """A redirect of TensorBoard's (absolute URL or path under its secret prefix) is rewritten
+    to the proxy's URL for the board; anything else passes unchanged."""
+    import types
+
+    from jupyter_determined.server._tensorboard_proxy import TensorBoardProxyHandler
+
+    upstream = "http://127.0.0.1:6006/s3cret"
+    handler = types.SimpleNamespace(
+        request=types.SimpleNamespace(path="/user/a/determined/tensorboard/b1/x/y")
+    )
+
+    def public(location: str) -> str:
+        return TensorBoardProxyHandler._public_location(handler, location, upstream, "/x/y")
+
+    base = "/user/a/determined/tensorboard/b1"
+    assert public("/s3cret/") == f"{base}/"
+    assert public("/s3cret") == base
+    assert public("http://127.0.0.1:6006/s3cret/data/x?y=1") == f"{base}/data/x?y=1"
+    assert public("/s3cretish/") == "/s3cretish/"
+    assert public("https://example.com/") == "https://example.com/"

@@ -70,7 +70,7 @@ def test_deleting_one_of_its_experiments_leaves_a_tensorboard_following_the_othe
                 "TensorBoard serving",
                 0.1,
             )
-            port = started["port"]
+            base = started["serviceAddress"]
 
             parts.edits.delete_experiment(gone["id"])
             # The other experiment reports once more, then ends too: the board's refreshes
@@ -84,7 +84,7 @@ def test_deleting_one_of_its_experiments_leaves_a_tensorboard_following_the_othe
 
             async def shows_step_10() -> bool:
                 points = await api(
-                    port, "/data/plugin/scalars/scalars", run=run, tag="training/loss"
+                    base, "/data/plugin/scalars/scalars", run=run, tag="training/loss"
                 )
                 return [step for _, step, _ in points] == [5, 10]
 

@@ -16,16 +16,18 @@ from tests._support import wait_until_async
 from tests._support.parts import SINGLE, settle, started_parts
 
 
-def scalars_api(port: int, path: str, **query: str) -> object:
-    url = f"http://127.0.0.1:{port}{path}"
+def scalars_api(base: str, path: str, **query: str) -> object:
+    """GET `path` of the TensorBoard at `base` (its serviceAddress: standalone, the loopback
+    URL with the board's secret path prefix)."""
+    url = base.rstrip("/") + path
     if query:
         url += "?" + urllib.parse.urlencode(query)
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.loads(response.read())
 
 
-async def api(port: int, path: str, **query: str) -> object:
-    return await asyncio.to_thread(scalars_api, port, path, **query)
+async def api(base: str, path: str, **query: str) -> object:
+    return await asyncio.to_thread(scalars_api, base, path, **query)
 
 
 def write_own_event_file(directory, tag: str, values: list[tuple[int, float]]) -> None:
@@ -81,15 +83,15 @@ def test_a_tensorboard_serves_stored_metrics_and_the_trials_own_files_then_stops
             await wait_until_async(
                 lambda: boards.get(board_id)["state"] == RUNNING, 90, "TensorBoard serving", 0.1
             )
-            port = started["port"]
+            base = started["serviceAddress"]
             run = f"experiment_{exp['id']}/trial_{trial_id}"
-            tags = await api(port, "/data/plugin/scalars/tags")
+            tags = await api(base, "/data/plugin/scalars/tags")
             assert set(tags[run]) == {"training/loss", "validation/loss"}
             assert set(tags[f"{run}/train"]) == {"epoch_accuracy"}
-            training = await api(port, "/data/plugin/scalars/scalars", run=run, tag="training/loss")
+            training = await api(base, "/data/plugin/scalars/scalars", run=run, tag="training/loss")
             assert [(step, value) for _, step, value in training] == [(5, 0.5), (10, 0.25)]
             own_points = await api(
-                port, "/data/plugin/scalars/scalars", run=f"{run}/train", tag="epoch_accuracy"
+                base, "/data/plugin/scalars/scalars", run=f"{run}/train", tag="epoch_accuracy"
             )
             assert [(step, value) for _, step, value in own_points] == [(1, 0.75), (2, 0.875)]
 
@@ -101,7 +103,7 @@ def test_a_tensorboard_serves_stored_metrics_and_the_trials_own_files_then_stops
 
             async def has_step_15() -> bool:
                 points = await api(
-                    port, "/data/plugin/scalars/scalars", run=run, tag="training/loss"
+                    base, "/data/plugin/scalars/scalars", run=run, tag="training/loss"
                 )
                 return [step for _, step, _ in points][-1:] == [15]
 
