@@ -21,6 +21,8 @@ import tarfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 
+from determined.common._context_ignore import default_ignore_lines
+
 # The largest context (file content, before compression): `pack` refuses more, and the master's
 # default `context_size_limit` (upload check, `unpack`, HTTP body limit) is this same number.
 DEFAULT_LIMIT_BYTES = 96 * 1024 * 1024
@@ -135,10 +137,13 @@ def is_ignored(rules: Sequence[IgnoreRule], relpath: str, is_dir: bool) -> bool:
 
 
 def _read_ignore(directory: pathlib.Path) -> list[IgnoreRule]:
+    """The default rules (`_context_ignore`), then the directory's `.detignore`, which can
+    override them (the last matching rule wins)."""
+    lines = default_ignore_lines()
     path = directory / DETIGNORE
-    if not path.is_file():
-        return []
-    return parse_ignore(path.read_text(encoding="utf-8", errors="replace").splitlines())
+    if path.is_file():
+        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return parse_ignore(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,10 +261,20 @@ def _too_large(
 ) -> ContextTooLarge:
     largest = sorted((e for e in entries if not e.is_dir), key=lambda e: (-e.size, e.arcname))[:5]
     listing = ", ".join(f"{e.arcname} ({_human(e.size)})" for e in largest)
+    # The fix, concretely: the top-level entries that hold the largest files, as lines.
+    suggested = list(dict.fromkeys(_ignore_line(e.arcname) for e in largest))
+    where = path / DETIGNORE if path.is_dir() else DETIGNORE
     return ContextTooLarge(
         f"context {path} is {_human(total)}, over the {_human(limit)} limit; largest files: "
-        f"{listing}; add a {DETIGNORE} file listing what the trial does not need"
+        f"{listing}; list what the trial does not need in {where} (e.g. "
+        f"{', '.join(suggested)}), or pass a smaller context directory"
     )
+
+
+def _ignore_line(arcname: str) -> str:
+    """The `.detignore` line leaving out `arcname`'s top-level directory (or the file itself)."""
+    head, sep, _ = arcname.partition("/")
+    return f"/{head}/" if sep else f"/{head}"
 
 
 def pack(path, *, includes: Sequence = (), limit_bytes: int = DEFAULT_LIMIT_BYTES) -> bytes:
