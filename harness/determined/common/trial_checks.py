@@ -230,6 +230,8 @@ def class_problems(read: Reader, ref: str) -> tuple[list[str], str | None]:
         return [f"{where}: {path} line {exc.lineno}: syntax error: {exc.msg}"], None
     bound = dict(_names(tree))
     node = bound.get(name)
+    if node is None and "*" in bound:
+        return [], None  # `from x import *` may bring it: what it is shows when it runs
     if node is None:
         classes = [n for n, v in bound.items() if isinstance(v, ast.ClassDef)]
         close = difflib.get_close_matches(name, classes, n=1, cutoff=0.6)

@@ -84,6 +84,11 @@ def test_a_class_that_visibly_is_no_trial_names_the_bases_to_use(tmp_path):
     assert "det.pytorch.PyTorchTrial" in problem and "det.keras.TFKerasTrial" in problem
 
 
+def test_a_star_import_may_bring_the_class(tmp_path):
+    read = trial_checks.directory_reader(write(tmp_path, {"m.py": "from impl import *\n"}))
+    assert trial_checks.class_problems(read, "m:T") == ([], None)
+
+
 def test_a_base_from_another_module_is_not_judged(tmp_path):
     read = trial_checks.directory_reader(
         write(tmp_path, {"m.py": "from common import BaseTrial\nclass T(BaseTrial):\n    pass\n"})
