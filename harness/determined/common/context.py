@@ -21,8 +21,6 @@ import tarfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 
-from determined.common._context_ignore import default_ignore_lines
-
 # The largest context (file content, before compression): `pack` refuses more, and the master's
 # default `context_size_limit` (upload check, `unpack`, HTTP body limit) is this same number.
 DEFAULT_LIMIT_BYTES = 96 * 1024 * 1024
@@ -139,6 +137,8 @@ def is_ignored(rules: Sequence[IgnoreRule], relpath: str, is_dir: bool) -> bool:
 def _read_ignore(directory: pathlib.Path) -> list[IgnoreRule]:
     """The default rules (`_context_ignore`), then the directory's `.detignore`, which can
     override them (the last matching rule wins)."""
+    from determined.common._context_ignore import default_ignore_lines
+
     lines = default_ignore_lines()
     path = directory / DETIGNORE
     if path.is_file():
@@ -256,6 +256,12 @@ def _human(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def _ignore_line(arcname: str) -> str:
+    """The `.detignore` line leaving out `arcname`'s top-level directory (or the file itself)."""
+    head, sep, _ = arcname.partition("/")
+    return f"/{head}/" if sep else f"/{head}"
+
+
 def _too_large(
     path: pathlib.Path, entries: list[_Entry], total: int, limit: int
 ) -> ContextTooLarge:
@@ -269,12 +275,6 @@ def _too_large(
         f"{listing}; list what the trial does not need in {where} (e.g. "
         f"{', '.join(suggested)}), or pass a smaller context directory"
     )
-
-
-def _ignore_line(arcname: str) -> str:
-    """The `.detignore` line leaving out `arcname`'s top-level directory (or the file itself)."""
-    head, sep, _ = arcname.partition("/")
-    return f"/{head}/" if sep else f"/{head}"
 
 
 def pack(path, *, includes: Sequence = (), limit_bytes: int = DEFAULT_LIMIT_BYTES) -> bytes:
