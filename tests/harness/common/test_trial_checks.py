@@ -151,3 +151,26 @@ def test_det_e_create_names_the_missing_class_and_batch_size_before_uploading(tm
     )
     result = _det("e", "create", "exp.yaml", ".", cwd=tmp_path)
     assert "hyperparameters.global_batch_size: required: TFKerasTrial MnistTrial" in result.stderr
+
+
+def test_in_a_notebook_a_refused_native_config_shows_its_problem_not_a_traceback(capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    InteractiveShell.clear_instance()
+    shell = InteractiveShell.instance(config=config)
+    try:
+        result = shell.run_cell(
+            "from determined.experimental import build_native_config\n"
+            "from determined.experimental.keras import KERAS_DEFAULTS\n"
+            "build_native_config({}, ['t.py'], defaults=KERAS_DEFAULTS, api='keras')\n"
+        )
+    finally:
+        InteractiveShell.clear_instance()
+    assert isinstance(result.error_in_exec, expconf.InvalidConfig)
+    shown = capsys.readouterr()
+    text = shown.out + shown.err
+    assert "invalid experiment config: hyperparameters.global_batch_size: required" in text
+    assert "Traceback" not in text and "_native.py" not in text
