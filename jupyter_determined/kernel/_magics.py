@@ -143,6 +143,7 @@ class DeterminedMagics(Magics):
             print(f"warning: {message}", file=sys.stderr)
         from determined.common import expconf
         from determined.common.api import APIError
+        from determined.common.context import ContextError
 
         try:
             config = build_config(
@@ -155,7 +156,9 @@ class DeterminedMagics(Magics):
                 exported, config, context_dir=args.context, archived=args.test
             )
         except Exception as exc:
-            problem = master_problem(exc)
+            # A context that cannot be packed (too large: its largest files and the fix) is one
+            # message, like an unreachable master: a traceback into tarfile code helps no one.
+            problem = str(exc) if isinstance(exc, ContextError) else master_problem(exc)
             if problem is not None:
                 raise UsageError(f"{prog}: the experiment was not submitted: {problem}") from None
             if isinstance(exc, APIError):

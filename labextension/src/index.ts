@@ -20,7 +20,7 @@ import { openTrialConsole } from './notebook/attachConsole';
 import { EventHub } from './api/events';
 import { ExperimentView } from './views/experimentView';
 import { activateExportTools } from './export/exportTools';
-import { useInNotebookHandler } from './notebook/notebookInsert';
+import { type INotebookOpener, useInNotebookHandler } from './notebook/notebookInsert';
 import { experimentRendererFactory } from './notebook/notebookWidget';
 import { DeterminedSidebar } from './views/sidebar';
 import { SubmitButtonExtension } from './notebook/submit';
@@ -63,6 +63,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }).catch(error => void showErrorMessage(`Attach to trial ${trialId}`, String(error)));
     };
 
+    // Opens an experiment's notebook for "Use in notebook" when it is not open yet.
+    const notebookOpener: INotebookOpener = {
+      async open(path: string) {
+        const widget: unknown = await app.commands.execute('docmanager:open', {
+          path,
+          factory: 'Notebook'
+        });
+        return notebooks?.find(panel => panel === widget) ?? null;
+      }
+    };
     const openExperiment = (id: number): void => {
       app.commands.execute(CommandIDs.openExperiment, { id }).catch(error => console.error(error));
     };
@@ -113,13 +123,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(existing.id);
           return existing;
         }
-        // "Use in notebook" from a main-area tab: the notebook the user worked in last.
+        // "Use in notebook" from a main-area tab: the experiment's notebook (opened if need be),
+        // else the one the user picks (notebookInsert.ts).
         const content = new ExperimentView(
           id,
           client,
           hub,
           openTensorBoard,
-          useInNotebookHandler(client, notebooks),
+          useInNotebookHandler(client, notebooks, undefined, notebookOpener),
           attachToTrial
         );
         const widget = new MainAreaWidget({ content });

@@ -27,6 +27,7 @@ from master_lite._core._views import Views
 from master_lite.experiments._creation import checked_config, warm_start_checkpoint
 from master_lite.experiments._operations import SearcherOperations
 from master_lite.experiments._searchers import SearcherFailed, Searchers
+from master_lite.experiments._trial_api import check_trial_api
 from master_lite.reports._logs import TrialLogs
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._runs import Runs
@@ -81,6 +82,7 @@ class Experiments:
         (All on the calling thread: the API uses `submit_experiment`, which checks the
         context in a worker thread.)"""
         expanded, original_text, searcher = self._checked_config(config, parent_id)
+        check_trial_api(expanded, context, size_limit=self._contexts.size_limit)
         context_hash = None if context is None else self._contexts.check_and_write(context)
         return self._create(
             expanded,
@@ -123,6 +125,9 @@ class Experiments:
         directory) and written in a worker thread, so that a context of many files never
         stalls the loop; the config is checked first and the rows are written on the loop."""
         expanded, original_text, searcher = self._checked_config(config)
+        await asyncio.to_thread(
+            check_trial_api, expanded, context, size_limit=self._contexts.size_limit
+        )
         context_hash = None
         if context is not None:
             context_hash = await asyncio.to_thread(self._contexts.check_and_write, context)

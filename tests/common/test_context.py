@@ -294,3 +294,48 @@ def test_hard_link_inside_round_trips_and_dangling_one_is_refused(tmp_path):
     with pytest.raises(context.ContextError, match="'copy.txt' is a hard link"):
         context.unpack(dangling, tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
+
+
+# ---- default ignore list -------------------------------------------------------------------
+
+
+def _names(data: bytes) -> set[str]:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return {m.name for m in tar.getmembers()}
+
+
+def test_default_ignore_leaves_out_downloads_autosaves_caches_and_git(tmp_path):
+    write(tmp_path, "train.py", "print(1)")
+    write(tmp_path, "checkpoints/u-1/state.pt", "x")
+    write(tmp_path, ".ipynb_checkpoints/nb-checkpoint.ipynb", "{}")
+    write(tmp_path, "pkg/__pycache__/m.cpython-311.pyc", "x")
+    write(tmp_path, ".git/HEAD", "ref")
+    write(tmp_path, "pkg/checkpoints/__init__.py", "")  # a package of that name is code
+    names = _names(context.pack(tmp_path))
+    assert "train.py" in names and "pkg/checkpoints/__init__.py" in names
+    for left_out in ["checkpoints", ".ipynb_checkpoints", "pkg/__pycache__", ".git"]:
+        assert left_out not in names
+        assert not any(name.startswith(left_out + "/") for name in names)
+
+
+def test_detignore_negation_packs_a_default_ignored_directory_again(tmp_path):
+    write(tmp_path, "checkpoints/u-1/state.pt", "x")
+    write(tmp_path, ".detignore", "!checkpoints/\n")
+    assert "checkpoints/u-1/state.pt" in _names(context.pack(tmp_path))
+
+
+def test_a_downloaded_checkpoint_does_not_count_toward_the_limit(tmp_path):
+    write(tmp_path, "train.py", "print(1)")
+    write(tmp_path, "checkpoints/u-1/state.pt", "x" * 50_000)
+    context.pack(tmp_path, limit_bytes=10_000)  # no ContextTooLarge
+
+
+def test_too_large_message_is_one_line_with_the_lines_to_add(tmp_path):
+    write(tmp_path, "data/big.bin", "x" * 20_000)
+    write(tmp_path, "weights.h5", "x" * 15_000)
+    with pytest.raises(context.ContextTooLarge) as info:
+        context.pack(tmp_path, limit_bytes=10_000)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "data/big.bin" in message and "weights.h5" in message
+    assert "/data/, /weights.h5" in message and str(tmp_path / ".detignore") in message

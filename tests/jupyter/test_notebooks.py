@@ -127,7 +127,11 @@ def test_results(lab_server, tmp_path) -> None:
     here = cell_text(executed, "r10")
     computed = float(here.split("here: validation_loss ")[1].split(",")[0])
     assert computed == pytest.approx(stored, abs=1e-5), here
-    assert (tmp_path / "work" / "checkpoints" / uuid / "state_dict.pth").is_file()
+    # Downloaded into the user's cache, outside the notebook's directory (its context).
+    downloaded = Path(cell_text(executed, "r07").split("downloaded to ")[1].split()[0])
+    assert downloaded.parts[-3:] == ("determined", "checkpoints", uuid), downloaded
+    assert (downloaded / "state_dict.pth").is_file()
+    assert not (tmp_path / "work" / "checkpoints" / uuid).exists()
 
     # "Use in notebook" for that checkpoint: its cell, run as is in a fresh directory (as a
     # new notebook's kernel would), downloads it, fetches the experiment's code and loads it.

@@ -77,14 +77,17 @@ DOWNLOADABLE_STATES = ("COMPLETED", "PARTIALLY_DELETED")
 def download_checkpoint(
     ctx: Context, checkpoint: dict, *, output_dir: str | None, mode: str, quiet: bool
 ) -> int:
-    """Download `checkpoint` (the API's object) with the SDK's `Checkpoint.download` (default
-    `checkpoints/<uuid>`) and print where; shared by `det checkpoint download` and
-    `det trial download`."""
+    """Download `checkpoint` (the API's object) with the SDK's `Checkpoint.download` and print
+    where; shared by `det checkpoint download` and `det trial download`. The default directory
+    is Determined's CLI default, `checkpoints/<uuid>` under the current directory (the SDK's
+    own default is the user's cache: a shell user asked for the files here)."""
     from determined import errors as det_errors
     from determined.common.experimental import checkpoint as sdk_checkpoint
 
     sdk = sdk_checkpoint.Checkpoint._from_json(checkpoint, ctx.session)
     try:
+        if output_dir is None:
+            output_dir = os.path.join("checkpoints", str(sdk.uuid))
         dest = sdk.download(output_dir, mode=sdk_checkpoint.DownloadMode(mode))
     except (det_errors.CheckpointStateException, det_errors.NoDirectStorageAccess) as e:
         raise CliError(str(e)) from e

@@ -26,6 +26,19 @@ def load_config(path: str, overrides: list[str]) -> dict:
     return config
 
 
+def _check_trial_api(args: argparse.Namespace, config: dict) -> None:
+    """A Trial class entrypoint or Native config checked against the local context before
+    anything is packed (the master checks the same on upload): expconf.InvalidConfig."""
+    from determined.common import trial_checks
+
+    read = None
+    if args.context:
+        read = trial_checks.directory_reader(args.context, args.include or ())
+    problems = trial_checks.trial_api_problems(config, read)
+    if problems:
+        raise expconf.InvalidConfig(problems)
+
+
 def _upload_body(
     args: argparse.Namespace, config: dict, *, archived: bool = False, test: bool = False
 ) -> dict:
@@ -50,6 +63,7 @@ def create(args: argparse.Namespace, ctx: Context) -> int:
     if args.local and not args.test:
         raise CliError("--local requires --test (det e create --local --test CONFIG CONTEXT)")
     config = load_config(args.config_file, args.config or [])
+    _check_trial_api(args, config)
     if args.local:
         return _test_locally(args, config)
     for warning in expconf.warnings(config):

@@ -37,7 +37,7 @@ from determined.experimental import client
 
 # Checkpoint {uuid_literal} of trial {trial_id} (experiment {experiment_id}), {steps} batches.
 checkpoint = client.get_checkpoint({uuid_literal})
-path = checkpoint.download()  # into ./checkpoints/<uuid> (nothing is fetched twice)
+path = checkpoint.download()  # into ~/.cache/determined/checkpoints/<uuid>, once
 """
 
 _LOADERS = {

@@ -136,10 +136,15 @@ def is_ignored(rules: Sequence[IgnoreRule], relpath: str, is_dir: bool) -> bool:
 
 
 def _read_ignore(directory: pathlib.Path) -> list[IgnoreRule]:
+    """The default rules (`_context_ignore`), then the directory's `.detignore`, which can
+    override them (the last matching rule wins)."""
+    from determined.common._context_ignore import default_ignore_lines
+
+    lines = default_ignore_lines()
     path = directory / DETIGNORE
-    if not path.is_file():
-        return []
-    return parse_ignore(path.read_text(encoding="utf-8", errors="replace").splitlines())
+    if path.is_file():
+        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return parse_ignore(lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,14 +283,24 @@ def _human(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def _ignore_line(arcname: str) -> str:
+    """The `.detignore` line leaving out `arcname`'s top-level directory (or the file itself)."""
+    head, sep, _ = arcname.partition("/")
+    return f"/{head}/" if sep else f"/{head}"
+
+
 def _too_large(
     path: pathlib.Path, entries: list[_Entry], total: int, limit: int
 ) -> ContextTooLarge:
     largest = sorted((e for e in entries if not e.is_dir), key=lambda e: (-e.size, e.arcname))[:5]
     listing = ", ".join(f"{e.arcname} ({_human(e.size)})" for e in largest)
+    # The fix, concretely: the top-level entries that hold the largest files, as lines.
+    suggested = list(dict.fromkeys(_ignore_line(e.arcname) for e in largest))
+    where = path / DETIGNORE if path.is_dir() else DETIGNORE
     return ContextTooLarge(
         f"context {path} is {_human(total)}, over the {_human(limit)} limit; largest files: "
-        f"{listing}; add a {DETIGNORE} file listing what the trial does not need"
+        f"{listing}; list what the trial does not need in {where} (e.g. "
+        f"{', '.join(suggested)}), or pass a smaller context directory"
     )
 
 

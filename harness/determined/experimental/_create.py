@@ -172,11 +172,11 @@ def create(
     if not command and is_jupyter():
         # As keras.init() in a notebook: the widget appears, `last` is set, the cell stops.
         submit_notebook_and_stop(
-            config, context_dir, master_url=master_url, test=test, defaults=defaults
+            config, context_dir, master_url=master_url, test=test, defaults=defaults, api=kind
         )
     command = list(command) if command else default_command(context_dir)
     return submit_native(
-        config, context_dir, command, master_url=master_url, test=test, defaults=defaults
+        config, context_dir, command, master_url=master_url, test=test, defaults=defaults, api=kind
     )
 
 

@@ -195,6 +195,7 @@ class NativeFramework:
     train: Callable[..., LoopResult]
     fit_result: Callable[[Any], Any]
     print_summary: PrintSummary
+    kind: str | None = None  # its `internal.native.api` ("keras", "estimator")
 
 
 def native_init(
@@ -225,6 +226,7 @@ def native_init(
         master_url=master_url,
         test=test,
         defaults=framework.defaults,
+        kind=framework.kind,
     )
 
 

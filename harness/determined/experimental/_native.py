@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from determined.common import expconf, hooks
+from determined.common import expconf, hooks, trial_checks
 
 NATIVE_ENTRYPOINT = "python3 -m determined.exec.native"
 
@@ -178,21 +178,30 @@ def build_native_config(
     test: bool = False,
     defaults: dict | None = None,
     rng: random.Random | None = None,
+    api: str | None = None,
 ) -> dict:
     """The config a native submission sends: defaults merged under the user's, native command set.
 
     With `test=True` it is the `--test` config (one trial, one batch, archived by the caller).
-    Raises `expconf.InvalidConfig` listing every problem.
+    `api` ("keras", "estimator", "pytorch": the Native API or Trial class submitting) is recorded
+    as `internal.native.api`, so the master checks what that API needs (`global_batch_size`).
+    Raises `expconf.InvalidConfig` listing every problem, those of the API included.
     """
     user = load_config(config)
     merged = {**copy.deepcopy(defaults if defaults is not None else NATIVE_DEFAULTS), **user}
     internal = dict(merged.get("internal") or {})
     internal["native"] = {"command": check_command(command)}
+    if api is not None:
+        internal["native"]["api"] = api
     merged["internal"] = internal
     merged["entrypoint"] = NATIVE_ENTRYPOINT
     if test:
         merged = expconf.test_mode_config(merged, rng)
     expconf.check(merged)
+    # Before anything is packed or sent: the same lines the master would answer with.
+    problems = trial_checks.trial_api_problems(merged, None)
+    if problems:
+        raise expconf.InvalidConfig(problems)
     return merged
 
 
@@ -235,6 +244,7 @@ def submit_native(
     extra_files: dict[str, bytes] | None = None,
     defaults: dict | None = None,
     notebook: dict | None = None,
+    api: str | None = None,
 ) -> int:
     """Create an experiment that re-executes `command` from `context_dir`; returns its id.
 
@@ -244,7 +254,7 @@ def submit_native(
     """
     from determined.common.api import connect
 
-    native_config = build_native_config(config, command, test=test, defaults=defaults)
+    native_config = build_native_config(config, command, test=test, defaults=defaults, api=api)
     packed = pack_context(context_dir, extra_files)
     # The user waits for this: a missing or unreachable master is reported at once, with
     # where the address came from and how to start one.
@@ -285,6 +295,7 @@ def submit_current_notebook(
     master_url: str | None = None,
     test: bool = False,
     defaults: dict | None = None,
+    api: str | None = None,
 ) -> int:
     """Export the notebook this kernel runs (the `notebook_script` hook of jupyter_determined)
     and submit it as the native script."""
@@ -298,6 +309,7 @@ def submit_current_notebook(
         master_url=master_url,
         test=test,
         defaults=defaults,
+        api=api,
         extra_files={name: script.encode("utf-8")},
         notebook={
             k: v
@@ -318,6 +330,7 @@ def submit_notebook_and_stop(
     master_url: str | None,
     test: bool,
     defaults: dict | None,
+    api: str | None = None,
 ) -> NoReturn:
     """A Native API call in a notebook: export and submit the notebook, show the experiment's
     widget, remember it as `last` (`%det ... last`), and stop the cell.
@@ -329,7 +342,7 @@ def submit_notebook_and_stop(
     """
     notebook_submitted = notebook_hook(hooks.NOTEBOOK_SUBMITTED)  # missing: fail before submitting
     experiment_id = submit_current_notebook(
-        config, context_dir, master_url=master_url, test=test, defaults=defaults
+        config, context_dir, master_url=master_url, test=test, defaults=defaults, api=api
     )
     raise notebook_submitted(experiment_id)
 
@@ -343,9 +356,11 @@ def submit_and_exit(
     master_url: str | None,
     test: bool,
     defaults: dict,
+    kind: str | None = None,
 ) -> NoReturn:
-    """The user-environment half of a Native API `init()` (`api` names it in errors): submit the
-    running script (or notebook) as an experiment that re-executes it, and stop here."""
+    """The user-environment half of a Native API `init()` (`api` names it in errors, `kind` is
+    its `internal.native.api`): submit the running script (or notebook) as an experiment that
+    re-executes it, and stop here."""
     if not context_dir:
         raise ValueError(
             f"{api}(context_dir=...): name the directory to upload with the "
@@ -353,9 +368,17 @@ def submit_and_exit(
         )
     if not command and is_jupyter():
         submit_notebook_and_stop(
-            config, context_dir, master_url=master_url, test=test, defaults=defaults
+            config, context_dir, master_url=master_url, test=test, defaults=defaults, api=kind
         )
     command = list(command) if command else default_command(context_dir)
-    submit_native(config, context_dir, command, master_url=master_url, test=test, defaults=defaults)
+    submit_native(
+        config,
+        context_dir,
+        command,
+        master_url=master_url,
+        test=test,
+        defaults=defaults,
+        api=kind,
+    )
     print("Exiting the program after submitting the experiment.", flush=True)
     sys.exit(0)

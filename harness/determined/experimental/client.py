@@ -5,7 +5,7 @@
     exp = client.create_experiment(config="const.yaml", model_dir=".")
     state = exp.wait()                       # ExperimentState.COMPLETED
     best = exp.list_checkpoints(max_results=1)[0]
-    path = best.download()                   # checkpoints/<uuid>
+    path = best.download()                   # ~/.cache/determined/checkpoints/<uuid>
 
 The module's functions use one `Determined` object, made on first use (the master found as
 `det` finds it: `DET_MASTER`, else a running master-lite's `master.json`) or by `login()`.

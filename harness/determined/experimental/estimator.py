@@ -99,6 +99,7 @@ _ESTIMATOR = _framework.NativeFramework(
     # What tf.estimator.train_and_evaluate returns: (eval result, export results).
     fit_result=lambda result: (result.last_validation, []),
     print_summary=_print_summary,
+    kind="estimator",
 )
 
 

@@ -97,6 +97,7 @@ _KERAS = _framework.NativeFramework(
     train=_train,
     fit_result=lambda result: result.history(),  # what Keras' fit() returns
     print_summary=_print_summary,
+    kind="keras",
 )
 
 

@@ -27,6 +27,14 @@ export interface ISearcherSummary {
   smaller_is_better: boolean;
 }
 
+/** Where an experiment was submitted from (its `notebook` field): the notebook's path as its
+ * kernel saw it (absolute or server-relative) and the ids of the cells exported, the submitting
+ * cell last for a `%%det_submit` cell. */
+export type INotebookOrigin = {
+  path?: string;
+  cell_ids?: string[];
+};
+
 export interface IExperiment extends Omit<ApiExperiment, 'state' | 'progress'> {
   name: string;
   /** The documented states, and DELETED in the event of a deletion. */
@@ -39,7 +47,7 @@ export interface IExperiment extends Omit<ApiExperiment, 'state' | 'progress'> {
   searcher: ISearcherSummary;
   num_trials: number;
   best_validation: number | null;
-  notebook?: { path?: string; cell_ids?: string[] } | null;
+  notebook?: INotebookOrigin | null;
   /** Served, not in the OpenAPI document: trains in a Jupyter kernel (core_v2, unmanaged). */
   unmanaged?: boolean;
   /** Served in a deletion event only (state DELETED): the experiment is gone. */

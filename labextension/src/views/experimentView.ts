@@ -20,7 +20,7 @@ import { SectionTabs } from './sectionTabs';
 import { onThemeChange } from '../chart/theme';
 import { MAX_SELECTED_TRIALS, TrialSelection } from '../model/trialSelection';
 import { trialsTable } from './trialsView';
-import type { EventType } from '../api/types';
+import type { EventType, INotebookOrigin } from '../api/types';
 
 type Section = 'trials' | 'curves' | 'hparams' | 'compare' | 'logs' | 'checkpoints' | 'config';
 
@@ -69,7 +69,10 @@ export class ExperimentView extends Widget {
     /** Opens the experiment's TensorBoard in a tab; without it the header has no such button. */
     private readonly _openTensorBoard?: (experimentId: number) => Promise<void>,
     /** "Use in notebook" of a checkpoint (notebookInsert.ts); none: no such buttons. */
-    private readonly _useInNotebook?: (uuid: string) => Promise<void>,
+    private readonly _useInNotebook?: (
+      uuid: string,
+      origin?: INotebookOrigin | null
+    ) => Promise<void>,
     /** Opens a console on a kernel trial's kernel; none: no Attach buttons. */
     private readonly _onAttach?: (trialId: number) => void
   ) {
@@ -393,7 +396,10 @@ export class ExperimentView extends Widget {
           this._showDeletedCheckpoints = show;
           this._renderCheckpoints();
         },
+        // The experiment's notebook: the cell goes there, below its submitting cell.
         useInNotebook: this._useInNotebook
+          ? uuid => this._useInNotebook!(uuid, this.model.experiment?.notebook ?? null)
+          : undefined
       })
     );
   }

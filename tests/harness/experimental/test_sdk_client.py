@@ -221,10 +221,24 @@ def test_download_directly_through_the_master_and_by_default(sdk, finished, tmp_
         assert metadata["steps_completed"] == 3
     assert direct == str(tmp_path / "direct")
 
-    monkeypatch.chdir(tmp_path)
+    # The default is the user's cache, outside the current directory (a notebook's context):
+    # nothing lands where the next experiment would pack it.
+    monkeypatch.chdir(tmp_path / "direct")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     default = fetched.download()
-    assert default == str(pathlib.Path("checkpoints", best.uuid))
-    assert (tmp_path / "checkpoints" / best.uuid / "weights.txt").read_text() == "step 3"
+    assert default == str(tmp_path / "cache" / "determined" / "checkpoints" / best.uuid)
+    assert (pathlib.Path(default) / "weights.txt").read_text() == "step 3"
+    assert not (tmp_path / "direct" / "checkpoints").exists()
+    # Without XDG_CACHE_HOME: ~/.cache.
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert fetched.download() == str(
+        tmp_path / "home" / ".cache" / "determined" / "checkpoints" / best.uuid
+    )
+    # Determined's own default, asked for by name, is exactly Determined's.
+    relative = fetched.download(f"checkpoints/{best.uuid}")
+    assert relative == str(pathlib.Path("checkpoints", best.uuid))
+    assert (tmp_path / "direct" / "checkpoints" / best.uuid / "weights.txt").exists()
 
 
 def test_checkpoint_metadata(sdk, finished):

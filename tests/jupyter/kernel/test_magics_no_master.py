@@ -67,3 +67,15 @@ def test_det_commands_without_any_master_are_a_usage_error(shell):
     message = str(refused.value)
     assert message.startswith("%det list: no master found; looked at:")
     assert "DET_MASTER: not set" in message and "master-lite" in message
+
+
+def test_det_submit_of_a_too_large_context_is_one_message_not_a_traceback(shell, tmp_path):
+    # A sparse file: over the limit by its size, without writing 100 MB.
+    with open(tmp_path / "ctx" / "weights.bin", "wb") as big:
+        big.truncate(100 * 1024 * 1024)
+    with pytest.raises(UsageError) as refused:  # IPython shows a UsageError as its message only
+        run(shell, "%%det_submit --context $CTX --no-widget\nprint('training')")
+    message = str(refused.value)
+    assert message.startswith("%%det_submit: the experiment was not submitted: context ")
+    assert "over the 96.0 MB limit; largest files: weights.bin (100.0 MB)" in message
+    assert "/weights.bin" in message and ".detignore" in message and "\n" not in message

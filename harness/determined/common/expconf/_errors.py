@@ -28,3 +28,8 @@ class InvalidConfig(ValueError):
 
     def __str__(self) -> str:
         return self._render()
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it (a notebook cell, e.g. `det.experimental.keras.init()`):
+        the problems, not a traceback through the config code."""
+        return self._render().splitlines()

@@ -244,7 +244,12 @@ _INTERNAL = {
     "properties": {
         "native": {
             "type": ["object", "null"],
-            "properties": {"command": {"type": "array", "items": {"type": "string"}}},
+            "properties": {
+                "command": {"type": "array", "items": {"type": "string"}},
+                # The Native API (or Trial class) that submitted it: what it needs is checked
+                # at submission (determined.common.trial_checks).
+                "api": {"type": ["string", "null"]},
+            },
         }
     },
 }

@@ -7,6 +7,7 @@ from determined.common.experimental.checkpoint._checkpoint import (
     CheckpointState,
     CheckpointTrainingMetadata,
     DownloadMode,
+    default_download_dir,
     fetch_files,
 )
 from determined.common.experimental.checkpoint._ordering import (
@@ -23,6 +24,7 @@ __all__ = [
     "CheckpointState",
     "CheckpointTrainingMetadata",
     "DownloadMode",
+    "default_download_dir",
     "fetch_files",
     "metric_order",
     "metric_value",

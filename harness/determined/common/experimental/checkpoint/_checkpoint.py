@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import os
 import pathlib
 import shutil
 from typing import Any
@@ -25,6 +26,19 @@ logger = logging.getLogger("determined.client")
 # What a checkpoint's archive may unpack to: checkpoints may be far larger than a context, so
 # the unpacker keeps its safety checks and drops its size cap.
 _NO_SIZE_CAP = 1 << 62
+
+
+def default_download_dir(uuid: str) -> pathlib.Path:
+    """Where `Checkpoint.download()` without `path` puts checkpoint `uuid`:
+    `$XDG_CACHE_HOME/determined/checkpoints/<uuid>` (default `~/.cache/...`).
+
+    Not Determined's `checkpoints/<uuid>` under the current directory: in a notebook that
+    directory is usually the context every later experiment packs (docs/sdk.md).
+    """
+    if "/" in uuid or uuid in ("", ".", ".."):
+        raise ValueError(f"checkpoint uuid {uuid!r} cannot name a directory")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(cache, "determined", "checkpoints", uuid)
 
 
 class DownloadMode(enum.Enum):
@@ -214,8 +228,11 @@ class Checkpoint:
         has none.
 
         Args:
-            path: the directory to put the files in (created); default `checkpoints/<uuid>`
-                under the current directory.
+            path: the directory to put the files in (created), as in Determined. Default:
+                `default_download_dir(uuid)`, `determined/checkpoints/<uuid>` in the user's
+                cache (`$XDG_CACHE_HOME`, else `~/.cache`), outside any model directory, so a
+                later experiment does not pack the download (Determined's default is
+                `checkpoints/<uuid>` under the current directory: pass that to get it).
             mode: a `DownloadMode`: DIRECT (copy the storage directory, readable here), MASTER
                 (stream through the master) or AUTO (direct when possible, else master).
 
@@ -239,7 +256,7 @@ class Checkpoint:
                 "PARTIALLY_DELETED checkpoints can be downloaded"
             )
         destination = (
-            pathlib.Path(path) if path is not None else pathlib.Path("checkpoints", self.uuid)
+            pathlib.Path(path) if path is not None else default_download_dir(str(self.uuid))
         )
         if not any((destination / name).exists() for name in ("metadata.json", "MLmodel")):
             fetch_files(
