@@ -299,6 +299,11 @@ class ApiHandlerMixin(_Handler):
         await self.flush()
         self.finish()
 
+    async def read(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call a read of the views (`self.master.views.list_experiments`) in the store's read
+        pool, off the event loop: reads run beside each other and beside the writes."""
+        return await self.master.read(method, *args, **kwargs)
+
     async def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call a facade method; some (long polls) are coroutines."""
         result = method(*args, **kwargs)

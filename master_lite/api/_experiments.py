@@ -49,8 +49,11 @@ def parse_trial_ids(values: list[str]) -> list[int]:
 
 class ExperimentsHandler(ApiHandlerMixin):
     async def get(self) -> None:
-        experiments = self.master.views.list_experiments(
-            state=self.args["state"], name=self.args["name"], archived=self.args["archived"]
+        experiments = await self.read(
+            self.master.views.list_experiments,
+            state=self.args["state"],
+            name=self.args["name"],
+            archived=self.args["archived"],
         )
         self.send_json({"experiments": experiments})
 
@@ -73,13 +76,16 @@ class ExperimentsHandler(ApiHandlerMixin):
 
 class ExperimentHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
-        experiment = dict(self.master.views.get_experiment(experiment_id))
+        self.send_json(await self.read(self._experiment_with_trials, experiment_id))
+
+    def _experiment_with_trials(self, experiment_id: int) -> dict:
+        """Run in the read pool: the experiment and its trials from one snapshot."""
+        views = self.master.views
+        experiment = dict(views.get_experiment(experiment_id))
         # The list view leaves the (large) expanded config out; the detail view adds it.
         if "config" not in experiment:
-            experiment["config"] = self.master.views.get_experiment_config(experiment_id)
-        self.send_json(
-            {"experiment": experiment, "trials": self.master.views.list_trials(experiment_id)}
-        )
+            experiment["config"] = views.get_experiment_config(experiment_id)
+        return {"experiment": experiment, "trials": views.list_trials(experiment_id)}
 
     async def patch(self, experiment_id: int) -> None:
         body = self.body
@@ -101,9 +107,9 @@ class ExperimentTrialsHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
         paging = given_args(self.args, "limit", "offset", "order_by")
         if paging:
-            self.send_json(self.master.views.trials_page(experiment_id, **paging))
+            self.send_json(await self.read(self.master.views.trials_page, experiment_id, **paging))
             return
-        trials = self.master.views.list_trials(experiment_id)
+        trials = await self.read(self.master.views.list_trials, experiment_id)
         self.send_json({"trials": trials, "total": len(trials)})
 
 
@@ -134,7 +140,7 @@ class ExperimentMetricsHandler(ApiHandlerMixin):
             trial_ids=None if trial_ids is None else tuple(parse_trial_ids(trial_ids)),
             max_datapoints=self.args["max_datapoints"],
         )
-        metrics = self.master.views.get_metrics_json(query)
+        metrics = await self.read(self.master.views.get_metrics_json, query)
         send_metrics_json(self, metrics)
 
 

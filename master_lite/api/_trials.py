@@ -73,7 +73,7 @@ class TrialMetricsHandler(ApiHandlerMixin):
             limit=self.args["limit"],
             max_datapoints=self.args["max_datapoints"],
         )
-        metrics = self.master.views.get_metrics_json(query)
+        metrics = await self.read(self.master.views.get_metrics_json, query)
         send_metrics_json(self, metrics)
 
     async def post(self, trial_id: int) -> None:

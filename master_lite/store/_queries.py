@@ -193,6 +193,83 @@ def trial_rows(
     ]
 
 
+# What a listing of experiments shows of each: every column but the large ones (the expanded
+# config, the submitted text, the searcher's snapshot), which a list of thousands would decode.
+LISTING_COLUMNS = (
+    "id",
+    "name",
+    "description",
+    "labels",
+    "state",
+    "archived",
+    "context_hash",
+    "notebook",
+    "parent_id",
+    "progress",
+    "start_time",
+    "end_time",
+    "searcher_shutdown",
+    "searcher_failure",
+    "warm_start_checkpoint",
+    "checkpoint_gc_done",
+    "notes",
+)
+
+
+def experiment_listing(
+    store: Database, where: str, params: Sequence[Any]
+) -> list[tuple[dict, dict, int, list[str]]]:
+    """For each experiment matching `where` (on alias `e`), in id order: (its LISTING_COLUMNS,
+    its config cut to `searcher` and `unmanaged`, its number of trials, its trials' best
+    validation `metrics` JSON texts). Three queries whatever the number of experiments.
+
+    The config's two keys are extracted inside SQLite when the stored text is valid JSON; a
+    config holding NaN or Infinity (which SQLite's JSON functions reject) is decoded here."""
+    columns = ", ".join(f"e.{name}" for name in LISTING_COLUMNS)
+    rows = _rows(
+        store,
+        f"SELECT {columns}, CASE WHEN json_valid(e.config) THEN json_object("
+        "'searcher', json_extract(e.config, '$.searcher'), "
+        "'unmanaged', json_extract(e.config, '$.unmanaged')) END, "
+        "CASE WHEN json_valid(e.config) THEN NULL ELSE e.config END "
+        f"FROM experiments e {'WHERE ' + where if where else ''} ORDER BY e.id",
+        params,
+    )
+    matching = f"(SELECT e.id FROM experiments e {'WHERE ' + where if where else ''})"
+    counts = dict(
+        _rows(
+            store,
+            "SELECT experiment_id, COUNT(*) FROM trials "
+            f"WHERE experiment_id IN {matching} GROUP BY experiment_id",
+            params,
+        )
+    )
+    best: dict[int, list[str]] = {}
+    for experiment_id, metrics in _rows(
+        store,
+        "SELECT t.experiment_id, bv.metrics FROM trials t "
+        "JOIN metrics bv ON bv.id = t.best_validation_id "
+        f"WHERE t.experiment_id IN {matching} AND bv.superseded_by_run IS NULL",
+        params,
+    ):
+        best.setdefault(experiment_id, []).append(metrics)
+    listing = []
+    for row in rows:
+        stored = dict(zip(LISTING_COLUMNS, row, strict=False))
+        extracted, whole = row[-2], row[-1]
+        if extracted is not None:
+            config = json.loads(extracted)
+        else:
+            decoded = json.loads(whole)
+            config = {"searcher": decoded.get("searcher"), "unmanaged": decoded.get("unmanaged")}
+        config = {key: value for key, value in config.items() if value is not None}
+        for key in ("labels", "notebook"):  # JSON columns
+            if stored[key] is not None:
+                stored[key] = json.loads(stored[key])
+        listing.append((stored, config, counts.get(stored["id"], 0), best.get(stored["id"], [])))
+    return listing
+
+
 def best_validation_metrics(store: Database, experiment_id: int) -> list[tuple[int, str | None]]:
     """(trial id, its best validation's `metrics` JSON text or None) of every trial of an
     experiment: enough to order them by their best, without building every trial."""
@@ -206,7 +283,9 @@ def best_validation_metrics(store: Database, experiment_id: int) -> list[tuple[i
 
 
 __all__ = [
+    "LISTING_COLUMNS",
     "best_validation_metrics",
+    "experiment_listing",
     "metric_reports_json",
     "trial_rows",
     "evenly_spaced_positions",
