@@ -95,40 +95,45 @@ def metric_reports_json(
     to the first `limit`."""
     current = f"({where}) AND superseded_by_run IS NULL"
     report = metric_report_json_sql("m")
+    # Each query answers one row (the reports joined inside SQLite): a read in the read pool
+    # takes the GIL back once per row, and under load each take can wait for the loop thread's
+    # switch interval (thousands of rows made a read of a few ms take hundreds).
     if max_datapoints is None:
-        sql = f"SELECT {report} FROM metrics m WHERE {current} ORDER BY m.id"
+        sql = f"SELECT {report} AS report FROM metrics m WHERE {current} ORDER BY m.id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        fragments = _rows(store, sql, params)
-    else:
-        # Each series' ids, in id order, as one string from the covering index alone
-        # (metrics_current_by_trial_group): one row per series instead of one per report;
-        # only the ids kept become ints, and only the reports kept are read from the table.
-        series = _rows(
-            store,
-            "SELECT group_concat(id) FROM (SELECT trial_id, group_name, id "
-            f"FROM metrics WHERE {current} ORDER BY trial_id, group_name, id) "
-            "GROUP BY trial_id, group_name",
-            params,
-        )
-        kept: list[int] = []
-        for (joined,) in series:
-            ids = joined.split(",")
-            kept.extend(int(ids[i]) for i in evenly_spaced_positions(len(ids), max_datapoints))
-        kept.sort()
-        if limit is not None:
-            kept = kept[: int(limit)]
-        fragments = (
-            _rows(
-                store,
-                f"SELECT {report} FROM metrics m WHERE m.id IN "
-                "(SELECT value FROM json_each(?)) ORDER BY m.id",
-                (json.dumps(kept),),
-            )
-            if kept
-            else []
-        )
-    return "[" + ",".join(row[0] for row in fragments) + "]"
+        return _joined_list(store, sql, params)
+    # Each series' ids, in id order, as one string from the covering index alone
+    # (metrics_current_by_trial_group): only the ids kept become ints, and only the reports
+    # kept are read from the table.
+    [(series,)] = _rows(
+        store,
+        "SELECT group_concat(ids, ';') FROM (SELECT group_concat(id) AS ids FROM "
+        f"(SELECT trial_id, group_name, id FROM metrics WHERE {current} "
+        "ORDER BY trial_id, group_name, id) GROUP BY trial_id, group_name)",
+        params,
+    )
+    kept: list[int] = []
+    for joined in series.split(";") if series else ():
+        ids = joined.split(",")
+        kept.extend(int(ids[i]) for i in evenly_spaced_positions(len(ids), max_datapoints))
+    kept.sort()
+    if limit is not None:
+        kept = kept[: int(limit)]
+    if not kept:
+        return "[]"
+    return _joined_list(
+        store,
+        f"SELECT {report} AS report FROM metrics m WHERE m.id IN "
+        "(SELECT value FROM json_each(?)) ORDER BY m.id",
+        (json.dumps(kept),),
+    )
+
+
+def _joined_list(store: Database, sql: str, params: Sequence[Any]) -> str:
+    """The JSON list of the `report` texts `sql` selects, in its order, joined by SQLite."""
+    [(joined,)] = _rows(store, f"SELECT group_concat(report, ',') FROM ({sql})", params)
+    return "[" + (joined or "") + "]"
 
 
 # Trials with their latest/best metric summaries, in one query. What goes into the JSON as
