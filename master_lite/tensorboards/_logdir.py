@@ -5,6 +5,10 @@ TensorBoard's own event writer (`<group>/<metric>` at `steps_completed`), and th
 the trial wrote itself (`core.train.get_tensorboard_path()`, the Keras TensorBoard callback),
 which the harness copies to `<checkpoint storage>/tensorboard/experiment/<id>/trial/<id>/`.
 
+The reports are read and written in pages (`write_new_reports`, in a worker thread): however
+many reports an experiment has and however large one is, the master holds one page of them (a
+report's scalars go out in events of at most `SCALARS_PER_EVENT` values), never all of them.
+
 Both are only ever appended to, never replaced: TensorBoard keeps its event files open and reads
 on from where it stopped, so a replaced file (a new inode) would never be read again. The
 trial's own event files are copied up to their last complete record, so that TensorBoard never
@@ -13,19 +17,30 @@ sees half a record that the trial (or the harness's copy) is still writing.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from master_lite._core import _serialize
+
+if TYPE_CHECKING:
+    from master_lite.store import Store
 
 # A TFRecord: length (8 bytes), its CRC (4), the data, the data's CRC (4).
 _RECORD_HEADER = 12
 _RECORD_FOOTER = 4
 
 METRICS_FILE_SUFFIX = ".determined-metrics"
+# One page of reports read at a time: at most this many, in at most this much metrics text
+# (a single larger report is a page of its own).
+PAGE_REPORTS = 1000
+PAGE_BYTES = 1 << 20
+# Scalars per event: a report of 200,000 metrics is written as 200 events of one step.
+SCALARS_PER_EVENT = 1000
 
 
 def complete_records_end(path: Path, start: int) -> int:
@@ -54,6 +69,22 @@ def _scalar(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)  # NaN and infinities too: TensorBoard shows them
+
+
+def _scalar_chunks(report: dict, summary_pb2: Any) -> Iterator[list[Any]]:
+    """The report's numeric metrics as `<group>/<name>` summary values, in name order, in
+    lists of at most SCALARS_PER_EVENT (one event each)."""
+    values: list[Any] = []
+    for name, value in sorted((report.get("metrics") or {}).items()):
+        number = _scalar(value)
+        if number is not None:
+            tag = f"{report['group']}/{name}"
+            values.append(summary_pb2.Summary.Value(tag=tag, simple_value=number))
+            if len(values) == SCALARS_PER_EVENT:
+                yield values
+                values = []
+    if values:
+        yield values
 
 
 class TrialLogdir:
@@ -85,24 +116,19 @@ class TrialLogdir:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._writer = EventFileWriter(str(self.directory), filename_suffix=METRICS_FILE_SUFFIX)
         for report in reports:
-            values = []
-            for name, value in sorted((report.get("metrics") or {}).items()):
-                number = _scalar(value)
-                if number is not None:
-                    tag = f"{report['group']}/{name}"
-                    values.append(summary_pb2.Summary.Value(tag=tag, simple_value=number))
-            self.last_report_id = max(self.last_report_id, int(report["id"]))
-            if not values:
-                continue
             wall_time = _serialize.parse_time(report.get("report_time")) or 0.0
-            self._writer.add_event(
-                event_pb2.Event(
-                    wall_time=wall_time,
-                    step=int(report["steps_completed"]),
-                    summary=summary_pb2.Summary(value=values),
+            step = int(report["steps_completed"])
+            written = False
+            for values in _scalar_chunks(report, summary_pb2):
+                self._writer.add_event(
+                    event_pb2.Event(
+                        wall_time=wall_time, step=step, summary=summary_pb2.Summary(value=values)
+                    )
                 )
-            )
-            self.reports_written += 1
+                written = True
+            self.last_report_id = max(self.last_report_id, int(report["id"]))
+            if written:
+                self.reports_written += 1
         self._writer.flush()
 
     def copy_own_files(self) -> None:
@@ -151,4 +177,46 @@ class TrialLogdir:
             self._writer = None
 
 
-__all__ = ["METRICS_FILE_SUFFIX", "TrialLogdir", "complete_records_end"]
+def write_new_reports(
+    store: Store,
+    runs: Mapping[int, TrialLogdir],
+    after_id: int,
+    *,
+    page_reports: int = PAGE_REPORTS,
+    page_bytes: int = PAGE_BYTES,
+) -> int:
+    """Write the current reports of the trials of `runs` (trial id -> its run directory) made
+    after report `after_id` into their runs, page by page: each page read in the store's read
+    pool (keyset pagination on the report id), written, and let go before the next. Blocks:
+    for a worker thread. Returns the last report id written (`after_id` when none was new)."""
+    trial_ids = tuple(sorted(runs))
+    while True:
+        text = store.reads.submit(
+            store.metrics.page_json,
+            trial_ids,
+            after_id,
+            max_reports=page_reports,
+            max_bytes=page_bytes,
+        ).result()
+        page: list[dict] = json.loads(text)
+        del text
+        if not page:
+            return after_id
+        by_trial: dict[int, list[dict]] = {}
+        for report in page:
+            by_trial.setdefault(int(report["trial_id"]), []).append(report)
+        for trial_id, reports in by_trial.items():
+            runs[trial_id].append_reports(reports)
+        after_id = int(page[-1]["id"])
+        del page, by_trial
+
+
+__all__ = [
+    "METRICS_FILE_SUFFIX",
+    "PAGE_BYTES",
+    "PAGE_REPORTS",
+    "SCALARS_PER_EVENT",
+    "TrialLogdir",
+    "complete_records_end",
+    "write_new_reports",
+]
