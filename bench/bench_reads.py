@@ -24,6 +24,7 @@ Run: PYTHONPATH=harness:. python bench/bench_reads.py
 
 from __future__ import annotations
 
+import http.client
 import json
 import multiprocessing
 import os
@@ -34,8 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-
-import requests
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
@@ -132,20 +132,27 @@ def list_phase(url: str, token: str) -> tuple[float, list[float]]:
     lock = threading.Lock()
     errors: list[BaseException] = []
 
+    address = urllib.parse.urlsplit(url)
+    headers = {"Authorization": f"Bearer {token}"}
+
     def client() -> None:
-        session = requests.Session()
-        session.headers["Authorization"] = f"Bearer {token}"
+        # http.client reads a body in one call: the clients' own cost stays small next to the
+        # master's (these threads share this process's GIL).
+        conn = http.client.HTTPConnection(address.hostname, address.port, timeout=600)
         try:
             for _ in range(REQUESTS):
                 start = time.perf_counter()
-                answer = session.get(f"{url}/api/v1/experiments", timeout=600)
-                answer.raise_for_status()
+                conn.request("GET", f"{address.path}/api/v1/experiments", headers=headers)
+                answer = conn.getresponse()
+                body = answer.read()
+                if answer.status != 200 or not body.startswith(b'{"experiments"'):
+                    raise RuntimeError(f"GET /experiments answered {answer.status}: {body[:200]!r}")
                 with lock:
                     latencies.append(time.perf_counter() - start)
         except BaseException as error:  # reported below: a failed client fails the bench
             errors.append(error)
         finally:
-            session.close()
+            conn.close()
 
     threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
     start = time.perf_counter()
@@ -215,9 +222,18 @@ def measure(name: str, tree: pathlib.Path, store: pathlib.Path, work: pathlib.Pa
         "PYTHONPATH": os.pathsep.join([str(tree / "harness"), str(tree)]),
         "MASTER_LITE_PREEMPTION_GRACE_SECONDS": "3",
     }
-    with MasterProcess(root, cpu_slots=WRITERS, env=env) as master:
+    # Started from the tree's directory: `python -m master_lite` puts the working directory
+    # first on sys.path, ahead of PYTHONPATH (from here, the baseline would run this tree).
+    here = os.getcwd()
+    os.chdir(tree)
+    try:
+        master = MasterProcess(root, cpu_slots=WRITERS, env=env)
+    finally:
+        os.chdir(here)
+    with master:
         exp_id = next(
-            e["id"] for e in master.session.get("/experiments")["experiments"]
+            e["id"]
+            for e in master.session.get("/experiments")["experiments"]
             if e["name"] == "bench-read"
         )
         wall, latencies = list_phase(master.url, master.token)
