@@ -1,7 +1,8 @@
 """One trial's run directory in a TensorBoard's log directory.
 
-Two sources fill it: the trial's stored metric reports, written as TensorBoard scalars by
-TensorBoard's own event writer (`<group>/<metric>` at `steps_completed`), and the event files
+Two sources fill it: the trial's stored metric reports, written as TensorBoard scalars with
+TensorBoard's own record writer and protos (`EventFile`, without TensorFlow;
+`<group>/<metric>` at `steps_completed`), and the event files
 the trial wrote itself (`core.train.get_tensorboard_path()`, the Keras TensorBoard callback),
 which the harness copies to `<checkpoint storage>/tensorboard/experiment/<id>/trial/<id>/`.
 
@@ -17,10 +18,13 @@ sees half a record that the trial (or the harness's copy) is still writing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
+import socket
 import struct
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,6 +75,41 @@ def _scalar(value: Any) -> float | None:
     return float(value)  # NaN and infinities too: TensorBoard shows them
 
 
+class EventFile:
+    """A TensorBoard event file, written as TensorBoard's `EventFileWriter` writes one (its
+    name, a first `file_version` event, then TFRecords of events), in the calling thread.
+
+    Not `EventFileWriter` itself: it opens its file through `tf.io.gfile`, which imports
+    TensorFlow where it is installed (the `tf` extra): half a GiB of the master's memory, kept
+    for good, and seconds, for a local file. TensorBoard's record writer needs no TensorFlow."""
+
+    def __init__(self, directory: Path, suffix: str = "") -> None:
+        from tensorboard.compat.proto import event_pb2
+        from tensorboard.summary.writer.record_writer import RecordWriter
+
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / (
+            f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
+            f"{os.getpid()}.{next(_EVENT_FILES)}{suffix}"
+        )
+        self._records = RecordWriter(open(self.path, "ab"))  # noqa: SIM115  # closed by close()
+        self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+        self.flush()
+
+    def add_event(self, event: Any) -> None:
+        """Append one `Event` proto."""
+        self._records.write(event.SerializeToString())
+
+    def flush(self) -> None:
+        self._records.flush()
+
+    def close(self) -> None:
+        self._records.close()
+
+
+_EVENT_FILES = itertools.count()  # a process-wide counter in the names, as TensorBoard's
+
+
 def _scalar_chunks(report: dict, summary_pb2: Any) -> Iterator[list[Any]]:
     """The report's numeric metrics as `<group>/<name>` summary values, in name order, in
     lists of at most SCALARS_PER_EVENT (one event each)."""
@@ -111,10 +150,7 @@ class TrialLogdir:
         from tensorboard.compat.proto import event_pb2, summary_pb2
 
         if self._writer is None:
-            from tensorboard.summary.writer.event_file_writer import EventFileWriter
-
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._writer = EventFileWriter(str(self.directory), filename_suffix=METRICS_FILE_SUFFIX)
+            self._writer = EventFile(self.directory, METRICS_FILE_SUFFIX)
         for report in reports:
             wall_time = _serialize.parse_time(report.get("report_time")) or 0.0
             step = int(report["steps_completed"])
@@ -216,6 +252,7 @@ __all__ = [
     "PAGE_BYTES",
     "PAGE_REPORTS",
     "SCALARS_PER_EVENT",
+    "EventFile",
     "TrialLogdir",
     "complete_records_end",
     "write_new_reports",
