@@ -65,9 +65,19 @@ class Views:
     def list_experiments(
         self, *, state: str | None = None, name: str | None = None, archived: bool | None = None
     ) -> list[dict]:
-        """Experiments matching the filters, as API JSON (without configs)."""
-        rows = self._shared.store.experiments.matching(state=state, name=name, archived=archived)
-        return [self._experiment_json(row, with_config=False) for row in rows]
+        """Experiments matching the filters, as API JSON (without configs): a few queries for
+        all of them (bench_reads.py: two per experiment and every config decoded made a list
+        of 2,000 take 140 ms)."""
+        listing = self._shared.store.experiments.listing(state=state, name=name, archived=archived)
+        return [
+            _serialize.experiment_json(
+                row,
+                num_trials=num_trials,
+                best_validation=self._best_of(row.config, [json.loads(m) for m in best]),
+                with_config=False,
+            )
+            for row, num_trials, best in listing
+        ]
 
     def get_experiment(self, exp_id: int, *, with_config: bool = True) -> dict:
         """One experiment as API JSON."""
@@ -82,15 +92,23 @@ class Views:
         return self._best_validation(self.experiment_row(exp_id))
 
     def _best_validation(self, experiment: ExperimentRow) -> float | None:
-        searcher_config = experiment.config.get("searcher") or {}
+        if not (experiment.config.get("searcher") or {}).get("metric"):
+            return None
+        rows = self._shared.store.metrics.best_validations(experiment.id)
+        return self._best_of(experiment.config, [r["metrics"] for r in rows])
+
+    @staticmethod
+    def _best_of(config: dict, best_metrics: list[dict]) -> float | None:
+        """The best searcher metric among the trials' best validation `metrics`."""
+        searcher_config = config.get("searcher") or {}
         metric_name = searcher_config.get("metric")
         if not metric_name:
             return None
-        rows = self._shared.store.metrics.best_validations(experiment.id)
         values = [
             v
             for v in (
-                _metric_format.comparable_metric_value(r["metrics"], metric_name) for r in rows
+                _metric_format.comparable_metric_value(metrics, metric_name)
+                for metrics in best_metrics
             )
             if v is not None
         ]

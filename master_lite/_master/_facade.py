@@ -1,7 +1,8 @@
 """The Master: builds and wires the parts, starts and stops them; the REST handlers call its
 typed parts (`master.views.get_trial(id)`, `master.experiments.experiment_action(id, a)`).
 
-All methods run on the event loop thread (tornado's IOLoop is an asyncio loop). Returned dicts
+All methods run on the event loop thread (tornado's IOLoop is an asyncio loop); the API's
+heavy reads run the views' methods in the store's read pool through `read`. Returned dicts
 are exactly the JSON objects of docs/rest-api.md.
 
 The work is done by parts that each own their state (one package per part: experiments/,
@@ -17,9 +18,9 @@ import asyncio
 import dataclasses
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from determined.common import context as context_mod
 from determined.common import expconf
@@ -49,6 +50,8 @@ from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
+
+T = TypeVar("T")
 
 
 class Master:
@@ -235,6 +238,14 @@ class Master:
     def _collect_checkpoint_garbage(self) -> None:
         if not self._shared.closed:
             self._checkpoint_gc.collect_pending()
+
+    async def read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)`, a read of the store (a `views` method), run in the store's
+        read pool: off the event loop, beside other reads and the writes, in one read
+        transaction that sees every write acknowledged before it (store/_reads.py)."""
+        if self._shared.closed:
+            return fn(*args, **kwargs)  # not serving: nothing runs beside it
+        return await asyncio.wrap_future(self._shared.store.reads.submit(fn, *args, **kwargs))
 
     # -- what needs more than one part -------------------------------------------------------
     def authenticate(self, token: str | None) -> _auth.Principal | None:

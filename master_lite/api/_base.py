@@ -52,6 +52,11 @@ else:
     _Handler = object
 
 
+def encode_json(payload: Any) -> str:
+    """The strict JSON text of an answer (non-finite numbers as "NaN", docs/rest-api.md)."""
+    return strict_dumps(payload, default=json_default)
+
+
 class ApiHandlerMixin(_Handler):
     """Handler logic; concrete handlers are `type(name, (Handler, base_handler), {})`.
 
@@ -306,10 +311,14 @@ class ApiHandlerMixin(_Handler):
     # --- answers -----------------------------------------------------------------------------
 
     def send_json(self, payload: Any, status: int = 200) -> None:
+        # Strict JSON: a diverged run's NaN is answered as "NaN" (docs/rest-api.md).
+        self.send_json_text(encode_json(payload), status)
+
+    def send_json_text(self, text: str, status: int = 200) -> None:
+        """Answer JSON text already encoded by `encode_json` (e.g. in the read pool)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
-        # Strict JSON: a diverged run's NaN is answered as "NaN" (docs/rest-api.md).
-        self.finish(strict_dumps(payload, default=json_default))
+        self.finish(text)
 
     async def send_bytes(self, data: bytes, content_type: str, filename: str) -> None:
         self.set_header("Content-Type", content_type)
@@ -319,6 +328,22 @@ class ApiHandlerMixin(_Handler):
         # Headers go out now: jupyter's APIHandler.finish() would relabel them as JSON.
         await self.flush()
         self.finish()
+
+    async def read(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call a read of the views (`self.master.views.list_experiments`) in the store's read
+        pool, off the event loop: reads run beside each other and beside the writes."""
+        return await self.master.read(method, *args, **kwargs)
+
+    async def send_read(
+        self, key: str, method: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> None:
+        """Answer `{key: method(*args, **kwargs)}`, read and encoded in the read pool (a list of
+        thousands of objects is encoded off the loop too)."""
+
+        def read_and_encode() -> str:
+            return encode_json({key: method(*args, **kwargs)})
+
+        self.send_json_text(await self.read(read_and_encode))
 
     async def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call a facade method; some (long polls) are coroutines."""

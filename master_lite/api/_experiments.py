@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from master_lite._core import MetricsQuery, strict_json_text
-from master_lite.api._base import ApiError, ApiHandlerMixin, decode_base64
+from master_lite.api._base import ApiError, ApiHandlerMixin, decode_base64, encode_json
 
 MAX_TRIAL_IDS = 1000
 
@@ -16,13 +16,12 @@ def given_args(args: dict[str, Any], *names: str) -> dict[str, Any]:
     return {name: args[name] for name in names if args[name] is not None}
 
 
-def send_metrics_json(handler: ApiHandlerMixin, metrics: str) -> None:
+def strict_metrics_json(views: Any, query: MetricsQuery) -> str:
     """`{"metrics": [...]}` from the list's JSON text as the store made it: decoding and
     encoding thousands of reports again would cost more than reading them. Only text holding
-    a non-finite metric (Python's NaN/Infinity tokens) is re-encoded, as strict JSON."""
-    handler.set_status(200)
-    handler.set_header("Content-Type", "application/json; charset=UTF-8")
-    handler.finish('{"metrics": ' + strict_json_text(metrics) + "}")
+    a non-finite metric (Python's NaN/Infinity tokens) is re-encoded, as strict JSON. Run in
+    the read pool (`ApiHandlerMixin.read`)."""
+    return '{"metrics": ' + strict_json_text(views.get_metrics_json(query)) + "}"
 
 
 def parse_trial_ids(values: list[str]) -> list[int]:
@@ -49,10 +48,13 @@ def parse_trial_ids(values: list[str]) -> list[int]:
 
 class ExperimentsHandler(ApiHandlerMixin):
     async def get(self) -> None:
-        experiments = self.master.views.list_experiments(
-            state=self.args["state"], name=self.args["name"], archived=self.args["archived"]
+        await self.send_read(
+            "experiments",
+            self.master.views.list_experiments,
+            state=self.args["state"],
+            name=self.args["name"],
+            archived=self.args["archived"],
         )
-        self.send_json({"experiments": experiments})
 
     async def post(self) -> None:
         body = self.body
@@ -73,13 +75,16 @@ class ExperimentsHandler(ApiHandlerMixin):
 
 class ExperimentHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
-        experiment = dict(self.master.views.get_experiment(experiment_id))
+        self.send_json_text(await self.read(self._experiment_with_trials, experiment_id))
+
+    def _experiment_with_trials(self, experiment_id: int) -> str:
+        """Run in the read pool: the experiment and its trials from one snapshot, encoded."""
+        views = self.master.views
+        experiment = dict(views.get_experiment(experiment_id))
         # The list view leaves the (large) expanded config out; the detail view adds it.
         if "config" not in experiment:
-            experiment["config"] = self.master.views.get_experiment_config(experiment_id)
-        self.send_json(
-            {"experiment": experiment, "trials": self.master.views.list_trials(experiment_id)}
-        )
+            experiment["config"] = views.get_experiment_config(experiment_id)
+        return encode_json({"experiment": experiment, "trials": views.list_trials(experiment_id)})
 
     async def patch(self, experiment_id: int) -> None:
         body = self.body
@@ -101,9 +106,9 @@ class ExperimentTrialsHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
         paging = given_args(self.args, "limit", "offset", "order_by")
         if paging:
-            self.send_json(self.master.views.trials_page(experiment_id, **paging))
+            self.send_json(await self.read(self.master.views.trials_page, experiment_id, **paging))
             return
-        trials = self.master.views.list_trials(experiment_id)
+        trials = await self.read(self.master.views.list_trials, experiment_id)
         self.send_json({"trials": trials, "total": len(trials)})
 
 
@@ -134,8 +139,7 @@ class ExperimentMetricsHandler(ApiHandlerMixin):
             trial_ids=None if trial_ids is None else tuple(parse_trial_ids(trial_ids)),
             max_datapoints=self.args["max_datapoints"],
         )
-        metrics = self.master.views.get_metrics_json(query)
-        send_metrics_json(self, metrics)
+        self.send_json_text(await self.read(strict_metrics_json, self.master.views, query))
 
 
 class ExperimentActionHandler(ApiHandlerMixin):

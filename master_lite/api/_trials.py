@@ -6,7 +6,7 @@ from typing import Any
 
 from master_lite._core import MetricsQuery
 from master_lite.api._base import ApiError, ApiHandlerMixin
-from master_lite.api._experiments import send_metrics_json
+from master_lite.api._experiments import strict_metrics_json
 
 
 class TrialHandler(ApiHandlerMixin):
@@ -73,8 +73,7 @@ class TrialMetricsHandler(ApiHandlerMixin):
             limit=self.args["limit"],
             max_datapoints=self.args["max_datapoints"],
         )
-        metrics = self.master.views.get_metrics_json(query)
-        send_metrics_json(self, metrics)
+        self.send_json_text(await self.read(strict_metrics_json, self.master.views, query))
 
     async def post(self, trial_id: int) -> None:
         # An ended unmanaged trial takes no more reports (409, as its logs and heartbeats).

@@ -3,7 +3,10 @@ in _store.py adds the repositories on top).
 
 The event loop thread does almost all writes; log capture threads insert log batches. WAL lets
 readers run beside the single writer, and `busy_timeout` makes a second writer wait instead of
-failing. The generic helpers (`get`, `select`, `insert`, `update`) take a table name and
+failing. The API's heavy reads run in the read pool (_reads.py): threads marked as readers
+(`mark_reader_thread`) get read-only connections and read in `read_transaction`s.
+
+The generic helpers (`get`, `select`, `insert`, `update`) take a table name and
 hand out plain dicts with JSON columns already decoded; they are for the repositories of this
 package (and tests), which give the rest of the master typed rows (`_rows.py`).
 """
@@ -61,8 +64,13 @@ class Database:
                 timeout=BUSY_TIMEOUT_MS / 1000,
             )
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            if getattr(self._local, "reader", False):
+                # A read pool thread: the database is already WAL (the writer made it so); any
+                # write through this connection is refused.
+                conn.execute("PRAGMA query_only=ON")
+            else:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._local.conn = conn
@@ -100,6 +108,30 @@ class Database:
                 raise
         finally:
             self._local.depth = 0
+
+    def mark_reader_thread(self) -> None:
+        """Make the calling thread a reader: its connection (opened on its first use) is
+        read-only. For the read pool's threads (_reads.py), before they touch the store."""
+        if getattr(self._local, "conn", None) is not None:
+            raise RuntimeError("mark_reader_thread: this thread already has a connection")
+        self._local.reader = True
+
+    @contextlib.contextmanager
+    def read_transaction(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: every query inside reads the same snapshot, that of the
+        transactions committed when the first one ran (WAL). A reader's writes are refused."""
+        conn = self._connection()
+        if conn.in_transaction or self._local.depth:
+            yield conn  # inside a transaction already: it is the snapshot
+            return
+        conn.execute("BEGIN")  # deferred: the snapshot is taken by the first read
+        try:
+            yield conn
+        finally:
+            # Nothing was written (or could be, on a reader): ending the transaction only
+            # lets the WAL be checkpointed past this snapshot.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
 
     def close(self) -> None:
         with self._connections_lock:

@@ -95,40 +95,45 @@ def metric_reports_json(
     to the first `limit`."""
     current = f"({where}) AND superseded_by_run IS NULL"
     report = metric_report_json_sql("m")
+    # Each query answers one row (the reports joined inside SQLite): a read in the read pool
+    # takes the GIL back once per row, and under load each take can wait for the loop thread's
+    # switch interval (thousands of rows made a read of a few ms take hundreds).
     if max_datapoints is None:
-        sql = f"SELECT {report} FROM metrics m WHERE {current} ORDER BY m.id"
+        sql = f"SELECT {report} AS report FROM metrics m WHERE {current} ORDER BY m.id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        fragments = _rows(store, sql, params)
-    else:
-        # Each series' ids, in id order, as one string from the covering index alone
-        # (metrics_current_by_trial_group): one row per series instead of one per report;
-        # only the ids kept become ints, and only the reports kept are read from the table.
-        series = _rows(
-            store,
-            "SELECT group_concat(id) FROM (SELECT trial_id, group_name, id "
-            f"FROM metrics WHERE {current} ORDER BY trial_id, group_name, id) "
-            "GROUP BY trial_id, group_name",
-            params,
-        )
-        kept: list[int] = []
-        for (joined,) in series:
-            ids = joined.split(",")
-            kept.extend(int(ids[i]) for i in evenly_spaced_positions(len(ids), max_datapoints))
-        kept.sort()
-        if limit is not None:
-            kept = kept[: int(limit)]
-        fragments = (
-            _rows(
-                store,
-                f"SELECT {report} FROM metrics m WHERE m.id IN "
-                "(SELECT value FROM json_each(?)) ORDER BY m.id",
-                (json.dumps(kept),),
-            )
-            if kept
-            else []
-        )
-    return "[" + ",".join(row[0] for row in fragments) + "]"
+        return _joined_list(store, sql, params)
+    # Each series' ids, in id order, as one string from the covering index alone
+    # (metrics_current_by_trial_group): only the ids kept become ints, and only the reports
+    # kept are read from the table.
+    [(series,)] = _rows(
+        store,
+        "SELECT group_concat(ids, ';') FROM (SELECT group_concat(id) AS ids FROM "
+        f"(SELECT trial_id, group_name, id FROM metrics WHERE {current} "
+        "ORDER BY trial_id, group_name, id) GROUP BY trial_id, group_name)",
+        params,
+    )
+    kept: list[int] = []
+    for joined in series.split(";") if series else ():
+        ids = joined.split(",")
+        kept.extend(int(ids[i]) for i in evenly_spaced_positions(len(ids), max_datapoints))
+    kept.sort()
+    if limit is not None:
+        kept = kept[: int(limit)]
+    if not kept:
+        return "[]"
+    return _joined_list(
+        store,
+        f"SELECT {report} AS report FROM metrics m WHERE m.id IN "
+        "(SELECT value FROM json_each(?)) ORDER BY m.id",
+        (json.dumps(kept),),
+    )
+
+
+def _joined_list(store: Database, sql: str, params: Sequence[Any]) -> str:
+    """The JSON list of the `report` texts `sql` selects, in its order, joined by SQLite."""
+    [(joined,)] = _rows(store, f"SELECT group_concat(report, ',') FROM ({sql})", params)
+    return "[" + (joined or "") + "]"
 
 
 # Trials with their latest/best metric summaries, in one query. What goes into the JSON as
@@ -193,6 +198,83 @@ def trial_rows(
     ]
 
 
+# What a listing of experiments shows of each: every column but the large ones (the expanded
+# config, the submitted text, the searcher's snapshot), which a list of thousands would decode.
+LISTING_COLUMNS = (
+    "id",
+    "name",
+    "description",
+    "labels",
+    "state",
+    "archived",
+    "context_hash",
+    "notebook",
+    "parent_id",
+    "progress",
+    "start_time",
+    "end_time",
+    "searcher_shutdown",
+    "searcher_failure",
+    "warm_start_checkpoint",
+    "checkpoint_gc_done",
+    "notes",
+)
+
+
+def experiment_listing(
+    store: Database, where: str, params: Sequence[Any]
+) -> list[tuple[dict, dict, int, list[str]]]:
+    """For each experiment matching `where` (on alias `e`), in id order: (its LISTING_COLUMNS,
+    its config cut to `searcher` and `unmanaged`, its number of trials, its trials' best
+    validation `metrics` JSON texts). Three queries whatever the number of experiments.
+
+    The config's two keys are extracted inside SQLite when the stored text is valid JSON; a
+    config holding NaN or Infinity (which SQLite's JSON functions reject) is decoded here."""
+    columns = ", ".join(f"e.{name}" for name in LISTING_COLUMNS)
+    rows = _rows(
+        store,
+        f"SELECT {columns}, CASE WHEN json_valid(e.config) THEN json_object("
+        "'searcher', json_extract(e.config, '$.searcher'), "
+        "'unmanaged', json_extract(e.config, '$.unmanaged')) END, "
+        "CASE WHEN json_valid(e.config) THEN NULL ELSE e.config END "
+        f"FROM experiments e {'WHERE ' + where if where else ''} ORDER BY e.id",
+        params,
+    )
+    matching = f"(SELECT e.id FROM experiments e {'WHERE ' + where if where else ''})"
+    counts = dict(
+        _rows(
+            store,
+            "SELECT experiment_id, COUNT(*) FROM trials "
+            f"WHERE experiment_id IN {matching} GROUP BY experiment_id",
+            params,
+        )
+    )
+    best: dict[int, list[str]] = {}
+    for experiment_id, metrics in _rows(
+        store,
+        "SELECT t.experiment_id, bv.metrics FROM trials t "
+        "JOIN metrics bv ON bv.id = t.best_validation_id "
+        f"WHERE t.experiment_id IN {matching} AND bv.superseded_by_run IS NULL",
+        params,
+    ):
+        best.setdefault(experiment_id, []).append(metrics)
+    listing = []
+    for row in rows:
+        stored = dict(zip(LISTING_COLUMNS, row, strict=False))
+        extracted, whole = row[-2], row[-1]
+        if extracted is not None:
+            config = json.loads(extracted)
+        else:
+            decoded = json.loads(whole)
+            config = {"searcher": decoded.get("searcher"), "unmanaged": decoded.get("unmanaged")}
+        config = {key: value for key, value in config.items() if value is not None}
+        for key in ("labels", "notebook"):  # JSON columns
+            if stored[key] is not None:
+                stored[key] = json.loads(stored[key])
+        listing.append((stored, config, counts.get(stored["id"], 0), best.get(stored["id"], [])))
+    return listing
+
+
 def best_validation_metrics(store: Database, experiment_id: int) -> list[tuple[int, str | None]]:
     """(trial id, its best validation's `metrics` JSON text or None) of every trial of an
     experiment: enough to order them by their best, without building every trial."""
@@ -206,7 +288,9 @@ def best_validation_metrics(store: Database, experiment_id: int) -> list[tuple[i
 
 
 __all__ = [
+    "LISTING_COLUMNS",
     "best_validation_metrics",
+    "experiment_listing",
     "metric_reports_json",
     "trial_rows",
     "evenly_spaced_positions",

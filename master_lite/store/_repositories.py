@@ -104,6 +104,30 @@ class Experiments(TypedRepository[ExperimentRow]):
         self, *, state: str | None = None, name: str | None = None, archived: bool | None = None
     ) -> list[ExperimentRow]:
         """Experiments in id order; `name`: a case-insensitive part of the name."""
+        return self._select(*self._filters(state, name, archived))
+
+    def listing(
+        self, *, state: str | None = None, name: str | None = None, archived: bool | None = None
+    ) -> list[tuple[ExperimentRow, int, list[str]]]:
+        """What a list of experiments shows, as `matching` selects them: for each, its row
+        with `config` cut to `searcher` and `unmanaged` (no `original_config`, no
+        `searcher_snapshot`), its number of trials and its trials' best validation `metrics`
+        JSON texts; in a few queries however many experiments there are."""
+        where, params = self._filters(state, name, archived)
+        listing = []
+        for stored, config, num_trials, best in _queries.experiment_listing(
+            self._store, where, params
+        ):
+            row = ExperimentRow.from_stored(
+                {**stored, "config": config, "original_config": None, "searcher_snapshot": None}
+            )
+            listing.append((row, num_trials, best))
+        return listing
+
+    @staticmethod
+    def _filters(
+        state: str | None, name: str | None, archived: bool | None
+    ) -> tuple[str, list[Any]]:
         where: list[str] = []
         params: list[Any] = []
         if state:
@@ -115,7 +139,7 @@ class Experiments(TypedRepository[ExperimentRow]):
         if archived is not None:
             where.append("archived = ?")
             params.append(int(bool(archived)))
-        return self._select(" AND ".join(where), params)
+        return " AND ".join(where), params
 
     def unfinished(self) -> list[ExperimentRow]:
         """Experiments not in a terminal state (what recovery resumes)."""

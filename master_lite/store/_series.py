@@ -92,6 +92,31 @@ class Metrics(Repository):
             max_datapoints=query.max_datapoints,
         )
 
+    def page_json(
+        self, trial_ids: tuple[int, ...], after_id: int, *, max_reports: int, max_bytes: int
+    ) -> str:
+        """The next page of the current reports of `trial_ids` after `after_id` (keyset: pages
+        never repeat or skip a report while more are added), as JSON text like `reports_json`:
+        in id order, at most `max_reports`, and no more than fit in `max_bytes` of metrics text
+        (but at least one, however large)."""
+        if not trial_ids:
+            return "[]"
+        ids = [int(t) for t in trial_ids]
+        sizes = _queries._rows(
+            self._store,
+            f"SELECT length(metrics) FROM metrics WHERE trial_id IN ({marks(ids)}) AND id > ? "
+            "AND superseded_by_run IS NULL ORDER BY id LIMIT ?",
+            (*ids, int(after_id), int(max_reports)),
+        )
+        count = total = 0
+        for (size,) in sizes:
+            if count and total + size > max_bytes:
+                break
+            count, total = count + 1, total + size
+        if not count:
+            return "[]"
+        return self.reports_json(MetricsQuery(trial_ids=tuple(ids), after_id=after_id, limit=count))
+
 
 class Logs(Repository):
     """The `logs` table."""

@@ -10,6 +10,7 @@ import os
 
 from . import _models, _repositories, _series, _unmanaged
 from ._database import Database
+from ._reads import ReadPool
 
 
 class Store(Database):
@@ -27,6 +28,13 @@ class Store(Database):
         self.models = _models.Models(self)
         self.model_versions = _models.ModelVersions(self)
         self.unmanaged = _unmanaged.UnmanagedTrials(self)
+        # Reads off the event loop, each on a read-only connection (_reads.py).
+        self.reads = ReadPool(self)
+
+    def close(self) -> None:
+        """Finish the reads under way, then close every connection."""
+        self.reads.close()
+        super().close()
 
 
 __all__ = ["Store"]

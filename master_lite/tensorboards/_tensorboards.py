@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
-import json
 import logging
 import shutil
 import signal
@@ -31,8 +30,8 @@ from master_lite import errors
 from master_lite._core import _serialize
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
-from master_lite.store import MetricsQuery, TrialRow
-from master_lite.tensorboards._logdir import TrialLogdir
+from master_lite.store import MetricsQuery, Store, TrialRow
+from master_lite.tensorboards._logdir import TrialLogdir, write_new_reports
 from master_lite.tensorboards._process import (
     HOST,
     free_port,
@@ -301,26 +300,21 @@ class TensorBoards:
                     board.logdir / f"experiment_{trial.experiment_id}" / f"trial_{trial.id}",
                     own_files_dir(config, trial.experiment_id, trial.id),
                 )
-        # One read for all its trials: report ids only grow, so what is new is after the last.
-        reports: list[dict] = json.loads(
-            self._shared.store.metrics.reports_json(
-                MetricsQuery(after_id=board.last_report_id, trial_ids=tuple(t.id for t in trials))
-            )
-        )
-        by_trial: dict[int, list[dict]] = {}
-        for report in reports:
-            by_trial.setdefault(int(report["trial_id"]), []).append(report)
-        work = [(run, by_trial.get(trial_id, [])) for trial_id, run in board.runs.items()]
         live = any(t.state not in TERMINAL_TRIAL_STATES for t in trials) or any(
             self._views.experiment_row(e).state not in TERMINAL_EXPERIMENT_STATES
             for e in board.experiment_ids
         )
-        # File work off the event loop: a trial's own event files may be large. A kill cancels
-        # the watcher, never this copy (a thread): `_stop` cleans up after it.
-        board.writing = asyncio.ensure_future(asyncio.to_thread(_write_all, work))
-        await asyncio.shield(board.writing)
-        if reports:  # only once written: a refresh that failed reads them again
-            board.last_report_id = max(int(r["id"]) for r in reports)
+        # Reads and file work off the event loop, in pages (report ids only grow, so what is
+        # new is after the last written): a trial's own event files may be large, and so may
+        # its reports. A kill cancels the watcher, never this copy (a thread): `_stop` cleans
+        # up after it.
+        board.writing = asyncio.ensure_future(
+            asyncio.to_thread(
+                _write_all, self._shared.store, dict(board.runs), board.last_report_id
+            )
+        )
+        # Only once written: a refresh that failed reads them again.
+        board.last_report_id = await asyncio.shield(board.writing)
         return live
 
     async def _watch(self, board: TensorBoard) -> None:
@@ -409,10 +403,13 @@ class TensorBoards:
             run.close()
 
 
-def _write_all(work: list[tuple[TrialLogdir, list[dict]]]) -> None:
-    for run, reports in work:
-        run.append_reports(reports)
+def _write_all(store: Store, runs: dict[int, TrialLogdir], after_id: int) -> int:
+    """The new reports of the runs' trials after `after_id`, then the trials' own files; the
+    last report id written."""
+    last_id = write_new_reports(store, runs, after_id)
+    for run in runs.values():
         run.copy_own_files()
+    return last_id
 
 
 __all__ = [

@@ -124,6 +124,10 @@ class FakeMaster:
         self.experiment_rows[exp_id] = _experiment(exp_id)
         return self.experiment_rows[exp_id]
 
+    async def read(self, fn, /, *args, **kwargs):
+        # The real one runs the view in the store's read pool; the fake's views are in memory.
+        return fn(*args, **kwargs)
+
     async def submit_experiment(self, config, context, **kwargs):
         # What POST /experiments awaits (the real one checks the context off the loop).
         return self.create_experiment(config, context, **kwargs)

@@ -133,3 +133,50 @@ def test_a_context_is_checked_stored_once_by_hash_and_unpacked(tmp_path):
         shared.store.close()
 
     asyncio.run(body())
+
+
+def test_the_list_of_experiments_shows_what_each_experiment_shows(tmp_path):
+    # The list reads every experiment in a few queries (no per-experiment queries, no config
+    # decoded); each entry is what the experiment's own read shows, for configs SQLite's JSON
+    # functions reject (NaN) too, trials or none, bigger or smaller is better, any filter.
+    async def body() -> None:
+        shared = open_state(tmp_path, asyncio.get_running_loop())
+        store = shared.store
+        views = Views(shared)
+        smaller = _experiment(store)
+        bigger = _experiment(store, smaller_is_better=False)
+        for exp_id in (smaller, bigger):
+            for request_id, loss in ((1, 0.5), (2, 0.25)):
+                _validation(store, _trial(store, exp_id, request_id), 10, loss)
+        empty = _experiment(store)
+        store.update("experiments", empty, labels=["x"], archived=True, state="COMPLETED")
+        odd = store.insert(
+            "experiments",
+            name="odd",
+            state="ACTIVE",
+            config={
+                "searcher": {"name": "single", "metric": "loss"},
+                "unmanaged": True,
+                "hyperparameters": {"w": float("nan")},
+            },
+            start_time=2.5,
+        )
+        _trial(store, odd, 1)
+        no_metric = store.insert(
+            "experiments", name="none", state="ACTIVE", config={}, start_time=3.0
+        )
+
+        listed = views.list_experiments()
+        assert [e["id"] for e in listed] == [smaller, bigger, empty, odd, no_metric]
+        for entry in listed:
+            assert entry == views.get_experiment(entry["id"], with_config=False)
+        by_id = {e["id"]: e for e in listed}
+        assert by_id[smaller]["best_validation"] == 0.25
+        assert by_id[bigger]["best_validation"] == 0.5
+        assert (by_id[smaller]["num_trials"], by_id[empty]["num_trials"]) == (2, 0)
+        assert by_id[odd]["unmanaged"] is True and by_id[odd]["searcher"]["name"] == "single"
+        assert [e["id"] for e in views.list_experiments(archived=True)] == [empty]
+        assert [e["id"] for e in views.list_experiments(state="ACTIVE", name="OD")] == [odd]
+        shared.store.close()
+
+    asyncio.run(body())
