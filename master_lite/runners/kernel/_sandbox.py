@@ -50,7 +50,7 @@ _STARTING: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
 )
 
 
-class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
+class SandboxProvisioner(LocalProvisioner):
     """jupyter_client's local provisioner, with the kernel started under `sandbox` (the
     trampoline's argv up to `--`)."""
 

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import socket
 import stat
 import sys
-import select
 import time
 
 CLONE_NEWNS = 0x00020000
@@ -171,9 +171,10 @@ def _init(hidden: list[str], argv: list[str], probe: bool, uid: int, gid: int, r
 
 
 def _watch_parent(parent: int, init: int) -> int | None:
-    """Return once the init has exited (its wait status where it was reaped here); kill it (and so the namespace) first if this process's
-    parent is gone (looked at each second, as ipykernel's own parent poller does). No thread:
-    a process that unshared its PID namespace cannot start one."""
+    """Return once the init has exited (its wait status where it was reaped here); kill it
+    (and so the namespace) first if this process's parent is gone (looked at each second, as
+    ipykernel's own parent poller does). No thread: a process that unshared its PID namespace
+    cannot start one."""
     try:
         pidfd = os.pidfd_open(init)
     except (AttributeError, OSError):  # before Linux 5.3: look each second
