@@ -100,8 +100,8 @@ def test_a_kernel_trial_cannot_reach_the_user_token(tmp_path: Path) -> None:
     with master:
         # Outside the sandbox, as the same user, everything it looked for is there.
         assert (root / "private" / "user_token").read_text().strip() == master.token
-        assert "in the trial sandbox" in seen["logs"]
         _assert_cut_off(seen["report"], master.token, seen["logs"])
+        assert "in the trial sandbox" in seen["logs"]
         assert "token_file" in seen["report"]["master_json"]
         # The trial itself ran normally in its kernel: checkpoint and metrics stored.
         trial = master.session.get(f"/trials/{seen['trial']['id']}")["trial"]
@@ -125,7 +125,6 @@ def test_a_sandboxed_kernel_trial_is_attached_to_and_paused(
     exp_id = kernel_experiment(master, LOOP)
     (trial,) = wait_until(lambda: master.trials(exp_id), 30, "the trial")
     wait_until(lambda: "looping" in master.logs(trial["id"]), 60, "the loop to start")
-    assert any("in the trial sandbox" in line for line in master.logs(trial["id"]))
     # Attached code runs in the kernel, over loopback ports as before: and in the sandbox.
     token_file = master.root_dir / "private" / "user_token"
     code = (
@@ -135,6 +134,7 @@ def test_a_sandboxed_kernel_trial_is_attached_to_and_paused(
     result = det(master, "t", "attach", str(trial["id"]), "-c", code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "STEP True False True"
+    assert any("in the trial sandbox" in line for line in master.logs(trial["id"]))
     # A Pause: the loop ignores it, so the kernel is interrupted (SIGINT to its process
     # group reaches the kernel inside the sandbox), then the run ends with 143.
     master.session.post(f"/experiments/{exp_id}/pause")
@@ -193,7 +193,6 @@ def test_a_hosted_masters_kernel_trial_cannot_read_jupyters_runtime_dir(
     (trial,) = server.api("GET", f"experiments/{exp_id}/trials")["trials"]
     logs = server.trial_logs(trial["id"])
     assert experiment["experiment"]["state"] == "COMPLETED", logs
-    assert "in the trial sandbox" in logs
     (report,) = marked_values(logs, MARKER)
     # Outside: the server's own files (its token) are in the runtime dir.
     assert any(name.startswith("jpserver-") for name in os.listdir(runtime))
@@ -202,3 +201,4 @@ def test_a_hosted_masters_kernel_trial_cannot_read_jupyters_runtime_dir(
     token = token_file.read_text().strip() if token_file.exists() else server.token
     _assert_cut_off(report, token, logs)
     assert server.token not in logs
+    assert "in the trial sandbox" in logs
