@@ -148,11 +148,12 @@ def test_a_sandboxed_kernel_trial_is_attached_to_and_paused(
 STARTER = """
 import os, sys, time
 from master_lite.runners.kernel._handles import LocalKernel
+from master_lite.runners.kernel._sandbox import sandboxed
 from master_lite.runners.process import Sandbox
 hidden = sys.argv[1]
 kernel = LocalKernel("python3", dict(os.environ), hidden + "/..",
                      Sandbox().prefix([hidden], watch_parent=True))
-print(kernel.pid, kernel.sandboxed, flush=True)
+print(kernel.pid, sandboxed(kernel.manager), flush=True)
 time.sleep(600)
 """
 

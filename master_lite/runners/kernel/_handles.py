@@ -24,7 +24,7 @@ from jupyter_client.jsonutil import json_default
 from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
 
-from master_lite.runners.kernel._sandbox import install, preset, sandboxed, starting_sandboxed
+from master_lite.runners.kernel._sandbox import preset, start_sandboxed
 
 _READY_TIMEOUT = 60.0
 _PENDING: set[Any] = set()  # shutdown tasks on the server's loop, kept until done
@@ -75,11 +75,6 @@ class LocalKernel:
         except BaseException:
             self.shutdown(now=True)  # started but never answered: it must not outlive the run
             raise
-
-    @property
-    def sandboxed(self) -> bool:
-        """Whether the kernel runs in the trial sandbox."""
-        return sandboxed(self.manager)
 
     def execute(self, code: str, *, silent: bool, user_expressions: dict) -> str:
         return str(
@@ -146,15 +141,8 @@ class ServerKernel(LocalKernel):
         self._loop = loop
         self._kernels = host.kernel_manager
         self._sessions = host.session_manager
-
-        async def start() -> str:
-            # On the server's loop: only this start (its task) sees the sandbox (`_sandbox`).
-            if sandbox:
-                install(self._kernels)
-            with starting_sandboxed(sandbox):
-                return str(await self._kernels.start_kernel(kernel_name=spec, env=env, cwd=cwd))
-
-        self.kernel_id = str(self._call(start()))
+        start = start_sandboxed(self._kernels, sandbox, kernel_name=spec, env=env, cwd=cwd)
+        self.kernel_id = str(self._call(start))
         self.manager = self._kernels.get_kernel(self.kernel_id)
         self.session_id: str | None = None
         try:

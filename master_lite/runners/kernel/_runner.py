@@ -56,6 +56,7 @@ from master_lite.runners.kernel._program import (
     program_cell,
     setup_cell,
 )
+from master_lite.runners.kernel._sandbox import sandboxed
 from master_lite.runners.process import Sandbox, process_environment
 
 log = logging.getLogger("master_lite.kernels")
@@ -202,8 +203,8 @@ class KernelRunner(Runner):
                 spec, process_environment(run.spec.env), str(run.spec.work_dir), sandbox
             )
             started = f"pid {handle.pid}"
-        where = " in the trial sandbox" if handle.sandboxed else ""
-        self._master_line(run, f"kernel {spec!r} started{where} ({started})")
+        where = " in the trial sandbox" if sandboxed(handle.manager) else ""
+        self._master_line(run, f"kernel {spec!r} started ({started}){where}")
         return handle
 
     def _gateway_env(self, run: _KernelRun) -> dict[str, str]:

@@ -11,7 +11,7 @@ kernels:
 
 * standalone: `LocalKernel` builds the manager itself (`preset`);
 * hosted: the Jupyter server's kernel manager builds it; `install` wraps its manager factory
-  once, and the trial's start sets `starting_sandboxed` around the call (a context variable:
+  once, and the trial's start (`start_sandboxed`) sets `starting_sandboxed` around the call (a context variable:
   only kernels started inside it, on the server's loop, get the provisioner).
 
 What differs for the kernel, and how it is kept as it was:
@@ -144,4 +144,20 @@ def starting_sandboxed(sandbox: Sequence[str]) -> Iterator[None]:
         _STARTING.reset(token)
 
 
-__all__ = ["SandboxProvisioner", "install", "preset", "sandboxed", "starting_sandboxed"]
+async def start_sandboxed(kernels: Any, sandbox: Sequence[str], **kwargs: Any) -> str:
+    """`kernels.start_kernel(**kwargs)` (the Jupyter server's multi-kernel manager, on its
+    loop) with the kernel under `sandbox` (none where it is empty); the kernel's id."""
+    if sandbox:
+        install(kernels)
+    with starting_sandboxed(sandbox):  # only this start (its task) sees it
+        return str(await kernels.start_kernel(**kwargs))
+
+
+__all__ = [
+    "SandboxProvisioner",
+    "install",
+    "preset",
+    "sandboxed",
+    "start_sandboxed",
+    "starting_sandboxed",
+]

@@ -248,7 +248,8 @@ def main(args: list[str]) -> None:
     status = int(reported)
     if os.WIFSIGNALED(status):
         killed_by = os.WTERMSIG(status)
-        signal.signal(killed_by, signal.SIG_DFL)
+        if killed_by in FORWARDED:  # ignored here; SIGKILL and the like cannot be (OSError)
+            signal.signal(killed_by, signal.SIG_DFL)
         os.kill(os.getpid(), killed_by)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
