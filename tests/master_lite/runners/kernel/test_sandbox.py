@@ -24,7 +24,6 @@ from master_lite.runners.kernel._sandbox import (
 )
 from master_lite.runners.process._sandbox import sandbox_argv
 
-
 pytestmark = pytest.mark.slow
 
 
