@@ -10,6 +10,7 @@ import os
 import subprocess
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jupyter_client.multikernelmanager import AsyncMultiKernelManager
@@ -52,7 +53,8 @@ def test_only_the_trials_kernels_start_sandboxed(tmp_path: Path) -> None:
             plain_id = await kernels.start_kernel(kernel_name="python3")
             trial_id = await start_sandboxed(kernels, prefix, kernel_name="python3")
             again_id = await kernels.start_kernel(kernel_name="python3")
-            plain, trial, again = (kernels.get_kernel(k) for k in (plain_id, trial_id, again_id))
+            plain, again = kernels.get_kernel(plain_id), kernels.get_kernel(again_id)
+            trial: Any = kernels.get_kernel(trial_id)
             assert not sandboxed(plain) and not sandboxed(again)
             assert type(plain.provisioner) is LocalProvisioner
             assert isinstance(trial.provisioner, SandboxProvisioner)
