@@ -63,12 +63,14 @@ def test_only_the_trials_kernels_start_sandboxed(tmp_path: Path) -> None:
             connection = Path(trial.connection_file)
             assert connection.exists() and runtime not in connection.parents
             # The trampoline leads the kernel's process group, as the kernel itself did.
-            assert trial.provisioner.process.args[: len(prefix)] == prefix
-            assert os.getpgid(trial.provisioner.process.pid) == trial.provisioner.process.pid
+            process: Any = trial.provisioner.process
+            assert process.args[: len(prefix)] == prefix
+            assert os.getpgid(process.pid) == process.pid
             # A restart keeps the sandbox (the provisioner is kept), and the connection file.
             await trial.restart_kernel()
             assert sandboxed(trial) and Path(trial.connection_file) == connection
-            assert trial.provisioner.process.args[: len(prefix)] == prefix
+            process = trial.provisioner.process
+            assert process.args[: len(prefix)] == prefix
         finally:
             await kernels.shutdown_all(now=True)
         assert not connection.parent.exists()  # the private dir goes with the kernel
