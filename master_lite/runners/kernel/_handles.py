@@ -14,6 +14,7 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -22,6 +23,8 @@ import websocket
 from jupyter_client.jsonutil import json_default
 from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
+
+from master_lite.runners.kernel._sandbox import preset, start_sandboxed
 
 _READY_TIMEOUT = 60.0
 _PENDING: set[Any] = set()  # shutdown tasks on the server's loop, kept until done
@@ -54,10 +57,14 @@ def _queued(channel: Any, timeout: float) -> dict | None:
 
 
 class LocalKernel:
-    """A kernel of a local kernelspec, in its own session (process group)."""
+    """A kernel of a local kernelspec, in its own session (process group); under `sandbox`
+    (the trial sandbox's trampoline argv, `_sandbox`) when one is given."""
 
-    def __init__(self, spec: str, env: dict[str, str], cwd: str) -> None:
+    def __init__(
+        self, spec: str, env: dict[str, str], cwd: str, sandbox: Sequence[str] = ()
+    ) -> None:
         self.manager = KernelManager(kernel_name=spec)
+        preset(self.manager, sandbox)
         self.manager.start_kernel(env=env, cwd=cwd)
         process = getattr(self.manager.provisioner, "process", None)
         self.pid: int | None = process.pid if process is not None else None
@@ -122,14 +129,20 @@ class ServerKernel(LocalKernel):
     after the trial. The managers live on the server's event loop: calls go through it."""
 
     def __init__(  # noqa: PLR0913 (all needed at start)
-        self, host: Any, loop: Any, spec: str, env: dict[str, str], cwd: str, name: str
+        self,
+        host: Any,
+        loop: Any,
+        spec: str,
+        env: dict[str, str],
+        cwd: str,
+        name: str,
+        sandbox: Sequence[str] = (),
     ) -> None:
         self._loop = loop
         self._kernels = host.kernel_manager
         self._sessions = host.session_manager
-        self.kernel_id = str(
-            self._call(self._kernels.start_kernel(kernel_name=spec, env=env, cwd=cwd))
-        )
+        start = start_sandboxed(self._kernels, sandbox, kernel_name=spec, env=env, cwd=cwd)
+        self.kernel_id = str(self._call(start))
         self.manager = self._kernels.get_kernel(self.kernel_id)
         self.session_id: str | None = None
         try:

@@ -8,6 +8,10 @@ the program's `sys.exit` status, 1 for an exception, 130 for an interrupt (143 w
 asked it to stop), or 128+N when the kernel process died of signal N. A kernel that dies
 mid-trial is seen within a poll interval, so the trial never stays ACTIVE.
 
+A local kernel (standalone or the hosting server's) starts in the trial sandbox where the
+platform allows (`_sandbox`: the run's `LaunchSpec.hidden` out of its sight, as for process
+trials); a gateway's kernel runs elsewhere and is not ours to sandbox.
+
 A failed run keeps its kernel `keep_alive` seconds (its slots are released at once) so a person
 can attach and `%debug` the real traceback; then it is shut down.
 """
@@ -52,7 +56,8 @@ from master_lite.runners.kernel._program import (
     program_cell,
     setup_cell,
 )
-from master_lite.runners.process import process_environment
+from master_lite.runners.kernel._sandbox import sandboxed
+from master_lite.runners.process import Sandbox, process_environment
 
 log = logging.getLogger("master_lite.kernels")
 
@@ -96,6 +101,9 @@ class KernelRunner(Runner):
         # Failed runs whose kernels wait for a debugger: allocation id -> (run, shutdown timer).
         self._kept: dict[str, tuple[_KernelRun, threading.Timer]] = {}
         self._lock = threading.Lock()
+        # Local kernels start sandboxed, hiding `LaunchSpec.hidden` (probed once, as for
+        # process trials; $MASTER_LITE_TRIAL_SANDBOX=0 turns it off).
+        self.sandbox = Sandbox()
 
     def config_problems(self, config: dict) -> list[str]:
         return kernel_config_problems(config, gateway_default=self.gateway_default)
@@ -167,16 +175,18 @@ class KernelRunner(Runner):
 
     def _start(self, run: _KernelRun) -> KernelHandle:
         spec = run.settings.spec
-        handle: KernelHandle
+        handle: LocalKernel
         if run.gateway is not None:
-            handle = GatewayKernel(
+            remote = GatewayKernel(
                 run.gateway, spec, self._gateway_env(run), self.gateway_default.token
             )
-            where = f"on the Jupyter Gateway {handle.connection()['gateway']}"
+            where = f"on the Jupyter Gateway {remote.connection()['gateway']}"
             self._master_line(
-                run, f"kernel {spec!r} started {where} (id {handle.connection()['kernel_id']})"
+                run, f"kernel {spec!r} started {where} (id {remote.connection()['kernel_id']})"
             )
-        elif self.jupyter_host is not None and self._loop is not None:
+            return remote
+        sandbox = self.sandbox.prefix(run.spec.hidden, watch_parent=True)
+        if self.jupyter_host is not None and self._loop is not None:
             name = f"trial-{run.spec.trial_id}"
             handle = ServerKernel(
                 self.jupyter_host,
@@ -185,14 +195,16 @@ class KernelRunner(Runner):
                 process_environment(run.spec.env),
                 str(run.spec.work_dir),
                 name,
+                sandbox,
             )
-            self._master_line(
-                run,
-                f"kernel {spec!r} started (pid {handle.pid}, Jupyter kernel {handle.kernel_id})",
-            )
+            started = f"pid {handle.pid}, Jupyter kernel {handle.kernel_id}"
         else:
-            handle = LocalKernel(spec, process_environment(run.spec.env), str(run.spec.work_dir))
-            self._master_line(run, f"kernel {spec!r} started (pid {handle.pid})")
+            handle = LocalKernel(
+                spec, process_environment(run.spec.env), str(run.spec.work_dir), sandbox
+            )
+            started = f"pid {handle.pid}"
+        where = " in the trial sandbox" if sandboxed(handle.manager) else ""
+        self._master_line(run, f"kernel {spec!r} started ({started}){where}")
         return handle
 
     def _gateway_env(self, run: _KernelRun) -> dict[str, str]:

@@ -16,6 +16,7 @@ from master_lite.runners.process._runner import (
     process_environment,
     process_group_alive,
 )
+from master_lite.runners.process._sandbox import SANDBOX_ENV, Sandbox
 
 __all__ = [
     "end_orphaned_runs",
@@ -30,4 +31,6 @@ __all__ = [
     "kill_orphaned_group",
     "plain_python_launch",
     "process_group_alive",
+    "SANDBOX_ENV",
+    "Sandbox",
 ]

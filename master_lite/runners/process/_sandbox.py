@@ -31,9 +31,12 @@ SCRIPT = str(Path(__file__).with_name("_sandbox_main.py"))
 _PROBE_TIMEOUT_S = 20.0
 
 
-def sandbox_argv(hidden: Sequence[str | os.PathLike]) -> list[str]:
-    """The trampoline's argv up to and including `--` (the trial's argv follows)."""
+def sandbox_argv(hidden: Sequence[str | os.PathLike], *, watch_parent: bool = False) -> list[str]:
+    """The trampoline's argv up to and including `--` (the trial's argv follows);
+    `watch_parent`: the namespace ends when the trampoline's parent does (for kernels)."""
     argv = [sys.executable, "-I", "-S", SCRIPT]
+    if watch_parent:
+        argv.append("--watch-parent")
     for path in hidden:
         argv += ["--hide", os.fspath(path)]
     return [*argv, "--"]
@@ -76,16 +79,19 @@ class Sandbox:
         )
         return False
 
-    def prefix(self, hidden: Sequence[str | os.PathLike]) -> list[str]:
+    def prefix(
+        self, hidden: Sequence[str | os.PathLike], *, watch_parent: bool = False
+    ) -> list[str]:
         """The argv prefix that sandboxes a run hiding `hidden`; [] where there is nothing to
-        hide, it is turned off ($MASTER_LITE_TRIAL_SANDBOX=0) or the platform cannot."""
+        hide, it is turned off ($MASTER_LITE_TRIAL_SANDBOX=0) or the platform cannot.
+        `watch_parent`: see `sandbox_argv`."""
         if not hidden or not _wanted():
             return []
         with self._lock:
             if self._available is None:
                 self._available = self._probe()
             available = self._available
-        return sandbox_argv(hidden) if available else []
+        return sandbox_argv(hidden, watch_parent=watch_parent) if available else []
 
 
 __all__ = ["SANDBOX_ENV", "Sandbox", "sandbox_argv"]

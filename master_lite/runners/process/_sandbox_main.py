@@ -1,7 +1,7 @@
 """The trial sandbox's trampoline: a standalone program (standard library only, run with
 `python -I -S`) that starts a trial where the master's secrets are out of sight.
 
-    python -I -S _sandbox_main.py [--probe] [--hide PATH]... -- ARGV...
+    python -I -S _sandbox_main.py [--probe] [--watch-parent] [--hide PATH]... -- ARGV...
 
 1. It enters a new user namespace (mapping only its own uid and gid), mount namespace and PID
    namespace (no root needed where the kernel allows unprivileged user namespaces).
@@ -21,6 +21,11 @@ Signals sent to the process group (the runner's terminate and kill) reach the tr
 this process and the init ignore the catchable ones so that only the trial decides. The
 network, /dev (GPUs) and every other path are untouched.
 
+`--watch-parent` (for kernels, whose own parent poller cannot work here: inside, their parent
+is the init, PID 1): when this process's parent (the master, or the Jupyter server that started
+the kernel) exits, the init is killed and with it the whole namespace, as the kernel would have
+ended itself.
+
 `--probe` sets everything up and exits 0 without running anything: the runner's check that the
 platform allows it. Any failure: one line on stderr starting `sandbox:` and exit status 125.
 """
@@ -29,10 +34,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import socket
 import stat
 import sys
+import time
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -163,12 +170,42 @@ def _init(hidden: list[str], argv: list[str], probe: bool, uid: int, gid: int, r
             os._exit(0)
 
 
+def _watch_parent(parent: int, init: int) -> int | None:
+    """Return once the init has exited (its wait status where it was reaped here); kill it
+    (and so the namespace) first if this process's parent is gone (looked at each second, as
+    ipykernel's own parent poller does). No thread: a process that unshared its PID namespace
+    cannot start one."""
+    try:
+        pidfd = os.pidfd_open(init)
+    except (AttributeError, OSError):  # before Linux 5.3: look each second
+        pidfd = None
+    while True:
+        if pidfd is not None:
+            if select.select([pidfd], [], [], 1.0)[0]:
+                return None
+        else:
+            pid, status = os.waitpid(init, os.WNOHANG)
+            if pid:
+                return status
+            time.sleep(1.0)
+        if os.getppid() != parent:
+            try:
+                os.kill(init, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return None
+
+
 def main(args: list[str]) -> None:
     probe = False
+    watch_parent = False
     hidden: list[str] = []
     while args and args[0] != "--":
         if args[0] == "--probe":
             probe = True
+            args = args[1:]
+        elif args[0] == "--watch-parent":
+            watch_parent = True
             args = args[1:]
         elif args[0] == "--hide" and len(args) > 1:
             hidden.append(args[1])
@@ -181,6 +218,7 @@ def main(args: list[str]) -> None:
         print("sandbox: nothing to run (give it after --)", file=sys.stderr)
         os._exit(2)
     uid, gid = os.getuid(), os.getgid()
+    parent = os.getppid()
     try:
         _enter_user_namespace(uid, gid, CLONE_NEWNS | CLONE_NEWPID)
         # Nothing mounted here may propagate back out.
@@ -199,7 +237,9 @@ def main(args: list[str]) -> None:
     os.close(write_end)
     for sig in FORWARDED:
         signal.signal(sig, _ignore)
-    _, init_status = os.waitpid(init, 0)
+    init_status = _watch_parent(parent, init) if watch_parent and parent != 1 else None
+    if init_status is None:
+        _, init_status = os.waitpid(init, 0)
     reported = b""
     while chunk := os.read(read_end, 64):
         reported += chunk
@@ -208,7 +248,8 @@ def main(args: list[str]) -> None:
     status = int(reported)
     if os.WIFSIGNALED(status):
         killed_by = os.WTERMSIG(status)
-        signal.signal(killed_by, signal.SIG_DFL)
+        if killed_by in FORWARDED:  # ignored here; SIGKILL and the like cannot be (OSError)
+            signal.signal(killed_by, signal.SIG_DFL)
         os.kill(os.getpid(), killed_by)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 

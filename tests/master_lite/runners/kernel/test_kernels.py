@@ -45,7 +45,8 @@ def config(
 
 def kernel_pids(master: MasterProcess, allocation_id: str) -> list[int]:
     """Kernel processes (ipykernel_launcher) running `allocation_id` of `master` (its root dir
-    holds their work dirs: other masters on the machine number their trials from 1 too)."""
+    holds their work dirs: other masters on the machine number their trials from 1 too); not
+    the processes of the trial sandbox around a kernel."""
     found = []
     marker = f"DET_ALLOCATION_ID={allocation_id}".encode()
     root = os.path.realpath(master.root_dir)
@@ -59,6 +60,8 @@ def kernel_pids(master: MasterProcess, allocation_id: str) -> list[int]:
                 command = f.read()
             cwd = os.readlink(f"/proc/{entry.name}/cwd")
         except OSError:
+            continue
+        if b"_sandbox_main.py" in command:  # the trial sandbox's trampoline, not the kernel
             continue
         if marker in environ and b"ipykernel_launcher" in command and cwd.startswith(root):
             found.append(int(entry.name))

@@ -159,3 +159,12 @@ def test_a_trampoline_killed_alone_takes_its_sandbox_with_it(tmp_path):
         process.stdout.close()
         if process_group_alive(process.pid):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_a_trial_killed_alone_by_sigkill_ends_its_trampoline_the_same_way(tmp_path):
+    """The trial's own process SIGKILLed (the OOM killer, a person, a kernel trial's kernel):
+    the trampoline dies of SIGKILL too (before: it failed setting a handler for it, exit 1)."""
+    argv = [*sandbox_argv([tmp_path / "private"]), "sh", "-c", "kill -9 $$"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    assert result.stderr == ""
