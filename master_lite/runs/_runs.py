@@ -24,6 +24,7 @@ from master_lite.reports._logwriter import LogWriter
 from master_lite.runners import LaunchSpec, Runner, container_image, exit_summary, signal_of
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._environment import run_argv, steps_to_resume, trial_environment
+from master_lite.runs._keras import keras_environment
 from master_lite.runs._kernel_attach import trial_kernel
 from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
 from master_lite.scheduler import (
@@ -312,6 +313,10 @@ class Runs:
         if stand_in:  # Determined's own image, not to be had here: a host process instead
             image = None
             self._logs.master_log(trial_id, stand_in)
+        keras_env, keras_line = keras_environment(work_dir, own_env, in_container=image is not None)
+        own_env.update(keras_env)
+        if keras_line:
+            self._logs.master_log(trial_id, keras_line)
         argv, shown = run_argv(config.get("entrypoint") or "", work_dir, image)
         if (config.get("environment") or {}).get("kernel") is not None:
             shown = f"{config.get('entrypoint')} (in a Jupyter kernel)"
