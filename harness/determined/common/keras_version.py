@@ -31,8 +31,8 @@ from pathlib import Path
 CHOICE_VARIABLE = "DET_KERAS_VERSION"
 LEGACY_VARIABLE = "TF_USE_LEGACY_KERAS"
 
-_MAX_FILES = 200  # a context's Python files scanned at most (the first found, sorted)
-_MAX_BYTES = 512 * 1024  # of each file
+_MAX_FILES = 100  # a context's Python files read at most (the first found, sorted): bounded work
+_MAX_BYTES = 256 * 1024  # of each file (the master reads them when it starts a run)
 
 _KERAS3_IMPORT = re.compile(r"^\s*(?:import\s+keras\b|from\s+keras(?:\.[\w.]+)?\s+import\b)", re.M)
 _KERAS2_SIGNS = (
