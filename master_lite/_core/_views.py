@@ -55,12 +55,28 @@ class Views:
 
     # -- experiments --------------------------------------------------------------------------
     def _experiment_json(self, row: ExperimentRow, *, with_config: bool) -> dict:
-        return _serialize.experiment_json(
+        out = _serialize.experiment_json(
             row,
             num_trials=self._shared.store.trials.count(row.id),
             best_validation=self._best_validation(row),
             with_config=with_config,
         )
+        out["run_state"] = self._experiment_run_state(row)
+        return out
+
+    def _experiment_run_state(self, row: ExperimentRow) -> str | None:
+        """What an ACTIVE experiment is doing, as Determined (0.2x+) reports it in place of
+        ACTIVE: "RUNNING" while one of its trials holds slots (an unmanaged experiment: has an
+        ACTIVE trial), else "QUEUED"; None in every other state."""
+        if row.state != "ACTIVE":
+            return None
+        unmanaged = bool(row.config.get("unmanaged"))
+        for trial in self._shared.store.trials.of_experiment(row.id):
+            if trial.state != "ACTIVE":
+                continue
+            if unmanaged or self._allocation_of(trial.id) is not None:
+                return "RUNNING"
+        return "QUEUED"
 
     def list_experiments(
         self, *, state: str | None = None, name: str | None = None, archived: bool | None = None

@@ -97,6 +97,16 @@ SCHEMAS: dict[str, dict] = {
         context_hash=nullable(STRING),
         notebook=nullable(OBJECT),
         parent_id=nullable(INTEGER),
+        run_state=nullable(
+            {
+                "type": "string",
+                "enum": ["QUEUED", "RUNNING"],
+                "description": (
+                    "of an ACTIVE experiment, what Determined (0.2x+) reports in place of ACTIVE: "
+                    "RUNNING while one of its trials holds slots, else QUEUED; null otherwise"
+                ),
+            }
+        ),
         config={**OBJECT, "description": "the expanded config (GET /experiments/{id} only)"},
     ),
     "Trial": obj(

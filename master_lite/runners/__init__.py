@@ -23,7 +23,13 @@ from master_lite.runners._dispatch import (
     build_runner,
     kind_of,
 )
-from master_lite.runners._exits import exit_code_of, exit_summary, killed_exit_code, signal_of
+from master_lite.runners._exits import (
+    determined_exit_line,
+    exit_code_of,
+    exit_summary,
+    killed_exit_code,
+    signal_of,
+)
 from master_lite.runners._lines import MAX_LINE_BYTES, read_lines, split_line
 from master_lite.runners._startup_hook import STARTUP_HOOK, has_startup_hook, with_startup_hook
 from master_lite.runners.container import (
@@ -83,6 +89,7 @@ __all__ = [
     "default_runtime",
     "entrypoint_argv",
     "exit_code_of",
+    "determined_exit_line",
     "exit_summary",
     "fold_jupyter_gateway",
     "gpu_device_args",

@@ -61,8 +61,28 @@ def exit_summary(exit_code: int | None, *, signalled_because: str | None = None)
     return f"killed by signal {sig.name} ({int(sig)}): {why}"
 
 
+def determined_exit_line(
+    exit_code: int | None, *, container: bool, killed: bool = False
+) -> str | None:
+    """Determined's words for a run that ended with a non-zero exit code, as its master writes
+    them to the trial's log (Determined's tests and users' scripts grep them): `crashed:
+    resources failed with non-zero exit code: container failed with non-zero exit code: 1 (exit
+    code 1)` for a container run; a process or kernel run says `process` where Determined's agent
+    says `container`. `killed`: the master ended the run (kill, preemption), which Determined
+    logs as `killed: ...`. None for a clean exit or no exit code."""
+    if exit_code is None or exit_code == 0:
+        return None
+    code = exit_code_of(exit_code)
+    place = "container" if container else "process"
+    return (
+        f"{'killed' if killed else 'crashed'}: resources failed with non-zero exit code: "
+        f"{place} failed with non-zero exit code: {code} (exit code {code})"
+    )
+
+
 __all__ = [
     "OOM_HINT",
+    "determined_exit_line",
     "UNKNOWN",
     "exit_code_of",
     "exit_summary",

@@ -21,9 +21,17 @@ from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
 from master_lite.reports._logs import TrialLogs
 from master_lite.reports._logwriter import LogWriter
-from master_lite.runners import LaunchSpec, Runner, container_image, exit_summary, signal_of
+from master_lite.runners import (
+    LaunchSpec,
+    Runner,
+    container_image,
+    determined_exit_line,
+    exit_summary,
+    signal_of,
+)
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._environment import run_argv, steps_to_resume, trial_environment
+from master_lite.runs._keras import keras_environment
 from master_lite.runs._kernel_attach import trial_kernel
 from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
 from master_lite.scheduler import (
@@ -312,6 +320,10 @@ class Runs:
         if stand_in:  # Determined's own image, not to be had here: a host process instead
             image = None
             self._logs.master_log(trial_id, stand_in)
+        keras_env, keras_line = keras_environment(work_dir, own_env, in_container=image is not None)
+        own_env.update(keras_env)
+        if keras_line:
+            self._logs.master_log(trial_id, keras_line)
         argv, shown = run_argv(config.get("entrypoint") or "", work_dir, image)
         if (config.get("environment") or {}).get("kernel") is not None:
             shown = f"{config.get('entrypoint')} (in a Jupyter kernel)"
@@ -335,6 +347,7 @@ class Runs:
             "intent": None,
             "key": grant.request.allocation_key,
             "signalled": {},
+            "container": image is not None,
         }
         self._trial_allocation[trial_id] = allocation_id
         self._logs.master_log(trial_id, f"starting {allocation_id} on slots {slot_ids}: {shown}")
@@ -504,6 +517,13 @@ class Runs:
                     f"{allocation_id} exited with code {exit_code}"
                     + (f": {summary}" if sig is not None else ""),
                 )
+                determined_line = determined_exit_line(
+                    exit_code,
+                    container=allocation.get("container", False),
+                    killed=because is not None,
+                )
+                if determined_line:  # beside ours: Determined's words, which its users grep
+                    self._logs.master_log(trial_id, determined_line)
                 self._on_run_ended(
                     RunEnded(
                         allocation_id=allocation_id,

@@ -123,8 +123,9 @@ def _config(legacy: bool) -> dict:
         "max_restarts": 0,
         "entrypoint": "model_def:IrisTrial",
     }
-    if legacy:
-        config["environment"] = {"environment_variables": ["TF_USE_LEGACY_KERAS=1"]}
+    # A TFKerasTrial gets tf_keras by itself (test_keras2_era.py); Keras 3 is the opt-out.
+    variable = "TF_USE_LEGACY_KERAS=1" if legacy else "DET_KERAS_VERSION=3"
+    config["environment"] = {"environment_variables": [variable]}
     return config
 
 
@@ -289,6 +290,8 @@ def test_native_impl_script_runs_locally(tmp_path, legacy, use_fit):
     env.pop("TF_USE_LEGACY_KERAS", None)
     if legacy:
         env["TF_USE_LEGACY_KERAS"] = "1"
+    else:
+        env["DET_KERAS_VERSION"] = "3"  # a Native script is Keras 2 code unless opted out
     done = subprocess.run(
         [sys.executable, "native_impl.py", "--local", *(["--use-fit"] if use_fit else [])],
         cwd=tmp_path,
@@ -315,7 +318,8 @@ def test_native_impl_script_submits_itself_and_trains_on_the_master(master, tmp_
     (tmp_path / "native_impl.py").write_text(textwrap.dedent(NATIVE_IMPL))
     env = child_env({"DET_MASTER": master.url, "DET_MASTER_TOKEN": master.token})
     env.pop("TF_USE_LEGACY_KERAS", None)
-    args = ["--use-fit"]  # Keras 3 has no fit_generator
+    keras3_env = {"environment": {"environment_variables": ["DET_KERAS_VERSION=3"]}}
+    args = ["--use-fit", "--config", json.dumps(keras3_env)]  # Keras 3 has no fit_generator
     if legacy:
         env["TF_USE_LEGACY_KERAS"] = "1"
         legacy_env = {"environment": {"environment_variables": ["TF_USE_LEGACY_KERAS=1"]}}

@@ -17,6 +17,14 @@ from determined.common.states import TERMINAL_EXPERIMENT_STATES
 # reading
 
 
+def shown_state(experiment: dict) -> str:
+    """The state as Determined's CLI shows it: an ACTIVE experiment is QUEUED or RUNNING (the
+    master's `run_state`); `--json` keeps the master's fields as they are."""
+    if experiment["state"] == "ACTIVE" and experiment.get("run_state"):
+        return str(experiment["run_state"])
+    return str(experiment["state"])
+
+
 def list_experiments(args: argparse.Namespace, ctx: Context) -> int:
     params = {} if args.all else {"archived": "false"}
     experiments = ctx.session.get("/experiments", params)["experiments"]
@@ -31,7 +39,7 @@ def list_experiments(args: argparse.Namespace, ctx: Context) -> int:
         row = [
             e["id"],
             e.get("name"),
-            e["state"],
+            shown_state(e),
             _render.format_progress(e.get("progress")),
             e.get("num_trials"),
             _render.format_time(e.get("start_time")),
@@ -84,7 +92,7 @@ def describe(args: argparse.Namespace, ctx: Context) -> int:
                 ("ID", e["id"]),
                 ("Name", e.get("name")),
                 ("Description", e.get("description")),
-                ("State", e["state"]),
+                ("State", shown_state(e)),
                 ("Progress", _render.format_progress(e.get("progress"))),
                 ("Started", _render.format_time(e.get("start_time"))),
                 ("Ended", _render.format_time(e.get("end_time"))),

@@ -166,7 +166,8 @@ def _create_test(args: argparse.Namespace, ctx: Context, config: dict) -> int:
         f"Test experiment {exp_id} ended in state {experiment['state']}; trial logs:",
         file=sys.stderr,
     )
+    # The logs on stdout, as Determined's CLI prints them (its tests grep them there).
     for trial in ctx.session.get(f"/experiments/{exp_id}/trials")["trials"]:
         for log in ctx.session.get(f"/trials/{trial['id']}/logs")["logs"]:
-            print(_follow.format_log(log), file=sys.stderr)
+            print(_follow.format_log(log), flush=True)
     return 1

@@ -19,6 +19,7 @@ from determined.cli import (
     _info,
     _model,
     _preview,
+    _task,
     _tensorboard,
     _trial,
     _user,
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     _checkpoint.add_parser(nouns)
     _model.add_parser(nouns)
     _tensorboard.add_parser(nouns)
+    _task.add_parser(nouns)
     _preview.add_parser(nouns)
     _user.add_parser(nouns)
     _info.add_parser(nouns)

@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import determined as det
@@ -46,6 +47,25 @@ def load_trial_class(spec: str) -> type[Any]:
                 f"trial class {spec!r}: module {module_name!r} has no attribute {qualname!r}"
             ) from None
     return obj
+
+
+def choose_keras(spec: str) -> None:
+    """Make `tf.keras` tf_keras (Keras 2) for a Keras 2 era trial module, before it is imported.
+
+    TensorFlow reads `TF_USE_LEGACY_KERAS` once, at import: this looks at the module's source
+    text (not importing it) by `determined.common.keras_version`'s rule; the environment's own
+    `TF_USE_LEGACY_KERAS` or `DET_KERAS_VERSION=3` wins."""
+    from determined.common import keras_version
+
+    if "tensorflow" in sys.modules:
+        return  # too late to choose; whatever tf.keras is stays
+    module_name = spec.partition(":")[0]
+    base = os.path.join(os.getcwd(), *module_name.split("."))
+    files = [Path(base + ".py"), Path(base, "__init__.py")]
+    added, line = keras_version.legacy_environment(os.environ, [f for f in files if f.is_file()])
+    os.environ.update(added)
+    if line:
+        logger.info("%s", line)
 
 
 def _subclasses(trial_class: Any, qualified_name: str) -> bool:
@@ -208,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         hparams = json.loads(args.hparams) if args.hparams else None
         latest_checkpoint = args.checkpoint
 
+    choose_keras(args.trial)
     try:
         trial_class = load_trial_class(args.trial)
     except (ValueError, ImportError) as e:

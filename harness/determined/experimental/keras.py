@@ -19,6 +19,9 @@ never for submitting.
 from __future__ import annotations
 
 import logging
+import os
+import pathlib
+import sys
 from typing import Any
 
 from determined.experimental import _framework
@@ -53,9 +56,47 @@ def init(
     `mode=det.experimental.Mode.CLUSTER/LOCAL` (Determined 0.12.3) is accepted, also as the
     second positional argument: LOCAL means `local=True, test=True`.
     """
+    if local or getattr(mode, "name", mode) == "LOCAL" or os.environ.get("DET_TASK_TYPE"):
+        _restart_for_keras2()
     return _framework.native_init(
         _KERAS, config, local, test, context_dir, command, master_url, mode
     )
+
+
+def _restart_for_keras2() -> None:
+    """Re-run this script with `TF_USE_LEGACY_KERAS=1` when it is Keras 2 code (a Native API
+    script is: Determined's were written for Keras 2) and tf.keras is Keras 3 here.
+
+    TensorFlow is imported by now, and it reads the variable only at import, so the script starts
+    again from the top (it has done no more than its imports and argument parsing). The rule and
+    the opt-out (`DET_KERAS_VERSION=3`) are `determined.common.keras_version`'s. Where this
+    process cannot be started again as it was (a notebook, an embedding program) it says so."""
+    from determined.common import keras_version
+
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not script:
+        return
+    added, line = keras_version.legacy_environment(os.environ, [pathlib.Path(script)])
+    if not added:
+        if line:
+            logger.warning("%s", line)
+        return
+    argv = list(getattr(sys, "orig_argv", []))
+    restartable = len(argv) >= 2 and (
+        os.path.abspath(argv[1]) == os.path.abspath(script)
+        or argv[1:3] == ["-m", "determined.exec.native"]
+    )
+    if not restartable:
+        logger.warning(
+            "%s: this script is Keras 2 code but tf.keras is Keras 3 in this process; start it "
+            "with TF_USE_LEGACY_KERAS=1 in the environment",
+            script,
+        )
+        return
+    print(f"determined: {line}; starting the script again", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *argv[1:]], {**os.environ, **added})
 
 
 def local_config(config: dict | str | None, defaults: dict) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import pathlib
+import tempfile
 from typing import Any
 
 import keras
@@ -63,6 +64,21 @@ class DeterminedCallback(keras.callbacks.Callback):
         self.preempted = False
         self.last_checkpoint: str | None = None
 
+    # tf_keras (Keras 2) models' fit asks every callback these; Keras 3's base class has none.
+    def _implements_train_batch_hooks(self) -> bool:
+        return self._report_period != "epoch"
+
+    def _implements_test_batch_hooks(self) -> bool:
+        return False
+
+    def _implements_predict_batch_hooks(self) -> bool:
+        return False
+
+    def _is_chief(self) -> bool:
+        # Metrics and progress are the chief's to report (Determined's callback does the same).
+        distributed = getattr(self._core, "distributed", None)
+        return distributed is None or distributed.rank == 0
+
     def _steps(self) -> int:
         return int(self.model.optimizer.iterations.numpy())
 
@@ -77,11 +93,12 @@ class DeterminedCallback(keras.callbacks.Callback):
             metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
             resume = metadata.get("continue_id") == self._continue_id
             optimizer = self.model.optimizer
-            if resume and not optimizer.built:
+            keras3 = isinstance(self.model, keras.Model)  # else tf_keras (Keras 2)
+            if keras3 and resume and not optimizer.built:
                 # Without building first, load_weights would skip the optimizer's state.
                 optimizer.build(self.model.trainable_variables)
             fresh_optimizer_state = (
-                [v.numpy() for v in optimizer.variables] if optimizer.built else None
+                [v.numpy() for v in optimizer.variables] if keras3 and optimizer.built else None
             )
             self.model.load_weights(path / CHECKPOINT_FILE)
             if not resume and fresh_optimizer_state is not None:
@@ -93,9 +110,11 @@ class DeterminedCallback(keras.callbacks.Callback):
         if resume:
             self._epochs_completed = int(metadata.get("epochs_completed", 0))
             self._last_checkpoint_epoch = self._epochs_completed
-            self.model._initial_epoch = (
-                self._epochs_completed
-            )  # fit() reads it after on_train_begin
+            # fit() reads where to start after on_train_begin: Keras 3 its `_initial_epoch`,
+            # tf_keras its worker training state (as keras' BackupAndRestore sets it).
+            self.model._initial_epoch = self._epochs_completed
+            if not isinstance(self.model, keras.Model):
+                self.model._training_state = _StartAt(self._epochs_completed)
             logger.info(
                 "resuming checkpoint %s at epoch %d", self._checkpoint, self._epochs_completed
             )
@@ -123,7 +142,8 @@ class DeterminedCallback(keras.callbacks.Callback):
             / sum(n in logs for logs in self._batch_logs)
             for n in names
         }
-        self._core.train.report_training_metrics(steps_completed=steps, metrics=averaged)
+        if self._is_chief():
+            self._core.train.report_training_metrics(steps_completed=steps, metrics=averaged)
         self._batch_logs = []
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
@@ -132,18 +152,20 @@ class DeterminedCallback(keras.callbacks.Callback):
         self._epochs_completed = epoch + 1
         training = {k: v for k, v in logs.items() if not k.startswith("val_")}
         validation = {k: v for k, v in logs.items() if k.startswith("val_")}
+        chief = self._is_chief()
         if self._report_period == "epoch":
-            self._core.train.report_training_metrics(
-                steps_completed=steps, metrics={**training, "epochs": epoch + 1}
-            )
+            if chief:
+                self._core.train.report_training_metrics(
+                    steps_completed=steps, metrics={**training, "epochs": epoch + 1}
+                )
         else:
             self._report_batches(steps)
-        if validation:
+        if validation and chief:
             self._core.train.report_validation_metrics(
                 steps_completed=steps, metrics={**validation, "epochs": epoch + 1}
             )
         epochs = (self.params or {}).get("epochs")
-        if epochs:
+        if epochs and chief:
             self._core.train.report_progress(min(1.0, (epoch + 1) / epochs))
         if self._checkpoint_epochs and (epoch + 1) % self._checkpoint_epochs == 0:
             self._save(steps)
@@ -156,6 +178,8 @@ class DeterminedCallback(keras.callbacks.Callback):
 
     def on_train_end(self, logs: Any = None) -> None:
         self.model._initial_epoch = None  # only the fit() that resumed starts late
+        if isinstance(getattr(self.model, "_training_state", None), _StartAt):
+            self.model._training_state = None
         if self._last_checkpoint_epoch != self._epochs_completed:
             self._save(self._steps())
 
@@ -166,11 +190,30 @@ class DeterminedCallback(keras.callbacks.Callback):
             "continue_id": self._continue_id,
             "format": "keras",
         }
-        with self._core.checkpoint.store_path(metadata) as (path, storage_id):
-            self.model.save(pathlib.Path(path) / CHECKPOINT_FILE)
+        # Every rank saves (MultiWorkerMirroredStrategy's save is collective), so every rank
+        # calls store_path (shard=True); only the chief's file is kept, as in Determined.
+        with self._core.checkpoint.store_path(metadata, shard=True) as (path, storage_id):
+            if self._is_chief():
+                self.model.save(pathlib.Path(path) / CHECKPOINT_FILE)
+            else:
+                with tempfile.TemporaryDirectory(prefix="det-worker-model-") as scratch:
+                    self.model.save(pathlib.Path(scratch) / CHECKPOINT_FILE)
         self._last_checkpoint_epoch = self._epochs_completed
         self.last_checkpoint = storage_id
         return storage_id
+
+
+class _StartAt:
+    """tf_keras' worker training state, saying which epoch `fit` starts at (a resume)."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def maybe_load_initial_counters_from_ckpt(self, *_: Any, **__: Any) -> tuple[int, int]:
+        return self.epoch, 0  # checkpoints are taken at epoch ends
+
+    def maybe_load_initial_epoch_from_ckpt(self, *_: Any, **__: Any) -> int:
+        return self.epoch
 
 
 def numeric_logs(logs: Any) -> dict[str, float]:

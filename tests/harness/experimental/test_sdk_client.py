@@ -420,7 +420,8 @@ def test_pause_activate_and_kill_a_running_experiment(sdk, tmp_path):
     assert any("preempted at" in line for line in trial.iter_logs())
 
     exp.activate()
-    assert exp.state == ExperimentState.ACTIVE
+    # Determined (0.2x+) reports an active experiment whose trial waits for slots as QUEUED.
+    assert exp.state in (ExperimentState.QUEUED, ExperimentState.RUNNING)
     wait_until(
         lambda: (sdk.get_trial(trial.id).steps_completed or 0) > paused_at + 2,
         60,

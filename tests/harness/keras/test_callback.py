@@ -96,3 +96,41 @@ def test_bad_arguments_are_named():
         DeterminedCallback(None, None, 0, train_metrics_report_period="batch")
     with pytest.raises(ValueError, match="checkpoint_epochs"):
         DeterminedCallback(None, None, 0, checkpoint_epochs=-1)
+
+
+@pytest.mark.slow
+def test_a_tf_keras_model_reports_checkpoints_and_resumes_at_its_epoch(
+    data, tmp_path, monkeypatch
+):
+    # Determined 0.38's iris example builds a tf_keras model (tf.keras under
+    # TF_USE_LEGACY_KERAS=1); tf_keras' fit asks each callback _implements_train_batch_hooks().
+    tf_keras = pytest.importorskip("tf_keras")
+    for name in [k for k in os.environ if k.startswith("DET_")]:
+        monkeypatch.delenv(name)
+
+    def tf_keras_model(seed):
+        tf_keras.utils.set_random_seed(seed)
+        model = tf_keras.Sequential(
+            [tf_keras.Input((64,)), tf_keras.layers.Dense(10, activation="softmax")]
+        )
+        model.compile(
+            tf_keras.optimizers.legacy.SGD(lr=0.1), "sparse_categorical_crossentropy", ["accuracy"]
+        )
+        return model
+
+    storage = tmp_path / "ckpt"
+    with core._dummy_init(checkpoint_storage=str(storage)) as core_context:
+        first = DeterminedCallback(
+            core_context, None, "run-a", train_metrics_report_period=5, checkpoint_epochs=2
+        )
+        history = _fit(tf_keras_model(1), data, 2, first)
+        assert history.epoch == [0, 1] and "val_accuracy" in history.history
+        metadata = json.loads((storage / first.last_checkpoint / "metadata.json").read_text())
+        assert (metadata["epochs_completed"], metadata["steps_completed"]) == (2, 20)
+
+        resumed_model = tf_keras_model(2)
+        resumed = _fit(
+            resumed_model, data, 4, DeterminedCallback(core_context, first.last_checkpoint, "run-a")
+        )
+        assert resumed.epoch == [2, 3]  # fit started at the checkpoint's epoch
+        assert resumed_model._training_state is None  # a later fit() starts where it is told

@@ -112,6 +112,19 @@ def test_exit_summaries_name_the_signal_and_why() -> None:
     assert _exits.signal_of(143) == signal.SIGTERM and _exits.signal_of(1) is None
 
 
+def test_determined_exit_lines_say_what_determined_says() -> None:
+    assert _exits.determined_exit_line(0, container=False) is None
+    assert _exits.determined_exit_line(None, container=True) is None
+    assert _exits.determined_exit_line(1, container=True) == (
+        "crashed: resources failed with non-zero exit code: container failed with non-zero "
+        "exit code: 1 (exit code 1)"
+    )
+    assert _exits.determined_exit_line(-9, container=False, killed=True) == (
+        "killed: resources failed with non-zero exit code: process failed with non-zero "
+        "exit code: 137 (exit code 137)"
+    )
+
+
 @with_master()
 async def test_a_sigkill_the_master_did_not_send_is_possibly_out_of_memory(master):
     script = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
@@ -135,7 +148,13 @@ async def test_plain_and_shell_style_exit_codes(master):
     exp = master.experiments.create_experiment(config(entrypoint="exit 3"), None)
     trial = await ended(master, exp["id"])
     assert trial["exit_code"] == 3 and trial["exit_summary"] == "exited with code 3"
-    assert f"trial-{trial['id']}.1 exited with code 3" in master_lines(master, trial["id"])
+    lines = master_lines(master, trial["id"])
+    assert f"trial-{trial['id']}.1 exited with code 3" in lines
+    # ...and, next to ours, the line Determined's master writes (its users grep it).
+    assert (
+        "crashed: resources failed with non-zero exit code: process failed with non-zero exit "
+        "code: 3 (exit code 3)"
+    ) in lines
     # What a shell reports for a child killed by SIGSEGV: 128 + 11.
     exp = master.experiments.create_experiment(config(entrypoint="exit 139"), None)
     trial = await ended(master, exp["id"])
@@ -156,6 +175,10 @@ async def test_a_killed_experiment_says_the_user_killed_it(master):
     assert trial["exit_summary"] == (
         f"killed by signal SIGKILL (9): killed by the user (experiment {exp['id']} kill)"
     )
+    assert (
+        "killed: resources failed with non-zero exit code: process failed with non-zero exit "
+        "code: 137 (exit code 137)"
+    ) in master_lines(master, trial["id"])
 
 
 @with_master()

@@ -23,6 +23,15 @@ def state_value(state: str | None) -> str | None:
     return state if state.startswith("STATE_") else f"STATE_{state}"
 
 
+def determined_state(experiment: dict) -> str | None:
+    """An experiment's state as Determined (0.2x+) reports it: the master's ACTIVE becomes its
+    `run_state` (QUEUED or RUNNING); a master without `run_state` keeps ACTIVE."""
+    state = experiment.get("state")
+    if state == "ACTIVE" and experiment.get("run_state") in ("QUEUED", "RUNNING"):
+        return str(experiment["run_state"])
+    return state
+
+
 def master_state(state: Any) -> str:
     """The master's spelling (`COMPLETED`) of an SDK state enum, a common state or a string."""
     text = str(getattr(state, "value", state))

@@ -16,9 +16,10 @@ from determined.common.experimental._util import OrderBy
 
 
 class ExperimentState(enum.Enum):
-    """An experiment's state (Determined's members and values); this master reports ACTIVE,
-    PAUSED, STOPPING_COMPLETED, STOPPING_CANCELED, STOPPING_ERROR, COMPLETED, CANCELED and
-    ERROR."""
+    """An experiment's state (Determined's members and values). As Determined (0.2x+) reports
+    them, an active experiment is QUEUED (none of its trials holds slots) or RUNNING (one does);
+    then PAUSED, STOPPING_COMPLETED, STOPPING_CANCELED, STOPPING_ERROR, COMPLETED, CANCELED and
+    ERROR. `list_experiments(states=[ExperimentState.ACTIVE])` matches both QUEUED and RUNNING."""
 
     ACTIVE = "STATE_ACTIVE"
     PAUSED = "STATE_PAUSED"
@@ -165,7 +166,7 @@ class Experiment(ExperimentReads, ExperimentEdits):
     def _hydrate(self, experiment: dict) -> None:
         if experiment.get("config") is not None:
             self._config = dict(experiment["config"])
-        self.state = ExperimentState(_util.state_value(experiment.get("state")))
+        self.state = ExperimentState(_util.state_value(_util.determined_state(experiment)))
         self.archived = bool(experiment.get("archived"))
         self.name = experiment.get("name")
         self.progress = experiment.get("progress")
@@ -392,12 +393,22 @@ def list_experiment_answers(
     if archived is not None:
         params["archived"] = "true" if archived else "false"
     wanted_states = {_util.master_state(s) for s in states} if states else None
-    if wanted_states is not None and len(wanted_states) == 1:
-        params["state"] = next(iter(wanted_states))
+    if wanted_states is not None and "ACTIVE" in wanted_states:
+        wanted_states |= {"QUEUED", "RUNNING"}  # ACTIVE asks for every active experiment
+    master_states = (
+        {
+            "ACTIVE" if s in ("QUEUED", "PULLING", "STARTING", "RUNNING") else s
+            for s in wanted_states
+        }
+        if wanted_states is not None
+        else None
+    )
+    if master_states is not None and len(master_states) == 1:
+        params["state"] = next(iter(master_states))
     found = [
         e
         for e in session.get("/experiments", params)["experiments"]
-        if (wanted_states is None or e["state"] in wanted_states)
+        if (wanted_states is None or _util.determined_state(e) in wanted_states)
         and (experiment_ids is None or int(e["id"]) in experiment_ids)
         and (labels is None or set(labels) & set(e.get("labels") or []))
     ]
