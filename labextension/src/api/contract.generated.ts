@@ -69,6 +69,8 @@ export interface ApiExperiment {
   context_hash?: string | null;
   notebook?: Record<string, unknown> | null;
   parent_id?: number | null;
+  /** of an ACTIVE experiment, what Determined (0.2x+) reports in place of ACTIVE: RUNNING while one of its trials holds slots, else QUEUED; null otherwise */
+  run_state?: 'QUEUED' | 'RUNNING' | null;
   /** the expanded config (GET /experiments/{id} only) */
   config?: Record<string, unknown>;
 }
