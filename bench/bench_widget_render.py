@@ -59,6 +59,7 @@ from urllib.parse import parse_qs, urlsplit
 from _common import record  # noqa: E402  (also puts harness/ and the repository on sys.path)
 from bench_sidebar_render import _browser_test_support, json_answer
 
+from jupyter_determined.kernel._snapshot import HTML_MAX_TRIALS
 from jupyter_determined.kernel._widget import (
     MIME_TYPE,
     curve_points_per_trial,
@@ -421,7 +422,7 @@ START_OPEN = """(args) => {
         ? () => window.__detWidgetReady(args.trials)
         : () => {
             const rows = document.querySelectorAll('.jp-Notebook .jp-OutputArea-output table tbody tr');
-            return rows.length === args.trials ? rows[0].closest('table') : null;
+            return rows.length === args.rows ? rows[0].closest('table') : null;
         };
     window.__detWhen(document.body, ready, (node) => {
         node.offsetHeight;
@@ -634,6 +635,8 @@ def main() -> int:
                             "path": "saved-widget.ipynb" if widget else "saved-static.ipynb",
                             "widget": widget,
                             "trials": N_TRIALS,
+                            # The static HTML lists the best HTML_MAX_TRIALS trials only.
+                            "rows": min(N_TRIALS, HTML_MAX_TRIALS),
                         },
                     )
                     page.close()
