@@ -86,12 +86,16 @@ class Views:
         of 2,000 take 140 ms)."""
         listing = self._shared.store.experiments.listing(state=state, name=name, archived=archived)
         return [
-            _serialize.experiment_json(
-                row,
-                num_trials=num_trials,
-                best_validation=self._best_of(row.config, [json.loads(m) for m in best]),
-                with_config=False,
-            )
+            {
+                **_serialize.experiment_json(
+                    row,
+                    num_trials=num_trials,
+                    best_validation=self._best_of(row.config, [json.loads(m) for m in best]),
+                    with_config=False,
+                ),
+                # As in one experiment's JSON (only ACTIVE ones ask their trials).
+                "run_state": self._experiment_run_state(row),
+            }
             for row, num_trials, best in listing
         ]
 
