@@ -152,7 +152,7 @@ function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
             'aria-label': `Open experiment ${experiment.id} in a new tab`
           }
         },
-        '⧉'
+        '↗'
       )
     )
   );
@@ -219,10 +219,10 @@ export class ExperimentTable {
     this._syncSelectAll();
   }
 
-  /** Forget selected experiments that no longer exist. */
-  pruneSelection(exists: (id: number) => boolean): void {
+  /** Forget the selected experiments for which `keep` is false. */
+  pruneSelection(keep: (id: number) => boolean): void {
     for (const id of [...this.selected]) {
-      if (!exists(id)) {
+      if (!keep(id)) {
         this.selected.delete(id);
       }
     }

@@ -281,7 +281,10 @@ export class DeterminedSidebar extends Widget {
           : `${visible.length} of ${total} experiments`;
     }
     this._status.dataset.empty = String(this.model.loaded && total === 0);
-    this._table.pruneSelection(id => this.model.get(id) !== undefined);
+    // A selection is what the user sees selected: rows filtered out (or gone) leave it, so a
+    // bulk action never touches an experiment that is not on screen.
+    const shown = new Set(visible.map(e => e.id));
+    this._table.pruneSelection(id => shown.has(id));
     this._table.render(visible, hasOwners(all));
     this._renderBulkBar();
   }
