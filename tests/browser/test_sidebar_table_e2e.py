@@ -228,6 +228,8 @@ def test_sort_filter_bulk_edit_and_one_reused_tab(
 
     # One tab, reused, with a readable title; Ctrl-click opens a tab of its own.
     page.fill(".jp-Det-nameFilter", tag)
+    _wait_listed(page, sorted([done["c"], done["d"], *paused], reverse=True))
+    _shoot(page, "sidebar-table-narrow-light")  # the panel's default width: fewer columns
     page.click(row_c)
     page.wait_for_function(
         "title => [...document.querySelectorAll('#jp-main-dock-panel .lm-TabBar-tabLabel')]"
@@ -247,8 +249,28 @@ def test_sort_filter_bulk_edit_and_one_reused_tab(
         "() => document.querySelectorAll('#jp-main-dock-panel .lm-TabBar-tab"
         '[data-id^="jupyter-determined-experiment-"]\').length === 2'
     )
-    assert sorted(_experiment_tabs(page)) == sorted(
+    # The new tab reads "Experiment N" until its view has loaded the name.
+    expected = sorted(
         [f"Experiment {done['d']}: {tag}-d-search", f"Experiment {done['c']}: {tag}-renamed"]
     )
+    lab.wait_for(
+        "both experiment tabs with their titles",
+        lambda: sorted(_experiment_tabs(page)) == expected,
+        timeout=30,
+    )
     screenshot(page, "sidebar-table-tabs")
+
+    # Delete: the archived two, shown with "archived", deleted after a confirmation.
+    page.check(".jp-Det-archivedFilter")
+    for experiment_id in (done["a"], done["b"]):
+        page.check(f'{TABLE} tr[data-experiment-id="{experiment_id}"] .jp-Det-rowSelect')
+    page.click(".jp-Det-bulk-delete")
+    page.click(".jp-Dialog .jp-mod-accept")
+    _wait_listed(page, sorted([done["c"], done["d"], *paused], reverse=True))
+    gone = requests.get(
+        f"{lab.det_master}/api/v1/experiments/{done['a']}",
+        headers={"Authorization": f"token {lab.token}"},
+        timeout=30,
+    )
+    assert gone.status_code == 404, gone.text
     assert not extension_page_errors()

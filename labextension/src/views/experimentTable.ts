@@ -67,6 +67,32 @@ interface IRow {
   checkbox: HTMLInputElement;
 }
 
+/** The row's buttons, shown over the end of the name on hover (no column of their own). */
+function rowActions(id: number): HTMLElement {
+  return h(
+    'span',
+    { class: 'jp-Det-rowActions' },
+    h(
+      'button',
+      {
+        class: 'jp-Det-iconButton jp-Det-rowEdit',
+        title: 'Rename, notes and labels',
+        attrs: { 'data-row-action': 'edit', 'aria-label': `Edit experiment ${id}` }
+      },
+      '✎'
+    ),
+    h(
+      'button',
+      {
+        class: 'jp-Det-iconButton jp-Det-rowNewTab',
+        title: 'Open in a new tab',
+        attrs: { 'data-row-action': 'new-tab', 'aria-label': `Open experiment ${id} in a new tab` }
+      },
+      '↗'
+    )
+  );
+}
+
 /** Build one row (text only: names and labels are untrusted API data). */
 function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
   const metric = experiment.searcher?.metric ?? 'metric';
@@ -105,7 +131,8 @@ function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
         notes ? h('span', { class: 'jp-Det-notesMark', title: notes }, '✎') : null,
         kernelBadge(experiment)
       ),
-      stateProgressBar(experiment.state, experiment.progress)
+      stateProgressBar(experiment.state, experiment.progress),
+      rowActions(experiment.id)
     ),
     h('td', { class: 'jp-Det-col-state' }, stateBadge(experiment.state)),
     withOwner ? h('td', { class: 'jp-Det-col-owner' }, experimentOwner(experiment)) : null,
@@ -129,31 +156,6 @@ function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
       'td',
       { class: 'jp-Det-col-labels jp-Det-expLabels', title: labels.join(', ') },
       ...labels.map(label => h('span', { class: 'jp-Det-label' }, label))
-    ),
-    h(
-      'td',
-      { class: 'jp-Det-col-actions' },
-      h(
-        'button',
-        {
-          class: 'jp-Det-iconButton jp-Det-rowEdit',
-          title: 'Rename, notes and labels',
-          attrs: { 'data-row-action': 'edit', 'aria-label': `Edit experiment ${experiment.id}` }
-        },
-        '✎'
-      ),
-      h(
-        'button',
-        {
-          class: 'jp-Det-iconButton jp-Det-rowNewTab',
-          title: 'Open in a new tab',
-          attrs: {
-            'data-row-action': 'new-tab',
-            'aria-label': `Open experiment ${experiment.id} in a new tab`
-          }
-        },
-        '↗'
-      )
     )
   );
   return { experiment, withOwner, node, checkbox };
@@ -260,13 +262,7 @@ export class ExperimentTable {
     });
     replaceChildren(
       this._head,
-      h(
-        'tr',
-        null,
-        h('th', { class: 'jp-Det-col-select' }, this._selectAll),
-        ...cells,
-        h('th', { class: 'jp-Det-col-actions' })
-      )
+      h('tr', null, h('th', { class: 'jp-Det-col-select' }, this._selectAll), ...cells)
     );
   }
 
