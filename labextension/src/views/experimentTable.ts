@@ -131,7 +131,13 @@ function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
         notes ? h('span', { class: 'jp-Det-notesMark', title: notes }, '✎') : null,
         kernelBadge(experiment)
       ),
-      stateProgressBar(experiment.state, experiment.progress),
+      h(
+        'div',
+        { class: 'jp-Det-expSubLine' },
+        stateProgressBar(experiment.state, experiment.progress),
+        // Shown only when the panel is too narrow for the State column (CSS container query).
+        h('span', { class: 'jp-Det-narrowState' }, stateBadge(experiment.state))
+      ),
       rowActions(experiment.id)
     ),
     h('td', { class: 'jp-Det-col-state' }, stateBadge(experiment.state)),
