@@ -29,8 +29,10 @@ export interface IOpenOptions {
 export interface IExperimentTableCallbacks {
   open: (id: number, options?: IOpenOptions) => void;
   edit: (id: number) => void;
-  /** The selection or the sort changed (the sidebar re-renders and updates its bulk bar). */
+  /** The selection changed (the sidebar re-renders and updates its bulk bar). */
   changed: () => void;
+  /** The sort changed: the sidebar re-renders now (not on the next frame: the click's answer). */
+  sorted: () => void;
 }
 
 interface IColumn {
@@ -67,8 +69,12 @@ interface IRow {
   checkbox: HTMLInputElement;
 }
 
-/** The row's buttons, shown over the end of the name on hover (no column of their own). */
-function rowActions(id: number): HTMLElement {
+/**
+ * The row buttons, shown over the end of the name on hover (no column of their own). One set
+ * for the whole table, moved into the row under the pointer or focus: a thousand rows do not
+ * each carry three more elements to style and lay out.
+ */
+function rowActions(): HTMLElement {
   return h(
     'span',
     { class: 'jp-Det-rowActions' },
@@ -77,7 +83,7 @@ function rowActions(id: number): HTMLElement {
       {
         class: 'jp-Det-iconButton jp-Det-rowEdit',
         title: 'Rename, notes and labels',
-        attrs: { 'data-row-action': 'edit', 'aria-label': `Edit experiment ${id}` }
+        attrs: { 'data-row-action': 'edit', 'aria-label': 'Rename, notes and labels' }
       },
       '✎'
     ),
@@ -86,7 +92,7 @@ function rowActions(id: number): HTMLElement {
       {
         class: 'jp-Det-iconButton jp-Det-rowNewTab',
         title: 'Open in a new tab',
-        attrs: { 'data-row-action': 'new-tab', 'aria-label': `Open experiment ${id} in a new tab` }
+        attrs: { 'data-row-action': 'new-tab', 'aria-label': 'Open in a new tab' }
       },
       '↗'
     )
@@ -137,8 +143,7 @@ function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
         stateProgressBar(experiment.state, experiment.progress),
         // Shown only when the panel is too narrow for the State column (CSS container query).
         h('span', { class: 'jp-Det-narrowState' }, stateBadge(experiment.state))
-      ),
-      rowActions(experiment.id)
+      )
     ),
     h('td', { class: 'jp-Det-col-state' }, stateBadge(experiment.state)),
     withOwner ? h('td', { class: 'jp-Det-col-owner' }, experimentOwner(experiment)) : null,
@@ -181,6 +186,7 @@ export class ExperimentTable {
   private _withOwner = false;
   private _lastClicked: number | null = null;
   private _selectAll: HTMLInputElement;
+  private _actions = rowActions();
 
   constructor(private readonly _callbacks: IExperimentTableCallbacks) {
     this._selectAll = h('input', {
@@ -193,6 +199,8 @@ export class ExperimentTable {
     this._body = h('tbody', {
       on: {
         click: event => this._onClick(event),
+        mouseover: event => this._showActions(event),
+        focusin: event => this._showActions(event),
         auxclick: event => this._onAuxClick(event),
         keydown: event => this._onKeydown(event)
       }
@@ -275,7 +283,16 @@ export class ExperimentTable {
   private _sortBy(key: SortKey): void {
     this.sort = nextSort(this.sort, key);
     this._renderHead();
-    this._callbacks.changed();
+    this._callbacks.sorted();
+  }
+
+  /** Move the row buttons into the row under the pointer (or holding the focus). */
+  private _showActions(event: Event): void {
+    const row = (event.target as Element | null)?.closest?.('tr.jp-Det-expRow');
+    const cell = row?.querySelector('.jp-Det-col-name');
+    if (cell && this._actions.parentElement !== cell) {
+      cell.appendChild(this._actions);
+    }
   }
 
   private _rowId(target: EventTarget | null): number | null {

@@ -142,7 +142,8 @@ export class DeterminedSidebar extends Widget {
     this._table = new ExperimentTable({
       open: (id, options) => this._open(id, options),
       edit: id => this._edit(id),
-      changed: () => this._queueRender()
+      changed: () => this._queueRender(),
+      sorted: () => this.render()
     });
     this._editor = new ExperimentEditor(_client, updated => this.model.upsert(updated));
     this._bulkCount = h('span', { class: 'jp-Det-bulkCount' });
