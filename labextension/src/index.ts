@@ -73,9 +73,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
         return notebooks?.find(panel => panel === widget) ?? null;
       }
     };
-    const openExperiment = (id: number): void => {
-      app.commands.execute(CommandIDs.openExperiment, { id }).catch(error => console.error(error));
+    const openExperiment = (id: number, options: { newTab?: boolean } = {}): void => {
+      app.commands
+        .execute(CommandIDs.openExperiment, { id, newTab: options.newTab === true })
+        .catch(error => console.error(error));
     };
+    // The one experiment tab that a plain open reuses (like an editor's preview tab); tabs
+    // opened with `newTab` (Ctrl/⌘-click, "Open in a new tab", a restored layout) stay.
+    let reusableTab: MainAreaWidget<ExperimentView> | null = null;
 
     // TensorBoard tabs by TensorBoard id: a second click on the button shows the open tab.
     const tensorBoardTabs = new Map<string, MainAreaWidget>();
@@ -106,6 +111,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
       await app.commands.execute(CommandIDs.openTensorBoard, { experimentIds: [experimentId] });
     };
 
+    const keepTab = (widget: MainAreaWidget<ExperimentView>): void => {
+      reusableTab = null;
+      widget.title.className = '';
+    };
+
     app.commands.addCommand(CommandIDs.openExperiment, {
       label: args =>
         args.id !== undefined
@@ -118,8 +128,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
             `${CommandIDs.openExperiment}: expected an integer "id", got ${JSON.stringify(args.id)}`
           );
         }
+        const newTab = args.newTab === true;
         const existing = tracker.find(w => w.content.experimentId === id);
         if (existing) {
+          if (newTab && existing === reusableTab) {
+            keepTab(existing); // asked for a tab of its own: the next plain open leaves it
+          }
           app.shell.activateById(existing.id);
           return existing;
         }
@@ -143,7 +157,19 @@ const plugin: JupyterFrontEndPlugin<void> = {
         widget.title.label = content.title.label;
         widget.title.closable = true;
         await tracker.add(widget);
-        app.shell.add(widget, 'main');
+        const replaced = !newTab && reusableTab && !reusableTab.isDisposed ? reusableTab : null;
+        // The new tab takes the reused one's place in the dock, then that one closes.
+        app.shell.add(widget, 'main', replaced ? { ref: replaced.id, mode: 'tab-after' } : {});
+        if (!newTab) {
+          reusableTab = widget;
+          widget.title.className = 'jp-Det-reusedTab';
+        }
+        widget.disposed.connect(() => {
+          if (reusableTab === widget) {
+            reusableTab = null;
+          }
+        });
+        replaced?.dispose();
         app.shell.activateById(widget.id);
         void content.start();
         return widget;
@@ -172,7 +198,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       restorer.add(sidebar, sidebar.id);
       void restorer.restore(tracker, {
         command: CommandIDs.openExperiment,
-        args: widget => ({ id: widget.content.experimentId }),
+        args: widget => ({ id: widget.content.experimentId, newTab: true }),
         name: widget => String(widget.content.experimentId)
       });
     }

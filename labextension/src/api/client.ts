@@ -243,6 +243,23 @@ export class DeterminedClient {
     ).experiment;
   }
 
+  /** Change an experiment's name, description, notes or labels (those given; PATCH). */
+  async patchExperiment(
+    experimentId: number,
+    fields: { name?: string; description?: string; notes?: string; labels?: string[] }
+  ): Promise<IExperiment> {
+    return (
+      await this.request<{ experiment: IExperiment }>('PATCH', `experiments/${experimentId}`, {
+        body: fields
+      })
+    ).experiment;
+  }
+
+  /** Delete a finished experiment with its trials, metrics, logs and checkpoints. */
+  async deleteExperiment(experimentId: number): Promise<void> {
+    await this.request<unknown>('DELETE', `experiments/${experimentId}`);
+  }
+
   /** Start a TensorBoard on these experiments' trials (it serves a few seconds later). */
   async startTensorBoard(experimentIds: number[], trialIds: number[] = []): Promise<ITensorBoard> {
     const body = { experiment_ids: experimentIds, trial_ids: trialIds };

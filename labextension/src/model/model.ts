@@ -39,13 +39,17 @@ const LIST_FIELDS = [
   'num_trials',
   'best_validation',
   'start_time',
-  'end_time'
+  'end_time',
+  'notes',
+  'description'
 ] as const;
 
 /** True when two versions of an experiment look the same in the list. */
 export function sameListFields(a: IExperiment, b: IExperiment): boolean {
   return (
-    LIST_FIELDS.every(field => a[field] === b[field]) && a.searcher?.metric === b.searcher?.metric
+    LIST_FIELDS.every(field => a[field] === b[field]) &&
+    a.searcher?.metric === b.searcher?.metric &&
+    (a.labels ?? []).join('\n') === (b.labels ?? []).join('\n')
   );
 }
 

@@ -13,6 +13,7 @@ import { errorBox, h, replaceChildren } from '../dom';
 import { ACTION_TEXT, confirmAction, headerContent } from './experimentHeader';
 import { ExperimentAction, isTerminal, runCounts } from '../model/states';
 import { bestTrialId } from '../model/trialTable';
+import { experimentTabTitle } from '../model/experimentTable';
 import { HparamsSection } from './hparamsView';
 import { LogsSection } from './logsSection';
 import { ExperimentDataModel, ViewPart } from '../model/model';
@@ -262,8 +263,8 @@ export class ExperimentView extends Widget {
       return;
     }
     this._headerKey = key;
-    this.title.label = `${experiment.id}: ${experiment.name || 'experiment'}`;
-    this.title.caption = `Determined experiment ${experiment.id} (${experiment.state})`;
+    this.title.label = experimentTabTitle(experiment.id, experiment.name);
+    this.title.caption = `Determined ${experimentTabTitle(experiment.id, experiment.name)} (${experiment.state})`;
     replaceChildren(
       this._header,
       ...headerContent(

@@ -1,18 +1,29 @@
 /**
- * The left sidebar panel "Determined": the experiment list (live), its filters, the model
- * registry (`modelsSection.ts`), and the cluster strip.
+ * The left sidebar panel "Determined": the experiment table (live; `experimentTable.ts`), its
+ * filters, bulk actions and editor, the model registry (`modelsSection.ts`), and the cluster strip.
  */
+import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { DeterminedClient, describeError } from '../api/client';
 import { EventHub, FeedMode } from '../api/events';
 import { ClusterStrip } from './cluster';
-import { kernelBadge, progressText, stateBadge, stateProgressBar } from './badges';
+import { stateBadge } from './badges';
 import { errorBox, h, replaceChildren, select } from '../dom';
-import { formatMetric, formatStartTime } from '../model/format';
-import { IExperimentFilter, filterExperiments } from '../model/states';
+import {
+  BulkAction,
+  ITableFilter,
+  NO_TABLE_FILTER,
+  bulkAllowed,
+  bulkSummary,
+  bulkTargets,
+  hasOwners,
+  tableRows
+} from '../model/experimentTable';
 import { ExperimentListModel } from '../model/model';
+import { ExperimentEditor } from './experimentEditor';
+import { ExperimentTable, IOpenOptions } from './experimentTable';
 import { ModelsSection } from './modelsSection';
 import { oncePerFrame, singleFlight } from '../model/schedule';
 import type { IExperiment, ITrial } from '../api/types';
@@ -37,73 +48,37 @@ export const EMPTY_LIST_TEXT = 'No experiments yet.';
 export const EMPTY_LIST_HINT =
   'Submit one with `det experiment create config.yaml .` in a terminal, %%det_submit in a notebook, or the notebook toolbar’s “Submit to Determined” button.';
 
-/** One row of the list; rebuilt only when its experiment object changes. */
-function experimentRow(experiment: IExperiment, open: (id: number) => void): HTMLElement {
-  const metric = experiment.searcher?.metric ?? 'metric';
-  const best = experiment.best_validation;
-  return h(
-    'li',
-    {
-      class: 'jp-Det-expRow',
-      title: `Open experiment ${experiment.id}`,
-      attrs: {
-        'data-experiment-id': String(experiment.id),
-        'data-state': experiment.state,
-        tabindex: '0'
-      },
-      on: {
-        click: () => open(experiment.id),
-        keydown: (event: KeyboardEvent) => {
-          if (event.key === 'Enter') {
-            open(experiment.id);
-          }
-        }
-      }
-    },
-    h(
-      'div',
-      { class: 'jp-Det-expRow-head' },
-      h('span', { class: 'jp-Det-expId' }, `#${experiment.id}`),
-      h('span', { class: 'jp-Det-expName' }, experiment.name || '(unnamed)'),
-      kernelBadge(experiment),
-      stateBadge(experiment.state)
-    ),
-    h(
-      'div',
-      { class: 'jp-Det-expRow-progress' },
-      stateProgressBar(experiment.state, experiment.progress),
-      progressText(experiment.state, experiment.progress, 'jp-Det-expPercent')
-    ),
-    h(
-      'div',
-      { class: 'jp-Det-expRow-meta' },
-      h(
-        'span',
-        { class: 'jp-Det-expBest', title: `best ${metric}` },
-        `best ${metric}: ${formatMetric(best)}`
-      ),
-      h(
-        'span',
-        { class: 'jp-Det-expTrials' },
-        `${experiment.num_trials} trial${experiment.num_trials === 1 ? '' : 's'}`
-      ),
-      h(
-        'span',
-        { class: 'jp-Det-expStart', title: experiment.start_time },
-        formatStartTime(experiment.start_time)
-      )
-    )
-  );
-}
+/** The table's bulk actions, in the order of their buttons; those that cannot be undone ask. */
+const BULK_ACTIONS: { action: BulkAction; label: string; confirm?: string }[] = [
+  { action: 'pause', label: 'Pause' },
+  { action: 'activate', label: 'Activate' },
+  {
+    action: 'kill',
+    label: 'Kill',
+    confirm: 'Their running trials stop now; a killed experiment cannot be resumed.'
+  },
+  { action: 'archive', label: 'Archive' },
+  { action: 'unarchive', label: 'Unarchive' },
+  {
+    action: 'delete',
+    label: 'Delete',
+    confirm:
+      'Their trials, metrics, logs and checkpoints (files included) are deleted; this cannot be undone.'
+  }
+];
 
 export class DeterminedSidebar extends Widget {
   readonly model = new ExperimentListModel();
-  private _filter: IExperimentFilter = { state: '', name: '', showArchived: false };
-  private _list: HTMLUListElement;
+  private _filter: ITableFilter = NO_TABLE_FILTER;
+  private _table: ExperimentTable;
+  private _editor: ExperimentEditor;
+  private _bulkBar: HTMLElement;
+  private _bulkCount: HTMLElement;
+  private _bulkButtons = new Map<BulkAction, HTMLButtonElement>();
+  private _busy = false;
   private _status: HTMLElement;
   private _message: HTMLElement;
   private _feedBadge: HTMLElement;
-  private _rows = new Map<number, { experiment: IExperiment; node: HTMLElement }>();
   private _unsubscribe: (() => void) | null = null;
   private _cluster: ClusterStrip;
   readonly models: ModelsSection;
@@ -111,7 +86,7 @@ export class DeterminedSidebar extends Widget {
   constructor(
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
-    private readonly _open: (id: number) => void
+    private readonly _open: (id: number, options?: IOpenOptions) => void
   ) {
     super();
     this.id = SIDEBAR_ID;
@@ -146,8 +121,9 @@ export class DeterminedSidebar extends Widget {
     );
     const nameInput = h('input', {
       class: 'jp-Det-input jp-Det-nameFilter',
-      props: { type: 'search', placeholder: 'Filter by name or id' },
-      on: { input: () => this._setFilter({ name: nameInput.value }) }
+      props: { type: 'search', placeholder: 'Filter: name, id, label:x' },
+      title: 'Words that must all match a name, label, note or id; label:x matches labels only',
+      on: { input: () => this._setFilter({ text: nameInput.value }) }
     });
     const archived = h('input', {
       class: 'jp-Det-archivedFilter',
@@ -163,16 +139,59 @@ export class DeterminedSidebar extends Widget {
     );
     this._message = h('div', { class: 'jp-Det-message' });
     this._status = h('div', { class: 'jp-Det-listStatus' }, 'Loading experiments…');
-    this._list = h('ul', { class: 'jp-Det-expList' });
+    this._table = new ExperimentTable({
+      open: (id, options) => this._open(id, options),
+      edit: id => this._edit(id),
+      changed: () => this._queueRender(),
+      sorted: () => this.render()
+    });
+    this._editor = new ExperimentEditor(_client, updated => this.model.upsert(updated));
+    this._bulkCount = h('span', { class: 'jp-Det-bulkCount' });
+    const bulkButtons = BULK_ACTIONS.map(({ action, label }) => {
+      const button = h(
+        'button',
+        {
+          class: `jp-Det-button jp-Det-bulk-${action}`,
+          attrs: { 'data-action': action },
+          on: { click: () => void this._bulk(action) }
+        },
+        label
+      );
+      this._bulkButtons.set(action, button);
+      return button;
+    });
+    const clear = h(
+      'button',
+      {
+        class: 'jp-Det-button jp-Det-bulkClear',
+        title: 'Unselect all',
+        on: {
+          click: () => {
+            this._table.selected.clear();
+            this._queueRender();
+          }
+        }
+      },
+      '✕'
+    );
+    this._bulkBar = h(
+      'div',
+      { class: 'jp-Det-bulkBar', attrs: { hidden: '' } },
+      this._bulkCount,
+      ...bulkButtons,
+      clear
+    );
     this._cluster = new ClusterStrip(_client);
     this.models = new ModelsSection(_client, _hub, _open);
     const body = h(
       'div',
       { class: 'jp-Det-sidebar-body' },
       filters,
+      this._bulkBar,
+      this._editor.node,
       this._message,
       this._status,
-      this._list
+      this._table.node
     );
     this.node.append(header, body, this.models.node, this._cluster.node);
 
@@ -223,7 +242,7 @@ export class DeterminedSidebar extends Widget {
     }
   });
 
-  private _setFilter(change: Partial<IExperimentFilter>): void {
+  private _setFilter(change: Partial<ITableFilter>): void {
     this._filter = { ...this._filter, ...change };
     this._queueRender();
   }
@@ -243,9 +262,10 @@ export class DeterminedSidebar extends Widget {
   /** Renders at most once per animation frame, however many events arrive. */
   private readonly _queueRender = oncePerFrame(() => this.render());
 
-  /** Render the list now (rows are reused when their experiment did not change). */
+  /** Render the table now (rows are reused when their experiment did not change). */
   render(): void {
-    const visible = filterExperiments(this.model.experiments, this._filter);
+    const all = [...this.model.experiments];
+    const visible = tableRows(all, this._filter, this._table.sort);
     const total = this.model.size;
     if (!this.model.loaded) {
       // still "Loading experiments…" (or the error of the first load)
@@ -262,24 +282,94 @@ export class DeterminedSidebar extends Widget {
           : `${visible.length} of ${total} experiments`;
     }
     this._status.dataset.empty = String(this.model.loaded && total === 0);
-    const keep = new Set<number>();
-    const fragment = document.createDocumentFragment();
-    for (const experiment of visible) {
-      keep.add(experiment.id);
-      let row = this._rows.get(experiment.id);
-      if (!row || row.experiment !== experiment) {
-        row = { experiment, node: experimentRow(experiment, this._open) };
-        this._rows.set(experiment.id, row);
+    // A selection is what the user sees selected: rows filtered out (or gone) leave it, so a
+    // bulk action never touches an experiment that is not on screen.
+    const shown = new Set(visible.map(e => e.id));
+    this._table.pruneSelection(id => shown.has(id));
+    this._table.render(visible, hasOwners(all));
+    this._renderBulkBar();
+  }
+
+  /** The selected experiments that still exist. */
+  private _selection(): IExperiment[] {
+    const selected: IExperiment[] = [];
+    for (const id of this._table.selected) {
+      const experiment = this.model.get(id);
+      if (experiment) {
+        selected.push(experiment);
       }
-      fragment.appendChild(row.node);
     }
-    for (const id of [...this._rows.keys()]) {
-      if (!keep.has(id)) {
-        this._rows.delete(id);
+    return selected;
+  }
+
+  private _renderBulkBar(): void {
+    const selection = this._selection();
+    this._bulkBar.hidden = selection.length === 0;
+    this._bulkCount.textContent = `${selection.length} selected`;
+    for (const [action, button] of this._bulkButtons) {
+      const count = selection.filter(e => bulkAllowed(e, action)).length;
+      button.disabled = this._busy || count === 0;
+      button.title = count
+        ? `${action} ${count} of the ${selection.length} selected`
+        : `None of the selected experiments can ${action} now`;
+    }
+  }
+
+  private _edit(id: number): void {
+    const experiment = this.model.get(id);
+    if (experiment) {
+      this._editor.open(experiment);
+    }
+  }
+
+  /** Apply a bulk action to the selected experiments that allow it (asking first if it cannot be undone). */
+  private async _bulk(action: BulkAction): Promise<void> {
+    const { apply, skip } = bulkTargets(this._selection(), action);
+    const spec = BULK_ACTIONS.find(entry => entry.action === action);
+    if (!apply.length || !spec) {
+      return;
+    }
+    if (spec.confirm) {
+      const ids = apply.map(e => e.id);
+      const listed = ids.length > 8 ? `${ids.slice(0, 8).join(', ')}, …` : ids.join(', ');
+      const result = await showDialog({
+        title: `${spec.label} ${apply.length} experiment${apply.length === 1 ? '' : 's'}?`,
+        body: `Experiments ${listed}. ${spec.confirm}`,
+        buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: spec.label })]
+      });
+      if (!result.button.accept) {
+        return;
       }
     }
-    // The fragment holds every visible row in order (reused nodes moved in): swap in one go.
-    replaceChildren(this._list, fragment);
+    this._busy = true;
+    this._renderBulkBar();
+    const failed: { id: number; message: string }[] = [];
+    let done = 0;
+    // One request at a time: the master's store is one SQLite file, and a thousand parallel
+    // requests would only queue there (and hide which one failed).
+    for (const experiment of apply) {
+      try {
+        if (action === 'delete') {
+          await this._client.deleteExperiment(experiment.id);
+          this.model.applyEvent({ ...experiment, deleted: true });
+          this._table.selected.delete(experiment.id);
+        } else {
+          this.model.upsert(await this._client.experimentAction(experiment.id, action));
+        }
+        done += 1;
+      } catch (error) {
+        failed.push({ id: experiment.id, message: describeError(error) });
+      }
+    }
+    this._busy = false;
+    const summary = bulkSummary(action, done, skip.length, failed);
+    replaceChildren(
+      this._message,
+      failed.length
+        ? errorBox(summary)
+        : h('div', { class: 'jp-Det-info', attrs: { role: 'status' } }, summary)
+    );
+    this._queueRender();
   }
 
   override dispose(): void {
