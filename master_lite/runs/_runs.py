@@ -455,6 +455,16 @@ class Runs:
                 return False
             await self._shared.wait_changed(("allocation", allocation_id), remaining)
 
+    def preemption_reason(self, allocation_id: str) -> dict:
+        """Why a preempted run is asked to exit and how long it has: the intent and the grace.
+
+        An extension of the preemption answer (Determined's is only `preempt`), so the harness
+        can tell a loop that ignores the signal what is going on (`_preempt.py`, `_on_report`).
+        """
+        allocation = self._allocations.get(allocation_id)
+        intent = allocation["intent"] if allocation is not None else None
+        return {"reason": intent, "grace_seconds": self.settings.preemption_grace_seconds}
+
     def ack_preemption(self, allocation_id: str) -> None:
         """The run heard it must exit (or has no more work) and will."""
         self.allocation_row(allocation_id)
