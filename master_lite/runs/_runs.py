@@ -285,15 +285,19 @@ class Runs:
         slot_ids = list(grant.slot_ids)
         gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []
         resume_steps = steps_to_resume(trial, self._resume_checkpoint(trial))
+        from_scratch: dict = {}
         if run_id > 1 and trial.steps_completed > 0 and resume_steps == 0:
             # A restart, an Activate or an ASHA promotion of a trial that trained but saved
-            # no checkpoint: its code starts from step 0 again. Said once, where people look.
+            # no checkpoint: its code starts from step 0 again. Said once, where people look;
+            # its steps and progress start over too, or "Steps" would keep the old run's count
+            # beside the new run's progress.
             self._logs.master_log(
                 trial_id,
                 f"restarting from scratch: no checkpoint (the trial trained "
                 f"{trial.steps_completed} steps but saved none to resume from; save checkpoints "
                 "with core_context.checkpoint and resume from get_cluster_info().latest_checkpoint)",
             )
+            from_scratch = {"steps_completed": 0, "progress": 0.0}
         own_env = trial_environment(
             trial=trial,
             experiment=experiment,
@@ -317,7 +321,9 @@ class Runs:
             shown = f"{config.get('entrypoint')} (in a Jupyter kernel)"
         with store.transaction():
             # A new run: the previous run's notebook error no longer describes the trial.
-            self._shared.trial_states.start_run(trial_id, run_id=run_id, notebook_error=None)
+            self._shared.trial_states.start_run(
+                trial_id, run_id=run_id, notebook_error=None, **from_scratch
+            )
             store.allocations.start(
                 allocation_id,
                 trial_id=trial_id,
