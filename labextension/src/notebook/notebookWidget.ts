@@ -223,7 +223,7 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       this._setConnected(
         false,
         isMasterStopping(error)
-          ? `${MASTER_STOPPING_NOTE} Reconnecting…`
+          ? `${MASTER_STOPPING_NOTE} — reconnecting…`
           : `Disconnected from the master (${describeError(error)}) — reconnecting…`
       );
       this._retryMs = Math.min(this._retryMs * 2, MAX_RETRY_MS);
