@@ -44,6 +44,19 @@ class Unavailable(MasterError):
     status = 503
 
 
+class MasterStopping(Unavailable, RuntimeError):
+    """The master is shutting down (or has shut down) and its store is closed (503).
+
+    A `RuntimeError` too, so code that caught the store's old `RuntimeError("store ... is
+    closed")` still catches it.
+    """
+
+
+MASTER_STOPPING_MESSAGE = (
+    "the master is stopping: its runs were asked to checkpoint and exit; "
+    "start the master again (restart the Jupyter server) to continue"
+)
+
 __all__ = [
     "MasterError",
     "InvalidRequest",
@@ -52,4 +65,6 @@ __all__ = [
     "Conflict",
     "TooLarge",
     "Unavailable",
+    "MasterStopping",
+    "MASTER_STOPPING_MESSAGE",
 ]

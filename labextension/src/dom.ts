@@ -85,6 +85,15 @@ export function errorBox(message: string): HTMLElement {
   return h('div', { class: 'jp-Det-error', attrs: { role: 'alert' } }, message);
 }
 
+/** A status note (not an error): e.g. the master stopping. Replaces, never stacks. */
+export function noteBox(message: string): HTMLElement {
+  return h(
+    'div',
+    { class: 'jp-Det-note jp-Det-masterStopping', attrs: { role: 'status' } },
+    message
+  );
+}
+
 /** The progress bar of an experiment or trial. */
 export function progressBar(fraction: number | null | undefined, label: string): HTMLElement {
   const percent =

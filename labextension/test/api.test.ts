@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 
 import { ServerConnection } from '@jupyterlab/services';
 
-import { DeterminedClient } from '../src/api/client';
+import { DeterminedApiError, DeterminedClient, isMasterStopping } from '../src/api/client';
 
 /** A client whose requests are recorded and answered with `answer`. */
 function recordingClient(answer: unknown): { client: DeterminedClient; urls: string[] } {
@@ -69,5 +69,18 @@ describe('trialsPage', () => {
     assert.equal(page.total, 40);
     assert.equal(new URL(urls[0]).pathname, '/determined/api/v1/experiments/7/trials');
     assert.deepEqual(query(urls[0]), { limit: '20', offset: '20', order_by: 'best' });
+  });
+});
+
+describe('the master stopping', () => {
+  test('its 503 is recognised (one note), other failures are not', () => {
+    const stopping = new DeterminedApiError(
+      'the master is stopping: its runs were asked to checkpoint and exit; start the master again',
+      503
+    );
+    assert.equal(isMasterStopping(stopping), true);
+    assert.equal(isMasterStopping(new DeterminedApiError('numpy is missing', 503)), false);
+    assert.equal(isMasterStopping(new DeterminedApiError('the master is stopping', 500)), false);
+    assert.equal(isMasterStopping(new Error('the master is stopping')), false);
   });
 });

@@ -9,9 +9,11 @@ import { formatMetric, formatNumber } from '../src/model/format';
 import {
   allowedActions,
   displayProgress,
+  experimentDisplayState,
   kernelConsoleAction,
   runCounts,
   stateCategory,
+  stopReasonText,
   trialDisplayState,
   trialExitNote
 } from '../src/model/states';
@@ -53,7 +55,30 @@ describe('states', () => {
       trial(3, { run_state: 'QUEUED' }),
       trial(4, { state: 'COMPLETED' })
     ];
-    assert.deepEqual(runCounts(trials), { running: 1, queued: 2 });
+    assert.deepEqual(runCounts(trials), {
+      running: 1,
+      queued: 2,
+      stopping: 0,
+      stopReason: null
+    });
+  });
+
+  test('a paused trial whose run has not exited yet shows PAUSING, with its reason', () => {
+    const pausing = trial(1, { state: 'PAUSED', run_state: 'STOPPING', stop_reason: 'pause' });
+    assert.equal(trialDisplayState(pausing), 'PAUSING');
+    assert.equal(stateCategory('PAUSING'), 'stopping');
+    assert.equal(trialDisplayState(trial(2, { state: 'PAUSED', run_state: null })), 'PAUSED');
+    // The master stopping leaves trials ACTIVE (they resume on the next start).
+    const shutdown = trial(3, { run_state: 'STOPPING', stop_reason: 'master-stop' });
+    assert.equal(trialDisplayState(shutdown), 'PAUSING');
+    const counts = runCounts([pausing, trial(4, { run_state: 'RUNNING' })]);
+    assert.deepEqual(counts, { running: 1, queued: 0, stopping: 1, stopReason: 'pause' });
+    assert.equal(experimentDisplayState('PAUSED', counts), 'PAUSING');
+    assert.equal(stopReasonText(counts.stopReason), 'user pause');
+    assert.equal(stopReasonText('master-stop'), 'master stopping');
+    // Once every run exited, the experiment is PAUSED.
+    const exited = runCounts([trial(2, { state: 'PAUSED', run_state: null })]);
+    assert.equal(experimentDisplayState('PAUSED', exited), 'PAUSED');
   });
 
   test('sorting by state puts queued trials together', () => {

@@ -198,11 +198,25 @@ def trial_json(
 
 
 def run_state(state: str, allocation: dict | None) -> str | None:
-    """What an ACTIVE trial is doing: "RUNNING" while an allocation holds its slots, "QUEUED"
-    while it waits for them (the scheduler has not granted its request yet); None otherwise."""
+    """What a trial's run is doing: "STOPPING" once its run was asked to exit (a pause, the
+    master stopping, a cancel) until it has (the trial may already read PAUSED: the run still
+    trains, checkpoints or ignores the signal for up to the grace); of an ACTIVE trial,
+    "RUNNING" while an allocation holds its slots, "QUEUED" while it waits for them; None
+    otherwise."""
+    if allocation is not None and allocation.get("preempt"):
+        return "STOPPING"
     if state != "ACTIVE":
         return None
     return "RUNNING" if allocation is not None else "QUEUED"
+
+
+def stop_reason(allocation: dict | None) -> str | None:
+    """Why a STOPPING run was asked to exit: its end intent ("pause", "master-stop", "cancel",
+    "stop", "kill", "kill-trial"), or None while it is not stopping."""
+    if allocation is None or not allocation.get("preempt"):
+        return None
+    intent = allocation.get("intent")
+    return str(intent) if intent else None
 
 
 def trial_json_from_summaries(
@@ -235,6 +249,7 @@ def trial_json_from_summaries(
         "exit_code": row["exit_code"],
         "exit_summary": row.get("exit_summary"),
         "run_state": run_state(row["state"], allocation),
+        "stop_reason": stop_reason(allocation),
         "kernel_kept": bool(row.get("kernel_kept")),
         "notebook_error": row.get("notebook_error"),
         "allocation_id": allocation["id"] if allocation else None,

@@ -24,7 +24,11 @@ class PreemptionHandler(ApiHandlerMixin):
         preempt = await self.call(
             self.master.runs.wait_preemption, allocation_id, self.args["timeout_seconds"]
         )
-        self.send_json({"preempt": bool(preempt)})
+        answer: dict = {"preempt": bool(preempt)}
+        if preempt:
+            # Extensions Determined's harness ignores: why, and how long the run has to exit.
+            answer.update(self.master.runs.preemption_reason(allocation_id))
+        self.send_json(answer)
 
 
 class AckPreemptionHandler(ApiHandlerMixin):

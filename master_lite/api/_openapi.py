@@ -146,10 +146,22 @@ SCHEMAS: dict[str, dict] = {
         run_state=nullable(
             {
                 "type": "string",
-                "enum": ["QUEUED", "RUNNING"],
+                "enum": ["QUEUED", "RUNNING", "STOPPING"],
                 "description": (
-                    "of an ACTIVE trial: QUEUED while it waits for slots, RUNNING while an allocation "
-                    "holds them; null when the trial is not ACTIVE"
+                    "STOPPING once the trial's run was asked to exit (pause, master stopping, "
+                    "cancel) until it has, whatever the trial's state (a paused trial reads "
+                    "PAUSED at once); else of an ACTIVE trial: QUEUED while it waits for slots, "
+                    "RUNNING while an allocation holds them; null otherwise"
+                ),
+            }
+        ),
+        stop_reason=nullable(
+            {
+                "type": "string",
+                "enum": ["stop", "pause", "master-stop", "cancel", "kill-trial", "kill"],
+                "description": (
+                    "why a STOPPING run was asked to exit (pause: a user paused the experiment; "
+                    "master-stop: the master is shutting down); null unless run_state is STOPPING"
                 ),
             }
         ),

@@ -293,15 +293,19 @@ class Runs:
         slot_ids = list(grant.slot_ids)
         gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []
         resume_steps = steps_to_resume(trial, self._resume_checkpoint(trial))
+        from_scratch: dict = {}
         if run_id > 1 and trial.steps_completed > 0 and resume_steps == 0:
             # A restart, an Activate or an ASHA promotion of a trial that trained but saved
-            # no checkpoint: its code starts from step 0 again. Said once, where people look.
+            # no checkpoint: its code starts from step 0 again. Said once, where people look;
+            # its steps and progress start over too, or "Steps" would keep the old run's count
+            # beside the new run's progress.
             self._logs.master_log(
                 trial_id,
                 f"restarting from scratch: no checkpoint (the trial trained "
                 f"{trial.steps_completed} steps but saved none to resume from; save checkpoints "
                 "with core_context.checkpoint and resume from get_cluster_info().latest_checkpoint)",
             )
+            from_scratch = {"steps_completed": 0, "progress": 0.0}
         own_env = trial_environment(
             trial=trial,
             experiment=experiment,
@@ -329,7 +333,9 @@ class Runs:
             shown = f"{config.get('entrypoint')} (in a Jupyter kernel)"
         with store.transaction():
             # A new run: the previous run's notebook error no longer describes the trial.
-            self._shared.trial_states.start_run(trial_id, run_id=run_id, notebook_error=None)
+            self._shared.trial_states.start_run(
+                trial_id, run_id=run_id, notebook_error=None, **from_scratch
+            )
             store.allocations.start(
                 allocation_id,
                 trial_id=trial_id,
@@ -467,6 +473,16 @@ class Runs:
             if remaining <= 0:
                 return False
             await self._shared.wait_changed(("allocation", allocation_id), remaining)
+
+    def preemption_reason(self, allocation_id: str) -> dict:
+        """Why a preempted run is asked to exit and how long it has: the intent and the grace.
+
+        An extension of the preemption answer (Determined's is only `preempt`), so the harness
+        can tell a loop that ignores the signal what is going on (`_preempt.py`, `_on_report`).
+        """
+        allocation = self._allocations.get(allocation_id)
+        intent = allocation["intent"] if allocation is not None else None
+        return {"reason": intent, "grace_seconds": self.settings.preemption_grace_seconds}
 
     def ack_preemption(self, allocation_id: str) -> None:
         """The run heard it must exit (or has no more work) and will."""

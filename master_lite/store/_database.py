@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from master_lite.errors import MASTER_STOPPING_MESSAGE, MasterStopping
+
 from ._schema import JSON_COLUMNS, MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
@@ -53,7 +55,8 @@ class Database:
     # -- connections and transactions --------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
         if self._closed:
-            raise RuntimeError(f"store {self.path} is closed")
+            # The API answers this with a clean 503 (the master stops), never an internal 500.
+            raise MasterStopping(MASTER_STOPPING_MESSAGE)
         conn = getattr(self._local, "conn", None)
         if conn is None:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves (see `transaction`).

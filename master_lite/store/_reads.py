@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from master_lite.errors import MASTER_STOPPING_MESSAGE, MasterStopping
+
 if TYPE_CHECKING:
     from ._database import Database
 
@@ -48,7 +50,7 @@ class ReadPool:
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._lock:
             if self._closed:
-                raise RuntimeError(f"store {self._database.path} is closed: no more reads")
+                raise MasterStopping(MASTER_STOPPING_MESSAGE)  # a 503, as the writer's
             if self._executor is None:  # threads start with the first read
                 self._executor = concurrent.futures.ThreadPoolExecutor(
                     max_workers=self._readers,

@@ -44,7 +44,10 @@ def test_every_schema_of_the_served_document_has_its_typescript_interface() -> N
         assert f"export interface Api{name} " in text
     # ... with the fields the master documents (a sample the widget reads).
     trial = text[text.index("export interface ApiTrial ") :]
-    assert "  notebook_error?: {" in trial and "  run_state?: 'QUEUED' | 'RUNNING' | null;" in trial
+    assert (
+        "  notebook_error?: {" in trial
+        and "  run_state?: 'QUEUED' | 'RUNNING' | 'STOPPING' | null;" in trial
+    )
 
 
 def test_shared_values_are_written_once_in_each_language() -> None:

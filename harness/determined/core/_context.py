@@ -358,6 +358,7 @@ def init(
             trial.experiment_id,
             shipper,
             tensorboard,
+            on_report=preempt._on_report,
         ),
         searcher=SearcherContext(
             main_session,
@@ -365,6 +366,7 @@ def init(
             trial.trial_id,
             config,
             on_out_of_ops=preempt.acknowledge_preemption_signal,
+            on_report=preempt._on_report,
         ),
         profiler=ProfilerContext(report_profile, info.agent_id, distributed.local_rank),
         experimental=ExperimentalCoreContext(on_master=True),

@@ -16,6 +16,14 @@ logger = logging.getLogger("determined.core")
 LONG_POLL_S = 60
 RETRY_AFTER_ERROR_S = 10.0
 
+# What the master's `reason` field (master_lite's extension of the preemption answer) means.
+_REASONS = {
+    "pause": "user pause",
+    "master-stop": "master stopping",
+    "cancel": "experiment canceled",
+    "stop": "the searcher stopped this trial",
+}
+
 
 class PreemptMode(str, enum.Enum):
     WorkersAskChief = "WORKERS_ASK_CHIEF"
@@ -36,6 +44,9 @@ class _PreemptionWatcher:
         self._allocation_id = allocation_id
         self._retry_after_error_s = retry_after_error_s
         self._preempted = False
+        # Why and how long (extension fields of master_lite's answer; absent from others).
+        self.reason: str | None = None
+        self.grace_seconds: float | None = None
         self._first_answer = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -68,6 +79,9 @@ class _PreemptionWatcher:
                 self._stop.wait(self._retry_after_error_s)
                 continue
             if answer.get("preempt"):
+                self.reason = answer.get("reason")
+                grace = answer.get("grace_seconds")
+                self.grace_seconds = float(grace) if isinstance(grace, (int, float)) else None
                 self._preempted = True
                 self._first_answer.set()
                 return
@@ -102,6 +116,9 @@ class PreemptContext:
         self._retry_after_error_s = retry_after_error_s
         self._started = False
         self._acked = False
+        # For the once-only note to loops that never ask `should_preempt()` (`_on_report`).
+        self._ever_checked = False
+        self._unheeded_noted = False
 
     def _needs_watcher(self) -> bool:
         return self._distributed.rank == 0 or self._mode is PreemptMode.WorkersAskMaster
@@ -149,6 +166,7 @@ class PreemptContext:
                 f"should_preempt() was called on rank {self._distributed.rank} with "
                 "PreemptMode.ChiefOnly; only the chief (rank 0) may call it"
             )
+        self._ever_checked = True
         if self._mode is PreemptMode.WorkersAskChief:
             answer = self._preempted() if self._distributed.rank == 0 else None
             preempted = bool(self._distributed.broadcast(answer))
@@ -184,6 +202,32 @@ class PreemptContext:
                 "acknowledging the preemption signal: this process will exit and resume later"
             )
         self._session.post(f"/allocations/{self._allocation_id}/signals/ack_preemption")
+
+    def _on_report(self) -> None:
+        """A report (metrics, progress, searcher op) was made: say once if a stop is ignored.
+
+        Determined's Core API leaves a loop that never calls `should_preempt()` to be killed
+        when the preemption times out, silently. Reports are where such a loop still talks to
+        us, so the first one after the signal logs one line saying what is going on and what
+        to do; later reports say nothing more. A loop that calls `should_preempt()` at all is
+        taken to handle the signal, so it never sees this line. Never waits, never raises.
+        """
+        if self._unheeded_noted or self._ever_checked or not self._preemption_requested():
+            return
+        self._unheeded_noted = True
+        assert self._watcher is not None
+        reason = self._watcher.reason
+        why = _REASONS.get(reason or "", reason or "preemption")
+        grace = self._watcher.grace_seconds
+        within = f"in {grace:g} s" if grace is not None else "soon"
+        logger.warning(
+            "the master asked this trial to stop (%s); this loop does not check "
+            "core_context.preempt.should_preempt(): save a checkpoint and exit when it returns "
+            "True, or the trial is terminated %s and resumes from its last checkpoint "
+            "(or from scratch, if it has none)",
+            why,
+            within,
+        )
 
     def _preemption_requested(self) -> bool:
         """Whether the master has asked this process to stop (a cached read, never a wait)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 logger = logging.getLogger("determined.core")
@@ -57,6 +57,8 @@ class SearcherOperation:
         self._length = length
         self._is_chief = is_chief
         self._completed = False
+        # Set by `SearcherContext`: tells the preempt context a report was made.
+        self._on_report: Callable[[], None] | None = None
 
     @property
     def length(self) -> int:
@@ -79,6 +81,8 @@ class SearcherOperation:
             raise RuntimeError(
                 "op.report_progress() after op.report_completed() must equal op.length"
             )
+        if self._on_report is not None:
+            self._on_report()
         self._send_progress(length)
 
     def _send_progress(self, length: float) -> None:
@@ -103,6 +107,8 @@ class SearcherOperation:
         if self._completed:
             raise RuntimeError("op.report_completed() may only be called once per operation")
         self._completed = True
+        if self._on_report is not None:
+            self._on_report()
         self._send_completed(searcher_metric)
 
     def _send_completed(self, searcher_metric: Any) -> None:
@@ -134,6 +140,7 @@ class SearcherContext:
         on_out_of_ops: Any = None,
         *,
         poll_s: int = OPERATION_POLL_S,
+        on_report: Callable[[], None] | None = None,
     ) -> None:
         self._session = session
         self._distributed = distributed
@@ -141,6 +148,9 @@ class SearcherContext:
         self._config = config
         self._on_out_of_ops = on_out_of_ops
         self._poll_s = poll_s
+        # Called on each op report (`det.core.init()` passes the preempt context's `_on_report`,
+        # which notes once a stop request the loop does not check).
+        self._on_report = on_report
 
     def _next_length(self) -> int | None:
         while True:
@@ -205,6 +215,7 @@ class SearcherContext:
             if length is None:
                 break
             op = self._operation(length, is_chief=chief)
+            op._on_report = self._on_report
             yield op
             if chief and not op._completed:
                 raise RuntimeError("you must call op.report_completed() on each operation")

@@ -86,6 +86,8 @@ class TrainContext:
         experiment_id: int,
         shipper: MetricsShipper | ReportCourier,
         tensorboard: TensorboardManager,
+        *,
+        on_report: Callable[[], None] | None = None,
     ) -> None:
         self._session = session
         self._trial_id = trial_id
@@ -93,6 +95,9 @@ class TrainContext:
         self._experiment_id = experiment_id
         self._shipper = shipper
         self._tensorboard = tensorboard
+        # Called on each report (`det.core.init()` passes the preempt context's `_on_report`,
+        # which notes once a stop request the loop does not check).
+        self._on_report = on_report
 
     def _start(self) -> None:
         self._shipper.start()
@@ -163,6 +168,8 @@ class TrainContext:
             logger.info(
                 "report_%s_metrics(steps_completed=%s, metrics=%s)", group, steps_completed, metrics
             )
+        if self._on_report is not None:
+            self._on_report()
         self._send(group, steps_completed, metrics, batch_metrics)
 
     def _send(
@@ -182,7 +189,10 @@ class TrainContext:
         Raises:
             ValueError: `progress` is outside [0, 1].
         """
-        self._shipper.put(("__progress__", _check_progress(progress)))
+        progress = _check_progress(progress)
+        if self._on_report is not None:
+            self._on_report()
+        self._shipper.put(("__progress__", progress))
 
     def report_early_exit(self, reason: EarlyExitReason) -> None:
         """Tell the master this trial is ending early, and why.
@@ -289,7 +299,8 @@ class DummyTrainContext(TrainContext):
     """Off the master: every report is only logged, with the same validation as on the master."""
 
     def __init__(self) -> None:
-        pass  # no session, shipper or TensorBoard: nothing leaves this process
+        # No session, shipper or TensorBoard: nothing leaves this process; never preempted.
+        self._on_report = None
 
     def _start(self) -> None:
         pass

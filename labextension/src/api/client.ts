@@ -44,6 +44,23 @@ export class DeterminedApiError extends Error {
   }
 }
 
+/**
+ * The master is shutting down (its 503 "the master is stopping"): not an error to show in red
+ * wherever a request failed, but one note — its trials checkpoint and resume on the next start.
+ */
+export function isMasterStopping(error: unknown): boolean {
+  return (
+    error instanceof DeterminedApiError &&
+    error.status === 503 &&
+    error.message.startsWith('the master is stopping')
+  );
+}
+
+/** The one note shown while the master stops (instead of an error box per failed request). */
+export const MASTER_STOPPING_NOTE =
+  'Master stopping: its running trials were asked to save a checkpoint and exit; they resume ' +
+  'when the Jupyter server starts again.';
+
 /** Turn any failure into one readable line (never an empty string, never "[object Object]"). */
 export function describeError(error: unknown): string {
   if (error instanceof DeterminedApiError) {

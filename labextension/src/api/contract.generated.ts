@@ -175,8 +175,10 @@ export interface ApiTrial {
   exit_summary?: string | null;
   /** a failed kernel trial's kernel is still kept for post-mortem (environment.kernel.keep_alive): Debug in console / det trial attach work until it is released (a `trial` event tells when) */
   kernel_kept?: boolean;
-  /** of an ACTIVE trial: QUEUED while it waits for slots, RUNNING while an allocation holds them; null when the trial is not ACTIVE */
-  run_state?: 'QUEUED' | 'RUNNING' | null;
+  /** STOPPING once the trial's run was asked to exit (pause, master stopping, cancel) until it has, whatever the trial's state (a paused trial reads PAUSED at once); else of an ACTIVE trial: QUEUED while it waits for slots, RUNNING while an allocation holds them; null otherwise */
+  run_state?: 'QUEUED' | 'RUNNING' | 'STOPPING' | null;
+  /** why a STOPPING run was asked to exit (pause: a user paused the experiment; master-stop: the master is shutting down); null unless run_state is STOPPING */
+  stop_reason?: 'stop' | 'pause' | 'master-stop' | 'cancel' | 'kill-trial' | 'kill' | null;
   /** where an exported notebook's code failed in the last run (from its DET_NOTEBOOK_ERROR log line); null otherwise */
   notebook_error?: {
     notebook?: string | null;

@@ -23,7 +23,7 @@ export function stateCategory(state: string): string {
   if (state === 'PAUSED') {
     return 'paused';
   }
-  if (state.startsWith('STOPPING')) {
+  if (state.startsWith('STOPPING') || state === 'PAUSING') {
     return 'stopping';
   }
   if (state === 'COMPLETED') {
@@ -46,7 +46,45 @@ export function trialDisplayState(trial: Pick<ITrial, 'state' | 'run_state'>): s
   if (trial.state === 'ACTIVE' && trial.run_state === 'QUEUED') {
     return 'QUEUED';
   }
+  // Its run was asked to stop and has not exited yet: a paused trial reads PAUSED in the
+  // master at once, but it is not paused until its run is gone.
+  if (trial.run_state === 'STOPPING' && (trial.state === 'PAUSED' || trial.state === 'ACTIVE')) {
+    return 'PAUSING';
+  }
   return trial.state;
+}
+
+/** Why a run was asked to stop, in words (`stop_reason` of a STOPPING run). */
+export function stopReasonText(reason: string | null | undefined): string {
+  switch (reason) {
+    case 'pause':
+      return 'user pause';
+    case 'master-stop':
+      return 'master stopping';
+    case 'cancel':
+      return 'experiment canceled';
+    case 'stop':
+      return 'the searcher stopped it';
+    case 'kill':
+    case 'kill-trial':
+      return 'killed';
+    default:
+      return 'asked to stop';
+  }
+}
+
+/**
+ * The state an experiment shows: PAUSING while it is PAUSED (or ACTIVE, when the master is
+ * stopping) but some of its trials' runs have not exited yet (`counts.stopping`), else its own.
+ */
+export function experimentDisplayState(
+  state: string,
+  counts: { stopping: number; stopReason: string | null }
+): string {
+  if (counts.stopping > 0 && (state === 'PAUSED' || state === 'ACTIVE')) {
+    return 'PAUSING';
+  }
+  return state;
 }
 
 /**
@@ -78,14 +116,26 @@ export function trialExitNote(trial: Pick<ITrial, 'state' | 'exit_summary' | 'ex
   return '';
 }
 
-/** How many of these trials hold slots and how many wait for them (for a one-line summary). */
-export function runCounts(trials: Iterable<Pick<ITrial, 'state' | 'run_state'>>): {
+/**
+ * How many of these trials hold slots, how many wait for them, and how many runs were asked
+ * to stop but still run (with the first such run's reason), for a one-line summary.
+ */
+export function runCounts(trials: Iterable<Pick<ITrial, 'state' | 'run_state' | 'stop_reason'>>): {
   running: number;
   queued: number;
+  stopping: number;
+  stopReason: string | null;
 } {
   let running = 0;
   let queued = 0;
+  let stopping = 0;
+  let stopReason: string | null = null;
   for (const trial of trials) {
+    if (trial.run_state === 'STOPPING') {
+      stopping += 1;
+      stopReason = stopReason ?? trial.stop_reason ?? null;
+      continue;
+    }
     const state = trialDisplayState(trial);
     if (state === 'QUEUED') {
       queued += 1;
@@ -93,7 +143,7 @@ export function runCounts(trials: Iterable<Pick<ITrial, 'state' | 'run_state'>>)
       running += 1;
     }
   }
-  return { running, queued };
+  return { running, queued, stopping, stopReason };
 }
 
 export interface IExperimentFilter {

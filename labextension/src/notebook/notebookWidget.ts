@@ -19,7 +19,12 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { DeterminedClient, describeError } from '../api/client';
+import {
+  DeterminedClient,
+  MASTER_STOPPING_NOTE,
+  describeError,
+  isMasterStopping
+} from '../api/client';
 import { EventHub } from '../api/events';
 import { decodeNonFinite, encodeNonFinite } from '../api/nonFinite';
 import { h, replaceChildren } from '../dom';
@@ -217,7 +222,9 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       }
       this._setConnected(
         false,
-        `Disconnected from the master (${describeError(error)}) — reconnecting…`
+        isMasterStopping(error)
+          ? `${MASTER_STOPPING_NOTE} — reconnecting…`
+          : `Disconnected from the master (${describeError(error)}) — reconnecting…`
       );
       this._retryMs = Math.min(this._retryMs * 2, MAX_RETRY_MS);
       next = this._retryMs;

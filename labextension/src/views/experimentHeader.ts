@@ -4,7 +4,12 @@ import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { kernelBadge, progressText, stateBadge, stateProgressBar } from './badges';
 import { h } from '../dom';
 import { formatMetric, formatStartTime } from '../model/format';
-import { ExperimentAction, allowedActions } from '../model/states';
+import {
+  ExperimentAction,
+  allowedActions,
+  experimentDisplayState,
+  stopReasonText
+} from '../model/states';
 import type { IExperiment } from '../api/types';
 
 /** The actions' button labels and the confirmation each asks (`danger`: asks first). */
@@ -57,10 +62,10 @@ export async function confirmAction(action: ExperimentAction, name: string): Pro
   return result.button.accept;
 }
 
-/** The header's rows for `experiment`; `counts`: its trials running and queued. */
+/** The header's rows for `experiment`; `counts`: its trials running, queued and stopping. */
 export function headerContent(
   experiment: IExperiment,
-  counts: { running: number; queued: number },
+  counts: { running: number; queued: number; stopping: number; stopReason: string | null },
   onAction: (action: ExperimentAction) => void,
   onTensorBoard?: () => void
 ): (HTMLElement | null)[] {
@@ -119,6 +124,21 @@ export function headerContent(
           `${counts.running} running${counts.queued ? ` · ${counts.queued} queued` : ''}`
         )
       : null;
+  const shownState = experimentDisplayState(experiment.state, counts);
+  const stopping =
+    shownState === 'PAUSING'
+      ? h(
+          'span',
+          {
+            class: 'jp-Det-stoppingNote',
+            title:
+              'The trials were asked to save a checkpoint and exit; a loop that does not check ' +
+              'should_preempt() is terminated after the grace period'
+          },
+          `Pausing… (${stopReasonText(counts.stopReason)}): ${counts.stopping} ` +
+            `trial${counts.stopping === 1 ? '' : 's'} still stopping`
+        )
+      : null;
   return [
     h(
       'div',
@@ -126,7 +146,7 @@ export function headerContent(
       h('span', { class: 'jp-Det-expId' }, `#${experiment.id}`),
       h('span', { class: 'jp-Det-expName jp-Det-expTitle' }, experiment.name || '(unnamed)'),
       kernelBadge(experiment),
-      stateBadge(experiment.state),
+      stateBadge(shownState),
       experiment.archived ? h('span', { class: 'jp-Det-archived' }, 'archived') : null,
       actions
     ),
@@ -140,6 +160,7 @@ export function headerContent(
         progressText(experiment.state, experiment.progress)
       ),
       running,
+      stopping,
       h(
         'span',
         null,

@@ -4,12 +4,17 @@
  */
 import { Widget } from '@lumino/widgets';
 
-import { DeterminedClient, describeError } from '../api/client';
+import {
+  DeterminedClient,
+  MASTER_STOPPING_NOTE,
+  describeError,
+  isMasterStopping
+} from '../api/client';
 import { EventHub } from '../api/events';
 import { checkpointsTable, configView } from './checkpointsSection';
 import { CompareSection } from './compareView';
 import { CurvesSection } from './curvesView';
-import { errorBox, h, replaceChildren } from '../dom';
+import { errorBox, h, noteBox, replaceChildren } from '../dom';
 import { ACTION_TEXT, confirmAction, headerContent } from './experimentHeader';
 import { ExperimentAction, isTerminal, runCounts } from '../model/states';
 import { bestTrialId } from '../model/trialTable';
@@ -143,7 +148,9 @@ export class ExperimentView extends Widget {
         }
         replaceChildren(
           this._message,
-          errorBox(`Cannot load experiment ${this.experimentId}: ${describeError(error)}`)
+          isMasterStopping(error)
+            ? noteBox(MASTER_STOPPING_NOTE)
+            : errorBox(`Cannot load experiment ${this.experimentId}: ${describeError(error)}`)
         );
       } finally {
         this._refreshing = null;
@@ -159,7 +166,9 @@ export class ExperimentView extends Widget {
       .catch(error =>
         replaceChildren(
           this._message,
-          errorBox(`Cannot load the learning curves: ${describeError(error)}`)
+          isMasterStopping(error)
+            ? noteBox(MASTER_STOPPING_NOTE)
+            : errorBox(`Cannot load the learning curves: ${describeError(error)}`)
         )
       );
   }
@@ -308,7 +317,12 @@ export class ExperimentView extends Widget {
       this.model.setExperiment(updated);
       replaceChildren(this._message);
     } catch (error) {
-      replaceChildren(this._message, errorBox(`${text.label} failed: ${describeError(error)}`));
+      replaceChildren(
+        this._message,
+        isMasterStopping(error)
+          ? noteBox(`${text.label}: not now. ${MASTER_STOPPING_NOTE}`)
+          : errorBox(`${text.label} failed: ${describeError(error)}`)
+      );
     }
   }
 

@@ -2,7 +2,7 @@
  * The Logs section of the experiment view: a trial picker, rank and level filters, and the
  * trial's log lines, followed live through the event hub while the section is shown.
  */
-import { DeterminedClient, describeError } from '../api/client';
+import { DeterminedClient, describeError, isMasterStopping } from '../api/client';
 import { EventHub } from '../api/events';
 import { errorBox, h, replaceChildren, select } from '../dom';
 import { LOG_LEVELS, LogLevel, filterLogs, formatLogLine, logLevel } from '../model/logs';
@@ -56,10 +56,13 @@ export class LogsSection {
       try {
         logs.add(await this._client.trialLogs(trialId, { tail: INITIAL_TAIL }));
       } catch (error) {
-        replaceChildren(
-          this._lines,
-          errorBox(`Cannot load the logs of trial ${trialId}: ${describeError(error)}`)
-        );
+        // The master stopping is said once, by the experiment view, not here too.
+        if (!isMasterStopping(error)) {
+          replaceChildren(
+            this._lines,
+            errorBox(`Cannot load the logs of trial ${trialId}: ${describeError(error)}`)
+          );
+        }
       }
     }
   }

@@ -6,11 +6,16 @@ import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { DeterminedClient, describeError } from '../api/client';
+import {
+  DeterminedClient,
+  MASTER_STOPPING_NOTE,
+  describeError,
+  isMasterStopping
+} from '../api/client';
 import { EventHub, FeedMode } from '../api/events';
 import { ClusterStrip } from './cluster';
 import { stateBadge } from './badges';
-import { errorBox, h, replaceChildren, select } from '../dom';
+import { errorBox, h, noteBox, replaceChildren, select } from '../dom';
 import {
   BulkAction,
   ITableFilter,
@@ -237,7 +242,12 @@ export class DeterminedSidebar extends Widget {
       // (an empty master answers an empty list).
       this._queueRender();
     } catch (error) {
-      replaceChildren(this._message, errorBox(`Cannot load experiments: ${describeError(error)}`));
+      replaceChildren(
+        this._message,
+        isMasterStopping(error)
+          ? noteBox(MASTER_STOPPING_NOTE)
+          : errorBox(`Cannot load experiments: ${describeError(error)}`)
+      );
       this._status.textContent = '';
     }
   });

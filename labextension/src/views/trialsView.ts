@@ -7,7 +7,12 @@
 import { progressText, stateBadge, stateProgressBar } from './badges';
 import { h } from '../dom';
 import { formatMetric } from '../model/format';
-import { kernelConsoleAction, trialDisplayState, trialExitNote } from '../model/states';
+import {
+  kernelConsoleAction,
+  stopReasonText,
+  trialDisplayState,
+  trialExitNote
+} from '../model/states';
 import {
   bestSearcherMetric,
   bestTrialId,
@@ -122,9 +127,11 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
     const stateTitle =
       state === 'QUEUED'
         ? 'Active, waiting for a free slot'
-        : note
-          ? `${trial.state}: ${note}`
-          : trial.state;
+        : state === 'PAUSING'
+          ? `Pausing (${stopReasonText(trial.stop_reason)}): its run was asked to save a checkpoint and exit, and has not exited yet`
+          : note
+            ? `${trial.state}: ${note}`
+            : trial.state;
     body.appendChild(
       h(
         'tr',

@@ -1020,6 +1020,21 @@ def test_unexpected_error_is_500_without_the_traceback(
     assert "database exploded" in caplog.text  # the traceback went to the log
 
 
+def test_a_closed_store_is_a_clean_503_master_stopping(
+    client: Client, fake: FakeMaster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request that arrives while (or after) the master stops: 503 and what is going on,
+    never the internal 500 of a closed store (issue 28 item 1)."""
+    from master_lite.errors import MASTER_STOPPING_MESSAGE, MasterStopping
+
+    fake.fail_with = MasterStopping(MASTER_STOPPING_MESSAGE)
+    with caplog.at_level(logging.ERROR):
+        answer = client.get("/api/v1/resources")
+    assert answer.status == 503
+    assert answer.json["message"].startswith("the master is stopping")
+    assert "Traceback" not in caplog.text
+
+
 # --- server-sent events ---------------------------------------------------------------------
 
 

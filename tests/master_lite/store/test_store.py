@@ -119,3 +119,18 @@ def test_log_batches_from_many_threads(tmp_path):
     rows = store.select("logs", "id = ?", (all_ids[0],))
     assert rows[0]["line"].startswith("r")
     store.close()
+
+
+def test_a_closed_store_says_the_master_is_stopping(tmp_path) -> None:
+    """Every use of a closed store raises `MasterStopping` (the API's 503), still a
+    RuntimeError for code that caught the old error (issue 28 item 1)."""
+    import pytest
+
+    from master_lite.errors import MasterStopping
+
+    store = Store(tmp_path / "master.db")
+    store.close()
+    with pytest.raises(MasterStopping, match="the master is stopping") as raised:
+        store.experiments.get(1)
+    assert isinstance(raised.value, RuntimeError)
+    assert raised.value.status == 503
