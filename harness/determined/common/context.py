@@ -135,12 +135,20 @@ def is_ignored(rules: Sequence[IgnoreRule], relpath: str, is_dir: bool) -> bool:
     return ignored
 
 
-def _read_ignore(directory: pathlib.Path) -> list[IgnoreRule]:
-    """The default rules (`_context_ignore`), then the directory's `.detignore`, which can
-    override them (the last matching rule wins)."""
-    from determined.common._context_ignore import default_ignore_lines
+# What a context leaves out before its `.detignore` is read (gitignore syntax). A notebook's
+# context is usually its own directory, which also holds what working there leaves behind:
+# checkpoints downloaded to Determined's default path (`checkpoints/<uuid>`, anchored: a package
+# named `checkpoints` deeper down is code), JupyterLab's autosaves, bytecode caches, a git
+# repository. A downloaded checkpoint alone can push a context over its size limit. The rules
+# come first, so a `.detignore` line overrides them: `!checkpoints/` packs it again. (Here, not
+# in a module of its own: this module is shipped by value to Ray nodes, importing only stdlib.)
+DEFAULT_IGNORE: tuple[str, ...] = ("/checkpoints/", ".ipynb_checkpoints/", "__pycache__/", ".git/")
 
-    lines = default_ignore_lines()
+
+def _read_ignore(directory: pathlib.Path) -> list[IgnoreRule]:
+    """The default rules (`DEFAULT_IGNORE`), then the directory's `.detignore`, which can
+    override them (the last matching rule wins)."""
+    lines = list(DEFAULT_IGNORE)
     path = directory / DETIGNORE
     if path.is_file():
         lines += path.read_text(encoding="utf-8", errors="replace").splitlines()

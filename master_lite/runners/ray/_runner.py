@@ -100,11 +100,11 @@ class RayCluster:
                 ) from exc
         # The actor's modules import only the standard library and each other: shipped by value,
         # so Ray nodes need neither master_lite nor determined.
-        from determined.common import _context_ignore, context
+        from determined.common import context
         from master_lite.runners import _exits, _lines
         from master_lite.runners.ray import _actor
 
-        for module in (_actor, _exits, _lines, context, _context_ignore):
+        for module in (_actor, _exits, _lines, context):
             ray.cloudpickle.register_pickle_by_value(module)
         return cls(ray, address)
 

@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from master_lite import errors
 from master_lite.store import Store
 
 GUARD_SECONDS = 30
@@ -101,5 +102,6 @@ def test_reads_run_off_the_calling_thread_and_stop_with_the_store(tmp_path):
     thread = store.reads.submit(threading.get_ident).result(GUARD_SECONDS)
     assert thread != threading.get_ident()
     store.close()
-    with pytest.raises(RuntimeError, match="closed"):
+    # The API answers it 503 "the master is stopping", as a write to the closed store.
+    with pytest.raises(errors.MasterStopping, match="the master is stopping"):
         store.reads.submit(_names, store)

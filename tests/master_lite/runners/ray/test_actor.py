@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from determined.common import _context_ignore, context
+from determined.common import context
 from master_lite.runners import _exits, _lines
 from master_lite.runners.ray import _actor
 from master_lite.runners.ray._actor import TrialContainer
@@ -79,10 +79,7 @@ def test_a_symlink_leaving_the_work_dir_is_refused(tmp_path: Path) -> None:
 
 def test_the_actor_ships_by_value():
     """What `RayCluster.connect` registers by value imports nothing else but the stdlib."""
-    shipped = {
-        m.__name__: Path(m.__file__ or "")
-        for m in (_actor, _exits, _lines, context, _context_ignore)
-    }
+    shipped = {m.__name__: Path(m.__file__ or "") for m in (_actor, _exits, _lines, context)}
     for name, path in shipped.items():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
