@@ -13,30 +13,14 @@ import {
 } from '../src/model/format';
 import { filterLogs, logLevel } from '../src/model/logs';
 import { alignSeries, hparamScatter, metricNames } from '../src/model/series';
-import { allowedActions, filterExperiments, stateCategory } from '../src/model/states';
+import { allowedActions, stateCategory } from '../src/model/states';
 import {
   bestSearcherMetric,
   flattenHparams,
   hparamColumns,
   sortTrials
 } from '../src/model/trialTable';
-import type { IExperiment, ILogLine, IMetricReport, ITrial } from '../src/api/types';
-
-function experiment(id: number, overrides: Partial<IExperiment> = {}): IExperiment {
-  return {
-    id,
-    name: `exp-${id}`,
-    state: 'ACTIVE',
-    archived: false,
-    progress: 0,
-    start_time: '2026-11-22T01:02:03.000Z',
-    end_time: null,
-    searcher: { name: 'single', metric: 'loss', smaller_is_better: true },
-    num_trials: 1,
-    best_validation: null,
-    ...overrides
-  };
-}
+import type { ILogLine, IMetricReport, ITrial } from '../src/api/types';
 
 function trial(id: number, overrides: Partial<ITrial> = {}): ITrial {
   return {
@@ -134,56 +118,7 @@ describe('formatting', () => {
   });
 });
 
-describe('experiment list', () => {
-  const experiments = [
-    experiment(1, { name: 'mnist-baseline', state: 'COMPLETED' }),
-    experiment(2, { name: 'MNIST adam', state: 'ACTIVE' }),
-    experiment(3, { name: 'cifar', state: 'PAUSED' }),
-    experiment(4, { name: 'mnist old', state: 'COMPLETED', archived: true })
-  ];
-
-  test('newest first, archived hidden by default', () => {
-    const shown = filterExperiments(experiments, { state: '', name: '', showArchived: false });
-    assert.deepEqual(
-      shown.map(e => e.id),
-      [3, 2, 1]
-    );
-  });
-
-  test('name filter is a case-insensitive substring, or the id', () => {
-    assert.deepEqual(
-      filterExperiments(experiments, { state: '', name: 'mnist', showArchived: false }).map(
-        e => e.id
-      ),
-      [2, 1]
-    );
-    assert.deepEqual(
-      filterExperiments(experiments, { state: '', name: 'mnist', showArchived: true }).map(
-        e => e.id
-      ),
-      [4, 2, 1]
-    );
-    assert.deepEqual(
-      filterExperiments(experiments, { state: '', name: ' 3 ', showArchived: false }).map(
-        e => e.id
-      ),
-      [3]
-    );
-  });
-
-  test('state filter', () => {
-    assert.deepEqual(
-      filterExperiments(experiments, { state: 'COMPLETED', name: '', showArchived: false }).map(
-        e => e.id
-      ),
-      [1]
-    );
-    assert.deepEqual(
-      filterExperiments(experiments, { state: 'ERROR', name: '', showArchived: true }),
-      []
-    );
-  });
-
+describe('experiment actions', () => {
   test('actions allowed in each state match the master (409 otherwise)', () => {
     assert.deepEqual([...allowedActions({ state: 'ACTIVE', archived: false })].sort(), [
       'kill',

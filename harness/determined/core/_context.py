@@ -130,7 +130,13 @@ class Context:
             logger.exception("closing the core context failed while handling another error")
         finally:
             self.preempt.close()
-            self.distributed.close()
+            try:
+                self._before_distributed_close()
+            finally:
+                self.distributed.close()
+
+    def _before_distributed_close(self) -> None:
+        """A subclass's last step while the ranks can still talk (core_v2: a barrier)."""
 
     def __enter__(self) -> Context:
         self.start()

@@ -146,43 +146,6 @@ export function runCounts(trials: Iterable<Pick<ITrial, 'state' | 'run_state' | 
   return { running, queued, stopping, stopReason };
 }
 
-export interface IExperimentFilter {
-  /** An experiment state, or '' for all. */
-  state: string;
-  /** Case-insensitive substring of the name (or the id as digits). */
-  name: string;
-  showArchived: boolean;
-}
-
-export const NO_FILTER: IExperimentFilter = { state: '', name: '', showArchived: false };
-
-/** The experiments the list shows, newest first. */
-export function filterExperiments(
-  experiments: Iterable<IExperiment>,
-  filter: IExperimentFilter
-): IExperiment[] {
-  const needle = filter.name.trim().toLowerCase();
-  const kept: IExperiment[] = [];
-  for (const experiment of experiments) {
-    if (!filter.showArchived && experiment.archived) {
-      continue;
-    }
-    if (filter.state && experiment.state !== filter.state) {
-      continue;
-    }
-    if (
-      needle &&
-      !(experiment.name ?? '').toLowerCase().includes(needle) &&
-      String(experiment.id) !== needle
-    ) {
-      continue;
-    }
-    kept.push(experiment);
-  }
-  kept.sort((a, b) => b.id - a.id);
-  return kept;
-}
-
 export type ExperimentAction = 'pause' | 'activate' | 'kill' | 'archive' | 'unarchive';
 
 /** The actions the master accepts in this state (the others answer 409). */

@@ -212,10 +212,7 @@ class _RunContext(core.Context):
         if self._closed:
             return
         try:
-            if self.distributed.size > 1:
-                self._close_ranks(exc_type)
-            else:
-                super().close(exc_type, exc_val, exc_tb)
+            super().close(exc_type, exc_val, exc_tb)
         finally:
             failed = exc_type is not None and not issubclass(exc_type, KeyboardInterrupt)
             canceled = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
@@ -223,24 +220,11 @@ class _RunContext(core.Context):
             message = f"run ended by {exc_type.__name__}: {exc_val}" if exc_type else None
             self.run.close(state, message)
 
-    def _close_ranks(self, exc_type: Any) -> None:
-        """`core.Context.close` of one rank of several: every rank's queued reports reach the
-        master (a barrier) before the chief ends the trial, whose token ends with it."""
-        self._closed = True
-        try:
-            self.profiler._close()
-            self.train._close()
-            self.checkpoint._close()
-        except Exception:
-            if exc_type is None:
-                raise
-            logger.exception("closing the core context failed while handling another error")
-        finally:
-            self.preempt.close()
-            try:
-                self.distributed.allgather(None)
-            finally:
-                self.distributed.close()
+    def _before_distributed_close(self) -> None:
+        """With several ranks, every rank's queued reports reach the master (a barrier) before
+        the chief ends the trial, whose token ends with it."""
+        if self.distributed.size > 1:
+            self.distributed.allgather(None)
 
 
 def init(
