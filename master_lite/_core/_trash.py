@@ -45,9 +45,12 @@ def sweep(directories: Iterable[Path]) -> None:
         except OSError:
             continue  # absent or unreadable: nothing of ours there
     if leftovers:
-        threading.Thread(
-            target=lambda: [_remove(path) for path in leftovers], name="trash", daemon=True
-        ).start()
+        threading.Thread(target=_remove_all, args=(leftovers,), name="trash", daemon=True).start()
+
+
+def _remove_all(paths: list[Path]) -> None:
+    for path in paths:
+        _remove(path)
 
 
 def _remove(path: Path) -> None:

@@ -99,9 +99,7 @@ def test_bad_arguments_are_named():
 
 
 @pytest.mark.slow
-def test_a_tf_keras_model_reports_checkpoints_and_resumes_at_its_epoch(
-    data, tmp_path, monkeypatch
-):
+def test_a_tf_keras_model_reports_checkpoints_and_resumes_at_its_epoch(data, tmp_path, monkeypatch):
     # Determined 0.38's iris example builds a tf_keras model (tf.keras under
     # TF_USE_LEGACY_KERAS=1); tf_keras' fit asks each callback _implements_train_batch_hooks().
     tf_keras = pytest.importorskip("tf_keras")
