@@ -51,14 +51,17 @@ class SearcherOperation:
     `searcher.max_length` (see `SearcherContext.get_configured_units()`).
     """
 
+    # Set by `SearcherContext`: tells the preempt context a report was made. A class default
+    # too, for subclasses that skip `__init__`.
+    _on_report: Callable[[], None] | None = None
+
     def __init__(self, session: Any, trial_id: int, length: int, is_chief: bool) -> None:
         self._session = session
         self._trial_id = trial_id
         self._length = length
         self._is_chief = is_chief
         self._completed = False
-        # Set by `SearcherContext`: tells the preempt context a report was made.
-        self._on_report: Callable[[], None] | None = None
+        self._on_report = None
 
     @property
     def length(self) -> int:
@@ -130,6 +133,8 @@ class SearcherContext:
     searcher has no more operations for the trial (`det.core.init()` passes the preempt
     context's `acknowledge_preemption_signal`).
     """
+
+    _on_report: Callable[[], None] | None = None  # a class default too, as the op's
 
     def __init__(
         self,

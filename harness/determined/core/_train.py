@@ -78,6 +78,10 @@ class TrainContext:
     thread): both have put/start/close, so a report returns before it reaches the master.
     """
 
+    # A class default too: subclasses that skip `__init__` (test doubles of the kind Determined
+    # users write over `DummyTrainContext`) still report.
+    _on_report: Callable[[], None] | None = None
+
     def __init__(
         self,
         session: Any,
