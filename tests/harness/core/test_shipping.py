@@ -226,11 +226,12 @@ def test_queue_is_bounded_and_the_caller_waits_for_room():
 
     caller = threading.Thread(target=report_many)
     caller.start()
-    wait_until(lambda: len(shipper._pending) >= 1000, 10, "a full queue", 0.01)
+    # A deadline, not a speed: alone this takes 0.1 s, but a loaded CI worker once needed > 10 s.
+    wait_until(lambda: len(shipper._pending) >= 1000, 120, "a full queue", 0.01)
     assert len(shipper._pending) == 1000  # full
     assert caller.is_alive()  # so the caller waits for room instead of growing the queue
     gate.set()
-    caller.join(10)
+    caller.join(120)
     train._close()
     reports = [
         r for path, body in session.posts if path == "/trials/5/metrics" for r in body["reports"]
