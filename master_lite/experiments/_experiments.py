@@ -82,8 +82,7 @@ class Experiments:
         (All on the calling thread: the API uses `submit_experiment`, which checks the
         context in a worker thread.)"""
         expanded, original_text, searcher = self._checked_config(config, parent_id)
-        check_trial_api(expanded, context, size_limit=self._contexts.size_limit)
-        context_hash = None if context is None else self._contexts.check_and_write(context)
+        context_hash = self._checked_context(expanded, context)
         return self._create(
             expanded,
             original_text,
@@ -112,6 +111,12 @@ class Experiments:
         warm_start_checkpoint(self._shared.store, expanded.get("searcher") or {})
         return expanded, original_text, searcher
 
+    def _checked_context(self, expanded: dict, context: bytes | None) -> str | None:
+        """The Trial/Native API checks that read the context, then the context checked and
+        stored; its hash (None without one). Blocking: the API runs it in a worker thread."""
+        check_trial_api(expanded, context, size_limit=self._contexts.size_limit)
+        return None if context is None else self._contexts.check_and_write(context)
+
     async def submit_experiment(
         self,
         config: dict | str,
@@ -125,14 +130,9 @@ class Experiments:
         directory) and written in a worker thread, so that a context of many files never
         stalls the loop; the config is checked first and the rows are written on the loop."""
         expanded, original_text, searcher = self._checked_config(config)
-        await asyncio.to_thread(
-            check_trial_api, expanded, context, size_limit=self._contexts.size_limit
-        )
-        context_hash = None
-        if context is not None:
-            context_hash = await asyncio.to_thread(self._contexts.check_and_write, context)
-            if self._shared.stopping or self._shared.closed:
-                raise errors.Conflict("the master is stopping: submit the experiment again")
+        context_hash = await asyncio.to_thread(self._checked_context, expanded, context)
+        if context is not None and (self._shared.stopping or self._shared.closed):
+            raise errors.Conflict("the master is stopping: submit the experiment again")
         return self._create(
             expanded,
             original_text,
