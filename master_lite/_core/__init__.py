@@ -7,10 +7,12 @@
 * `_serialize`: rows as Determined's JSON, and `strict_dumps`/`strict_json_text`, the one
   encoder of API answers (non-finite floats as "NaN"/"Infinity"/"-Infinity");
   `_metric_format`: the shape of a metric report; `_auth`: token hashing and the principals a request acts as.
+* `ReadPriority` (_priority.py): reads a person waits for go before report ingestion.
 """
 
 from master_lite._core._auth import TrialPrincipal, UserPrincipal
 from master_lite._core._events import EVENT_TYPES, EventBus
+from master_lite._core._priority import ReadPriority
 from master_lite._core._serialize import dumps as strict_dumps
 from master_lite._core._serialize import strict_json_text
 from master_lite._core._shared import MasterState, searcher_module
@@ -22,6 +24,7 @@ __all__ = [
     "EventBus",
     "MasterState",
     "MetricsQuery",
+    "ReadPriority",
     "TrialPrincipal",
     "UserPrincipal",
     "Views",

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from determined.common import context as context_mod
 from determined.common import expconf
-from master_lite._core import MasterState, Views, _auth
+from master_lite._core import MasterState, ReadPriority, Views, _auth
 from master_lite._core._events import EventBus
 from master_lite._master._wiring import build_parts
 from master_lite.checkpoints import (
@@ -124,6 +124,7 @@ class Master:
         self._checkpoint_gc: CheckpointCollector = None  # type: ignore[assignment]  # start()
         self._log_writer: LogWriter | None = None
         self._shared = MasterState(self.root_dir, self.events)
+        self._read_priority = ReadPriority()
         # Configs may put checkpoints only under these (issue 26): <root_dir>/checkpoints and
         # the directories an administrator allows (MasterLite.checkpoint_storage_roots).
         self._shared.storage_roots = storage_roots(self.root_dir, checkpoint_storage_roots)
@@ -245,7 +246,13 @@ class Master:
         transaction that sees every write acknowledged before it (store/_reads.py)."""
         if self._shared.closed:
             return fn(*args, **kwargs)  # not serving: nothing runs beside it
-        return await asyncio.wrap_future(self._shared.store.reads.submit(fn, *args, **kwargs))
+        with self._read_priority.reading():
+            return await asyncio.wrap_future(self._shared.store.reads.submit(fn, *args, **kwargs))
+
+    async def before_report(self) -> None:
+        """Wait (briefly, bounded) while reads are in flight: a handler storing a trial's
+        report calls this first, so reads a person waits for get the cores (_core/_priority.py)."""
+        await self._read_priority.before_report()
 
     # -- what needs more than one part -------------------------------------------------------
     def authenticate(self, token: str | None) -> _auth.Principal | None:

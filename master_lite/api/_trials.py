@@ -76,6 +76,7 @@ class TrialMetricsHandler(ApiHandlerMixin):
         self.send_json_text(await self.read(strict_metrics_json, self.master.views, query))
 
     async def post(self, trial_id: int) -> None:
+        await self.master.before_report()
         # An ended unmanaged trial takes no more reports (409, as its logs and heartbeats).
         self.master.unmanaged.check_reportable(trial_id)
         accepted = self.master.reports.report_metrics(trial_id, metric_reports(trial_id, self.body))

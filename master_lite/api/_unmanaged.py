@@ -23,6 +23,7 @@ class UnmanagedHeartbeatHandler(ApiHandlerMixin):
 
 class UnmanagedLogsHandler(ApiHandlerMixin):
     async def post(self, trial_id: int) -> None:
+        await self.master.before_report()
         self.send_json({"accepted": self.master.unmanaged.append_logs(trial_id, self.body["logs"])})
 
 

@@ -128,6 +128,10 @@ class FakeMaster:
         # The real one runs the view in the store's read pool; the fake's views are in memory.
         return fn(*args, **kwargs)
 
+    async def before_report(self) -> None:
+        # The real one waits while reads are in flight (_core/_priority.py); none here.
+        return None
+
     async def submit_experiment(self, config, context, **kwargs):
         # What POST /experiments awaits (the real one checks the context off the loop).
         return self.create_experiment(config, context, **kwargs)
