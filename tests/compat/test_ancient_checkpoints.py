@@ -306,7 +306,7 @@ import numpy as np
 from tensorflow.keras.layers import Dense
 from tensorflow.keras.losses import mean_squared_error
 from tensorflow.keras.models import Sequential
-from tensorflow.keras.optimizers.legacy import SGD
+from tensorflow.keras.optimizers import SGD
 from tensorflow.keras.utils import Sequence
 
 from determined.keras import TFKerasTrial
@@ -350,7 +350,7 @@ import json, pathlib, sys
 
 import tf_keras
 
-release, ckpt, load_env = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3]
+release, ckpt = sys.argv[1], pathlib.Path(sys.argv[2])
 model = tf_keras.Sequential([tf_keras.layers.Dense(1, use_bias=False, input_shape=(2,))])
 model.layers[0].kernel.assign([[0.25], [-1.5]])
 model.compile(tf_keras.optimizers.legacy.SGD(learning_rate=0.1), "mse")
@@ -364,7 +364,7 @@ print("WROTE", sorted(p.name for p in ckpt.iterdir()), flush=True)
 """
 
 KERAS_LOAD = """
-import os, sys
+import sys
 
 from determined import keras
 
@@ -374,11 +374,18 @@ print("KERNEL", model.layers[0].get_weights()[0].ravel().tolist())
 """
 
 
-def _write_keras_checkpoint(directory: pathlib.Path, release: str) -> pathlib.Path:
+def _write_keras_checkpoint(
+    directory: pathlib.Path, release: str, portable: bool = False
+) -> pathlib.Path:
     ckpt = directory / f"{release}-keras"
     code = ckpt / "code"
     code.mkdir(parents=True)
-    (code / "model_def.py").write_text(KERAS_TRIAL)
+    trial = KERAS_TRIAL
+    if portable:  # code that also runs under Keras 3 (no Keras-2-only loss function)
+        trial = trial.replace(
+            "from tensorflow.keras.losses import mean_squared_error", 'mean_squared_error = "mse"'
+        )
+    (code / "model_def.py").write_text(trial)
     config = _experiment_config("model_def:TwoVarTrial")
     config["hyperparameters"]["learning_rate"] = {"type": "const", "val": 0.0001}
     hparams = {"global_batch_size": 4, "learning_rate": 0.0001}
@@ -414,7 +421,7 @@ def _write_keras_checkpoint(directory: pathlib.Path, release: str) -> pathlib.Pa
     (ckpt / "determined-callbacks.v1.pkl").write_bytes(pickle.dumps({}))
     env = {**_env(), "TF_USE_LEGACY_KERAS": "1"}
     run = subprocess.run(
-        [sys.executable, "-c", KERAS_SCRIPT, release, str(ckpt), "1"],
+        [sys.executable, "-c", KERAS_SCRIPT, release, str(ckpt)],
         env=env,
         capture_output=True,
         text=True,
@@ -434,24 +441,37 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _load_in_a_process(ckpt: pathlib.Path, legacy_keras: bool) -> subprocess.CompletedProcess:
+    env = _env()
+    if legacy_keras:
+        env["TF_USE_LEGACY_KERAS"] = "1"  # `tensorflow.keras` is Keras 2, as in Determined's days
+    return subprocess.run(
+        [sys.executable, "-c", KERAS_LOAD, str(ckpt)],
+        env=env,
+        cwd=ckpt.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 @pytest.mark.parametrize("release", ["0.13.7", "0.17.6", "0.17.7"])
 @pytest.mark.parametrize("legacy_keras", [True, False], ids=["tf_keras", "keras3"])
 def test_keras_checkpoints_of_determined_0_13_and_0_17_load_their_model(
     tmp_path: pathlib.Path, release: str, legacy_keras: bool
 ) -> None:
-    ckpt = _write_keras_checkpoint(tmp_path, release)
-    env = _env()
-    if legacy_keras:
-        env["TF_USE_LEGACY_KERAS"] = "1"  # `tensorflow.keras` is Keras 2, as in Determined's days
-    run = subprocess.run(
-        [sys.executable, "-c", KERAS_LOAD, str(ckpt)],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    # Under tf_keras the code as Determined's users wrote it; under Keras 3 code that runs there.
+    ckpt = _write_keras_checkpoint(tmp_path, release, portable=not legacy_keras)
+    run = _load_in_a_process(ckpt, legacy_keras)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines() if " " in line)
     assert json.loads(lines["KERNEL"]) == [0.25, -1.5]
     assert lines["MODULE"] == ("tf_keras" if legacy_keras else "keras")
+
+
+def test_keras_2_only_code_under_keras_3_says_to_use_tf_keras(tmp_path: pathlib.Path) -> None:
+    ckpt = _write_keras_checkpoint(tmp_path, "0.17.7")
+    run = _load_in_a_process(ckpt, legacy_keras=False)
+    assert run.returncode != 0
+    assert "cannot import 'model_def'" in run.stderr
+    assert "set TF_USE_LEGACY_KERAS=1" in run.stderr
