@@ -267,7 +267,7 @@ def test_pytorch_checkpoints_of_determined_0_13_to_0_21_load_their_trial(
     assert "model_def" not in sys.modules  # the checkpoint's code did not stay importable
     if release.startswith(("0.13", "0.17.6")):
         # The hyperparameters of the master's record, which the trial reads as it did then.
-        assert trial.context.get_per_slot_batch_size() == 4
+        assert trial.context.get_per_slot_batch_size() == 4  # type: ignore[attr-defined]
 
 
 def test_an_old_api_pytorch_checkpoint_loads_as_the_bare_model(tmp_path: pathlib.Path) -> None:
