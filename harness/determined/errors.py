@@ -23,6 +23,20 @@ class InvalidConfigurationException(InvalidExperimentException):
         super().__init__(message if not self.errors else message + "\n" + "\n".join(self.errors))
 
 
+class InvalidDataTypeException(InvalidExperimentException):
+    """Training or validation data of a kind the API cannot take (Determined's name and message
+    form: "Invalid data type (TYPE): MESSAGE.").
+
+    Args:
+        typ: the type of what was given.
+        message: what was expected instead.
+    """
+
+    def __init__(self, typ: type, message: str) -> None:
+        self.type = typ
+        super().__init__(f"Invalid data type ({typ.__name__}): {message}.")
+
+
 class InvalidModelException(InvalidExperimentException):
     """The user's model code does not satisfy the API it claims to implement."""
 

@@ -28,6 +28,8 @@ KERAS_NAMES = {
     "TFKerasTrialContext",
     "TensorBoard",
     "_ArrayLikeAdapter",
+    "_adapt_data_from_data_loader",
+    "_adapt_data_from_fit_args",
     "callbacks",
     "get_rng_state",
     "load_model_from_checkpoint_path",

@@ -25,6 +25,8 @@ from determined.keras._adapters import (  # noqa: E402
     ArrayLike,
     InputData,
     SequenceAdapter,
+    _adapt_data_from_data_loader,
+    _adapt_data_from_fit_args,
     _ArrayLikeAdapter,
 )
 from determined.keras._callback import DeterminedCallback, TensorBoard  # noqa: E402
@@ -92,6 +94,8 @@ __all__ = [
     "TFKerasTrialContext",
     "TensorBoard",
     "_ArrayLikeAdapter",
+    "_adapt_data_from_data_loader",
+    "_adapt_data_from_fit_args",
     "callbacks",
     "get_rng_state",
     "load_model_from_checkpoint_path",

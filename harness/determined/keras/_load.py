@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from determined import errors
-from determined.keras import _flavor
+from determined.keras import _ancient, _flavor
 
 # What a checkpoint of the managed loop (`model.keras`) or of DeterminedCallback holds.
 _MODEL_FILES = ("model.keras", "model_checkpoint.keras")
@@ -24,6 +24,11 @@ def load_model_from_checkpoint_path(path: str, tags: list[str] | None = None) ->
     (Keras 3, or tf_keras when the checkpoint was written from a tf_keras model), which can
     also `predict`. Custom layers need `keras.saving.register_keras_serializable`.
 
+    Checkpoints of Determined 0.13 to 0.2x TFKerasTrials (`determined-keras-model.h5` or
+    `determined-keras-model-weights.*` with `code/`) load too: the trial class recorded in
+    `load_data.json`, or in the `metadata.json` that `Checkpoint.download()` wrote, is imported
+    from `code/` and its `build_model()` gets the weights.
+
     Args:
         path: the checkpoint's directory.
         tags: SavedModel tags (Determined's SavedModel checkpoints); ignored.
@@ -32,6 +37,10 @@ def load_model_from_checkpoint_path(path: str, tags: list[str] | None = None) ->
         The model.
     """
     directory = pathlib.Path(path)
+    if not any((directory / name).exists() for name in _MODEL_FILES) and _ancient.is_ancient(
+        directory
+    ):
+        return _ancient.load_ancient(directory)
     metadata_file = directory / "metadata.json"
     metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
     for name in _MODEL_FILES:
