@@ -25,6 +25,7 @@ from jupyter_determined.kernel._export import (
     Which,
     _cell_source,
     cells_to_script,
+    first_line,
     read_notebook_cells,
 )
 
@@ -139,6 +140,7 @@ class NotebookCells:
     notes: list[str]
     current_cell_index: int | None = None  # among all the notebook's cells
     current_execution_count: int | None = None
+    current_source: str | None = None  # the running cell's source, as it ran
 
 
 def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> NotebookCells:
@@ -172,6 +174,7 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
                 notes,
                 index,
                 count,
+                current_source,
             )
 
     path = _notebook_path(ipython)
@@ -198,6 +201,7 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
                     notes,
                     index,
                     count,
+                    current_source,
                 )
             notes.append(
                 f"the running cell is not in the saved notebook {path} (unsaved "
@@ -227,7 +231,9 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
             "cells that have not run yet are not in the kernel's history, so they are "
             "not part of the experiment"
         )
-    return NotebookCells(cells, path, "history", current_id, notes, current_index, count)
+    return NotebookCells(
+        cells, path, "history", current_id, notes, current_index, count, current_source
+    )
 
 
 def current_notebook_export(
@@ -245,6 +251,8 @@ def current_notebook_export(
         training_execution_count=found.current_execution_count if submitting else None,
         # The body of a `%%det_submit` cell: below the magic's line.
         training_line_offset=1 if submitting else 0,
+        # The banner names the submitting cell by its first line: the magic's, as shown.
+        training_first_line=first_line(found.current_source or "") if submitting else None,
         notebook_path=found.notebook_path,
         origin=found.notebook_path or "the kernel's input history",
         source=found.source,

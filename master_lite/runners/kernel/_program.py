@@ -218,13 +218,23 @@ _RUNNER_SOURCE = """
 import importlib.util, os, sys
 from IPython import get_ipython
 
+def _notebook_cells(source, path):
+    # An exported notebook runs cell by cell, each compiled under its cell's name and lines:
+    # IPython's traceback and %debug then show the notebook's cells, not the script's lines.
+    try:
+        from determined.common.notebook_errors import compile_cells
+    except ImportError:
+        return None
+    return compile_cells(source, path)
+
 def run(kind, target, argv):
     __tracebackhide__ = True  # tracebacks and %debug show the program's frames, not this one
     ns = get_ipython().user_ns
     if kind == "path":
         path = os.path.abspath(target)
         with open(path, "rb") as f:
-            code = compile(f.read(), path, "exec")
+            source = f.read()
+        codes = _notebook_cells(source, path) or [compile(source, path, "exec")]
         sys.path.insert(0, os.path.dirname(path))
         ns.update(__name__="__main__", __file__=path)
         sys.argv = [path, *argv]
@@ -232,14 +242,15 @@ def run(kind, target, argv):
         spec = importlib.util.find_spec(target)
         if spec is None or spec.loader is None:
             raise ModuleNotFoundError(f"No module named {target!r}")
-        code = spec.loader.get_code(target)
+        codes = [spec.loader.get_code(target)]
         sys.path.insert(0, os.getcwd())
         ns.update(__name__="__main__", __file__=spec.origin, __spec__=spec)
         sys.argv = [spec.origin or target, *argv]
     setattr(sys, EXIT_ATTRIBUTE, None)
     hook = sys.excepthook
     try:
-        exec(code, ns)
+        for code in codes:
+            exec(code, ns)
         status = 0
     except SystemExit as exc:
         status = exc.code

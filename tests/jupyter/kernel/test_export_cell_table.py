@@ -62,7 +62,13 @@ def test_each_cell_records_its_index_count_and_place_in_the_script() -> None:
         "execution_count": 3,
         "line_offset": by_id["one"].line_offset,
         "num_lines": 2,
+        "code_number": 1,
+        "first_line": "a = 1",
     }
+    # The banner names a cell by the number a person counts to among the code cells (the
+    # skipped one too) and by its first line as shown.
+    assert [c.code_number for c in exported.cells] == [1, 3, 4, 5]
+    assert [c.first_line for c in exported.cells] == ["a = 1", "%cd /tmp", "%%time", "train()"]
     assert field["cells"][2]["line_map"] == [2, 3, 4]
     # The prelude carries the same table to the trial.
     assert "notebook_errors" in exported.script and "'line_map': [2, 3, 4]" in exported.script
@@ -154,11 +160,15 @@ def test_a_failing_det_submit_trial_names_the_notebook_cell(shell, tmp_path, mon
             "cell_index": 1,
             "line": 3,
             "exception": "ValueError: too big: 2",
+            "execution_count": 1,
+            "code_number": 1,
+            "first_line": "def check(value):",
         }
         assert trial["exit_summary"] == "exited with code 1"
         logs = "\n".join(master.logs(trial["id"]))
-        assert 'File "failing.ipynb", cell 3 (id submit, In [3]), line 3, in <module>' in logs
-        assert 'File "failing.ipynb", cell 2 (id helpers, In [1]), line 3, in check' in logs
+        assert 'File "Cell In[3]", line 3, in <module>' in logs
+        assert 'File "Cell In[1]", line 3, in check' in logs
+        assert logs.count("Traceback (most recent call last)") == 1, logs
         assert '_det_notebook_cell.py", line' not in logs
 
 
@@ -232,5 +242,8 @@ def test_a_native_trial_failing_in_the_harness_names_the_notebook_cell(
             "cell_index": 1,
             "line": 17,
             "exception": "ValueError: bad batch 0",
+            "execution_count": 2,
+            "code_number": 1,
+            "first_line": "import torch",
         }, logs
-        assert 'File "native.ipynb", cell 2 (id trial, In [2]), line 17, in train_batch' in logs
+        assert 'File "Cell In[2]", line 17, in train_batch' in logs
