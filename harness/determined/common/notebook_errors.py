@@ -205,7 +205,9 @@ class NotebookScript:
         and IPython prints the traceback (in the cells' names already) and keeps it for
         `%debug`; printing it here too showed every error twice in the trial's logs."""
         try:
-            text = "" if self.compiled_in_cells else self.format_exception(etype, value, tb)
+            # Outside IPython nobody else prints it, however the script was compiled.
+            shown_by_ipython = self.compiled_in_cells and _ipython_filename_map() is not None
+            text = "" if shown_by_ipython else self.format_exception(etype, value, tb)
             record = None if issubclass(etype, KeyboardInterrupt) else self.error_record(value, tb)
         except Exception:  # noqa: BLE001 - never lose the user's traceback to our own bug
             sys.__excepthook__(etype, value, tb)
