@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 import shlex
 from typing import Any
 
@@ -300,6 +301,21 @@ def program_cell(program: KernelProgram) -> str:
     return f"__import__('sys').{_RUN_ATTRIBUTE}{args!r}"
 
 
+def trial_traceback(entries: list[str]) -> list[str]:
+    """The kernel's traceback of a failed program (an `error` message's entries, one a frame)
+    without the frames of the runner: its program cell (`Cell In[1]` of the trial's kernel, not
+    of the user's notebook, whose cells the program's frames name) and the note on its hidden
+    frame. The trial's log then shows the program's own frames only."""
+    ansi = re.compile(r"\x1b\[[0-9;]*m")
+    kept = [
+        entry
+        for entry in entries
+        if f"{_RUN_ATTRIBUTE}(" not in (plain := ansi.sub("", entry))
+        and not plain.strip().startswith("[... skipping hidden")
+    ]
+    return kept if kept else list(entries)
+
+
 def exit_expression() -> str:
     """A user expression giving the exit status the program left (None: it raised)."""
     return f"getattr(__import__('sys'), {EXIT_ATTRIBUTE!r}, None)"
@@ -320,4 +336,5 @@ __all__ = [
     "kernel_settings",
     "program_cell",
     "setup_cell",
+    "trial_traceback",
 ]

@@ -17,7 +17,12 @@ from traitlets.config import Config
 
 from determined.common import notebook_errors
 from jupyter_determined import cells_to_script
-from master_lite.runners.kernel._program import KernelProgram, program_cell, setup_cell
+from master_lite.runners.kernel._program import (
+    KernelProgram,
+    program_cell,
+    setup_cell,
+    trial_traceback,
+)
 
 BUILD = "def build(n):\n    x = n * 2\n    raise ValueError(f'bad {x}')\n"
 CALL = "%%time\nm = 1\nmodel = build(m)\n"  # IPython syntax: line 1 is gone from the script
@@ -56,6 +61,9 @@ def test_a_failing_notebook_shows_one_traceback_in_cells_and_pdb_lists_the_cell(
     shell.run_cell(setup_cell(cwd=str(tmp_path)), silent=True)
     capsys.readouterr()
 
+    sent: list[list[str]] = []  # what the kernel sends in its `error` message
+    show = shell._showtraceback
+    shell._showtraceback = lambda etype, value, stb: (sent.append(stb), show(etype, value, stb))
     result = shell.run_cell(program_cell(KernelProgram("path", str(script), [])))
 
     assert isinstance(result.error_in_exec, ValueError)
@@ -77,6 +85,12 @@ def test_a_failing_notebook_shows_one_traceback_in_cells_and_pdb_lists_the_cell(
         "code_number": 1,
         "first_line": "def build(n):",
     }
+
+    # The trial's log (the runner's lines of that message): the program's frames only, not
+    # the runner's cell, which the kernel calls `Cell In[1]` (a number of no notebook cell).
+    logged = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(trial_traceback(sent[0])))
+    assert logged.count("Cell In[") == 2 and "_determined_run_trial" not in logged, logged
+    assert "skipping hidden" not in logged and logged.endswith("ValueError: bad 2"), logged
 
     # Debug in console: `%debug` is pdb on the kept traceback; `list` shows the cell's lines.
     commands, shown = io.StringIO("where\nlist\nup\nlist\nquit\n"), io.StringIO()
