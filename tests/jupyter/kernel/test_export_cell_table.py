@@ -247,3 +247,42 @@ def test_a_native_trial_failing_in_the_harness_names_the_notebook_cell(
             "first_line": "import torch",
         }, logs
         assert 'File "Cell In[2]", line 17, in train_batch' in logs
+
+
+def test_cells_get_the_counts_their_prompts_show_though_the_frontend_sends_none(
+    shell, monkeypatch
+) -> None:
+    """A run-all sends the frontend's snapshot before the cells run, so it has no counts; the
+    kernel knows them (by cell id, and by source for cells that ran before `%load_ext`)."""
+    from jupyter_determined.kernel._current_notebook import cell_counts, frontend_notebook
+
+    shell.run_cell("early = 1", store_history=True, cell_id="early")  # before %load_ext
+    cell_counts.register(shell)
+    shell.run_cell("a = 1", store_history=True, cell_id="first")
+    shell.run_cell("b = 2", store_history=True, cell_id="second")
+    shell.run_cell("a = 10  # run again: prompt shows [4]", store_history=True, cell_id="first")
+    snapshot_cells = [
+        {"cell_type": "code", "id": "early", "source": "early = 1"},
+        {
+            "cell_type": "code",
+            "id": "first",
+            "source": "a = 10  # run again: prompt shows [4]",
+        },
+        {"cell_type": "markdown", "id": "m", "source": "text"},
+        {"cell_type": "code", "id": "second", "source": "b = 2"},
+        {"cell_type": "code", "id": "idle", "source": "never = 0"},
+        {"cell_type": "code", "id": "submit", "source": EXPORT},
+    ]
+    monkeypatch.setattr(
+        frontend_notebook, "snapshot", {"path": "/w/nb.ipynb", "cells": snapshot_cells}
+    )
+    shell.run_cell(EXPORT, store_history=True, cell_id="submit")
+    exported = shell.user_ns["exported"]
+    assert exported.source == "frontend"
+    assert [(c.id, c.execution_count) for c in exported.cells] == [
+        ("early", 1),
+        ("first", 4),
+        ("second", 3),
+        ("idle", None),
+        ("submit", 5),
+    ]
