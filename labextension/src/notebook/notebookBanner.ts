@@ -10,6 +10,7 @@ import type { INotebookOpener } from './notebookInsert';
 import { serverRelative } from './useInNotebook';
 
 export {
+  attachErrorBanner,
   ErrorBanner,
   type GoToCell,
   openErrorNotebook,

@@ -31,7 +31,12 @@ import { h, replaceChildren } from '../dom';
 import { ExperimentView } from '../views/experimentView';
 import { useInNotebookHandler } from './notebookInsert';
 import type { IExperiment, ILogLine, IMetricReport, ITrial } from '../api/types';
-import { openErrorNotebook, revealErrorLine, type GoToCell } from './notebookBanner';
+import {
+  attachErrorBanner,
+  openErrorNotebook,
+  revealErrorLine,
+  type GoToCell
+} from './notebookBanner';
 import { IExperimentOutputData, LOG_TAIL_LINES, LOG_TAIL_TRIALS, LogTail } from './widgetModel';
 import { EXPERIMENT_MIME_TYPE, TERMINAL_EXPERIMENT_STATES } from '../api/contract.generated';
 
@@ -106,9 +111,13 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       this._hub,
       undefined,
       useInNotebook,
-      this._onAttach,
-      this._notebooks ? this._goToCell : undefined
+      this._onAttach
     );
+    // The experiment tab shows the same banner (index.ts).
+    attachErrorBanner(this._view, {
+      goToCell: this._notebooks ? this._goToCell : undefined,
+      onAttach: this._onAttach
+    });
     this._view.addClass('jp-Det-embedded');
     this._view.id = `${this._view.id}-output-${++outputCount}`; // the tab's view has the plain id
     this.node.dataset.experimentId = String(id);

@@ -2,8 +2,8 @@
  * The error banner of an experiment: for each failed trial (four at most), the notebook cell
  * and line the error came from (`[7], line 3 of the cell `model = build(...)``) or why the trial
  * was killed, with buttons to go to that line, to the trial's logs and to a console on its
- * kernel. One implementation: the experiment view (experimentView.ts) holds it, so the
- * notebook's widget and the sidebar's experiment tab show the same banner.
+ * kernel. One implementation: `attachErrorBanner` puts it in an experiment view, the
+ * notebook's widget's and the sidebar's experiment tab's alike.
  */
 import type { Notebook, NotebookPanel, INotebookTracker } from '@jupyterlab/notebook';
 
@@ -132,6 +132,32 @@ export class ErrorBanner {
       debug
     );
   }
+}
+
+/**
+ * Put a banner under `view`'s header and keep it current: how the notebook's widget and the
+ * sidebar's experiment tab both show it.
+ */
+export function attachErrorBanner(
+  view: ExperimentView,
+  options: IErrorBannerOptions = {}
+): ErrorBanner {
+  const banner = new ErrorBanner(options);
+  const header = view.node.querySelector('.jp-Det-expHeader');
+  if (header) {
+    header.after(banner.node);
+  } else {
+    view.node.prepend(banner.node);
+  }
+  // Trials and the experiment's state decide it (not the metrics, which come by hundreds).
+  const disconnect = view.model.changed.connect(part => {
+    if (part === undefined || part === 'trials' || part === 'experiment') {
+      banner.render(view);
+    }
+  });
+  view.disposed.connect(disconnect);
+  banner.render(view);
+  return banner;
 }
 
 /**

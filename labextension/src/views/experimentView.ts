@@ -27,7 +27,6 @@ import { onThemeChange } from '../chart/theme';
 import { MAX_SELECTED_TRIALS, TrialSelection } from '../model/trialSelection';
 import { trialsTable } from './trialsView';
 import type { EventType, INotebookOrigin } from '../api/types';
-import { ErrorBanner, type GoToCell } from './errorBanner';
 
 type Section = 'trials' | 'curves' | 'hparams' | 'compare' | 'logs' | 'checkpoints' | 'config';
 
@@ -68,8 +67,6 @@ export class ExperimentView extends Widget {
   private _compare = new CompareSection();
 
   private _logs: LogsSection;
-  /** Failed trials: the notebook cell and line (the same banner in the widget and the tab). */
-  private _banner: ErrorBanner;
 
   constructor(
     readonly experimentId: number,
@@ -83,9 +80,7 @@ export class ExperimentView extends Widget {
       origin?: INotebookOrigin | null
     ) => Promise<void>,
     /** Opens a console on a kernel trial's kernel; none: no Attach buttons. */
-    private readonly _onAttach?: (trialId: number) => void,
-    /** Goes to a failed trial's notebook cell and line; none: no "Go to cell" buttons. */
-    goToCell?: GoToCell
+    private readonly _onAttach?: (trialId: number) => void
   ) {
     super();
     this.model = new ExperimentDataModel(experimentId);
@@ -99,18 +94,11 @@ export class ExperimentView extends Widget {
 
     this._header = h('div', { class: 'jp-Det-expHeader' }, `Loading experiment ${experimentId}…`);
     this._message = h('div', { class: 'jp-Det-message' });
-    this._banner = new ErrorBanner({ goToCell, onAttach: _onAttach });
     this._tabs.node('hparams').appendChild(this._hparams.node);
     this._tabs.node('compare').appendChild(this._compare.node);
     this._tabs.node('logs').appendChild(this._logs.node);
     this._curves = new CurvesSection(this._tabs.node('curves'), () => this._renderCurves());
-    this.node.append(
-      this._header,
-      this._banner.node,
-      this._message,
-      this._tabs.tabs,
-      this._tabs.sections
-    );
+    this.node.append(this._header, this._message, this._tabs.tabs, this._tabs.sections);
     this.model.changed.connect(part => this._queue(part));
     this._disconnectTheme = onThemeChange(() => {
       this._queue('trials');
@@ -238,7 +226,6 @@ export class ExperimentView extends Widget {
     }
     if (trialsChanged) {
       this._renderHeader();
-      this._banner.render(this);
     }
     if (parts.has('experiment')) {
       this._renderConfig();

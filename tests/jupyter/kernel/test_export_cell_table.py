@@ -160,14 +160,15 @@ def test_a_failing_det_submit_trial_names_the_notebook_cell(shell, tmp_path, mon
             "cell_index": 1,
             "line": 3,
             "exception": "ValueError: too big: 2",
-            "execution_count": 1,
+            # The file says 1, but this kernel ran it as [2]: the number its prompt shows.
+            "execution_count": 2,
             "code_number": 1,
             "first_line": "def check(value):",
         }
         assert trial["exit_summary"] == "exited with code 1"
         logs = "\n".join(master.logs(trial["id"]))
         assert 'File "Cell In[3]", line 3, in <module>' in logs
-        assert 'File "Cell In[1]", line 3, in check' in logs
+        assert 'File "Cell In[2]", line 3, in check' in logs
         assert logs.count("Traceback (most recent call last)") == 1, logs
         assert '_det_notebook_cell.py", line' not in logs
 
