@@ -135,8 +135,10 @@ class NotebookScript:
         """(cell, line within the cell) of a frame, or None outside the notebook's cells."""
         if lineno is None:
             return None
-        if filename in self.names:  # compiled cell by cell: already the cell's own line
-            return self.names[filename], lineno
+        # Compiled cell by cell (`<Cell In[7]>`): already the cell's own line.
+        name = filename[1:-1] if filename.startswith("<") and filename.endswith(">") else None
+        if name in self.names:
+            return self.names[name], lineno
         if not self.is_script(filename):
             return None
         for cell in self.cells:
@@ -300,7 +302,7 @@ def _cell_source_lines(lines: list[str], cell: ScriptCell) -> list[str]:
 
 def compile_cells(source: str | bytes, path: str) -> list[CodeType] | None:
     """An exported notebook script as code objects to run in order: the script without its
-    cells (the prelude), then each cell compiled under its name (`Cell In[7]`) with its own
+    cells (the prelude), then each cell compiled under its name (`<Cell In[7]>`) with its own
     line numbers, its lines in `linecache` (and, in IPython, its execution count where
     IPython's tracebacks look it up). None for any other script (run it whole)."""
     text = source.decode("utf-8") if isinstance(source, bytes) else source
@@ -322,13 +324,15 @@ def compile_cells(source: str | bytes, path: str) -> list[CodeType] | None:
     codes: list[CodeType] = []
     counts = _ipython_filename_map()
     for name, cell in script.names.items():
+        # In <>: pdb shows such a name as it is (`> <Cell In[7]>(3)`), not as a path.
+        filename = f"<{name}>"
         own = lines[cell.line_offset : cell.line_offset + cell.num_lines]
         prelude[cell.line_offset : cell.line_offset + cell.num_lines] = ["\n"] * len(own)
         code_lines = _cell_source_lines(own, cell)
-        linecache.cache[name] = (sum(map(len, code_lines)), None, code_lines, name)
+        linecache.cache[filename] = (sum(map(len, code_lines)), None, code_lines, filename)
         if counts is not None and cell.execution_count is not None:
-            counts[name] = cell.execution_count
-        codes.append(compile(_cell_tree(own, cell), name, "exec", dont_inherit=True))
+            counts[filename] = cell.execution_count
+        codes.append(compile(_cell_tree(own, cell), filename, "exec", dont_inherit=True))
     _CELL_COMPILED.add(os.path.abspath(path))
     return [compile("".join(prelude), path, "exec", dont_inherit=True), *codes]
 

@@ -99,9 +99,9 @@ def test_a_failing_notebook_shows_one_traceback_in_cells_and_pdb_lists_the_cell(
     debugger.reset()
     debugger.interaction(None, sys.last_traceback)
     text = shown.getvalue()
-    assert "Cell In[5](3)build()" in text, text
+    assert "> <Cell In[5]>(3)build()" in text, text
     assert "  3  ->\t    raise ValueError(f'bad {x}')" in text, text
-    assert "Cell In[7](3)<module>()" in text, text
+    assert "> <Cell In[7]>(3)<module>()" in text, text
     assert "  3  ->\tmodel = build(m)" in text, text
 
 
