@@ -50,9 +50,11 @@ def _jupyter_labextension_paths() -> list[dict]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext jupyter_determined`: the `%%det_submit` and `%det` magics."""
+    from jupyter_determined.kernel._current_notebook import cell_counts
     from jupyter_determined.kernel._magics import register_magics
 
     register_magics(ipython)
+    cell_counts.register(ipython)  # the prompts' numbers, for a failed trial's banner
 
 
 def notebook_submitted(experiment_id: int, *, show_widget: bool = True) -> Exception:

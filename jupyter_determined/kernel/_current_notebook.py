@@ -25,6 +25,7 @@ from jupyter_determined.kernel._export import (
     Which,
     _cell_source,
     cells_to_script,
+    first_line,
     read_notebook_cells,
 )
 
@@ -71,6 +72,51 @@ class _FrontendNotebook:
 
 
 frontend_notebook = _FrontendNotebook()
+
+
+class _CellCounts:
+    """The execution count of each cell this kernel ran (by the cell's id, which JupyterLab
+    sends with the request): the number its prompt shows, `[7]`. The frontend's snapshot has
+    none (it is sent before a run-all runs the cells), and a saved file's may be of an older
+    session; a failed trial's banner names the cell by it. Registered by `%load_ext`."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, int] = {}
+        self._shell: Any = None
+
+    def register(self, ipython: Any) -> None:
+        if ipython is None or self._shell is ipython:
+            return
+        ipython.events.register("post_run_cell", self._on_run)
+        self._shell = ipython
+        self.by_id.clear()
+
+    def _on_run(self, result: Any) -> None:
+        info = getattr(result, "info", None)
+        cell_id = getattr(info, "cell_id", None)
+        count = getattr(result, "execution_count", None)
+        if cell_id and isinstance(count, int):  # None: a run outside the history
+            self.by_id[str(cell_id)] = count
+
+
+cell_counts = _CellCounts()
+
+
+def _prompt_counts(cells: list[dict], history: list[tuple[int, str]]) -> list[dict]:
+    """`cells` with each code cell's execution count as its prompt shows it in this kernel:
+    its id's last run, else the last run of its exact source (cells that ran before `%load_ext`),
+    else the count it came with."""
+    by_source = {source.strip(): count for count, source in history}
+    counted = []
+    for cell in cells:
+        if cell.get("cell_type", "code") == "code":
+            count = cell_counts.by_id.get(str(cell.get("id")))
+            if count is None:
+                count = by_source.get(_cell_source(cell).strip())
+            if count is not None:
+                cell = {**cell, "execution_count": count}
+        counted.append(cell)
+    return counted
 
 
 def _current_cell_id(ipython: Any) -> str | None:
@@ -139,6 +185,7 @@ class NotebookCells:
     notes: list[str]
     current_cell_index: int | None = None  # among all the notebook's cells
     current_execution_count: int | None = None
+    current_source: str | None = None  # the running cell's source, as it ran
 
 
 def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> NotebookCells:
@@ -151,6 +198,7 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
     if ipython is None:
         raise NotebookExportError("not running in IPython: there is no notebook to export")
     frontend_notebook.register(ipython)
+    cell_counts.register(ipython)
     history = _raw_history(ipython)
     current_source = history[-1][1] if history else None
     cell_id = _current_cell_id(ipython)
@@ -161,7 +209,7 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
 
     snapshot = frontend_notebook.snapshot
     if snapshot is not None:
-        cells = list(snapshot["cells"])
+        cells = _prompt_counts(list(snapshot["cells"]), history)
         index = _locate(cells, cell_id, current_source)
         if index is not None:
             return NotebookCells(
@@ -172,12 +220,13 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
                 notes,
                 index,
                 count,
+                current_source,
             )
 
     path = _notebook_path(ipython)
     if path and os.path.isfile(path):
         try:
-            cells = read_notebook_cells(path)
+            cells = _prompt_counts(read_notebook_cells(path), history)
         except (OSError, ValueError) as exc:
             notes.append(
                 f"cannot read the notebook file {path} ({exc}); exporting the "
@@ -198,6 +247,7 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
                     notes,
                     index,
                     count,
+                    current_source,
                 )
             notes.append(
                 f"the running cell is not in the saved notebook {path} (unsaved "
@@ -227,7 +277,9 @@ def current_notebook_cells(ipython: Any = None, *, which: Which = "all") -> Note
             "cells that have not run yet are not in the kernel's history, so they are "
             "not part of the experiment"
         )
-    return NotebookCells(cells, path, "history", current_id, notes, current_index, count)
+    return NotebookCells(
+        cells, path, "history", current_id, notes, current_index, count, current_source
+    )
 
 
 def current_notebook_export(
@@ -245,6 +297,8 @@ def current_notebook_export(
         training_execution_count=found.current_execution_count if submitting else None,
         # The body of a `%%det_submit` cell: below the magic's line.
         training_line_offset=1 if submitting else 0,
+        # The banner names the submitting cell by its first line: the magic's, as shown.
+        training_first_line=first_line(found.current_source or "") if submitting else None,
         notebook_path=found.notebook_path,
         origin=found.notebook_path or "the kernel's input history",
         source=found.source,

@@ -50,7 +50,9 @@ class ExportedCell:
 
     `index` is 0-based among all the notebook's cells (markdown included); script line =
     `line_offset` + line within the cell; `line_map` (the cell's line of each of its
-    `num_lines` script lines) only where IPython syntax made them differ (`%%time`, ...)."""
+    `num_lines` script lines) only where IPython syntax made them differ (`%%time`, ...);
+    `code_number` is 1-based among the notebook's code cells and `first_line` the cell's first
+    line as the notebook shows it (the error banner names a cell that never ran by them)."""
 
     id: str | None
     index: int
@@ -58,6 +60,8 @@ class ExportedCell:
     line_offset: int
     num_lines: int
     line_map: list[int] | None = None
+    code_number: int | None = None
+    first_line: str | None = None
 
     def to_json(self) -> dict:
         data: dict[str, Any] = {
@@ -69,6 +73,10 @@ class ExportedCell:
         }
         if self.line_map is not None:
             data["line_map"] = list(self.line_map)
+        if self.code_number is not None:
+            data["code_number"] = self.code_number
+        if self.first_line is not None:
+            data["first_line"] = self.first_line
         return data
 
 
@@ -320,6 +328,17 @@ def _cell_label(cell: dict, index: int) -> str:
     return f"cell {index + 1}" + (f" (id {cell_id})" if cell_id else "")
 
 
+FIRST_LINE_MAX_CHARS = 80  # the banner shows it on one line beside the error
+
+
+def first_line(source: str) -> str | None:
+    """A cell's first non-blank line, cut short: how the banner names the cell."""
+    line = next((line.strip() for line in source.splitlines() if line.strip()), None)
+    if line is None or len(line) <= FIRST_LINE_MAX_CHARS:
+        return line
+    return line[: FIRST_LINE_MAX_CHARS - 1] + "…"
+
+
 def _execution_count(cell: dict) -> int | None:
     count = cell.get("execution_count")
     return count if isinstance(count, int) and not isinstance(count, bool) else None
@@ -333,6 +352,7 @@ def cells_to_script(
     training_cell_index: int | None = None,
     training_execution_count: int | None = None,
     training_line_offset: int = 0,
+    training_first_line: str | None = None,
     origin: str = "a notebook",
     notebook_path: str | None = None,
     source: str = "cells",
@@ -344,7 +364,8 @@ def cells_to_script(
     `determined.common.notebook_errors`, so a trial's traceback names the notebook cell and
     line. `training_cell_index` is the submitting cell's index in the notebook (default: after
     the last of `cells`); `training_line_offset` the number of that cell's lines above the
-    training code (1 for a `%%det_submit` body: the magic's own line).
+    training code (1 for a `%%det_submit` body: the magic's own line) and
+    `training_first_line` that cell's first line (default: the training code's).
     """
     body: list[str] = []
     body_lines = 0
@@ -359,6 +380,8 @@ def cells_to_script(
         cell_id: str | None,
         index: int,
         execution_count: int | None,
+        code_number: int,
+        first: str | None,
     ) -> None:
         nonlocal body_lines
         offset = body_lines + header.count("\n")
@@ -366,15 +389,24 @@ def cells_to_script(
         identity = line_map == list(range(1, num_lines + 1))
         exported.append(
             ExportedCell(
-                cell_id, index, execution_count, offset, num_lines, None if identity else line_map
+                cell_id,
+                index,
+                execution_count,
+                offset,
+                num_lines,
+                None if identity else line_map,
+                code_number,
+                first,
             )
         )
         body.append(header + code)
         body_lines += (header + code).count("\n")
 
     count = 0
+    code_cells = 0  # code cells so far, the skipped ones too: the number a person counts to
     for index, cell in enumerate(cells):
         count = index + 1
+        code_cells += str(cell.get("cell_type", "code")) == "code"
         if skip_reason(cell) is not None:
             continue
         text = _cell_source(cell)
@@ -382,7 +414,16 @@ def cells_to_script(
         code, cell_warnings, line_map = _convert_with_lines(text, label)
         collected.extend(cell_warnings)
         cell_id = str(cell["id"]) if cell.get("id") else None
-        add(f"\n# --- {label}\n", code, line_map, cell_id, index, _execution_count(cell))
+        add(
+            f"\n# --- {label}\n",
+            code,
+            line_map,
+            cell_id,
+            index,
+            _execution_count(cell),
+            code_cells,
+            first_line(text),
+        )
         if cell_id:
             cell_ids.append(cell_id)
     if training_code is not None:
@@ -398,6 +439,8 @@ def cells_to_script(
             training_cell_id,
             index,
             training_execution_count,
+            code_cells + 1,
+            training_first_line or first_line(training_code),
         )
         if training_cell_id:
             cell_ids.append(training_cell_id)
@@ -459,6 +502,7 @@ __all__ = [
     "cells_to_script",
     "convert_cell",
     "export_notebook_script",
+    "first_line",
     "read_notebook_cells",
     "skip_reason",
 ]

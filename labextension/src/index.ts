@@ -21,6 +21,7 @@ import { EventHub } from './api/events';
 import { ExperimentView } from './views/experimentView';
 import { activateExportTools } from './export/exportTools';
 import { type INotebookOpener, useInNotebookHandler } from './notebook/notebookInsert';
+import { attachErrorBanner, goToErrorCell } from './notebook/notebookBanner';
 import { experimentRendererFactory } from './notebook/notebookWidget';
 import { DeterminedSidebar } from './views/sidebar';
 import { SubmitButtonExtension } from './notebook/submit';
@@ -147,6 +148,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
           useInNotebookHandler(client, notebooks, undefined, notebookOpener),
           attachToTrial
         );
+        attachErrorBanner(content, {
+          goToCell: notebooks
+            ? goToErrorCell(notebooks, notebookOpener, panel => app.shell.activateById(panel.id))
+            : undefined,
+          onAttach: attachToTrial
+        });
         const widget = new MainAreaWidget({ content });
         widget.id = `${content.id}-tab`; // ids are unique in the page: the view keeps its own
         widget.title.icon = determinedIcon;

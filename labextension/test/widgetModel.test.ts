@@ -5,7 +5,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import type { ILogLine, ITrial } from '../src/api/types';
-import { LogTail, TrialWithErrors, cutLine, errorBannerLines } from '../src/notebook/widgetModel';
+import {
+  LogTail,
+  TrialWithErrors,
+  cutLine,
+  errorBannerLines,
+  ordinal
+} from '../src/notebook/widgetModel';
 
 function line(id: number, text: string, trialId = 1): ILogLine {
   return { id, trial_id: trialId, line: text } as ILogLine;
@@ -61,17 +67,15 @@ describe('LogTail', () => {
 
 describe('errorBannerLines', () => {
   test('names the notebook cell (1-based) and line, else the exit summary', () => {
+    const c2 = {
+      cell_id: 'c2',
+      cell_index: 1,
+      line: 2,
+      exception: 'ZeroDivisionError: division by zero'
+    };
     const lines = errorBannerLines([
       trial(1),
-      trial(2, {
-        state: 'ERROR',
-        notebook_error: {
-          cell_id: 'c2',
-          cell_index: 1,
-          line: 2,
-          exception: 'ZeroDivisionError: division by zero'
-        }
-      }),
+      trial(2, { state: 'ERROR', notebook_error: c2 }),
       trial(3, {
         state: 'ERROR',
         exit_summary: 'killed by SIGKILL (signal 9): possibly out of memory'
@@ -82,14 +86,67 @@ describe('errorBannerLines', () => {
       {
         trialId: 2,
         text: 'Trial 2 failed in cell 2, line 2: ZeroDivisionError: division by zero',
-        cellId: 'c2'
+        cellId: 'c2',
+        error: c2
       },
       {
         trialId: 3,
         text: 'Trial 3 failed: killed by SIGKILL (signal 9): possibly out of memory',
-        cellId: null
+        cellId: null,
+        error: null
       },
-      { trialId: 4, text: 'Trial 4 failed', cellId: null }
+      { trialId: 4, text: 'Trial 4 failed', cellId: null, error: null }
+    ]);
+  });
+
+  test('names the cell by its prompt and first line, as JupyterLab shows it', () => {
+    const [ran, idle] = errorBannerLines([
+      trial(5, {
+        state: 'ERROR',
+        notebook_error: {
+          cell_id: 'b',
+          cell_index: 4,
+          line: 3,
+          exception: 'ValueError: bad',
+          execution_count: 7,
+          code_number: 3,
+          first_line: 'model = build(...)'
+        }
+      }),
+      trial(6, {
+        state: 'ERROR',
+        notebook_error: {
+          cell_id: 'c',
+          cell_index: 6,
+          line: 1,
+          exception: 'KeyError',
+          execution_count: null,
+          code_number: 4,
+          first_line: 'x = data["k"]'
+        }
+      })
+    ] as ITrial[]);
+    assert.equal(
+      ran.text,
+      'Trial 5 failed in [7], line 3 of the cell `model = build(...)`: ValueError: bad'
+    );
+    // It had not run when the notebook was submitted: no prompt number to show.
+    assert.equal(
+      idle.text,
+      'Trial 6 failed in the 4th code cell, line 1 of the cell `x = data["k"]`: KeyError'
+    );
+    assert.deepEqual([1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map(ordinal), [
+      '1st',
+      '2nd',
+      '3rd',
+      '4th',
+      '11th',
+      '12th',
+      '13th',
+      '21st',
+      '22nd',
+      '101st',
+      '111th'
     ]);
   });
 });

@@ -75,6 +75,11 @@ _NOTEBOOK_ERROR = obj(
     cell_index={**INTEGER, "description": "0-based among all the notebook's cells"},
     line={**INTEGER, "description": "1-based within the cell"},
     exception={**STRING, "description": "e.g. 'ValueError: boom'"},
+    execution_count=nullable(
+        {**INTEGER, "description": "the cell's prompt number when submitted; null: not run"}
+    ),
+    code_number=nullable({**INTEGER, "description": "1-based among the notebook's code cells"}),
+    first_line=nullable({**STRING, "description": "the cell's first line, as shown"}),
 )
 
 SCHEMAS: dict[str, dict] = {

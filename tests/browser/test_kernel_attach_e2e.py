@@ -153,7 +153,9 @@ def test_the_notebook_widgets_banner_debugs_a_failed_kernel_trial_in_a_console(
         ],
     )
     banner = page.wait_for_selector(f"{WIDGET} .jp-Det-nbBanner-line", timeout=120_000)
-    assert "failed in cell 2, line 2: ZeroDivisionError" in banner.inner_text()
+    assert "failed in [2], line 2 of the cell `def rate(x):`: ZeroDivisionError" in (
+        banner.inner_text()
+    )
     answer = lab.api("GET", f"experiments/{experiment_id}")
     assert answer["experiment"]["config"]["environment"]["kernel"] == {}
     page.click(f"{WIDGET} .jp-Det-nbDebug")

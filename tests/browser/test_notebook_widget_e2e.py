@@ -307,6 +307,23 @@ def test_the_browser_saves_the_final_state_when_the_kernel_is_gone(page, lab: La
     assert snapshot["trials"][0]["state"] == "COMPLETED"
 
 
+CURSOR = """() => {
+    const notebook = window.jupyterapp.shell.currentWidget.content;
+    const position = notebook.activeCell.editor.getCursorPosition();
+    return [notebook.activeCellIndex, notebook.mode, position.line, position.column];
+}"""
+
+
+def set_theme(page: Any, theme: str) -> None:
+    page.evaluate(
+        "async theme => { await window.jupyterapp.commands.execute("
+        "'apputils:change-theme', {theme}); }",
+        theme,
+    )
+    light = "true" if theme == "JupyterLab Light" else "false"
+    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{light}'")
+
+
 def test_a_failing_trial_names_the_notebook_cell_and_line(page, lab: Lab) -> None:
     experiment_id = run_in_notebook(
         page,
@@ -321,19 +338,64 @@ def test_a_failing_trial_names_the_notebook_cell_and_line(page, lab: Lab) -> Non
         ],
     )
     banner = page.wait_for_selector(f"{WIDGET} .jp-Det-nbBanner-line", timeout=120_000)
-    # The second cell (index 1), its second line: where the exception was raised.
-    assert re.search(
-        r"Trial \d+ failed in cell 2, line 2: ZeroDivisionError: division by zero",
-        banner.inner_text(),
-    ), banner.inner_text()
+    # The cell as its prompt shows it ([2]: the second to run), its line and its first line.
+    expected = (
+        r"Trial \d+ failed in \[2\], line 2 of the cell `def rate\(x\):`: "
+        r"ZeroDivisionError: division by zero"
+    )
+    assert re.search(expected, banner.inner_text()), banner.inner_text()
+    prompt = "() => window.jupyterapp.shell.currentWidget.content.widgets[1].model.executionCount"
+    assert page.evaluate(prompt) == 2  # what its prompt shows: [2]
     assert experiment(lab, experiment_id)["experiment"]["state"] == "ERROR"
     page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (ERROR)')")
     shoot(page, "widget-error")
+
+    # Go to cell: the cell selected, its editor in edit mode, the cursor on the failing line.
     page.click(f"{WIDGET} .jp-Det-nbGoToCell")
-    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content.activeCellIndex") == 1
+    page.wait_for_function(f"() => ({CURSOR})()[1] === 'edit'")
+    assert page.evaluate(CURSOR) == [1, "edit", 1, 0]
+
+    # The log tail and the Logs tab: one traceback, in the notebook's cells (not the script's).
     page.click(f"{WIDGET} .jp-Det-nbShowLogs")
     logs = page.wait_for_selector(f"{WIDGET} .jp-Det-logLines:has-text('ZeroDivisionError')")
-    assert 'File "fails.ipynb", cell 2' in logs.inner_text()
+    text = logs.inner_text()
+    assert text.count("Traceback (most recent call last)") == 1, text
+    assert re.search(r'Cell In\[2\]"?, line 2', text), text
+    assert "_det_notebook_cell.py:" not in text and '_det_notebook_cell.py", line' not in text
+
+    # The sidebar's experiment tab shows the same banner; its Go to cell comes back here.
+    page.evaluate(
+        f"async () => {{ await window.jupyterapp.commands.execute("
+        f"'determined:open-experiment', {{id: {experiment_id}}}); }}"
+    )
+    tab = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{experiment_id}"]'
+    tab_banner = page.wait_for_selector(f"{tab} .jp-Det-nbBanner-line", timeout=60_000)
+    assert re.search(expected, tab_banner.inner_text()), tab_banner.inner_text()
+    shoot(page, "experiment-error-banner", f"{tab} .jp-Det-nbBanner")
+    set_theme(page, "JupyterLab Dark")
+    shoot(page, "experiment-error-banner-dark", f"{tab} .jp-Det-nbBanner")
+    colours = page.evaluate(f"""() => {{
+        const line = document.querySelector('{tab} .jp-Det-nbBanner-line');
+        const text = line.querySelector('.jp-Det-nbBanner-text');
+        // As rgb(): a color-mix() background computes to color(srgb ...).
+        const rgb = colour => {{
+            const context = document.createElement('canvas').getContext('2d');
+            context.fillStyle = colour;
+            context.fillRect(0, 0, 1, 1);
+            const [r, g, b] = context.getImageData(0, 0, 1, 1).data;
+            return `rgb(${{r}}, ${{g}}, ${{b}})`;
+        }};
+        return [rgb(getComputedStyle(text).color), rgb(getComputedStyle(line).backgroundColor)];
+    }}""")
+    assert _contrast(*colours) >= 4.5, colours  # legible in the dark theme too
+    page.click(f"{tab} .jp-Det-nbGoToCell")
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.context?.path === 'fails.ipynb'"
+    )
+    page.wait_for_function(f"() => ({CURSOR})()[1] === 'edit'")
+    assert page.evaluate(CURSOR) == [1, "edit", 1, 0]
+    shoot(page, "widget-error-dark")
+    set_theme(page, "JupyterLab Light")
 
 
 def _luminance(rgb: str) -> float:

@@ -189,6 +189,12 @@ export interface ApiTrial {
     line: number;
     /** e.g. 'ValueError: boom' */
     exception: string;
+    /** the cell's prompt number when submitted; null: not run */
+    execution_count?: number | null;
+    /** 1-based among the notebook's code cells */
+    code_number?: number | null;
+    /** the cell's first line, as shown */
+    first_line?: string | null;
   } | null;
   allocation_id?: string | null;
   slot_ids?: number[];

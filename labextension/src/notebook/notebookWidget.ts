@@ -31,7 +31,12 @@ import { h, replaceChildren } from '../dom';
 import { ExperimentView } from '../views/experimentView';
 import { useInNotebookHandler } from './notebookInsert';
 import type { IExperiment, ILogLine, IMetricReport, ITrial } from '../api/types';
-import { ErrorBanner } from './notebookBanner';
+import {
+  attachErrorBanner,
+  openErrorNotebook,
+  revealErrorLine,
+  type GoToCell
+} from './notebookBanner';
 import { IExperimentOutputData, LOG_TAIL_LINES, LOG_TAIL_TRIALS, LogTail } from './widgetModel';
 import { EXPERIMENT_MIME_TYPE, TERMINAL_EXPERIMENT_STATES } from '../api/contract.generated';
 
@@ -54,7 +59,6 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
   private _experimentId: number | null = null;
   private _model: IRenderMime.IMimeModel | null = null;
   private _status = h('div', { class: 'jp-Det-nbStatus', attrs: { 'aria-live': 'polite' } });
-  private _banner: ErrorBanner;
   private _logs = h('pre', { class: 'jp-Det-nbLogs' });
   private _tail = new LogTail();
   private _timer = 0;
@@ -75,7 +79,6 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
   ) {
     super();
     this.addClass('jp-Det-notebookWidget');
-    this._banner = new ErrorBanner(this.node, _notebooks, _onAttach);
   }
 
   get experimentId(): number | null {
@@ -110,15 +113,17 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       useInNotebook,
       this._onAttach
     );
+    // The experiment tab shows the same banner (index.ts).
+    attachErrorBanner(this._view, {
+      goToCell: this._notebooks ? this._goToCell : undefined,
+      onAttach: this._onAttach
+    });
     this._view.addClass('jp-Det-embedded');
     this._view.id = `${this._view.id}-output-${++outputCount}`; // the tab's view has the plain id
-    this._view.model.changed.connect(() => this._onModelChanged());
     this.node.dataset.experimentId = String(id);
     this._applySnapshot(data!);
     // Children are widgets of this panel: a renderer is not in the page yet when it renders.
-    for (const node of [this._status, this._banner.node]) {
-      this.addWidget(new Widget({ node }));
-    }
+    this.addWidget(new Widget({ node: this._status }));
     this.addWidget(this._view);
     this.addWidget(new Widget({ node: this._logs }));
     this._renderStatus();
@@ -295,11 +300,14 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
     this._status.dataset.connection = this._connected === null ? 'connecting' : 'live';
   }
 
-  private _onModelChanged(): void {
-    if (this._view) {
-      this._banner.render(this._view);
-    }
-  }
+  /** "Go to cell": in the notebook holding this output (else the error's, if open). */
+  private _goToCell: GoToCell = async (error, origin) => {
+    const notebooks = this._notebooks;
+    const panel =
+      notebooks?.find(candidate => candidate.node.contains(this.node)) ??
+      (notebooks ? openErrorNotebook(notebooks, error, origin) : null);
+    return panel ? revealErrorLine(panel.content, error) : false;
+  };
 
   private _renderLogs(): void {
     const lines = this._tail.text();

@@ -3,6 +3,7 @@
  * the lines of its error banner. Plain functions and classes, so the unit tests drive them.
  */
 import type { IExperiment, ILogLine, IMetricReport, ITrial } from '../api/types';
+import { cutLine } from '../model/notebookErrors';
 import {
   LOG_LINE_MAX_CHARS,
   LOG_TAIL_LINES,
@@ -15,20 +16,17 @@ import {
  * failing notebook trial prints for the master: jupyter_determined/_contract.py defines them.
  */
 export { LOG_LINE_MAX_CHARS, LOG_TAIL_LINES, LOG_TAIL_TRIALS, NOTEBOOK_ERROR_MARKER };
-
-/** Where a failing notebook trial's error came from (the master's `notebook_error`). */
-export interface INotebookError {
-  notebook?: string | null;
-  cell_id?: string | null;
-  cell_index?: number | null;
-  line?: number | null;
-  exception?: string | null;
-}
-
-export type TrialWithErrors = ITrial & {
-  notebook_error?: INotebookError | null;
-  exit_summary?: string | null;
-};
+// The banner's lines moved to the model layer (the experiment tab shows the banner too).
+export {
+  cellName,
+  cutLine,
+  errorBannerLines,
+  errorLocation,
+  ordinal,
+  type IBannerLine,
+  type INotebookError,
+  type TrialWithErrors
+} from '../model/notebookErrors';
 
 /** What the kernel puts in the output. */
 export interface IExperimentOutputData {
@@ -40,15 +38,6 @@ export interface IExperimentOutputData {
     logs?: ILogLine[];
     taken_at?: string | null;
   };
-}
-
-/** One log line as shown: long lines cut, with how much was cut. */
-export function cutLine(text: string, limit = LOG_LINE_MAX_CHARS): string {
-  const line = text.replace(/\n+$/, '');
-  if (line.length <= limit) {
-    return line;
-  }
-  return `${line.slice(0, limit)}… (${(line.length - limit).toLocaleString('en-US')} more characters)`;
 }
 
 /**
@@ -101,41 +90,4 @@ export class LogTail {
         : `[trial ${entry.trialId}] … more lines not shown (see Logs)`
     );
   }
-}
-
-/** One line of the widget's error banner: a failed trial (or -1: the experiment). */
-export interface IBannerLine {
-  trialId: number;
-  text: string;
-  cellId: string | null;
-}
-
-/** The banner lines for failed trials: where in the notebook, and why. */
-export function errorBannerLines(trials: Iterable<TrialWithErrors>): IBannerLine[] {
-  const lines: IBannerLine[] = [];
-  for (const trial of trials) {
-    const error = trial.notebook_error;
-    if (trial.state !== 'ERROR' && !error) {
-      continue;
-    }
-    let text = `Trial ${trial.id} failed`;
-    let cellId: string | null = null;
-    if (error) {
-      const where =
-        typeof error.cell_index === 'number'
-          ? `cell ${error.cell_index + 1}`
-          : error.cell_id
-            ? `cell ${error.cell_id}`
-            : 'a notebook cell';
-      text += ` in ${where}${typeof error.line === 'number' ? `, line ${error.line}` : ''}`;
-      if (error.exception) {
-        text += `: ${cutLine(error.exception, 300)}`;
-      }
-      cellId = error.cell_id ?? null;
-    } else if (trial.exit_summary) {
-      text += `: ${trial.exit_summary}`;
-    }
-    lines.push({ trialId: trial.id, text, cellId });
-  }
-  return lines;
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 import shlex
 from typing import Any
 
@@ -218,13 +219,23 @@ _RUNNER_SOURCE = """
 import importlib.util, os, sys
 from IPython import get_ipython
 
+def _notebook_cells(source, path):
+    # An exported notebook runs cell by cell, each compiled under its cell's name and lines:
+    # IPython's traceback and %debug then show the notebook's cells, not the script's lines.
+    try:
+        from determined.common.notebook_errors import compile_cells
+    except ImportError:
+        return None
+    return compile_cells(source, path)
+
 def run(kind, target, argv):
     __tracebackhide__ = True  # tracebacks and %debug show the program's frames, not this one
     ns = get_ipython().user_ns
     if kind == "path":
         path = os.path.abspath(target)
         with open(path, "rb") as f:
-            code = compile(f.read(), path, "exec")
+            source = f.read()
+        codes = _notebook_cells(source, path) or [compile(source, path, "exec")]
         sys.path.insert(0, os.path.dirname(path))
         ns.update(__name__="__main__", __file__=path)
         sys.argv = [path, *argv]
@@ -232,14 +243,15 @@ def run(kind, target, argv):
         spec = importlib.util.find_spec(target)
         if spec is None or spec.loader is None:
             raise ModuleNotFoundError(f"No module named {target!r}")
-        code = spec.loader.get_code(target)
+        codes = [spec.loader.get_code(target)]
         sys.path.insert(0, os.getcwd())
         ns.update(__name__="__main__", __file__=spec.origin, __spec__=spec)
         sys.argv = [spec.origin or target, *argv]
     setattr(sys, EXIT_ATTRIBUTE, None)
     hook = sys.excepthook
     try:
-        exec(code, ns)
+        for code in codes:
+            exec(code, ns)
         status = 0
     except SystemExit as exc:
         status = exc.code
@@ -289,6 +301,21 @@ def program_cell(program: KernelProgram) -> str:
     return f"__import__('sys').{_RUN_ATTRIBUTE}{args!r}"
 
 
+def trial_traceback(entries: list[str]) -> list[str]:
+    """The kernel's traceback of a failed program (an `error` message's entries, one a frame)
+    without the frames of the runner: its program cell (`Cell In[1]` of the trial's kernel, not
+    of the user's notebook, whose cells the program's frames name) and the note on its hidden
+    frame. The trial's log then shows the program's own frames only."""
+    ansi = re.compile(r"\x1b\[[0-9;]*m")
+    kept = [
+        entry
+        for entry in entries
+        if f"{_RUN_ATTRIBUTE}(" not in (plain := ansi.sub("", entry))
+        and not plain.strip().startswith("[... skipping hidden")
+    ]
+    return kept if kept else list(entries)
+
+
 def exit_expression() -> str:
     """A user expression giving the exit status the program left (None: it raised)."""
     return f"getattr(__import__('sys'), {EXIT_ATTRIBUTE!r}, None)"
@@ -309,4 +336,5 @@ __all__ = [
     "kernel_settings",
     "program_cell",
     "setup_cell",
+    "trial_traceback",
 ]

@@ -55,6 +55,7 @@ from master_lite.runners.kernel._program import (
     kernel_settings,
     program_cell,
     setup_cell,
+    trial_traceback,
 )
 from master_lite.runners.kernel._sandbox import sandboxed
 from master_lite.runners.process import Sandbox, process_environment
@@ -282,7 +283,8 @@ class KernelRunner(Runner):
             self._stream(run, content.get("name", "stdout"), content.get("text", ""))
         elif kind == "error":
             self._flush(run)
-            lines = _ANSI.sub("", "\n".join(content.get("traceback") or [])).splitlines()
+            entries = trial_traceback(list(content.get("traceback") or []))
+            lines = _ANSI.sub("", "\n".join(entries)).splitlines()
             self._emit(run, "stderr", lines or [f"{content.get('ename')}: {content.get('evalue')}"])
         return kind == "status" and content.get("execution_state") == "idle"
 

@@ -90,15 +90,16 @@ def test_the_hook_renames_only_the_scripts_frames(tmp_path: pathlib.Path) -> Non
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
         "Traceback (most recent call last):",
-        '  File "nb.ipynb", cell 4 (id call), line 1, in <module>',
+        '  File "Cell In[ ] (cell 4)", line 1, in <module>',
         "    f()",
-        '  File "nb.ipynb", cell 2 (id def, In [7]), line 3, in f',
+        '  File "Cell In[7]", line 3, in f',
         "    helper_module.fail()",
         f'  File "{helpers / "helper_module.py"}", line 2, in fail',
         "    raise ValueError('boom')",
         "ValueError: boom",
         'DET_NOTEBOOK_ERROR {"notebook": "/w/nb.ipynb", "cell_id": "def", "cell_index": 1, '
-        '"line": 3, "exception": "ValueError: boom"}',
+        '"line": 3, "exception": "ValueError: boom", "execution_count": 7, '
+        '"code_number": null, "first_line": null}',
     ]
 
 
@@ -131,7 +132,7 @@ def test_a_relative_script_name_still_matches_after_a_chdir(tmp_path: pathlib.Pa
         text=True,
         timeout=60,
     )
-    assert '  File "the notebook", cell 1 (id only), line 2, in <module>' in done.stderr
+    assert '  File "Cell In[ ] (cell 1)", line 2, in <module>' in done.stderr
     marker = done.stderr.strip().splitlines()[-1]
     assert notebook_errors.parse_marker(marker) == {
         "notebook": None,
@@ -139,6 +140,9 @@ def test_a_relative_script_name_still_matches_after_a_chdir(tmp_path: pathlib.Pa
         "cell_index": 0,
         "line": 2,
         "exception": "KeyError: 'k'",
+        "execution_count": None,
+        "code_number": None,
+        "first_line": None,
     }
 
 
@@ -178,4 +182,7 @@ def test_an_error_re_raised_outside_the_cells_is_named_by_its_cause() -> None:
         "cell_index": 4,
         "line": 3,
         "exception": "ZeroDivisionError: in the cell",
+        "execution_count": None,
+        "code_number": None,
+        "first_line": None,
     }

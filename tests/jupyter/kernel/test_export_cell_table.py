@@ -62,7 +62,13 @@ def test_each_cell_records_its_index_count_and_place_in_the_script() -> None:
         "execution_count": 3,
         "line_offset": by_id["one"].line_offset,
         "num_lines": 2,
+        "code_number": 1,
+        "first_line": "a = 1",
     }
+    # The banner names a cell by the number a person counts to among the code cells (the
+    # skipped one too) and by its first line as shown.
+    assert [c.code_number for c in exported.cells] == [1, 3, 4, 5]
+    assert [c.first_line for c in exported.cells] == ["a = 1", "%cd /tmp", "%%time", "train()"]
     assert field["cells"][2]["line_map"] == [2, 3, 4]
     # The prelude carries the same table to the trial.
     assert "notebook_errors" in exported.script and "'line_map': [2, 3, 4]" in exported.script
@@ -154,11 +160,16 @@ def test_a_failing_det_submit_trial_names_the_notebook_cell(shell, tmp_path, mon
             "cell_index": 1,
             "line": 3,
             "exception": "ValueError: too big: 2",
+            # The file says 1, but this kernel ran it as [2]: the number its prompt shows.
+            "execution_count": 2,
+            "code_number": 1,
+            "first_line": "def check(value):",
         }
         assert trial["exit_summary"] == "exited with code 1"
         logs = "\n".join(master.logs(trial["id"]))
-        assert 'File "failing.ipynb", cell 3 (id submit, In [3]), line 3, in <module>' in logs
-        assert 'File "failing.ipynb", cell 2 (id helpers, In [1]), line 3, in check' in logs
+        assert 'File "Cell In[3]", line 3, in <module>' in logs
+        assert 'File "Cell In[2]", line 3, in check' in logs
+        assert logs.count("Traceback (most recent call last)") == 1, logs
         assert '_det_notebook_cell.py", line' not in logs
 
 
@@ -232,5 +243,47 @@ def test_a_native_trial_failing_in_the_harness_names_the_notebook_cell(
             "cell_index": 1,
             "line": 17,
             "exception": "ValueError: bad batch 0",
+            "execution_count": 2,
+            "code_number": 1,
+            "first_line": "import torch",
         }, logs
-        assert 'File "native.ipynb", cell 2 (id trial, In [2]), line 17, in train_batch' in logs
+        assert 'File "Cell In[2]", line 17, in train_batch' in logs
+
+
+def test_cells_get_the_counts_their_prompts_show_though_the_frontend_sends_none(
+    shell, monkeypatch
+) -> None:
+    """A run-all sends the frontend's snapshot before the cells run, so it has no counts; the
+    kernel knows them (by cell id, and by source for cells that ran before `%load_ext`)."""
+    from jupyter_determined.kernel._current_notebook import cell_counts, frontend_notebook
+
+    shell.run_cell("early = 1", store_history=True, cell_id="early")  # before %load_ext
+    cell_counts.register(shell)
+    shell.run_cell("a = 1", store_history=True, cell_id="first")
+    shell.run_cell("b = 2", store_history=True, cell_id="second")
+    shell.run_cell("a = 10  # run again: prompt shows [4]", store_history=True, cell_id="first")
+    snapshot_cells = [
+        {"cell_type": "code", "id": "early", "source": "early = 1"},
+        {
+            "cell_type": "code",
+            "id": "first",
+            "source": "a = 10  # run again: prompt shows [4]",
+        },
+        {"cell_type": "markdown", "id": "m", "source": "text"},
+        {"cell_type": "code", "id": "second", "source": "b = 2"},
+        {"cell_type": "code", "id": "idle", "source": "never = 0"},
+        {"cell_type": "code", "id": "submit", "source": EXPORT},
+    ]
+    monkeypatch.setattr(
+        frontend_notebook, "snapshot", {"path": "/w/nb.ipynb", "cells": snapshot_cells}
+    )
+    shell.run_cell(EXPORT, store_history=True, cell_id="submit")
+    exported = shell.user_ns["exported"]
+    assert exported.source == "frontend"
+    assert [(c.id, c.execution_count) for c in exported.cells] == [
+        ("early", 1),
+        ("first", 4),
+        ("second", 3),
+        ("idle", None),
+        ("submit", 5),
+    ]

@@ -291,10 +291,15 @@ async def test_an_exported_notebook_names_the_failing_cell(master):
         "cell_index": 1,
         "line": 5,
         "exception": "ValueError: boom",
+        "execution_count": 1,
+        "code_number": 1,
+        "first_line": "import json",
     }
     text = "\n".join(
         row["line"] for row in master.store.select("logs", "trial_id = ?", (trial["id"],))
     )
-    assert 'File "quickstart.ipynb", cell 3 (id run), line 3, in <module>' in text
-    assert 'File "quickstart.ipynb", cell 2 (id helpers, In [1]), line 5, in check' in text
+    # Cells as JupyterLab's prompts name them; one that had not run by the number people count.
+    assert 'File "Cell In[ ] (code cell 2)", line 3, in <module>' in text
+    assert 'File "Cell In[1]", line 5, in check' in text
+    assert text.count("Traceback (most recent call last)") == 1
     assert "_det_notebook_cell.py" not in text.split("Traceback", 1)[1]
