@@ -203,3 +203,18 @@ def test_search_analysis_curve_controls_and_system_metrics(page, lab: Lab) -> No
     page.wait_for_selector(f'{history}[data-points="16"] canvas')
     _shoot(page, "search-analysis-dark", f"{view} .jp-Det-searchAnalysis")
     set_theme(page, "JupyterLab Light")
+
+    # The widget under a notebook cell is the same view: the same analysis, the same bars.
+    lab.write_notebook(
+        "search-views.ipynb", ["%load_ext jupyter_determined", f"%det widget {experiment_id}"]
+    )
+    lab.open_notebook(page, "search-views.ipynb")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    widget = f'.jp-Det-notebookWidget[data-experiment-id="{experiment_id}"]'
+    page.wait_for_selector(widget, timeout=60_000)
+    page.click(f'{widget} .jp-Det-tab[data-section="hparams"]')
+    page.wait_for_selector(f"{widget} .jp-Det-importance .jp-Det-importanceRow")
+    in_widget = page.locator(f"{widget} .jp-Det-importanceRow")
+    assert [in_widget.nth(i).get_attribute("data-hparam") for i in range(3)] == names
+    page.click(f'{widget} .jp-Det-tab[data-section="curves"]')
+    page.wait_for_selector(f'{widget} .jp-Det-systemCharts .jp-Det-chart[data-group="cpu"] canvas')

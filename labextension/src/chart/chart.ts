@@ -227,9 +227,23 @@ export class Chart {
     return this._data;
   }
 
-  /** The plot as a PNG data URL (axes and lines: uPlot draws them on its canvas), or null. */
+  /**
+   * The plot as a PNG data URL (axes and lines: uPlot draws them on its canvas) on the theme's
+   * background (the canvas itself is transparent), or null.
+   */
   toPNG(): string | null {
-    return this._plot?.ctx.canvas.toDataURL('image/png') ?? null;
+    const source = this._plot?.ctx.canvas;
+    if (!source) {
+      return null;
+    }
+    const copy = document.createElement('canvas');
+    copy.width = source.width;
+    copy.height = source.height;
+    const ctx = copy.getContext('2d')!;
+    ctx.fillStyle = readChartTheme().background;
+    ctx.fillRect(0, 0, copy.width, copy.height);
+    ctx.drawImage(source, 0, 0);
+    return copy.toDataURL('image/png');
   }
 
   private _xLog(data: IChartData): boolean {

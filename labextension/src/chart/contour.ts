@@ -34,10 +34,18 @@ function ticksFor(lo: number, hi: number, log: boolean): number[] {
   if (log) {
     return logTicks(Math.pow(10, lo), Math.pow(10, hi), 6).map(v => Math.log10(v));
   }
-  if (hi === lo) {
+  if (!(hi > lo)) {
     return [lo];
   }
-  return Array.from({ length: 5 }, (_, i) => lo + ((hi - lo) * i) / 4);
+  // Round steps (1, 2 or 5 times a power of ten), about five of them, inside the range.
+  const rough = (hi - lo) / 5;
+  const power = Math.pow(10, Math.floor(Math.log10(rough)));
+  const step = [1, 2, 5, 10].map(m => m * power).find(s => s >= rough) ?? 10 * power;
+  const ticks: number[] = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
+    ticks.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  }
+  return ticks;
 }
 
 export class ContourPlot {
@@ -93,7 +101,9 @@ export class ContourPlot {
       return;
     }
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, width, HEIGHT);
+    // Opaque, so an exported PNG reads on any viewer's background.
+    ctx.fillStyle = theme.background;
+    ctx.fillRect(0, 0, width, HEIGHT);
     const tx = (v: number) => (data.xLog ? Math.log10(v) : v);
     const ty = (v: number) => (data.yLog ? Math.log10(v) : v);
     const xs = data.points.map(p => tx(p.x));
