@@ -160,6 +160,10 @@ describe('contour', () => {
     assert.equal(grid.cells[2][0], 3); // lowest x, highest y: trial 3
     assert.equal(grid.min, 1);
     assert.equal(grid.max, 5);
+    assert.deepEqual(grid.xRange, [1, 10]);
+    // Padded: the trials sit inside the grid, not on its edge.
+    const padded = interpolateGrid(points, 3, false, false, 0.1);
+    assert.deepEqual(padded.yRange, [0.8, 3.2]);
     const middle = grid.cells[1][1];
     assert.ok(middle > 1 && middle < 5, String(middle));
   });

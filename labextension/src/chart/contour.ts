@@ -108,14 +108,20 @@ export class ContourPlot {
     const ty = (v: number) => (data.yLog ? Math.log10(v) : v);
     const xs = data.points.map(p => tx(p.x));
     const ys = data.points.map(p => ty(p.y));
-    const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
-    const [y0, y1] = [Math.min(...ys), Math.max(...ys)];
+    const { cells, min, max, xRange, yRange } = interpolateGrid(
+      data.points,
+      GRID,
+      data.xLog,
+      data.yLog,
+      0.04
+    );
+    const [x0, x1] = xRange;
+    const [y0, y1] = yRange;
     const plotW = width - MARGIN.left - MARGIN.right;
     const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;
     const px = (v: number) => MARGIN.left + (x1 > x0 ? ((v - x0) / (x1 - x0)) * plotW : plotW / 2);
     const py = (v: number) =>
       MARGIN.top + plotH - (y1 > y0 ? ((v - y0) / (y1 - y0)) * plotH : plotH / 2);
-    const { cells, min, max } = interpolateGrid(data.points, GRID, data.xLog, data.yLog);
     // 1 is the best value, whichever way the metric improves.
     const goodness = (v: number) =>
       max > min ? (data.smallerIsBetter ? (max - v) / (max - min) : (v - min) / (max - min)) : 0.5;

@@ -90,25 +90,38 @@ export interface IGrid {
   cells: number[][];
   min: number;
   max: number;
+  /** The span the grid covers, in axis units (exponents on a log axis): [low, high]. */
+  xRange: [number, number];
+  yRange: [number, number];
+}
+
+/** [low, high] of `values`, widened by `pad` of the span on each side. */
+function span(values: number[], pad: number): [number, number] {
+  const lo = Math.min(...values);
+  const hi = Math.max(...values);
+  const extra = (hi - lo) * pad;
+  return [lo - extra, hi + extra];
 }
 
 /**
  * The metric interpolated over a `size`×`size` grid spanning the points (inverse-distance
  * weighting in the unit square, so both hyperparameters count alike; `xLog`/`yLog` place a
- * log-sampled one by its exponent). A cell on a trial takes that trial's value.
+ * log-sampled one by its exponent). A cell on a trial takes that trial's value. `pad`: the
+ * grid reaches that fraction of the span beyond the outermost trials (so their dots sit inside).
  */
 export function interpolateGrid(
   points: IContourPoint[],
   size: number,
   xLog = false,
-  yLog = false
+  yLog = false,
+  pad = 0
 ): IGrid {
   const tx = (v: number) => (xLog ? Math.log10(v) : v);
   const ty = (v: number) => (yLog ? Math.log10(v) : v);
   const xs = points.map(p => tx(p.x));
   const ys = points.map(p => ty(p.y));
-  const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
-  const [y0, y1] = [Math.min(...ys), Math.max(...ys)];
+  const [x0, x1] = span(xs, pad);
+  const [y0, y1] = span(ys, pad);
   const nx = xs.map(x => (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5));
   const ny = ys.map(y => (y1 > y0 ? (y - y0) / (y1 - y0) : 0.5));
   const cells: number[][] = [];
@@ -139,5 +152,5 @@ export function interpolateGrid(
     }
     cells.push(line);
   }
-  return { cells, min, max };
+  return { cells, min, max, xRange: [x0, x1], yRange: [y0, y1] };
 }
