@@ -29,6 +29,7 @@ import {
   stepRange
 } from './chartMath';
 import { h } from '../dom';
+import { allPositive } from '../model/curveTransforms';
 import { formatNumber } from '../model/format';
 import type { INonFinitePoint } from '../model/series';
 import { IChartTheme, onThemeChange, readChartTheme, trialColor } from './theme';
@@ -65,6 +66,10 @@ export interface IChartData {
   pointLabels?: string[];
   /** Scatter: the point drawn emphasised (the best trial), or -1. */
   highlightPoint?: number;
+  /** A log y axis (the curves' log-y control); ignored unless every value is positive. */
+  yLog?: boolean;
+  /** Line charts: series drawn as points only (each trial's value beside the best so far). */
+  pointsOnly?: number[];
 }
 
 const PLOT_HEIGHT = 240;
@@ -106,6 +111,10 @@ export class Chart {
     this._resizeObserver = new ResizeObserver(() => this._resize());
     this._resizeObserver.observe(this.node);
     this._disconnectTheme = onThemeChange(() => this.redraw());
+  }
+
+  get xLabel(): string {
+    return this._xLabel;
   }
 
   set xLabel(label: string) {
@@ -162,6 +171,7 @@ export class Chart {
     this.node.setAttribute('data-points', String(points));
     this.node.setAttribute('data-series', data.labels.join(','));
     this.node.setAttribute('data-nonfinite', String(data.nonFinite?.length ?? 0));
+    this.node.setAttribute('data-y-log', String(this._yLog(data)));
     this._nonFiniteAt = new Map(
       (data.nonFinite ?? []).map(p => [`${p.series + 1}:${p.index}`, p.value])
     );
@@ -189,6 +199,8 @@ export class Chart {
       this._xLabel,
       this._yLabel,
       xLog,
+      this._yLog(data),
+      data.pointsOnly?.join(',') ?? '',
       data.highlight ?? -1,
       data.colorKeys?.join(',') ?? '',
       theme.light,
@@ -204,6 +216,34 @@ export class Chart {
     this.destroyPlot();
     this._signature = signature;
     this._plot = new uPlot(this._options(data, theme, xLog), aligned, this._plotHost);
+  }
+
+  private _yLog(data: IChartData): boolean {
+    return !!data.yLog && allPositive(data.ys);
+  }
+
+  /** What is drawn now (the CSV export writes it), or null. */
+  get data(): IChartData | null {
+    return this._data;
+  }
+
+  /**
+   * The plot as a PNG data URL (axes and lines: uPlot draws them on its canvas) on the theme's
+   * background (the canvas itself is transparent), or null.
+   */
+  toPNG(): string | null {
+    const source = this._plot?.ctx.canvas;
+    if (!source) {
+      return null;
+    }
+    const copy = document.createElement('canvas');
+    copy.width = source.width;
+    copy.height = source.height;
+    const ctx = copy.getContext('2d')!;
+    ctx.fillStyle = readChartTheme().background;
+    ctx.fillRect(0, 0, copy.width, copy.height);
+    ctx.drawImage(source, 0, 0);
+    return copy.toDataURL('image/png');
   }
 
   private _xLog(data: IChartData): boolean {
@@ -242,10 +282,11 @@ export class Chart {
       const color = scatter ? theme.palette[0] : this._color(data, i, theme);
       colors.push(color);
       const best = !scatter && i === highlight;
+      const dots = scatter || !!data.pointsOnly?.includes(i);
       series.push({
         label: best ? `${label} ★ best` : label,
         stroke: color,
-        width: scatter ? 0 : best ? 3 : 1.5,
+        width: dots ? 0 : best ? 3 : 1.5,
         // undefined (no report at a step) is spanned; null (a NaN/Infinity) breaks the line.
         spanGaps: false,
         value: (_u, value, seriesIdx, idx) => {
@@ -255,8 +296,8 @@ export class Chart {
           const nonFinite = this._nonFiniteAt.get(`${seriesIdx}:${idx}`);
           return nonFinite === undefined ? '—' : formatNumber(nonFinite);
         },
-        points: scatter
-          ? { show: true, size: 8, width: 1, stroke: color, fill: `${color}99` }
+        points: dots
+          ? { show: true, size: scatter ? 8 : 6, width: 1, stroke: color, fill: `${color}99` }
           : {
               show: (u, seriesIdx, idx0, idx1) =>
                 showMarkers(
@@ -268,7 +309,7 @@ export class Chart {
               stroke: color,
               fill: color
             },
-        paths: scatter ? () => null : undefined
+        paths: dots ? () => null : undefined
       });
     });
     if (scatter && (data.highlightPoint ?? -1) >= 0) {
@@ -323,6 +364,11 @@ export class Chart {
         return Math.ceil(widest) + 14;
       }
     };
+    if (this._yLog(data)) {
+      // As for a log x axis: our ticks, and no uPlot filter turning labels into "null".
+      yAxis.splits = (_u, _axis, min, max) => logTicks(min, max);
+      yAxis.filter = (_u, splits) => splits;
+    }
     const xScale: uPlot.Scale = categories
       ? { time: false, range: () => [-0.5, categories.length - 0.5] }
       : xLog
@@ -339,7 +385,9 @@ export class Chart {
       ...this._size(),
       scales: {
         x: xScale,
-        y: { range: (_u, min, max) => paddedRange(min, max) }
+        y: this._yLog(data)
+          ? { distr: 3, log: 10, range: (_u, min, max) => paddedRange(min, max, { log: true }) }
+          : { range: (_u, min, max) => paddedRange(min, max) }
       },
       axes: [xAxis, yAxis],
       series,

@@ -43,11 +43,13 @@ export interface IAlignedSeries {
 /**
  * Align one metric of several trials on a shared, ascending step axis (what uPlot draws).
  * A trial that reported the same step twice (a restart replays steps) keeps the last report.
+ * `xOf` places a report on another x axis (epochs, wall time); null leaves the report out.
  */
 export function alignSeries(
   reportsByTrial: Map<number, IMetricReport[]>,
   trialIds: number[],
-  metric: string
+  metric: string,
+  xOf: (report: IMetricReport) => number | null = report => report.steps_completed
 ): IAlignedSeries {
   const perTrial: Map<number, number>[] = [];
   const steps = new Set<number>();
@@ -56,9 +58,10 @@ export function alignSeries(
     const points = new Map<number, number>();
     for (const report of reportsByTrial.get(trialId) ?? []) {
       const value = report.metrics?.[metric];
-      if (typeof value === 'number') {
-        points.set(report.steps_completed, value);
-        steps.add(report.steps_completed);
+      const step = typeof value === 'number' ? xOf(report) : null;
+      if (typeof value === 'number' && step !== null) {
+        points.set(step, value);
+        steps.add(step);
         anyNonFinite ||= !Number.isFinite(value);
       }
     }

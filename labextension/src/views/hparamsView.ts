@@ -1,6 +1,7 @@
 /**
  * The Hyperparameters section of the experiment view: parallel coordinates of the whole search,
- * then one hyperparameter against the searcher metric (a log axis for log-sampled ones).
+ * then one hyperparameter against the searcher metric (a log axis for log-sampled ones), then
+ * the search analysis (importance, optimisation history, slices, contour: searchView.ts).
  */
 import { Chart } from '../chart/chart';
 import { h, replaceChildren, select } from '../dom';
@@ -9,6 +10,7 @@ import { isTerminal } from '../model/states';
 import { bestTrialId, hparamColumns } from '../model/trialTable';
 import { useLogAxis } from '../model/hparams';
 import { ParallelCoordinates } from '../chart/parcoords';
+import { SearchAnalysis } from './searchView';
 import type { IExperiment, ITrial } from '../api/types';
 
 export interface IHparamsInput {
@@ -24,6 +26,7 @@ export class HparamsSection {
   private _scatter = new Chart('scatter', 'hyperparameter', 'metric');
   private _hparam = '';
   private _input: IHparamsInput | null = null;
+  private _analysis = new SearchAnalysis();
 
   constructor(onToggle: (trialId: number) => void) {
     this._parcoords = new ParallelCoordinates(onToggle);
@@ -108,11 +111,20 @@ export class HparamsSection {
       ),
       this._scatter.node
     );
-    replaceChildren(this.node, ...parts);
+    replaceChildren(this.node, ...parts, this._analysis.node);
+    this._analysis.render({
+      experiment,
+      trials,
+      hparams,
+      metric,
+      smallerIsBetter,
+      bestTrialId: best
+    });
   }
 
   dispose(): void {
     this._parcoords.dispose();
     this._scatter.dispose();
+    this._analysis.dispose();
   }
 }
