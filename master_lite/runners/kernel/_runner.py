@@ -39,12 +39,7 @@ from master_lite.runners._exits import exit_code_of, killed_exit_code
 from master_lite.runners._lines import split_line
 from master_lite.runners._startup_hook import STARTUP_HOOK, has_startup_hook
 from master_lite.runners.kernel._files import ship_files
-from master_lite.runners.kernel._handles import (
-    GatewayKernel,
-    KernelHandle,
-    LocalKernel,
-    ServerKernel,
-)
+from master_lite.runners.kernel._handles import GatewayKernel, KernelHandle, ServerKernel
 from master_lite.runners.kernel._program import (
     GatewayDefault,
     KernelSettings,
@@ -57,6 +52,20 @@ from master_lite.runners.kernel._program import (
     setup_cell,
 )
 from master_lite.runners.kernel._sandbox import sandboxed
+from master_lite.runners.kernel._warm import (
+    WarmKernel,
+    WarmKernels,
+    baseline_cell,
+    handover_cell,
+    learn_expression,
+    learned_modules,
+    own_env,
+    rename_session,
+    run_quietly,
+    script_of,
+    start_local_kernel,
+    warm_key,
+)
 from master_lite.runners.process import Sandbox, process_environment
 
 log = logging.getLogger("master_lite.kernels")
@@ -75,6 +84,8 @@ class _KernelRun:
     killed: bool = False
     terminating: bool = False
     partial: dict[str, str] = dataclasses.field(default_factory=dict)
+    warm_key: tuple | None = None  # its launches' key among warm kernels (_warm)
+    warm: WarmKernel | None = None  # the warm kernel it took, if any
 
 
 class KernelRunner(Runner):
@@ -104,6 +115,8 @@ class KernelRunner(Runner):
         # Local kernels start sandboxed, hiding `LaunchSpec.hidden` (probed once, as for
         # process trials; $MASTER_LITE_TRIAL_SANDBOX=0 turns it off).
         self.sandbox = Sandbox()
+        # Kernels started ahead with the modules a notebook's previous trial imported.
+        self.warm = WarmKernels(self._start_warm)
 
     def config_problems(self, config: dict) -> list[str]:
         return kernel_config_problems(config, gateway_default=self.gateway_default)
@@ -175,7 +188,6 @@ class KernelRunner(Runner):
 
     def _start(self, run: _KernelRun) -> KernelHandle:
         spec = run.settings.spec
-        handle: LocalKernel
         if run.gateway is not None:
             remote = GatewayKernel(
                 run.gateway, spec, self._gateway_env(run), self.gateway_default.token
@@ -186,26 +198,31 @@ class KernelRunner(Runner):
             )
             return remote
         sandbox = self.sandbox.prefix(run.spec.hidden, watch_parent=True)
-        if self.jupyter_host is not None and self._loop is not None:
-            name = f"trial-{run.spec.trial_id}"
-            handle = ServerKernel(
-                self.jupyter_host,
-                self._loop,
-                spec,
-                process_environment(run.spec.env),
-                str(run.spec.work_dir),
-                name,
-                sandbox,
-            )
-            started = f"pid {handle.pid}, Jupyter kernel {handle.kernel_id}"
+        name = f"trial-{run.spec.trial_id}"
+        run.warm_key = warm_key(spec, own_env(run.spec.env), sandbox, script_of(run))
+        run.warm = self.warm.take(run.warm_key)
+        if run.warm is not None:  # started ahead with the notebook's modules (_warm)
+            handle = run.warm.handle
+            rename_session(handle, name)
         else:
-            handle = LocalKernel(
-                spec, process_environment(run.spec.env), str(run.spec.work_dir), sandbox
+            env = process_environment(run.spec.env)
+            cwd = str(run.spec.work_dir)
+            handle = start_local_kernel(
+                self.jupyter_host, self._loop, spec, env, cwd, name, sandbox
             )
-            started = f"pid {handle.pid}"
+        started = f"pid {handle.pid}"
+        if isinstance(handle, ServerKernel):
+            started += f", Jupyter kernel {handle.kernel_id}"
         where = " in the trial sandbox" if sandboxed(handle.manager) else ""
+        if run.warm is not None:
+            where += f", warm: {run.warm.imported} modules imported ahead"
         self._master_line(run, f"kernel {spec!r} started ({started}){where}")
         return handle
+
+    def _start_warm(self, key: tuple, env: dict[str, str], cwd: str) -> KernelHandle:
+        env = process_environment(env)
+        host, loop, spec, sandbox = self.jupyter_host, self._loop, key[0], list(key[2])
+        return start_local_kernel(host, loop, spec, env, cwd, "warm-kernel", sandbox)
 
     def _gateway_env(self, run: _KernelRun) -> dict[str, str]:
         """The trial's own variables (not the master's), for a kernel on a gateway: with the
@@ -225,12 +242,24 @@ class KernelRunner(Runner):
             if not self._ship_files(run, handle):
                 return self._died(run), False
         else:
-            setup = setup_cell(None, str(run.spec.work_dir))
-            handle.execute(setup, silent=True, user_expressions={})
-        reply = self._run_cell(run, handle, cell, {"exit": exit_expression()})
+            work_dir = str(run.spec.work_dir)
+            if run.warm is not None:  # the trial's environment and cwd, as a fresh kernel's
+                env = process_environment(run.spec.env)
+                answer = run_quietly(handle, handover_cell(env, work_dir), {}, 60)
+                if (answer or {}).get("status") != "ok":
+                    raise OSError(f"the warm kernel did not take the trial's environment: {answer}")
+            handle.execute(setup_cell(None, work_dir), silent=True, user_expressions={})
+        expressions = {"exit": exit_expression()}
+        if run.gateway is None and run.warm_key is not None and self.warm.enabled:
+            handle.execute(baseline_cell(), silent=True, user_expressions={})
+            expressions["modules"] = learn_expression(str(run.spec.work_dir))
+        reply = self._run_cell(run, handle, cell, expressions)
         if reply is None:
             return self._died(run), False
-        return self._status(run, reply), True
+        status = self._status(run, reply)
+        if status == 0 and "modules" in expressions:
+            self.warm.learned(run.warm_key, own_env(run.spec.env), learned_modules(reply))
+        return status, True
 
     def _ship_files(self, run: _KernelRun, handle: KernelHandle) -> bool:
         """Send the run's files into the gateway kernel and make their copy its cwd; False
@@ -435,7 +464,9 @@ class KernelRunner(Runner):
         return True
 
     def close(self) -> None:
-        """Shut down the kernels kept for debugging (running trials are not touched)."""
+        """Shut down the warm kernels and those kept for debugging (running trials are not
+        touched)."""
+        self.warm.close()
         with self._lock:
             kept = list(self._kept.values())
             self._kept.clear()
