@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import signal
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,10 +34,10 @@ from master_lite.runners._base import (
     terminate_with_grace,
 )
 from master_lite.runners._exits import exit_code_of, killed_exit_code
-from master_lite.runners._lines import split_line
 from master_lite.runners._startup_hook import STARTUP_HOOK, has_startup_hook
 from master_lite.runners.kernel._files import ship_files
 from master_lite.runners.kernel._handles import GatewayKernel, KernelHandle, ServerKernel
+from master_lite.runners.kernel._output import KernelOutput
 from master_lite.runners.kernel._program import (
     GatewayDefault,
     KernelSettings,
@@ -71,7 +69,6 @@ from master_lite.runners.process import Sandbox, process_environment
 log = logging.getLogger("master_lite.kernels")
 
 _POLL = 0.2  # seconds between looks at a running kernel's messages and liveness
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @dataclasses.dataclass
@@ -88,7 +85,7 @@ class _KernelRun:
     warm: WarmKernel | None = None  # the warm kernel it took, if any
 
 
-class KernelRunner(Runner):
+class KernelRunner(KernelOutput, Runner):
     """Runs each trial run in a Jupyter kernel: of a local kernelspec (through the hosting
     Jupyter server's kernel manager when there is one), or on a Jupyter Kernel Gateway."""
 
@@ -303,18 +300,6 @@ class KernelRunner(Runner):
         self._flush(run)
         return dict(reply["content"])
 
-    def _on_iopub(self, run: _KernelRun, message: dict) -> bool:
-        """Log the message's output; True when it says the execution is over (status idle)."""
-        kind = message["msg_type"]
-        content = message["content"]
-        if kind == "stream":
-            self._stream(run, content.get("name", "stdout"), content.get("text", ""))
-        elif kind == "error":
-            self._flush(run)
-            lines = _ANSI.sub("", "\n".join(content.get("traceback") or [])).splitlines()
-            self._emit(run, "stderr", lines or [f"{content.get('ename')}: {content.get('evalue')}"])
-        return kind == "status" and content.get("execution_state") == "idle"
-
     def _status(self, run: _KernelRun, reply: dict) -> int:
         if reply.get("status") == "ok":
             value = ((reply.get("user_expressions") or {}).get("exit") or {}).get("data", {})
@@ -335,34 +320,6 @@ class KernelRunner(Runner):
         if returncode is None:
             return killed_exit_code(signal.SIGKILL)
         return exit_code_of(returncode)
-
-    # -- output -------------------------------------------------------------------------------
-    def _stream(self, run: _KernelRun, name: str, text: str) -> None:
-        pending = run.partial.get(name, "") + text
-        *lines, rest = re.split(r"\r\n|\n|\r", pending)
-        run.partial[name] = rest
-        self._emit(run, name, lines)
-
-    def _flush(self, run: _KernelRun) -> None:
-        for name, rest in list(run.partial.items()):
-            if rest:
-                self._emit(run, name, [rest])
-        run.partial.clear()
-
-    def _emit(self, run: _KernelRun, stream: str, lines: list[str]) -> None:
-        now = time.time()
-        records: list[LogRecord] = []
-        for line in lines:
-            for rank, text in split_line(line.encode("utf-8")):
-                records.append((run.spec.trial_id, rank, stream, now, text))
-        if records:
-            try:
-                self._log_sink(records)
-            except Exception:  # noqa: BLE001 (a failing sink must not end the capture)
-                log.exception("log sink failed")
-
-    def _master_line(self, run: _KernelRun, line: str) -> None:
-        self._emit(run, "master", [line])
 
     # -- ending -------------------------------------------------------------------------------
     def _shutdown(self, run: _KernelRun) -> None:
