@@ -65,6 +65,7 @@ from master_lite.runners.kernel._warm import (
     warm_key,
 )
 from master_lite.runners.process import Sandbox, process_environment
+from master_lite.runners.process._prestart import environment_block_size
 
 log = logging.getLogger("master_lite.kernels")
 
@@ -197,7 +198,9 @@ class KernelRunner(KernelOutput, Runner):
         sandbox = self.sandbox.prefix(run.spec.hidden, watch_parent=True)
         name = f"trial-{run.spec.trial_id}"
         run.warm_key = warm_key(spec, own_env(run.spec.env), sandbox, script_of(run))
-        run.warm = self.warm.take(run.warm_key)
+        # Room for the trial's environment block, and what the kernel launcher adds to it.
+        env_size = environment_block_size(process_environment(run.spec.env)) + 4096
+        run.warm = self.warm.take(run.warm_key, env_size)
         if run.warm is not None:  # started ahead with the notebook's modules (_warm)
             handle = run.warm.handle
             rename_session(handle, name)

@@ -47,6 +47,7 @@ from determined.exec import prestarted
 from master_lite.runners.process._prestart import (
     ENV_RESERVE_BYTES,
     ENV_RESERVE_VARIABLE,
+    environment_block_size,
     per_allocation_variable,
 )
 
@@ -239,6 +240,7 @@ class WarmKernel:
     files: dict[str, int]  # every module file it imported -> its mtime then
     imported: int  # modules it imported ahead
     ready_at: float
+    env_capacity: int  # the largest environment block it can show in /proc/<pid>/environ
 
 
 Starter = Callable[[tuple, dict[str, str], str], Any]  # (key, env, cwd) -> a started handle
@@ -252,6 +254,7 @@ class WarmKernels:
         self.idle_s = idle_seconds() if idle_s is None else idle_s
         self._start = start
         self._lock = threading.Lock()
+        self._ready_changed = threading.Condition(self._lock)
         self._ready: list[WarmKernel] = []
         self._starting: set[tuple] = set()
         self._modules: dict[tuple, list[str]] = {}
@@ -267,18 +270,30 @@ class WarmKernels:
         with self._lock:
             return list(self._ready)
 
-    def take(self, key: tuple | None) -> WarmKernel | None:
-        """The ready warm kernel for `key` (now the caller's), or None: start cold. A stale
-        one (dead, its files changed) is shut down. Another is started for the next launch."""
+    def take(self, key: tuple | None, env_size: int = 0) -> WarmKernel | None:
+        """The warm kernel for `key` (now the caller's), or None: start cold. One still
+        importing is waited for (it started earlier than a cold kernel would). A stale one
+        (dead, a file it imported changed) is shut down; so is one whose environment block
+        cannot show `env_size` bytes (the trial's environment) in /proc. After a good one,
+        another is started for the next launch."""
         if key is None or not self.enabled:
             return None
-        with self._lock:
+        with self._ready_changed:
+            deadline = time.monotonic() + _READY_TIMEOUT
             found = next((w for w in self._ready if w.key == key), None)
+            while found is None and key in self._starting and time.monotonic() < deadline:
+                self._ready_changed.wait(deadline - time.monotonic())
+                found = next((w for w in self._ready if w.key == key), None)
             if found is not None:
                 self._ready.remove(found)
-        if found is not None and (not found.handle.alive() or files_changed(found.files)):
+        if found is None:
+            return None
+        if env_size > found.env_capacity:
             self._discard(found)
-            found = None
+            return None
+        if not found.handle.alive() or files_changed(found.files):
+            self._discard(found)  # the trial that starts cold teaches a new one (`learned`)
+            return None
         self._fill(key)
         return found
 
@@ -337,13 +352,16 @@ class WarmKernels:
                 handle.shutdown(now=True)
                 return
             imported = after - before if isinstance(before, int) else after
-            warm = WarmKernel(key, handle, files, imported, time.time())
+            # Its block: the master's environment under `env` (`process_environment`).
+            capacity = environment_block_size(env) + environment_block_size(dict(os.environ))
+            warm = WarmKernel(key, handle, files, imported, time.time(), capacity)
         except Exception:  # noqa: BLE001 (a spare that fails to start only means a cold start)
             log.warning("a warm kernel failed to start", exc_info=True)
             return
         finally:
             with self._lock:
                 self._starting.discard(key)
+                self._ready_changed.notify_all()
                 closed = self._closed
                 if warm is not None and not closed:
                     self._ready.append(warm)

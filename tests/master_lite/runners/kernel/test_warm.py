@@ -109,6 +109,16 @@ def test_the_second_trial_takes_a_kernel_with_the_notebooks_modules_imported(
     assert second["names"] == first["names"]
 
 
+def test_a_launch_right_after_the_first_waits_for_the_kernel_still_importing(
+    trials: Trials,
+) -> None:
+    # A search's next trial comes at once: the warm kernel the first one's end started is
+    # still importing, and started earlier than a cold one would.
+    trials.run()
+    second, started = trials.run()
+    assert second["preloaded"] and "warm: " in started
+
+
 def test_no_state_of_one_trial_reaches_the_next(trials: Trials) -> None:
     trials.run()
     trials.warm_ready()
