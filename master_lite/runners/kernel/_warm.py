@@ -32,7 +32,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
-import inspect
 import logging
 import os
 import shutil
@@ -43,7 +42,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from determined.exec import prestarted
 from master_lite.runners.process._prestart import (
     ENV_RESERVE_BYTES,
     ENV_RESERVE_VARIABLE,
@@ -190,19 +188,37 @@ def preload_cell(modules: list[str]) -> str:
     return f"exec(compile({source!r}, '<determined warm kernel>', 'exec'), {{}})"
 
 
+# Kernel-side: write the trial's environment over the block the kernel shows as
+# /proc/<pid>/environ (what the master reads to find its runs after a restart; proc(5): fields
+# 50 and 51 of /proc/self/stat bound it). The kernel started with a reserve variable making
+# room; nothing reads the block once os.environ was cleared and refilled (libc's environment
+# then points to copies), as in the pre-started interpreter (determined/exec/prestarted.py).
+_HANDOVER = """
+import ctypes, importlib, os
+kept = {k: v for k, v in os.environ.items() if k != RESERVE}
+os.environ.clear()
+os.environ.update(kept)
+os.environ.update(ENV)
+try:
+    with open("/proc/self/stat", "rb") as stat_file:
+        fields = stat_file.read().rsplit(b")", 1)[1].split()
+    start, end = int(fields[47]), int(fields[48])
+except (OSError, IndexError, ValueError):
+    start = end = 0
+block = b"".join(os.fsencode(k) + b"=" + os.fsencode(v) + b"\\0" for k, v in os.environ.items())
+if start and end - start >= len(block):
+    ctypes.memmove(start, block + bytes(end - start - len(block)), end - start)
+os.makedirs(WORK_DIR, exist_ok=True)
+os.chdir(WORK_DIR)
+importlib.invalidate_caches()
+"""
+
+
 def handover_cell(env: dict[str, str], work_dir: str) -> str:
     """Silent code making a warm kernel the trial's: its environment (os.environ and
     /proc/<pid>/environ) and working directory, and fresh import caches."""
-    show = inspect.getsource(prestarted._show_environment_in_proc)
-    # os.environ cleared and refilled first: libc's environment then no longer points into
-    # the block that `_show_environment_in_proc` overwrites (as in the pre-started interpreter).
     source = (
-        f"from collections.abc import Mapping\n{show}\nimport importlib, os, sys\n"
-        f"kept = {{k: v for k, v in os.environ.items() if k != {ENV_RESERVE_VARIABLE!r}}}\n"
-        f"os.environ.clear()\nos.environ.update(kept)\nos.environ.update({env!r})\n"
-        "_show_environment_in_proc(os.environ)\n"
-        f"os.makedirs({work_dir!r}, exist_ok=True)\nos.chdir({work_dir!r})\n"
-        "importlib.invalidate_caches()\n"
+        f"RESERVE = {ENV_RESERVE_VARIABLE!r}\nENV = {env!r}\nWORK_DIR = {work_dir!r}\n" + _HANDOVER
     )
     return f"exec(compile({source!r}, '<determined warm kernel>', 'exec'), {{}})"
 
