@@ -95,6 +95,14 @@ def main() -> None:
         f"Cold / warm: **{cold_s / warm_s:.1f}x**. Warm first metric {warm_s:.2f} s (target <= "
         f"{TARGET_S:g} s: {verdict(warm_s, TARGET_S, at_most=True)})."
     )
+    body += (
+        "\n\n"
+        "Where a cold run's time goes (measured once, issue 28 row 8): the kernel start "
+        "(0.7-2.1 s), then imports, ~97% of the trial's own time in a cProfile of it (of "
+        "10.4 s under the profiler: torch 3.4 s, sklearn/SciPy 2.8 s, torch._dynamo 2.9 "
+        "s, which `torch.optim` imports on the first optimizer); loading digits and the "
+        "10 batches take milliseconds. A warm kernel has those imports done."
+    )
     if "warm: " not in logs:
         body += "\n\nNOTE: the warm runs did not report a warm kernel: " + logs[:500]
     print(body)
