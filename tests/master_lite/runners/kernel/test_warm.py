@@ -8,14 +8,16 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import requests
 
 from master_lite.runners._base import LaunchSpec
 from master_lite.runners.kernel import KernelRunner, _warm
-from tests._support import wait_until
+from tests._support import context_tarball, wait_until
+from tests._support.jupyter import JupyterServer
 
 pytestmark = pytest.mark.slow
 
@@ -169,3 +171,47 @@ def test_the_key_reads_the_scripts_import_statements(tmp_path: Path) -> None:
     script.write_text("def broken(:\n")
     assert _warm.warm_key("python3", {"A": "1"}, [], script) is None
     assert _warm.warm_key("python3", {"A": "1"}, [], None) is None
+
+
+HOSTED_SCRIPT = """
+import sys
+print("PRELOADED", "sklearn.linear_model" in sys.modules)
+import sklearn.linear_model
+"""
+
+
+def test_a_hosted_masters_notebook_trial_takes_a_warm_kernel_of_the_jupyter_server(
+    start_jupyter: Callable[..., JupyterServer],
+) -> None:
+    # Through the Jupyter server's kernel manager (JupyterLab lists the kernel), sandboxed as
+    # a cold one; scikit-learn's ~1,000 modules are worth a warm kernel by default.
+    server = start_jupyter(app="jupyter_server")
+    config = {
+        "name": "warm-hosted",
+        "entrypoint": "python3 train.py",
+        "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+        "environment": {"kernel": {"keep_alive": 0}},
+    }
+    body = {"config": json.dumps(config), "context": context_tarball({"train.py": HOSTED_SCRIPT})}
+    logs = []
+    for _ in range(2):
+        exp_id = server.api("POST", "experiments", json=body)["experiment"]["id"]
+        experiment = server.wait_experiment(exp_id)
+        (trial,) = server.api("GET", f"experiments/{exp_id}/trials")["trials"]
+        logs.append(server.trial_logs(trial["id"]))
+        assert experiment["experiment"]["state"] == "COMPLETED", logs[-1]
+        wait_until(lambda: _warm_kernel_of(server), 120, "the warm kernel")
+    assert "PRELOADED False" in logs[0] and "warm: " not in logs[0], logs[0]
+    assert "PRELOADED True" in logs[1], logs[1]
+    (started,) = [line for line in logs[1].splitlines() if "kernel 'python3' started" in line]
+    assert "Jupyter kernel" in started and "warm: " in started, started
+
+
+def _warm_kernel_of(server: JupyterServer) -> bool:
+    """Whether the server runs a warm kernel (its session is called `warm-kernel`)."""
+    response = requests.get(
+        server.base + "api/sessions", headers={"Authorization": f"token {server.token}"}, timeout=30
+    )
+    response.raise_for_status()
+    return any(s.get("name") == "warm-kernel" for s in response.json())
