@@ -64,10 +64,19 @@ def master(warm: bool) -> Iterator[MasterProcess]:
             yield running
 
 
+def training_losses(on: MasterProcess, exp_id: int) -> list[float]:
+    """The training losses the experiment's trial reported, in order."""
+    (trial,) = on.trials(exp_id)
+    reports = on.session.get(f"/trials/{trial['id']}/metrics", {"group": "training"})["metrics"]
+    return [float(report["metrics"]["loss"]) for report in reports]
+
+
 def main() -> None:
     script = export_notebook_script(NOTEBOOK).script
     config = build_config(notebook_config(script), name=None, notebook_path=str(NOTEBOOK))
     config["environment"] = {"kernel": {"keep_alive": 0}}
+    # One seed for every run: a warm trial must train exactly as a cold one (checked below).
+    config["reproducibility"] = {"experiment_seed": 1}
     context = context_tarball({SCRIPT_NAME: script})
 
     def first_metric(on: MasterProcess, think: float) -> float:
@@ -81,6 +90,11 @@ def main() -> None:
             REPEATS,
         )
         logs = "\n".join(warm.logs(warm.trials(2)[0]["id"]) if warm.trials(2) else [])
+        losses = {  # the warm master's experiment 1 was the unmeasured first run
+            "cold": [training_losses(cold, n) for n in range(1, REPEATS + 1)],
+            "warm": [training_losses(warm, n) for n in range(2, REPEATS + 2)],
+        }
+    same = all(values == losses["cold"][0] for values in losses["cold"] + losses["warm"])
     cold_s, warm_s = median(runs["cold"]), median(runs["warm"])
     body = (
         f"`notebooks/pytorch_trial.ipynb` (PyTorchTrial, first training metric after 10 "
@@ -102,6 +116,10 @@ def main() -> None:
         "10.4 s under the profiler: torch 3.4 s, sklearn/SciPy 2.8 s, torch._dynamo 2.9 "
         "s, which `torch.optim` imports on the first optimizer); loading digits and the "
         "10 batches take milliseconds. A warm kernel has those imports done."
+    )
+    body += (
+        f"\n\nSame results: the training losses of every cold and warm run (one experiment "
+        f"seed) are {'identical' if same else 'NOT identical: ' + repr(losses)}."
     )
     if "warm: " not in logs:
         body += "\n\nNOTE: the warm runs did not report a warm kernel: " + logs[:500]
