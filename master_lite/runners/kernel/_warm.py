@@ -135,6 +135,11 @@ def warm_key(
 ) -> tuple | None:
     """The pool key of a launch, or None where it never runs warm. `env`: the run's own
     variables without the per-allocation ones."""
+    pythonpath = env.get("PYTHONPATH")
+    if pythonpath is not None and not all(
+        entry and os.path.isabs(entry) for entry in pythonpath.split(os.pathsep)
+    ):
+        return None  # relative entries would resolve elsewhere while the kernel waits
     digest = imports_digest(script) if script is not None else None
     if digest is None:
         return None

@@ -171,6 +171,10 @@ def test_the_key_reads_the_scripts_import_statements(tmp_path: Path) -> None:
     script.write_text("def broken(:\n")
     assert _warm.warm_key("python3", {"A": "1"}, [], script) is None
     assert _warm.warm_key("python3", {"A": "1"}, [], None) is None
+    script.write_text("import torch\n")
+    # A relative PYTHONPATH entry resolves against the cwd: the waiting kernel's is elsewhere.
+    assert _warm.warm_key("python3", {"PYTHONPATH": "lib"}, [], script) is None
+    assert _warm.warm_key("python3", {"PYTHONPATH": "/opt/lib"}, [], script) is not None
 
 
 HOSTED_SCRIPT = """
