@@ -357,7 +357,7 @@ class WarmKernels:
         ).start()
 
     def _warm_up(self, key: tuple, env: dict[str, str], modules: list[str]) -> None:
-        warm = None
+        warm = handle = None
         try:
             env[ENV_RESERVE_VARIABLE] = "x" * ENV_RESERVE_BYTES
             handle = self._start(key, env, self._start_dir)
@@ -378,6 +378,8 @@ class WarmKernels:
             warm = WarmKernel(key, handle, files, imported, time.time(), capacity)
         except Exception:  # noqa: BLE001 (a spare that fails to start only means a cold start)
             log.warning("a warm kernel failed to start", exc_info=True)
+            if handle is not None:
+                self._discard(WarmKernel(key, handle, {}, 0, 0.0, 0))
             return
         finally:
             with self._lock:

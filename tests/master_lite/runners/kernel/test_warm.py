@@ -219,3 +219,85 @@ def _warm_kernel_of(server: JupyterServer) -> bool:
     )
     response.raise_for_status()
     return any(s.get("name") == "warm-kernel" for s in response.json())
+
+
+# -- the pool alone, with stand-in kernels ------------------------------------------------------
+class FakeKernel:
+    """Answers every execute at once: `n` = 10 modules, `files` = none."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.replies: list[dict] = []
+        self.down = False
+        self.codes: list[str] = []
+
+    def execute(self, code: str, *, silent: bool, user_expressions: dict) -> str:
+        if self.fail:
+            raise OSError("the kernel's channels are closed")
+        self.codes.append(code)
+        msg_id = f"m{len(self.codes)}"
+        values = {"n": "10", "files": repr(repr({}))}
+        expressions = {k: {"data": {"text/plain": values[k]}} for k in user_expressions}
+        content = {"status": "ok", "user_expressions": expressions}
+        self.replies.append({"parent_header": {"msg_id": msg_id}, "content": content})
+        return msg_id
+
+    def iopub(self, timeout: float) -> None:
+        return None
+
+    def shell(self) -> dict | None:
+        return self.replies.pop(0) if self.replies else None
+
+    def alive(self) -> bool:
+        return not self.down
+
+    def shutdown(self, now: bool) -> None:
+        self.down = True
+
+
+class FakeStarts:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.started: list[FakeKernel] = []
+
+    def __call__(self, key: tuple, env: dict[str, str], cwd: str) -> FakeKernel:
+        kernel = FakeKernel(self.fail)
+        self.started.append(kernel)
+        return kernel
+
+
+MODULES = [f"m{i}" for i in range(_warm.MIN_MODULES)]
+
+
+def test_the_pool_keeps_at_most_two_and_shuts_them_all_down_on_close() -> None:
+    starts = FakeStarts()
+    pool = _warm.WarmKernels(starts, idle_s=300)
+    for name in ("a", "b", "c"):
+        pool.learned((name,), {}, MODULES)
+        wait_until(lambda n=name: any(w.key == (n,) for w in pool.ready()), 30, f"kernel {name}")
+    assert [w.key for w in pool.ready()] == [("b",), ("c",)]
+    assert starts.started[0].down  # the oldest made room
+    pool.close()
+    assert all(k.down for k in starts.started) and not pool.ready()
+
+
+def test_a_pool_kernel_unused_for_idle_s_is_shut_down() -> None:
+    starts = FakeStarts()
+    pool = _warm.WarmKernels(starts, idle_s=0.05)
+    pool.learned(("a",), {}, MODULES)
+    wait_until(lambda: starts.started and starts.started[0].down, 30, "the idle kernel's end")
+    assert not pool.ready()
+    pool.close()
+
+
+def test_few_modules_or_a_failed_start_mean_cold_starts_and_nothing_left_running() -> None:
+    starts = FakeStarts()
+    pool = _warm.WarmKernels(starts, idle_s=300)
+    pool.learned(("a",), {}, MODULES[:-1])  # below MIN_MODULES: not worth a kernel
+    assert pool.take(("a",)) is None and not starts.started
+    failing = FakeStarts(fail=True)
+    pool = _warm.WarmKernels(failing, idle_s=300)
+    pool.learned(("a",), {}, MODULES)
+    assert pool.take(("a",)) is None  # waited for the failed start, then cold
+    assert failing.started and all(k.down for k in failing.started)
+    pool.close()
