@@ -274,7 +274,8 @@ def test_the_pool_keeps_at_most_two_and_shuts_them_all_down_on_close() -> None:
     pool = _warm.WarmKernels(starts, idle_s=300)
     for name in ("a", "b", "c"):
         pool.learned((name,), {}, MODULES)
-        wait_until(lambda n=name: any(w.key == (n,) for w in pool.ready()), 30, f"kernel {name}")
+        key = (name,)
+        wait_until(lambda: any(w.key == key for w in pool.ready()), 30, f"kernel {name}")
     assert [w.key for w in pool.ready()] == [("b",), ("c",)]
     assert starts.started[0].down  # the oldest made room
     pool.close()
