@@ -269,13 +269,16 @@ class FakeStarts:
 MODULES = [f"m{i}" for i in range(_warm.MIN_MODULES)]
 
 
+def _has_kernel(pool: _warm.WarmKernels, key: tuple) -> Callable[[], bool]:
+    return lambda: any(w.key == key for w in pool.ready())
+
+
 def test_the_pool_keeps_at_most_two_and_shuts_them_all_down_on_close() -> None:
     starts = FakeStarts()
     pool = _warm.WarmKernels(starts, idle_s=300)
     for name in ("a", "b", "c"):
         pool.learned((name,), {}, MODULES)
-        key = (name,)
-        wait_until(lambda: any(w.key == key for w in pool.ready()), 30, f"kernel {name}")
+        wait_until(_has_kernel(pool, (name,)), 30, f"kernel {name}")
     assert [w.key for w in pool.ready()] == [("b",), ("c",)]
     assert starts.started[0].down  # the oldest made room
     pool.close()
