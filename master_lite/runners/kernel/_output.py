@@ -1,6 +1,6 @@
-"""A kernel trial's output as the trial's log: iopub `stream` messages split into lines (a
-partial line waits for its end), `error` tracebacks without their colours, and the master's
-own lines about the run (`KernelOutput`, a base of `KernelRunner`)."""
+"""A kernel trial's output as the trial's log: `stream` text split into lines (a partial line
+waits for its end) and the master's own lines about the run (`KernelOutput`, a base of
+`KernelRunner`)."""
 
 from __future__ import annotations
 
@@ -14,25 +14,11 @@ from master_lite.runners._lines import split_line
 
 log = logging.getLogger("master_lite.kernels")
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
 
 class KernelOutput:
     """Log records from a run's kernel messages; the subclass gives `_log_sink`."""
 
     _log_sink: Any
-
-    def _on_iopub(self, run: Any, message: dict) -> bool:
-        """Log the message's output; True when it says the execution is over (status idle)."""
-        kind = message["msg_type"]
-        content = message["content"]
-        if kind == "stream":
-            self._stream(run, content.get("name", "stdout"), content.get("text", ""))
-        elif kind == "error":
-            self._flush(run)
-            lines = _ANSI.sub("", "\n".join(content.get("traceback") or [])).splitlines()
-            self._emit(run, "stderr", lines or [f"{content.get('ename')}: {content.get('evalue')}"])
-        return kind == "status" and content.get("execution_state") == "idle"
 
     def _stream(self, run: Any, name: str, text: str) -> None:
         pending = run.partial.get(name, "") + text

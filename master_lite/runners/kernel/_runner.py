@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import signal
 import threading
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from master_lite.runners._base import (
 )
 from master_lite.runners._exits import exit_code_of, killed_exit_code
 from master_lite.runners._startup_hook import STARTUP_HOOK, has_startup_hook
+from master_lite.runners.kernel import _warm
 from master_lite.runners.kernel._files import ship_files
 from master_lite.runners.kernel._handles import GatewayKernel, KernelHandle, ServerKernel
 from master_lite.runners.kernel._output import KernelOutput
@@ -50,26 +52,12 @@ from master_lite.runners.kernel._program import (
     setup_cell,
 )
 from master_lite.runners.kernel._sandbox import sandboxed
-from master_lite.runners.kernel._warm import (
-    WarmKernel,
-    WarmKernels,
-    baseline_cell,
-    handover_cell,
-    learn_expression,
-    learned_modules,
-    own_env,
-    rename_session,
-    run_quietly,
-    script_of,
-    start_local_kernel,
-    warm_key,
-)
 from master_lite.runners.process import Sandbox, process_environment
-from master_lite.runners.process._prestart import environment_block_size
 
 log = logging.getLogger("master_lite.kernels")
 
 _POLL = 0.2  # seconds between looks at a running kernel's messages and liveness
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @dataclasses.dataclass
@@ -83,7 +71,7 @@ class _KernelRun:
     terminating: bool = False
     partial: dict[str, str] = dataclasses.field(default_factory=dict)
     warm_key: tuple | None = None  # its launches' key among warm kernels (_warm)
-    warm: WarmKernel | None = None  # the warm kernel it took, if any
+    warm: _warm.WarmKernel | None = None  # the warm kernel it took, if any
 
 
 class KernelRunner(KernelOutput, Runner):
@@ -114,7 +102,7 @@ class KernelRunner(KernelOutput, Runner):
         # process trials; $MASTER_LITE_TRIAL_SANDBOX=0 turns it off).
         self.sandbox = Sandbox()
         # Kernels started ahead with the modules a notebook's previous trial imported.
-        self.warm = WarmKernels(self._start_warm)
+        self.warm = _warm.WarmKernels(self._start_warm)
 
     def config_problems(self, config: dict) -> list[str]:
         return kernel_config_problems(config, gateway_default=self.gateway_default)
@@ -197,17 +185,19 @@ class KernelRunner(KernelOutput, Runner):
             return remote
         sandbox = self.sandbox.prefix(run.spec.hidden, watch_parent=True)
         name = f"trial-{run.spec.trial_id}"
-        run.warm_key = warm_key(spec, own_env(run.spec.env), sandbox, script_of(run))
+        run.warm_key = _warm.warm_key(
+            spec, _warm.own_env(run.spec.env), sandbox, _warm.script_of(run)
+        )
         # Room for the trial's environment block, and what the kernel launcher adds to it.
-        env_size = environment_block_size(process_environment(run.spec.env)) + 4096
+        env_size = _warm.environment_block_size(process_environment(run.spec.env)) + 4096
         run.warm = self.warm.take(run.warm_key, env_size)
         if run.warm is not None:  # started ahead with the notebook's modules (_warm)
             handle = run.warm.handle
-            rename_session(handle, name)
+            _warm.rename_session(handle, name)
         else:
             env = process_environment(run.spec.env)
             cwd = str(run.spec.work_dir)
-            handle = start_local_kernel(
+            handle = _warm.start_local_kernel(
                 self.jupyter_host, self._loop, spec, env, cwd, name, sandbox
             )
         started = f"pid {handle.pid}"
@@ -222,7 +212,7 @@ class KernelRunner(KernelOutput, Runner):
     def _start_warm(self, key: tuple, env: dict[str, str], cwd: str) -> KernelHandle:
         env = process_environment(env)
         host, loop, spec, sandbox = self.jupyter_host, self._loop, key[0], list(key[2])
-        return start_local_kernel(host, loop, spec, env, cwd, "warm-kernel", sandbox)
+        return _warm.start_local_kernel(host, loop, spec, env, cwd, "warm-kernel", sandbox)
 
     def _gateway_env(self, run: _KernelRun) -> dict[str, str]:
         """The trial's own variables (not the master's), for a kernel on a gateway: with the
@@ -245,20 +235,22 @@ class KernelRunner(KernelOutput, Runner):
             work_dir = str(run.spec.work_dir)
             if run.warm is not None:  # the trial's environment and cwd, as a fresh kernel's
                 env = process_environment(run.spec.env)
-                answer = run_quietly(handle, handover_cell(env, work_dir), {}, 60)
+                answer = _warm.run_quietly(handle, _warm.handover_cell(env, work_dir), {}, 60)
                 if (answer or {}).get("status") != "ok":
                     raise OSError(f"the warm kernel did not take the trial's environment: {answer}")
             handle.execute(setup_cell(None, work_dir), silent=True, user_expressions={})
         expressions = {"exit": exit_expression()}
         if run.gateway is None and run.warm_key is not None and self.warm.enabled:
-            handle.execute(baseline_cell(), silent=True, user_expressions={})
-            expressions["modules"] = learn_expression(str(run.spec.work_dir))
+            handle.execute(_warm.baseline_cell(), silent=True, user_expressions={})
+            expressions["modules"] = _warm.learn_expression(str(run.spec.work_dir))
         reply = self._run_cell(run, handle, cell, expressions)
         if reply is None:
             return self._died(run), False
         status = self._status(run, reply)
         if status == 0 and "modules" in expressions:
-            self.warm.learned(run.warm_key, own_env(run.spec.env), learned_modules(reply))
+            self.warm.learned(
+                run.warm_key, _warm.own_env(run.spec.env), _warm.learned_modules(reply)
+            )
         return status, True
 
     def _ship_files(self, run: _KernelRun, handle: KernelHandle) -> bool:
@@ -302,6 +294,18 @@ class KernelRunner(KernelOutput, Runner):
                 return None
         self._flush(run)
         return dict(reply["content"])
+
+    def _on_iopub(self, run: _KernelRun, message: dict) -> bool:
+        """Log the message's output; True when it says the execution is over (status idle)."""
+        kind = message["msg_type"]
+        content = message["content"]
+        if kind == "stream":
+            self._stream(run, content.get("name", "stdout"), content.get("text", ""))
+        elif kind == "error":
+            self._flush(run)
+            lines = _ANSI.sub("", "\n".join(content.get("traceback") or [])).splitlines()
+            self._emit(run, "stderr", lines or [f"{content.get('ename')}: {content.get('evalue')}"])
+        return kind == "status" and content.get("execution_state") == "idle"
 
     def _status(self, run: _KernelRun, reply: dict) -> int:
         if reply.get("status") == "ok":

@@ -427,6 +427,7 @@ def _expression(reply: dict | None, name: str) -> Any:
 
 
 __all__ = [
+    "environment_block_size",
     "own_env",
     "rename_session",
     "script_of",
