@@ -7,8 +7,9 @@ on the shipped `pytorch_trial.ipynb`: torch, sklearn/scipy, and torch._dynamo, w
 local kernel trial succeeds, the runner remembers which modules its program imported from
 outside the trial's work dir (installed packages and the standard library: never the
 context's own files) and starts one spare kernel that imports them, silently, then waits. The
-next launch of the same notebook takes that kernel instead of starting one: the program runs
-as in a fresh kernel and finds its imports done.
+next launch of the same notebook takes that kernel instead of starting one (waiting for it if
+it is still importing: it started earlier than a cold kernel would), and another is started
+for the launch after; the program runs as in a fresh kernel and finds its imports done.
 
 What makes a launch "the same" (the pool's key): the kernelspec, the trial's environment
 minus the per-allocation variables (DET_*, CUDA_VISIBLE_DEVICES, the ports), the sandbox,
