@@ -23,7 +23,6 @@ import logging
 import re
 import signal
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,15 +35,11 @@ from master_lite.runners._base import (
     terminate_with_grace,
 )
 from master_lite.runners._exits import exit_code_of, killed_exit_code
-from master_lite.runners._lines import split_line
 from master_lite.runners._startup_hook import STARTUP_HOOK, has_startup_hook
+from master_lite.runners.kernel import _warm
 from master_lite.runners.kernel._files import ship_files
-from master_lite.runners.kernel._handles import (
-    GatewayKernel,
-    KernelHandle,
-    LocalKernel,
-    ServerKernel,
-)
+from master_lite.runners.kernel._handles import GatewayKernel, KernelHandle, ServerKernel
+from master_lite.runners.kernel._output import KernelOutput
 from master_lite.runners.kernel._program import (
     GatewayDefault,
     KernelSettings,
@@ -76,9 +71,11 @@ class _KernelRun:
     killed: bool = False
     terminating: bool = False
     partial: dict[str, str] = dataclasses.field(default_factory=dict)
+    warm_key: tuple | None = None  # its launches' key among warm kernels (_warm)
+    warm: _warm.WarmKernel | None = None  # the warm kernel it took, if any
 
 
-class KernelRunner(Runner):
+class KernelRunner(KernelOutput, Runner):
     """Runs each trial run in a Jupyter kernel: of a local kernelspec (through the hosting
     Jupyter server's kernel manager when there is one), or on a Jupyter Kernel Gateway."""
 
@@ -105,6 +102,8 @@ class KernelRunner(Runner):
         # Local kernels start sandboxed, hiding `LaunchSpec.hidden` (probed once, as for
         # process trials; $MASTER_LITE_TRIAL_SANDBOX=0 turns it off).
         self.sandbox = Sandbox()
+        # Kernels started ahead with the modules a notebook's previous trial imported.
+        self.warm = _warm.WarmKernels(self._start_warm)
 
     def config_problems(self, config: dict) -> list[str]:
         return kernel_config_problems(config, gateway_default=self.gateway_default)
@@ -176,7 +175,6 @@ class KernelRunner(Runner):
 
     def _start(self, run: _KernelRun) -> KernelHandle:
         spec = run.settings.spec
-        handle: LocalKernel
         if run.gateway is not None:
             remote = GatewayKernel(
                 run.gateway, spec, self._gateway_env(run), self.gateway_default.token
@@ -187,26 +185,35 @@ class KernelRunner(Runner):
             )
             return remote
         sandbox = self.sandbox.prefix(run.spec.hidden, watch_parent=True)
-        if self.jupyter_host is not None and self._loop is not None:
-            name = f"trial-{run.spec.trial_id}"
-            handle = ServerKernel(
-                self.jupyter_host,
-                self._loop,
-                spec,
-                process_environment(run.spec.env),
-                str(run.spec.work_dir),
-                name,
-                sandbox,
-            )
-            started = f"pid {handle.pid}, Jupyter kernel {handle.kernel_id}"
+        name = f"trial-{run.spec.trial_id}"
+        run.warm_key = _warm.warm_key(
+            spec, _warm.own_env(run.spec.env), sandbox, _warm.script_of(run)
+        )
+        # Room for the trial's environment block, and what the kernel launcher adds to it.
+        env_size = _warm.environment_block_size(process_environment(run.spec.env)) + 4096
+        run.warm = self.warm.take(run.warm_key, env_size)
+        if run.warm is not None:  # started ahead with the notebook's modules (_warm)
+            handle = run.warm.handle
+            _warm.rename_session(handle, name)
         else:
-            handle = LocalKernel(
-                spec, process_environment(run.spec.env), str(run.spec.work_dir), sandbox
+            env = process_environment(run.spec.env)
+            cwd = str(run.spec.work_dir)
+            handle = _warm.start_local_kernel(
+                self.jupyter_host, self._loop, spec, env, cwd, name, sandbox
             )
-            started = f"pid {handle.pid}"
+        started = f"pid {handle.pid}"
+        if isinstance(handle, ServerKernel):
+            started += f", Jupyter kernel {handle.kernel_id}"
         where = " in the trial sandbox" if sandboxed(handle.manager) else ""
+        if run.warm is not None:
+            where += f", warm: {run.warm.imported} modules imported ahead"
         self._master_line(run, f"kernel {spec!r} started ({started}){where}")
         return handle
+
+    def _start_warm(self, key: tuple, env: dict[str, str], cwd: str) -> KernelHandle:
+        env = process_environment(env)
+        host, loop, spec, sandbox = self.jupyter_host, self._loop, key[0], list(key[2])
+        return _warm.start_local_kernel(host, loop, spec, env, cwd, "warm-kernel", sandbox)
 
     def _gateway_env(self, run: _KernelRun) -> dict[str, str]:
         """The trial's own variables (not the master's), for a kernel on a gateway: with the
@@ -226,12 +233,26 @@ class KernelRunner(Runner):
             if not self._ship_files(run, handle):
                 return self._died(run), False
         else:
-            setup = setup_cell(None, str(run.spec.work_dir))
-            handle.execute(setup, silent=True, user_expressions={})
-        reply = self._run_cell(run, handle, cell, {"exit": exit_expression()})
+            work_dir = str(run.spec.work_dir)
+            if run.warm is not None:  # the trial's environment and cwd, as a fresh kernel's
+                env = process_environment(run.spec.env)
+                answer = _warm.run_quietly(handle, _warm.handover_cell(env, work_dir), {}, 60)
+                if (answer or {}).get("status") != "ok":
+                    raise OSError(f"the warm kernel did not take the trial's environment: {answer}")
+            handle.execute(setup_cell(None, work_dir), silent=True, user_expressions={})
+        expressions = {"exit": exit_expression()}
+        if run.gateway is None and run.warm_key is not None and self.warm.enabled:
+            handle.execute(_warm.baseline_cell(), silent=True, user_expressions={})
+            expressions["modules"] = _warm.learn_expression(str(run.spec.work_dir))
+        reply = self._run_cell(run, handle, cell, expressions)
         if reply is None:
             return self._died(run), False
-        return self._status(run, reply), True
+        status = self._status(run, reply)
+        if status == 0 and "modules" in expressions:
+            self.warm.learned(
+                run.warm_key, _warm.own_env(run.spec.env), _warm.learned_modules(reply)
+            )
+        return status, True
 
     def _ship_files(self, run: _KernelRun, handle: KernelHandle) -> bool:
         """Send the run's files into the gateway kernel and make their copy its cwd; False
@@ -308,34 +329,6 @@ class KernelRunner(Runner):
         if returncode is None:
             return killed_exit_code(signal.SIGKILL)
         return exit_code_of(returncode)
-
-    # -- output -------------------------------------------------------------------------------
-    def _stream(self, run: _KernelRun, name: str, text: str) -> None:
-        pending = run.partial.get(name, "") + text
-        *lines, rest = re.split(r"\r\n|\n|\r", pending)
-        run.partial[name] = rest
-        self._emit(run, name, lines)
-
-    def _flush(self, run: _KernelRun) -> None:
-        for name, rest in list(run.partial.items()):
-            if rest:
-                self._emit(run, name, [rest])
-        run.partial.clear()
-
-    def _emit(self, run: _KernelRun, stream: str, lines: list[str]) -> None:
-        now = time.time()
-        records: list[LogRecord] = []
-        for line in lines:
-            for rank, text in split_line(line.encode("utf-8")):
-                records.append((run.spec.trial_id, rank, stream, now, text))
-        if records:
-            try:
-                self._log_sink(records)
-            except Exception:  # noqa: BLE001 (a failing sink must not end the capture)
-                log.exception("log sink failed")
-
-    def _master_line(self, run: _KernelRun, line: str) -> None:
-        self._emit(run, "master", [line])
 
     # -- ending -------------------------------------------------------------------------------
     def _shutdown(self, run: _KernelRun) -> None:
@@ -437,7 +430,9 @@ class KernelRunner(Runner):
         return True
 
     def close(self) -> None:
-        """Shut down the kernels kept for debugging (running trials are not touched)."""
+        """Shut down the warm kernels and those kept for debugging (running trials are not
+        touched)."""
+        self.warm.close()
         with self._lock:
             kept = list(self._kept.values())
             self._kept.clear()
