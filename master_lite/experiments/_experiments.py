@@ -244,7 +244,6 @@ class Experiments:
 
     def _pause_experiment(self, exp_id: int) -> None:
         self._shared.experiment_states.pause(exp_id)
-        self._views.publish_experiment(exp_id)
         for trial in self._live_trials(exp_id):
             allocation_id = self._runs.allocation_id_of(trial.id)
             if allocation_id is not None:
@@ -253,6 +252,9 @@ class Experiments:
                 self._runs.cancel_request(trial.id)
                 self._shared.trial_states.pause(trial.id)
                 self._views.publish_trial(trial.id)
+        # Published once the runs were asked to stop, so the event says STOPPING (run_state)
+        # while they drain; the last one's exit publishes it again (`RunExits`).
+        self._views.publish_experiment(exp_id)
         self._runs.run_scheduler()
 
     def _activate_experiment(self, exp_id: int) -> None:

@@ -20,7 +20,9 @@ from determined.common.states import TERMINAL_EXPERIMENT_STATES
 def shown_state(experiment: dict) -> str:
     """The state as Determined's CLI shows it: an ACTIVE experiment is QUEUED or RUNNING (the
     master's `run_state`); `--json` keeps the master's fields as they are."""
-    if experiment["state"] == "ACTIVE" and experiment.get("run_state"):
+    # STOPPING (runs still draining after a pause) is this master's own; Determined's CLI
+    # shows only QUEUED or RUNNING in place of ACTIVE.
+    if experiment["state"] == "ACTIVE" and experiment.get("run_state") in ("QUEUED", "RUNNING"):
         return str(experiment["run_state"])
     return str(experiment["state"])
 

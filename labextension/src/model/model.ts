@@ -41,7 +41,9 @@ const LIST_FIELDS = [
   'start_time',
   'end_time',
   'notes',
-  'description'
+  'description',
+  // STOPPING shows the row as PAUSING (and disables Pause/Activate) until the trials stop.
+  'run_state'
 ] as const;
 
 /** True when two versions of an experiment look the same in the list. */

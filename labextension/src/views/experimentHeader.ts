@@ -69,7 +69,7 @@ export function headerContent(
   onAction: (action: ExperimentAction) => void,
   onTensorBoard?: () => void
 ): (HTMLElement | null)[] {
-  const allowed = allowedActions(experiment);
+  const allowed = allowedActions(experiment, counts.stopping);
   const actions = h('div', { class: 'jp-Det-actions' });
   for (const action of [
     'pause',
@@ -124,7 +124,7 @@ export function headerContent(
           `${counts.running} running${counts.queued ? ` · ${counts.queued} queued` : ''}`
         )
       : null;
-  const shownState = experimentDisplayState(experiment.state, counts);
+  const shownState = experimentDisplayState(experiment.state, counts, experiment.run_state);
   const stopping =
     shownState === 'PAUSING'
       ? h(
