@@ -63,13 +63,24 @@ class ExperimentsHandler(ApiHandlerMixin):
             context = decode_base64(body["context"], "body.context")
         # Awaited: the context is checked and written in a worker thread (the loop serves
         # other requests meanwhile, however many files it has).
-        experiment = await self.master.experiments.submit_experiment(
-            body["config"],
-            context,
-            activate=body.get("activate", True),
-            archived=body.get("archived", False),
-            notebook=body.get("notebook"),
-        )
+        if body.get("parent_id") is not None:
+            # A fork (Determined's parentId): without a context, the parent's model definition.
+            experiment = await self.master.forks.fork(
+                body["parent_id"],
+                body["config"],
+                context,
+                activate=body.get("activate", True),
+                archived=body.get("archived", False),
+                notebook=body.get("notebook"),
+            )
+        else:
+            experiment = await self.master.experiments.submit_experiment(
+                body["config"],
+                context,
+                activate=body.get("activate", True),
+                archived=body.get("archived", False),
+                notebook=body.get("notebook"),
+            )
         self.send_json({"experiment": experiment}, status=201)
 
 

@@ -125,11 +125,12 @@ class Experiments:
         activate: bool = True,
         archived: bool = False,
         notebook: dict | None = None,
+        parent_id: int | None = None,
     ) -> dict:
         """`create_experiment` for the API: the context is checked (unpacked into a scratch
         directory) and written in a worker thread, so that a context of many files never
         stalls the loop; the config is checked first and the rows are written on the loop."""
-        expanded, original_text, searcher = self._checked_config(config)
+        expanded, original_text, searcher = self._checked_config(config, parent_id)
         context_hash = await asyncio.to_thread(self._checked_context, expanded, context)
         if context is not None and (self._shared.stopping or self._shared.closed):
             raise errors.Conflict("the master is stopping: submit the experiment again")
@@ -142,7 +143,7 @@ class Experiments:
             activate=activate,
             archived=archived,
             notebook=notebook,
-            parent_id=None,
+            parent_id=parent_id,
         )
 
     def _create(

@@ -102,6 +102,10 @@ def test_pause_shows_pausing_with_its_reason_until_the_trial_stops(page, lab: La
         ".innerText === 'PAUSING'",
         timeout=15_000,
     )
+    # The note names the reason once the trial's update is in (the experiment's may be first).
+    page.wait_for_selector(
+        f"{WIDGET} .jp-Det-stoppingNote:has-text('1 trial still stopping')", timeout=15_000
+    )
     note = page.inner_text(f"{WIDGET} .jp-Det-stoppingNote")
     assert "Pausing… (user pause)" in note and "1 trial still stopping" in note
     assert page.inner_text(f"{WIDGET} tbody tr .jp-Det-state") == "PAUSING"

@@ -8,7 +8,7 @@ import pathlib
 import sys
 from typing import Any
 
-from determined.cli import _edits, _follow, _render
+from determined.cli import _edits, _follow, _forks, _render
 from determined.cli._base import Context
 from determined.cli._experiment_create import create
 from determined.common.states import TERMINAL_EXPERIMENT_STATES
@@ -320,3 +320,4 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(handler=list_checkpoints)
 
     _edits.add_edit_parsers(verbs)
+    _forks.add_experiment_parsers(verbs)

@@ -135,8 +135,11 @@ export function headerContent(
               'The trials were asked to save a checkpoint and exit; a loop that does not check ' +
               'should_preempt() is terminated after the grace period'
           },
-          `Pausing… (${stopReasonText(counts.stopReason)}): ${counts.stopping} ` +
-            `trial${counts.stopping === 1 ? '' : 's'} still stopping`
+          // The experiment's run_state may say so before its trials' updates arrive.
+          counts.stopping > 0
+            ? `Pausing… (${stopReasonText(counts.stopReason)}): ${counts.stopping} ` +
+                `trial${counts.stopping === 1 ? '' : 's'} still stopping`
+            : 'Pausing…: trials still stopping'
         )
       : null;
   return [
