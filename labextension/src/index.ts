@@ -19,6 +19,7 @@ import { DeterminedClient } from './api/client';
 import { openTrialConsole } from './notebook/attachConsole';
 import { EventHub } from './api/events';
 import { ExperimentView } from './views/experimentView';
+import { setExperimentOpener } from './views/actionDialogs';
 import { activateExportTools } from './export/exportTools';
 import { type INotebookOpener, useInNotebookHandler } from './notebook/notebookInsert';
 import { experimentRendererFactory } from './notebook/notebookWidget';
@@ -78,6 +79,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .execute(CommandIDs.openExperiment, { id, newTab: options.newTab === true })
         .catch(error => console.error(error));
     };
+    // "Open" on the notification of an experiment made by Fork / Re-run / Continue.
+    setExperimentOpener(id => openExperiment(id));
     // The one experiment tab that a plain open reuses (like an editor's preview tab); tabs
     // opened with `newTab` (Ctrl/⌘-click, "Open in a new tab", a restored layout) stay.
     let reusableTab: MainAreaWidget<ExperimentView> | null = null;
@@ -180,7 +183,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // registry is the app's: notebooks opened from now on clone it with this renderer in.
     rendermime?.addFactory(experimentRendererFactory(client, hub, notebooks, attachToTrial));
 
-    const sidebar = new DeterminedSidebar(client, hub, openExperiment);
+    // "Use" on a model version: the version's checkpoint, into the notebook the user picks.
+    const sidebar = new DeterminedSidebar(
+      client,
+      hub,
+      openExperiment,
+      useInNotebookHandler(client, notebooks, undefined, notebookOpener)
+    );
     sidebar.title.icon = determinedIcon;
     app.shell.add(sidebar, 'left', { rank: 600 });
     // Nothing is requested until the panel is first shown (DeterminedSidebar.onAfterShow).

@@ -260,6 +260,60 @@ export class DeterminedClient {
     ).experiment;
   }
 
+  /**
+   * Fork an experiment (Determined's CreateExperiment with `parentId`): a new experiment from
+   * `config` (YAML/JSON text or an object) and the parent's model definition and notebook.
+   */
+  async forkExperiment(
+    parentId: number,
+    config: string | Record<string, unknown>,
+    activate = true
+  ): Promise<IExperiment> {
+    const body = { config, parent_id: parentId, activate };
+    return (await this.request<{ experiment: IExperiment }>('POST', 'experiments', { body }))
+      .experiment;
+  }
+
+  /**
+   * A new experiment from one trial: `rerun` with its hyperparameters from scratch, or
+   * `continue` from its latest checkpoint; `maxLength` in the parent's unit (null: the parent's).
+   */
+  async experimentFromTrial(
+    trialId: number,
+    mode: 'rerun' | 'continue',
+    maxLength: number | null,
+    activate = true
+  ): Promise<IExperiment> {
+    const body: Record<string, unknown> = { activate };
+    if (maxLength !== null) {
+      body.max_length = maxLength;
+    }
+    return (
+      await this.request<{ experiment: IExperiment }>('POST', `trials/${trialId}/${mode}`, {
+        body
+      })
+    ).experiment;
+  }
+
+  /** Create a model in the registry (409 when the name is taken, in any case). */
+  async createModel(name: string, description = ''): Promise<IModel> {
+    return (
+      await this.request<{ model: IModel }>('POST', 'models', { body: { name, description } })
+    ).model;
+  }
+
+  /** Register a checkpoint as the model's next version. */
+  async registerVersion(
+    model: string | number,
+    checkpointUuid: string,
+    comment = ''
+  ): Promise<IModelVersion> {
+    const path = `models/${encodeURIComponent(String(model))}/versions`;
+    const body = { checkpoint_uuid: checkpointUuid, comment };
+    return (await this.request<{ model_version: IModelVersion }>('POST', path, { body }))
+      .model_version;
+  }
+
   /** Change an experiment's name, description, notes or labels (those given; PATCH). */
   async patchExperiment(
     experimentId: number,

@@ -67,7 +67,9 @@ export function headerContent(
   experiment: IExperiment,
   counts: { running: number; queued: number; stopping: number; stopReason: string | null },
   onAction: (action: ExperimentAction) => void,
-  onTensorBoard?: () => void
+  onTensorBoard?: () => void,
+  /** Fork it (a new experiment from its config and model); none: no Fork button. */
+  onFork?: () => void
 ): (HTMLElement | null)[] {
   const allowed = allowedActions(experiment, counts.stopping);
   const actions = h('div', { class: 'jp-Det-actions' });
@@ -96,6 +98,22 @@ export function headerContent(
           on: { click: () => onAction(action) }
         },
         ACTION_TEXT[action].label
+      )
+    );
+  }
+  if (onFork && !experiment.unmanaged) {
+    actions.appendChild(
+      h(
+        'button',
+        {
+          class: 'jp-Det-button jp-Det-fork',
+          attrs: {
+            title:
+              'A new experiment from this one: its config (edit it first) and its model definition'
+          },
+          on: { click: () => onFork() }
+        },
+        'Fork…'
       )
     );
   }

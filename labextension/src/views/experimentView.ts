@@ -16,6 +16,8 @@ import { CompareSection } from './compareView';
 import { CurvesSection } from './curvesView';
 import { errorBox, h, noteBox, replaceChildren } from '../dom';
 import { ACTION_TEXT, confirmAction, headerContent } from './experimentHeader';
+import { forkDialog, registerDialog, trialRunDialog } from './actionDialogs';
+import { canRunAgain } from '../model/actions';
 import { ExperimentAction, isTerminal, runCounts } from '../model/states';
 import { bestTrialId } from '../model/trialTable';
 import { experimentTabTitle } from '../model/experimentTable';
@@ -280,7 +282,8 @@ export class ExperimentView extends Widget {
         experiment,
         counts,
         action => void this.runAction(action),
-        this._openTensorBoard ? () => void this.openTensorBoard() : undefined
+        this._openTensorBoard ? () => void this.openTensorBoard() : undefined,
+        () => void forkDialog(this._client, experiment)
       )
     );
   }
@@ -351,9 +354,24 @@ export class ExperimentView extends Widget {
         onToggle: (trialId, on) => this._toggleTrial(trialId, on),
         onSelect: ids => this._setSelection(ids),
         onCompare: () => this.showSection('compare'),
-        onAttach: this.runsInKernels ? this._onAttach : undefined
+        onAttach: this.runsInKernels ? this._onAttach : undefined,
+        onRunAgain: this._runAgain
       })
     );
+  }
+
+  /** The trials table's "↻": re-run or continue the trial (none for a kernel-run experiment). */
+  private get _runAgain(): ((trialId: number) => void) | undefined {
+    const experiment = this.model.experiment;
+    if (!experiment || !canRunAgain(experiment)) {
+      return undefined;
+    }
+    return trialId => {
+      const trial = this.model.trials.get(trialId);
+      if (trial) {
+        void trialRunDialog(this._client, experiment, trial);
+      }
+    };
   }
 
   /** Its trials run in Jupyter kernels (`environment.kernel`), so they can be attached to. */
@@ -412,6 +430,7 @@ export class ExperimentView extends Widget {
           this._renderCheckpoints();
         },
         // The experiment's notebook: the cell goes there, below its submitting cell.
+        register: uuid => registerDialog(this._client, uuid),
         useInNotebook: this._useInNotebook
           ? uuid => this._useInNotebook!(uuid, this.model.experiment?.notebook ?? null)
           : undefined

@@ -31,7 +31,7 @@ import { ExperimentEditor } from './experimentEditor';
 import { ExperimentTable, IOpenOptions } from './experimentTable';
 import { ModelsSection } from './modelsSection';
 import { oncePerFrame, singleFlight } from '../model/schedule';
-import type { IExperiment, ITrial } from '../api/types';
+import type { IExperiment, INotebookOrigin, ITrial } from '../api/types';
 
 export const SIDEBAR_ID = 'jupyter-determined-sidebar';
 
@@ -91,7 +91,9 @@ export class DeterminedSidebar extends Widget {
   constructor(
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
-    private readonly _open: (id: number, options?: IOpenOptions) => void
+    private readonly _open: (id: number, options?: IOpenOptions) => void,
+    /** "Use" on a model version (notebookInsert.ts); none: no such buttons. */
+    useInNotebook?: (uuid: string, origin?: INotebookOrigin | null) => Promise<void>
   ) {
     super();
     this.id = SIDEBAR_ID;
@@ -187,7 +189,7 @@ export class DeterminedSidebar extends Widget {
       clear
     );
     this._cluster = new ClusterStrip(_client);
-    this.models = new ModelsSection(_client, _hub, _open);
+    this.models = new ModelsSection(_client, _hub, _open, useInNotebook);
     const body = h(
       'div',
       { class: 'jp-Det-sidebar-body' },
