@@ -23,6 +23,7 @@ import { setExperimentOpener } from './views/actionDialogs';
 import { activateExportTools } from './export/exportTools';
 import { type INotebookOpener, useInNotebookHandler } from './notebook/notebookInsert';
 import { experimentRendererFactory } from './notebook/notebookWidget';
+import { notifyWhenNotebookExperimentsEnd } from './notebook/endNotifier';
 import { DeterminedSidebar } from './views/sidebar';
 import { SubmitButtonExtension } from './notebook/submit';
 import { tensorBoardFor, tensorBoardWidget, waitUntilServing } from './views/tensorboard';
@@ -210,6 +211,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
         args: widget => ({ id: widget.content.experimentId, newTab: true }),
         name: widget => String(widget.content.experimentId)
       });
+    }
+
+    // A notification when an experiment started from an open notebook ends (endNotifier.ts).
+    if (notebooks) {
+      notifyWhenNotebookExperimentsEnd(client, hub, notebooks, openExperiment);
     }
 
     app.docRegistry.addWidgetExtension(
