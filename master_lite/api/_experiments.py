@@ -131,6 +131,20 @@ class ExperimentCheckpointsHandler(ApiHandlerMixin):
         self.send_json({"checkpoints": checkpoints})
 
 
+class ExperimentLogsHandler(ApiHandlerMixin):
+    async def get(self, experiment_id: int) -> None:
+        logs = await self.read(
+            self.master.logs.get_experiment_logs,
+            experiment_id,
+            search=self.args["search"],
+            after_id=self.args["after_id"],
+            limit=self.args["limit"],
+            tail=self.args["tail"],
+            stream=self.args["stream"],
+        )
+        self.send_json({"logs": logs})
+
+
 class ExperimentContextHandler(ApiHandlerMixin):
     async def get(self, experiment_id: int) -> None:
         data = self.master.experiments.get_experiment_context(experiment_id)

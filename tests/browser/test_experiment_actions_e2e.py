@@ -227,3 +227,57 @@ def test_a_notification_says_when_an_experiment_of_this_notebook_ends(page, lab:
     page.wait_for_selector(
         f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{experiment_id}"]'
     )
+
+
+PRINTS = """
+import determined as det
+
+info = det.get_cluster_info()
+with det.core.init() as core_context:
+    for op in core_context.searcher.operations():
+        print(f"hello from trial {info.trial.trial_id}", flush=True)
+        if info.trial.hparams["lr"] > 0.05:
+            print("WARNING: learning rate high, loss may diverge", flush=True)
+        core_context.train.report_validation_metrics(steps_completed=op.length,
+                                                     metrics={"loss": 1.0})
+        op.report_completed(1.0)
+"""
+
+
+def test_all_trials_logs_with_search(page, lab: Lab) -> None:
+    config = {
+        **CONFIG,
+        "name": "logs-all-trials",
+        "hyperparameters": {"lr": {"type": "categorical", "vals": [0.01, 0.09]}},
+        "searcher": {"name": "grid", "metric": "loss", "max_length": {"batches": 2}},
+    }
+    experiment_id = lab.api(
+        "POST",
+        "experiments",
+        json={"config": config, "context": context_tarball({"train.py": PRINTS})},
+    )["experiment"]["id"]
+    finished = lab.wait_experiment(experiment_id, timeout=180)
+    trial_ids = sorted(t["id"] for t in finished["trials"])
+    high = next(t["id"] for t in finished["trials"] if t["hparams"]["lr"] == 0.09)
+    lab.open_in(page)
+    view = _open_experiment(page, experiment_id)
+    page.click(f'{view} .jp-Det-tab[data-section="logs"]')
+    page.select_option(f"{view} .jp-Det-logTrial", "all")
+    lines = f"{view} .jp-Det-logLine"
+    for trial_id in trial_ids:
+        page.wait_for_selector(f"{lines}:has-text('[trial {trial_id}]'):has-text('hello from')")
+    page.fill(f"{view} .jp-Det-logSearch", "learning RATE")
+    page.wait_for_function(
+        """sel => { const shown = [...document.querySelectorAll(sel)];
+                   return shown.length > 0 && shown.every(l => l.innerText.includes('learning rate'));
+                 }""",
+        arg=lines,
+    )
+    shown = page.locator(lines)
+    assert {shown.nth(i).get_attribute("data-trial-id") for i in range(shown.count())} == {
+        str(high)
+    }
+    _shoot(page, f"{view} .jp-Det-logsSection", "logs-all-trials-search")
+    # The same search over HTTP: every trial's whole history.
+    found = lab.api("GET", f"experiments/{experiment_id}/logs", params={"search": "learning rate"})
+    assert {entry["trial_id"] for entry in found["logs"]} == {high}

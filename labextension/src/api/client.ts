@@ -251,6 +251,25 @@ export class DeterminedClient {
       .logs;
   }
 
+  /** Every trial's log lines of an experiment (each with its trial_id), ascending id;
+   * `search`: only lines containing it (any case), over the whole history. */
+  async experimentLogs(
+    experimentId: number,
+    query: { after_id?: number; tail?: number; limit?: number; search?: string } = {}
+  ): Promise<ILogLine[]> {
+    const given: Query = {};
+    for (const [key, value] of Object.entries(query)) {
+      if (value !== undefined && value !== '') {
+        given[key] = value;
+      }
+    }
+    return (
+      await this.request<{ logs: ILogLine[] }>('GET', `experiments/${experimentId}/logs`, {
+        query: given
+      })
+    ).logs;
+  }
+
   async experimentAction(experimentId: number, action: string): Promise<IExperiment> {
     return (
       await this.request<{ experiment: IExperiment }>(

@@ -18,19 +18,52 @@ import { DeterminedClient, describeError } from '../api/client';
 import { h } from '../dom';
 import {
   canContinue,
+  canRunAgain,
   forkConfigText,
   modelNameProblem,
   parseLength,
   searcherLength
 } from '../model/actions';
+import type { ExperimentDataModel } from '../model/model';
 import type { IExperiment, ITrial } from '../api/types';
 
 /** How a dialog opens an experiment (set once by the plugin: its open-experiment command). */
 let opener: ((id: number) => void) | null = null;
+/** The plugin's client, for the header's Fork… (which has no client of its own). */
+let actionClient: DeterminedClient | null = null;
 
-/** Set how the dialogs open a new experiment (the plugin's open-experiment command). */
-export function setExperimentOpener(open: (id: number) => void): void {
+/** Set the plugin's client and how the dialogs open a new experiment (its open-experiment
+ * command); until then the header offers no Fork…. */
+export function setActionContext(client: DeterminedClient, open: (id: number) => void): void {
+  actionClient = client;
   opener = open;
+}
+
+/** The header's Fork… handler for this experiment; none before the plugin set its client or
+ * for a run that trained in a kernel (no model definition to run again). */
+export function forkHandler(experiment: IExperiment): (() => void) | undefined {
+  const client = actionClient;
+  if (!client || !canRunAgain(experiment)) {
+    return undefined;
+  }
+  return () => void forkDialog(client, experiment);
+}
+
+/** The trials table's "↻" handler: re-run or continue the trial (none for a kernel run). */
+export function runAgainHandler(
+  client: DeterminedClient,
+  model: ExperimentDataModel
+): ((trialId: number) => void) | undefined {
+  const experiment = model.experiment;
+  if (!experiment || !canRunAgain(experiment)) {
+    return undefined;
+  }
+  return trialId => {
+    const trial = model.trials.get(trialId);
+    if (trial) {
+      void trialRunDialog(client, experiment, trial);
+    }
+  };
 }
 
 function announce(experiment: IExperiment, what: string): void {

@@ -2,6 +2,7 @@
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
 import { kernelBadge, progressText, stateBadge, stateProgressBar } from './badges';
+import { forkHandler } from './actionDialogs';
 import { h } from '../dom';
 import { formatMetric, formatStartTime } from '../model/format';
 import {
@@ -67,9 +68,7 @@ export function headerContent(
   experiment: IExperiment,
   counts: { running: number; queued: number; stopping: number; stopReason: string | null },
   onAction: (action: ExperimentAction) => void,
-  onTensorBoard?: () => void,
-  /** Fork it (a new experiment from its config and model); none: no Fork button. */
-  onFork?: () => void
+  onTensorBoard?: () => void
 ): (HTMLElement | null)[] {
   const allowed = allowedActions(experiment, counts.stopping);
   const actions = h('div', { class: 'jp-Det-actions' });
@@ -101,7 +100,9 @@ export function headerContent(
       )
     );
   }
-  if (onFork && !experiment.unmanaged) {
+  // Fork… (actionDialogs.ts): a new experiment from its config and model definition.
+  const onFork = forkHandler(experiment);
+  if (onFork) {
     actions.appendChild(
       h(
         'button',

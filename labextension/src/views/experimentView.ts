@@ -16,8 +16,7 @@ import { CompareSection } from './compareView';
 import { CurvesSection } from './curvesView';
 import { errorBox, h, noteBox, replaceChildren } from '../dom';
 import { ACTION_TEXT, confirmAction, headerContent } from './experimentHeader';
-import { forkDialog, registerDialog, trialRunDialog } from './actionDialogs';
-import { canRunAgain } from '../model/actions';
+import { registerDialog, runAgainHandler } from './actionDialogs';
 import { ExperimentAction, isTerminal, runCounts } from '../model/states';
 import { bestTrialId } from '../model/trialTable';
 import { experimentTabTitle } from '../model/experimentTable';
@@ -87,7 +86,7 @@ export class ExperimentView extends Widget {
     super();
     this.model = new ExperimentDataModel(experimentId);
     this._selection = new TrialSelection(this.model, _client);
-    this._logs = new LogsSection(_client, _hub, () => this._queue('logs'));
+    this._logs = new LogsSection(_client, _hub, () => this._queue('logs'), experimentId);
     this.id = `jupyter-determined-experiment-${experimentId}`;
     this.addClass('jp-Det-experimentView');
     this.node.dataset.experimentId = String(experimentId);
@@ -282,8 +281,7 @@ export class ExperimentView extends Widget {
         experiment,
         counts,
         action => void this.runAction(action),
-        this._openTensorBoard ? () => void this.openTensorBoard() : undefined,
-        () => void forkDialog(this._client, experiment)
+        this._openTensorBoard ? () => void this.openTensorBoard() : undefined
       )
     );
   }
@@ -355,23 +353,9 @@ export class ExperimentView extends Widget {
         onSelect: ids => this._setSelection(ids),
         onCompare: () => this.showSection('compare'),
         onAttach: this.runsInKernels ? this._onAttach : undefined,
-        onRunAgain: this._runAgain
+        onRunAgain: runAgainHandler(this._client, this.model)
       })
     );
-  }
-
-  /** The trials table's "↻": re-run or continue the trial (none for a kernel-run experiment). */
-  private get _runAgain(): ((trialId: number) => void) | undefined {
-    const experiment = this.model.experiment;
-    if (!experiment || !canRunAgain(experiment)) {
-      return undefined;
-    }
-    return trialId => {
-      const trial = this.model.trials.get(trialId);
-      if (trial) {
-        void trialRunDialog(this._client, experiment, trial);
-      }
-    };
   }
 
   /** Its trials run in Jupyter kernels (`environment.kernel`), so they can be attached to. */
