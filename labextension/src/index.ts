@@ -19,7 +19,8 @@ import { DeterminedClient } from './api/client';
 import { openTrialConsole } from './notebook/attachConsole';
 import { EventHub } from './api/events';
 import { ExperimentView } from './views/experimentView';
-import { setExperimentOpener } from './views/actionDialogs';
+import { setActionContext } from './views/actionDialogs';
+import { ExperimentCompareView } from './views/experimentCompare';
 import { activateExportTools } from './export/exportTools';
 import { type INotebookOpener, useInNotebookHandler } from './notebook/notebookInsert';
 import { experimentRendererFactory } from './notebook/notebookWidget';
@@ -81,7 +82,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .catch(error => console.error(error));
     };
     // "Open" on the notification of an experiment made by Fork / Re-run / Continue.
-    setExperimentOpener(id => openExperiment(id));
+    setActionContext(client, id => openExperiment(id));
     // The one experiment tab that a plain open reuses (like an editor's preview tab); tabs
     // opened with `newTab` (Ctrl/⌘-click, "Open in a new tab", a restored layout) stay.
     let reusableTab: MainAreaWidget<ExperimentView> | null = null;
@@ -185,11 +186,24 @@ const plugin: JupyterFrontEndPlugin<void> = {
     rendermime?.addFactory(experimentRendererFactory(client, hub, notebooks, attachToTrial));
 
     // "Use" on a model version: the version's checkpoint, into the notebook the user picks.
+    // Experiments side by side: each one's best trial (experimentCompare.ts).
+    const compareExperiments = (ids: number[]): void => {
+      const view = new ExperimentCompareView(client, ids, id => openExperiment(id));
+      const widget = new MainAreaWidget({ content: view });
+      widget.id = `${view.id}-tab`;
+      widget.title.label = view.title.label;
+      widget.title.icon = determinedIcon;
+      widget.title.closable = true;
+      app.shell.add(widget, 'main');
+      app.shell.activateById(widget.id);
+      void view.load();
+    };
     const sidebar = new DeterminedSidebar(
       client,
       hub,
       openExperiment,
-      useInNotebookHandler(client, notebooks, undefined, notebookOpener)
+      useInNotebookHandler(client, notebooks, undefined, notebookOpener),
+      compareExperiments
     );
     sidebar.title.icon = determinedIcon;
     app.shell.add(sidebar, 'left', { rank: 600 });

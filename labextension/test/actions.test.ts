@@ -11,8 +11,27 @@ import {
   forkConfigText,
   modelNameProblem,
   parseLength,
+  representativeTrial,
   searcherLength
 } from '../src/model/actions';
+import type { ITrial } from '../src/api/types';
+
+function trial(id: number, loss: number | null): ITrial {
+  return {
+    id,
+    experiment_id: 1,
+    state: 'COMPLETED',
+    hparams: {},
+    restarts: 0,
+    steps_completed: 10,
+    start_time: '2026-11-22T01:00:00.000Z',
+    end_time: null,
+    best_validation:
+      loss === null
+        ? null
+        : { steps_completed: 10, metrics: { loss }, report_time: '2026-11-22T01:00:00.000Z' }
+  };
+}
 
 describe('fork, re-run and continue', () => {
   test('the length keeps the parent searcher unit', () => {
@@ -61,5 +80,18 @@ describe('register a checkpoint', () => {
     assert.match(modelNameProblem('123', []), /only digits/);
     assert.match(modelNameProblem('a  b', []), /two spaces/);
     assert.match(modelNameProblem('MNIST', ['mnist']), /exists: pick it/);
+  });
+});
+
+describe('compare experiments', () => {
+  test("an experiment is represented by its best trial, by its own metric's direction", () => {
+    const trials = [trial(1, 0.5), trial(2, 0.2), trial(3, null)];
+    const smaller = { searcher: { name: 'random', metric: 'loss', smaller_is_better: true } };
+    const larger = { searcher: { name: 'random', metric: 'loss', smaller_is_better: false } };
+    assert.equal(representativeTrial(smaller, trials)?.id, 2);
+    assert.equal(representativeTrial(larger, trials)?.id, 1);
+    // Without any validation: the newest trial; without trials: none.
+    assert.equal(representativeTrial(smaller, [trial(4, null), trial(5, null)])?.id, 5);
+    assert.equal(representativeTrial(smaller, []), null);
   });
 });

@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import requests
+
 from tests._support import context_tarball
 from tests._support.browser import set_theme, show_sidebar
 
@@ -281,3 +283,52 @@ def test_all_trials_logs_with_search(page, lab: Lab) -> None:
     # The same search over HTTP: every trial's whole history.
     found = lab.api("GET", f"experiments/{experiment_id}/logs", params={"search": "learning rate"})
     assert {entry["trial_id"] for entry in found["logs"]} == {high}
+
+
+def _finished_run(lab: Lab, name: str, lr: float, losses: list[float]) -> int:
+    """A COMPLETED experiment (an unmanaged run: no trial process to wait for) whose one
+    trial has hyperparameter `lr` and validated `losses` at steps 1, 2, ..."""
+    run = lab.api(
+        "POST",
+        "unmanaged/runs",
+        json={"name": name, "hparams": {"lr": lr}, "searcher": {"metric": "loss"}},
+    )
+    headers = {"Authorization": f"Bearer {run['token']}"}
+    base = f"{lab.det_master}/api/v1"
+    reports = [
+        {"group": "validation", "steps_completed": step, "metrics": {"loss": loss}}
+        for step, loss in enumerate(losses, start=1)
+    ]
+    for path, body in (
+        (f"trials/{run['trial_id']}/metrics", {"reports": reports}),
+        (f"unmanaged/trials/{run['trial_id']}/close", {"state": "COMPLETED"}),
+    ):
+        answer = requests.post(f"{base}/{path}", json=body, headers=headers, timeout=30)
+        assert answer.status_code == 200, answer.text
+    return int(run["experiment_id"])
+
+
+def test_compare_experiments_side_by_side(page, lab: Lab) -> None:
+    first = _finished_run(lab, "cmp-small-lr", 0.001, [0.9, 0.5, 0.3])
+    second = _finished_run(lab, "cmp-large-lr", 0.1, [0.8, 0.6, 0.55])
+    lab.open_in(page)
+    show_sidebar(page)
+    table = "#jupyter-determined-sidebar .jp-Det-expTable"
+    compare = "#jupyter-determined-sidebar .jp-Det-bulk-compare"
+    page.check(f'{table} tr[data-experiment-id="{first}"] .jp-Det-rowSelect')
+    assert page.is_disabled(compare)  # one experiment is no comparison
+    page.check(f'{table} tr[data-experiment-id="{second}"] .jp-Det-rowSelect')
+    page.click(compare)
+    view = ".jp-Det-crossCompare"
+    page.wait_for_selector(f"{view} .jp-Det-compareTable, {view} table")
+    summary = page.inner_text(f"{view} .jp-Det-crossList")
+    assert f"#{first} cmp-small-lr" in summary and f"#{second} cmp-large-lr" in summary
+    text = page.inner_text(view)
+    assert "0.001" in text and "0.1" in text  # the hyperparameter that differs
+    page.wait_for_selector(f"{view} .jp-Det-compare canvas, {view} .jp-Det-compare svg")
+    _shoot(page, view, "compare-experiments")
+    # An experiment's name opens it.
+    page.click(f'{view} li[data-experiment-id="{first}"] .jp-Det-linkButton')
+    page.wait_for_selector(
+        f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{first}"]'
+    )

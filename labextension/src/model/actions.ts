@@ -4,6 +4,7 @@
  * which trials can be continued.
  */
 import type { ICheckpoint, IExperiment, ITrial } from '../api/types';
+import { bestTrialId } from './trialTable';
 
 /** A searcher's `max_length`: its number and unit ('' for a plain number); null without one. */
 export function searcherLength(
@@ -83,4 +84,18 @@ export function modelNameProblem(name: string, existing: readonly string[]): str
 /** The config a fork dialog starts from: the parent's expanded config as readable JSON. */
 export function forkConfigText(experiment: Pick<IExperiment, 'config'>): string {
   return JSON.stringify(experiment.config ?? {}, null, 2);
+}
+
+/**
+ * The trial that stands for an experiment in a comparison of experiments: its best by its
+ * own searcher metric, else its latest (so an experiment without validations still shows).
+ */
+export function representativeTrial(
+  experiment: Pick<IExperiment, 'searcher'>,
+  trials: ITrial[]
+): ITrial | null {
+  const metric = experiment.searcher?.metric ?? 'loss';
+  const best = bestTrialId(trials, metric, experiment.searcher?.smaller_is_better !== false);
+  const newest = [...trials].sort((a, b) => b.id - a.id);
+  return trials.find(t => t.id === best) ?? newest[0] ?? null;
 }
