@@ -38,7 +38,7 @@ with core.init() as core_context:
             (pathlib.Path(path) / "weights_saved_by_core.txt").write_text(str(op.length))
         op.report_completed(1 / op.length)
 """
-CONFIG = {
+CONFIG: dict[str, Any] = {
     "name": "actions-parent",
     "entrypoint": "python3 train.py",
     "max_restarts": 0,

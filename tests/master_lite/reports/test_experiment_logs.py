@@ -5,6 +5,7 @@ the search a case-insensitive substring over the whole history, never another ex
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import pytest
 
@@ -14,7 +15,7 @@ from tests._support.parts import SINGLE, started_parts
 TWO_TRIALS = {
     **SINGLE,
     "hyperparameters": {"lr": {"type": "double", "minval": 0.01, "maxval": 0.1}},
-    "searcher": {**SINGLE["searcher"], "name": "random", "max_trials": 2},
+    "searcher": {**cast(dict, SINGLE["searcher"]), "name": "random", "max_trials": 2},
 }
 
 
