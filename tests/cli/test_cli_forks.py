@@ -65,6 +65,20 @@ def test_fork_and_continue_from_the_cli(tmp_path) -> None:
         assert experiment["parent_id"] == parent_id and experiment["state"] == "PAUSED"
         assert experiment["config"]["searcher"]["max_trials"] == 1
 
+        # Fork with a config file of one's own: that config, the parent's model definition.
+        config_file = tmp_path / "forked.yaml"
+        config_file.write_text(
+            "name: from-a-file\nentrypoint: python3 train.py\n"
+            "searcher: {name: single, metric: loss, max_length: 1}\n"
+        )
+        from_file = _created_id(
+            _det(env, "e", "fork", str(parent_id), "--config-file", str(config_file))
+        )
+        wait_for_experiment(master, from_file, {"COMPLETED"})
+        assert master.session.get(f"/experiments/{from_file}")["experiment"]["name"] == (
+            "from-a-file"
+        )
+
         # Re-run a trial's hyperparameters; continue it from its checkpoint, longer.
         rerun = _created_id(_det(env, "trial", "rerun", str(trials[0]["id"])))
         wait_for_experiment(master, rerun, {"COMPLETED"})

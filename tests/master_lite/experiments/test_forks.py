@@ -115,3 +115,11 @@ def test_rerun_continue_and_fork_make_experiments_from_the_parents_model(tmp_pat
             master.session.post(f"/trials/{fresh['id']}/continue")
         with pytest.raises(api_errors.APIException, match="max_length"):
             master.session.post(f"/trials/{source['id']}/rerun", {"max_length": 0})
+        # A run that trained in a kernel (core_v2) left no model definition to run again.
+        kernel_run = master.session.post("/unmanaged/runs", {"name": "in-a-kernel"})
+        with pytest.raises(api_errors.APIException, match="trained in a Jupyter kernel"):
+            master.session.post(f"/trials/{kernel_run['trial_id']}/rerun")
+        with pytest.raises(api_errors.APIException, match="trained in a Jupyter kernel"):
+            master.session.post(
+                "/experiments", {"config": edited, "parent_id": kernel_run["experiment_id"]}
+            )
