@@ -87,6 +87,17 @@ function problemNode(problem: string): HTMLElement | null {
 
 /** Fork the experiment: its config (editable JSON or YAML) and its model definition. */
 export async function forkDialog(client: DeterminedClient, experiment: IExperiment): Promise<void> {
+  if (!experiment.config) {
+    // An event's JSON has no config: read it (GET /experiments/{id} has it, secrets redacted).
+    try {
+      experiment = (await client.getExperiment(experiment.id)).experiment;
+    } catch (error) {
+      Notification.error(`Fork: cannot read the config: ${describeError(error)}`, {
+        autoClose: false
+      });
+      return;
+    }
+  }
   let text = forkConfigText(experiment);
   let activate = true;
   let problem = '';
