@@ -19,10 +19,13 @@ import { DeterminedClient } from './api/client';
 import { openTrialConsole } from './notebook/attachConsole';
 import { EventHub } from './api/events';
 import { ExperimentView } from './views/experimentView';
+import { setActionContext } from './views/actionDialogs';
+import { ExperimentCompareView } from './views/experimentCompare';
 import { activateExportTools } from './export/exportTools';
 import { type INotebookOpener, useInNotebookHandler } from './notebook/notebookInsert';
 import { attachErrorBanner, goToErrorCell } from './notebook/notebookBanner';
 import { experimentRendererFactory } from './notebook/notebookWidget';
+import { notifyWhenNotebookExperimentsEnd } from './notebook/endNotifier';
 import { DeterminedSidebar } from './views/sidebar';
 import { SubmitButtonExtension } from './notebook/submit';
 import { tensorBoardFor, tensorBoardWidget, waitUntilServing } from './views/tensorboard';
@@ -79,6 +82,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .execute(CommandIDs.openExperiment, { id, newTab: options.newTab === true })
         .catch(error => console.error(error));
     };
+    // "Open" on the notification of an experiment made by Fork / Re-run / Continue.
+    setActionContext(client, id => openExperiment(id));
     // The one experiment tab that a plain open reuses (like an editor's preview tab); tabs
     // opened with `newTab` (Ctrl/⌘-click, "Open in a new tab", a restored layout) stay.
     let reusableTab: MainAreaWidget<ExperimentView> | null = null;
@@ -187,7 +192,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // registry is the app's: notebooks opened from now on clone it with this renderer in.
     rendermime?.addFactory(experimentRendererFactory(client, hub, notebooks, attachToTrial));
 
-    const sidebar = new DeterminedSidebar(client, hub, openExperiment);
+    // "Use" on a model version: the version's checkpoint, into the notebook the user picks.
+    // Experiments side by side: each one's best trial (experimentCompare.ts).
+    const compareExperiments = (ids: number[]): void => {
+      const view = new ExperimentCompareView(client, ids, id => openExperiment(id));
+      const widget = new MainAreaWidget({ content: view });
+      widget.id = `${view.id}-tab`;
+      widget.title.label = view.title.label;
+      widget.title.icon = determinedIcon;
+      widget.title.closable = true;
+      app.shell.add(widget, 'main');
+      app.shell.activateById(widget.id);
+      void view.load();
+    };
+    const sidebar = new DeterminedSidebar(
+      client,
+      hub,
+      openExperiment,
+      useInNotebookHandler(client, notebooks, undefined, notebookOpener),
+      compareExperiments
+    );
     sidebar.title.icon = determinedIcon;
     app.shell.add(sidebar, 'left', { rank: 600 });
     // Nothing is requested until the panel is first shown (DeterminedSidebar.onAfterShow).
@@ -208,6 +232,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
         args: widget => ({ id: widget.content.experimentId, newTab: true }),
         name: widget => String(widget.content.experimentId)
       });
+    }
+
+    // A notification when an experiment started from an open notebook ends (endNotifier.ts).
+    if (notebooks) {
+      notifyWhenNotebookExperimentsEnd(client, hub, notebooks, openExperiment);
     }
 
     app.docRegistry.addWidgetExtension(

@@ -11,7 +11,8 @@ import {
   formatPercent,
   formatStartTime
 } from '../src/model/format';
-import { filterLogs, logLevel } from '../src/model/logs';
+import { filterLogs, formatLogLine, logLevel } from '../src/model/logs';
+import { LogBuffer } from '../src/model/model';
 import { alignSeries, hparamScatter, metricNames } from '../src/model/series';
 import { allowedActions, stateCategory } from '../src/model/states';
 import {
@@ -339,5 +340,36 @@ describe('logs', () => {
       filterLogs(lines, { rank: 1, minLevel: 'INFO' }).map(l => l.id),
       [2, 4]
     );
+  });
+
+  test('search keeps the lines containing the text, in any case', () => {
+    const lines = [
+      logLine(1, 'INFO epoch 1 loss 0.5'),
+      logLine(2, 'ERROR CUDA out of memory', { trial_id: 2 }),
+      logLine(3, 'INFO epoch 2 loss 0.4', { trial_id: 2 })
+    ];
+    const found = (search: string) =>
+      filterLogs(lines, { rank: null, minLevel: 'DEBUG', search }).map(l => l.id);
+    assert.deepEqual(found('cuda'), [2]);
+    assert.deepEqual(found(' Loss '), [1, 3]);
+    assert.deepEqual(found(''), [1, 2, 3]);
+    // The all-trials view says which trial a line is from.
+    assert.match(formatLogLine(lines[1], true), /^\[trial 2\] \[rank 0\] /);
+    assert.doesNotMatch(formatLogLine(lines[1]), /trial/);
+  });
+
+  test('an all-trials buffer keeps the lines of the trials it accepts', () => {
+    const trials = new Set([1, 2]);
+    const buffer = new LogBuffer(null, 100, id => trials.has(id));
+    buffer.add([
+      logLine(3, 'b', { trial_id: 2 }),
+      logLine(1, 'a', { trial_id: 1 }),
+      logLine(2, 'other experiment', { trial_id: 9 })
+    ]);
+    assert.deepEqual(
+      buffer.lines.map(l => l.id),
+      [1, 3]
+    );
+    assert.equal(buffer.lastId, 3);
   });
 });

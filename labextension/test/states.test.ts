@@ -11,12 +11,14 @@ import {
   displayProgress,
   experimentDisplayState,
   kernelConsoleAction,
+  listDisplayState,
   runCounts,
   stateCategory,
   stopReasonText,
   trialDisplayState,
   trialExitNote
 } from '../src/model/states';
+import { bulkAllowed } from '../src/model/experimentTable';
 import { bestTrialId, defaultPlottedTrials, sortTrials } from '../src/model/trialTable';
 import type { ITrial } from '../src/api/types';
 
@@ -79,6 +81,25 @@ describe('states', () => {
     // Once every run exited, the experiment is PAUSED.
     const exited = runCounts([trial(2, { state: 'PAUSED', run_state: null })]);
     assert.equal(experimentDisplayState('PAUSED', exited), 'PAUSED');
+  });
+
+  test('the table shows PAUSING and offers neither Pause nor Activate until the runs exit', () => {
+    // The master's list says so (run_state STOPPING): the table has no trials to count.
+    const pausing = { state: 'PAUSED', archived: false, run_state: 'STOPPING' as const };
+    assert.equal(listDisplayState(pausing), 'PAUSING');
+    assert.deepEqual([...allowedActions(pausing)], ['kill']);
+    assert.equal(bulkAllowed(pausing, 'activate'), false);
+    assert.equal(bulkAllowed(pausing, 'kill'), true);
+    // The master stopping: an ACTIVE experiment whose runs drain cannot be paused either.
+    const draining = { state: 'ACTIVE', archived: false, run_state: 'STOPPING' as const };
+    assert.equal(listDisplayState(draining), 'PAUSING');
+    assert.equal(bulkAllowed(draining, 'pause'), false);
+    // The experiment tab counts its trials' stopping runs (a stale experiment JSON too).
+    const paused = { state: 'PAUSED', archived: false, run_state: null };
+    assert.deepEqual([...allowedActions(paused, 1)], ['kill']);
+    // Once the runs exited: PAUSED, and Activate is back.
+    assert.equal(listDisplayState(paused), 'PAUSED');
+    assert.deepEqual([...allowedActions(paused)].sort(), ['activate', 'kill']);
   });
 
   test('sorting by state puts queued trials together', () => {

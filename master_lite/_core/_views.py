@@ -67,16 +67,23 @@ class Views:
     def _experiment_run_state(self, row: ExperimentRow) -> str | None:
         """What an ACTIVE experiment is doing, as Determined (0.2x+) reports it in place of
         ACTIVE: "RUNNING" while one of its trials holds slots (an unmanaged experiment: has an
-        ACTIVE trial), else "QUEUED"; None in every other state."""
-        if row.state != "ACTIVE":
+        ACTIVE trial), else "QUEUED". "STOPPING" while a PAUSED experiment (or an ACTIVE one
+        whose runs the master asked to stop for a pause or its own shutdown) still has a run
+        that has not exited: the experiment reads PAUSED at once, but it is not paused until
+        its trials really stop (the views show PAUSING then). None in every other state."""
+        if row.state not in ("ACTIVE", "PAUSED"):
             return None
         unmanaged = bool(row.config.get("unmanaged"))
+        running = False
         for trial in self._shared.store.trials.of_experiment(row.id):
-            if trial.state != "ACTIVE":
-                continue
-            if unmanaged or self._allocation_of(trial.id) is not None:
-                return "RUNNING"
-        return "QUEUED"
+            allocation = None if unmanaged else self._allocation_of(trial.id)
+            if _serialize.stop_reason(allocation) in ("pause", "master-stop"):
+                return "STOPPING"
+            if trial.state == "ACTIVE" and (unmanaged or allocation is not None):
+                running = True
+        if row.state == "PAUSED":
+            return None
+        return "RUNNING" if running else "QUEUED"
 
     def list_experiments(
         self, *, state: str | None = None, name: str | None = None, archived: bool | None = None

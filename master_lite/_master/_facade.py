@@ -33,7 +33,7 @@ from master_lite.checkpoints import (
     PartialCheckpoints,
     storage_roots,
 )
-from master_lite.experiments import EXPERIMENT_ACTIONS, ExperimentEdits, Experiments
+from master_lite.experiments import EXPERIMENT_ACTIONS, ExperimentEdits, Experiments, Forks
 from master_lite.models import Models
 from master_lite.reports import LogWriter, Reports, TrialLogs
 from master_lite.runners import (
@@ -150,6 +150,8 @@ class Master:
         self.views: Views = parts.views
         self.experiments: Experiments = parts.experiments
         self.edits: ExperimentEdits = parts.edits
+        # Fork an experiment; re-run or continue a trial as a new experiment.
+        self.forks: Forks = parts.forks
         self.runs: Runs = parts.runs
         self.reports: Reports = parts.reports
         self.logs: TrialLogs = parts.logs

@@ -11,6 +11,7 @@ from master_lite.checkpoints._checkpoints import Checkpoints
 from master_lite.checkpoints._partials import PartialCheckpoints
 from master_lite.experiments._editing import ExperimentEdits
 from master_lite.experiments._experiments import Experiments
+from master_lite.experiments._forks import Forks
 from master_lite.experiments._recovery import Recovery
 from master_lite.experiments._run_exits import RunExits
 from master_lite.experiments._searchers import Searchers
@@ -37,6 +38,7 @@ class Parts:
     runs: Runs
     experiments: Experiments
     edits: ExperimentEdits
+    forks: Forks
     run_exits: RunExits
     reports: Reports
     checkpoints: Checkpoints
@@ -118,6 +120,7 @@ def build_parts(
         runs=runs,
         experiments=experiments,
         edits=edits,
+        forks=Forks(shared, views=views, experiments=experiments),
         run_exits=run_exits,
         reports=Reports(shared, views=views, searchers=experiments),
         checkpoints=checkpoints,

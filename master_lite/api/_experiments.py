@@ -63,13 +63,24 @@ class ExperimentsHandler(ApiHandlerMixin):
             context = decode_base64(body["context"], "body.context")
         # Awaited: the context is checked and written in a worker thread (the loop serves
         # other requests meanwhile, however many files it has).
-        experiment = await self.master.experiments.submit_experiment(
-            body["config"],
-            context,
-            activate=body.get("activate", True),
-            archived=body.get("archived", False),
-            notebook=body.get("notebook"),
-        )
+        if body.get("parent_id") is not None:
+            # A fork (Determined's parentId): without a context, the parent's model definition.
+            experiment = await self.master.forks.fork(
+                body["parent_id"],
+                body["config"],
+                context,
+                activate=body.get("activate", True),
+                archived=body.get("archived", False),
+                notebook=body.get("notebook"),
+            )
+        else:
+            experiment = await self.master.experiments.submit_experiment(
+                body["config"],
+                context,
+                activate=body.get("activate", True),
+                archived=body.get("archived", False),
+                notebook=body.get("notebook"),
+            )
         self.send_json({"experiment": experiment}, status=201)
 
 
@@ -118,6 +129,20 @@ class ExperimentCheckpointsHandler(ApiHandlerMixin):
             experiment_id=experiment_id, state=self.args["state"]
         )
         self.send_json({"checkpoints": checkpoints})
+
+
+class ExperimentLogsHandler(ApiHandlerMixin):
+    async def get(self, experiment_id: int) -> None:
+        logs = await self.read(
+            self.master.logs.get_experiment_logs,
+            experiment_id,
+            search=self.args["search"],
+            after_id=self.args["after_id"],
+            limit=self.args["limit"],
+            tail=self.args["tail"],
+            stream=self.args["stream"],
+        )
+        self.send_json({"logs": logs})
 
 
 class ExperimentContextHandler(ApiHandlerMixin):

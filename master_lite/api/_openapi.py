@@ -105,10 +105,12 @@ SCHEMAS: dict[str, dict] = {
         run_state=nullable(
             {
                 "type": "string",
-                "enum": ["QUEUED", "RUNNING"],
+                "enum": ["QUEUED", "RUNNING", "STOPPING"],
                 "description": (
                     "of an ACTIVE experiment, what Determined (0.2x+) reports in place of ACTIVE: "
-                    "RUNNING while one of its trials holds slots, else QUEUED; null otherwise"
+                    "RUNNING while one of its trials holds slots, else QUEUED; STOPPING while a "
+                    "PAUSED experiment (or one the master is stopping) still has a run asked to "
+                    "stop that has not exited (the views show PAUSING); null otherwise"
                 ),
             }
         ),

@@ -176,6 +176,26 @@ ROUTES: tuple[Route, ...] = (
         (EXPERIMENT_ID,),
     ),
     Route(
+        "/experiments/{experiment_id}/logs",
+        _experiments.ExperimentLogsHandler,
+        {
+            "get": Operation(
+                "Log lines of every trial of an experiment (each with its trial_id), ascending id",
+                obj(["logs"], logs=array(ref("Log"))),
+                query=(
+                    Param("search", "string", "only lines containing this text (any case)"),
+                    AFTER_ID,
+                    LIMIT,
+                    Param("tail", "integer", "only the last N lines", minimum=0),
+                    Param(
+                        "stream", "string", "only this stream", enum=("stdout", "stderr", "master")
+                    ),
+                ),
+            )
+        },
+        (EXPERIMENT_ID,),
+    ),
+    Route(
         "/experiments/{experiment_id}/context",
         _experiments.ExperimentContextHandler,
         {"get": Operation("The stored context (tar.gz)", GZIP, content_type="application/gzip")},

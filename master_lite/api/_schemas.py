@@ -150,6 +150,29 @@ CREATE_EXPERIMENT_BODY = obj(
     activate={**BOOLEAN, "default": True},
     archived={**BOOLEAN, "default": False},
     notebook=nullable(obj(path=STRING, cell_ids=array(STRING), script=STRING)),
+    parent_id=nullable(
+        {
+            **INTEGER,
+            "description": (
+                "fork this experiment (Determined's parentId): without a context, the "
+                "parent's model definition and notebook origin are used"
+            ),
+        }
+    ),
+)
+
+TRIAL_EXPERIMENT_BODY = obj(
+    max_length=nullable(
+        {
+            **INTEGER,
+            "minimum": 1,
+            "description": (
+                "the new experiment's searcher.max_length, in the parent's unit (default: the "
+                "parent's)"
+            ),
+        }
+    ),
+    activate={**BOOLEAN, "default": True},
 )
 
 CHECKPOINT_BODY = {

@@ -22,6 +22,7 @@ from master_lite.api._openapi import (
 from master_lite.api._schemas import (
     AFTER_ID,
     ALLOCATION_ID,
+    EXPERIMENT_ANSWER,
     GZIP,
     LIMIT,
     MAX_DATAPOINTS,
@@ -30,6 +31,7 @@ from master_lite.api._schemas import (
     SIZE,
     TIMEOUT,
     TRIAL_ANSWER,
+    TRIAL_EXPERIMENT_BODY,
     TRIAL_ID,
     is_plain_metrics_batch,
 )
@@ -39,6 +41,37 @@ TRIAL_ROUTES: tuple[Route, ...] = (
         "/trials/{trial_id}",
         _trials.TrialHandler,
         {"get": Operation("A trial", TRIAL_ANSWER)},
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/rerun",
+        _trials.TrialRerunHandler,
+        {
+            "post": Operation(
+                "Re-run a trial with its hyperparameters: a new single-searcher experiment "
+                "(from scratch) with the trial's experiment as its parent",
+                EXPERIMENT_ANSWER,
+                status=201,
+                request=TRIAL_EXPERIMENT_BODY,
+                auth_action="execute",
+            )
+        },
+        (TRIAL_ID,),
+    ),
+    Route(
+        "/trials/{trial_id}/continue",
+        _trials.TrialContinueHandler,
+        {
+            "post": Operation(
+                "Continue a trial: a new single-searcher experiment with its hyperparameters, "
+                "warm-started from its latest checkpoint (searcher.source_trial_id)",
+                EXPERIMENT_ANSWER,
+                status=201,
+                request=TRIAL_EXPERIMENT_BODY,
+                auth_action="execute",
+                description="400 when the trial has no checkpoint to continue from",
+            )
+        },
         (TRIAL_ID,),
     ),
     Route(

@@ -14,6 +14,30 @@ class TrialHandler(ApiHandlerMixin):
         self.send_json({"trial": self.master.views.get_trial(trial_id)})
 
 
+class TrialRerunHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        body = self.body or {}
+        experiment = await self.master.forks.from_trial(
+            trial_id,
+            continue_from_checkpoint=False,
+            max_length=body.get("max_length"),
+            activate=body.get("activate", True),
+        )
+        self.send_json({"experiment": experiment}, status=201)
+
+
+class TrialContinueHandler(ApiHandlerMixin):
+    async def post(self, trial_id: int) -> None:
+        body = self.body or {}
+        experiment = await self.master.forks.from_trial(
+            trial_id,
+            continue_from_checkpoint=True,
+            max_length=body.get("max_length"),
+            activate=body.get("activate", True),
+        )
+        self.send_json({"experiment": experiment}, status=201)
+
+
 class TrialNotebookHandler(ApiHandlerMixin):
     async def get(self, trial_id: int) -> None:
         name, data = self.master.views.trial_notebook(trial_id)

@@ -7,6 +7,7 @@
 * `SearcherOperations` (_operations.py): applies what a searcher answers (Create, Stop...).
 * `Searchers` (_searchers.py): owns the live searchers; events in, operations out.
 * `ExperimentEdits` (_editing.py): name, description, labels, scheduling resources; delete.
+* `Forks` (_forks.py): fork an experiment, re-run or continue a trial (Determined's semantics).
 * `RunExits` (_run_exits.py): what a run's exit means for its trial and experiment.
 * `Recovery` (_recovery.py): at start, reconcile the store with what still runs.
 """
@@ -14,6 +15,7 @@
 from master_lite.experiments._creation import checked_config, warm_start_checkpoint
 from master_lite.experiments._editing import EDITABLE_RESOURCES, ExperimentEdits
 from master_lite.experiments._experiments import EXPERIMENT_ACTIONS, Experiments
+from master_lite.experiments._forks import Forks, trial_config
 from master_lite.experiments._recovery import Recovery
 from master_lite.experiments._run_exits import RunExits
 from master_lite.experiments._searchers import Searchers
@@ -23,9 +25,11 @@ __all__ = [
     "EXPERIMENT_ACTIONS",
     "ExperimentEdits",
     "Experiments",
+    "Forks",
     "Recovery",
     "RunExits",
     "Searchers",
     "checked_config",
+    "trial_config",
     "warm_start_checkpoint",
 ]

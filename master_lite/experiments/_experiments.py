@@ -125,11 +125,12 @@ class Experiments:
         activate: bool = True,
         archived: bool = False,
         notebook: dict | None = None,
+        parent_id: int | None = None,
     ) -> dict:
         """`create_experiment` for the API: the context is checked (unpacked into a scratch
         directory) and written in a worker thread, so that a context of many files never
         stalls the loop; the config is checked first and the rows are written on the loop."""
-        expanded, original_text, searcher = self._checked_config(config)
+        expanded, original_text, searcher = self._checked_config(config, parent_id)
         context_hash = await asyncio.to_thread(self._checked_context, expanded, context)
         if context is not None and (self._shared.stopping or self._shared.closed):
             raise errors.Conflict("the master is stopping: submit the experiment again")
@@ -142,7 +143,7 @@ class Experiments:
             activate=activate,
             archived=archived,
             notebook=notebook,
-            parent_id=None,
+            parent_id=parent_id,
         )
 
     def _create(
@@ -244,7 +245,6 @@ class Experiments:
 
     def _pause_experiment(self, exp_id: int) -> None:
         self._shared.experiment_states.pause(exp_id)
-        self._views.publish_experiment(exp_id)
         for trial in self._live_trials(exp_id):
             allocation_id = self._runs.allocation_id_of(trial.id)
             if allocation_id is not None:
@@ -253,6 +253,9 @@ class Experiments:
                 self._runs.cancel_request(trial.id)
                 self._shared.trial_states.pause(trial.id)
                 self._views.publish_trial(trial.id)
+        # Published once the runs were asked to stop, so the event says STOPPING (run_state)
+        # while they drain; the last one's exit publishes it again (`RunExits`).
+        self._views.publish_experiment(exp_id)
         self._runs.run_scheduler()
 
     def _activate_experiment(self, exp_id: int) -> None:

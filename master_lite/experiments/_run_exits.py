@@ -114,6 +114,9 @@ class RunExits:
         else:
             self._shared.trial_states.pause(trial.id)
             self._views.publish_trial(trial.id)
+            # The experiment read PAUSED (run_state STOPPING) while this run drained: tell the
+            # list its run_state now (None once the last stopping run is gone).
+            self._views.publish_experiment(experiment.id)
 
 
 __all__ = ["RunExits"]

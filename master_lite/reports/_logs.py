@@ -82,5 +82,25 @@ class TrialLogs:
         )
         return [_serialize.log_json(row) for row in rows]
 
+    def get_experiment_logs(
+        self,
+        exp_id: int,
+        *,
+        search: str | None = None,
+        after_id: int = 0,
+        limit: int | None = None,
+        tail: int | None = None,
+        stream: str | None = None,
+    ) -> list[dict]:
+        """Every trial's log lines of the experiment (each with its `trial_id`), in the order
+        they were written, optionally only those containing `search` (any case)."""
+        store = self._shared.store
+        if store.experiments.get(int(exp_id)) is None:
+            raise errors.NotFound(f"experiment {exp_id} not found")
+        rows = store.logs.experiment_lines(
+            exp_id, search=search, after_id=after_id, limit=limit, tail=tail, stream=stream
+        )
+        return [_serialize.log_json(row) for row in rows]
+
 
 __all__ = ["TrialLogs"]

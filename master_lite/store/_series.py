@@ -147,5 +147,34 @@ class Logs(Repository):
             return rows if limit is None else rows[:limit]
         return self._store.select("logs", " AND ".join(where), params, limit=limit)
 
+    def experiment_lines(
+        self,
+        experiment_id: int,
+        *,
+        search: str | None = None,
+        after_id: int = 0,
+        limit: int | None = None,
+        tail: int | None = None,
+        stream: str | None = None,
+    ) -> list[dict]:
+        """The lines of every trial of the experiment after `after_id`, in id order (the order
+        they were written): the last `tail`, or the first `limit`; only those containing
+        `search` (any case) when given."""
+        where = ["trial_id IN (SELECT id FROM trials WHERE experiment_id = ?)", "id > ?"]
+        params: list[Any] = [int(experiment_id), int(after_id or 0)]
+        if search:
+            # instr on lower(): a plain substring (no LIKE wildcards to escape in user text).
+            where.append("instr(lower(line), ?) > 0")
+            params.append(search.lower())
+        if stream:
+            where.append("stream = ?")
+            params.append(stream)
+        if tail is not None:
+            rows = self._store.select(
+                "logs", " AND ".join(where), params, order="id DESC", limit=tail
+            )[::-1]
+            return rows if limit is None else rows[:limit]
+        return self._store.select("logs", " AND ".join(where), params, limit=limit)
+
 
 __all__ = ["Logs", "Metrics"]

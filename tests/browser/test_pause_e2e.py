@@ -14,12 +14,15 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests._support.browser import show_sidebar
+
 if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
     from tests._support.browser import Lab
 
 REPO = Path(__file__).resolve().parents[2]
 DOC_IMAGES = REPO / "docs" / "images"
 WIDGET = ".jp-Det-notebookWidget"
+SIDEBAR_ROW = "#jupyter-determined-sidebar tr.jp-Det-expRow"
 NEVER_CHECKS = """\
 import time
 import determined as det
@@ -99,9 +102,25 @@ def test_pause_shows_pausing_with_its_reason_until_the_trial_stops(page, lab: La
         ".innerText === 'PAUSING'",
         timeout=15_000,
     )
+    # The note names the reason once the trial's update is in (the experiment's may be first).
+    page.wait_for_selector(
+        f"{WIDGET} .jp-Det-stoppingNote:has-text('1 trial still stopping')", timeout=15_000
+    )
     note = page.inner_text(f"{WIDGET} .jp-Det-stoppingNote")
     assert "Pausing… (user pause)" in note and "1 trial still stopping" in note
     assert page.inner_text(f"{WIDGET} tbody tr .jp-Det-state") == "PAUSING"
+    # Neither Pause nor Activate can do what it says while the trial drains.
+    assert page.is_disabled(f"{WIDGET} .jp-Det-action-pause")
+    assert page.is_disabled(f"{WIDGET} .jp-Det-action-activate")
+    # The sidebar's table row says PAUSING too (from the master's run_state: STOPPING), and
+    # its bulk bar offers no Activate for it.
+    show_sidebar(page)
+    row = f"{SIDEBAR_ROW}[data-experiment-id='{experiment_id}']"
+    page.wait_for_selector(f"{row}[data-state='PAUSING']", timeout=15_000)
+    assert page.inner_text(f"{row} .jp-Det-col-state .jp-Det-state") == "PAUSING"
+    page.check(f"{row} .jp-Det-rowSelect")
+    assert page.is_disabled("#jupyter-determined-sidebar .jp-Det-bulk-activate")
+    page.uncheck(f"{row} .jp-Det-rowSelect")
     _shoot_light_and_dark(page, "widget-pausing")
 
     # The loop is terminated after the grace (30 s): then, and only then, PAUSED.
@@ -111,6 +130,13 @@ def test_pause_shows_pausing_with_its_reason_until_the_trial_stops(page, lab: La
         timeout=90_000,
     )
     assert page.locator(f"{WIDGET} .jp-Det-stoppingNote").count() == 0
+    # Stopped: Activate is offered again, and the sidebar's row reads PAUSED (an experiment
+    # event when the run exited, not a poll).
+    assert not page.is_disabled(f"{WIDGET} .jp-Det-action-activate")
+    page.wait_for_selector(
+        f"{SIDEBAR_ROW}[data-experiment-id='{experiment_id}'][data-state='PAUSED']",
+        timeout=15_000,
+    )
     [trial] = lab.api("GET", f"experiments/{experiment_id}")["trials"]
     assert trial["run_state"] is None and trial["state"] == "PAUSED"
     logs = lab.api("GET", f"trials/{trial['id']}/logs")["logs"]

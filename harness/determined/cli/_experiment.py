@@ -8,7 +8,7 @@ import pathlib
 import sys
 from typing import Any
 
-from determined.cli import _edits, _follow, _render
+from determined.cli import _edits, _follow, _forks, _render
 from determined.cli._base import Context
 from determined.cli._experiment_create import create
 from determined.common.states import TERMINAL_EXPERIMENT_STATES
@@ -20,7 +20,9 @@ from determined.common.states import TERMINAL_EXPERIMENT_STATES
 def shown_state(experiment: dict) -> str:
     """The state as Determined's CLI shows it: an ACTIVE experiment is QUEUED or RUNNING (the
     master's `run_state`); `--json` keeps the master's fields as they are."""
-    if experiment["state"] == "ACTIVE" and experiment.get("run_state"):
+    # STOPPING (runs still draining after a pause) is this master's own; Determined's CLI
+    # shows only QUEUED or RUNNING in place of ACTIVE.
+    if experiment["state"] == "ACTIVE" and experiment.get("run_state") in ("QUEUED", "RUNNING"):
         return str(experiment["run_state"])
     return str(experiment["state"])
 
@@ -318,3 +320,4 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(handler=list_checkpoints)
 
     _edits.add_edit_parsers(verbs)
+    _forks.add_experiment_parsers(verbs)

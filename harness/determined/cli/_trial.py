@@ -207,6 +207,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=describe)
 
+    from determined.cli import _forks
+
+    _forks.add_trial_parsers(verbs)
+
     p = verbs.add_parser("logs", help="a trial's logs: [time] [rank=N] line")
     p.add_argument("trial_id", type=int, metavar="TRIAL_ID")
     add_log_arguments(p)

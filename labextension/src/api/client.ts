@@ -251,6 +251,25 @@ export class DeterminedClient {
       .logs;
   }
 
+  /** Every trial's log lines of an experiment (each with its trial_id), ascending id;
+   * `search`: only lines containing it (any case), over the whole history. */
+  async experimentLogs(
+    experimentId: number,
+    query: { after_id?: number; tail?: number; limit?: number; search?: string } = {}
+  ): Promise<ILogLine[]> {
+    const given: Query = {};
+    for (const [key, value] of Object.entries(query)) {
+      if (value !== undefined && value !== '') {
+        given[key] = value;
+      }
+    }
+    return (
+      await this.request<{ logs: ILogLine[] }>('GET', `experiments/${experimentId}/logs`, {
+        query: given
+      })
+    ).logs;
+  }
+
   async experimentAction(experimentId: number, action: string): Promise<IExperiment> {
     return (
       await this.request<{ experiment: IExperiment }>(
@@ -258,6 +277,60 @@ export class DeterminedClient {
         `experiments/${experimentId}/${action}`
       )
     ).experiment;
+  }
+
+  /**
+   * Fork an experiment (Determined's CreateExperiment with `parentId`): a new experiment from
+   * `config` (YAML/JSON text or an object) and the parent's model definition and notebook.
+   */
+  async forkExperiment(
+    parentId: number,
+    config: string | Record<string, unknown>,
+    activate = true
+  ): Promise<IExperiment> {
+    const body = { config, parent_id: parentId, activate };
+    return (await this.request<{ experiment: IExperiment }>('POST', 'experiments', { body }))
+      .experiment;
+  }
+
+  /**
+   * A new experiment from one trial: `rerun` with its hyperparameters from scratch, or
+   * `continue` from its latest checkpoint; `maxLength` in the parent's unit (null: the parent's).
+   */
+  async experimentFromTrial(
+    trialId: number,
+    mode: 'rerun' | 'continue',
+    maxLength: number | null,
+    activate = true
+  ): Promise<IExperiment> {
+    const body: Record<string, unknown> = { activate };
+    if (maxLength !== null) {
+      body.max_length = maxLength;
+    }
+    return (
+      await this.request<{ experiment: IExperiment }>('POST', `trials/${trialId}/${mode}`, {
+        body
+      })
+    ).experiment;
+  }
+
+  /** Create a model in the registry (409 when the name is taken, in any case). */
+  async createModel(name: string, description = ''): Promise<IModel> {
+    return (
+      await this.request<{ model: IModel }>('POST', 'models', { body: { name, description } })
+    ).model;
+  }
+
+  /** Register a checkpoint as the model's next version. */
+  async registerVersion(
+    model: string | number,
+    checkpointUuid: string,
+    comment = ''
+  ): Promise<IModelVersion> {
+    const path = `models/${encodeURIComponent(String(model))}/versions`;
+    const body = { checkpoint_uuid: checkpointUuid, comment };
+    return (await this.request<{ model_version: IModelVersion }>('POST', path, { body }))
+      .model_version;
   }
 
   /** Change an experiment's name, description, notes or labels (those given; PATCH). */

@@ -69,8 +69,8 @@ export interface ApiExperiment {
   context_hash?: string | null;
   notebook?: Record<string, unknown> | null;
   parent_id?: number | null;
-  /** of an ACTIVE experiment, what Determined (0.2x+) reports in place of ACTIVE: RUNNING while one of its trials holds slots, else QUEUED; null otherwise */
-  run_state?: 'QUEUED' | 'RUNNING' | null;
+  /** of an ACTIVE experiment, what Determined (0.2x+) reports in place of ACTIVE: RUNNING while one of its trials holds slots, else QUEUED; STOPPING while a PAUSED experiment (or one the master is stopping) still has a run asked to stop that has not exited (the views show PAUSING); null otherwise */
+  run_state?: 'QUEUED' | 'RUNNING' | 'STOPPING' | null;
   /** the expanded config (GET /experiments/{id} only) */
   config?: Record<string, unknown>;
 }

@@ -233,7 +233,7 @@ export type BulkAction = ExperimentAction | 'delete';
 
 /** Whether the master accepts this action on this experiment now (deletion: once finished). */
 export function bulkAllowed(
-  experiment: Pick<IExperiment, 'state' | 'archived' | 'unmanaged'>,
+  experiment: Pick<IExperiment, 'state' | 'archived' | 'unmanaged' | 'run_state'>,
   action: BulkAction
 ): boolean {
   if (action === 'delete') {

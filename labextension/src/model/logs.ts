@@ -35,14 +35,20 @@ export interface ILogFilter {
   rank: number | null;
   /** The lowest level shown. */
   minLevel: LogLevel;
+  /** Only lines containing this text (any case); empty or absent: every line. */
+  search?: string;
 }
 
 /** The lines that pass the rank and level filter, in order. */
 export function filterLogs(lines: Iterable<ILogLine>, filter: ILogFilter): ILogLine[] {
   const floor = LOG_LEVELS.indexOf(filter.minLevel);
+  const search = (filter.search ?? '').trim().toLowerCase();
   const kept: ILogLine[] = [];
   for (const line of lines) {
     if (filter.rank !== null && line.rank !== filter.rank) {
+      continue;
+    }
+    if (search && !line.line.toLowerCase().includes(search)) {
       continue;
     }
     if (LOG_LEVELS.indexOf(logLevel(line)) < floor) {
@@ -53,9 +59,11 @@ export function filterLogs(lines: Iterable<ILogLine>, filter: ILogFilter): ILogL
   return kept;
 }
 
-/** One log line as the viewer prints it: `[rank 0] 01:02:03 text`. */
-export function formatLogLine(line: ILogLine): string {
+/** One log line as the viewer prints it: `[rank 0] 01:02:03 text`; with `withTrial` (the
+ * all-trials view) the trial first: `[trial 3] [rank 0] 01:02:03 text`. */
+export function formatLogLine(line: ILogLine, withTrial = false): string {
   const time = formatStartTime(line.time, new Date(line.time));
   const rank = line.rank === null || line.rank === undefined ? '' : `[rank ${line.rank}] `;
-  return `${rank}${time} ${line.line}`;
+  const trial = withTrial ? `[trial ${line.trial_id}] ` : '';
+  return `${trial}${rank}${time} ${line.line}`;
 }

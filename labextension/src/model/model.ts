@@ -41,7 +41,9 @@ const LIST_FIELDS = [
   'start_time',
   'end_time',
   'notes',
-  'description'
+  'description',
+  // STOPPING shows the row as PAUSING (and disables Pause/Activate) until the trials stop.
+  'run_state'
 ] as const;
 
 /** True when two versions of an experiment look the same in the list. */
@@ -278,9 +280,14 @@ export class LogBuffer {
   private _lines: ILogLine[] = [];
   private _ids = new Set<number>();
 
+  /**
+   * `trialId`: the trial whose lines it keeps, or null for every trial `accepts` says yes to
+   * (the all-trials view: the experiment's trials).
+   */
   constructor(
-    readonly trialId: number,
-    readonly maxLines = 10000
+    readonly trialId: number | null,
+    readonly maxLines = 10000,
+    private readonly _accepts: (trialId: number) => boolean = () => false
   ) {}
 
   get lines(): readonly ILogLine[] {
@@ -306,7 +313,9 @@ export class LogBuffer {
   add(lines: ILogLine[]): number {
     let added = 0;
     for (const line of lines) {
-      if (line.trial_id !== this.trialId || this._ids.has(line.id)) {
+      const mine =
+        this.trialId === null ? this._accepts(line.trial_id) : line.trial_id === this.trialId;
+      if (!mine || this._ids.has(line.id)) {
         continue;
       }
       this._ids.add(line.id);

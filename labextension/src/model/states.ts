@@ -79,12 +79,29 @@ export function stopReasonText(reason: string | null | undefined): string {
  */
 export function experimentDisplayState(
   state: string,
-  counts: { stopping: number; stopReason: string | null }
+  counts: { stopping: number; stopReason: string | null },
+  runState?: string | null
 ): string {
-  if (counts.stopping > 0 && (state === 'PAUSED' || state === 'ACTIVE')) {
+  if (
+    (counts.stopping > 0 || runState === 'STOPPING') &&
+    (state === 'PAUSED' || state === 'ACTIVE')
+  ) {
     return 'PAUSING';
   }
   return state;
+}
+
+/**
+ * The state an experiment shows where its trials are not loaded (the sidebar's table, bulk
+ * actions): PAUSING while the master says a run asked to stop has not exited yet
+ * (`run_state` STOPPING), else its own state.
+ */
+export function listDisplayState(experiment: Pick<IExperiment, 'state' | 'run_state'>): string {
+  return experimentDisplayState(
+    experiment.state,
+    { stopping: 0, stopReason: null },
+    experiment.run_state
+  );
 }
 
 /**
@@ -150,15 +167,20 @@ export type ExperimentAction = 'pause' | 'activate' | 'kill' | 'archive' | 'unar
 
 /** The actions the master accepts in this state (the others answer 409). */
 export function allowedActions(
-  experiment: Pick<IExperiment, 'state' | 'archived' | 'unmanaged'>
+  experiment: Pick<IExperiment, 'state' | 'archived' | 'unmanaged' | 'run_state'>,
+  stoppingRuns = 0
 ): Set<ExperimentAction> {
   const actions = new Set<ExperimentAction>();
   const state = experiment.state;
+  // While runs asked to stop still drain (PAUSING), neither Pause nor Activate can do what
+  // its label says: the trials are not paused yet, and an Activate would only requeue them
+  // behind their own exit. Both come back once the trials have really stopped.
+  const draining = stoppingRuns > 0 || experiment.run_state === 'STOPPING';
   // A run in a kernel is paused or resumed there, not by the master (which answers 409).
-  if (state === 'ACTIVE' && !experiment.unmanaged) {
+  if (state === 'ACTIVE' && !experiment.unmanaged && !draining) {
     actions.add('pause');
   }
-  if (state === 'PAUSED' && !experiment.unmanaged) {
+  if (state === 'PAUSED' && !experiment.unmanaged && !draining) {
     actions.add('activate');
   }
   if (!isTerminal(state)) {

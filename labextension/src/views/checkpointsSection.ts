@@ -3,6 +3,7 @@ import { h } from '../dom';
 import { formatBytes, formatMetric } from '../model/format';
 import type { ICheckpoint } from '../api/types';
 import { checkpointList, noCheckpointsText } from '../model/checkpointList';
+import { canRegister } from '../model/actions';
 
 const CHECKPOINT_COLUMNS = ['UUID', 'Trial', 'Steps', 'State', '', 'Size', 'Path'];
 
@@ -18,6 +19,8 @@ export interface ICheckpointsTableOptions {
   onShowDeleted: (show: boolean) => void;
   /** A "Use in notebook" button on each COMPLETED checkpoint (its files still exist). */
   useInNotebook?: (uuid: string) => Promise<void>;
+  /** A "Register" button on each COMPLETED checkpoint (the model registry). */
+  register?: (uuid: string) => Promise<void>;
 }
 
 /**
@@ -55,7 +58,14 @@ export function checkpointsTable(
           attrs: { 'data-uuid': checkpoint.uuid, 'data-state': checkpoint.state }
         },
         // First: a long path must not push the button out of sight.
-        useInNotebook ? h('td', null, useButton(checkpoint, useInNotebook)) : null,
+        useInNotebook || options.register
+          ? h(
+              'td',
+              { class: 'jp-Det-checkpointActions' },
+              useInNotebook ? useButton(checkpoint, useInNotebook) : null,
+              options.register ? registerButton(checkpoint, options.register) : null
+            )
+          : null,
         h('td', { class: 'jp-Det-mono' }, checkpoint.uuid),
         h('td', null, String(checkpoint.trial_id)),
         h('td', null, String(checkpoint.steps_completed)),
@@ -72,7 +82,7 @@ export function checkpointsTable(
     );
   }
   const headings = CHECKPOINT_COLUMNS.map(t => h('th', null, t || `validation ${metric}`));
-  if (useInNotebook) {
+  if (useInNotebook || options.register) {
     headings.unshift(h('th', null));
   }
   return h(
@@ -127,6 +137,31 @@ function useButton(
   button.addEventListener('click', () => {
     button.disabled = true;
     void useInNotebook(checkpoint.uuid).finally(() => {
+      button.disabled = false;
+    });
+  });
+  return button;
+}
+
+function registerButton(
+  checkpoint: ICheckpoint,
+  register: (uuid: string) => Promise<void>
+): HTMLElement | null {
+  if (!canRegister(checkpoint)) {
+    return null;
+  }
+  const button = h(
+    'button',
+    {
+      class: 'jp-Det-button jp-Det-register',
+      title: 'Register this checkpoint as a version of a model in the model registry',
+      attrs: { type: 'button', 'data-uuid': checkpoint.uuid }
+    },
+    'Register…'
+  );
+  button.addEventListener('click', () => {
+    button.disabled = true;
+    void register(checkpoint.uuid).finally(() => {
       button.disabled = false;
     });
   });

@@ -2,6 +2,7 @@
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
 import { kernelBadge, progressText, stateBadge, stateProgressBar } from './badges';
+import { forkHandler } from './actionDialogs';
 import { h } from '../dom';
 import { formatMetric, formatStartTime } from '../model/format';
 import {
@@ -69,7 +70,7 @@ export function headerContent(
   onAction: (action: ExperimentAction) => void,
   onTensorBoard?: () => void
 ): (HTMLElement | null)[] {
-  const allowed = allowedActions(experiment);
+  const allowed = allowedActions(experiment, counts.stopping);
   const actions = h('div', { class: 'jp-Det-actions' });
   for (const action of [
     'pause',
@@ -99,6 +100,24 @@ export function headerContent(
       )
     );
   }
+  // Fork… (actionDialogs.ts): a new experiment from its config and model definition.
+  const onFork = forkHandler(experiment);
+  if (onFork) {
+    actions.appendChild(
+      h(
+        'button',
+        {
+          class: 'jp-Det-button jp-Det-fork',
+          attrs: {
+            title:
+              'A new experiment from this one: its config (edit it first) and its model definition'
+          },
+          on: { click: () => onFork() }
+        },
+        'Fork…'
+      )
+    );
+  }
   if (onTensorBoard) {
     actions.appendChild(
       h(
@@ -124,7 +143,7 @@ export function headerContent(
           `${counts.running} running${counts.queued ? ` · ${counts.queued} queued` : ''}`
         )
       : null;
-  const shownState = experimentDisplayState(experiment.state, counts);
+  const shownState = experimentDisplayState(experiment.state, counts, experiment.run_state);
   const stopping =
     shownState === 'PAUSING'
       ? h(
@@ -135,8 +154,11 @@ export function headerContent(
               'The trials were asked to save a checkpoint and exit; a loop that does not check ' +
               'should_preempt() is terminated after the grace period'
           },
-          `Pausing… (${stopReasonText(counts.stopReason)}): ${counts.stopping} ` +
-            `trial${counts.stopping === 1 ? '' : 's'} still stopping`
+          // The experiment's run_state may say so before its trials' updates arrive.
+          counts.stopping > 0
+            ? `Pausing… (${stopReasonText(counts.stopReason)}): ${counts.stopping} ` +
+                `trial${counts.stopping === 1 ? '' : 's'} still stopping`
+            : 'Pausing…: trials still stopping'
         )
       : null;
   return [

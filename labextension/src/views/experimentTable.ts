@@ -10,6 +10,7 @@
 import { h, replaceChildren } from '../dom';
 import { kernelBadge, stateBadge, stateProgressBar } from './badges';
 import { formatDuration, formatMetric, formatStartTime } from '../model/format';
+import { listDisplayState } from '../model/states';
 import {
   DEFAULT_SORT,
   ISort,
@@ -101,6 +102,8 @@ function rowActions(): HTMLElement {
 
 /** Build one row (text only: names and labels are untrusted API data). */
 function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
+  // PAUSING while the master says its paused trials still drain (`run_state` STOPPING).
+  const shownState = listDisplayState(experiment);
   const metric = experiment.searcher?.metric ?? 'metric';
   const seconds = durationSeconds(experiment);
   const labels = labelsOf(experiment);
@@ -117,7 +120,7 @@ function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
       title: `Open experiment ${experiment.id} (Ctrl/⌘-click: in a new tab)`,
       attrs: {
         'data-experiment-id': String(experiment.id),
-        'data-state': experiment.state,
+        'data-state': shownState,
         tabindex: '0'
       }
     },
@@ -142,10 +145,10 @@ function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
         { class: 'jp-Det-expSubLine' },
         stateProgressBar(experiment.state, experiment.progress),
         // Shown only when the panel is too narrow for the State column (CSS container query).
-        h('span', { class: 'jp-Det-narrowState' }, stateBadge(experiment.state))
+        h('span', { class: 'jp-Det-narrowState' }, stateBadge(shownState))
       )
     ),
-    h('td', { class: 'jp-Det-col-state' }, stateBadge(experiment.state)),
+    h('td', { class: 'jp-Det-col-state' }, stateBadge(shownState)),
     withOwner ? h('td', { class: 'jp-Det-col-owner' }, experimentOwner(experiment)) : null,
     h(
       'td',

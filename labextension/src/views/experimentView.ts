@@ -16,6 +16,7 @@ import { CompareSection } from './compareView';
 import { CurvesSection } from './curvesView';
 import { errorBox, h, noteBox, replaceChildren } from '../dom';
 import { ACTION_TEXT, confirmAction, headerContent } from './experimentHeader';
+import { registerDialog, runAgainHandler } from './actionDialogs';
 import { ExperimentAction, isTerminal, runCounts } from '../model/states';
 import { bestTrialId } from '../model/trialTable';
 import { experimentTabTitle } from '../model/experimentTable';
@@ -85,7 +86,7 @@ export class ExperimentView extends Widget {
     super();
     this.model = new ExperimentDataModel(experimentId);
     this._selection = new TrialSelection(this.model, _client);
-    this._logs = new LogsSection(_client, _hub, () => this._queue('logs'));
+    this._logs = new LogsSection(_client, _hub, () => this._queue('logs'), experimentId);
     this.id = `jupyter-determined-experiment-${experimentId}`;
     this.addClass('jp-Det-experimentView');
     this.node.dataset.experimentId = String(experimentId);
@@ -351,7 +352,8 @@ export class ExperimentView extends Widget {
         onToggle: (trialId, on) => this._toggleTrial(trialId, on),
         onSelect: ids => this._setSelection(ids),
         onCompare: () => this.showSection('compare'),
-        onAttach: this.runsInKernels ? this._onAttach : undefined
+        onAttach: this.runsInKernels ? this._onAttach : undefined,
+        onRunAgain: runAgainHandler(this._client, this.model)
       })
     );
   }
@@ -412,6 +414,7 @@ export class ExperimentView extends Widget {
           this._renderCheckpoints();
         },
         // The experiment's notebook: the cell goes there, below its submitting cell.
+        register: uuid => registerDialog(this._client, uuid),
         useInNotebook: this._useInNotebook
           ? uuid => this._useInNotebook!(uuid, this.model.experiment?.notebook ?? null)
           : undefined

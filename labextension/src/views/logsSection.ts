@@ -1,6 +1,11 @@
 /**
- * The Logs section of the experiment view: a trial picker, rank and level filters, and the
- * trial's log lines, followed live through the event hub while the section is shown.
+ * The Logs section of the experiment view: a trial picker ("all trials" too: every trial's
+ * lines interleaved as they were written, each marked with its trial), rank and level filters,
+ * a search box, and the lines, followed live through the event hub while the section is shown.
+ *
+ * Search filters the lines shown at once (any case); in the all-trials view it also asks the
+ * master for the matching lines of the whole history (`GET /experiments/{id}/logs?search=`),
+ * so a match older than the loaded tail is found too.
  */
 import { DeterminedClient, describeError, isMasterStopping } from '../api/client';
 import { EventHub } from '../api/events';
@@ -11,11 +16,19 @@ import type { ILogLine } from '../api/types';
 
 /** How many of a trial's last lines are loaded when it is picked. */
 const INITIAL_TAIL = 2000;
+/** The trial picker's value for every trial. */
+export const ALL_TRIALS = 'all';
+/** How long typing pauses before the all-trials view asks the master (ms). */
+const SEARCH_DELAY_MS = 300;
 
 export class LogsSection {
   /** The section's content; the view puts it in its Logs tab. */
   readonly node: HTMLElement = h('div', { class: 'jp-Det-logsSection' });
   private _trialId: number | null = null;
+  /** Every trial's lines (the picker's "all trials"). */
+  private _allTrials = false;
+  private _search = '';
+  private _searchTimer = 0;
   private _logs: LogBuffer | null = null;
   private _rank: number | null = null;
   private _level: LogLevel = 'DEBUG';
@@ -29,7 +42,9 @@ export class LogsSection {
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
     /** Called when lines arrived: the view renders them in its next frame (`renderLines`). */
-    private readonly _onLines: () => void
+    private readonly _onLines: () => void,
+    /** The experiment (for the all-trials view); none: no such choice. */
+    private readonly _experimentId: number | null = null
   ) {}
 
   /** Whether the section is on screen: only then are the logs followed. */
@@ -43,8 +58,40 @@ export class LogsSection {
     this._logs?.add([line]);
   }
 
+  /** Show every trial's lines, those matching the search when there is one. */
+  async selectAllTrials(rebuildControls = true): Promise<void> {
+    const experimentId = this._experimentId;
+    if (experimentId === null) {
+      return;
+    }
+    this._allTrials = true;
+    this._trialId = null;
+    const known = () => new Set(this._trialIds);
+    let trials = known();
+    const logs = new LogBuffer(null, 10000, id => trials.has(id) || (trials = known()).has(id));
+    this._logs = logs;
+    logs.changed.connect(() => this._onLines());
+    this._updateSubscription();
+    if (rebuildControls) {
+      this.renderControls(this._trialIds);
+    }
+    this.renderLines();
+    try {
+      const search = this._search.trim();
+      logs.add(await this._client.experimentLogs(experimentId, { tail: INITIAL_TAIL, search }));
+    } catch (error) {
+      if (!isMasterStopping(error) && this._logs === logs) {
+        replaceChildren(
+          this._lines,
+          errorBox(`Cannot load the logs of experiment ${experimentId}: ${describeError(error)}`)
+        );
+      }
+    }
+  }
+
   /** Show one trial's logs (the notebook widget's "Show logs" goes here). */
   async selectTrial(trialId: number | null): Promise<void> {
+    this._allTrials = false;
     this._trialId = trialId;
     this._logs = trialId === null ? null : new LogBuffer(trialId);
     this._logs?.changed.connect(() => this._onLines());
@@ -74,7 +121,15 @@ export class LogsSection {
       return;
     }
     try {
-      logs.add(await this._client.trialLogs(logs.trialId, { after_id: logs.lastId }));
+      if (logs.trialId === null) {
+        if (this._experimentId !== null) {
+          logs.add(
+            await this._client.experimentLogs(this._experimentId, { after_id: logs.lastId })
+          );
+        }
+      } else {
+        logs.add(await this._client.trialLogs(logs.trialId, { after_id: logs.lastId }));
+      }
     } catch (error) {
       console.warn('jupyter-determined: cannot fetch logs', error);
     }
@@ -83,7 +138,7 @@ export class LogsSection {
   /** The pickers, for the experiment's trials now (`trialIds`, ascending). */
   renderControls(trialIds: number[]): void {
     this._trialIds = trialIds;
-    if (this._trialId === null && trialIds.length) {
+    if (this._trialId === null && !this._allTrials && trialIds.length) {
       void this.selectTrial(trialIds[0]);
       return;
     }
@@ -91,12 +146,26 @@ export class LogsSection {
       replaceChildren(this.node, h('div', { class: 'jp-Det-empty' }, 'No trials yet, so no logs.'));
       return;
     }
+    const choices = trialIds.map(id => [String(id), `trial ${id}`] as [string, string]);
+    if (this._experimentId !== null && trialIds.length > 1) {
+      choices.unshift([ALL_TRIALS, 'all trials']);
+    }
     const trialPicker = select(
-      trialIds.map(id => [String(id), `trial ${id}`] as [string, string]),
-      String(this._trialId ?? ''),
-      value => void this.selectTrial(Number(value)),
+      choices,
+      this._allTrials ? ALL_TRIALS : String(this._trialId ?? ''),
+      value =>
+        void (value === ALL_TRIALS ? this.selectAllTrials() : this.selectTrial(Number(value))),
       'jp-Det-select jp-Det-logTrial'
     );
+    const search = h('input', {
+      class: 'jp-Det-input jp-Det-logSearch',
+      props: { type: 'search', value: this._search, placeholder: 'Search the logs' },
+      title: this._allTrials
+        ? "Lines containing this text (any case), from every trial's whole log"
+        : 'Lines containing this text (any case)',
+      attrs: { 'aria-label': 'Search the logs' },
+      on: { input: () => this._onSearch(search.value) }
+    });
     const ranks = this._logs?.ranks() ?? [];
     const rankPicker = select(
       [['', 'all ranks'], ...ranks.map(r => [String(r), `rank ${r}`] as [string, string])],
@@ -138,6 +207,7 @@ export class LogsSection {
       'div',
       { class: 'jp-Det-logControls' },
       trialPicker,
+      search,
       rankPicker,
       levelPicker,
       h('label', { class: 'jp-Det-checkbox' }, follow, 'follow'),
@@ -152,20 +222,32 @@ export class LogsSection {
       replaceChildren(this._lines);
       return;
     }
-    const lines = filterLogs(this._logs.lines, { rank: this._rank, minLevel: this._level });
+    const lines = filterLogs(this._logs.lines, {
+      rank: this._rank,
+      minLevel: this._level,
+      search: this._search
+    });
+    const withTrial = this._logs.trialId === null;
     const fragment = document.createDocumentFragment();
     for (const line of lines) {
       const level = logLevel(line).toLowerCase();
       fragment.appendChild(
         h(
           'div',
-          { class: `jp-Det-logLine jp-Det-log-${level} jp-Det-log-${line.stream}` },
-          formatLogLine(line)
+          {
+            class: `jp-Det-logLine jp-Det-log-${level} jp-Det-log-${line.stream}`,
+            attrs: { 'data-trial-id': String(line.trial_id) }
+          },
+          formatLogLine(line, withTrial)
         )
       );
     }
     if (!lines.length) {
-      const empty = this._logs.lines.length ? 'No lines match the filter.' : 'No log lines yet.';
+      const empty = this._search.trim()
+        ? `No lines contain "${this._search.trim()}".`
+        : this._logs.lines.length
+          ? 'No lines match the filter.'
+          : 'No log lines yet.';
       fragment.appendChild(h('div', { class: 'jp-Det-empty' }, empty));
     }
     replaceChildren(this._lines, fragment);
@@ -174,13 +256,29 @@ export class LogsSection {
     }
   }
 
+  /** The search changed: filter now; the all-trials view also asks the master, once typing
+   * pauses. */
+  private _onSearch(text: string): void {
+    this._search = text;
+    this.renderLines();
+    if (this._allTrials) {
+      window.clearTimeout(this._searchTimer);
+      // The controls stay (the caret with them); only the lines are loaded again.
+      this._searchTimer = window.setTimeout(
+        () => void this.selectAllTrials(false),
+        SEARCH_DELAY_MS
+      );
+    }
+  }
+
   dispose(): void {
+    window.clearTimeout(this._searchTimer);
     this._unsubscribe?.();
     this._unsubscribe = null;
   }
 
   private _updateSubscription(): void {
-    const want = this._shown && this._follow && this._trialId !== null;
+    const want = this._shown && this._follow && (this._trialId !== null || this._allTrials);
     if (want && !this._unsubscribe) {
       this._unsubscribe = this._hub.subscribe({
         types: ['log'],

@@ -11,7 +11,7 @@ import { EventHub } from '../api/events';
 import { errorBox, h, replaceChildren } from '../dom';
 import { ModelRegistryModel, summarizeVersion } from '../model/modelRegistry';
 import { oncePerFrame, singleFlight } from '../model/schedule';
-import type { ICheckpoint, IModel, IModelVersion, ModelEvent } from '../api/types';
+import type { ICheckpoint, IModel, IModelVersion, INotebookOrigin, ModelEvent } from '../api/types';
 
 export const EMPTY_MODELS_TEXT = 'No models yet.';
 export const EMPTY_MODELS_HINT =
@@ -28,7 +28,12 @@ export class ModelsSection {
   constructor(
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
-    private readonly _openExperiment: (id: number) => void
+    private readonly _openExperiment: (id: number) => void,
+    /** "Use": insert a cell that loads the version's checkpoint; none: no such buttons. */
+    private readonly _useInNotebook?: (
+      uuid: string,
+      origin?: INotebookOrigin | null
+    ) => Promise<void>
   ) {
     this._count = h('span', { class: 'jp-Det-models-count' });
     this._message = h('div', { class: 'jp-Det-message' });
@@ -193,11 +198,36 @@ export class ModelsSection {
           }
         }
       },
-      h('div', { class: 'jp-Det-versionTitle' }, summary.title),
+      h('div', { class: 'jp-Det-versionTitle' }, summary.title, this._useButton(version)),
       h('div', { class: 'jp-Det-mono jp-Det-versionCheckpoint' }, summary.checkpoint),
       h('div', { class: 'jp-Det-versionSource' }, summary.source),
       summary.metrics ? h('div', { class: 'jp-Det-versionMetrics' }, summary.metrics) : null
     );
+  }
+
+  /** "Use": a cell loading the version's checkpoint (while its files exist). */
+  private _useButton(version: IModelVersion): HTMLElement | null {
+    const use = this._useInNotebook;
+    if (!use || version.checkpoint?.state !== 'COMPLETED') {
+      return null;
+    }
+    const button = h(
+      'button',
+      {
+        class: 'jp-Det-button jp-Det-versionUse',
+        title: `Insert a cell into a notebook that loads ${version.model_name} version ${version.version} (its checkpoint)`,
+        attrs: { type: 'button', 'data-uuid': version.checkpoint_uuid }
+      },
+      'Use'
+    );
+    button.addEventListener('click', event => {
+      event.stopPropagation(); // the row's click opens the experiment
+      button.disabled = true;
+      void use(version.checkpoint_uuid, null).finally(() => {
+        button.disabled = false;
+      });
+    });
+    return button;
   }
 
   dispose(): void {

@@ -31,7 +31,8 @@ import { ExperimentEditor } from './experimentEditor';
 import { ExperimentTable, IOpenOptions } from './experimentTable';
 import { ModelsSection } from './modelsSection';
 import { oncePerFrame, singleFlight } from '../model/schedule';
-import type { IExperiment, ITrial } from '../api/types';
+import type { IExperiment, INotebookOrigin, ITrial } from '../api/types';
+import { MAX_COMPARED } from './experimentCompare';
 
 export const SIDEBAR_ID = 'jupyter-determined-sidebar';
 
@@ -80,6 +81,7 @@ export class DeterminedSidebar extends Widget {
   private _bulkBar: HTMLElement;
   private _bulkCount: HTMLElement;
   private _bulkButtons = new Map<BulkAction, HTMLButtonElement>();
+  private _compareButton: HTMLButtonElement;
   private _busy = false;
   private _status: HTMLElement;
   private _message: HTMLElement;
@@ -91,7 +93,11 @@ export class DeterminedSidebar extends Widget {
   constructor(
     private readonly _client: DeterminedClient,
     private readonly _hub: EventHub,
-    private readonly _open: (id: number, options?: IOpenOptions) => void
+    private readonly _open: (id: number, options?: IOpenOptions) => void,
+    /** "Use" on a model version (notebookInsert.ts); none: no such buttons. */
+    useInNotebook?: (uuid: string, origin?: INotebookOrigin | null) => Promise<void>,
+    /** Compare the selected experiments (experimentCompare.ts); none: no Compare button. */
+    private readonly _compare?: (ids: number[]) => void
   ) {
     super();
     this.id = SIDEBAR_ID;
@@ -179,15 +185,24 @@ export class DeterminedSidebar extends Widget {
       },
       '✕'
     );
+    this._compareButton = h(
+      'button',
+      {
+        class: 'jp-Det-button jp-Det-bulk-compare',
+        on: { click: () => this._compare?.(this._selection().map(e => e.id)) }
+      },
+      'Compare'
+    );
     this._bulkBar = h(
       'div',
       { class: 'jp-Det-bulkBar', attrs: { hidden: '' } },
       this._bulkCount,
       ...bulkButtons,
+      this._compare ? this._compareButton : null,
       clear
     );
     this._cluster = new ClusterStrip(_client);
-    this.models = new ModelsSection(_client, _hub, _open);
+    this.models = new ModelsSection(_client, _hub, _open, useInNotebook);
     const body = h(
       'div',
       { class: 'jp-Det-sidebar-body' },
@@ -316,6 +331,14 @@ export class DeterminedSidebar extends Widget {
     const selection = this._selection();
     this._bulkBar.hidden = selection.length === 0;
     this._bulkCount.textContent = `${selection.length} selected`;
+    const n = selection.length;
+    this._compareButton.disabled = n < 2 || n > MAX_COMPARED;
+    this._compareButton.title =
+      n < 2
+        ? 'Select two or more experiments to compare them'
+        : n > MAX_COMPARED
+          ? `Compare at most ${MAX_COMPARED} experiments at once`
+          : `Compare the best trials of the ${n} selected experiments side by side`;
     for (const [action, button] of this._bulkButtons) {
       const count = selection.filter(e => bulkAllowed(e, action)).length;
       button.disabled = this._busy || count === 0;

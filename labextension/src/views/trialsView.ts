@@ -40,6 +40,31 @@ export interface ITrialsTableInput {
   onCompare: () => void;
   /** Open a console on the trial's kernel; given only for experiments of kernel trials. */
   onAttach?: (trialId: number) => void;
+  /** Re-run the trial with its hyperparameters or continue it (a dialog); none: no button. */
+  onRunAgain?: (trialId: number) => void;
+}
+
+/** "↻": re-run the trial with its hyperparameters, or continue it from its checkpoint. */
+function runAgainButton(trial: ITrial, onRunAgain?: (trialId: number) => void): HTMLElement | null {
+  if (!onRunAgain) {
+    return null;
+  }
+  const label = `Re-run or continue trial ${trial.id}…`;
+  return h(
+    'button',
+    {
+      class: 'jp-Det-iconButton jp-Det-runAgain',
+      title: `${label} (a new experiment with its hyperparameters)`,
+      attrs: { 'data-run-again': String(trial.id), 'aria-label': label },
+      on: {
+        click: event => {
+          event.stopPropagation();
+          onRunAgain(trial.id);
+        }
+      }
+    },
+    '↻'
+  );
 }
 
 /** Kernel trials with a kernel to attach to: running, or failed and kept (post-mortem). */
@@ -150,7 +175,8 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
           String(trial.id),
           trial.id === best
             ? h('span', { class: 'jp-Det-bestMark', title: `best ${metric}` }, ' ★')
-            : null
+            : null,
+          runAgainButton(trial, input.onRunAgain)
         ),
         h(
           'td',

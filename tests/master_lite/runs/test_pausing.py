@@ -51,10 +51,16 @@ def test_pause_shows_stopping_until_the_run_exits_then_activate_starts_over(
 
     # The experiment reads PAUSED at once (Determined's contract), but its trial's run still
     # trains: STOPPING with the reason, until it has exited.
-    assert master.session.get(f"/experiments/{exp_id}")["experiment"]["state"] == "PAUSED"
+    paused = master.session.get(f"/experiments/{exp_id}")["experiment"]
+    assert paused["state"] == "PAUSED"
     stopping = trial()
     assert stopping["run_state"] == "STOPPING", stopping
     assert stopping["stop_reason"] == "pause"
+    # The experiment says so too, in its own JSON and in the list the sidebar's table reads
+    # (which shows PAUSING and disables Pause/Activate from it).
+    assert paused["run_state"] == "STOPPING", paused
+    listed = {e["id"]: e for e in master.session.get("/experiments")["experiments"]}
+    assert listed[exp_id]["run_state"] == "STOPPING", listed[exp_id]
 
     def logs() -> list[str]:
         return [e["line"] for e in trial_logs(master, first["id"])]
@@ -64,6 +70,8 @@ def test_pause_shows_stopping_until_the_run_exits_then_activate_starts_over(
         lambda: (t := trial())["run_state"] is None and t, what="the run to exit", timeout=60
     )
     assert exited["state"] == "PAUSED" and exited["stop_reason"] is None
+    settled = master.session.get(f"/experiments/{exp_id}")["experiment"]
+    assert settled["state"] == "PAUSED" and settled["run_state"] is None, settled
     notes = [line for line in logs() if NOTE in line]
     assert len(notes) == 1, notes
     assert "(user pause)" in notes[0] and "in 3 s" in notes[0]
