@@ -69,6 +69,7 @@ class ExperimentsHandler(ApiHandlerMixin):
             activate=body.get("activate", True),
             archived=body.get("archived", False),
             notebook=body.get("notebook"),
+            owner_id=self.owner_id(),
         )
         self.send_json({"experiment": experiment}, status=201)
 

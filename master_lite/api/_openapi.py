@@ -108,6 +108,18 @@ SCHEMAS: dict[str, dict] = {
             }
         ),
         config={**OBJECT, "description": "the expanded config (GET /experiments/{id} only)"},
+        userId={**INTEGER, "description": "the owner's user id (1: the master's owner account)"},
+        username=nullable({**STRING, "description": "the owner's username (docs/team.md)"}),
+    ),
+    "User": obj(
+        ["id", "username", "admin", "active"],
+        id=INTEGER,
+        username=STRING,
+        displayName=STRING,
+        admin=BOOLEAN,
+        active=BOOLEAN,
+        remote={**BOOLEAN, "description": "always false: no remote (SSO) users"},
+        modifiedAt=nullable(TIME),
     ),
     "Trial": obj(
         ["id", "experiment_id", "state"],
@@ -242,6 +254,8 @@ SCHEMAS: dict[str, dict] = {
         creation_time=TIME,
         last_updated_time=TIME,
         num_versions=INTEGER,
+        userId={**INTEGER, "description": "the owner's user id"},
+        username=nullable({**STRING, "description": "the owner's username"}),
     ),
     "ModelVersion": obj(
         ["id", "model_id", "version", "checkpoint_uuid"],
