@@ -80,6 +80,8 @@ class Operation:
     # path's {action}).
     owner: Owner | None = None
     verb: str = ""
+    # Checks credentials of its own (a sign-in): a 401 for wrong ones, though it needs no token.
+    signs_in: bool = False
 
     def action_for(self, method: str) -> str:
         """The authorization action of this operation called with HTTP `method`."""

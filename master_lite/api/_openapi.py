@@ -364,7 +364,7 @@ def build_document(routes: list[Route] | tuple[Route, ...], prefix: str = "") ->
                 str(operation.status): {"description": operation.summary, "content": content}
             }
             for status, text in _ERROR_DESCRIPTIONS.items():
-                if status == 401 and not operation.auth:
+                if status == 401 and not operation.auth and not operation.signs_in:
                     continue
                 if status == 403 and operation.trial_scope is None and not operation.auth:
                     continue

@@ -94,6 +94,7 @@ USER_ROUTES: tuple[Route, ...] = (
                 "Sign in with a username and password: a session token",
                 obj(["token", "user"], token=STRING, user=ref("User")),
                 auth=False,
+                signs_in=True,
                 request=obj(
                     ["username", "password"],
                     username=STRING,

@@ -246,8 +246,9 @@ class Users:
         if principal.admin or owner_id == principal.user_id:
             return
         if kind == "user":
+            name = self._row(key).username
             raise errors.Forbidden(
-                f"{principal.name} may not {verb} {label}: only that user or an admin may"
+                f"{principal.name} may not {verb} user {name}: only {name} or an admin may"
             )
         owner = self.names().get(owner_id, f"user {owner_id}")
         raise errors.Forbidden(
