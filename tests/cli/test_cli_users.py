@@ -68,7 +68,9 @@ def test_accounts_sign_in_and_ownership(master, tmp_path):
 
     alice_home, bob_home = tmp_path / "alice", tmp_path / "bob"
     alice, bob = remote_env(master, alice_home), remote_env(master, bob_home)
-    failed(det(alice, "user", "login", "alice", stdin="wrong\n"), "invalid username and/or password")
+    failed(
+        det(alice, "user", "login", "alice", stdin="wrong\n"), "invalid username and/or password"
+    )
     ok(det(alice, "user", "login", "alice", stdin="alice-pw\n"))
     token = stored_token(master, alice_home, "alice")
     assert token.startswith("session.") and token != master.token
@@ -103,7 +105,10 @@ def test_accounts_sign_in_and_ownership(master, tmp_path):
     failed(det(alice, "user", "login", "alice", stdin="alice-pw\n"), "invalid username")
     ok(det(alice, "user", "login", "alice", stdin="alice-new\n"))
     # Another's: admins only.
-    failed(det(bob, "user", "change-password", "alice", stdin="x\n"), "bob may not set the password of user alice")
+    failed(
+        det(bob, "user", "change-password", "alice", stdin="x\n"),
+        "bob may not set the password of user alice",
+    )
     ok(det(admin, "user", "change-password", "bob", stdin="bob-new\n"))
     ok(det(bob, "user", "login", "bob", stdin="bob-new\n"))
 
