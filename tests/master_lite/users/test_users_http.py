@@ -305,3 +305,50 @@ async def test_another_users_model_is_403(api: Api) -> None:
 async def test_trial_tokens_cannot_use_the_user_endpoints(api: Api) -> None:
     status, answer = await api.call("GET", "/users", token="trial.not-a-live-one")
     assert status == 401
+
+
+@with_api
+async def test_unmanaged_runs_and_their_checkpoints_are_their_owners(api: Api) -> None:
+    await api.user("alice")
+    await api.user("bob")
+    alice, bob = await api.login("alice"), await api.login("bob")
+    ids = {"name": "kernel run", "external_experiment_id": "nb", "external_trial_id": "t1"}
+    status, run = await api.call("POST", "/unmanaged/runs", ids, token=alice)
+    assert status == 200, run
+    exp_id = run["experiment_id"]
+    status, answer = await api.call("GET", f"/experiments/{exp_id}", token=bob)
+    assert answer["experiment"]["username"] == "alice"
+    # Resuming alice's run by its external ids is alice's (or an admin's).
+    status, answer = await api.call("POST", "/unmanaged/runs", ids, token=bob)
+    assert status == 403 and "belongs to alice" in answer["message"]
+    # A checkpoint the run reports is alice's too.
+    uuid = "0b0c0d0e-0000-4000-8000-000000000001"
+    status, answer = await api.call(
+        "POST",
+        "/checkpoints",
+        {
+            "uuid": uuid,
+            "trialId": run["trial_id"],
+            "metadata": {"steps_completed": 1},
+            "resources": {},
+            "state": "COMPLETED",
+        },
+        token=run["token"],
+    )
+    assert status == 200, answer
+    expected = (
+        f"checkpoint {uuid} (experiment {exp_id}) belongs to alice: only alice or an admin may"
+    )
+    for method, path, body, verb in (
+        ("DELETE", f"/checkpoints/{uuid}", None, "delete"),
+        ("PATCH", f"/checkpoints/{uuid}", {"metadata": {"x": 1}}, "edit"),
+        ("GET", f"/checkpoints/{uuid}/download", None, "download"),
+        ("PATCH", "/checkpoints", {"checkpoints": [{"uuid": uuid}]}, "delete"),
+    ):
+        status, answer = await api.call(method, path, body, token=bob)
+        assert status == 403, (method, path, answer)
+        assert answer["message"] == f"{expected} {verb} it"
+    status, answer = await api.call("GET", f"/checkpoints/{uuid}", token=bob)
+    assert status == 200
+    assert answer["checkpoint"]["state"] == "COMPLETED"
+    assert answer["checkpoint"]["metadata"] == {"steps_completed": 1}
