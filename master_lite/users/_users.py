@@ -238,12 +238,12 @@ class Users:
     def check_may_act(self, principal: _auth.UserPrincipal, kind: str, key: Any, verb: str) -> None:
         """Forbidden unless `principal` owns the object (`kind` "experiment", "trial",
         "checkpoint", "model", "user") or is an admin. NotFound for no such object."""
+        if principal.admin:
+            return  # an admin may act on anything (a missing object: the handler's 404)
         if kind == "admin":
-            if not principal.admin:
-                raise errors.Forbidden(f"only an admin may {verb}; {principal.name} is not one")
-            return
+            raise errors.Forbidden(f"only an admin may {verb}; {principal.name} is not one")
         owner_id, label = self._owner_of(kind, key)
-        if principal.admin or owner_id == principal.user_id:
+        if owner_id == principal.user_id:
             return
         if kind == "user":
             name = self._row(key).username
