@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from determined.common.api import authentication
+from determined.common.api import errors as api_errors
 from tests._support import MasterProcess, context_tarball
 from tests.cli.test_cli_verbs import auth_file, det, failed, local_env, ok, remote_env
 
@@ -140,3 +141,12 @@ def test_sdk_login_and_user_functions(master, tmp_path):
     assert "dave" in [u.username for u in admin.list_users(active=False)]
     dave.activate()
     signed_in.logout()
+
+    # Determined's default sign-in (no such account here) with the master token at hand keeps
+    # working as before users: the token is used. Without it, the refusal is raised.
+    determined_default = client.Determined(
+        master.url, user="determined", password="", token=master.token
+    )
+    assert determined_default.whoami().username == getpass.getuser()
+    with pytest.raises(api_errors.Unauthorized, match="invalid username and/or password"):
+        client.Determined(master.url, user="dave", password="wrong")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from determined.common import api
+
+logger = logging.getLogger("determined.client")
 
 
 class User:
@@ -66,8 +69,24 @@ class User:
 
 def sign_in(session: api.Session, username: str, password: str) -> api.Session:
     """A session with the same master signed in as `username` (`POST /api/v1/auth/login`);
-    `session` is closed."""
-    answer = session.post("/auth/login", {"username": username, "password": password})
+    `session` is closed.
+
+    Code written for Determined often signs in as its default user (`user="determined",
+    password=""`), which no master-lite account matches: when the refused sign-in came with
+    the master's token at hand (DET_MASTER_TOKEN, master.json), that token is used, as before
+    the master had users (a warning says so). Otherwise the refusal is raised."""
+    try:
+        answer = session.post("/auth/login", {"username": username, "password": password})
+    except api.Unauthorized as e:
+        if not session.token or "deactivated" in e.message:
+            raise
+        logger.warning(
+            "signing in as %r failed (%s); using the master token found for %s instead",
+            username,
+            e.message,
+            session.master_url,
+        )
+        return session
     signed_in = api.Session(session.master_url, answer["token"], address=session.address)
     session.close()
     return signed_in
