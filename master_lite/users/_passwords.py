@@ -10,6 +10,7 @@ migration (`needs_rehash`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import argon2
@@ -32,9 +33,18 @@ def hash_password(password: str, *, is_hashed: bool = False) -> str:
     return _hasher.hash(password if is_hashed else client_hash(password))
 
 
+@functools.cache
+def _no_hash() -> str:
+    """Verified against when there is no hash (no such user, no password), so that a refusal
+    takes as long either way and its timing does not tell which usernames exist. Made on first
+    use: hashing costs tens of milliseconds, which importing the master should not."""
+    return _hasher.hash("no such password")
+
+
 def verify_password(stored: str | None, password: str, *, is_hashed: bool = False) -> bool:
     """Whether `password` matches the stored hash (never for a user without a password)."""
     if not stored:
+        verify_password(_no_hash(), password + "\x00", is_hashed=True)  # the same work, refused
         return False
     try:
         return _hasher.verify(stored, password if is_hashed else client_hash(password))

@@ -118,7 +118,9 @@ class Users:
         which part was wrong, as Determined)."""
         row = self._store.by_name(username) if isinstance(username, str) else None
         password = _check_password(password, "password")
-        if row is None or not verify_password(row.password_hash, password, is_hashed=is_hashed):
+        stored = row.password_hash if row is not None else None
+        # Verified even for no such user (the same work): timing does not tell who exists.
+        if not verify_password(stored, password, is_hashed=is_hashed) or row is None:
             raise errors.Unauthorized("invalid username and/or password")
         if not row.active:
             raise errors.Unauthorized(
