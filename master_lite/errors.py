@@ -20,6 +20,12 @@ class InvalidRequest(MasterError):
     status = 400
 
 
+class Unauthorized(MasterError):
+    """No valid credentials: a wrong password, or the token of a deactivated user (401)."""
+
+    status = 401
+
+
 class Forbidden(MasterError):
     status = 403
 
@@ -60,6 +66,7 @@ MASTER_STOPPING_MESSAGE = (
 __all__ = [
     "MasterError",
     "InvalidRequest",
+    "Unauthorized",
     "Forbidden",
     "NotFound",
     "Conflict",

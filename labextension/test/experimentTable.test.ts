@@ -171,15 +171,17 @@ describe('labels and owners', () => {
     assert.deepEqual(parseLabels('   '), []);
   });
 
-  test('the owner column only exists when the master names owners', () => {
+  test('the owner column only exists when experiments have several owners', () => {
     assert.equal(hasOwners([experiment(1), experiment(2)]), false);
     const owned = { ...experiment(3), owner: 'ana' } as IExperiment;
     assert.equal(experimentOwner(owned), 'ana');
-    assert.equal(
-      experimentOwner({ ...experiment(4), user: { username: 'bo' } } as unknown as IExperiment),
-      'bo'
-    );
-    assert.equal(hasOwners([experiment(1), owned]), true);
+    const bos = { ...experiment(4), user: { username: 'bo' } } as unknown as IExperiment;
+    assert.equal(experimentOwner(bos), 'bo');
+    const anas = { ...experiment(5), username: 'ana' } as unknown as IExperiment;
+    assert.equal(experimentOwner(anas), 'ana');
+    // One person's master: every experiment is theirs, the column would tell nothing.
+    assert.equal(hasOwners([experiment(1), owned, anas]), false);
+    assert.equal(hasOwners([experiment(1), owned, bos]), true);
   });
 
   test('a rename, a label or a note counts as a change of the listed experiment', () => {

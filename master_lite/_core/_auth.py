@@ -1,4 +1,5 @@
-"""Who is asking: the user (master token) or one trial run (its session token).
+"""Who is asking: a user (the master token: the owner account; or a user's sign-in) or one
+trial run (its session token).
 
 Trial tokens are random per run; only their sha256 is stored, so the database never holds a
 usable credential.
@@ -11,12 +12,17 @@ import hashlib
 import hmac
 import secrets
 
+OWNER_ID = 1  # the master's owner account: the holder of the master token (docs/team.md)
+
 
 @dataclasses.dataclass(frozen=True)
 class UserPrincipal:
-    """The owner of the master: may do everything."""
+    """A signed-in user. The default is the master's owner account (the master token's holder,
+    an admin: may do everything); other users act only on what they own (docs/team.md)."""
 
     name: str = "user"
+    user_id: int = OWNER_ID
+    admin: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +41,11 @@ def new_user_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+def new_session_token() -> str:
+    """A user's sign-in token (`POST /api/v1/auth/login`); stored as its sha256 only."""
+    return "session." + secrets.token_urlsafe(32)
+
+
 def new_trial_token() -> str:
     return "trial." + secrets.token_urlsafe(32)
 
@@ -49,10 +60,12 @@ def tokens_equal(given: str, expected: str) -> bool:
 
 
 __all__ = [
+    "OWNER_ID",
     "UserPrincipal",
     "TrialPrincipal",
     "Principal",
     "new_user_token",
+    "new_session_token",
     "new_trial_token",
     "hash_token",
     "tokens_equal",

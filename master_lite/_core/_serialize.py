@@ -165,6 +165,11 @@ def experiment_json(
     return out
 
 
+def owner_json(owner_id: int, username: str | None) -> dict:
+    """Determined's owner fields of an experiment or model: `userId`, `username`."""
+    return {"userId": owner_id, "username": username}
+
+
 def metric_summary(row: dict | None) -> dict | None:
     if row is None:
         return None

@@ -62,6 +62,8 @@ class Views:
             with_config=with_config,
         )
         out["run_state"] = self._experiment_run_state(row)
+        owner = self._shared.store.users.get(row.owner_id)
+        out.update(_serialize.owner_json(row.owner_id, owner.username if owner else None))
         return out
 
     def _experiment_run_state(self, row: ExperimentRow) -> str | None:
@@ -92,6 +94,7 @@ class Views:
         all of them (bench_reads.py: two per experiment and every config decoded made a list
         of 2,000 take 140 ms)."""
         listing = self._shared.store.experiments.listing(state=state, name=name, archived=archived)
+        names = self._shared.store.users.names()
         return [
             {
                 **_serialize.experiment_json(
@@ -102,6 +105,7 @@ class Views:
                 ),
                 # As in one experiment's JSON (only ACTIVE ones ask their trials).
                 "run_state": self._experiment_run_state(row),
+                **_serialize.owner_json(row.owner_id, names.get(row.owner_id)),
             }
             for row, num_trials, best in listing
         ]

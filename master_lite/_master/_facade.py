@@ -50,6 +50,7 @@ from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
+from master_lite.users import Users
 
 T = TypeVar("T")
 
@@ -159,6 +160,8 @@ class Master:
         self.models: Models = parts.models
         self.tensorboards: TensorBoards = parts.tensorboards
         self.unmanaged: UnmanagedRuns = parts.unmanaged
+        # Accounts, sign-ins and the owner-or-admin rule (docs/team.md).
+        self.users = Users(self._shared)
         self._partials: PartialCheckpoints = parts.partials  # wiring only
         # Wiring only: not for handlers.
         self._searchers, self._recovery = parts.searchers, parts.recovery
@@ -215,6 +218,7 @@ class Master:
         )
         self.runs.attach(runner, log_writer, self._master_url)
         self._shared.open(store, loop)
+        self.users.open()
         self.tensorboards.remove_leftovers()  # of a master that was killed
         self._recovery.recover()
         self.unmanaged.start()
@@ -258,8 +262,14 @@ class Master:
 
     # -- what needs more than one part -------------------------------------------------------
     def authenticate(self, token: str | None) -> _auth.Principal | None:
-        """The user or trial run that holds `token`, or None."""
-        return authenticate(self._shared.store, token, user_token=self.user_token)
+        """The user or trial run that holds `token`, or None (Unauthorized: the token of a
+        deactivated user). The master token is the owner account's."""
+        if token and _auth.tokens_equal(token, self.user_token):
+            return self.users.owner_principal()
+        principal = authenticate(self._shared.store, token, user_token=self.user_token)
+        if principal is None and token:
+            principal = self.users.authenticate(token)
+        return principal
 
     def delete_checkpoint(self, uuid: str) -> dict:
         """A user's deletion of a checkpoint's files (Conflict when a live trial needs it);

@@ -36,6 +36,7 @@ from master_lite.api._parsing import (
     request_validator,
     unstorable_text,
 )
+from master_lite.api._permissions import check_body_owner, check_path_owner, creator_id
 
 log = logging.getLogger("master_lite.api")
 
@@ -117,6 +118,10 @@ class ApiHandlerMixin(_Handler):
             return None
         return super().check_xsrf_cookie()
 
+    def owner_id(self) -> int:
+        """Who owns what this request creates (_permissions.creator_id)."""
+        return creator_id(self.master, self.principal)
+
     async def _authenticate(self, action: str) -> UserPrincipal | TrialPrincipal:
         principal = self._principal_from_token()
         if principal is not None:
@@ -128,7 +133,7 @@ class ApiHandlerMixin(_Handler):
             if inspect.isawaitable(allowed):
                 allowed = await allowed
             if allowed:
-                return UserPrincipal()
+                return self.master.users.owner_principal()
         if self.request_token():
             raise ApiError(
                 401,
@@ -173,11 +178,14 @@ class ApiHandlerMixin(_Handler):
         trial = self.principal if isinstance(self.principal, TrialPrincipal) else None
         if trial is not None:
             self._check_path_scope(trial, operation)
+        # A user acting on another's object: 403 before the handler's state checks.
+        check_path_owner(self.master, self.principal, operation, method, self.path_kwargs)
         self.args = {param.name: self._query_value(param) for param in operation.query}
         if operation.request is not None:
             self.body = self._json_body(operation.request, operation.fast_accept)
         if trial is not None:
             self._check_resource_scope(trial, operation)
+        check_body_owner(self.master, self.principal, operation, self.body)
 
     def _convert_path_params(self) -> None:
         for param in self.route.params:

@@ -24,6 +24,21 @@ class TrialScope(str, enum.Enum):
     CHECKPOINT_DELETE = "checkpoint_delete"  # every listed checkpoint belongs to its experiment
 
 
+class Owner(str, enum.Enum):
+    """Whose the object an operation acts on is, for the owner-or-admin rule (docs/team.md):
+    a signed-in user other than its owner, and not an admin, gets a 403 before the handler
+    runs (so before any state conflict), nothing changed. None in a route: any signed-in user.
+    Trial tokens are not users: their `TrialScope` applies instead."""
+
+    EXPERIMENT = "experiment"  # the path's {experiment_id}
+    TRIAL = "trial"  # the path's {trial_id}: its experiment's owner
+    CHECKPOINT = "checkpoint"  # the path's {uuid}: its experiment's owner
+    CHECKPOINTS = "checkpoints"  # every body.checkpoints[].uuid: their experiments' owners
+    MODEL = "model"  # the path's {model} (name or id)
+    USER = "user"  # the path's {user_id} is the caller's own account
+    ADMIN = "admin"  # admins only
+
+
 @dataclasses.dataclass(frozen=True)
 class Param:
     """A query parameter: parsed and checked before the handler runs (400 names it)."""
@@ -60,6 +75,13 @@ class Operation:
     # What a host's authorizer is asked for a logged-in user (jupyter_server's actions: "read",
     # "write", "execute"); None: "read" for GET, "write" for the other methods.
     auth_action: str | None = None
+    # Who may call it (owner or admin, admin only); `verb` says what it does in the 403
+    # ("kill": "... only alice or an admin may kill it"; default from the method, or the
+    # path's {action}).
+    owner: Owner | None = None
+    verb: str = ""
+    # Checks credentials of its own (a sign-in): a 401 for wrong ones, though it needs no token.
+    signs_in: bool = False
 
     def action_for(self, method: str) -> str:
         """The authorization action of this operation called with HTTP `method`."""
@@ -95,4 +117,4 @@ class Route:
         return pattern
 
 
-__all__ = ["TrialScope", "Param", "Operation", "PathParam", "Route"]
+__all__ = ["Owner", "TrialScope", "Param", "Operation", "PathParam", "Route"]

@@ -6,6 +6,7 @@ from typing import Any
 
 from master_lite._core import MetricsQuery, strict_json_text
 from master_lite.api._base import ApiError, ApiHandlerMixin, decode_base64, encode_json
+from master_lite.api._permissions import check_owner
 
 MAX_TRIAL_IDS = 1000
 
@@ -64,7 +65,9 @@ class ExperimentsHandler(ApiHandlerMixin):
         # Awaited: the context is checked and written in a worker thread (the loop serves
         # other requests meanwhile, however many files it has).
         if body.get("parent_id") is not None:
-            # A fork (Determined's parentId): without a context, the parent's model definition.
+            # A fork (Determined's parentId): without a context, the parent's model definition,
+            # so only who may download that code may fork it (the owner or an admin).
+            check_owner(self.master, self.principal, "experiment", body["parent_id"], "fork")
             experiment = await self.master.forks.fork(
                 body["parent_id"],
                 body["config"],
@@ -72,6 +75,7 @@ class ExperimentsHandler(ApiHandlerMixin):
                 activate=body.get("activate", True),
                 archived=body.get("archived", False),
                 notebook=body.get("notebook"),
+                owner_id=self.owner_id(),
             )
         else:
             experiment = await self.master.experiments.submit_experiment(
@@ -80,6 +84,7 @@ class ExperimentsHandler(ApiHandlerMixin):
                 activate=body.get("activate", True),
                 archived=body.get("archived", False),
                 notebook=body.get("notebook"),
+                owner_id=self.owner_id(),
             )
         self.send_json({"experiment": experiment}, status=201)
 

@@ -7,8 +7,10 @@ cannot be only digits), as in Determined's `GET /api/v1/models/{modelName}`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from master_lite.api import _models
-from master_lite.api._declarations import Operation, Param, PathParam, Route
+from master_lite.api._declarations import Operation, Owner, Param, PathParam, Route
 from master_lite.api._openapi import EMPTY, INTEGER, OBJECT, STRING, array, obj, ref
 from master_lite.api._schemas import DESCRIPTION, LABELS, NAME, NOTES
 from master_lite.models import MODEL_ORDERS
@@ -29,6 +31,12 @@ VERSION_ANSWER = obj(["model_version"], model_version=ref("ModelVersion"))
 _LABELS = {**LABELS, "description": "all its labels (repeats dropped)"}
 _NAME = NAME
 _VERSION_NAME = {**STRING, "maxLength": NAME["maxLength"]}
+
+
+def _owned(summary: str, response: dict, **kwargs: Any) -> Operation:
+    """An operation only the model's owner or an admin may call (docs/team.md)."""
+    return Operation(summary, response, owner=Owner.MODEL, **kwargs)
+
 
 MODEL_ROUTES: tuple[Route, ...] = (
     Route(
@@ -81,7 +89,7 @@ MODEL_ROUTES: tuple[Route, ...] = (
         _models.ModelHandler,
         {
             "get": Operation("A model", MODEL_ANSWER),
-            "patch": Operation(
+            "patch": _owned(
                 "Change a model's name, description, notes, metadata or labels (those given)",
                 MODEL_ANSWER,
                 request=obj(
@@ -94,7 +102,7 @@ MODEL_ROUTES: tuple[Route, ...] = (
                 description="metadata and labels replace the old ones; 409 when the model "
                 "is archived or the new name is taken",
             ),
-            "delete": Operation("Delete a model and its versions (their checkpoints stay)", EMPTY),
+            "delete": _owned("Delete a model and its versions (their checkpoints stay)", EMPTY),
         },
         (MODEL,),
     ),
@@ -107,7 +115,7 @@ MODEL_ROUTES: tuple[Route, ...] = (
                 obj(["model_versions"], model_versions=array(ref("ModelVersion"))),
                 query=(ORDER,),
             ),
-            "post": Operation(
+            "post": _owned(
                 "Register a checkpoint as the model's next version",
                 VERSION_ANSWER,
                 status=201,
@@ -135,7 +143,7 @@ MODEL_ROUTES: tuple[Route, ...] = (
         _models.ModelVersionHandler,
         {
             "get": Operation("One version of a model, with its checkpoint", VERSION_ANSWER),
-            "patch": Operation(
+            "patch": _owned(
                 "Change a version's name, comment, notes, metadata or labels (those given)",
                 VERSION_ANSWER,
                 request=obj(
@@ -147,14 +155,14 @@ MODEL_ROUTES: tuple[Route, ...] = (
                 ),
                 description="409 when the model is archived",
             ),
-            "delete": Operation("Delete one version of a model (its checkpoint stays)", EMPTY),
+            "delete": _owned("Delete one version of a model (its checkpoint stays)", EMPTY),
         },
         (MODEL, VERSION),
     ),
     Route(
         "/models/{model}/{action}",
         _models.ModelActionHandler,
-        {"post": Operation("Archive (read-only from then on) or unarchive a model", MODEL_ANSWER)},
+        {"post": _owned("Archive (read-only from then on) or unarchive a model", MODEL_ANSWER)},
         (MODEL, MODEL_ACTION),
     ),
 )

@@ -37,6 +37,7 @@ class ModelsHandler(ApiHandlerMixin):
             notes=body.get("notes") or "",
             metadata=body.get("metadata"),
             labels=body.get("labels"),
+            owner_id=self.owner_id(),
         )
         self.send_json({"model": model}, status=201)
 

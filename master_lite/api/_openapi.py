@@ -115,6 +115,18 @@ SCHEMAS: dict[str, dict] = {
             }
         ),
         config={**OBJECT, "description": "the expanded config (GET /experiments/{id} only)"},
+        userId={**INTEGER, "description": "the owner's user id (1: the master's owner account)"},
+        username=nullable({**STRING, "description": "the owner's username (docs/team.md)"}),
+    ),
+    "User": obj(
+        ["id", "username", "admin", "active"],
+        id=INTEGER,
+        username=STRING,
+        displayName=STRING,
+        admin=BOOLEAN,
+        active=BOOLEAN,
+        remote={**BOOLEAN, "description": "always false: no remote (SSO) users"},
+        modifiedAt=nullable(TIME),
     ),
     "Trial": obj(
         ["id", "experiment_id", "state"],
@@ -249,6 +261,8 @@ SCHEMAS: dict[str, dict] = {
         creation_time=TIME,
         last_updated_time=TIME,
         num_versions=INTEGER,
+        userId={**INTEGER, "description": "the owner's user id"},
+        username=nullable({**STRING, "description": "the owner's username"}),
     ),
     "ModelVersion": obj(
         ["id", "model_id", "version", "checkpoint_uuid"],
@@ -357,7 +371,7 @@ def build_document(routes: list[Route] | tuple[Route, ...], prefix: str = "") ->
                 str(operation.status): {"description": operation.summary, "content": content}
             }
             for status, text in _ERROR_DESCRIPTIONS.items():
-                if status == 401 and not operation.auth:
+                if status == 401 and not operation.auth and not operation.signs_in:
                     continue
                 if status == 403 and operation.trial_scope is None and not operation.auth:
                     continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from master_lite._core._events import EVENT_TYPES
 from master_lite.api import _allocations, _checkpoints, _events, _experiments, _openapi
-from master_lite.api._declarations import Operation, Param, Route, TrialScope
+from master_lite.api._declarations import Operation, Owner, Param, Route, TrialScope
 from master_lite.api._model_routes import MODEL_ROUTES
 from master_lite.api._openapi import (
     EMPTY,
@@ -47,6 +47,7 @@ from master_lite.api._schemas import (
 from master_lite.api._tensorboards import TENSORBOARD_ROUTES
 from master_lite.api._trial_routes import TRIAL_ROUTES
 from master_lite.api._unmanaged import UNMANAGED_ROUTES
+from master_lite.api._users import USER_ROUTES
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -121,6 +122,7 @@ ROUTES: tuple[Route, ...] = (
                     },
                 ),
                 description="any state; labels replace the old ones (repeats dropped)",
+                owner=Owner.EXPERIMENT,
             ),
             "delete": Operation(
                 "Delete a finished experiment: its trials, metrics, logs and checkpoints "
@@ -136,6 +138,7 @@ ROUTES: tuple[Route, ...] = (
                 ),
                 description="409 while it is not finished, or while a checkpoint of it must "
                 "be kept (a live trial resumes or warm-starts from it); nothing is deleted then",
+                owner=Owner.EXPERIMENT,
             ),
         },
         (EXPERIMENT_ID,),
@@ -198,7 +201,15 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "/experiments/{experiment_id}/context",
         _experiments.ExperimentContextHandler,
-        {"get": Operation("The stored context (tar.gz)", GZIP, content_type="application/gzip")},
+        {
+            "get": Operation(
+                "The stored context (tar.gz)",
+                GZIP,
+                content_type="application/gzip",
+                owner=Owner.EXPERIMENT,
+                verb="download the code of",
+            )
+        },
         (EXPERIMENT_ID,),
     ),
     Route(
@@ -239,6 +250,7 @@ ROUTES: tuple[Route, ...] = (
                 "Pause, activate, cancel, kill, archive or unarchive an experiment "
                 "(409 when its state does not allow it)",
                 EXPERIMENT_ANSWER,
+                owner=Owner.EXPERIMENT,
             )
         },
         (EXPERIMENT_ID, ACTION),
@@ -261,6 +273,8 @@ ROUTES: tuple[Route, ...] = (
                 "Mark checkpoints deleted",
                 EMPTY,
                 trial_scope=TrialScope.CHECKPOINT_DELETE,
+                owner=Owner.CHECKPOINTS,
+                verb="delete",
                 request=obj(
                     ["checkpoints"], checkpoints=array(obj(["uuid"], uuid=STRING, resources=OBJECT))
                 ),
@@ -280,12 +294,14 @@ ROUTES: tuple[Route, ...] = (
                 request=obj(["metadata"], metadata=OBJECT),
                 description="the master's record only: the files in storage keep their "
                 "metadata.json",
+                owner=Owner.CHECKPOINT,
             ),
             "delete": Operation(
                 "Delete a checkpoint's files; it stays listed as DELETED",
                 CHECKPOINT_ANSWER,
                 description="409 when it is not COMPLETED, a trial that is not finished "
                 "resumes or warm-starts from it, or a model version names it",
+                owner=Owner.CHECKPOINT,
             ),
         },
         (CHECKPOINT_UUID,),
@@ -320,6 +336,8 @@ ROUTES: tuple[Route, ...] = (
                 content_type="application/gzip",
                 description="403 when its recorded path is not a uuid-named directory under "
                 "the master's checkpoint storage roots",
+                owner=Owner.CHECKPOINT,
+                verb="download",
             )
         },
         (CHECKPOINT_UUID,),
@@ -343,6 +361,7 @@ ROUTES: tuple[Route, ...] = (
         (CHECKPOINT_UUID,),
     ),
     *MODEL_ROUTES,
+    *USER_ROUTES,
     Route(
         "/resources",
         _allocations.ResourcesHandler,

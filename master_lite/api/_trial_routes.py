@@ -7,7 +7,7 @@ searcher operations, preemption) and what a user reads of one trial.
 from __future__ import annotations
 
 from master_lite.api import _allocations, _trials
-from master_lite.api._declarations import Operation, Param, Route, TrialScope
+from master_lite.api._declarations import Operation, Owner, Param, Route, TrialScope
 from master_lite.api._openapi import (
     BOOLEAN,
     EMPTY,
@@ -54,6 +54,8 @@ TRIAL_ROUTES: tuple[Route, ...] = (
                 status=201,
                 request=TRIAL_EXPERIMENT_BODY,
                 auth_action="execute",
+                owner=Owner.TRIAL,  # it runs the trial's code again: as downloading it
+                verb="re-run",
             )
         },
         (TRIAL_ID,),
@@ -69,6 +71,8 @@ TRIAL_ROUTES: tuple[Route, ...] = (
                 status=201,
                 request=TRIAL_EXPERIMENT_BODY,
                 auth_action="execute",
+                owner=Owner.TRIAL,
+                verb="continue",
                 description="400 when the trial has no checkpoint to continue from",
             )
         },
@@ -128,6 +132,8 @@ TRIAL_ROUTES: tuple[Route, ...] = (
                     "trial does not run in a kernel or its kernel is gone."
                 ),
                 auth_action="execute",
+                owner=Owner.TRIAL,
+                verb="attach to",
             )
         },
         (TRIAL_ID,),
@@ -135,7 +141,7 @@ TRIAL_ROUTES: tuple[Route, ...] = (
     Route(
         "/trials/{trial_id}/kill",
         _trials.TrialKillHandler,
-        {"post": Operation("Kill a trial", TRIAL_ANSWER)},
+        {"post": Operation("Kill a trial", TRIAL_ANSWER, owner=Owner.TRIAL, verb="kill")},
         (TRIAL_ID,),
     ),
     Route(

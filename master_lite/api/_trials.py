@@ -22,6 +22,7 @@ class TrialRerunHandler(ApiHandlerMixin):
             continue_from_checkpoint=False,
             max_length=body.get("max_length"),
             activate=body.get("activate", True),
+            owner_id=self.owner_id(),
         )
         self.send_json({"experiment": experiment}, status=201)
 
@@ -34,6 +35,7 @@ class TrialContinueHandler(ApiHandlerMixin):
             continue_from_checkpoint=True,
             max_length=body.get("max_length"),
             activate=body.get("activate", True),
+            owner_id=self.owner_id(),
         )
         self.send_json({"experiment": experiment}, status=201)
 

@@ -13,7 +13,11 @@ from master_lite.api._schemas import LABELS, TRIAL_ANSWER, TRIAL_ID
 
 class UnmanagedRunsHandler(ApiHandlerMixin):
     async def post(self) -> None:
-        self.send_json(self.master.unmanaged.open_run(self.body))
+        # The run's experiment is the caller's; another's run resumes for its owner or an admin.
+        admin = bool(getattr(self.principal, "admin", False))
+        self.send_json(
+            self.master.unmanaged.open_run(self.body, owner_id=self.owner_id(), admin=admin)
+        )
 
 
 class UnmanagedHeartbeatHandler(ApiHandlerMixin):

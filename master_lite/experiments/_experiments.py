@@ -22,6 +22,7 @@ from determined.common.states import (
     TrialState,
 )
 from master_lite import errors
+from master_lite._core._auth import OWNER_ID
 from master_lite._core._shared import MasterState, searcher_module
 from master_lite._core._views import Views
 from master_lite.experiments._creation import checked_config, warm_start_checkpoint
@@ -77,6 +78,7 @@ class Experiments:
         archived: bool = False,
         notebook: dict | None = None,
         parent_id: int | None = None,
+        owner_id: int = OWNER_ID,
     ) -> dict:
         """Check and expand the config, store the context, start the searcher; the JSON.
         (All on the calling thread: the API uses `submit_experiment`, which checks the
@@ -93,6 +95,7 @@ class Experiments:
             archived=archived,
             notebook=notebook,
             parent_id=parent_id,
+            owner_id=owner_id,
         )
 
     def _checked_config(
@@ -126,6 +129,7 @@ class Experiments:
         archived: bool = False,
         notebook: dict | None = None,
         parent_id: int | None = None,
+        owner_id: int = OWNER_ID,
     ) -> dict:
         """`create_experiment` for the API: the context is checked (unpacked into a scratch
         directory) and written in a worker thread, so that a context of many files never
@@ -144,6 +148,7 @@ class Experiments:
             archived=archived,
             notebook=notebook,
             parent_id=parent_id,
+            owner_id=owner_id,
         )
 
     def _create(
@@ -158,6 +163,7 @@ class Experiments:
         archived: bool,
         notebook: dict | None,
         parent_id: int | None,
+        owner_id: int = OWNER_ID,
     ) -> dict:
         """Store the experiment whose config and context were checked (on the loop thread)."""
         warm_start = warm_start_checkpoint(self._shared.store, expanded.get("searcher") or {})
@@ -178,6 +184,7 @@ class Experiments:
                 parent_id=parent_id,
                 start_time=time.time(),
                 warm_start_checkpoint=warm_start,
+                owner_id=owner_id,  # the submitter (docs/team.md)
             )
             self._searchers.add(exp_id, searcher)
             self._views.publish_experiment(exp_id)

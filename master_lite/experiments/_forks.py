@@ -19,6 +19,7 @@ from typing import Any
 
 from determined.common.states import CheckpointState
 from master_lite import errors
+from master_lite._core._auth import OWNER_ID
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
 from master_lite.experiments._experiments import Experiments
@@ -117,6 +118,7 @@ class Forks:
         activate: bool = True,
         archived: bool = False,
         notebook: dict | None = None,
+        owner_id: int = OWNER_ID,
     ) -> dict:
         """A new experiment from `config` and the parent's model definition (Determined's
         CreateExperiment with `parentId`; a `context` given replaces the parent's); its
@@ -129,6 +131,7 @@ class Forks:
             archived=archived,
             notebook=notebook if notebook is not None else parent.notebook,
             parent_id=parent.id,
+            owner_id=owner_id,
         )
 
     async def from_trial(
@@ -138,6 +141,7 @@ class Forks:
         continue_from_checkpoint: bool,
         max_length: int | None = None,
         activate: bool = True,
+        owner_id: int = OWNER_ID,
     ) -> dict:
         """Re-run (`continue_from_checkpoint` False) or continue the trial as a new
         experiment; its JSON. A continue needs a checkpoint: as Determined's warm start, the
@@ -166,6 +170,7 @@ class Forks:
             activate=activate,
             notebook=parent.notebook,
             parent_id=parent.id,
+            owner_id=owner_id,
         )
 
     def _parent_row(self, parent_id: Any) -> Any:

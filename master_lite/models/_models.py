@@ -19,6 +19,7 @@ from typing import Any
 from determined.common.states import CheckpointState
 from master_lite import errors
 from master_lite._core import _limits, _serialize
+from master_lite._core._auth import OWNER_ID
 from master_lite._core._shared import MasterState
 from master_lite.checkpoints._checkpoints import Checkpoints
 from master_lite.store import MODEL_ORDERS, ModelRow, ModelVersionRow
@@ -126,6 +127,9 @@ class Models:
             "creation_time": _serialize.iso(row.creation_time),
             "last_updated_time": _serialize.iso(row.last_updated_time),
             "num_versions": num_versions,
+            # Determined's owner fields (docs/team.md).
+            "userId": row.owner_id,
+            "username": self._shared.store.users.names().get(row.owner_id),
         }
 
     def _version_json(self, model: ModelRow, row: ModelVersionRow) -> dict:
@@ -241,14 +245,17 @@ class Models:
         notes: Any = "",
         metadata: Any = None,
         labels: Any = None,
+        owner_id: int = OWNER_ID,
     ) -> dict:
-        """A new model (InvalidRequest for a bad field, Conflict when the name is taken)."""
+        """A new model (InvalidRequest for a bad field, Conflict when the name is taken),
+        owned by `owner_id` (docs/team.md)."""
         name = check_model_name(name)
         fields: dict[str, Any] = {
             "description": _text(description or "", "description"),
             "notes": _text(notes or "", "notes"),
             "metadata": _metadata(metadata if metadata is not None else {}),
             "labels": _labels(labels if labels is not None else []),
+            "owner_id": int(owner_id),
         }
         self._check_name_free(name)
         try:

@@ -20,10 +20,12 @@ from ._schema import MIGRATIONS
 from ._series import Logs, Metrics, MetricsQuery
 from ._store import Store
 from ._unmanaged import UnmanagedTrials
+from ._users import OWNER_ID, UserRow, Users
 
 __all__ = [
     "MIGRATIONS",
     "MIN_DATAPOINTS",
+    "OWNER_ID",
     "MODEL_ORDERS",
     "TRIAL_ORDERS",
     "AllocationRow",
@@ -48,5 +50,7 @@ __all__ = [
     "Trials",
     "UnmanagedTrialRow",
     "UnmanagedTrials",
+    "UserRow",
+    "Users",
     "registered_message",
 ]

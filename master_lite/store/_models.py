@@ -56,6 +56,7 @@ class Models(TypedRepository[ModelRow]):
         notes: str = "",
         metadata: dict[str, Any] | None = None,
         labels: list[str] | None = None,
+        owner_id: int = 1,
     ) -> int:
         """Insert a new model; its id (sqlite3.IntegrityError when the name is taken)."""
         now = time.time()
@@ -68,6 +69,7 @@ class Models(TypedRepository[ModelRow]):
             archived=False,
             creation_time=now,
             last_updated_time=now,
+            owner_id=owner_id,
         )
 
     def edit(self, model_id: int, **changes: Any) -> None:

@@ -226,6 +226,7 @@ LISTING_COLUMNS = (
     "warm_start_checkpoint",
     "checkpoint_gc_done",
     "notes",
+    "owner_id",
 )
 
 

@@ -97,6 +97,7 @@ class ExperimentRow(Row):
     warm_start_checkpoint: str | None  # migration 2
     checkpoint_gc_done: bool  # migration 2
     notes: str  # migration 7
+    owner_id: int  # migration 8: the user who created it (1: the owner account)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,6 +235,7 @@ class ModelRow(Row):
     archived: bool
     creation_time: float
     last_updated_time: float
+    owner_id: int  # migration 8: the user who created it (1: the owner account)
 
 
 @dataclasses.dataclass(frozen=True)

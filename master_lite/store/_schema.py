@@ -211,6 +211,36 @@ MIGRATION_7_EXPERIMENT_NOTES = """
 ALTER TABLE experiments ADD COLUMN notes TEXT NOT NULL DEFAULT ''
 """
 
+# Users of a shared master (docs/team.md), as Determined keeps them: a name, a password hash
+# (argon2, master_lite/users/_passwords.py; NULL: no password, no password login), the admin and
+# active flags. User 1 is the master's owner account, the holder of the master token (its name
+# is set at every start to the Unix login that runs the master). Sign-ins are `user_sessions`:
+# only the sha256 of a session token is stored, as for trial tokens. Every experiment and model
+# records its owner (trials, checkpoints and TensorBoards are their experiment's); rows made
+# before this migration belong to the owner account (DEFAULT 1; no REFERENCES, which SQLite
+# refuses on an added column with a default).
+MIGRATION_8_USERS = """
+CREATE TABLE users (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    username TEXT NOT NULL UNIQUE,
+    display_name TEXT NOT NULL DEFAULT '',
+    password_hash TEXT,
+    admin INTEGER NOT NULL DEFAULT 0,
+    active INTEGER NOT NULL DEFAULT 1,
+    created REAL NOT NULL,
+    modified REAL NOT NULL
+);
+INSERT INTO users (id, username, admin, active, created, modified)
+    VALUES (1, 'determined', 1, 1, 0, 0);
+CREATE TABLE user_sessions (
+    token_hash TEXT PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    created REAL NOT NULL
+);
+ALTER TABLE experiments ADD COLUMN owner_id INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE models ADD COLUMN owner_id INTEGER NOT NULL DEFAULT 1
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_INITIAL,
     MIGRATION_2_FAULT_TOLERANCE,
@@ -219,6 +249,7 @@ MIGRATIONS: list[str] = [
     MIGRATION_5_MODEL_REGISTRY,
     MIGRATION_6_UNMANAGED,
     MIGRATION_7_EXPERIMENT_NOTES,
+    MIGRATION_8_USERS,
 ]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.
@@ -234,4 +265,6 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "models": frozenset({"metadata", "labels"}),
     "model_versions": frozenset({"metadata", "labels"}),
     "unmanaged_trials": frozenset(),
+    "users": frozenset(),
+    "user_sessions": frozenset(),
 }

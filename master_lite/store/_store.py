@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from . import _models, _repositories, _series, _unmanaged
+from . import _models, _repositories, _series, _unmanaged, _users
 from ._database import Database
 from ._reads import ReadPool
 
@@ -28,6 +28,7 @@ class Store(Database):
         self.models = _models.Models(self)
         self.model_versions = _models.ModelVersions(self)
         self.unmanaged = _unmanaged.UnmanagedTrials(self)
+        self.users = _users.Users(self)
         # Reads off the event loop, each on a read-only connection (_reads.py).
         self.reads = ReadPool(self)
 

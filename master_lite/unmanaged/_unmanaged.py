@@ -84,9 +84,11 @@ class UnmanagedRuns:
         self._live: set[int] = set()
 
     # -- opening and resuming -----------------------------------------------------------------
-    def open_run(self, body: dict) -> dict:
+    def open_run(self, body: dict, *, owner_id: int = _auth.OWNER_ID, admin: bool = True) -> dict:
         """Create (or resume, by external ids) the run's experiment and trial; the trial's facts
-        and a token for its reports: `{experiment_id, trial_id, token, resumed, ...}`."""
+        and a token for its reports: `{experiment_id, trial_id, token, resumed, ...}`. A new
+        experiment belongs to `owner_id`; another user's run is resumed by its owner or an
+        `admin` only (Forbidden; docs/team.md)."""
         given = body.get("lease_seconds")
         lease = 60.0 if given is None else float(given)  # 0 is out of range, not "default"
         if not MIN_LEASE_SECONDS <= lease <= MAX_LEASE_SECONDS:
@@ -99,11 +101,14 @@ class UnmanagedRuns:
         store = self._shared.store
         with self._shared.atomic():
             existing = store.unmanaged.by_external_ids(external_exp, external_trial)
+            known = store.unmanaged.experiment_of_external(external_exp)
+            if known is not None and not admin:
+                self._check_owner(known, owner_id)
             if existing is not None:
                 trial = self._resume(existing, lease, token, str(body.get("host") or ""))
                 resumed = True
             else:
-                trial = self._create(body, external_exp, external_trial, lease, token)
+                trial = self._create(body, external_exp, external_trial, lease, token, owner_id)
                 resumed = False
         self._live.add(trial.id)
         self._arm_timer()
@@ -124,8 +129,23 @@ class UnmanagedRuns:
             "config": redact_config(experiment.config),  # secrets stay in the store
         }
 
+    def _check_owner(self, exp_id: int, owner_id: int) -> None:
+        owner = self._views.experiment_row(exp_id).owner_id
+        if owner != owner_id:
+            name = self._shared.store.users.names().get(owner, f"user {owner}")
+            raise errors.Forbidden(
+                f"experiment {exp_id} belongs to {name}: only {name} or an admin may "
+                "resume its runs"
+            )
+
     def _create(
-        self, body: dict, external_exp: str, external_trial: str, lease: float, token: str
+        self,
+        body: dict,
+        external_exp: str,
+        external_trial: str,
+        lease: float,
+        token: str,
+        owner_id: int = _auth.OWNER_ID,
     ) -> TrialRow:
         store = self._shared.store
         exp_id = store.unmanaged.experiment_of_external(external_exp)
@@ -152,6 +172,7 @@ class UnmanagedRuns:
                 config=config,
                 original_config=None,
                 start_time=self._clock(),
+                owner_id=owner_id,
             )
         else:
             self._reopen_experiment(exp_id)

@@ -1,6 +1,7 @@
 """The Master facade driven directly (no HTTP), with real trial subprocesses."""
 
 import asyncio
+import getpass
 import io
 import os
 import signal
@@ -345,7 +346,9 @@ async def test_trial_token_authenticates_only_as_its_trial(master, tmp_path):
     assert principal == TrialPrincipal(
         trial_id=trial["id"], experiment_id=exp["id"], allocation_id=f"trial-{trial['id']}.1"
     )
-    assert master.authenticate(master.user_token) == UserPrincipal()
+    # The master token is the owner account's: user 1, an admin, named after the login.
+    owner = master.authenticate(master.user_token)
+    assert owner == UserPrincipal(name=getpass.getuser(), user_id=1, admin=True)
     assert master.authenticate("trial.not-a-token") is None
     assert master.authenticate(master.user_token + "x") is None
     stored = master.store.select("trial_tokens", order="token_hash")
@@ -661,6 +664,8 @@ TYPED_PARTS = {
     "models",
     "tensorboards",
     "unmanaged",
+    "users",
+    "forks",
 }
 
 

@@ -81,6 +81,8 @@ def _request_for(method: str, path_template: str, operation, own: dict) -> tuple
         "tensorboard_id": "0f0e0d0c-0000-4000-8000-000000000000",
         "model": "auth-model",  # none such: a user's call is answered 404, past auth
         "version": 1,
+        "user_id": 1,  # the owner account (the user token's): no one else's account
+        "username": "auth-user",  # none such: 404, past auth
     }
     path = path_template.format(**values)
     kwargs: dict = {"params": {}}

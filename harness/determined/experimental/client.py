@@ -86,8 +86,9 @@ def login(
     Args:
         master: the master's URL; default `DET_MASTER`, else a running master-lite's
             `master.json`.
-        user: not used (this master has no users; it authenticates with its token).
-        password: not used, as `user`.
+        user: a user of the master (docs/team.md): with `password`, sign in as this user;
+            without, use the login `det user login` stored for this user.
+        password: the user's password (with `user`).
         cert_path: not used (no TLS settings here).
         cert_name: not used, as `cert_path`.
         noverify: not used, as `cert_path`.
@@ -397,6 +398,10 @@ def _get_singleton_session() -> _api.Session:
     return _singleton()._session
 
 
+# The user functions (docs/team.md), beside this module: they use its singleton.
+from determined.experimental import _client_users  # noqa: E402
+from determined.experimental._client_users import *  # noqa: E402, F403
+
 __all__ = [
     "Checkpoint",
     "CheckpointOrderBy",
@@ -434,4 +439,5 @@ __all__ = [
     "login",
     "logout",
     "stream_trials_metrics",
+    *_client_users.__all__,
 ]

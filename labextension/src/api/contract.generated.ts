@@ -73,6 +73,10 @@ export interface ApiExperiment {
   run_state?: 'QUEUED' | 'RUNNING' | 'STOPPING' | null;
   /** the expanded config (GET /experiments/{id} only) */
   config?: Record<string, unknown>;
+  /** the owner's user id (1: the master's owner account) */
+  userId?: number;
+  /** the owner's username (docs/team.md) */
+  username?: string | null;
 }
 
 export interface ApiLog {
@@ -105,6 +109,10 @@ export interface ApiModel {
   creation_time?: string;
   last_updated_time?: string;
   num_versions?: number;
+  /** the owner's user id */
+  userId?: number;
+  /** the owner's username */
+  username?: string | null;
 }
 
 export interface ApiModelVersion {
@@ -216,4 +224,15 @@ export interface ApiTrial {
   } | null;
   /** a number; NaN and infinities as the strings "NaN", "Infinity", "-Infinity" */
   searcher_metric?: number | 'NaN' | 'Infinity' | '-Infinity' | null;
+}
+
+export interface ApiUser {
+  id: number;
+  username: string;
+  displayName?: string;
+  admin: boolean;
+  active: boolean;
+  /** always false: no remote (SSO) users */
+  remote?: boolean;
+  modifiedAt?: string | null;
 }

@@ -34,7 +34,7 @@ export function nextSort(current: ISort, key: SortKey): ISort {
 
 /**
  * Who owns an experiment, when the master says so (an `owner` or `username` field); '' when
- * it does not. The master has no users yet: the column only shows when some experiment has one.
+ * it does not.
  */
 export function experimentOwner(experiment: IExperiment): string {
   const record = experiment as unknown as Record<string, unknown>;
@@ -53,10 +53,21 @@ export function experimentOwner(experiment: IExperiment): string {
   return '';
 }
 
-/** True when some experiment names its owner (then the table shows a "User" column). */
+/**
+ * True when the experiments belong to more than one user (then the table shows a "User"
+ * column). Every experiment names its owner (docs/team.md); one person's master has one owner,
+ * whose name in every row would tell nothing.
+ */
 export function hasOwners(experiments: Iterable<IExperiment>): boolean {
+  let first: string | undefined;
   for (const experiment of experiments) {
-    if (experimentOwner(experiment)) {
+    const owner = experimentOwner(experiment);
+    if (!owner) {
+      continue;
+    }
+    if (first === undefined) {
+      first = owner;
+    } else if (owner !== first) {
       return true;
     }
   }

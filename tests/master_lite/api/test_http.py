@@ -95,7 +95,7 @@ class FakeMaster:
         # The parts the handlers call (`master.views.get_trial(...)`): all answered by this fake.
         part = _FakePart(self)
         self.views = self.experiments = self.edits = self.runs = self.reports = part
-        self.logs = self.checkpoints = self.unmanaged = part
+        self.logs = self.checkpoints = self.unmanaged = self.users = part
 
     def _record(self, method: str, /, *args: Any, **kwargs: Any) -> None:
         self.calls.append((method, args, kwargs))
@@ -111,7 +111,16 @@ class FakeMaster:
             return UserPrincipal()
         return TRIAL_TOKENS.get(token)
 
-    def create_experiment(self, config, context, *, activate=True, archived=False, notebook=None):
+    def owner_principal(self) -> UserPrincipal:
+        # The users part: the master token's holder, an admin (allowed everything).
+        return UserPrincipal()
+
+    def check_may_act(self, principal, kind, key, verb) -> None:
+        assert principal.admin  # the only users here: the owner account
+
+    def create_experiment(
+        self, config, context, *, activate=True, archived=False, notebook=None, owner_id=1
+    ):
         self._record(
             "create_experiment",
             config,
@@ -874,6 +883,8 @@ def _concrete_path(route_path: str, principal: TrialPrincipal) -> str:
         "model": "m",
         "version": 1,
         "tensorboard_id": "0f0e0d0c-0000-4000-8000-000000000000",
+        "user_id": 1,
+        "username": "alice",
     }
     return "/api/v1" + re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), route_path)
 

@@ -6,6 +6,7 @@ import base64
 import logging
 import os
 import pathlib
+import urllib.parse
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from determined.common import api
 from determined.common import context as context_mod
 from determined.common.experimental import checkpoint, experiment, metrics, model, trial
+from determined.common.experimental import user as user_mod
 from determined.common.experimental._util import OrderBy
 
 logger = logging.getLogger("determined.client")
@@ -41,9 +43,9 @@ class Determined:
         Args:
             master: the master's URL (`http://host:port`, `host:port`, with or without
                 `/api/v1`); default as described above.
-            user: accepted for Determined's signature; this master has no users (it
-                authenticates with its token), so it is not used.
-            password: accepted and not used, as `user`.
+            user: a user of the master (docs/team.md): with `password`, sign in as this
+                user; without, use the login `det user login` stored for this user.
+            password: the user's password (with `user`).
             cert_path: not used (no TLS settings here); accepted for Determined's signature.
             cert_name: not used, as `cert_path`.
             noverify: not used, as `cert_path`.
@@ -54,10 +56,15 @@ class Determined:
             determined.common.api.errors.MasterNotFoundException: no master address was found
                 (the message says where it looked and how to start one).
         """
-        del user, password, cert_path, cert_name, noverify  # no users or TLS settings here
+        del cert_path, cert_name, noverify  # no TLS settings here
         # Someone waits (a notebook cell, a script): an unreachable master is reported within
         # about a second, with where its address came from.
-        self._session = api.connect(master, token=token, interactive=True, given_as="master=")
+        self._session = api.connect(
+            master, token=token, interactive=True, given_as="master=", user=user
+        )
+        if user is not None and password is not None:
+            # A shared master's account (docs/team.md): sign in, use the session's token.
+            self._session = user_mod.sign_in(self._session, user, password)
         self._master = self._session.master_url
 
     @classmethod
@@ -384,5 +391,40 @@ class Determined:
         return self.iter_trials_metrics(trial_ids, group)
 
     def logout(self) -> None:
-        """Close this object's connection to the master (there is no login to end here)."""
-        self._session.close()
+        """End this object's sign-in (a user's session; the master token has none to end) and
+        close its connection."""
+        try:
+            if self._session.token and self._session.token.startswith("session."):
+                self._session.post("/auth/logout")
+        finally:
+            self._session.close()
+
+    # -- users (docs/team.md) ---------------------------------------------------------------
+    def create_user(
+        self, username: str, admin: bool, password: str | None = None, remote: bool = False
+    ) -> user_mod.User:
+        """Create a user (admins only); without a password it cannot sign in until one is set."""
+        return user_mod.create_user(self._session, username, admin, password, remote)
+
+    def get_user_by_id(self, user_id: int) -> user_mod.User:
+        """The user with this id."""
+        return user_mod.User._from_json(
+            self._session.get(f"/users/{int(user_id)}")["user"], self._session
+        )
+
+    def get_user_by_name(self, user_name: str) -> user_mod.User:
+        """The user with this name (NotFoundException when none)."""
+        path = f"/users/{urllib.parse.quote(user_name, safe='')}/by-username"
+        return user_mod.User._from_json(self._session.get(path)["user"], self._session)
+
+    def whoami(self) -> user_mod.User:
+        """The signed-in user (the master token: the master's owner account)."""
+        return user_mod.User._from_json(self._session.get("/me")["user"], self._session)
+
+    def get_session_username(self) -> str:
+        """The signed-in user's name."""
+        return self.whoami().username
+
+    def list_users(self, active: bool | None = None) -> list[user_mod.User]:
+        """Every user; only (in)active ones when `active` is given."""
+        return user_mod.list_users(self._session, active)

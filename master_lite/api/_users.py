@@ -1,0 +1,206 @@
+"""User endpoints: sign-in and sign-out, the current user, and the accounts (Determined's
+`/api/v1/auth/*`, `/api/v1/me`, `/api/v1/users*`; docs/team.md)."""
+
+from __future__ import annotations
+
+from master_lite.api._base import ApiError, ApiHandlerMixin
+from master_lite.api._declarations import Operation, Owner, Param, PathParam, Route
+from master_lite.api._openapi import BOOLEAN, EMPTY, INTEGER, STRING, array, obj, ref
+
+USER_ID = PathParam("user_id", r"[0-9]+", INTEGER, int, "user id")
+USERNAME = PathParam("username", r"[^/]+", STRING, str, "username")
+USER_ANSWER = obj(["user"], user=ref("User"))
+PASSWORD = {**STRING, "maxLength": 1024}
+IS_HASHED = {
+    **BOOLEAN,
+    "description": "the password is Determined's client-side salted hash (its clients send that)",
+}
+
+
+class LoginHandler(ApiHandlerMixin):
+    async def post(self) -> None:
+        body = self.body
+        answer = self.master.users.login(
+            body["username"], body["password"], is_hashed=bool(body.get("isHashed"))
+        )
+        self.send_json(answer)
+
+
+class LogoutHandler(ApiHandlerMixin):
+    async def post(self) -> None:
+        self.master.users.logout(self.request_token())
+        self.send_json({})
+
+
+class MeHandler(ApiHandlerMixin):
+    async def get(self) -> None:
+        self.send_json(self.master.users.me(self.principal))
+
+
+class UsersHandler(ApiHandlerMixin):
+    async def get(self) -> None:
+        users = self.master.users.list_users(
+            name=self.args["name"], active=self.args["active"], admin=self.args["admin"]
+        )
+        self.send_json(
+            {
+                "users": users,
+                "pagination": {"offset": 0, "limit": len(users), "total": len(users)},
+            }
+        )
+
+    async def post(self) -> None:
+        user = self.body["user"]
+        answer = self.master.users.create_user(
+            user["username"],
+            password=self.body.get("password"),
+            admin=bool(user.get("admin")),
+            display_name=user.get("displayName") or "",
+            is_hashed=bool(self.body.get("isHashed")),
+        )
+        self.send_json(answer)
+
+
+class UserHandler(ApiHandlerMixin):
+    async def get(self, user_id: int) -> None:
+        self.send_json(self.master.users.get_user(user_id))
+
+    async def patch(self, user_id: int) -> None:
+        self.send_json(self.master.users.patch_user(self.principal, user_id, self.body))
+
+
+class UserByNameHandler(ApiHandlerMixin):
+    async def get(self, username: str) -> None:
+        self.send_json(self.master.users.get_user_by_name(username))
+
+
+class UserPasswordHandler(ApiHandlerMixin):
+    async def post(self, user_id: int) -> None:
+        # Determined's body is the password itself (a JSON string); {"password": ...} too.
+        body = self.body
+        password = body.get("password") if isinstance(body, dict) else body
+        if not isinstance(password, str):
+            raise ApiError(400, "body: send the new password as a JSON string")
+        is_hashed = bool(body.get("isHashed")) if isinstance(body, dict) else False
+        self.send_json(self.master.users.set_password(user_id, password, is_hashed=is_hashed))
+
+
+USER_ROUTES: tuple[Route, ...] = (
+    Route(
+        "/auth/login",
+        LoginHandler,
+        {
+            "post": Operation(
+                "Sign in with a username and password: a session token",
+                obj(["token", "user"], token=STRING, user=ref("User")),
+                auth=False,
+                signs_in=True,
+                request=obj(
+                    ["username", "password"],
+                    username=STRING,
+                    password=PASSWORD,
+                    isHashed=IS_HASHED,
+                ),
+                description="401 for a wrong username or password, or a deactivated user",
+            )
+        },
+    ),
+    Route(
+        "/auth/logout",
+        LogoutHandler,
+        {"post": Operation("End this session (its token no longer works)", EMPTY)},
+    ),
+    Route(
+        "/auth/user",
+        MeHandler,
+        {"get": Operation("The signed-in user (Determined's CurrentUser)", USER_ANSWER)},
+    ),
+    Route("/me", MeHandler, {"get": Operation("The signed-in user", USER_ANSWER)}),
+    Route(
+        "/users",
+        UsersHandler,
+        {
+            "get": Operation(
+                "Every user",
+                obj(["users"], users=array(ref("User")), pagination=obj()),
+                query=(
+                    Param("name", "string", "only users whose name contains this"),
+                    Param("active", "boolean", "only (in)active users"),
+                    Param("admin", "boolean", "only (non-)admins"),
+                ),
+            ),
+            "post": Operation(
+                "Create a user (admins only)",
+                USER_ANSWER,
+                request=obj(
+                    ["user"],
+                    user=obj(
+                        ["username"],
+                        username=STRING,
+                        admin=BOOLEAN,
+                        active=BOOLEAN,
+                        displayName=STRING,
+                    ),
+                    password={
+                        **PASSWORD,
+                        "description": "empty or absent: no sign-in until one is set",
+                    },
+                    isHashed=IS_HASHED,
+                ),
+                owner=Owner.ADMIN,
+                verb="create users",
+                description="409 when the username is taken",
+            ),
+        },
+    ),
+    Route(
+        "/users/{user_id}",
+        UserHandler,
+        {
+            "get": Operation("A user", USER_ANSWER),
+            "patch": Operation(
+                "Change a user: displayName (the user or an admin); active, admin, username, "
+                "password (an admin)",
+                USER_ANSWER,
+                request=obj(
+                    displayName=STRING,
+                    active=BOOLEAN,
+                    admin=BOOLEAN,
+                    username=STRING,
+                    password=PASSWORD,
+                    isHashed=IS_HASHED,
+                ),
+                owner=Owner.USER,
+                verb="change",
+                description="the owner account (user 1) stays active and an admin",
+            ),
+        },
+        (USER_ID,),
+    ),
+    Route(
+        "/users/{username}/by-username",
+        UserByNameHandler,
+        {"get": Operation("A user by name", USER_ANSWER)},
+        (USERNAME,),
+    ),
+    Route(
+        "/users/{user_id}/password",
+        UserPasswordHandler,
+        {
+            "post": Operation(
+                "Set a user's password (the user or an admin)",
+                USER_ANSWER,
+                request={
+                    "oneOf": [PASSWORD, obj(["password"], password=PASSWORD, isHashed=IS_HASHED)],
+                    "description": "the new password as a JSON string (Determined's body), "
+                    "or {password}",
+                },
+                owner=Owner.USER,
+                verb="set the password of",
+            )
+        },
+        (USER_ID,),
+    ),
+)
+
+__all__ = ["USER_ROUTES"]
