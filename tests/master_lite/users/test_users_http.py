@@ -286,6 +286,42 @@ async def test_an_admin_user_may_act_on_others_experiments(api: Api) -> None:
 
 
 @with_api
+async def test_forks_reruns_and_continues_are_the_parents_owners_and_belong_to_who_made_them(
+    api: Api,
+) -> None:
+    await api.user("alice")
+    await api.user("bob")
+    alice, bob = await api.login("alice"), await api.login("bob")
+    parent = await api.experiment(alice)
+    [trial] = (await api.call("GET", f"/experiments/{parent['id']}"))[1]["trials"]
+    fork = {"config": CONFIG, "parent_id": parent["id"], "activate": False}
+    # They run the parent's code again: as downloading it, the owner's or an admin's to do.
+    status, answer = await api.call("POST", "/experiments", fork, token=bob)
+    assert status == 403, answer
+    assert answer["message"] == (
+        f"experiment {parent['id']} belongs to alice: only alice or an admin may fork it"
+    )
+    for action in ("rerun", "continue"):
+        status, answer = await api.call(
+            "POST", f"/trials/{trial['id']}/{action}", {"activate": False}, token=bob
+        )
+        assert status == 403, (action, answer)
+        verb = "re-run" if action == "rerun" else "continue"
+        assert answer["message"].endswith(f"only alice or an admin may {verb} it"), answer
+    listed = (await api.call("GET", "/experiments"))[1]["experiments"]
+    assert [e["id"] for e in listed] == [parent["id"]]  # nothing was made
+    # The owner's fork and re-run are hers; an admin's fork is the admin's.
+    status, mine = await api.call("POST", "/experiments", fork, token=alice)
+    assert status == 201 and mine["experiment"]["username"] == "alice", mine
+    status, rerun = await api.call(
+        "POST", f"/trials/{trial['id']}/rerun", {"activate": False}, token=alice
+    )
+    assert status == 201 and rerun["experiment"]["username"] == "alice", rerun
+    status, admins = await api.call("POST", "/experiments", fork)
+    assert status == 201 and admins["experiment"]["username"] == getpass.getuser(), admins
+
+
+@with_api
 async def test_another_users_model_is_403(api: Api) -> None:
     await api.user("alice")
     await api.user("bob")
