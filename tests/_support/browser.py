@@ -159,6 +159,20 @@ def show_sidebar(page: Any) -> None:
     page.wait_for_selector("#jupyter-determined-sidebar")
 
 
+def dismiss_notifications(page: Any) -> None:
+    """Close the JupyterLab notifications shown (as a user does before clicking what they
+    cover, e.g. an experiment's end notice over a console's prompt); they stay listed in the
+    notification center."""
+    close = ".jp-Notification-Toast-Close"
+    while shown := page.locator(close).count():
+        page.locator(close).first.click()
+        page.wait_for_function(
+            "([sel, n]) => document.querySelectorAll(sel).length < n",
+            arg=[close, shown],
+            timeout=15_000,
+        )
+
+
 def save_screenshot(page: Any, name: str) -> pathlib.Path:
     """Save test-output/screenshots/<name>.png of `page`."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

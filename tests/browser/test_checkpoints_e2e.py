@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests._support import context_tarball
+from tests._support.browser import set_theme
 
 if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
     from tests._support.browser import Lab
@@ -119,16 +120,9 @@ def test_checkpoints_best_first_marked_and_deleted_hidden(page, lab: Lab) -> Non
     assert [uuid for uuid, cls in rows if "jp-Det-bestCheckpoint" in cls] == [by_loss[0.3]]
     assert page.locator(f'{view} .jp-Det-useInNotebook[data-uuid="{by_loss[0.2]}"]').count() == 0
 
-    page.evaluate(
-        "async () => { await window.jupyterapp.commands.execute("
-        "'apputils:change-theme', {theme: 'JupyterLab Dark'}); }"
-    )
-    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    set_theme(page, "JupyterLab Dark")  # and the splash a theme change shows gone
     page.locator(view).screenshot(path=str(DOC_IMAGES / "sidebar-checkpoints-dark.png"))
-    page.evaluate(
-        "async () => { await window.jupyterapp.commands.execute("
-        "'apputils:change-theme', {theme: 'JupyterLab Light'}); }"
-    )
+    set_theme(page, "JupyterLab Light")
 
 
 def test_a_finished_experiment_without_checkpoints_says_so(page, lab: Lab) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import requests
 
 from tests._support import context_tarball, wait_until
-from tests._support.browser import set_theme, show_sidebar
+from tests._support.browser import dismiss_notifications, set_theme, show_sidebar
 from tests.browser.test_notebook_widget_e2e import WIDGET, config_cell, run_in_notebook
 from tests.master_lite.runners.kernel.test_attach import BOOM, LOOP
 from tests.master_lite.runners.kernel.test_kernels import SINGLE, config
@@ -163,6 +163,7 @@ def test_the_notebook_widgets_banner_debugs_a_failed_kernel_trial_in_a_console(
     page.wait_for_selector(console, timeout=60_000)
     # The banner comes with the kernel's info reply: the console is connected.
     page.wait_for_selector(f"{console} .jp-CodeConsole-banner:has-text('Python')", timeout=60_000)
+    dismiss_notifications(page)  # the experiment's end notice sits over the console's prompt
     page.click(f"{console} .jp-CodeConsole-promptCell .jp-InputArea-editor")
     page.keyboard.type("print('last_x is', last_x)")
     page.keyboard.press("Shift+Enter")

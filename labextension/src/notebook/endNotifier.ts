@@ -57,8 +57,11 @@ export function notifyWhenNotebookExperimentsEnd(
     }
     const { kind, text } = endMessage(experiment, notebook);
     const options = {
-      // Kept until dismissed: the point is to tell someone who was working elsewhere.
-      autoClose: false as const,
+      // For someone working elsewhere: JupyterLab pauses a notice's timer while the page has
+      // no focus (pauseOnFocusLoss), so it is still there when they come back, and it stays
+      // in the notification center after it closes; never closing, it covered whatever lay
+      // under it (a console's prompt) until dismissed.
+      autoClose: 20_000,
       actions: [
         {
           label: 'Open',
