@@ -140,12 +140,7 @@ class Logs(Repository):
         if stream:
             where.append("stream = ?")
             params.append(stream)
-        if tail is not None:
-            rows = self._store.select(
-                "logs", " AND ".join(where), params, order="id DESC", limit=tail
-            )[::-1]
-            return rows if limit is None else rows[:limit]
-        return self._store.select("logs", " AND ".join(where), params, limit=limit)
+        return self._select(where, params, limit=limit, tail=tail)
 
     def experiment_lines(
         self,
@@ -169,6 +164,12 @@ class Logs(Repository):
         if stream:
             where.append("stream = ?")
             params.append(stream)
+        return self._select(where, params, limit=limit, tail=tail)
+
+    def _select(
+        self, where: list[str], params: list[Any], *, limit: int | None, tail: int | None
+    ) -> list[dict]:
+        """The lines matching `where` in id order: the last `tail`, or the first `limit`."""
         if tail is not None:
             rows = self._store.select(
                 "logs", " AND ".join(where), params, order="id DESC", limit=tail
