@@ -324,9 +324,7 @@ def main() -> None:
         f"during the curve phase (a read on the event loop holds every write while it runs; "
         f"ours runs reads in the read pool, and a report waits, at most 250 ms, while reads "
         f"are in flight: the curve phase reads back to back, so it is the writers' worst "
-        f"case).\n\n"
-        + "\n".join(lines)
-        + f"\n\n{verdicts}.{ratio}\n\n{result}",
+        f"case).\n\n" + "\n".join(lines) + f"\n\n{verdicts}.{ratio}\n\n{result}",
     )
 
 

@@ -10,6 +10,7 @@ modules come back: names bound inside the block keep the modules they were given
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import threading
@@ -88,3 +89,12 @@ def import_from_path(path: str | os.PathLike[str]) -> Iterator[None]:
         sys.modules.update(hidden)
         with _lock:
             _active = False
+
+
+def import_module_in(code_dir: str | os.PathLike[str], name: str) -> ModuleType:
+    """Module `name` imported from `code_dir` (as `import_from_path`) when it is a directory,
+    else from `sys.path` as usual: a checkpoint's trial class, with or without its `code/`."""
+    if os.path.isdir(code_dir):
+        with import_from_path(code_dir):
+            return importlib.import_module(name)
+    return importlib.import_module(name)

@@ -14,7 +14,6 @@ TensorFlow checkpoint files are read variable by variable (Keras 3 cannot read t
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import pathlib
@@ -75,11 +74,7 @@ def _record(directory: pathlib.Path) -> tuple[str, dict[str, Any], dict[str, Any
 def _trial_class(spec: str, code_dir: pathlib.Path) -> Any:
     module_name, _, qualname = spec.partition(":")
     try:
-        if code_dir.is_dir():
-            with _import.import_from_path(code_dir):
-                obj: Any = importlib.import_module(module_name)
-        else:
-            obj = importlib.import_module(module_name)
+        obj: Any = _import.import_module_in(code_dir, module_name)
     except ImportError as e:
         raise ImportError(
             f"cannot import {module_name!r} from {code_dir} (the trial class {spec!r} of the "

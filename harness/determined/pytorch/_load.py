@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import logging
 import os
@@ -33,11 +32,7 @@ def _import_trial_class(spec: str, code_dir: pathlib.Path) -> type[PyTorchTrial]
             f"trial_class=train.{qualname}"
         )
     try:
-        if code_dir.is_dir():
-            with _import.import_from_path(code_dir):
-                obj: Any = importlib.import_module(module_name)
-        else:
-            obj = importlib.import_module(module_name)
+        obj: Any = _import.import_module_in(code_dir, module_name)
     except ImportError as e:
         where = (
             f"from {code_dir}" if code_dir.is_dir() else "(the checkpoint has no code/ directory)"
