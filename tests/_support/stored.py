@@ -1,12 +1,26 @@
 """Rows written straight into a real store, for tests of the parts that read them (checkpoint GC,
-the model registry): a finished experiment with checkpoints whose directories exist."""
+the model registry): a finished experiment with checkpoints whose directories exist; and a
+database as an older master left it (`schema_at`), for the migration tests."""
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
-from master_lite.store import Store
+from master_lite.store import MIGRATIONS, Store
+
+
+def schema_at(path: Path, version: int) -> sqlite3.Connection:
+    """A new database at `path` with the first `version` migrations applied and recorded, as a
+    master of that schema left it; the open connection, to add its rows (commit and close)."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied REAL)")
+    for number, script in enumerate(MIGRATIONS[:version], start=1):
+        conn.executescript(script)
+        conn.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
+    return conn
 
 
 def finished_experiment(

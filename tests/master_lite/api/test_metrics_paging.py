@@ -13,7 +13,6 @@ import json
 import math
 import random
 import sqlite3
-import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from master_lite._master import Master
 from master_lite.api import make_handlers
 from master_lite.store import MIGRATIONS, Store
 from master_lite.store._queries import evenly_spaced_positions, iso_time_sql
+from tests._support.stored import schema_at
 
 NOW = 1_763_780_000.123456
 
@@ -257,11 +257,7 @@ def test_iso_time_in_sql_matches_python() -> None:
 
 def test_migration_3_replaces_the_trial_group_index(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
-    conn = sqlite3.connect(db)  # a store as version 2 left it
-    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied REAL)")
-    for version, script in enumerate(MIGRATIONS[:2], start=1):
-        conn.executescript(script)
-        conn.execute("INSERT INTO schema_version VALUES (?, ?)", (version, time.time()))
+    conn = schema_at(db, 2)
     conn.commit()
     conn.close()
     store = Store(db)

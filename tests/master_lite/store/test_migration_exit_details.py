@@ -5,21 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
-import time
 from pathlib import Path
 
 from master_lite._master import Master
 from master_lite.store import MIGRATIONS, Store
+from tests._support.stored import schema_at
 
 
 def old_store(path: Path, version: int = 3) -> None:
     """A database as a master of schema `version` left it: one experiment, one ended trial."""
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied REAL)")
-    for number, script in enumerate(MIGRATIONS[:version], start=1):
-        conn.executescript(script)
-        conn.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
+    conn = schema_at(path, version)
     config = {
         "name": "old",
         "entrypoint": "python3 train.py",

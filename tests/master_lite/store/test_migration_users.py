@@ -6,21 +6,16 @@ from __future__ import annotations
 import asyncio
 import getpass
 import json
-import sqlite3
-import time
 from pathlib import Path
 
 from master_lite._master import Master
 from master_lite.store import MIGRATIONS, OWNER_ID, Store
+from tests._support.stored import schema_at
 
 
 def old_store(path: Path, version: int = 7) -> None:
     """A database as a master of schema `version` left it: one experiment, one model."""
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied REAL)")
-    for number, script in enumerate(MIGRATIONS[:version], start=1):
-        conn.executescript(script)
-        conn.execute("INSERT INTO schema_version VALUES (?, ?)", (number, time.time()))
+    conn = schema_at(path, version)
     config = {
         "name": "old",
         "entrypoint": "python3 train.py",
