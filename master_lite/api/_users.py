@@ -10,6 +10,11 @@ from master_lite.api._openapi import BOOLEAN, EMPTY, INTEGER, STRING, array, obj
 USER_ID = PathParam("user_id", r"[0-9]+", INTEGER, int, "user id")
 USERNAME = PathParam("username", r"[^/]+", STRING, str, "username")
 USER_ANSWER = obj(["user"], user=ref("User"))
+# Making accounts and setting passwords mints credentials: a new account's session token is the
+# master's own and skips a hosting Jupyter server's Authorizer, so it could do what the caller
+# may not (an operator without "execute" would sign in as an admin it made and attach to
+# kernels). So these need the Authorizer's highest action, as running code does.
+MANAGES_ACCOUNTS = "execute"
 PASSWORD = {**STRING, "maxLength": 1024}
 IS_HASHED = {
     **BOOLEAN,
@@ -149,6 +154,7 @@ USER_ROUTES: tuple[Route, ...] = (
                 ),
                 owner=Owner.ADMIN,
                 verb="create users",
+                auth_action=MANAGES_ACCOUNTS,
                 description="409 when the username is taken",
             ),
         },
@@ -172,6 +178,7 @@ USER_ROUTES: tuple[Route, ...] = (
                 ),
                 owner=Owner.USER,
                 verb="change",
+                auth_action=MANAGES_ACCOUNTS,
                 description="the owner account (user 1) stays active and an admin",
             ),
         },
@@ -197,6 +204,7 @@ USER_ROUTES: tuple[Route, ...] = (
                 },
                 owner=Owner.USER,
                 verb="set the password of",
+                auth_action=MANAGES_ACCOUNTS,
             )
         },
         (USER_ID,),

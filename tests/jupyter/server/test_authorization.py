@@ -205,6 +205,24 @@ async def test_the_authorizer_decides_each_users_reads_actions_and_submissions(h
     assert status == 200, killed
     await _until_terminal(call, sleeper_id)
 
+    # Making an account or setting a password needs "execute" too: a signed-in account's
+    # token is the master's own and skips the Authorizer, so an operator could otherwise make an
+    # admin and act through it beyond "write".
+    for method, path, body in (
+        ("POST", "users", {"user": {"username": "mine", "admin": True}, "password": "pw"}),
+        ("PATCH", "users/1", {"displayName": "taken"}),
+        ("POST", "users/1/password", {"password": "pw"}),
+    ):
+        status, answer = await call("operator", method, f"{API}/{path}", body)
+        assert status == 403, (method, path, answer)
+        assert "execute" in answer["message"]
+    status, users = await call("owner", "GET", f"{API}/users")
+    assert [u["id"] for u in users["users"]] == [1]  # nothing was made
+    status, made = await call(
+        "owner", "POST", f"{API}/users", {"user": {"username": "made"}, "password": "pw"}
+    )
+    assert status == 200, made
+
     # Every request of a named user was decided by the authorizer, with the mapped action.
     assert ("viewer", "read", "determined") in ASKED
     assert ("operator", "write", "determined") in ASKED
