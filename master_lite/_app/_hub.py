@@ -44,7 +44,6 @@ class HubService:
     client_id: str = ""
     callback_url: str = ""
     hub_host: str = ""
-    public_url: str = ""  # JUPYTERHUB_PUBLIC_URL / PUBLIC_HUB_URL, for messages only
     cache_seconds: int = DEFAULT_CACHE_SECONDS
 
     @classmethod
@@ -80,8 +79,6 @@ class HubService:
             client_id=env.get("JUPYTERHUB_CLIENT_ID") or f"service-{name}",
             callback_url=env.get("JUPYTERHUB_OAUTH_CALLBACK_URL", ""),
             hub_host=env.get("JUPYTERHUB_HOST", ""),
-            public_url=env.get("JUPYTERHUB_PUBLIC_URL", "")
-            or env.get("JUPYTERHUB_PUBLIC_HUB_URL", ""),
             cache_seconds=cache_seconds,
         )
 
@@ -139,7 +136,7 @@ def hub_handlers(master: Any, auth: Any) -> list[tuple[str, type, dict]]:
                 principal = master.hub.principal_for(model)
             except errors.MasterError as exc:
                 self.set_status(exc.status)
-                self.finish(_page("Not signed in", f"<p>{html.escape(exc.message)}</p>"))
+                self.finish(_page("Not allowed", f"<p>{html.escape(exc.message)}</p>"))
                 return
             api = f"{prefix}api/v1/"
             role = "an admin" if principal.admin else "a user"
