@@ -5,6 +5,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
+# configurable-http-proxy, JupyterHub's proxy, for `master-lite --jupyterhub` and its tests:
+# `make install` puts it in node_modules/.bin (git-ignored) unless one is on PATH.
+CHP := node_modules/.bin/configurable-http-proxy
+CHP_VERSION := 5
 # torch and the torchvision release built against it, pinned here only (pyproject names both
 # unpinned): torchvision 0.28.0's wheels require torch==2.13.0. CPU wheels of both come from
 # TORCH_INDEX_URL; PyPI's torchvision is a CUDA build, which beside a CPU torch fails on import
@@ -33,8 +37,16 @@ ESTIMATOR_PYTEST_ARGS ?=
 
 .PHONY: install lab master demo lint format test test-fast test-deps test-estimator bench soak clean image
 
-## install: create or update .venv with the project and everything it needs (idempotent)
-install: $(STAMP)
+## install: create or update .venv with the project and everything it needs (idempotent), and
+## configurable-http-proxy (JupyterHub's proxy, from npm) unless one is on PATH already
+install: $(STAMP) $(CHP)
+
+# JupyterHub's proxy (CHP, above): skipped when one is on PATH or already there. Needs npm
+# (Node.js, as the sidebar's build does); Debian's is installed where it is missing.
+$(CHP):
+	@command -v configurable-http-proxy >/dev/null || { \
+		command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }; \
+		npm install --no-save --no-package-lock --no-audit --no-fund --prefix . configurable-http-proxy@$(CHP_VERSION) >/dev/null; }
 
 LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/dev/null) labextension/package.json
 

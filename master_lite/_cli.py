@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sqlite3
 import sys
+from typing import Any
 
 from traitlets import TraitError
 from traitlets.config import Config
@@ -44,6 +46,13 @@ def _parser() -> argparse.ArgumentParser:
         "machine reaches; default: the master's own URL)",
     )
     parser.add_argument(
+        "--jupyterhub",
+        action="store_true",
+        help="run as the JupyterHub-managed service (c.JupyterHub.services): read the "
+        "JUPYTERHUB_* variables the Hub sets, serve the API under JUPYTERHUB_SERVICE_PREFIX "
+        "and identify callers through the Hub (docs/team.md)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -69,6 +78,29 @@ def _config(args: argparse.Namespace) -> Config:
     return config
 
 
+def _hub_service(args: argparse.Namespace, config: Config) -> Any:
+    """The Hub service of `--jupyterhub` (HubServiceError: a variable is missing). Where the
+    master listens comes from JUPYTERHUB_SERVICE_URL unless --host/--port say; running as
+    root, trials run as their owners (`run_trials_as=owner`) unless configured otherwise."""
+    from master_lite._app import HubService, MasterLite
+
+    service = HubService.from_environment()
+    host, port = service.bind_address()
+    if args.host is None and host:
+        config.MasterLite.host = host
+    if args.port is None and port:
+        config.MasterLite.port = port
+    running_as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if (
+        running_as_root
+        and MasterLite.class_traits().get("run_trials_as") is not None
+        and not os.environ.get("MASTER_LITE_RUN_TRIALS_AS")
+    ):
+        # A shared host: a trial must not run as root (issue 29, contract 5).
+        config.MasterLite.run_trials_as = "owner"
+    return service
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -78,10 +110,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("tornado.access").setLevel(logging.WARNING)
 
-    from master_lite._app import MasterLite, MasterLiteStartError
+    from master_lite._app import HubServiceError, MasterLite, MasterLiteStartError
 
+    service = None
+    config = _config(args)
+    if args.jupyterhub:
+        try:
+            service = _hub_service(args, config)
+        except HubServiceError as exc:
+            print(f"master-lite: error: {exc}", file=sys.stderr)
+            return 2
     try:
-        app = MasterLite(config=_config(args))
+        app = MasterLite(config=config)
+        app.hub_service = service
         app.root_dir  # noqa: B018 - resolve env defaults now, so a bad value fails here
         app.port  # noqa: B018
         app.cpu_slots  # noqa: B018

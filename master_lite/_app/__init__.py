@@ -11,9 +11,12 @@ from master_lite._app._app import (
     MasterLiteStartError,
     quiet_garbage_collector,
 )
+from master_lite._app._hub import HubService, HubServiceError
 
 __all__ = [
     "GC_THRESHOLDS",
+    "HubService",
+    "HubServiceError",
     "MASTER_JSON",
     "MasterLite",
     "MasterLiteStartError",

@@ -27,6 +27,7 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
+from master_lite._app._hub import HubService, hub_handlers
 from master_lite._app._rootdir import (
     RootDirInUse,
     RootDirLock,
@@ -91,6 +92,8 @@ class MasterLite(MasterLiteSettings):
         self._server: tornado.httpserver.HTTPServer | None = None
         self._started_master = False
         self._root_lock: RootDirLock | None = None
+        # Set by `master-lite --jupyterhub`: run as a JupyterHub-managed service.
+        self.hub_service: HubService | None = None
 
     # --- the parts (also used when mounting inside jupyter_server) ---------------------------
 
@@ -147,7 +150,16 @@ class MasterLite(MasterLiteSettings):
         return make_handlers(master, prefix, context_size_limit=self.context_size_limit, **kwargs)
 
     def make_application(self, master: Any) -> tornado.web.Application:
-        return tornado.web.Application(self.handlers(master))
+        service = self.hub_service
+        if service is None:
+            return tornado.web.Application(self.handlers(master))
+        # A JupyterHub service: the API under the service's prefix, callers identified
+        # through the Hub, and the sign-in page (its OAuth cookie is signed with a secret of
+        # this process: after a restart a browser signs in again, without a prompt).
+        auth = service.make_auth()
+        master.use_hub(auth)
+        routes = self.handlers(master, service.prefix) + hub_handlers(master, auth)
+        return tornado.web.Application(routes, cookie_secret=os.urandom(32))
 
     # --- standalone lifecycle ------------------------------------------------------------------
 
@@ -248,6 +260,9 @@ class MasterLite(MasterLiteSettings):
             raise
         port = sockets[0].getsockname()[1]
         self.url = f"http://{_connect_host(self.host)}:{port}"
+        if self.hub_service is not None:
+            # The API lives under the service's prefix; trials and master.json use it.
+            self.url += self.hub_service.prefix.rstrip("/")
         try:
             try:
                 master = self.master if self.master is not None else self.build_master()

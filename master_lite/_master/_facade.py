@@ -50,7 +50,7 @@ from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
-from master_lite.users import Users
+from master_lite.users import HubIdentity, Users
 
 T = TypeVar("T")
 
@@ -162,6 +162,9 @@ class Master:
         self.unmanaged: UnmanagedRuns = parts.unmanaged
         # Accounts, sign-ins and the owner-or-admin rule (docs/team.md).
         self.users = Users(self._shared)
+        # Run as a JupyterHub service (`use_hub`): tokens the master does not know, and the
+        # service's OAuth cookie, are asked of the Hub (docs/team.md).
+        self.hub: HubIdentity | None = None
         self._partials: PartialCheckpoints = parts.partials  # wiring only
         # Wiring only: not for handlers.
         self._searchers, self._recovery = parts.searchers, parts.recovery
@@ -269,6 +272,20 @@ class Master:
         principal = authenticate(self._shared.store, token, user_token=self.user_token)
         if principal is None and token:
             principal = self.users.authenticate(token)
+        return principal
+
+    def use_hub(self, auth: Any) -> HubIdentity:
+        """Identify callers through the JupyterHub `auth` (a configured
+        `jupyterhub.services.auth.HubOAuth`) after the master's own tokens."""
+        self.hub = HubIdentity(self._shared, auth)
+        return self.hub
+
+    async def identify(self, handler: Any, token: str | None) -> _auth.Principal | None:
+        """`authenticate(token)`, then (run as a Hub service) the Hub last: a Hub API token,
+        or without a token the service's OAuth cookie of `handler`'s request."""
+        principal = self.authenticate(token) if token else None
+        if principal is None and self.hub is not None:
+            principal = await self.hub.identify(handler, token)
         return principal
 
     def delete_checkpoint(self, uuid: str) -> dict:

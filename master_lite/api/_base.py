@@ -34,6 +34,7 @@ from master_lite.api._parsing import (
     max_body_bytes,
     parse_query_value,
     request_validator,
+    unauthorized,
     unstorable_text,
 )
 from master_lite.api._permissions import check_body_owner, check_path_owner, creator_id
@@ -123,10 +124,12 @@ class ApiHandlerMixin(_Handler):
         return creator_id(self.master, self.principal)
 
     async def _authenticate(self, action: str) -> UserPrincipal | TrialPrincipal:
-        principal = self._principal_from_token()
+        token, hub = self.request_token(), getattr(self.master, "hub", None)
+        # A Hub service asks the Hub last (a Hub token, or its OAuth cookie); never a redirect.
+        principal = await self.master.identify(self, token) if hub else self._principal_from_token()
         if principal is not None:
             return principal
-        if self.user_auth is not None:
+        if self.user_auth is not None and hub is None:
             # The host's user (Jupyter's login): `user_auth` answers False for nobody logged
             # in, and raises a 403 when the host's authorizer refuses `action`.
             allowed = self.user_auth(self, action)
@@ -134,17 +137,7 @@ class ApiHandlerMixin(_Handler):
                 allowed = await allowed
             if allowed:
                 return self.master.users.owner_principal()
-        if self.request_token():
-            raise ApiError(
-                401,
-                "missing or invalid token: the token given is not the master's "
-                "token nor a live trial's session token",
-            )
-        raise ApiError(
-            401,
-            "missing or invalid token: send 'Authorization: Bearer <token>' "
-            "(the token is in <root_dir>/master.json)",
-        )
+        raise unauthorized(token_given=bool(token), hub=hub)
 
     # --- the request pipeline ----------------------------------------------------------------
 

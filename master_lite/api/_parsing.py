@@ -186,3 +186,21 @@ def decode_base64(value: str, field: str) -> bytes:
             f"{field}: not valid base64 (send the tar.gz bytes base64-encoded)",
             [f"{field}: not valid base64"],
         ) from None
+
+
+def unauthorized(*, token_given: bool, hub: Any = None) -> ApiError:
+    """The 401 for a caller the master cannot identify (`hub`: the master's HubIdentity when
+    it runs as a JupyterHub service; its message names the Hub)."""
+    if hub is not None:
+        return ApiError(401, hub.unauthorized(token_given=token_given))
+    if token_given:
+        return ApiError(
+            401,
+            "missing or invalid token: the token given is not the master's "
+            "token nor a live trial's session token",
+        )
+    return ApiError(
+        401,
+        "missing or invalid token: send 'Authorization: Bearer <token>' "
+        "(the token is in <root_dir>/master.json)",
+    )

@@ -1,16 +1,21 @@
 """Users of a standalone shared master: accounts, sign-ins (session tokens), passwords
 (argon2id), and the owner-or-admin rule every acting operation is checked against
-(docs/team.md)."""
+(docs/team.md); and, for a master run as a JupyterHub service, Hub identity (`HubIdentity`).
+"""
 
+from ._hub import ADMIN_GROUP, HubIdentity, make_hub_auth
 from ._passwords import client_hash, hash_password, verify_password
 from ._users import Users, check_username, login_name, user_json
 
 __all__ = [
+    "ADMIN_GROUP",
+    "HubIdentity",
     "Users",
     "check_username",
     "client_hash",
     "hash_password",
     "login_name",
+    "make_hub_auth",
     "user_json",
     "verify_password",
 ]

@@ -78,14 +78,20 @@ USER_SECRET_VARIABLES = (
     "JUPYTERHUB_API_TOKEN",
     "JPY_API_TOKEN",
 )
+# A master run as a JupyterHub service has the Hub's service variables (its OAuth client, its
+# prefix, the Hub's API URL): a trial is not that service, so none of them is passed on.
+HUB_SERVICE_VARIABLE_PREFIX = "JUPYTERHUB_"
 
 
 def process_environment(own: dict[str, str]) -> dict[str, str]:
     """The environment of a run as a local process: the master's (without the variables that
-    may hold the user's token, `USER_SECRET_VARIABLES`), then the run's `own`."""
+    may hold the user's token, `USER_SECRET_VARIABLES`, nor a Hub service's `JUPYTERHUB_*`),
+    then the run's `own`."""
     env = dict(os.environ)
     for name in USER_SECRET_VARIABLES:
         env.pop(name, None)
+    for name in [n for n in env if n.startswith(HUB_SERVICE_VARIABLE_PREFIX)]:
+        del env[name]
     env.pop("DET_LATEST_CHECKPOINT", None)
     # `python3` in an entrypoint must be the master's interpreter (its venv has determined).
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
