@@ -30,11 +30,10 @@ from jupyter_server.utils import url_path_join
 from traitlets import Bool, Unicode
 
 from jupyter_determined import _contract
-from jupyter_determined.server._shared_master import (
+from jupyter_determined.server._shared_master import Upstream, shared_master_handlers
+from jupyter_determined.server._shared_settings import (
     SharedMaster,
-    Upstream,
     choose_shared_master,
-    shared_master_handlers,
     upstream_credential,
 )
 from jupyter_determined.server._tensorboard_proxy import TensorBoardProxyHandler

@@ -21,11 +21,10 @@ own (no store, no scheduler, no master.json) and serves the URLs the labextensio
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import urllib.parse
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import tornado.httpclient
@@ -34,11 +33,11 @@ import tornado.web
 from jupyter_server.auth.decorator import allow_unauthenticated, authorized
 from jupyter_server.base.handlers import APIHandler
 
-from determined.common import api as det_api
-from determined.common.api import canonical_url
-
-TRAIT_NAME = "DeterminedServerExtension.shared_master_url"
-ENV_NAMES = ("DET_MASTER", "DET_MASTER_ADDR")  # the harness's order (docs/cli.md)
+from jupyter_determined.server._shared_settings import (
+    SharedMaster,
+    authorization_action,
+    upstream_credential,
+)
 
 # Request headers a client's call needs at the shared master. Everything else stays here:
 # above all `Authorization` and `Cookie`, which carry this Jupyter server's own credentials.
@@ -81,91 +80,6 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 MAX_ANSWER_BYTES = 1 << 40
 # Concurrent requests to the shared master: every open sidebar holds one for its event stream.
 MAX_CONNECTIONS = 256
-
-
-@dataclasses.dataclass(frozen=True)
-class SharedMaster:
-    """The shared master this server forwards to: `url` without `/api/v1`, and the setting
-    that named it (for log lines and error messages)."""
-
-    url: str
-    source: str
-
-
-def choose_shared_master(
-    configured: str | None, environ: Mapping[str, str], own_urls: Collection[str]
-) -> SharedMaster | None:
-    """Which shared master to use, or None to host a master here (docs/team.md).
-
-    1. The trait `shared_master_url`, when configured: a URL uses that master; "" hosts one
-       here whatever DET_MASTER says.
-    2. Else `DET_MASTER` (or `DET_MASTER_ADDR`) of the server's environment, unless it names
-       this server's own hosted API (`own_urls`: e.g. a server restarted in a shell that
-       inherited its earlier DET_MASTER).
-    3. Else None: the master is hosted in this server, as for one person.
-    """
-    if configured is not None:
-        configured = configured.strip()
-        return (
-            SharedMaster(_checked_url(configured, TRAIT_NAME), TRAIT_NAME) if configured else None
-        )
-    own = {canonical_url(url) for url in own_urls if url}
-    for name in ENV_NAMES:
-        value = environ.get(name, "").strip()
-        if value:
-            url = _checked_url(value, name)
-            return None if url in own else SharedMaster(url, name)
-    return None
-
-
-def _checked_url(value: str, setting: str) -> str:
-    url = canonical_url(value)  # `host:port` gets http://, as `det` reads it
-    parts = urllib.parse.urlsplit(url)
-    other_scheme = "://" in value and not value.startswith(("http://", "https://"))
-    if other_scheme or not parts.hostname or parts.query or parts.fragment:
-        raise ValueError(
-            f"{setting}={value!r} is not a master URL: give http(s)://host[:port][/path] "
-            "(e.g. https://hub.example.org/services/determined)"
-        )
-    return url
-
-
-def upstream_credential(url: str) -> tuple[str | None, str | None]:
-    """(`Authorization` header value, where its token came from) for requests to `url`: the
-    token `det` would use for that master (docs/cli.md, "Which master"), or (None, None)."""
-    try:
-        address = det_api.discover_master(url, given_as=TRAIT_NAME)
-    except det_api.MasterNotFound:  # an unreadable master.json: not this master's business
-        return None, None
-    if not address.token:
-        return None, None
-    # The shared master accepts `token` and `bearer` alike; `token` is the Hub's own scheme.
-    return f"token {address.token}", address.token_source
-
-
-def _compiled_routes() -> list[tuple[re.Pattern[str], Any]]:
-    from master_lite.api import ROUTES
-
-    return [(re.compile(route.tornado_pattern() + "$"), route) for route in ROUTES]
-
-
-_ROUTES: list[tuple[re.Pattern[str], Any]] | None = None
-
-
-def authorization_action(api_path: str, method: str) -> str:
-    """The Authorizer's action for `method` on the API path below /api/v1 (`/experiments`):
-    the one the hosted API asks for the same route (creating an experiment: "execute"), else
-    "read" for reads and "write" for the rest."""
-    global _ROUTES
-    if _ROUTES is None:
-        _ROUTES = _compiled_routes()
-    for pattern, route in _ROUTES:
-        if pattern.match(api_path):
-            operation = route.operations.get(method.lower())
-            if operation is not None:
-                return str(operation.action_for(method))
-            break
-    return "read" if method.upper() in ("GET", "HEAD", "OPTIONS") else "write"
 
 
 async def _allowed(handler: Any) -> None:
@@ -256,12 +170,58 @@ class SharedMasterProxyHandler(APIHandler):
                 "(Authorization: token …) or its login cookie",
             )
             return
-        action = authorization_action(path or "/", method) if self.kind == "api/v1" else "read"
-        await _AUTHORIZE[action](self)  # 403 when this server's Authorizer refuses
-        await self._forward(path, method)
+        if self.kind != "api/v1":
+            await _AUTHORIZE["read"](self)  # TensorBoard's POSTs are queries, as hosted
+            await self._forward_to_tensorboard(path, method)
+            return
+        await _AUTHORIZE[authorization_action(path or "/", method)](self)
+        authorization, _ = upstream_credential(self.upstream.master.url)
+        await self._forward(f"{self.upstream.master.url}/api/v1{path}", method, authorization)
 
-    def _upstream_url(self, path: str) -> str:
-        url = f"{self.upstream.master.url}/{self.kind}{path}"
+    async def _forward_to_tensorboard(self, path: str, method: str) -> None:
+        """`/<id>/<rest>` → `<rest>` of the TensorBoard the shared master names for `<id>`
+        (its `serviceAddress`: on a standalone master the board's own loopback URL with its
+        secret path, reachable from a server on the same machine)."""
+        found = re.fullmatch(r"/([0-9a-f-]+)(/.*)?", path)
+        if found is None:
+            self._answer(404, f"no TensorBoard at {self.request.path}: expected .../<id>/")
+            return
+        board_id, rest = found.group(1), found.group(2)
+        if not rest:
+            # Without the slash, TensorBoard's relative URLs would resolve one level too high.
+            self.redirect(self.request.path + "/", permanent=False)
+            return
+        master = self.upstream.master.url
+        authorization, _ = upstream_credential(master)
+        headers = {"Authorization": authorization} if authorization else {}
+        try:
+            answer = await self.upstream.client().fetch(
+                f"{master}/api/v1/tensorboards/{board_id}",
+                headers=headers,
+                connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                request_timeout=60,
+                raise_error=False,
+            )
+        except Exception as exc:
+            self._answer(502, self._unreachable(exc))
+            return
+        if answer.code != 200:  # its 401, 403, 404 as they are
+            self.set_status(answer.code, answer.reason)
+            self.finish(answer.body or b"")
+            return
+        board = json.loads(answer.body)["tensorboard"]
+        if board.get("state") != "STATE_RUNNING":
+            detail = f": {board['error']}" if board.get("error") else ""
+            self._answer(
+                409, f"tensorboard {board_id} is {board.get('state')}, not STATE_RUNNING{detail}"
+            )
+            return
+        base = str(board.get("serviceAddress") or "").rstrip("/")
+        # The user's credential goes only to the shared master itself, never to another host.
+        same_master = base == master or base.startswith(master + "/")
+        await self._forward(base + rest, method, authorization if same_master else None)
+
+    def _with_query(self, url: str) -> str:
         # Jupyter's `?token=` stays here: it is this server's credential, not the user's.
         query = [
             (name, value)
@@ -270,12 +230,12 @@ class SharedMasterProxyHandler(APIHandler):
         ]
         return url + ("?" + urllib.parse.urlencode(query) if query else "")
 
-    async def _forward(self, path: str, method: str) -> None:
+    async def _forward(self, url: str, method: str, authorization: str | None) -> None:
+        """Send this request on to `url` and stream the answer back as it comes."""
         headers = tornado.httputil.HTTPHeaders()
         for name, value in self.request.headers.get_all():
             if name.lower() in _FORWARDED_REQUEST_HEADERS:
                 headers.add(name, value)
-        authorization, _ = upstream_credential(self.upstream.master.url)
         if authorization:
             headers["Authorization"] = authorization
         forwarded_for = self.request.remote_ip
@@ -283,7 +243,7 @@ class SharedMasterProxyHandler(APIHandler):
             headers["X-Forwarded-For"] = forwarded_for
         has_body = method not in ("GET", "HEAD")
         request = tornado.httpclient.HTTPRequest(
-            self._upstream_url(path),
+            self._with_query(url),
             method=method,
             headers=headers,
             body=self.request.body if has_body else None,
@@ -330,11 +290,23 @@ class SharedMasterProxyHandler(APIHandler):
         status = self._status_line
         if status is not None:
             self.set_status(status.code, status.reason or None)
-        for name in ("Content-Type", "Content-Security-Policy"):
-            self.clear_header(name)
+        self.clear_header("Content-Type")
+        policy = None
         for name, value in self._upstream_headers.get_all():
-            if name.lower() not in _HOP_BY_HOP:
+            if name.lower() == "content-security-policy":
+                policy = value
+            elif name.lower() == "location" and self.kind == "tensorboard":
+                continue  # a board's redirect names its secret path: never passed on
+            elif name.lower() not in _HOP_BY_HOP:
                 self.add_header(name, value)
+        if self.kind == "tensorboard":
+            # Jupyter's policy is for Jupyter's pages: TensorBoard's own (its scripts' hashes)
+            # replaces it, framed only by this origin, as for a hosted master's boards.
+            self.clear_header("Content-Security-Policy")
+            frame = "frame-ancestors 'self'"
+            self.set_header(
+                "Content-Security-Policy", f"{policy.rstrip('; ')}; {frame}" if policy else frame
+            )
 
     def _chunk(self, chunk: bytes) -> None:
         if self._gone:
@@ -386,14 +358,4 @@ def shared_master_handlers(
     ]
 
 
-__all__ = [
-    "ENV_NAMES",
-    "SharedMaster",
-    "SharedMasterProxyHandler",
-    "TRAIT_NAME",
-    "Upstream",
-    "authorization_action",
-    "choose_shared_master",
-    "shared_master_handlers",
-    "upstream_credential",
-]
+__all__ = ["SharedMasterProxyHandler", "Upstream", "shared_master_handlers"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import pathlib
 import time
 import uuid
@@ -18,7 +19,8 @@ import uuid
 import pytest
 import requests
 
-from tests._support import MasterProcess, context_tarball
+from tests._support import MasterProcess, context_tarball, wait_for_experiment
+from tests._support.hosted import TWO_STEP_TRIAL_SCRIPT
 from tests._support.jupyter import JupyterServer
 from tests._support.process import child_env, free_port
 from tests._support.waiting import wait_until
@@ -332,3 +334,64 @@ def test_an_empty_shared_master_url_hosts_a_master_whatever_det_master_says(shar
         assert lab_api(server, "GET", "me").json()["user"]["id"] == 1
     finally:
         server.stop()
+
+
+def test_a_large_upload_and_its_download_pass_through(shared, lab):
+    master, _ = shared
+    # Incompressible bytes: a context of a few MiB, as base64 in the JSON body.
+    payload = os.urandom(3 * 1024 * 1024)
+    context = context_tarball({"train.py": "print(1)\n", "weights.bin": payload})
+    created = lab_api(
+        lab,
+        "POST",
+        "experiments",
+        json={"config": {**CONFIG, "name": "large"}, "context": context, "activate": False},
+    )
+    assert created.status_code == 201, created.text
+    exp_id = created.json()["experiment"]["id"]
+    through_lab = lab_api(lab, "GET", f"experiments/{exp_id}/context")
+    assert through_lab.status_code == 200
+    assert through_lab.headers["Content-Type"].startswith("application/gzip")
+    direct = requests.get(
+        f"{master.url}/api/v1/experiments/{exp_id}/context",
+        headers={"Authorization": f"Bearer {master.token}"},
+        timeout=60,
+    )
+    assert through_lab.content == direct.content and len(direct.content) > len(payload)
+
+
+def test_a_tensorboard_of_the_shared_master_opens_through_the_lab(shared, lab):
+    master, _ = shared
+    created = lab_api(
+        lab,
+        "POST",
+        "experiments",
+        json={
+            "config": {**CONFIG, "name": "boards"},
+            "context": context_tarball({"train.py": TWO_STEP_TRIAL_SCRIPT}),
+        },
+    )
+    assert created.status_code == 201, created.text
+    exp_id = created.json()["experiment"]["id"]
+    wait_for_experiment(master, exp_id, {"COMPLETED"})
+    board = lab_api(lab, "POST", "tensorboards", json={"experiment_ids": [exp_id]})
+    assert board.status_code == 201, board.text
+    board_id = board.json()["tensorboard"]["id"]
+
+    def running() -> bool:
+        state = lab_api(lab, "GET", f"tensorboards/{board_id}").json()["tensorboard"]["state"]
+        assert state != "STATE_TERMINATED"
+        return state == "STATE_RUNNING"
+
+    wait_until(running, 90, "the TensorBoard to serve", 0.3)
+    base = f"{lab.det_master}/tensorboard/{board_id}"
+    headers = {"Authorization": f"token {lab.token}"}
+    page = requests.get(f"{base}/index.html", headers=headers, timeout=60)
+    assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+    assert page.headers["Content-Security-Policy"].endswith("frame-ancestors 'self'")
+    tags = requests.get(f"{base}/data/plugin/scalars/tags", headers=headers, timeout=60).json()
+    assert any("training/loss" in run_tags for run_tags in tags.values())
+    # Not without Jupyter's login.
+    refused = requests.get(f"{base}/data/plugin/scalars/tags", timeout=60)
+    assert refused.status_code == 401 and b"training/loss" not in refused.content
+    lab_api(lab, "POST", f"tensorboards/{board_id}/kill")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_determined.server._shared_master import (
+from jupyter_determined.server._shared_settings import (
     SharedMaster,
     authorization_action,
     choose_shared_master,
