@@ -7,6 +7,9 @@ authenticated by Jupyter (token, cookie, XSRF) and trials by their session token
 Settings are the traits of `master_lite.MasterLite` (`c.MasterLite.root_dir`, `cpu_slots`,
 `resource_manager`, ...): the app is created with the server as its parent, so
 `jupyter_server_config.py` and `--MasterLite.cpu_slots=4` on the command line both apply.
+
+Shared-master mode (`_shared_master.py`): when `DET_MASTER` or the trait `shared_master_url`
+names another master, no master is hosted here and the same URLs are proxied to that one.
 """
 
 from __future__ import annotations
@@ -24,9 +27,15 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
-from traitlets import Bool
+from traitlets import Bool, Unicode
 
 from jupyter_determined import _contract
+from jupyter_determined.server._shared_master import Upstream, shared_master_handlers
+from jupyter_determined.server._shared_settings import (
+    SharedMaster,
+    choose_shared_master,
+    upstream_credential,
+)
 from jupyter_determined.server._tensorboard_proxy import TensorBoardProxyHandler
 
 if TYPE_CHECKING:  # the kernel imports this package too: keep the server app out of it
@@ -156,11 +165,28 @@ class DeterminedServerExtension(ExtensionApp):
         ),
     )
 
+    shared_master_url = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help=(
+            "The URL of a shared Determined master (e.g. a JupyterHub service: "
+            "https://hub.example.org/services/determined) for this server to use instead of "
+            "hosting a master of its own: the sidebar, widgets and magics then reach that master "
+            "as this server's user (docs/team.md). Unset: DET_MASTER decides (a URL that is not "
+            "this server's own hosted API means a shared master). Empty string: always host a "
+            "master here, whatever DET_MASTER says."
+        ),
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.master_app: Any = None  # master_lite.MasterLite, holds the settings
-        self.master: Any = None  # master_lite._master.Master
+        self.master: Any = None  # master_lite._master.Master; None with a shared master
         self.master_url: str | None = None
+        # The shared master this server proxies to instead of hosting one (None: hosting).
+        self.shared_master: SharedMaster | None = None
+        self._upstream: Upstream | None = None
         self._started: asyncio.Future | None = None
         self._wrote_master_json = False
 
@@ -174,6 +200,44 @@ class DeterminedServerExtension(ExtensionApp):
     # --- loading (synchronous, before the event loop serves requests) ---------------------------
 
     def initialize_settings(self) -> None:
+        serverapp = self.server
+        own_api = url_path_join(_local_connection_url(serverapp), URL_SEGMENT)
+        self.shared_master = choose_shared_master(
+            self.shared_master_url, os.environ, (own_api, self.master_url or "")
+        )
+        if self.shared_master is not None:
+            self._use_shared_master(self.shared_master)
+            return
+        self._host_master()
+
+    def _use_shared_master(self, shared: SharedMaster) -> None:
+        """No master here: kernels and terminals talk to the shared one directly (as the user,
+        with `det`'s own credential lookup), the browser through this server's proxy."""
+        self.master_url = shared.url
+        self._upstream = Upstream(shared)
+        # Kernels and terminals started from now on inherit these. No DET_MASTER_TOKEN of a
+        # hosted master: `det` and the SDK find the user's own credential (docs/cli.md).
+        os.environ["DET_MASTER"] = shared.url
+        # The shared master runs the trials it schedules: never in this server's kernels.
+        os.environ[NOTEBOOK_KERNELS_ENV] = "0"
+        _, source = upstream_credential(shared.url)
+        self.log.info(
+            "jupyter_determined | using the shared master %s (named by %s): this server hosts "
+            "no master; %s/api/v1 is forwarded to it with the credential from %s",
+            shared.url,
+            shared.source,
+            url_path_join(self.server.base_url, URL_SEGMENT),
+            source or "nowhere",
+        )
+        if source is None:
+            self.log.warning(
+                "jupyter_determined | no credential for the shared master %s: it will answer "
+                "401; set JUPYTERHUB_API_TOKEN (JupyterHub sets it), DET_MASTER_TOKEN, or run "
+                "`det user login` in this server's environment",
+                shared.url,
+            )
+
+    def _host_master(self) -> None:
         from master_lite import MasterLite
 
         serverapp = self.server
@@ -203,6 +267,15 @@ class DeterminedServerExtension(ExtensionApp):
         from master_lite.api import make_handlers, max_body_bytes
 
         prefix = url_path_join(self.server.base_url, URL_SEGMENT).rstrip("/")
+        if self._upstream is not None:
+            self.server.web_app.add_handlers(
+                ".*$",
+                [
+                    (url_path_join(prefix, EXPORT_PREVIEW_PATH), ExportPreviewHandler),
+                    *shared_master_handlers(self._upstream, prefix, AUTH_RESOURCE),
+                ],
+            )
+            return
         handlers = make_handlers(
             self.master,
             prefix,
@@ -244,7 +317,10 @@ class DeterminedServerExtension(ExtensionApp):
         await self.ensure_started()
 
     async def ensure_started(self) -> None:
-        """Start the master once (recovering experiments from the store); idempotent."""
+        """Start the master once (recovering experiments from the store); idempotent. With a
+        shared master there is nothing to start."""
+        if self.shared_master is not None:
+            return
         if self._started is None:
             self._started = asyncio.ensure_future(self._start())
         await asyncio.shield(self._started)
@@ -281,6 +357,8 @@ class DeterminedServerExtension(ExtensionApp):
         The server stops listening before it asks extensions to stop; while trials save
         their checkpoints the API is served again on the same port.
         """
+        if self._upstream is not None:
+            self._upstream.close()
         if self._started is None:
             return
         try:
@@ -316,10 +394,12 @@ class DeterminedServerExtension(ExtensionApp):
 
 
 def master_info(serverapp: Any) -> dict:
-    """`{"url", "token"}` of the master hosted by `serverapp` (for tests and tools)."""
+    """`{"url", "token"}` of the master hosted by `serverapp` (for tests and tools); with a
+    shared master, its URL and no token (the user's own credential applies)."""
     point = serverapp.extension_manager.extension_points["jupyter_determined"]
     extension: DeterminedServerExtension = point.app
-    return {"url": extension.master_url, "token": extension.master.user_token}
+    token = extension.master.user_token if extension.master is not None else None
+    return {"url": extension.master_url, "token": token}
 
 
 __all__ = [

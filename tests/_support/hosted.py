@@ -58,8 +58,11 @@ def hosted_server_config(
         cpu_slots: MasterLite.cpu_slots.
         server: more ServerApp settings (an identity provider, an authorizer).
     """
-    monkeypatch.setenv("DET_MASTER", "unset-by-test")
-    monkeypatch.setenv("DET_MASTER_TOKEN", "unset-by-test")
+    # Unset (and restored after the test): a DET_MASTER here would name a shared master, and
+    # the extension would host none (docs/team.md).
+    monkeypatch.delenv("DET_MASTER", raising=False)
+    monkeypatch.delenv("DET_MASTER_ADDR", raising=False)
+    monkeypatch.delenv("DET_MASTER_TOKEN", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "harness"), str(REPO)]))
     monkeypatch.setenv(
         "PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])

@@ -107,6 +107,14 @@ def _report(error: Exception, ctx: Context | None = None) -> int:
         return _fail(str(error))
     if isinstance(error, api.Unauthorized):
         address = ctx.address if ctx is not None else None
+        if address is not None and address.token_source == api.HUB_TOKEN_ENV:
+            return _fail(
+                f"Error: {error.message}",
+                f"  {address.url} refused your JupyterHub API token ({api.HUB_TOKEN_ENV}): "
+                "DET_MASTER must name the master run as the Hub's service "
+                "(<hub url>/services/determined), and the token must carry the scope "
+                "access:services!service=determined; or run `det user login`",
+            )
         if address is not None and address.user is not None:
             return _fail(
                 f"Error: {error.message}",

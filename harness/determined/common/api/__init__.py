@@ -19,7 +19,13 @@ from determined.common.api._errors import (
     UnauthenticatedException,
     Unauthorized,
 )
-from determined.common.api._master import MasterAddress, discover_master, read_master_file
+from determined.common.api._master import (
+    HUB_TOKEN_ENV,
+    MasterAddress,
+    canonical_url,
+    discover_master,
+    read_master_file,
+)
 from determined.common.api._nonfinite import decode_non_finite, encode_non_finite
 from determined.common.api._session import Session, connect
 
@@ -29,6 +35,7 @@ __all__ = [
     "BadRequestException",
     "Forbidden",
     "ForbiddenException",
+    "HUB_TOKEN_ENV",
     "MasterAddress",
     "MasterNotFound",
     "MasterNotFoundException",
@@ -39,6 +46,7 @@ __all__ = [
     "TokenStoreError",
     "UnauthenticatedException",
     "Unauthorized",
+    "canonical_url",
     "connect",
     "decode_non_finite",
     "discover_master",

@@ -1,5 +1,8 @@
 """Where is the master? `-m`, else DET_MASTER (+ DET_MASTER_TOKEN), else <root_dir>/master.json,
-else the master of the login `det user login` stored (Determined's auth.json).
+else the master of the login `det user login` stored (Determined's auth.json). The token, when
+nothing of Determined's own applies: the user's JupyterHub API token (`JUPYTERHUB_API_TOKEN`,
+set in every JupyterHub single-user server and inherited by its kernels and terminals), sent as
+`Authorization: token …` to a master that runs as the Hub's service (docs/team.md).
 
 Every place looked at is remembered (`MasterAddress.tried`), so that "no master" and "cannot
 reach the master" errors say what was tried and what to do, instead of a bare connection error.
@@ -31,6 +34,15 @@ class MasterAddress:
     token_source: str | None = None  # where the token came from, for error messages
     # the user of the login stored by `det user login`, when that login gave the token
     user: str | None = None
+    # the Authorization scheme the token is sent with: "token" for a JupyterHub API token (as
+    # JupyterHub's own clients send it), "Bearer" for the master's own kinds (as Determined)
+    token_scheme: str = "Bearer"
+
+
+# The user's own JupyterHub API token: JupyterHub sets it for a single-user server, whose kernels
+# and terminals inherit it. A shared master run as the Hub's service accepts it (docs/team.md).
+HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
+HUB_TOKEN_SCHEME = "token"
 
 
 def default_root_dir() -> pathlib.Path:
@@ -123,8 +135,8 @@ def discover_master(
     the one master `det user login` stored a login for (auth.json). The token: `token`, else
     DET_MASTER_TOKEN (or DET_SESSION_TOKEN), else master.json's when it names the same URL (the
     running master wrote it: always current), else the login stored for that URL (`user`'s, or
-    the active user's). `given_as` names the `master` argument in messages (`-m` for the CLI,
-    `master_url=` for the Native API).
+    the active user's), else the user's JupyterHub API token (JUPYTERHUB_API_TOKEN). `given_as`
+    names the `master` argument in messages (`-m` for the CLI, `master_url=` for the Native API).
     """
     token_source: str | None = "token" if token else None
     if not token:
@@ -180,7 +192,7 @@ def _with_token(
     address: MasterAddress, master_file: MasterAddress | None, user: str | None
 ) -> MasterAddress:
     """`address` with its token: its own, else master.json's for the same URL, else the login
-    stored for the URL."""
+    stored for the URL, else the JupyterHub API token of the user (JUPYTERHUB_API_TOKEN)."""
     if address.token:
         return address
     if master_file is not None and master_file.url == address.url and master_file.token:
@@ -189,13 +201,24 @@ def _with_token(
         )
     login = authentication.stored_login(address.url, user)
     if login is None:
-        return address
+        return _with_hub_token(address)
     name, token = login
     return dataclasses.replace(
         address,
         token=token,
         token_source=f"{authentication.auth_file_path()} (det user login as {name!r})",
         user=name,
+    )
+
+
+def _with_hub_token(address: MasterAddress) -> MasterAddress:
+    """`address` with the user's JupyterHub API token, when JupyterHub gave this process one:
+    inside a single-user server, `det` and the SDK act as the Hub user with no login step."""
+    hub_token = os.environ.get(HUB_TOKEN_ENV, "").strip()
+    if not hub_token:
+        return address
+    return dataclasses.replace(
+        address, token=hub_token, token_source=HUB_TOKEN_ENV, token_scheme=HUB_TOKEN_SCHEME
     )
 
 

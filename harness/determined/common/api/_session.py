@@ -58,7 +58,10 @@ class Session:
 
             http = requests.Session()
             if self.token:
-                http.headers["Authorization"] = f"Bearer {self.token}"
+                # "Bearer" for the master's own tokens; "token" for a JupyterHub API token
+                # (discover_master says which), the scheme JupyterHub's clients use.
+                scheme = self.address.token_scheme if self.address is not None else "Bearer"
+                http.headers["Authorization"] = f"{scheme} {self.token}"
             # This session talks to one host, so the environment's say on it (proxies,
             # REQUESTS_CA_BUNDLE) is settled once here; requests would otherwise re-read the
             # environment and ~/.netrc on every request, which is most of a metrics POST's CPU in
