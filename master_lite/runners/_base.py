@@ -75,6 +75,9 @@ class LaunchSpec:
     # be a checkpoint directory of the master's storage), for runners that must make it visible.
     restore_from: Path | None = None
     hidden: tuple[Path, ...] = ()
+    # The interpreter `python3` means in a local run (None: the master's own): a run as
+    # another account (`run_as`) gets one that account can execute (MasterLite.trial_python).
+    python: str | None = None
 
 
 class Runner(abc.ABC):
