@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import os
+import pwd
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +50,25 @@ class RunAs:
 
     def describe(self) -> str:
         return self.user or f"uid {self.uid}" + (f" gid {self.gid}" if self.gid is not None else "")
+
+    def ids(self) -> tuple[int, int | None, tuple[int, ...]]:
+        """(uid, gid, supplementary gids) of the account: a named user's looked up (its own
+        groups, as a login gets them, unless `groups` says otherwise). OSError: no such user;
+        ValueError: neither a name nor a uid."""
+        if self.user is None and self.uid is None:
+            raise ValueError("run_as: give a user name or a uid")
+        uid, gid, groups = self.uid, self.gid, self.groups
+        if self.user is not None:
+            try:
+                entry = pwd.getpwnam(self.user)
+            except KeyError:
+                raise OSError(f"run_as: no Unix user {self.user!r} on this machine") from None
+            uid = entry.pw_uid if uid is None else uid
+            gid = entry.pw_gid if gid is None else gid
+            if groups is None:
+                groups = tuple(os.getgrouplist(self.user, entry.pw_gid))
+        assert uid is not None
+        return uid, gid, tuple(groups or ())
 
 
 @dataclasses.dataclass

@@ -38,6 +38,7 @@ from tests._support import (
     trials,
     wait_for_experiment,
 )
+from tests._support.containers import HOST_USR, remove_containers_of
 
 pytestmark = pytest.mark.slow
 
@@ -289,3 +290,56 @@ def test_owner_mode_needs_a_root_master(unix_users, place) -> None:
         shutil.rmtree(root, ignore_errors=True)
     assert done.returncode == 1, done.stderr
     assert "run_trials_as='owner' needs a master that runs as root" in done.stderr
+
+
+# A container trial: who it runs as, and a checkpoint.
+CONTAINER_WRITER = """
+import json, os
+import determined as det
+
+print("SEEN " + json.dumps({"uid": os.getuid(), "gid": os.getgid()}), flush=True)
+with det.core.init() as core:
+    with core.checkpoint.store_path({"steps_completed": 1}) as (path, uuid):
+        (path / "weights").write_text("alice's weights")
+    core.train.report_validation_metrics(steps_completed=1, metrics={"uid": os.getuid()})
+"""
+
+
+def test_container_trials_run_as_their_owner(unix_users, place, container_images) -> None:
+    """podman run --user: alice's container trial runs as her uid:gid, and the checkpoint it
+    saved lies in the storage as hers, 0700, its files 0600 (umask 077)."""
+    if shutil.which("podman") is None:
+        pytest.skip("needs podman")
+    root = place / "container-root"
+    env = {"MASTER_LITE_TRIAL_PYTHON": str(place / "venv-trials" / "bin" / "python")}
+    with MasterProcess(
+        root, cpu_slots=1, extra_args=["--run-trials-as", "owner"], env=env
+    ) as master:
+        try:
+            alice = _user_session(master, ALICE)
+            config = {
+                **_config("alice-in-a-container"),
+                "environment": {"image": container_images["a"]},
+                "bind_mounts": [HOST_USR],
+            }
+            body = {
+                "config": json.dumps(config),
+                "context": context_tarball({"train.py": CONTAINER_WRITER}),
+            }
+            exp_id = int(alice.post("/experiments", body)["experiment"]["id"])
+            state = wait_for_experiment(master, exp_id)["state"]
+            assert state == "COMPLETED", master.logs(trials(master, exp_id)[0]["id"])
+            seen = _seen(master, exp_id)
+            assert (seen["uid"], seen["gid"]) == (
+                unix_users[ALICE].pw_uid,
+                unix_users[ALICE].pw_gid,
+            )
+            (checkpoint,) = master.session.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
+            stored = root / "checkpoints" / checkpoint["uuid"]
+            assert (stored.stat().st_uid, stat.S_IMODE(stored.stat().st_mode)) == (
+                unix_users[ALICE].pw_uid,
+                0o700,
+            )
+            assert stat.S_IMODE((stored / "weights").stat().st_mode) == 0o600
+        finally:
+            remove_containers_of(root)

@@ -140,25 +140,10 @@ def _user_arguments(run_as: RunAs | None) -> dict[str, Any]:
     starting a process as another user needs root (PermissionError, an OSError, otherwise)."""
     if run_as is None:
         return {}
-    if run_as.user is None and run_as.uid is None:
-        raise ValueError("run_as: give a user name or a uid")
-    args: dict[str, Any] = {}
-    uid = run_as.uid
-    gid = run_as.gid
-    groups = run_as.groups
-    if run_as.user is not None:
-        try:
-            entry = pwd.getpwnam(run_as.user)
-        except KeyError:
-            raise OSError(f"run_as: no Unix user {run_as.user!r} on this machine") from None
-        uid = entry.pw_uid if uid is None else uid
-        gid = entry.pw_gid if gid is None else gid
-        if groups is None:
-            groups = tuple(os.getgrouplist(run_as.user, entry.pw_gid))
-    args["user"] = uid
+    uid, gid, groups = run_as.ids()
+    args: dict[str, Any] = {"user": uid, "extra_groups": list(groups)}
     if gid is not None:
         args["group"] = gid
-    args["extra_groups"] = list(groups or ())
     return args
 
 
