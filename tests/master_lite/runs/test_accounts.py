@@ -149,3 +149,19 @@ def test_storage_of_a_run_as_another_account(tmp_path: Path) -> None:
     os.symlink(elsewhere, base / "tensorboard" / "experiment" / "5")
     prepare_storage(config, RunAs(user="nobody"), 5, 1)
     assert list(elsewhere.iterdir()) == []
+
+
+def test_runners_that_cannot_run_as_another_user_say_what_to_change(tmp_path: Path) -> None:
+    from master_lite.runners import LaunchSpec, refuse_run_as
+
+    class KernelRunner:  # the name is what the message shows
+        pass
+
+    spec = LaunchSpec("trial-1.1", 1, ["true"], {}, tmp_path, run_as=RunAs(user="alice"))
+    with pytest.raises(NotImplementedError) as refused:
+        refuse_run_as(KernelRunner(), spec, "environment.kernel")  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert "KernelRunner cannot run a trial as another Unix user (alice)" in message
+    assert "remove environment.kernel from the experiment's config" in message
+    assert "run_trials_as='master'" in message
+    refuse_run_as(KernelRunner(), LaunchSpec("trial-1.1", 1, [], {}, tmp_path))  # type: ignore[arg-type]
