@@ -6,7 +6,8 @@ not start it. This makes a venv from a system interpreter of the same minor vers
 /usr/bin/python3) whose site-packages add `.venv`'s (compiled wheels are built for the minor
 version's ABI, so numpy and torch import the same), the repository and its harness; and copies
 `.venv/bin`'s console scripts (det, jupyter, jupyterhub-singleuser, ...) with their `#!` line
-pointing at the new interpreter, so that those run as other users too.
+pointing at the new interpreter, so that those run as other users too; `etc/jupyter` and
+`share/jupyter` link to `.venv`'s (enabled server extensions, labextensions, kernelspecs).
 
 Usage: python scripts/make_trial_venv.py [--venv .venv] [--out .venv-trials] [--base PYTHON]
        [--check-user USER]
@@ -70,6 +71,13 @@ def make(venv: Path, out: Path, base: Path) -> None:
     ]
     (site / PTH_NAME).write_text("\n".join(lines) + "\n")
     _copy_scripts(venv, out)
+    # Jupyter reads config and data under sys.prefix: .venv's (server extensions enabled,
+    # labextensions, kernelspecs) serve the trial venv's jupyter-lab / jupyterhub-singleuser too.
+    for relative in ("etc/jupyter", "share/jupyter"):
+        source, link = venv / relative, out / relative
+        if source.is_dir() and not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(source)
     for top, dirs, files in os.walk(out):
         for name in (*dirs, *files):
             path = Path(top) / name

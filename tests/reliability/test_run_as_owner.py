@@ -18,6 +18,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -34,9 +35,11 @@ from tests._support import (
     MasterProcess,
     child_env,
     context_tarball,
+    free_port,
     trial_logs,
     trials,
     wait_for_experiment,
+    wait_until,
 )
 from tests._support.containers import HOST_USR, remove_containers_of
 
@@ -343,3 +346,82 @@ def test_container_trials_run_as_their_owner(unix_users, place, container_images
             assert stat.S_IMODE((stored / "weights").stat().st_mode) == 0o600
         finally:
             remove_containers_of(root)
+
+
+def test_the_trial_venv_serves_jupyterlab_to_another_user(unix_users, place) -> None:
+    """What a JupyterHub's single-user servers of real Unix users need: the trial venv's
+    jupyter-lab (and jupyterhub-singleuser, the same scripts) runs as a user who cannot enter
+    .venv's interpreter, with the Determined server extension and sidebar enabled."""
+    name = "runas_lab"
+    subprocess.run(["userdel", "-r", name], capture_output=True, check=False)
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
+    bin_dir = place / "venv-trials" / "bin"
+    port = free_port()
+    server = None
+    try:
+        singleuser = subprocess.run(
+            ["runuser", "-u", name, "--", str(bin_dir / "jupyterhub-singleuser"), "--version"],
+            capture_output=True,
+            text=True,
+            cwd="/",
+        )
+        assert singleuser.returncode == 0 and singleuser.stdout.strip(), singleuser.stderr
+        home = pwd.getpwnam(name).pw_dir
+        server = subprocess.Popen(
+            [
+                "runuser",
+                "-u",
+                name,
+                "--",
+                "env",
+                "-i",
+                f"HOME={home}",
+                "PATH=/usr/bin:/bin",
+                str(bin_dir / "jupyter-lab"),
+                "--no-browser",
+                f"--port={port}",
+                "--IdentityProvider.token=lab-token",
+                f"--ServerApp.root_dir={home}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd="/",
+            start_new_session=True,
+        )
+
+        def master_answers() -> dict | None:
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/determined/api/v1/master",
+                headers={"Authorization": "token lab-token"},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=5) as answer:
+                    return dict(json.loads(answer.read()))
+            except OSError:
+                assert server is not None and server.poll() is None, "jupyter-lab exited"
+                return None
+
+        info = wait_until(master_answers, timeout=120, interval=0.5)
+        # The embedded master is the user's own, in the user's own data dir.
+        assert info["root_dir"].startswith(home + "/")
+    finally:
+        if server is not None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+        _end_processes_of(pwd.getpwnam(name).pw_uid)  # e.g. rootless podman's pause process
+        subprocess.run(["userdel", "-r", name], capture_output=True, check=False)
+
+
+def _end_processes_of(uid: int) -> None:
+    """SIGKILL what this test's user still runs (processes the test started, by pid)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                continue
