@@ -38,7 +38,8 @@ ESTIMATOR_PYTEST_ARGS ?=
 .PHONY: install lab master demo lint format test test-fast test-deps test-estimator bench soak clean image
 
 ## install: create or update .venv with the project and everything it needs (idempotent), and
-## configurable-http-proxy (JupyterHub's proxy, from npm) unless one is on PATH already
+## configurable-http-proxy (JupyterHub's proxy, from npm) unless one is on PATH already, and
+## .venv-trials, the interpreter of trials run as other Unix users (scripts/make_trial_venv.py)
 install: $(STAMP) $(CHP)
 
 # JupyterHub's proxy (CHP, above): skipped when one is on PATH or already there. Needs npm
@@ -65,6 +66,9 @@ $(STAMP): pyproject.toml $(LABEXT_SOURCES)
 		$(PIP) uninstall -q -y torchvision; }
 	$(PIP) install -q -e '.[all]'
 	$(PIP) install -q --no-deps 'tf-keras==$(TF_KERAS_VERSION)'
+	@# .venv-trials: an interpreter (and console scripts) that trials run as other Unix users
+	@# can execute (.venv's may resolve under /root, 0700): docs/team.md, "What runs as whom"
+	$(PY) scripts/make_trial_venv.py --venv $(VENV) --out .venv-trials
 	@touch $(STAMP)
 
 ## lab: start JupyterLab with the Determined sidebar and the embedded master

@@ -53,6 +53,18 @@ def _parser() -> argparse.ArgumentParser:
         "and identify callers through the Hub (docs/team.md)",
     )
     parser.add_argument(
+        "--run-trials-as",
+        choices=["master", "owner"],
+        help="which Unix account runs trials: the master's own, or the experiment owner's "
+        "(needs root; default: $MASTER_LITE_RUN_TRIALS_AS, else master)",
+    )
+    parser.add_argument(
+        "--fallback-unix-user",
+        metavar="USER",
+        help="with --run-trials-as owner: the account for users without a Unix account of "
+        "their own (default: $MASTER_LITE_FALLBACK_UNIX_USER, else none: their trials fail)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -71,6 +83,8 @@ def _config(args: argparse.Namespace) -> Config:
         ("resource_manager", "resource_manager"),
         ("kernel_gateway_url", "kernel_gateway_url"),
         ("kernel_gateway_master_url", "kernel_gateway_master_url"),
+        ("run_trials_as", "run_trials_as"),
+        ("fallback_unix_user", "fallback_unix_user"),
     ):
         value = getattr(args, option)
         if value is not None:
@@ -128,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         app.cpu_slots  # noqa: B018
         app.kernel_gateway_url  # noqa: B018
         app.kernel_gateway_master_url  # noqa: B018
+        app.run_trials_as  # noqa: B018
     except TraitError as exc:
         print(f"master-lite: error: {exc}", file=sys.stderr)
         return 2

@@ -156,6 +156,26 @@ class MasterLiteSettings(Configurable):
         "this is what it may read and delete. Env: MASTER_LITE_CHECKPOINT_STORAGE_ROOTS "
         "(separated by the OS path separator, ':').",
     ).tag(config=True)
+    run_trials_as = Enum(
+        ["master", "owner"],
+        help="Which Unix account runs trials: 'master' (default: the master's own) or 'owner' "
+        "(the account named like the experiment's owner; the owner account runs as the master; "
+        "needs a master that runs as root). Trials run as another account get their own 0700 "
+        "work dirs and checkpoints (docs/team.md, 'What runs as whom'). "
+        "Env: MASTER_LITE_RUN_TRIALS_AS.",
+    ).tag(config=True)
+    fallback_unix_user = Unicode(
+        help="With run_trials_as 'owner': the Unix account that runs the trials of users who "
+        "have none of their own (e.g. Hub-only users). Empty (default): their trials fail to "
+        "start, with a message naming the user and this setting. "
+        "Env: MASTER_LITE_FALLBACK_UNIX_USER."
+    ).tag(config=True)
+    trial_python = Unicode(
+        help="The interpreter that `python3` means in trials run as another Unix account "
+        "(run_trials_as 'owner'): one that account can execute. Default: the .venv-trials "
+        "that `make install` makes beside .venv, else the master's own interpreter. "
+        "Env: MASTER_LITE_TRIAL_PYTHON."
+    ).tag(config=True)
     context_size_limit = Integer(
         help="Largest accepted experiment context (tar.gz bytes); bigger uploads get 413. "
         "Env: MASTER_LITE_CONTEXT_SIZE_LIMIT."
@@ -273,6 +293,26 @@ class MasterLiteSettings(Configurable):
             if not os.path.isabs(os.path.expanduser(path)):
                 raise TraitError(f"checkpoint_storage_roots: {path!r} is not an absolute path")
         return list(proposal["value"])
+
+    @default("run_trials_as")
+    def _default_run_trials_as(self) -> str:
+        value = _from_env("MASTER_LITE_RUN_TRIALS_AS", str, "master")
+        if value not in ("master", "owner"):
+            raise TraitError(
+                f"environment variable MASTER_LITE_RUN_TRIALS_AS={value!r}: expected "
+                "'master' or 'owner'"
+            )
+        return value
+
+    @default("fallback_unix_user")
+    def _default_fallback_unix_user(self) -> str:
+        return _from_env("MASTER_LITE_FALLBACK_UNIX_USER", str, "")
+
+    @default("trial_python")
+    def _default_trial_python(self) -> str:
+        from master_lite.runs import default_trial_python
+
+        return _from_env("MASTER_LITE_TRIAL_PYTHON", str, "") or default_trial_python()
 
     @default("context_size_limit")
     def _default_context_size_limit(self) -> int:

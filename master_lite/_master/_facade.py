@@ -45,7 +45,7 @@ from master_lite.runners import (
     build_runner,
     default_runtime,
 )
-from master_lite.runs import Runs, RunSettings, authenticate
+from master_lite.runs import Runs, RunSettings, TrialAccounts, authenticate, open_root
 from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
@@ -78,12 +78,19 @@ class Master:
         kernel_gateway: GatewayDefault | None = None,
         checkpoint_storage_roots: Sequence[str | os.PathLike] = (),
         determined_images_fallback: bool = True,
+        run_trials_as: str = "master",
+        fallback_unix_user: str = "",
+        trial_python: str = "",
     ) -> None:
         if resource_manager not in ("local", "ray"):
             raise ValueError(
                 f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"
             )
         self._resource_manager = resource_manager
+        # Which Unix account runs each trial (docs/team.md, "What runs as whom"): ValueError
+        # when "owner" cannot work here (not root, a fallback account that does not exist).
+        self._accounts = TrialAccounts(run_trials_as, fallback_unix_user, trial_python)
+        self._accounts.check()
         # The runner class of each kind (None: the built-in one); `runner_class`, the older
         # setting, replaces the process runner (a deprecated alias of runner_classes.process).
         classes = runner_classes or RunnerClasses()
@@ -143,6 +150,7 @@ class Master:
             collect_garbage=self._collect_checkpoint_garbage,
             delete_checkpoint_files=self._delete_checkpoint_files,
             tensorboard_refresh_seconds=tensorboard_refresh_seconds,
+            accounts=self._accounts,
         )
         # The typed parts the API handlers call, one method each (docs/internals.md, "Master
         # facade"): reads from `views`, experiment actions from `experiments`, edits from
@@ -197,6 +205,8 @@ class Master:
         self.events.attach(loop)
         for sub in ("contexts", "trials", "checkpoints"):
             (self.root_dir / sub).mkdir(mode=0o700, parents=True, exist_ok=True)  # private
+        if self._accounts.run_trials_as == "owner":
+            open_root(self.root_dir)  # trials of other accounts reach their own dirs only
         store = Store(self.root_dir / "master.db")
         self._checkpoint_gc = CheckpointCollector(
             store, on_deleted=self.checkpoints.publish_deleted, roots=self._shared.storage_roots

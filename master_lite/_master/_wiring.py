@@ -18,6 +18,7 @@ from master_lite.experiments._searchers import Searchers
 from master_lite.models._models import Models
 from master_lite.reports._logs import TrialLogs
 from master_lite.reports._reporting import Reports
+from master_lite.runs import TrialAccounts
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._preemption import RunEnded, RunSettings
 from master_lite.runs._runs import Runs
@@ -59,6 +60,7 @@ def build_parts(
     collect_garbage: Callable[[], None],
     delete_checkpoint_files: Callable[[str], None],
     tensorboard_refresh_seconds: float = 5.0,
+    accounts: TrialAccounts | None = None,
 ) -> Parts:
     """Each part gets the parts it calls in its constructor; where two parts call each other,
     the one built first is wired to the other by its `connect`."""
@@ -74,6 +76,7 @@ def build_parts(
         scheduler=scheduler,
         gpus=gpus,
         settings=settings,
+        accounts=accounts,
     )
     experiments = Experiments(
         shared,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import os
+import pwd
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +51,25 @@ class RunAs:
     def describe(self) -> str:
         return self.user or f"uid {self.uid}" + (f" gid {self.gid}" if self.gid is not None else "")
 
+    def ids(self) -> tuple[int, int | None, tuple[int, ...]]:
+        """(uid, gid, supplementary gids) of the account: a named user's looked up (its own
+        groups, as a login gets them, unless `groups` says otherwise). OSError: no such user;
+        ValueError: neither a name nor a uid."""
+        if self.user is None and self.uid is None:
+            raise ValueError("run_as: give a user name or a uid")
+        uid, gid, groups = self.uid, self.gid, self.groups
+        if self.user is not None:
+            try:
+                entry = pwd.getpwnam(self.user)
+            except KeyError:
+                raise OSError(f"run_as: no Unix user {self.user!r} on this machine") from None
+            uid = entry.pw_uid if uid is None else uid
+            gid = entry.pw_gid if gid is None else gid
+            if groups is None:
+                groups = tuple(os.getgrouplist(self.user, entry.pw_gid))
+        assert uid is not None
+        return uid, gid, tuple(groups or ())
+
 
 @dataclasses.dataclass
 class LaunchSpec:
@@ -75,6 +96,9 @@ class LaunchSpec:
     # be a checkpoint directory of the master's storage), for runners that must make it visible.
     restore_from: Path | None = None
     hidden: tuple[Path, ...] = ()
+    # The interpreter `python3` means in a local run (None: the master's own): a run as
+    # another account (`run_as`) gets one that account can execute (MasterLite.trial_python).
+    python: str | None = None
 
 
 class Runner(abc.ABC):
@@ -174,13 +198,17 @@ class Runner(abc.ABC):
         """Release what the runner holds beyond its runs (pools, connections)."""
 
 
-def refuse_run_as(runner: Runner, spec: LaunchSpec) -> None:
+def refuse_run_as(runner: Runner, spec: LaunchSpec, what: str = "") -> None:
     """NotImplementedError when `spec` asks to run as another Unix user: for the runners that
-    cannot do that yet (only the process runner can)."""
+    cannot do that (only the process and container runners can). `what`: the part of the
+    config (or setting) that chose this runner, named in the message as what to change."""
     if spec.run_as is not None:
+        change = f"remove {what} from the experiment's config, or " if what else ""
         raise NotImplementedError(
             f"{type(runner).__name__} cannot run a trial as another Unix user "
-            f"({spec.run_as.describe()}) yet: only the process runner can"
+            f"({spec.run_as.describe()}): with MasterLite.run_trials_as='owner' only process "
+            f"and container trials run as their owner (docs/team.md, 'What runs as whom'); "
+            f"{change}set run_trials_as='master'"
         )
 
 

@@ -6,8 +6,10 @@
 * _environment.py: what a run's process gets (argv, environment, files).
 * `authenticate` (_tokens.py): which trial a run's token speaks for.
 * `trial_kernel` (_kernel_attach.py): where to attach to a kernel trial's kernel.
+* `TrialAccounts` (_accounts.py): which Unix account runs a trial (run_trials_as), its dirs.
 """
 
+from master_lite.runs._accounts import TrialAccounts, default_trial_python, open_root
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._kernel_attach import trial_kernel
 from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
@@ -16,6 +18,9 @@ from master_lite.runs._tokens import authenticate
 
 __all__ = [
     "Contexts",
+    "TrialAccounts",
+    "default_trial_python",
+    "open_root",
     "Preemption",
     "RunEnded",
     "RunSettings",

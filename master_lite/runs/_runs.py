@@ -29,6 +29,7 @@ from master_lite.runners import (
     exit_summary,
     signal_of,
 )
+from master_lite.runs._accounts import TrialAccounts, hand_over, prepare_storage
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._environment import run_argv, steps_to_resume, trial_environment
 from master_lite.runs._keras import keras_environment
@@ -77,8 +78,11 @@ class Runs:
         scheduler: Scheduler,
         gpus: list[GPU],
         settings: RunSettings,
+        accounts: TrialAccounts | None = None,
     ) -> None:
         self._shared = shared
+        # Which Unix account runs each trial (MasterLite.run_trials_as; _accounts.py).
+        self.accounts = accounts or TrialAccounts()
         self._views = views
         self._contexts = contexts
         self._logs = logs
@@ -279,6 +283,9 @@ class Runs:
         run_id = trial.run_id + 1
         allocation_id = allocation_id_for(trial_id, run_id)
         work_dir = self._shared.root_dir / "trials" / str(trial_id) / f"run-{run_id}"
+        # Before anything is made: a user without a Unix account (and no fallback) fails here.
+        run_as = self.accounts.run_as(experiment.owner_id, self._shared.store.users.get)
+        python = self.accounts.python_for(run_as)
         if not prepared:
             context = experiment.context_hash
             if context and self._contexts.stored_size(context) > INLINE_CONTEXT_BYTES:
@@ -289,6 +296,9 @@ class Runs:
             work_dir.mkdir(parents=True)
             if context:
                 self._contexts.unpack(context, work_dir)
+        if run_as is not None:
+            hand_over(work_dir, run_as)
+            prepare_storage(config, run_as, experiment.id, trial_id)
         token = _auth.new_trial_token()
         slot_ids = list(grant.slot_ids)
         gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []
@@ -369,6 +379,8 @@ class Runs:
                     config=config,
                     restore_from=self._restore_dir(trial),
                     hidden=self._shared.hidden_from_trials,
+                    run_as=run_as,
+                    python=python,
                 )
             )
         except (OSError, NotImplementedError) as exc:

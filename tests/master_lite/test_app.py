@@ -71,6 +71,9 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "kernel_gateway_files_limit",
         "host",
         "port",
+        "run_trials_as",
+        "fallback_unix_user",
+        "trial_python",
     }
     for name, trait in traits.items():
         assert trait.help, name
@@ -128,6 +131,38 @@ def test_checkpoint_storage_roots_reach_the_master(
     )
     with pytest.raises(TraitError, match="'relative/dir' is not an absolute path"):
         MasterLite(checkpoint_storage_roots=["relative/dir"])
+
+
+def test_run_trials_as_settings_reach_the_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """run_trials_as / fallback_unix_user / trial_python: env defaults, checks naming the fix."""
+    for name in list(os.environ):
+        if name.startswith("MASTER_LITE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(tmp_path / "root"))
+    app = MasterLite()
+    assert (app.run_trials_as, app.fallback_unix_user) == ("master", "")
+    assert app.build_master().runs.accounts.run_trials_as == "master"
+    monkeypatch.setenv("MASTER_LITE_RUN_TRIALS_AS", "owner")
+    monkeypatch.setenv("MASTER_LITE_FALLBACK_UNIX_USER", "no-such-unix-user-x")
+    monkeypatch.setenv("MASTER_LITE_TRIAL_PYTHON", "/opt/py/bin/python")
+    app = MasterLite()
+    assert (app.run_trials_as, app.fallback_unix_user, app.trial_python) == (
+        "owner",
+        "no-such-unix-user-x",
+        "/opt/py/bin/python",
+    )
+    expected = (
+        "fallback_unix_user: no Unix user 'no-such-unix-user-x'"
+        if os.geteuid() == 0
+        else "run_trials_as='owner' needs a master that runs as root"
+    )
+    with pytest.raises(ValueError, match=expected):
+        app.build_master()
+    monkeypatch.setenv("MASTER_LITE_RUN_TRIALS_AS", "everyone")
+    with pytest.raises(TraitError, match="MASTER_LITE_RUN_TRIALS_AS='everyone'"):
+        _ = MasterLite().run_trials_as
 
 
 def test_bad_settings_name_the_problem(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from determined.common.containers import registry_of
-from master_lite.runners._base import LaunchSpec, LogRecord, Runner, refuse_run_as
+from master_lite.runners._base import LaunchSpec, LogRecord, Runner
 from master_lite.runners._startup_hook import has_startup_hook, with_startup_hook
 from master_lite.runners.container._config import Mount, config_mounts, config_options
 from master_lite.runners.container._pull import (
@@ -106,7 +106,7 @@ class ContainerRunner(Runner):
         sh) first."""
         if spec.image is None:
             raise ValueError(f"{spec.allocation_id}: no image to run in a container")
-        refuse_run_as(self, spec)
+        user_args = self._user_args(spec)
         if self.runtime.path() is None:
             raise OSError(
                 f"the container runtime {self.runtime.binary!r} is not installed (set "
@@ -132,6 +132,7 @@ class ContainerRunner(Runner):
             experiment_id=int(experiment_id) if experiment_id else None,
             restore_from=spec.restore_from,
             root_label=self.runtime.root_label,
+            owner=spec.run_as.ids()[:2] if spec.run_as is not None else None,
         )
         argv = list(spec.argv)
         if has_startup_hook(spec.work_dir):
@@ -143,7 +144,7 @@ class ContainerRunner(Runner):
             env_names=sorted(env),
             work_dir=work_dir,
             mounts=mounts,
-            device_args=device_args + config_options(spec.config or {}),
+            device_args=user_args + device_args + config_options(spec.config or {}),
         )
         environment = (spec.config or {}).get("environment") or {}
         registry = registry_of(spec.image)
@@ -185,6 +186,25 @@ class ContainerRunner(Runner):
             if pull is not None:
                 pull.remove()
             raise
+
+    def _user_args(self, spec: LaunchSpec) -> list[str]:
+        """`run` options for a run as another account (`spec.run_as`): its uid:gid, its groups
+        and umask 077 (what it saves is its own). Podman only: docker has no --umask, and
+        without it the trial's checkpoints would be readable by other users' trials."""
+        if spec.run_as is None:
+            return []
+        if self.runtime.name != "podman":
+            raise NotImplementedError(
+                f"{self.runtime.name} cannot run a trial as another Unix user "
+                f"({spec.run_as.describe()}): use podman (MasterLite.container_runtime), or "
+                "run_trials_as='master'"
+            )
+        uid, gid, groups = spec.run_as.ids()
+        args = ["--user", f"{uid}:{gid if gid is not None else uid}", "--umask", "0077"]
+        for group in groups:
+            if group != gid:
+                args += ["--group-add", str(group)]
+        return args
 
     def _client_exited(self, allocation_id: str, exit_code: int) -> None:
         with self._lock:

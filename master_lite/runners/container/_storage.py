@@ -109,9 +109,11 @@ def storage_mounts(
     experiment_id: int | None,
     restore_from: Path | None,
     root_label: str,
+    owner: tuple[int, int | None] | None = None,
 ) -> list[Mount]:
     """The mounts that give a container trial its view of `shared_fs` storage (module doc);
-    creates the view and TensorBoard directories. Empty without shared_fs storage."""
+    creates the view and TensorBoard directories, handed to `owner` (uid, gid) when the trial
+    runs as another account. Empty without shared_fs storage."""
     base = shared_fs_base(config)
     if base is None:
         return []
@@ -121,10 +123,15 @@ def storage_mounts(
     view = trial_view_dir(base, root_label, trial_id)
     view.mkdir(parents=True, exist_ok=True, mode=0o700)
     tidy_view(view, base)
+    if owner is not None:
+        os.chown(view, owner[0], -1 if owner[1] is None else owner[1], follow_symlinks=False)
+        os.chmod(view, 0o700)
     mounts = [Mount(str(view), target)]
     if experiment_id is not None:
         relative = Path("tensorboard", "experiment", str(experiment_id), "trial", str(trial_id))
         (base / relative).mkdir(parents=True, exist_ok=True)
+        if owner is not None and not (base / relative).is_symlink():
+            os.chown(base / relative, owner[0], -1 if owner[1] is None else owner[1])
         mounts.append(Mount(str(base / relative), os.path.join(target, relative)))
     if restore_from is not None and not (view / restore_from.name).exists():
         mounts.append(
@@ -147,6 +154,17 @@ def _link_one(src_fd: int, name: str, dest: Path, mode: int) -> None:
             shutil.copyfileobj(source, copy)
 
 
+def _same_owner_and_mode(src_fd: int, dest: Path) -> None:
+    """A placed directory is its saver's, with its mode (a trial run as another account keeps
+    its checkpoint 0700 and its own: other users' trials cannot read it in the storage)."""
+    st = os.fstat(src_fd)
+    try:
+        os.chown(dest, st.st_uid, st.st_gid, follow_symlinks=False)
+    except PermissionError:  # not root: a directory the master's own user made stays so
+        pass
+    os.chmod(dest, stat.S_IMODE(st.st_mode))
+
+
 def _link_tree(src_fd: int, dest: Path) -> None:
     # Directory file descriptors all the way down, opened with O_NOFOLLOW: a trial that swaps
     # a directory for a symlink meanwhile cannot make the master link files from elsewhere.
@@ -158,6 +176,7 @@ def _link_tree(src_fd: int, dest: Path) -> None:
             try:
                 (dest / name).mkdir()
                 _link_tree(sub, dest / name)
+                _same_owner_and_mode(sub, dest / name)
             finally:
                 os.close(sub)
         else:
@@ -191,6 +210,7 @@ def link_into_storage(view: Path, uuid: str, base: Path) -> bool:
                 return False
             try:
                 _link_tree(src_fd, target)
+                _same_owner_and_mode(src_fd, target)
             except BaseException:
                 shutil.rmtree(target, ignore_errors=True)
                 raise

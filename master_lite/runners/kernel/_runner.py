@@ -110,7 +110,7 @@ class KernelRunner(KernelOutput, Runner):
 
     def launch(self, spec: LaunchSpec) -> None:
         """Start the run's thread (the kernel starts there, off the master's event loop)."""
-        refuse_run_as(self, spec)
+        refuse_run_as(self, spec, "environment.kernel")
         settings = kernel_settings(spec.config)
         if settings is None:
             raise ValueError(f"{spec.allocation_id}: its experiment has no environment.kernel")

@@ -78,36 +78,59 @@ USER_SECRET_VARIABLES = (
     "JUPYTERHUB_API_TOKEN",
     "JPY_API_TOKEN",
 )
-# A master run as a JupyterHub service has the Hub's service variables (its OAuth client, its
-# prefix, the Hub's API URL): a trial is not that service, so none of them is passed on.
-HUB_SERVICE_VARIABLE_PREFIX = "JUPYTERHUB_"
 
 
-def process_environment(own: dict[str, str]) -> dict[str, str]:
+# The master's own secrets and a JupyterHub service's variables (its Hub token, OAuth client
+# settings): never passed on to a run either (issue 29, docs/team.md "What runs as whom").
+MASTER_SECRET_VARIABLES = (
+    "MASTER_LITE_KERNEL_GATEWAY_TOKEN",
+    "JUPYTER_GATEWAY_AUTH_TOKEN",
+)
+MASTER_SECRET_PREFIXES = ("JUPYTERHUB_",)
+
+
+def process_environment(own: dict[str, str], python: str | None = None) -> dict[str, str]:
     """The environment of a run as a local process: the master's (without the variables that
-    may hold the user's token, `USER_SECRET_VARIABLES`, nor a Hub service's `JUPYTERHUB_*`),
-    then the run's `own`."""
-    env = dict(os.environ)
-    for name in USER_SECRET_VARIABLES:
-        env.pop(name, None)
-    for name in [n for n in env if n.startswith(HUB_SERVICE_VARIABLE_PREFIX)]:
-        del env[name]
+    may hold the user's token, `USER_SECRET_VARIABLES`, nor the master's secrets,
+    `MASTER_SECRET_VARIABLES`/`MASTER_SECRET_PREFIXES`), then the run's `own`. `python`: the
+    run's interpreter (default: the master's), whose directory heads PATH."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in USER_SECRET_VARIABLES
+        and name not in MASTER_SECRET_VARIABLES
+        and not name.startswith(MASTER_SECRET_PREFIXES)
+    }
     env.pop("DET_LATEST_CHECKPOINT", None)
-    # `python3` in an entrypoint must be the master's interpreter (its venv has determined).
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    # `python3` in an entrypoint must be the run's interpreter (its venv has determined).
+    python_dir = os.path.dirname(python or sys.executable)
+    env["PATH"] = python_dir + os.pathsep + env.get("PATH", "")
     env.update(own)
     return env
 
 
-def local_argv(argv: list[str], work_dir: Path) -> list[str]:
-    """A run's argv as a local process runs it: `python3` is the master's interpreter, and a
-    context's startup hook is sourced first (in `sh`), as Determined's container entrypoint
-    does."""
+def local_argv(argv: list[str], work_dir: Path, python: str | None = None) -> list[str]:
+    """A run's argv as a local process runs it: `python3` is the run's interpreter (`python`,
+    default the master's), and a context's startup hook is sourced first (in `sh`), as
+    Determined's container entrypoint does."""
     if argv and argv[0] == PYTHON:
-        argv = [sys.executable, *argv[1:]]
+        argv = [python or sys.executable, *argv[1:]]
     if has_startup_hook(work_dir):
         argv = with_startup_hook(argv, shell=None)
     return argv
+
+
+# The umask of a run as another account: its files (checkpoints) are its own.
+TRIAL_UMASK = 0o077
+
+
+def account_environment(run_as: RunAs) -> dict[str, str]:
+    """HOME, USER and LOGNAME of `run_as`'s account (empty for a bare uid without a name)."""
+    try:
+        entry = pwd.getpwnam(run_as.user) if run_as.user else pwd.getpwuid(run_as.uid or 0)
+    except KeyError:
+        return {}
+    return {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name}
 
 
 def _user_arguments(run_as: RunAs | None) -> dict[str, Any]:
@@ -117,25 +140,10 @@ def _user_arguments(run_as: RunAs | None) -> dict[str, Any]:
     starting a process as another user needs root (PermissionError, an OSError, otherwise)."""
     if run_as is None:
         return {}
-    if run_as.user is None and run_as.uid is None:
-        raise ValueError("run_as: give a user name or a uid")
-    args: dict[str, Any] = {}
-    uid = run_as.uid
-    gid = run_as.gid
-    groups = run_as.groups
-    if run_as.user is not None:
-        try:
-            entry = pwd.getpwnam(run_as.user)
-        except KeyError:
-            raise OSError(f"run_as: no Unix user {run_as.user!r} on this machine") from None
-        uid = entry.pw_uid if uid is None else uid
-        gid = entry.pw_gid if gid is None else gid
-        if groups is None:
-            groups = tuple(os.getgrouplist(run_as.user, entry.pw_gid))
-    args["user"] = uid
+    uid, gid, groups = run_as.ids()
+    args: dict[str, Any] = {"user": uid, "extra_groups": list(groups)}
     if gid is not None:
         args["group"] = gid
-    args["extra_groups"] = list(groups or ())
     return args
 
 
@@ -185,10 +193,16 @@ class LocalRunner(Runner):
         """Start the run; returns its pid (which is also its process group id).
 
         A run as the master's own user starts in the sandbox (`_sandbox`) that hides
-        `spec.hidden`; one as another user (`run_as`) needs none: that uid cannot read them."""
-        argv = local_argv(spec.argv, Path(spec.work_dir))
-        env = process_environment(spec.env)
+        `spec.hidden`; one as another user (`run_as`) needs none: that uid cannot read them.
+        Such a run has that user's HOME, USER and LOGNAME, and umask 077 (what it writes,
+        checkpoints included, is its own)."""
+        argv = local_argv(spec.argv, Path(spec.work_dir), spec.python)
+        env = process_environment(spec.env, spec.python)
         user_args = _user_arguments(spec.run_as)
+        if spec.run_as is not None:
+            env.update(account_environment(spec.run_as))
+            env.update(spec.env)  # the run's own variables still win
+            user_args["umask"] = TRIAL_UMASK
         wrapper = self.sandbox.prefix(spec.hidden) if spec.run_as is None else []
         spec = dataclasses.replace(spec, argv=argv, env=env)
         return self.launch_process(spec, wrapper=wrapper, **user_args)
@@ -405,5 +419,6 @@ __all__ = [
     "kill_orphaned_group",
     "local_argv",
     "process_environment",
+    "account_environment",
     "process_group_alive",
 ]
