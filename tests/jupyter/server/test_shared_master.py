@@ -210,6 +210,33 @@ def test_events_stream_through_the_lab(shared, lab):
             assert time.monotonic() < deadline, f"no event of experiment {exp_id}: {seen}"
 
 
+def connections_to(pid: int, url: str) -> int:
+    """Established TCP connections of process `pid` to the host:port of `url`."""
+    import subprocess
+    import urllib.parse
+
+    port = urllib.parse.urlsplit(url).port
+    shown = subprocess.run(
+        ["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return sum(1 for line in shown.splitlines() if f"pid={pid}," in line)
+
+
+def test_a_closed_event_stream_closes_its_connection_to_the_shared_master(shared, lab):
+    master, _ = shared
+    # (An earlier test's stream may still be open until the master's next keepalive.)
+    wait_until(lambda: connections_to(lab.pid, master.url) == 0, 45, "no upstream connection")
+    with lab_api(lab, "GET", "events", stream=True) as stream:
+        assert next(stream.iter_lines(decode_unicode=True)) == ": connected"
+        assert connections_to(lab.pid, master.url) == 1
+    # The browser went away: at the master's next keepalive (15 s) at the latest, the proxy
+    # stops reading and closes its connection, instead of holding one per closed tab.
+    wait_until(lambda: connections_to(lab.pid, master.url) == 0, 45, "the upstream to close")
+
+
 def run_in_kernel(lab: JupyterServer, code: str, timeout: float = 120) -> str:
     """Run `code` in a new kernel of the lab; its stdout."""
     from tornado.httpclient import HTTPRequest
