@@ -237,8 +237,8 @@ def test_a_closed_event_stream_closes_its_connection_to_the_shared_master(shared
     wait_until(lambda: connections_to(lab.pid, master.url) == 0, 45, "the upstream to close")
 
 
-def run_in_kernel(lab: JupyterServer, code: str, timeout: float = 120) -> str:
-    """Run `code` in a new kernel of the lab; its stdout."""
+def run_in_kernel(lab: JupyterServer, cells: list[str], timeout: float = 120) -> str:
+    """Run `cells` one after the other in a new kernel of the lab; their output."""
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
@@ -255,6 +255,12 @@ def run_in_kernel(lab: JupyterServer, code: str, timeout: float = 120) -> str:
         url = lab.base.replace("http://", "ws://") + f"api/kernels/{kernel_id}/channels"
         request = HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})
         connection = await websocket_connect(request)
+        try:
+            return "".join([await execute_one(connection, code) for code in cells])
+        finally:
+            connection.close()
+
+    async def execute_one(connection, code: str) -> str:
         msg_id = uuid.uuid4().hex
         header = {
             "msg_id": msg_id,
@@ -279,7 +285,6 @@ def run_in_kernel(lab: JupyterServer, code: str, timeout: float = 120) -> str:
             elif kind == "error":
                 out.append("\n".join(reply["content"]["traceback"]))
             elif kind == "status" and reply["content"]["execution_state"] == "idle":
-                connection.close()
                 return "".join(out)
 
     try:
@@ -310,7 +315,16 @@ print("RESULT " + json.dumps({
 
 def test_a_kernel_reaches_the_shared_master_as_the_user(shared, lab):
     master, _ = shared
-    output = run_in_kernel(lab, f"CONFIG = {CONFIG!r}\n" + KERNEL_CODE)
+    output = run_in_kernel(
+        lab,
+        [
+            f"CONFIG = {CONFIG!r}\n" + KERNEL_CODE,
+            "%load_ext jupyter_determined",
+            "%%det_submit CONFIG --no-widget\nprint('trained')",
+            "from jupyter_determined.kernel import _magics\n"
+            "print('SUBMITTED', _magics._last_experiment_id)",
+        ],
+    )
     result_line = [line for line in output.splitlines() if line.startswith("RESULT ")]
     assert result_line, output
     result = json.loads(result_line[0][len("RESULT ") :])
@@ -320,6 +334,12 @@ def test_a_kernel_reaches_the_shared_master_as_the_user(shared, lab):
     assert result["whoami"] == ALICE
     experiment = master.session.get(f"/experiments/{result['experiment']}")["experiment"]
     assert experiment["username"] == ALICE
+    # The magic's submission too (it finds the master as `det` does).
+    submitted = [line for line in output.splitlines() if line.startswith("SUBMITTED ")]
+    assert submitted and submitted[0] != "SUBMITTED None", output
+    by_magic = master.session.get(f"/experiments/{int(submitted[0].split()[1])}")["experiment"]
+    assert by_magic["username"] == ALICE
+    master.session.post(f"/experiments/{by_magic['id']}/kill")
 
 
 def test_det_works_with_only_det_master_and_the_hub_token(shared, tmp_path):
