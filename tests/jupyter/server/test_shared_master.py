@@ -442,3 +442,78 @@ def test_a_tensorboard_of_the_shared_master_opens_through_the_lab(shared, lab):
     refused = requests.get(f"{base}/data/plugin/scalars/tags", timeout=60)
     assert refused.status_code == 401 and b"training/loss" not in refused.content
     lab_api(lab, "POST", f"tensorboards/{board_id}/kill")
+
+
+class RecordingMaster:
+    """A stand-in shared master on loopback that answers `{}` and records every request
+    (method, path with query, headers)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        seen: list[tuple[str, str, dict[str, str]]] = []
+        self.seen = seen
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                seen.append((self.command, self.path, dict(self.headers.items())))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+READ_ONLY_AUTHORIZER = """
+from jupyter_server.auth import Authorizer
+
+class ReadOnlyDetermined(Authorizer):
+    def is_authorized(self, handler, user, action, resource):
+        return resource != "determined" or action == "read"
+
+c.ServerApp.authorizer_class = ReadOnlyDetermined
+"""
+
+
+def test_jupyters_credentials_stay_in_the_lab_and_its_authorizer_decides(tmp_path):
+    upstream = RecordingMaster()
+    server = UserLab(tmp_path, app="jupyter_server")
+    server.user_env = user_environment(tmp_path, upstream.url, "alices-hub-token")
+    (server.config_dir / "jupyter_server_config.py").write_text(READ_ONLY_AUTHORIZER)
+    server.launch(120, interval=0.3)
+    try:
+        # The browser's way: Jupyter's token in the query and a cookie; the API's own query kept.
+        answer = requests.get(
+            f"{server.det_master}/api/v1/experiments?limit=3&token={server.token}",
+            headers={"Cookie": "other=1", "Accept": "application/json"},
+            timeout=30,
+        )
+        assert answer.status_code == 200 and answer.json() == {}
+        method, path, headers = upstream.seen[-1]
+        assert (method, path) == ("GET", "/api/v1/experiments?limit=3")
+        assert headers["Authorization"] == "token alices-hub-token"
+        assert "Cookie" not in headers and server.token not in json.dumps(headers)
+        # The deployment's Authorizer refuses writes: Jupyter's 403, nothing forwarded.
+        before = len(upstream.seen)
+        refused = lab_api(server, "POST", "experiments/1/kill")
+        assert refused.status_code == 403
+        assert len(upstream.seen) == before
+    finally:
+        server.stop()
+        upstream.close()
