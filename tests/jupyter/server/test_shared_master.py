@@ -210,8 +210,35 @@ def test_events_stream_through_the_lab(shared, lab):
             assert time.monotonic() < deadline, f"no event of experiment {exp_id}: {seen}"
 
 
-def run_in_kernel(lab: JupyterServer, code: str, timeout: float = 120) -> str:
-    """Run `code` in a new kernel of the lab; its stdout."""
+def connections_to(pid: int, url: str) -> int:
+    """Established TCP connections of process `pid` to the host:port of `url`."""
+    import subprocess
+    import urllib.parse
+
+    port = urllib.parse.urlsplit(url).port
+    shown = subprocess.run(
+        ["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return sum(1 for line in shown.splitlines() if f"pid={pid}," in line)
+
+
+def test_a_closed_event_stream_closes_its_connection_to_the_shared_master(shared, lab):
+    master, _ = shared
+    # (An earlier test's stream may still be open until the master's next keepalive.)
+    wait_until(lambda: connections_to(lab.pid, master.url) == 0, 45, "no upstream connection")
+    with lab_api(lab, "GET", "events", stream=True) as stream:
+        assert next(stream.iter_lines(decode_unicode=True)) == ": connected"
+        assert connections_to(lab.pid, master.url) == 1
+    # The browser went away: at the master's next keepalive (15 s) at the latest, the proxy
+    # stops reading and closes its connection, instead of holding one per closed tab.
+    wait_until(lambda: connections_to(lab.pid, master.url) == 0, 45, "the upstream to close")
+
+
+def run_in_kernel(lab: JupyterServer, cells: list[str], timeout: float = 120) -> str:
+    """Run `cells` one after the other in a new kernel of the lab; their output."""
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
@@ -228,6 +255,12 @@ def run_in_kernel(lab: JupyterServer, code: str, timeout: float = 120) -> str:
         url = lab.base.replace("http://", "ws://") + f"api/kernels/{kernel_id}/channels"
         request = HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})
         connection = await websocket_connect(request)
+        try:
+            return "".join([await execute_one(connection, code) for code in cells])
+        finally:
+            connection.close()
+
+    async def execute_one(connection, code: str) -> str:
         msg_id = uuid.uuid4().hex
         header = {
             "msg_id": msg_id,
@@ -252,7 +285,6 @@ def run_in_kernel(lab: JupyterServer, code: str, timeout: float = 120) -> str:
             elif kind == "error":
                 out.append("\n".join(reply["content"]["traceback"]))
             elif kind == "status" and reply["content"]["execution_state"] == "idle":
-                connection.close()
                 return "".join(out)
 
     try:
@@ -283,7 +315,16 @@ print("RESULT " + json.dumps({
 
 def test_a_kernel_reaches_the_shared_master_as_the_user(shared, lab):
     master, _ = shared
-    output = run_in_kernel(lab, f"CONFIG = {CONFIG!r}\n" + KERNEL_CODE)
+    output = run_in_kernel(
+        lab,
+        [
+            f"CONFIG = {CONFIG!r}\n" + KERNEL_CODE,
+            "%load_ext jupyter_determined",
+            "%%det_submit CONFIG --no-widget\nprint('trained')",
+            "from jupyter_determined.kernel import _magics\n"
+            "print('SUBMITTED', _magics._last_experiment_id)",
+        ],
+    )
     result_line = [line for line in output.splitlines() if line.startswith("RESULT ")]
     assert result_line, output
     result = json.loads(result_line[0][len("RESULT ") :])
@@ -293,6 +334,12 @@ def test_a_kernel_reaches_the_shared_master_as_the_user(shared, lab):
     assert result["whoami"] == ALICE
     experiment = master.session.get(f"/experiments/{result['experiment']}")["experiment"]
     assert experiment["username"] == ALICE
+    # The magic's submission too (it finds the master as `det` does).
+    submitted = [line for line in output.splitlines() if line.startswith("SUBMITTED ")]
+    assert submitted and submitted[0] != "SUBMITTED None", output
+    by_magic = master.session.get(f"/experiments/{int(submitted[0].split()[1])}")["experiment"]
+    assert by_magic["username"] == ALICE
+    master.session.post(f"/experiments/{by_magic['id']}/kill")
 
 
 def test_det_works_with_only_det_master_and_the_hub_token(shared, tmp_path):
@@ -395,3 +442,78 @@ def test_a_tensorboard_of_the_shared_master_opens_through_the_lab(shared, lab):
     refused = requests.get(f"{base}/data/plugin/scalars/tags", timeout=60)
     assert refused.status_code == 401 and b"training/loss" not in refused.content
     lab_api(lab, "POST", f"tensorboards/{board_id}/kill")
+
+
+class RecordingMaster:
+    """A stand-in shared master on loopback that answers `{}` and records every request
+    (method, path with query, headers)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        seen: list[tuple[str, str, dict[str, str]]] = []
+        self.seen = seen
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                seen.append((self.command, self.path, dict(self.headers.items())))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+READ_ONLY_AUTHORIZER = """
+from jupyter_server.auth import Authorizer
+
+class ReadOnlyDetermined(Authorizer):
+    def is_authorized(self, handler, user, action, resource):
+        return resource != "determined" or action == "read"
+
+c.ServerApp.authorizer_class = ReadOnlyDetermined
+"""
+
+
+def test_jupyters_credentials_stay_in_the_lab_and_its_authorizer_decides(tmp_path):
+    upstream = RecordingMaster()
+    server = UserLab(tmp_path, app="jupyter_server")
+    server.user_env = user_environment(tmp_path, upstream.url, "alices-hub-token")
+    (server.config_dir / "jupyter_server_config.py").write_text(READ_ONLY_AUTHORIZER)
+    server.launch(120, interval=0.3)
+    try:
+        # The browser's way: Jupyter's token in the query and a cookie; the API's own query kept.
+        answer = requests.get(
+            f"{server.det_master}/api/v1/experiments?limit=3&token={server.token}",
+            headers={"Cookie": "other=1", "Accept": "application/json"},
+            timeout=30,
+        )
+        assert answer.status_code == 200 and answer.json() == {}
+        method, path, headers = upstream.seen[-1]
+        assert (method, path) == ("GET", "/api/v1/experiments?limit=3")
+        assert headers["Authorization"] == "token alices-hub-token"
+        assert "Cookie" not in headers and server.token not in json.dumps(headers)
+        # The deployment's Authorizer refuses writes: Jupyter's 403, nothing forwarded.
+        before = len(upstream.seen)
+        refused = lab_api(server, "POST", "experiments/1/kill")
+        assert refused.status_code == 403
+        assert len(upstream.seen) == before
+    finally:
+        server.stop()
+        upstream.close()
