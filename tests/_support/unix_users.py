@@ -81,14 +81,18 @@ def run_as(
     user: UnixUser,
     argv: Sequence[str],
     env: Mapping[str, str],
+    *,
+    cwd: str | None = None,
+    stdin: str | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `argv` as `user` (its uid, gid and own groups, in its home), as a terminal of that
-    user's would: `env` is the whole environment."""
+    """Run `argv` as `user` (its uid, gid and own groups; in `cwd`, default its home), as a
+    terminal of that user's would: `env` is the whole environment, `stdin` what is typed."""
     return subprocess.run(
         list(argv),
+        input=stdin,
         env=dict(env),
-        cwd=user.home,
+        cwd=cwd or user.home,
         user=user.uid,
         group=user.gid,
         extra_groups=os.getgrouplist(user.name, user.gid),
