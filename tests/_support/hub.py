@@ -70,6 +70,7 @@ class HubProcess(ServerProcess):
         extra_config: lines appended to jupyterhub_config.py.
         cache_seconds: MASTER_LITE_HUB_CACHE_SECONDS of the service (how long it reuses the
             Hub's answer about a token).
+        cpu_slots: the master's --cpu-slots.
         start_timeout: seconds to wait for the Hub and the service.
     """
 
@@ -86,6 +87,7 @@ class HubProcess(ServerProcess):
         service_environment: Mapping[str, str] | None = None,
         extra_config: str = "",
         cache_seconds: int = 1,
+        cpu_slots: int = 2,
         start_timeout: float = 120,
     ) -> None:
         self.hub_dir = pathlib.Path(hub_dir).absolute()
@@ -102,6 +104,7 @@ class HubProcess(ServerProcess):
         self.service_environment = dict(service_environment or {})
         self.service_environment.setdefault("MASTER_LITE_HUB_CACHE_SECONDS", str(cache_seconds))
         self.extra_config = extra_config
+        self.cpu_slots = cpu_slots
         self.write_config()
         self.launch(start_timeout, interval=0.2)
         for name in self.users:
@@ -123,7 +126,7 @@ class HubProcess(ServerProcess):
             "--root-dir",
             str(self.master_root),
             "--cpu-slots",
-            "2",
+            str(self.cpu_slots),
         ]
         roles = [
             # Users reach the service; their servers' tokens carry what the user has.
