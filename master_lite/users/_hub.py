@@ -64,10 +64,12 @@ class HubIdentity:
                     session_id=self.auth.get_session_id(handler),
                     sync=False,
                 )
-            else:
+            elif handler.application.settings.get("cookie_secret"):
                 # The OAuth cookie (set at <prefix>oauth_callback); a POST without the
                 # Hub's XSRF token is not accepted on the cookie alone (the library checks).
                 model = await self.auth.get_user(handler, sync=False)
+            else:
+                return None  # an application without a cookie secret signs no browser in
         except tornado.web.HTTPError as exc:
             detail = exc.log_message or str(exc)
             raise errors.Unavailable(

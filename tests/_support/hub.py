@@ -16,12 +16,15 @@ free loopback ports (public proxy, Hub API, proxy API, the service), uses DummyA
 --jupyterhub --root-dir <dir>/master` as the service. A second service, `test-driver`, holds
 the token the test manages the Hub with (users, groups, tokens: `driver_token`).
 
-For suites that need the Hub's spawner (a single-user JupyterLab per user, real Unix users):
-pass `extra_config` (Python lines appended to jupyterhub_config.py, e.g.
-`c.JupyterHub.spawner_class = "jupyterhub.spawner.LocalProcessSpawner"` and
-`c.Spawner.environment = {...}`), and start servers with `hub.hub_api("POST",
-f"/users/{name}/server")`. `service_environment` adds variables to the master's environment
-(`MASTER_LITE_*` settings). Everything started is stopped by `stop()` (or leaving the `with`).
+For suites that need the Hub's spawner (a single-user JupyterLab per user, real Unix users
+named `<worktree>_alice`...): the Hub's default spawner (LocalProcessSpawner, as root) runs
+`jupyterhub-singleuser` as the user's Unix account; pass `extra_config` (lines appended to
+jupyterhub_config.py, e.g. `c.Spawner.cmd = [...]`, `c.Spawner.default_url = "/lab"`,
+`c.Spawner.notebook_dir = ...`; or a function of the HubProcess returning them, for lines that
+need its ports), `spawner_environment` (beside DET_MASTER = `service_url`, always set), and
+start a server with `hub.start_server(name)`. `service_environment` adds variables to the
+master's environment (`MASTER_LITE_*` settings). Everything started is stopped by `stop()`
+(or leaving the `with`): the Hub stops its service, the users' servers and its proxy.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ import secrets
 import shutil
 import sys
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import requests
 
 from tests._support.process import REPO, ServerProcess, child_env, free_ports
+from tests._support.waiting import wait_until
 
 SERVICE = "determined"
 ADMIN_GROUP = "determined-admins"
@@ -67,9 +71,13 @@ class HubProcess(ServerProcess):
         admins_group: users (created too) in the Hub group `determined-admins`.
         hub_admins: users (created too) who are Hub admins.
         service_environment: extra variables for the master service.
-        extra_config: lines appended to jupyterhub_config.py.
+        spawner_environment: variables for every user's server (`c.Spawner.environment`),
+            beside DET_MASTER (the service's URL through the proxy).
+        extra_config: lines appended to jupyterhub_config.py, or a function of this
+            HubProcess (its ports and URLs are set) that returns them.
         cache_seconds: MASTER_LITE_HUB_CACHE_SECONDS of the service (how long it reuses the
             Hub's answer about a token).
+        cpu_slots: the master's --cpu-slots.
         start_timeout: seconds to wait for the Hub and the service.
     """
 
@@ -84,8 +92,10 @@ class HubProcess(ServerProcess):
         admins_group: Iterable[str] = (),
         hub_admins: Iterable[str] = (),
         service_environment: Mapping[str, str] | None = None,
-        extra_config: str = "",
+        spawner_environment: Mapping[str, str] | None = None,
+        extra_config: str | Callable[[HubProcess], str] = "",
         cache_seconds: int = 1,
+        cpu_slots: int = 2,
         start_timeout: float = 120,
     ) -> None:
         self.hub_dir = pathlib.Path(hub_dir).absolute()
@@ -101,13 +111,20 @@ class HubProcess(ServerProcess):
         self.users = list(dict.fromkeys([*users, *self.admins_group, *self.hub_admins]))
         self.service_environment = dict(service_environment or {})
         self.service_environment.setdefault("MASTER_LITE_HUB_CACHE_SECONDS", str(cache_seconds))
+        # What every user's server gets: the shared master's URL (issue 29, contract 4).
+        self.spawner_environment = {"DET_MASTER": self.service_url, **(spawner_environment or {})}
         self.extra_config = extra_config
+        self.cpu_slots = cpu_slots
         self.write_config()
         self.launch(start_timeout, interval=0.2)
-        for name in self.users:
-            self.add_user(name)
-        if self.admins_group:
-            self.hub_api("POST", f"/groups/{ADMIN_GROUP}/users", {"users": self.admins_group})
+        try:
+            for name in self.users:
+                self.add_user(name)
+            if self.admins_group:
+                self.hub_api("POST", f"/groups/{ADMIN_GROUP}/users", {"users": self.admins_group})
+        except BaseException:
+            self.stop()  # nothing of a half-made Hub outlives the constructor
+            raise
 
     # -- process ------------------------------------------------------------------------------
     def config_text(self) -> str:
@@ -123,7 +140,7 @@ class HubProcess(ServerProcess):
             "--root-dir",
             str(self.master_root),
             "--cpu-slots",
-            "2",
+            str(self.cpu_slots),
         ]
         roles = [
             # Users reach the service; their servers' tokens carry what the user has.
@@ -141,6 +158,8 @@ class HubProcess(ServerProcess):
                     "admin:groups",
                     "tokens",
                     "admin:servers",
+                    "servers",
+                    "read:servers",
                     "list:users",
                     "read:users",
                     "access:services",
@@ -177,7 +196,10 @@ class HubProcess(ServerProcess):
             f"c.JupyterHub.load_groups = {{{ADMIN_GROUP!r}: {{'users': []}}}}",
             f"c.JupyterHub.services = {services!r}",
             "c.JupyterHub.cleanup_servers = True",
-            self.extra_config,
+            # POST /users/<name>/server answers 202 at once; `start_server` polls readiness.
+            "c.JupyterHub.tornado_settings = {'slow_spawn_timeout': 0}",
+            f"c.Spawner.environment = {self.spawner_environment!r}",
+            self.extra_config(self) if callable(self.extra_config) else self.extra_config,
         ]
         return "\n".join(lines) + "\n"
 
@@ -275,6 +297,22 @@ class HubProcess(ServerProcess):
         if scopes is not None:
             body["scopes"] = scopes
         return str(self.hub_api("POST", f"/users/{name}/tokens", body)["token"])
+
+    def start_server(self, name: str, timeout: float = 120) -> str:
+        """Start user `name`'s single-user server (needs a spawner that can: a Unix user) and
+        wait until it is ready; its URL through the proxy."""
+        try:
+            self.hub_api("POST", f"/users/{name}/server")
+        except RuntimeError as exc:
+            if " 400 " not in str(exc):  # 400: already running
+                raise
+        wait_until(
+            lambda: (self.hub_api("GET", f"/users/{name}")["servers"].get("") or {}).get("ready"),
+            timeout,
+            f"{name}'s server to be ready",
+            details=lambda: self.log_text()[-5000:],
+        )
+        return f"{self.url}/user/{name}/"
 
     # -- the service, through the proxy -------------------------------------------------------
     def api(
