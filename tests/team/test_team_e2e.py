@@ -230,15 +230,8 @@ class _HubTeam(Team):
         self.root = hub.master_root
         self.terminals = {}
         for name, user in users.items():
-            hub.hub_api("POST", f"/users/{name}/server")
-            pid = wait_until(lambda n=name: _server_pid(n), 120, f"{name}'s JupyterLab")
-            wait_until(
-                lambda n=name: (
-                    hub.hub_api("GET", f"/users/{n}")["servers"].get("", {}).get("ready")
-                ),
-                120,
-                f"{name}'s server ready",
-            )
+            hub.start_server(name)
+            pid = wait_until(lambda n=name: _server_pid(n), 30, f"{name}'s JupyterLab process")
             self.terminals[name] = Terminal(
                 user, _terminal_env(process_environment(pid), user, venv)
             )
@@ -367,9 +360,6 @@ def team(
                 "c.Spawner.default_url = '/lab'",
                 "c.Spawner.http_timeout = 120",
                 "c.Spawner.start_timeout = 120",
-                # The recipe's one line for users' servers (docs/team.md).
-                "c.Spawner.environment = {'DET_MASTER': "
-                "f'http://127.0.0.1:{c.JupyterHub.port}/services/determined'}",
             ]
         )
         hub_dir = place / "hub" / "hub"
@@ -493,6 +483,7 @@ def test_both_users_jupyterlabs_show_one_list_of_experiments(
                         f'#jupyter-determined-sidebar [data-experiment-id="{exp_id}"]',
                         timeout=60_000,
                     )
+                save_screenshot(page, f"team-{team.kind}-sidebar-{name}")
                 for owner in (ALICE, BOB):
                     assert page.locator("#jupyter-determined-sidebar", has_text=owner).count()
                 if name == ALICE:
