@@ -162,6 +162,24 @@ class TrialAccounts:
         return python
 
 
+def check_reachable(root_dir: Path) -> None:
+    """ValueError when a directory above the root dir is closed to other users (a root
+    master's default root dir is under /root, 0700): trials run as their owners could not
+    reach their work dirs nor the checkpoint storage."""
+    for parent in Path(root_dir).absolute().parents:
+        try:
+            mode = parent.stat().st_mode
+        except FileNotFoundError:
+            continue  # made by the master at start, with the umask's modes
+        if not mode & stat.S_IXOTH:
+            raise ValueError(
+                f"run_trials_as='owner': {parent} (above the root dir {root_dir}) is closed to "
+                f"other users (mode {stat.S_IMODE(mode):o}), so trials run as their owners "
+                "could not reach their work dirs: choose a root dir under a directory others "
+                f"may enter (--root-dir /srv/determined), or `chmod o+x {parent}`"
+            )
+
+
 def open_root(root_dir: Path) -> None:
     """Let trials of other accounts traverse to their work dirs and checkpoint storage: the
     root dir and trials/ become 0711, the default storage `checkpoints/` 1733 (run_trials_as
@@ -219,6 +237,7 @@ def prepare_storage(config: dict, run_as: RunAs, experiment_id: int, trial_id: i
 
 __all__ = [
     "MODES",
+    "check_reachable",
     "TrialAccounts",
     "default_trial_python",
     "executable_by",

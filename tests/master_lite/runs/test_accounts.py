@@ -165,3 +165,13 @@ def test_runners_that_cannot_run_as_another_user_say_what_to_change(tmp_path: Pa
     assert "remove environment.kernel from the experiment's config" in message
     assert "run_trials_as='master'" in message
     refuse_run_as(KernelRunner(), LaunchSpec("trial-1.1", 1, [], {}, tmp_path))  # type: ignore[arg-type]
+
+
+def test_a_root_dir_others_cannot_reach_is_refused(open_tmp: Path) -> None:
+    from master_lite.runs import check_reachable
+
+    closed = open_tmp / "closed"
+    closed.mkdir(mode=0o700)
+    with pytest.raises(ValueError, match=rf"{closed} \(above the root dir .*chmod o\+x {closed}"):
+        check_reachable(closed / "determined" / "root")
+    check_reachable(open_tmp / "root")  # /tmp and an 0755 directory: fine
