@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 # `make install` puts it in node_modules/.bin (git-ignored) unless one is on PATH.
 CHP := node_modules/.bin/configurable-http-proxy
 CHP_VERSION := 5
+TRIALS_VENV := .venv-trials
+TRIALS_STAMP := $(VENV)/.trials-venv-made
 # torch and the torchvision release built against it, pinned here only (pyproject names both
 # unpinned): torchvision 0.28.0's wheels require torch==2.13.0. CPU wheels of both come from
 # TORCH_INDEX_URL; PyPI's torchvision is a CUDA build, which beside a CPU torch fails on import
@@ -40,7 +42,7 @@ ESTIMATOR_PYTEST_ARGS ?=
 ## install: create or update .venv with the project and everything it needs (idempotent), and
 ## configurable-http-proxy (JupyterHub's proxy, from npm) unless one is on PATH already, and
 ## .venv-trials, the interpreter of trials run as other Unix users (scripts/make_trial_venv.py)
-install: $(STAMP) $(CHP)
+install: $(STAMP) $(TRIALS_STAMP) $(CHP)
 
 # JupyterHub's proxy (CHP, above): skipped when one is on PATH or already there. Needs npm
 # (Node.js, as the sidebar's build does); Debian's is installed where it is missing.
@@ -48,6 +50,13 @@ $(CHP):
 	@command -v configurable-http-proxy >/dev/null || { \
 		command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }; \
 		npm install --no-save --no-package-lock --no-audit --no-fund --prefix . configurable-http-proxy@$(CHP_VERSION) >/dev/null; }
+
+# .venv-trials: an interpreter (and console scripts) that trials run as other Unix users can
+# execute (.venv's may resolve under /root, 0700): docs/team.md, "What runs as whom". Redone
+# after every change of .venv (new console scripts), never fatal: only such trials need it.
+$(TRIALS_STAMP): $(STAMP) scripts/make_trial_venv.py
+	$(PY) scripts/make_trial_venv.py --venv $(VENV) --out $(TRIALS_VENV)
+	@touch $(TRIALS_STAMP)
 
 LABEXT_SOURCES := $(shell find labextension/src labextension/style -type f 2>/dev/null) labextension/package.json
 
@@ -66,9 +75,6 @@ $(STAMP): pyproject.toml $(LABEXT_SOURCES)
 		$(PIP) uninstall -q -y torchvision; }
 	$(PIP) install -q -e '.[all]'
 	$(PIP) install -q --no-deps 'tf-keras==$(TF_KERAS_VERSION)'
-	@# .venv-trials: an interpreter (and console scripts) that trials run as other Unix users
-	@# can execute (.venv's may resolve under /root, 0700): docs/team.md, "What runs as whom"
-	$(PY) scripts/make_trial_venv.py --venv $(VENV) --out .venv-trials
 	@touch $(STAMP)
 
 ## lab: start JupyterLab with the Determined sidebar and the embedded master

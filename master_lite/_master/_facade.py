@@ -45,7 +45,14 @@ from master_lite.runners import (
     build_runner,
     default_runtime,
 )
-from master_lite.runs import Runs, RunSettings, TrialAccounts, authenticate, open_root
+from master_lite.runs import (
+    Runs,
+    RunSettings,
+    TrialAccounts,
+    authenticate,
+    check_reachable,
+    open_root,
+)
 from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
@@ -91,6 +98,8 @@ class Master:
         # when "owner" cannot work here (not root, a fallback account that does not exist).
         self._accounts = TrialAccounts(run_trials_as, fallback_unix_user, trial_python)
         self._accounts.check()
+        if run_trials_as == "owner":
+            check_reachable(Path(root_dir))
         # The runner class of each kind (None: the built-in one); `runner_class`, the older
         # setting, replaces the process runner (a deprecated alias of runner_classes.process).
         classes = runner_classes or RunnerClasses()

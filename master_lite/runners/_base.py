@@ -200,15 +200,15 @@ class Runner(abc.ABC):
 
 def refuse_run_as(runner: Runner, spec: LaunchSpec, what: str = "") -> None:
     """NotImplementedError when `spec` asks to run as another Unix user: for the runners that
-    cannot do that (only the process and container runners can). `what`: the part of the
-    config (or setting) that chose this runner, named in the message as what to change."""
+    cannot do that (the Ray runner; the kernel runner for gateway and hosted kernels). `what`:
+    the part of the config that chose this runner, named in the message as what to change."""
     if spec.run_as is not None:
         change = f"remove {what} from the experiment's config, or " if what else ""
         raise NotImplementedError(
             f"{type(runner).__name__} cannot run a trial as another Unix user "
-            f"({spec.run_as.describe()}): with MasterLite.run_trials_as='owner' only process "
-            f"and container trials run as their owner (docs/team.md, 'What runs as whom'); "
-            f"{change}set run_trials_as='master'"
+            f"({spec.run_as.describe()}): with MasterLite.run_trials_as='owner' only process, "
+            "container and local kernel trials run as their owner (docs/team.md, 'What runs as "
+            f"whom'); {change}set run_trials_as='master'"
         )
 
 

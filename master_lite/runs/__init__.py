@@ -9,7 +9,12 @@
 * `TrialAccounts` (_accounts.py): which Unix account runs a trial (run_trials_as), its dirs.
 """
 
-from master_lite.runs._accounts import TrialAccounts, default_trial_python, open_root
+from master_lite.runs._accounts import (
+    TrialAccounts,
+    check_reachable,
+    default_trial_python,
+    open_root,
+)
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._kernel_attach import trial_kernel
 from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
@@ -19,6 +24,7 @@ from master_lite.runs._tokens import authenticate
 __all__ = [
     "Contexts",
     "TrialAccounts",
+    "check_reachable",
     "default_trial_python",
     "open_root",
     "Preemption",

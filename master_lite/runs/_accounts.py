@@ -34,6 +34,7 @@ from typing import Any
 
 from determined.common import storage
 from master_lite.runners import RunAs
+from master_lite.runners.container import VIEWS_DIR
 
 MODES = ("master", "owner")
 OWNER_ID = 1  # the owner account (master_lite.store.OWNER_ID): runs as the master itself
@@ -44,6 +45,7 @@ PRIVATE_MODE = 0o700
 STORAGE_MODE = 0o1733
 TRIAL_UMASK = 0o077
 TRIALS_VENV = ".venv-trials"
+TENSORBOARD_DIR = "tensorboard"  # the harness's upload: <base>/tensorboard/experiment/<e>/...
 
 
 def default_trial_python() -> str:
@@ -162,6 +164,24 @@ class TrialAccounts:
         return python
 
 
+def check_reachable(root_dir: Path) -> None:
+    """ValueError when a directory above the root dir is closed to other users (a root
+    master's default root dir is under /root, 0700): trials run as their owners could not
+    reach their work dirs nor the checkpoint storage."""
+    for parent in Path(root_dir).absolute().parents:
+        try:
+            mode = parent.stat().st_mode
+        except FileNotFoundError:
+            continue  # made by the master at start, with the umask's modes
+        if not mode & stat.S_IXOTH:
+            raise ValueError(
+                f"run_trials_as='owner': {parent} (above the root dir {root_dir}) is closed to "
+                f"other users (mode {stat.S_IMODE(mode):o}), so trials run as their owners "
+                "could not reach their work dirs: choose a root dir under a directory others "
+                f"may enter (--root-dir /srv/determined), or `chmod o+x {parent}`"
+            )
+
+
 def open_root(root_dir: Path) -> None:
     """Let trials of other accounts traverse to their work dirs and checkpoint storage: the
     root dir and trials/ become 0711, the default storage `checkpoints/` 1733 (run_trials_as
@@ -169,6 +189,20 @@ def open_root(root_dir: Path) -> None:
     for path in (root_dir, root_dir / "trials"):
         os.chmod(path, TRAVERSE_MODE)
     os.chmod(root_dir / "checkpoints", STORAGE_MODE)
+    _claim_shared_entries(root_dir / "checkpoints")
+
+
+def _claim_shared_entries(base: Path) -> None:
+    """Make the storage's shared directories (TensorBoard files, container views) the
+    master's, 0711, before any trial could: in 1733 storage the first to create a name owns
+    it, and a trial owning one could redirect other users' files through it."""
+    for name in (TENSORBOARD_DIR, VIEWS_DIR):
+        path = base / name
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        os.chmod(path, TRAVERSE_MODE)
 
 
 def hand_over(work_dir: Path, run_as: RunAs) -> None:
@@ -184,11 +218,14 @@ def hand_over(work_dir: Path, run_as: RunAs) -> None:
     os.chmod(work_dir, PRIVATE_MODE)
 
 
-def prepare_storage(config: dict, run_as: RunAs, experiment_id: int, trial_id: int) -> None:
+def prepare_storage(
+    config: dict, run_as: RunAs, experiment_id: int, trial_id: int, *, container: bool = False
+) -> None:
     """Make a shared_fs checkpoint storage base usable by the run's account: a missing base is
     made 1733, and the trial's TensorBoard directory is made its own (0700) under directories
     of the master's (0711). An existing base is left as it is (an administrator's storage root:
-    make it 1733 for shared use, docs/team.md)."""
+    make it 1733 for shared use, docs/team.md). `container`: the run is a container's, whose
+    storage view lies in `.det-trials` (OSError when that is not the master's)."""
     storage_config = config.get("checkpoint_storage") or {}
     if storage_config.get("type", "shared_fs") != "shared_fs":
         return
@@ -200,8 +237,16 @@ def prepare_storage(config: dict, run_as: RunAs, experiment_id: int, trial_id: i
     if not base.exists():
         base.mkdir(parents=True)
         os.chmod(base, STORAGE_MODE)
+    _claim_shared_entries(base)
+    if container:
+        views = os.lstat(base / VIEWS_DIR)
+        if not stat.S_ISDIR(views.st_mode) or views.st_uid != os.geteuid():
+            raise OSError(
+                f"checkpoint storage {base / VIEWS_DIR} is not the master's (made by uid "
+                f"{views.st_uid}, perhaps a trial): remove it, and the master makes it anew"
+            )
     path = base
-    for part in ("tensorboard", "experiment", str(experiment_id), "trial", str(trial_id)):
+    for part in (TENSORBOARD_DIR, "experiment", str(experiment_id), "trial", str(trial_id)):
         path = path / part
         try:
             st = os.lstat(path)
@@ -219,6 +264,7 @@ def prepare_storage(config: dict, run_as: RunAs, experiment_id: int, trial_id: i
 
 __all__ = [
     "MODES",
+    "check_reachable",
     "TrialAccounts",
     "default_trial_python",
     "executable_by",

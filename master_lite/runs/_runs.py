@@ -298,7 +298,8 @@ class Runs:
                 self._contexts.unpack(context, work_dir)
         if run_as is not None:
             hand_over(work_dir, run_as)
-            prepare_storage(config, run_as, experiment.id, trial_id)
+            in_image = bool((config.get("environment") or {}).get("image"))
+            prepare_storage(config, run_as, experiment.id, trial_id, container=in_image)
         token = _auth.new_trial_token()
         slot_ids = list(grant.slot_ids)
         gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []

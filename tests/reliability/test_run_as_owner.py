@@ -425,3 +425,32 @@ def _end_processes_of(uid: int) -> None:
                     os.kill(int(entry.name), signal.SIGKILL)
             except (OSError, ProcessLookupError):
                 continue
+
+
+def test_kernel_trials_run_as_their_owner(unix_users, place) -> None:
+    """A local kernel trial (environment.kernel) of alice's: its kernel runs as her uid, with
+    the trial venv's interpreter, umask 077 and no Hub token; its checkpoint is hers, 0700."""
+    root = place / "kernel-root"
+    env = {
+        "JUPYTERHUB_API_TOKEN": HUB_TOKEN,
+        "MASTER_LITE_TRIAL_PYTHON": str(place / "venv-trials" / "bin" / "python"),
+        "MASTER_LITE_WARM_KERNEL_IDLE_S": "0",
+    }
+    with MasterProcess(
+        root, cpu_slots=1, extra_args=["--run-trials-as", "owner"], env=env
+    ) as master:
+        alice = _user_session(master, ALICE)
+        config = {**_config("alice-in-a-kernel"), "environment": {"kernel": {"keep_alive": 0}}}
+        body = {"config": json.dumps(config), "context": context_tarball({"train.py": WRITER})}
+        exp_id = int(alice.post("/experiments", body)["experiment"]["id"])
+        state = wait_for_experiment(master, exp_id)["state"]
+        assert state == "COMPLETED", master.logs(trials(master, exp_id)[0]["id"])
+        seen = _seen(master, exp_id)
+        assert seen["uid"] == unix_users[ALICE].pw_uid
+        assert seen["hub_token"] is None and seen["umask"] == 0o077
+        (checkpoint,) = master.session.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
+        stored = root / "checkpoints" / checkpoint["uuid"]
+        assert (stored.stat().st_uid, stat.S_IMODE(stored.stat().st_mode)) == (
+            unix_users[ALICE].pw_uid,
+            0o700,
+        )

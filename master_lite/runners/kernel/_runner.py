@@ -31,7 +31,6 @@ from master_lite.runners._base import (
     LaunchSpec,
     LogRecord,
     Runner,
-    refuse_run_as,
     terminate_with_grace,
 )
 from master_lite.runners._exits import exit_code_of, killed_exit_code
@@ -40,6 +39,7 @@ from master_lite.runners.kernel import _warm
 from master_lite.runners.kernel._files import ship_files
 from master_lite.runners.kernel._handles import GatewayKernel, KernelHandle, ServerKernel
 from master_lite.runners.kernel._output import KernelOutput
+from master_lite.runners.kernel._owner import refuse_unless_own_kernel, start_as_owner
 from master_lite.runners.kernel._program import (
     GatewayDefault,
     KernelSettings,
@@ -110,10 +110,11 @@ class KernelRunner(KernelOutput, Runner):
 
     def launch(self, spec: LaunchSpec) -> None:
         """Start the run's thread (the kernel starts there, off the master's event loop)."""
-        refuse_run_as(self, spec, "environment.kernel")
         settings = kernel_settings(spec.config)
         if settings is None:
             raise ValueError(f"{spec.allocation_id}: its experiment has no environment.kernel")
+        gateway = effective_gateway(settings, self.gateway_default)
+        refuse_unless_own_kernel(self, spec, gateway is not None or self.jupyter_host is not None)
         try:
             program = kernel_program((spec.config or {}).get("entrypoint") or "")
         except ValueError as exc:  # checked at submit; a config stored before is told here
@@ -124,7 +125,7 @@ class KernelRunner(KernelOutput, Runner):
                 "setup in Python at the top of the script, or remove environment.kernel to "
                 "run the trial as a process)"
             )
-        run = _KernelRun(spec, settings, effective_gateway(settings, self.gateway_default))
+        run = _KernelRun(spec, settings, gateway)
         with self._lock:
             self._runs[spec.allocation_id] = run
         threading.Thread(
@@ -184,6 +185,10 @@ class KernelRunner(KernelOutput, Runner):
                 run, f"kernel {spec!r} started {where} (id {remote.connection()['kernel_id']})"
             )
             return remote
+        if run.spec.run_as is not None:  # as its owner: no sandbox, no warm kernel (`_owner`)
+            handle = start_as_owner(run.spec, spec)
+            self._master_line(run, f"kernel {spec!r} started (pid {handle.pid}) as its owner")
+            return handle
         sandbox = self.sandbox.prefix(run.spec.hidden, watch_parent=True)
         name = f"trial-{run.spec.trial_id}"
         run.warm_key = _warm.warm_key(

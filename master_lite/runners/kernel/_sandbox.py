@@ -37,16 +37,23 @@ import contextlib
 import contextvars
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import List, Unicode
+from traitlets import Integer, List, Unicode
 
 # The trampoline argv a kernel started on the server's loop now gets (empty: none).
 _STARTING: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
     "master_lite_kernel_sandbox", default=()
+)
+
+
+# The account (uid, gid, groups) and interpreter a kernel started now runs as (`starting_as`).
+_AS_OWNER: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
+    "master_lite_kernel_owner", default=None
 )
 
 
@@ -55,6 +62,12 @@ class SandboxProvisioner(LocalProvisioner):
     trampoline's argv up to `--`)."""
 
     sandbox = List(Unicode(), help="the trampoline's argv, up to and including `--`")
+    # A kernel run as another Unix account (`LaunchSpec.run_as`, then with no sandbox): its
+    # uid, gid and groups (uid -1: the master's own), and the interpreter it can execute.
+    owner_uid = Integer(-1)
+    owner_gid = Integer(-1)
+    owner_groups = List(Integer())
+    python = Unicode("")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -70,14 +83,30 @@ class SandboxProvisioner(LocalProvisioner):
                 name = os.path.basename(km.connection_file or "") or f"kernel-{self.kernel_id}.json"
                 km.connection_file = os.path.join(self._private_dir, name)
         kwargs = await super().pre_launch(**kwargs)
-        kwargs["cmd"] = [*self.sandbox, *kwargs["cmd"]]
+        cmd = list(kwargs["cmd"])
+        if self.owner_uid >= 0 and km is not None:
+            # The kernel reads its connection file as its account: its dir and file are its.
+            for path in (self._private_dir, km.connection_file):
+                if path:
+                    os.chown(path, self.owner_uid, self.owner_gid)
+            if self.python and cmd and cmd[0] == sys.executable:
+                cmd[0] = self.python  # the master's interpreter may be closed to that account
+        kwargs["cmd"] = [*self.sandbox, *cmd]
         return kwargs
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
-        # The trampoline watches the parent (see the module's docstring); "1" (init) turns
-        # ipykernel's parent poller off and keeps it from printing its Ctrl-C note.
-        kwargs["env"] = {**(kwargs.get("env") or os.environ), "JPY_PARENT_PID": "1"}
-        kwargs["independent"] = True
+        if self.sandbox:
+            # The trampoline watches the parent (see the module's docstring); "1" (init) turns
+            # ipykernel's parent poller off and keeps it from printing its Ctrl-C note.
+            kwargs["env"] = {**(kwargs.get("env") or os.environ), "JPY_PARENT_PID": "1"}
+            kwargs["independent"] = True
+        if self.owner_uid >= 0:
+            kwargs.update(
+                user=self.owner_uid,
+                group=self.owner_gid,
+                extra_groups=list(self.owner_groups),
+                umask=0o077,
+            )
         return await super().launch_kernel(cmd, **kwargs)
 
     async def cleanup(self, restart: bool = False) -> None:
@@ -96,24 +125,45 @@ def _own_provisioner(km: Any) -> str | None:
 
 def preset(km: Any, sandbox: Sequence[str]) -> bool:
     """Give the (not yet started) kernel manager `km` a provisioner that starts its kernel
-    under `sandbox`; False (nothing changed) where `sandbox` is empty or the kernel's spec
-    names a provisioner of its own."""
-    if not sandbox or getattr(km, "provisioner", None) is not None:
+    under `sandbox`, or (inside `starting_as`) as that account with its interpreter; False
+    (nothing changed) where there is neither or the kernel's spec names a provisioner of its
+    own (OSError then, for an account: it could not run as that account)."""
+    owner, python = _AS_OWNER.get() or (None, None)
+    theirs = (
+        getattr(km, "provisioner", None) is not None
+        or "gateway" in type(km).__module__  # a Jupyter Gateway's kernel (remote)
+        or _own_provisioner(km) is not None
+    )
+    if owner is not None and theirs:  # never a kernel of the master's own user instead
+        raise OSError(
+            f"kernelspec {km.kernel_name!r} has a provisioner of its own: its kernel cannot "
+            "be started as the trial's Unix user"
+        )
+    if (not sandbox and owner is None) or theirs:
         return False
-    if "gateway" in type(km).__module__ or _own_provisioner(km) is not None:
-        return False  # a Jupyter Gateway's kernel (remote), or a provisioner of its own
     km.provisioner = SandboxProvisioner(
         kernel_id=km.kernel_id or None,
         kernel_spec=km.kernel_spec,
         parent=km,
         sandbox=list(sandbox),
+        **(
+            {}
+            if owner is None
+            else {
+                "owner_uid": owner[0],
+                "owner_gid": owner[1],
+                "owner_groups": list(owner[2]),
+                "python": python or "",
+            }
+        ),
     )
     return True
 
 
 def sandboxed(km: Any) -> bool:
     """Whether `km`'s kernel runs in the sandbox."""
-    return isinstance(getattr(km, "provisioner", None), SandboxProvisioner)
+    provisioner = getattr(km, "provisioner", None)
+    return isinstance(provisioner, SandboxProvisioner) and bool(provisioner.sandbox)
 
 
 def install(kernels: Any) -> None:
@@ -132,6 +182,17 @@ def install(kernels: Any) -> None:
 
     sandboxing_factory.master_lite_sandbox = True  # type: ignore[attr-defined]
     kernels.kernel_manager_factory = sandboxing_factory
+
+
+@contextlib.contextmanager
+def starting_as(owner: tuple[int, int, Sequence[int]], python: str | None) -> Iterator[None]:
+    """Kernel managers `preset` inside this block start their kernel as `owner` (uid, gid,
+    groups), with `python` in place of the master's interpreter (`_owner`)."""
+    token = _AS_OWNER.set((owner, python))
+    try:
+        yield
+    finally:
+        _AS_OWNER.reset(token)
 
 
 @contextlib.contextmanager
@@ -159,5 +220,6 @@ __all__ = [
     "preset",
     "sandboxed",
     "start_sandboxed",
+    "starting_as",
     "starting_sandboxed",
 ]

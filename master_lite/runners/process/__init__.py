@@ -10,6 +10,7 @@ from master_lite.runners.process._prestart import SparePool, plain_python_launch
 from master_lite.runners.process._runner import (
     PYTHON,
     LocalRunner,
+    account_environment,
     entrypoint_argv,
     kill_orphaned_group,
     local_argv,
@@ -24,6 +25,7 @@ __all__ = [
     "proc_available",
     "LocalRunner",
     "PYTHON",
+    "account_environment",
     "local_argv",
     "process_environment",
     "SparePool",

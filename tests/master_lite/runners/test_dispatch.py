@@ -275,5 +275,8 @@ def test_runners_that_cannot_run_as_another_user_say_so():
     runner, _, _ = dispatcher()
     refuse_run_as(runner, spec("trial-1.1"))  # no run_as: nothing to refuse
     asked = LaunchSpec("trial-1.1", 1, ["true"], {}, Path("."), run_as=RunAs(user="alice"))
-    with pytest.raises(NotImplementedError, match="alice.*only process and container trials run as their owner"):
+    with pytest.raises(
+        NotImplementedError,
+        match="alice.*only process, container and local kernel trials run as their owner",
+    ):
         refuse_run_as(runner, asked)

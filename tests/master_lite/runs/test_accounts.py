@@ -165,3 +165,37 @@ def test_runners_that_cannot_run_as_another_user_say_what_to_change(tmp_path: Pa
     assert "remove environment.kernel from the experiment's config" in message
     assert "run_trials_as='master'" in message
     refuse_run_as(KernelRunner(), LaunchSpec("trial-1.1", 1, [], {}, tmp_path))  # type: ignore[arg-type]
+
+
+def test_a_root_dir_others_cannot_reach_is_refused(open_tmp: Path) -> None:
+    from master_lite.runs import check_reachable
+
+    closed = open_tmp / "closed"
+    closed.mkdir(mode=0o700)
+    with pytest.raises(ValueError, match=rf"{closed} \(above the root dir .*chmod o\+x {closed}"):
+        check_reachable(closed / "determined" / "root")
+    check_reachable(open_tmp / "root")  # /tmp and an 0755 directory: fine
+
+
+def test_shared_storage_entries_are_the_masters_before_any_trial(tmp_path: Path) -> None:
+    """In 1733 storage the first to create a name owns it: the master makes `tensorboard` and
+    `.det-trials` first, and refuses a container run whose `.det-trials` a trial made."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to hand directories to another account")
+    from master_lite.runs import open_root
+
+    root = tmp_path / "root"
+    for sub in ("", "trials", "checkpoints"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    open_root(root)
+    for name in ("tensorboard", ".det-trials"):
+        made = (root / "checkpoints" / name).stat()
+        assert (made.st_uid, made.st_mode & 0o777) == (0, 0o711)
+    base = tmp_path / "other-storage"
+    base.mkdir()
+    (base / ".det-trials").mkdir()
+    os.chown(base / ".det-trials", pwd.getpwnam("nobody").pw_uid, -1)
+    config = {"checkpoint_storage": {"type": "shared_fs", "host_path": str(base)}}
+    with pytest.raises(OSError, match=r"\.det-trials is not the master's"):
+        prepare_storage(config, RunAs(user="nobody"), 1, 1, container=True)
+    prepare_storage(config, RunAs(user="nobody"), 1, 1)  # a process run does not use it
