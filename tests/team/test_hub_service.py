@@ -45,6 +45,9 @@ def hub(tmp_path_factory):
         users=["hub_alice", "hub_bob", "hub_carol", "hub_dave"],
         admins_group=["hub_admin"],
         hub_admins=["hub_root"],
+        # These Hub users have no Unix accounts: their trials run as the master's own account
+        # here (a service run as root would run them as their owners: tests/team/test_team_e2e.py).
+        service_environment={"MASTER_LITE_RUN_TRIALS_AS": "master"},
     ) as process:
         yield process
 
@@ -220,6 +223,7 @@ def test_the_hub_not_answering_is_a_503_naming_it(tmp_path, refused_port):
         "JUPYTERHUB_API_URL": hub_api,
         "JUPYTERHUB_SERVICE_PREFIX": "/services/determined/",
         "JUPYTERHUB_SERVICE_NAME": "determined",
+        "MASTER_LITE_RUN_TRIALS_AS": "master",  # runs no trial; tmp_path is closed to others
     }
     with MasterProcess(tmp_path / "root", extra_args=["--jupyterhub"], env=env) as master:
         assert master.url.endswith("/services/determined")
