@@ -51,6 +51,7 @@ from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
 from master_lite.users import Users
+from master_lite.workspaces import Workspaces
 
 T = TypeVar("T")
 
@@ -162,6 +163,8 @@ class Master:
         self.unmanaged: UnmanagedRuns = parts.unmanaged
         # Accounts, sign-ins and the owner-or-admin rule (docs/team.md).
         self.users = Users(self._shared)
+        # Workspaces and projects: how experiments are grouped (docs/team.md).
+        self.workspaces = Workspaces(self._shared, publish_experiment=self.views.publish_experiment)
         self._partials: PartialCheckpoints = parts.partials  # wiring only
         # Wiring only: not for handlers.
         self._searchers, self._recovery = parts.searchers, parts.recovery

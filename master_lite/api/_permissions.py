@@ -19,6 +19,8 @@ _PATH_KEYS = {
     Owner.CHECKPOINT: "uuid",
     Owner.MODEL: "model",
     Owner.USER: "user_id",
+    Owner.WORKSPACE: "workspace_id",
+    Owner.PROJECT: "project_id",
 }
 
 

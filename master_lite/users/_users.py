@@ -239,7 +239,8 @@ class Users:
 
     def check_may_act(self, principal: _auth.UserPrincipal, kind: str, key: Any, verb: str) -> None:
         """Forbidden unless `principal` owns the object (`kind` "experiment", "trial",
-        "checkpoint", "model", "user") or is an admin. NotFound for no such object."""
+        "checkpoint", "model", "user", "workspace", "project") or is an admin. NotFound for
+        no such object."""
         if principal.admin:
             return  # an admin may act on anything (a missing object: the handler's 404)
         if kind == "admin":
@@ -268,6 +269,12 @@ class Users:
             if model is None:
                 raise errors.NotFound(f"model {text!r} not found")
             return model.owner_id, f"model {model.name!r}"
+        if kind in ("workspace", "project"):
+            repository = store.workspaces if kind == "workspace" else store.projects
+            place = repository.get(int(key))
+            if place is None:
+                raise errors.NotFound(f"{kind} {key} not found")
+            return place.owner_id, f"{kind} {place.name!r}"
         label = f"{kind} {key}"
         experiment_id = key
         if kind == "trial":
