@@ -163,6 +163,7 @@ class Master:
         self.unmanaged: UnmanagedRuns = parts.unmanaged
         # Accounts, sign-ins and the owner-or-admin rule (docs/team.md).
         self.users = Users(self._shared)
+        self.users.register_owner("tensorboard", self.tensorboards.owner_of)
         # Workspaces and projects: how experiments are grouped (docs/team.md).
         self.workspaces = Workspaces(self._shared, publish_experiment=self.views.publish_experiment)
         self._partials: PartialCheckpoints = parts.partials  # wiring only

@@ -38,6 +38,7 @@ class Owner(str, enum.Enum):
     USER = "user"  # the path's {user_id} is the caller's own account
     WORKSPACE = "workspace"  # the path's {workspace_id}
     PROJECT = "project"  # the path's {project_id}
+    TENSORBOARD = "tensorboard"  # the path's {tensorboard_id}: who launched it
     ADMIN = "admin"  # admins only
 
 

@@ -280,6 +280,8 @@ SCHEMAS: dict[str, dict] = {
         port={**INTEGER, "description": "its loopback port on the master's machine"},
         registeredTime=TIME,
         error=nullable({**STRING, "description": "why it stopped on its own"}),
+        userId={**INTEGER, "description": "who launched it (only they or an admin may kill it)"},
+        username=nullable(STRING),
     ),
     "Model": obj(
         ["id", "name"],

@@ -21,6 +21,7 @@ _PATH_KEYS = {
     Owner.USER: "user_id",
     Owner.WORKSPACE: "workspace_id",
     Owner.PROJECT: "project_id",
+    Owner.TENSORBOARD: "tensorboard_id",
 }
 
 

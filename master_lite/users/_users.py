@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 import re
+from collections.abc import Callable
 from typing import Any
 
 from master_lite import errors
@@ -77,6 +78,13 @@ class Users:
     def __init__(self, shared: MasterState) -> None:
         self._shared = shared
         self._owner_name = "user"
+        # Owners of what is not in the store (TensorBoards): kind -> key -> (owner id, label).
+        self._owner_lookups: dict[str, Callable[[Any], tuple[int, str]]] = {}
+
+    def register_owner(self, kind: str, lookup: Callable[[Any], tuple[int, str]]) -> None:
+        """Let `check_may_act` ask `lookup(key)` for (owner id, label) of objects of `kind`
+        that another part keeps (NotFound for none)."""
+        self._owner_lookups[kind] = lookup
 
     def open(self) -> None:
         """At start: name the owner account after the Unix login running the master."""
@@ -260,6 +268,8 @@ class Users:
 
     def _owner_of(self, kind: str, key: Any) -> tuple[int, str]:
         store = self._shared.store
+        if kind in self._owner_lookups:
+            return self._owner_lookups[kind](key)
         if kind == "user":
             return self._row(key).id, f"user {key}"
         if kind == "model":

@@ -175,6 +175,9 @@ export interface ApiTensorBoard {
   registeredTime?: string;
   /** why it stopped on its own */
   error?: string | null;
+  /** who launched it (only they or an admin may kill it) */
+  userId?: number;
+  username?: string | null;
 }
 
 export interface ApiTrial {
