@@ -224,3 +224,21 @@ async def test_a_fork_goes_into_its_parents_project_unless_told_otherwise(api: A
         {"config": CONFIG, "parent_id": parent_id, "activate": False, "projectId": 1},
     )
     assert status == 201 and child["experiment"]["projectId"] == 1
+
+
+@with_api
+async def test_a_kernel_run_goes_into_the_project_its_config_names(api: Api) -> None:
+    """core_v2's `Config(workspace=, project=)`: the unmanaged run's experiment is placed."""
+    _, answer = await api.call("POST", "/workspaces", {"name": "kernels"})
+    await api.call("POST", f"/workspaces/{answer['workspace']['id']}/projects", {"name": "nb"})
+    status, run = await api.call(
+        "POST", "/unmanaged/runs", {"name": "in-a-kernel", "workspace": "kernels", "project": "nb"}
+    )
+    assert status == 200, run
+    _, experiment = await api.call("GET", f"/experiments/{run['experiment_id']}")
+    assert experiment["experiment"]["projectName"] == "nb"
+    assert experiment["experiment"]["workspaceName"] == "kernels"
+    status, answer = await api.call(
+        "POST", "/unmanaged/runs", {"name": "lost", "workspace": "kernels", "project": "nope"}
+    )
+    assert status == 400 and "no project named 'nope'" in answer["message"]
