@@ -65,7 +65,9 @@ class Views:
         out["run_state"] = self._experiment_run_state(row)
         owner = self._shared.store.users.get(row.owner_id)
         out.update(_serialize.owner_json(row.owner_id, owner.username if owner else None))
-        out.update(_serialize.place_json(row.project_id, self._shared.store.projects.names()))
+        out.update(
+            _serialize.place_json(row.project_id, self._shared.store.projects.place(row.project_id))
+        )
         return out
 
     def _experiment_run_state(self, row: ExperimentRow) -> str | None:

@@ -194,6 +194,15 @@ class Projects(TypedRepository[ProjectRow]):
         )
         return {row["id"]: (row["name"], row["wid"], row["wname"]) for row in rows}
 
+    def place(self, project_id: int) -> dict[int, tuple[str, int, str]]:
+        """`names()` for one project only (one experiment's JSON, built at every event)."""
+        rows = self._store.select_sql(
+            "SELECT p.id AS id, p.name AS name, w.id AS wid, w.name AS wname "
+            "FROM projects p JOIN workspaces w ON p.workspace_id = w.id WHERE p.id = ?",
+            (project_id,),
+        )
+        return {row["id"]: (row["name"], row["wid"], row["wname"]) for row in rows}
+
     def move_experiment(self, experiment_id: int, project_id: int) -> None:
         """The experiment is now in `project_id` (Determined's MoveExperiment)."""
         self._store.execute(
