@@ -129,6 +129,7 @@ MASTER_PARTS = (
     "master_lite.tensorboards",
     "master_lite.unmanaged",
     "master_lite.users",
+    "master_lite.workspaces",
 )
 # The runners' package (`scheduler` until it becomes `runners`): both names are held to the rule.
 RUNNER_PACKAGES = ("master_lite.runners", "master_lite.scheduler")

@@ -8,17 +8,22 @@ import { describe, test } from 'node:test';
 
 import {
   DEFAULT_SORT,
+  ITableFilter,
+  NO_TABLE_FILTER,
   bulkSummary,
   bulkTargets,
   durationSeconds,
   experimentOwner,
   experimentTabTitle,
+  experimentWorkspace,
   filterTable,
   hasOwners,
   nextSort,
+  ownerChoices,
   parseLabels,
   sortExperiments,
-  tableRows
+  tableRows,
+  workspaceChoices
 } from '../src/model/experimentTable';
 import { sameListFields } from '../src/model/model';
 import type { IExperiment } from '../src/api/types';
@@ -239,5 +244,36 @@ describe('tab titles', () => {
     assert.equal(experimentTabTitle(12, 'mnist-search'), 'Experiment 12: mnist-search');
     assert.equal(experimentTabTitle(12, '  '), 'Experiment 12');
     assert.equal(experimentTabTitle(12, null), 'Experiment 12');
+  });
+});
+
+describe('the user and workspace filters (docs/team.md)', () => {
+  const list = [
+    experiment(1, { username: 'alice', workspaceName: 'Uncategorized' }),
+    experiment(2, { username: 'bob', workspaceName: 'vision' }),
+    experiment(3, { username: 'alice', workspaceName: 'vision' }),
+    experiment(4, { username: 'carol' })
+  ];
+
+  test('the choices are the listed owners and workspaces, sorted, without blanks', () => {
+    assert.deepEqual(ownerChoices(list), ['alice', 'bob', 'carol']);
+    assert.deepEqual(workspaceChoices(list), ['Uncategorized', 'vision']);
+    assert.equal(experimentWorkspace(list[3]), '');
+  });
+
+  test('a user narrows the list to their experiments, a workspace to its experiments', () => {
+    const only = (filter: Partial<ITableFilter>) =>
+      ids(filterTable(list, { ...NO_TABLE_FILTER, ...filter }));
+    assert.deepEqual(only({}), [1, 2, 3, 4]);
+    assert.deepEqual(only({ owner: 'alice' }), [1, 3]);
+    assert.deepEqual(only({ workspace: 'vision' }), [2, 3]);
+    assert.deepEqual(only({ owner: 'alice', workspace: 'vision' }), [3]);
+    assert.deepEqual(only({ owner: 'nobody' }), []);
+  });
+
+  test('a moved experiment is a changed row (its workspace is a list field)', () => {
+    const moved = { ...list[1], workspaceName: 'Uncategorized' };
+    assert.equal(sameListFields(list[1], moved), false);
+    assert.equal(sameListFields(list[1], { ...list[1] }), true);
   });
 });

@@ -170,6 +170,18 @@ def owner_json(owner_id: int, username: str | None) -> dict:
     return {"userId": owner_id, "username": username}
 
 
+def place_json(project_id: int, places: dict[int, tuple[str, int, str]]) -> dict:
+    """Determined's project fields of an experiment: `projectId`, `projectName`,
+    `workspaceId`, `workspaceName` (`places`: the store's `projects.names()`)."""
+    project_name, workspace_id, workspace_name = places.get(project_id, (None, None, None))
+    return {
+        "projectId": project_id,
+        "projectName": project_name,
+        "workspaceId": workspace_id,
+        "workspaceName": workspace_name,
+    }
+
+
 def metric_summary(row: dict | None) -> dict | None:
     if row is None:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from master_lite import errors
 from master_lite._core import _metric_format, _serialize
@@ -64,6 +65,9 @@ class Views:
         out["run_state"] = self._experiment_run_state(row)
         owner = self._shared.store.users.get(row.owner_id)
         out.update(_serialize.owner_json(row.owner_id, owner.username if owner else None))
+        out.update(
+            _serialize.place_json(row.project_id, self._shared.store.projects.place(row.project_id))
+        )
         return out
 
     def _experiment_run_state(self, row: ExperimentRow) -> str | None:
@@ -88,13 +92,22 @@ class Views:
         return "RUNNING" if running else "QUEUED"
 
     def list_experiments(
-        self, *, state: str | None = None, name: str | None = None, archived: bool | None = None
+        self,
+        *,
+        state: str | None = None,
+        name: str | None = None,
+        archived: bool | None = None,
+        **place: Any,
     ) -> list[dict]:
         """Experiments matching the filters, as API JSON (without configs): a few queries for
         all of them (bench_reads.py: two per experiment and every config decoded made a list
-        of 2,000 take 140 ms)."""
-        listing = self._shared.store.experiments.listing(state=state, name=name, archived=archived)
+        of 2,000 take 140 ms). `place`: `project_id`, `workspace_id`, `user_ids` (owners)."""
+        given = {key: value for key, value in place.items() if value is not None}
+        listing = self._shared.store.experiments.listing(
+            state=state, name=name, archived=archived, **given
+        )
         names = self._shared.store.users.names()
+        places = self._shared.store.projects.names()
         return [
             {
                 **_serialize.experiment_json(
@@ -106,6 +119,7 @@ class Views:
                 # As in one experiment's JSON (only ACTIVE ones ask their trials).
                 "run_state": self._experiment_run_state(row),
                 **_serialize.owner_json(row.owner_id, names.get(row.owner_id)),
+                **_serialize.place_json(row.project_id, places),
             }
             for row, num_trials, best in listing
         ]

@@ -58,6 +58,7 @@ from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
 from master_lite.users import HubIdentity, Users
+from master_lite.workspaces import Workspaces
 
 T = TypeVar("T")
 
@@ -182,6 +183,9 @@ class Master:
         # Run as a JupyterHub service (`use_hub`): tokens the master does not know, and the
         # service's OAuth cookie, are asked of the Hub (docs/team.md).
         self.hub: HubIdentity | None = None
+        self.users.register_owner("tensorboard", self.tensorboards.owner_of)
+        # Workspaces and projects: how experiments are grouped (docs/team.md).
+        self.workspaces = Workspaces(self._shared, publish_experiment=self.views.publish_experiment)
         self._partials: PartialCheckpoints = parts.partials  # wiring only
         # Wiring only: not for handlers.
         self._searchers, self._recovery = parts.searchers, parts.recovery

@@ -36,6 +36,9 @@ class Owner(str, enum.Enum):
     CHECKPOINTS = "checkpoints"  # every body.checkpoints[].uuid: their experiments' owners
     MODEL = "model"  # the path's {model} (name or id)
     USER = "user"  # the path's {user_id} is the caller's own account
+    WORKSPACE = "workspace"  # the path's {workspace_id}
+    PROJECT = "project"  # the path's {project_id}
+    TENSORBOARD = "tensorboard"  # the path's {tensorboard_id}: who launched it
     ADMIN = "admin"  # admins only
 
 

@@ -47,6 +47,11 @@ def parse_trial_ids(values: list[str]) -> list[int]:
     return ids
 
 
+def placed_in(body: dict) -> dict[str, Any]:
+    """`project_id` when the body names a project (Determined's `projectId`), else nothing."""
+    return {} if body.get("projectId") is None else {"project_id": body["projectId"]}
+
+
 class ExperimentsHandler(ApiHandlerMixin):
     async def get(self) -> None:
         await self.send_read(
@@ -55,7 +60,28 @@ class ExperimentsHandler(ApiHandlerMixin):
             state=self.args["state"],
             name=self.args["name"],
             archived=self.args["archived"],
+            **self._place(),
         )
+
+    def _place(self) -> dict[str, Any]:
+        """The project, workspace and owner filters the request set (only those: see
+        `given_args`)."""
+        place = {"project_id": self.args["projectId"], "workspace_id": self.args["workspaceId"]}
+        place["user_ids"] = self._owner_ids()
+        return {key: value for key, value in place.items() if value is not None}
+
+    def _owner_ids(self) -> list[int] | None:
+        """The owners `users` (names) and `userIds` ask for; None when neither is given.
+        Determined's clients repeat a list parameter (`users=a&users=b`), others join it."""
+        names = [n for raw in self.get_query_arguments("users") for n in raw.split(",") if n]
+        ids = [i for raw in self.get_query_arguments("userIds") for i in raw.split(",") if i]
+        if not names and not ids:
+            return None
+        bad = [i for i in ids if not (i.isascii() and i.isdigit() and len(i) < 19)]
+        if bad:
+            raise ApiError(400, f"query parameter userIds: expected user ids, got {bad[0]!r}")
+        by_name = {name: user_id for user_id, name in self.master.users.names().items()}
+        return [int(i) for i in ids] + [by_name[n] for n in names if n in by_name]
 
     async def post(self) -> None:
         body = self.body
@@ -76,6 +102,7 @@ class ExperimentsHandler(ApiHandlerMixin):
                 archived=body.get("archived", False),
                 notebook=body.get("notebook"),
                 owner_id=self.owner_id(),
+                **placed_in(body),
             )
         else:
             experiment = await self.master.experiments.submit_experiment(
@@ -85,6 +112,7 @@ class ExperimentsHandler(ApiHandlerMixin):
                 archived=body.get("archived", False),
                 notebook=body.get("notebook"),
                 owner_id=self.owner_id(),
+                **placed_in(body),
             )
         self.send_json({"experiment": experiment}, status=201)
 

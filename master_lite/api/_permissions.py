@@ -19,6 +19,9 @@ _PATH_KEYS = {
     Owner.CHECKPOINT: "uuid",
     Owner.MODEL: "model",
     Owner.USER: "user_id",
+    Owner.WORKSPACE: "workspace_id",
+    Owner.PROJECT: "project_id",
+    Owner.TENSORBOARD: "tensorboard_id",
 }
 
 

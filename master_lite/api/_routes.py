@@ -48,6 +48,7 @@ from master_lite.api._tensorboards import TENSORBOARD_ROUTES
 from master_lite.api._trial_routes import TRIAL_ROUTES
 from master_lite.api._unmanaged import UNMANAGED_ROUTES
 from master_lite.api._users import USER_ROUTES
+from master_lite.api._workspaces import WORKSPACE_ROUTES
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -75,6 +76,10 @@ ROUTES: tuple[Route, ...] = (
                     Param("state", "string", "only experiments in this state"),
                     Param("name", "string", "only names containing this"),
                     Param("archived", "boolean", "only (un)archived experiments"),
+                    Param("projectId", "integer", "only experiments in this project"),
+                    Param("workspaceId", "integer", "only experiments in this workspace"),
+                    Param("users", "csv", "only experiments of these owners (usernames)"),
+                    Param("userIds", "csv", "only experiments of these owners (user ids)"),
                 ),
             ),
             "post": Operation(
@@ -362,6 +367,7 @@ ROUTES: tuple[Route, ...] = (
     ),
     *MODEL_ROUTES,
     *USER_ROUTES,
+    *WORKSPACE_ROUTES,
     Route(
         "/resources",
         _allocations.ResourcesHandler,

@@ -159,6 +159,15 @@ CREATE_EXPERIMENT_BODY = obj(
             ),
         }
     ),
+    projectId=nullable(
+        {
+            **INTEGER,
+            "description": (
+                "the project it goes into (Determined's); else the config's workspace and "
+                "project, else a fork's parent's project, else 1 (Uncategorized)"
+            ),
+        }
+    ),
 )
 
 TRIAL_EXPERIMENT_BODY = obj(

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from master_lite.api._base import ApiHandlerMixin
-from master_lite.api._declarations import Operation, PathParam, Route
+from master_lite.api._declarations import Operation, Owner, PathParam, Route
 from master_lite.api._openapi import INTEGER, STRING, array, nullable, obj, ref
 from master_lite.api._parsing import SQLITE_INT_MAX
 
@@ -21,7 +21,9 @@ class TensorboardsHandler(ApiHandlerMixin):
 
     async def post(self) -> None:
         board = await self.master.tensorboards.start(
-            self.body.get("experiment_ids") or [], self.body.get("trial_ids") or []
+            self.body.get("experiment_ids") or [],
+            self.body.get("trial_ids") or [],
+            owner_id=self.owner_id(),
         )
         self.send_json({"tensorboard": board}, status=201)
 
@@ -68,9 +70,12 @@ TENSORBOARD_ROUTES: tuple[Route, ...] = (
         TensorboardKillHandler,
         {
             "post": Operation(
-                "Stop a TensorBoard (its process and its log directory)",
+                "Stop a TensorBoard (its process and its log directory): who launched it, "
+                "or an admin",
                 TENSORBOARD_ANSWER,
                 description="answers once the process exited, with state STATE_TERMINATED",
+                owner=Owner.TENSORBOARD,
+                verb="kill",
             )
         },
         (TENSORBOARD_ID,),

@@ -33,6 +33,7 @@ from master_lite.reports._logs import TrialLogs
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._runs import Runs
 from master_lite.store import TrialRow
+from master_lite.workspaces import place_experiment
 
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 
@@ -79,10 +80,10 @@ class Experiments:
         notebook: dict | None = None,
         parent_id: int | None = None,
         owner_id: int = OWNER_ID,
+        project_id: int | None = None,
     ) -> dict:
-        """Check and expand the config, store the context, start the searcher; the JSON.
-        (All on the calling thread: the API uses `submit_experiment`, which checks the
-        context in a worker thread.)"""
+        """Check and expand the config, store the context, start the searcher; the JSON (on
+        the calling thread: the API's `submit_experiment` checks the context in a worker)."""
         expanded, original_text, searcher = self._checked_config(config, parent_id)
         context_hash = self._checked_context(expanded, context)
         return self._create(
@@ -96,6 +97,7 @@ class Experiments:
             notebook=notebook,
             parent_id=parent_id,
             owner_id=owner_id,
+            project_id=project_id,
         )
 
     def _checked_config(
@@ -130,6 +132,7 @@ class Experiments:
         notebook: dict | None = None,
         parent_id: int | None = None,
         owner_id: int = OWNER_ID,
+        project_id: int | None = None,
     ) -> dict:
         """`create_experiment` for the API: the context is checked (unpacked into a scratch
         directory) and written in a worker thread, so that a context of many files never
@@ -149,6 +152,7 @@ class Experiments:
             notebook=notebook,
             parent_id=parent_id,
             owner_id=owner_id,
+            project_id=project_id,
         )
 
     def _create(
@@ -164,8 +168,10 @@ class Experiments:
         notebook: dict | None,
         parent_id: int | None,
         owner_id: int = OWNER_ID,
+        project_id: int | None = None,
     ) -> dict:
         """Store the experiment whose config and context were checked (on the loop thread)."""
+        project_id = place_experiment(self._shared.store, expanded, project_id, parent_id)
         warm_start = warm_start_checkpoint(self._shared.store, expanded.get("searcher") or {})
         if context_hash is not None and context_size is not None:
             self._contexts.record(context_hash, context_size)
@@ -185,6 +191,7 @@ class Experiments:
                 start_time=time.time(),
                 warm_start_checkpoint=warm_start,
                 owner_id=owner_id,  # the submitter (docs/team.md)
+                project_id=project_id,
             )
             self._searchers.add(exp_id, searcher)
             self._views.publish_experiment(exp_id)

@@ -119,6 +119,7 @@ class Forks:
         archived: bool = False,
         notebook: dict | None = None,
         owner_id: int = OWNER_ID,
+        project_id: int | None = None,
     ) -> dict:
         """A new experiment from `config` and the parent's model definition (Determined's
         CreateExperiment with `parentId`; a `context` given replaces the parent's); its
@@ -132,6 +133,7 @@ class Forks:
             notebook=notebook if notebook is not None else parent.notebook,
             parent_id=parent.id,
             owner_id=owner_id,
+            project_id=project_id,
         )
 
     async def from_trial(

@@ -21,8 +21,18 @@ from ._series import Logs, Metrics, MetricsQuery
 from ._store import Store
 from ._unmanaged import UnmanagedTrials
 from ._users import OWNER_ID, UserRow, Users
+from ._workspaces import (
+    DEFAULT_PROJECT_ID,
+    DEFAULT_WORKSPACE_ID,
+    ProjectRow,
+    Projects,
+    WorkspaceRow,
+    Workspaces,
+)
 
 __all__ = [
+    "DEFAULT_PROJECT_ID",
+    "DEFAULT_WORKSPACE_ID",
     "MIGRATIONS",
     "MIN_DATAPOINTS",
     "OWNER_ID",
@@ -42,6 +52,8 @@ __all__ = [
     "ModelRow",
     "ModelVersionRow",
     "ModelVersions",
+    "ProjectRow",
+    "Projects",
     "Models",
     "Row",
     "Store",
@@ -52,5 +64,7 @@ __all__ = [
     "UnmanagedTrials",
     "UserRow",
     "Users",
+    "WorkspaceRow",
+    "Workspaces",
     "registered_message",
 ]

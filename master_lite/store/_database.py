@@ -245,6 +245,10 @@ class Database:
         rows = self._connection().execute(sql, tuple(params)).fetchall()
         return [self._decode(table, row) for row in rows]
 
+    def select_sql(self, sql: str, params: Sequence[Any] = ()) -> list[dict]:
+        """The rows of a read the store's modules write themselves (no JSON decoding)."""
+        return [dict(row) for row in self._connection().execute(sql, tuple(params)).fetchall()]
+
     def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         row = self._connection().execute(sql, tuple(params)).fetchone()
         return None if row is None else row[0]

@@ -227,6 +227,7 @@ LISTING_COLUMNS = (
     "checkpoint_gc_done",
     "notes",
     "owner_id",
+    "project_id",
 )
 
 

@@ -21,7 +21,7 @@ from determined.common.states import (
     CheckpointState,
 )
 
-from . import _deletion, _queries
+from . import _deletion, _placement, _queries
 from ._rows import AllocationRow, CheckpointRow, ContextRow, ExperimentRow, Row, TokenRow, TrialRow
 
 if TYPE_CHECKING:
@@ -107,13 +107,21 @@ class Experiments(TypedRepository[ExperimentRow]):
         return self._select(*self._filters(state, name, archived))
 
     def listing(
-        self, *, state: str | None = None, name: str | None = None, archived: bool | None = None
+        self,
+        *,
+        state: str | None = None,
+        name: str | None = None,
+        archived: bool | None = None,
+        **place: Any,
     ) -> list[tuple[ExperimentRow, int, list[str]]]:
         """What a list of experiments shows, as `matching` selects them: for each, its row
         with `config` cut to `searcher` and `unmanaged` (no `original_config`, no
         `searcher_snapshot`), its number of trials and its trials' best validation `metrics`
-        JSON texts; in a few queries however many experiments there are."""
+        JSON texts; in a few queries however many experiments there are. `place`: the
+        owner, project and workspace filters of `_placement.place_filters`."""
         where, params = self._filters(state, name, archived)
+        if place:
+            where, params = _placement.place_filters(where, params, **place)
         listing = []
         for stored, config, num_trials, best in _queries.experiment_listing(
             self._store, where, params

@@ -98,6 +98,7 @@ class ExperimentRow(Row):
     checkpoint_gc_done: bool  # migration 2
     notes: str  # migration 7
     owner_id: int  # migration 8: the user who created it (1: the owner account)
+    project_id: int  # migration 9: its project (1: "Uncategorized")
 
 
 @dataclasses.dataclass(frozen=True)

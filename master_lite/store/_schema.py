@@ -241,6 +241,38 @@ ALTER TABLE experiments ADD COLUMN owner_id INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE models ADD COLUMN owner_id INTEGER NOT NULL DEFAULT 1
 """
 
+# Workspaces and projects (docs/team.md, "Workspaces and projects"), as Determined groups
+# experiments: a workspace holds projects, a project holds experiments. Workspace 1 and its
+# project 1, both "Uncategorized", are Determined's defaults: they cannot be renamed, archived
+# or deleted, and every experiment made before this migration is in project 1 (DEFAULT 1; no
+# REFERENCES on the added column, which SQLite refuses with a default). A project's name is
+# unique within its workspace; its `key` (Determined 0.26+) across the master.
+MIGRATION_9_WORKSPACES = """
+CREATE TABLE workspaces (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    owner_id INTEGER NOT NULL DEFAULT 1,
+    archived INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL
+);
+INSERT INTO workspaces (id, name, owner_id, archived, created) VALUES (1, 'Uncategorized', 1, 0, 0);
+CREATE TABLE projects (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    workspace_id INTEGER NOT NULL REFERENCES workspaces(id),
+    owner_id INTEGER NOT NULL DEFAULT 1,
+    archived INTEGER NOT NULL DEFAULT 0,
+    description TEXT NOT NULL DEFAULT '',
+    key TEXT NOT NULL UNIQUE,
+    created REAL NOT NULL,
+    UNIQUE (workspace_id, name)
+);
+INSERT INTO projects (id, name, workspace_id, owner_id, archived, description, key, created)
+    VALUES (1, 'Uncategorized', 1, 1, 0, '', 'UNCAT', 0);
+ALTER TABLE experiments ADD COLUMN project_id INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX experiments_by_project ON experiments (project_id)
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_INITIAL,
     MIGRATION_2_FAULT_TOLERANCE,
@@ -250,6 +282,7 @@ MIGRATIONS: list[str] = [
     MIGRATION_6_UNMANAGED,
     MIGRATION_7_EXPERIMENT_NOTES,
     MIGRATION_8_USERS,
+    MIGRATION_9_WORKSPACES,
 ]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.
@@ -267,4 +300,6 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "unmanaged_trials": frozenset(),
     "users": frozenset(),
     "user_sessions": frozenset(),
+    "workspaces": frozenset(),
+    "projects": frozenset(),
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from . import _models, _repositories, _series, _unmanaged, _users
+from . import _models, _repositories, _series, _unmanaged, _users, _workspaces
 from ._database import Database
 from ._reads import ReadPool
 
@@ -29,6 +29,8 @@ class Store(Database):
         self.model_versions = _models.ModelVersions(self)
         self.unmanaged = _unmanaged.UnmanagedTrials(self)
         self.users = _users.Users(self)
+        self.workspaces = _workspaces.Workspaces(self)
+        self.projects = _workspaces.Projects(self)
         # Reads off the event loop, each on a read-only connection (_reads.py).
         self.reads = ReadPool(self)
 

@@ -30,7 +30,7 @@ from master_lite import errors
 from master_lite._core import _serialize
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
-from master_lite.store import MetricsQuery, Store, TrialRow
+from master_lite.store import OWNER_ID, MetricsQuery, Store, TrialRow
 from master_lite.tensorboards._logdir import TrialLogdir, write_new_reports
 from master_lite.tensorboards._process import (
     HOST,
@@ -85,6 +85,7 @@ class TensorBoard:
     watcher: asyncio.Task | None = None
     # Its secret path prefix (issue 26 row 8): only the master and whoever it gives the URL.
     path_prefix: str = dataclasses.field(default_factory=new_path_prefix)
+    owner_id: int = OWNER_ID  # who launched it: only they or an admin may kill it
 
     @property
     def logdir(self) -> Path:
@@ -155,6 +156,9 @@ class TensorBoards:
             "port": board.port,
             "registeredTime": _serialize.iso(board.registered_time),
             "error": board.error,
+            # Determined's owner fields of a task (docs/team.md).
+            "userId": board.owner_id,
+            "username": self._shared.store.users.names().get(board.owner_id),
         }
 
     def get(self, tensorboard_id: str) -> dict:
@@ -165,6 +169,10 @@ class TensorBoards:
         """Every TensorBoard of this master, oldest first."""
         boards = sorted(self._boards.values(), key=lambda b: b.registered_time)
         return [self._json(board) for board in boards]
+
+    def owner_of(self, tensorboard_id: str) -> tuple[int, str]:
+        """(its owner's user id, how a 403 names it): for the owner-or-admin rule."""
+        return self._board(tensorboard_id).owner_id, f"tensorboard {tensorboard_id}"
 
     def upstream(self, tensorboard_id: str) -> str:
         """The base URL of a running TensorBoard, secret path prefix included, without a
@@ -179,9 +187,11 @@ class TensorBoards:
         return f"http://{HOST}:{board.port}{board.path_prefix}"
 
     # -- start --------------------------------------------------------------------------------
-    async def start(self, experiment_ids: list[int], trial_ids: list[int]) -> dict:
-        """Start a TensorBoard on the metrics of these experiments' trials and these trials;
-        its JSON (STATE_STARTING: it serves a few seconds later)."""
+    async def start(
+        self, experiment_ids: list[int], trial_ids: list[int], *, owner_id: int = OWNER_ID
+    ) -> dict:
+        """Start a TensorBoard on the metrics of these experiments' trials and these trials,
+        owned by `owner_id`; its JSON (STATE_STARTING: it serves a few seconds later)."""
         experiment_ids = sorted(set(int(e) for e in experiment_ids))
         trial_ids = sorted(set(int(t) for t in trial_ids))
         if not experiment_ids and not trial_ids:
@@ -207,6 +217,7 @@ class TensorBoards:
             directory=self._shared.root_dir / "tensorboards" / board_id,
             port=free_port(),
             registered_time=time.time(),
+            owner_id=owner_id,
         )
         board.logdir.mkdir(parents=True, exist_ok=True)
         self._boards[board.id] = board

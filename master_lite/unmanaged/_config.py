@@ -14,7 +14,8 @@ KERNEL_ENTRYPOINT = "(trains in a Jupyter kernel: det.experimental.core_v2)"
 
 def unmanaged_config(body: dict, *, default_checkpoint_storage: dict) -> dict:
     """The expanded experiment config of a run's `name`, `hparams`, `searcher`,
-    `checkpoint_storage`, `description`, `labels`, `data`, checked like any config."""
+    `checkpoint_storage`, `description`, `labels`, `data`, `workspace`, `project`, checked
+    like any config."""
     hparams = body.get("hparams") or {}
     if not isinstance(hparams, dict):
         raise errors.InvalidRequest(
@@ -32,7 +33,7 @@ def unmanaged_config(body: dict, *, default_checkpoint_storage: dict) -> dict:
         "hyperparameters": {k: {"type": "const", "val": v} for k, v in hparams.items()},
         "searcher": searcher,
     }
-    for key in ("description", "labels", "data", "checkpoint_storage"):
+    for key in ("description", "labels", "data", "checkpoint_storage", "workspace", "project"):
         if body.get(key) is not None:
             config[key] = body[key]
     try:

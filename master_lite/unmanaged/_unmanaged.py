@@ -38,6 +38,7 @@ from master_lite.experiments._experiments import Experiments
 from master_lite.reports._logs import TrialLogs
 from master_lite.store import TrialRow, UnmanagedTrialRow
 from master_lite.unmanaged._config import unmanaged_config
+from master_lite.workspaces import place_experiment
 
 # While leases are live the loop is watched by a tick this often; a gap between two looks at
 # the loop longer than LOOP_STALL_SECONDS means it was busy (not that a kernel died).
@@ -173,6 +174,7 @@ class UnmanagedRuns:
                 original_config=None,
                 start_time=self._clock(),
                 owner_id=owner_id,
+                project_id=place_experiment(store, config),  # its workspace/project names
             )
         else:
             self._reopen_experiment(exp_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 import re
+from collections.abc import Callable
 from typing import Any
 
 from master_lite import errors
@@ -77,6 +78,13 @@ class Users:
     def __init__(self, shared: MasterState) -> None:
         self._shared = shared
         self._owner_name = "user"
+        # Owners of what is not in the store (TensorBoards): kind -> key -> (owner id, label).
+        self._owner_lookups: dict[str, Callable[[Any], tuple[int, str]]] = {}
+
+    def register_owner(self, kind: str, lookup: Callable[[Any], tuple[int, str]]) -> None:
+        """Let `check_may_act` ask `lookup(key)` for (owner id, label) of objects of `kind`
+        that another part keeps (NotFound for none)."""
+        self._owner_lookups[kind] = lookup
 
     def open(self) -> None:
         """At start: name the owner account after the Unix login running the master."""
@@ -239,7 +247,8 @@ class Users:
 
     def check_may_act(self, principal: _auth.UserPrincipal, kind: str, key: Any, verb: str) -> None:
         """Forbidden unless `principal` owns the object (`kind` "experiment", "trial",
-        "checkpoint", "model", "user") or is an admin. NotFound for no such object."""
+        "checkpoint", "model", "user", "workspace", "project") or is an admin. NotFound for
+        no such object."""
         if principal.admin:
             return  # an admin may act on anything (a missing object: the handler's 404)
         if kind == "admin":
@@ -259,6 +268,8 @@ class Users:
 
     def _owner_of(self, kind: str, key: Any) -> tuple[int, str]:
         store = self._shared.store
+        if kind in self._owner_lookups:
+            return self._owner_lookups[kind](key)
         if kind == "user":
             return self._row(key).id, f"user {key}"
         if kind == "model":
@@ -268,6 +279,12 @@ class Users:
             if model is None:
                 raise errors.NotFound(f"model {text!r} not found")
             return model.owner_id, f"model {model.name!r}"
+        if kind in ("workspace", "project"):
+            repository = store.workspaces if kind == "workspace" else store.projects
+            place = repository.get(int(key))
+            if place is None:
+                raise errors.NotFound(f"{kind} {key} not found")
+            return place.owner_id, f"{kind} {place.name!r}"
         label = f"{kind} {key}"
         experiment_id = key
         if kind == "trial":

@@ -10,6 +10,7 @@ Every `det` runs as a subprocess in a new session (no controlling terminal), as 
 from __future__ import annotations
 
 import csv
+import getpass
 import io
 import json
 import os
@@ -349,9 +350,10 @@ def test_experiment_list_csv(master, trained, tmp_path):
     env = local_env(master, tmp_path)
     exp_id, trial_id, _ = trained
     rows = list(csv.reader(io.StringIO(ok(det(env, "e", "list", "--csv")))))
-    assert rows[0] == ["ID", "Name", "State", "Progress", "Trials", "Started", "Ended"]
+    assert rows[0] == ["ID", "Owner", "Name", "State", "Progress", "Trials", "Started", "Ended"]
     mine = [r for r in rows[1:] if r[0] == str(exp_id)]
-    assert mine and mine[0][1:3] == ["verbs-ckpt", "COMPLETED"]
+    assert mine and mine[0][2:4] == ["verbs-ckpt", "COMPLETED"]
+    assert mine[0][1] == getpass.getuser()  # the owner account: the master's Unix login
     assert list(csv.reader(io.StringIO(ok(det(env, "e", "list", "--all", "--csv")))))[0][-1] == (
         "Archived"
     )

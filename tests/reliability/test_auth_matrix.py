@@ -83,6 +83,8 @@ def _request_for(method: str, path_template: str, operation, own: dict) -> tuple
         "version": 1,
         "user_id": 1,  # the owner account (the user token's): no one else's account
         "username": "auth-user",  # none such: 404, past auth
+        "workspace_id": 999,  # none such: 404, past auth (the defaults are not to be deleted)
+        "project_id": 999,
     }
     path = path_template.format(**values)
     kwargs: dict = {"params": {}}

@@ -8,23 +8,14 @@ import pathlib
 import sys
 from typing import Any
 
-from determined.cli import _edits, _follow, _forks, _render
+from determined.cli import _edits, _follow, _forks, _render, _workspace
 from determined.cli._base import Context
 from determined.cli._experiment_create import create
+from determined.cli._render import shown_state
 from determined.common.states import TERMINAL_EXPERIMENT_STATES
 
 # ---------------------------------------------------------------------------------------------
 # reading
-
-
-def shown_state(experiment: dict) -> str:
-    """The state as Determined's CLI shows it: an ACTIVE experiment is QUEUED or RUNNING (the
-    master's `run_state`); `--json` keeps the master's fields as they are."""
-    # STOPPING (runs still draining after a pause) is this master's own; Determined's CLI
-    # shows only QUEUED or RUNNING in place of ACTIVE.
-    if experiment["state"] == "ACTIVE" and experiment.get("run_state") in ("QUEUED", "RUNNING"):
-        return str(experiment["run_state"])
-    return str(experiment["state"])
 
 
 def list_experiments(args: argparse.Namespace, ctx: Context) -> int:
@@ -33,13 +24,17 @@ def list_experiments(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         _render.print_json(experiments)
         return 0
-    headers = ["ID", "Name", "State", "Progress", "Trials", "Started", "Ended"]
+    # Determined's columns: the owner second; --show_project puts workspace and project first.
+    headers = ["ID", "Owner", "Name", "State", "Progress", "Trials", "Started", "Ended"]
+    if args.show_project:
+        headers = ["Workspace", "Project", *headers]
     if args.all:
         headers.append("Archived")
     rows = []
     for e in experiments:
         row = [
             e["id"],
+            e.get("username"),
             e.get("name"),
             shown_state(e),
             _render.format_progress(e.get("progress")),
@@ -47,6 +42,8 @@ def list_experiments(args: argparse.Namespace, ctx: Context) -> int:
             _render.format_time(e.get("start_time")),
             _render.format_time(e.get("end_time")),
         ]
+        if args.show_project:
+            row = [e.get("workspaceName"), e.get("projectName"), *row]
         if args.all:
             row.append("yes" if e.get("archived") else "no")
         rows.append(row)
@@ -256,6 +253,13 @@ def add_parser(subparsers: Any) -> None:
         metavar="PATH",
         help="extra file or directory added at the top level of the context (repeatable)",
     )
+    p.add_argument(
+        "--project_id",
+        "--project-id",
+        dest="project_id",
+        type=int,
+        help="place this experiment inside this project",
+    )
     p.set_defaults(handler=create)
 
     for name, aliases in (("list", ["ls"]),):
@@ -263,6 +267,13 @@ def add_parser(subparsers: Any) -> None:
             name, aliases=aliases, help="list experiments (unarchived unless --all)"
         )
         p.add_argument("-a", "--all", action="store_true", help="include archived experiments")
+        p.add_argument(
+            "--show_project",
+            "--show-project",
+            dest="show_project",
+            action="store_true",
+            help="include columns for workspace name and project name",
+        )
         _checkpoint.add_list_output_arguments(p)
         p.set_defaults(handler=list_experiments)
 
@@ -321,3 +332,9 @@ def add_parser(subparsers: Any) -> None:
 
     _edits.add_edit_parsers(verbs)
     _forks.add_experiment_parsers(verbs)
+
+    p = verbs.add_parser("move", help="move experiment to another project")
+    p.add_argument("experiment_id", type=int, metavar="ID", help="experiment ID to move")
+    p.add_argument("workspace_name", help="Name of destination workspace")
+    p.add_argument("project_name", help="Name of destination project")
+    p.set_defaults(handler=_workspace.move_experiment)

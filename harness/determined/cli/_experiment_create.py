@@ -51,12 +51,15 @@ def _upload_body(
         config_field: Any = config  # overrides applied: send the object (comments are lost anyway)
     else:
         config_field = pathlib.Path(args.config_file).read_text(encoding="utf-8")
-    return {
+    body = {
         "config": config_field,
         "context": base64.b64encode(packed).decode("ascii") if packed is not None else None,
         "activate": not args.paused,
         "archived": archived,
     }
+    if getattr(args, "project_id", None) is not None:
+        body["projectId"] = args.project_id  # Determined's --project_id
+    return body
 
 
 def create(args: argparse.Namespace, ctx: Context) -> int:

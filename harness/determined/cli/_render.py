@@ -24,6 +24,16 @@ def format_time(value: str | None) -> str:
     return parsed.astimezone().strftime("%Y-%m-%d %H:%M:%S%z")
 
 
+def shown_state(experiment: dict) -> str:
+    """The state as Determined's CLI shows it: an ACTIVE experiment is QUEUED or RUNNING (the
+    master's `run_state`); `--json` keeps the master's fields as they are."""
+    # STOPPING (runs still draining after a pause) is this master's own; Determined's CLI
+    # shows only QUEUED or RUNNING in place of ACTIVE.
+    if experiment["state"] == "ACTIVE" and experiment.get("run_state") in ("QUEUED", "RUNNING"):
+        return str(experiment["run_state"])
+    return str(experiment["state"])
+
+
 def format_progress(progress: float | None) -> str:
     if progress is None:
         return ""

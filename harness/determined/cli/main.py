@@ -23,6 +23,7 @@ from determined.cli import (
     _tensorboard,
     _trial,
     _user,
+    _workspace,
 )
 from determined.cli._base import CliError, Context, NotSupported
 from determined.common import api, expconf
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     _task.add_parser(nouns)
     _preview.add_parser(nouns)
     _user.add_parser(nouns)
+    _workspace.add_parser(nouns)
     _info.add_parser(nouns)
     _image.add_parser(nouns)
     return parser

@@ -132,7 +132,7 @@ def create_experiment(
         config: the path of a YAML/JSON config file, or the config as a dict.
         model_dir: the directory uploaded as the experiment's code; None uploads none.
         includes: more files or directories added at the top level of the code.
-        project_id: not used (this master has one project).
+        project_id: the project it goes into (default: the config's, else Uncategorized).
         template: must be None (no config templates here).
 
     Returns:
@@ -182,10 +182,10 @@ def list_experiments(
         order_by: `OrderBy.ASC` (default) or `OrderBy.DESC`.
         experiment_ids: only these ids.
         labels: only experiments with a label in this list.
-        users: not used (one user here).
+        users: only experiments these users own (usernames).
         states: only experiments in these states.
         name: only experiments whose name contains this.
-        project_id: not used (one project here).
+        project_id: only experiments in this project.
         archived: only archived (True) or unarchived (False) ones; default both (ours).
 
     Returns:
@@ -399,8 +399,9 @@ def _get_singleton_session() -> _api.Session:
 
 
 # The user functions (docs/team.md), beside this module: they use its singleton.
-from determined.experimental import _client_users  # noqa: E402
+from determined.experimental import _client_users, _client_workspaces  # noqa: E402
 from determined.experimental._client_users import *  # noqa: E402, F403
+from determined.experimental._client_workspaces import *  # noqa: E402, F403
 
 __all__ = [
     "Checkpoint",
@@ -440,4 +441,5 @@ __all__ = [
     "logout",
     "stream_trials_metrics",
     *_client_users.__all__,
+    *_client_workspaces.__all__,
 ]

@@ -77,6 +77,11 @@ export interface ApiExperiment {
   userId?: number;
   /** the owner's username (docs/team.md) */
   username?: string | null;
+  /** its project (1: the default, Uncategorized) */
+  projectId?: number;
+  projectName?: string | null;
+  workspaceId?: number | null;
+  workspaceName?: string | null;
 }
 
 export interface ApiLog {
@@ -132,6 +137,23 @@ export interface ApiModelVersion {
   last_updated_time?: string;
 }
 
+export interface ApiProject {
+  id: number;
+  name: string;
+  key?: string;
+  description?: string;
+  workspaceId: number;
+  workspaceName?: string | null;
+  archived: boolean;
+  /** its owner (who created it) */
+  username?: string | null;
+  userId: number;
+  /** the default project (id 1): kept as it is */
+  immutable?: boolean;
+  numExperiments?: number;
+  numActiveExperiments?: number;
+}
+
 export interface ApiSlot {
   id: number;
   type: 'cpu' | 'gpu';
@@ -153,6 +175,9 @@ export interface ApiTensorBoard {
   registeredTime?: string;
   /** why it stopped on its own */
   error?: string | null;
+  /** who launched it (only they or an admin may kill it) */
+  userId?: number;
+  username?: string | null;
 }
 
 export interface ApiTrial {
@@ -235,4 +260,19 @@ export interface ApiUser {
   /** always false: no remote (SSO) users */
   remote?: boolean;
   modifiedAt?: string | null;
+}
+
+export interface ApiWorkspace {
+  id: number;
+  name: string;
+  archived: boolean;
+  /** its owner (who created it) */
+  username?: string | null;
+  userId: number;
+  /** the default workspace (id 1): kept as it is */
+  immutable?: boolean;
+  numProjects?: number;
+  numExperiments?: number;
+  pinned?: boolean;
+  state?: string;
 }

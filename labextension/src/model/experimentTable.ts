@@ -188,9 +188,47 @@ export interface ITableFilter {
    */
   text: string;
   showArchived: boolean;
+  /** Only this user's experiments (a username); '' or absent: everyone's. */
+  owner?: string;
+  /** Only the experiments of this workspace (its name); '' or absent: every workspace. */
+  workspace?: string;
 }
 
-export const NO_TABLE_FILTER: ITableFilter = { state: '', text: '', showArchived: false };
+export const NO_TABLE_FILTER: ITableFilter = {
+  state: '',
+  text: '',
+  showArchived: false,
+  owner: '',
+  workspace: ''
+};
+
+/** The workspace an experiment is in, by name ('' when the master does not say). */
+export function experimentWorkspace(experiment: IExperiment): string {
+  const name = (experiment as { workspaceName?: unknown }).workspaceName;
+  return typeof name === 'string' ? name : '';
+}
+
+/** The distinct values of `of` among the experiments, sorted (empty ones left out). */
+function choices(experiments: Iterable<IExperiment>, of: (e: IExperiment) => string): string[] {
+  const seen = new Set<string>();
+  for (const experiment of experiments) {
+    const value = of(experiment);
+    if (value) {
+      seen.add(value);
+    }
+  }
+  return [...seen].sort((a, b) => a.localeCompare(b));
+}
+
+/** The users whose experiments are listed: the user filter's choices. */
+export function ownerChoices(experiments: Iterable<IExperiment>): string[] {
+  return choices(experiments, experimentOwner);
+}
+
+/** The workspaces the listed experiments are in: the workspace filter's choices. */
+export function workspaceChoices(experiments: Iterable<IExperiment>): string[] {
+  return choices(experiments, experimentWorkspace);
+}
 
 function matchesWord(experiment: IExperiment, word: string): boolean {
   if (word.startsWith('label:')) {
@@ -220,6 +258,12 @@ export function filterTable(
       continue;
     }
     if (filter.state && experiment.state !== filter.state) {
+      continue;
+    }
+    if (filter.owner && experimentOwner(experiment) !== filter.owner) {
+      continue;
+    }
+    if (filter.workspace && experimentWorkspace(experiment) !== filter.workspace) {
       continue;
     }
     if (words.every(word => matchesWord(experiment, word))) {

@@ -43,7 +43,11 @@ const LIST_FIELDS = [
   'notes',
   'description',
   // STOPPING shows the row as PAUSING (and disables Pause/Activate) until the trials stop.
-  'run_state'
+  'run_state',
+  // The user and workspace filters (a moved experiment leaves or joins the filtered list).
+  'username',
+  'workspaceName',
+  'projectName'
 ] as const;
 
 /** True when two versions of an experiment look the same in the list. */

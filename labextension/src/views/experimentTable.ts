@@ -100,6 +100,12 @@ function rowActions(): HTMLElement {
   );
 }
 
+/** The owner cell's tooltip: whose it is and where (the cell itself may be cut short). */
+function ownerTitle(experiment: IExperiment): string {
+  const place = [experiment.workspaceName, experiment.projectName].filter(Boolean).join(' / ');
+  return `${experimentOwner(experiment)}'s experiment${place ? ` in ${place}` : ''}`;
+}
+
 /** Build one row (text only: names and labels are untrusted API data). */
 function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
   // PAUSING while the master says its paused trials still drain (`run_state` STOPPING).
@@ -149,7 +155,13 @@ function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
       )
     ),
     h('td', { class: 'jp-Det-col-state' }, stateBadge(shownState)),
-    withOwner ? h('td', { class: 'jp-Det-col-owner' }, experimentOwner(experiment)) : null,
+    withOwner
+      ? h(
+          'td',
+          { class: 'jp-Det-col-owner', title: ownerTitle(experiment) },
+          experimentOwner(experiment)
+        )
+      : null,
     h(
       'td',
       {

@@ -30,6 +30,7 @@ import { ExperimentListModel } from '../model/model';
 import { ExperimentEditor } from './experimentEditor';
 import { ExperimentTable, IOpenOptions } from './experimentTable';
 import { ModelsSection } from './modelsSection';
+import { PlaceFilters } from './placeFilters';
 import { oncePerFrame, singleFlight } from '../model/schedule';
 import type { IExperiment, INotebookOrigin, ITrial } from '../api/types';
 import { MAX_COMPARED } from './experimentCompare';
@@ -88,6 +89,7 @@ export class DeterminedSidebar extends Widget {
   private _feedBadge: HTMLElement;
   private _unsubscribe: (() => void) | null = null;
   private _cluster: ClusterStrip;
+  private _places = new PlaceFilters(place => this._setFilter(place));
   readonly models: ModelsSection;
 
   constructor(
@@ -145,6 +147,7 @@ export class DeterminedSidebar extends Widget {
       'div',
       { class: 'jp-Det-filters' },
       stateSelect,
+      ...this._places.nodes,
       nameInput,
       h('label', { class: 'jp-Det-checkbox' }, archived, 'archived')
     );
@@ -290,6 +293,7 @@ export class DeterminedSidebar extends Widget {
   /** Render the table now (rows are reused when their experiment did not change). */
   render(): void {
     const all = [...this.model.experiments];
+    this._places.update(all);
     const visible = tableRows(all, this._filter, this._table.sort);
     const total = this.model.size;
     if (!this.model.loaded) {

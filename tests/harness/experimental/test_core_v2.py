@@ -205,3 +205,20 @@ def test_reports_an_earlier_process_kept_are_sent_when_the_run_opens_again(
     core_v2.train.report_training_metrics(3, {"loss": 0.25})
     core_v2.close()
     assert [step for step, _ in master.series(trial_id, "training")] == [1, 2, 3]
+
+
+@pytest.mark.slow
+def test_a_run_goes_into_the_workspace_and_project_its_config_names(master):
+    """Determined's `Config(workspace=..., project=...)` places the run's experiment
+    (docs/team.md, "Workspaces and projects")."""
+    client = Determined(master.url, token=master.token)
+    client.create_workspace("kernels").create_project("notebooks")
+    core_v2.init(
+        config=config(workspace="kernels", project="notebooks", external_trial_id="placed"),
+        client=client,
+        capture_output=False,
+    )
+    experiment_id = core_v2.info.trial.experiment_id
+    core_v2.close()
+    experiment = client.get_experiment(experiment_id)
+    assert experiment.project_id == client.get_workspace("kernels").get_project("notebooks").id

@@ -329,9 +329,10 @@ def test_name_description_and_labels(sdk, finished):
 
 
 def test_what_the_master_lacks_raises_not_implemented(finished):
-    for call in (lambda: finished.move_to_project("w", "p"),):
-        with pytest.raises(NotImplementedError, match=f"master_lite {det.__version__}"):
-            call()
+    # move_to_project works now (tests/cli/test_cli_workspaces.py); an unknown workspace is
+    # a NotFoundException naming it.
+    with pytest.raises(errors.NotFoundException, match="workspace 'w' not found"):
+        finished.move_to_project("w", "p")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         best = finished.top_checkpoint()

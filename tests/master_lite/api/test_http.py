@@ -879,12 +879,16 @@ def _concrete_path(route_path: str, principal: TrialPrincipal) -> str:
         "trial_id": principal.trial_id,
         "allocation_id": principal.allocation_id,
         "uuid": "ck-1",
-        "action": "archive" if route_path.startswith("/models/") else "pause",
+        "action": "archive"
+        if route_path.startswith(("/models/", "/workspaces/", "/projects/"))
+        else "pause",
         "model": "m",
         "version": 1,
         "tensorboard_id": "0f0e0d0c-0000-4000-8000-000000000000",
         "user_id": 1,
         "username": "alice",
+        "workspace_id": 1,
+        "project_id": 1,
     }
     return "/api/v1" + re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), route_path)
 

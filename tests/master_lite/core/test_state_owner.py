@@ -77,6 +77,8 @@ REPOSITORIES = {
     "models",
     "model_versions",
     "unmanaged",
+    "workspaces",
+    "projects",
 }
 
 

@@ -19,7 +19,9 @@ from determined.common.experimental.experiment import (
 )
 from determined.common.experimental.metrics import TrialMetrics
 from determined.common.experimental.model import Model, ModelOrderBy, ModelSortBy, ModelVersion
+from determined.common.experimental.project import Project
 from determined.common.experimental.trial import Trial, TrialOrderBy, TrialSortBy, TrialState
+from determined.common.experimental.workspace import Workspace
 
 __all__ = [
     "Checkpoint",
@@ -38,9 +40,11 @@ __all__ = [
     "ModelSortBy",
     "ModelVersion",
     "OrderBy",
+    "Project",
     "Trial",
     "TrialMetrics",
     "TrialOrderBy",
     "TrialSortBy",
     "TrialState",
+    "Workspace",
 ]

@@ -19,6 +19,8 @@ class ExperimentEdits:
     # Provided by `Experiment`; declared for the type checker only.
     _id: int
     _session: api.Session
+    project_id: int | None
+    workspace_id: int | None
 
     if TYPE_CHECKING:
 
@@ -114,16 +116,23 @@ class ExperimentEdits:
         self._patch(labels=sorted(labels))
 
     def move_to_project(self, workspace_name: str, project_name: str) -> None:
-        """Move the experiment to a project (not available here).
+        """Move the experiment into another project (its owner or an admin).
 
         Args:
-            workspace_name: the workspace.
-            project_name: the project.
+            workspace_name: the destination project's workspace.
+            project_name: the destination project.
 
         Raises:
-            NotImplementedError: this master has no workspaces or projects.
+            determined.common.api.errors.NotFoundException: no such workspace or project.
+            determined.common.api.errors.APIException: another user's experiment (403), or
+                an archived project (400).
         """
-        raise _util.missing_endpoint("Experiment.move_to_project()")
+        from determined.common.experimental.workspace import Workspace
+
+        project = Workspace(self._session, workspace_name=workspace_name).get_project(project_name)
+        body = {"destinationProjectId": project.id, "experimentId": self._id}
+        self._session.post(f"/experiments/{self._id}/move", body)
+        self.project_id, self.workspace_id = project.id, project.workspace_id
 
     def delete_tensorboard_files(self) -> None:
         """Delete the experiment's TensorBoard files (not available here).

@@ -16,12 +16,14 @@ from determined.common import context as context_mod
 from determined.common.experimental import checkpoint, experiment, metrics, model, trial
 from determined.common.experimental import user as user_mod
 from determined.common.experimental._util import OrderBy
+from determined.common.experimental.workspace import WorkspaceMethods
 
 logger = logging.getLogger("determined.client")
 
 
-class Determined:
-    """Access to one master's experiments, trials and checkpoints.
+class Determined(WorkspaceMethods):
+    """Access to one master's experiments, trials and checkpoints (and its workspaces:
+    `create_workspace`, `get_workspace`, `list_workspaces`, `delete_workspace`).
 
     The master is found as the CLI finds it: `master` if given, else `DET_MASTER` (with
     `DET_MASTER_TOKEN`), else the `master.json` a running master-lite wrote in its root dir.
@@ -90,7 +92,8 @@ class Determined:
             model_dir: the directory uploaded as the experiment's code (its context; honours
                 `.detignore`); None uploads no code.
             includes: more files or directories added at the top level of the context.
-            project_id: not used (this master has one project).
+            project_id: the project it goes into (default: the config's workspace and
+                project, else the default project "Uncategorized").
             template: config templates are not supported here: must be None.
 
         Returns:
@@ -104,7 +107,6 @@ class Determined:
             determined.common.api.errors.APIException: the master refused the config (400,
                 every error with its path in `errors`).
         """
-        del project_id  # one project here
         if template is not None:
             raise NotImplementedError("create_experiment(template=...): no config templates here")
         config_field: Any
@@ -124,6 +126,8 @@ class Determined:
             "context": base64.b64encode(packed).decode("ascii") if packed is not None else None,
             "activate": True,
         }
+        if project_id is not None:
+            body["projectId"] = int(project_id)
         answer = self._session.post("/experiments", body)
         return experiment.Experiment._from_json(answer["experiment"], self._session)
 
@@ -163,10 +167,10 @@ class Determined:
             order_by: `OrderBy.ASC` (default) or `OrderBy.DESC`.
             experiment_ids: only these ids.
             labels: only experiments with a label in this list.
-            users: not used (this master has one user, who owns every experiment).
+            users: only experiments these users own (usernames).
             states: only experiments in these `ExperimentState`s.
             name: only experiments whose name contains this.
-            project_id: not used (this master has one project).
+            project_id: only experiments in this project.
             archived: only archived (True) or unarchived (False) ones; default both (ours).
 
         Returns:
@@ -176,7 +180,6 @@ class Determined:
             NotImplementedError: a sort this master has no data for (CHECKPOINT_SIZE,
                 CHECKPOINT_COUNT).
         """
-        del users, project_id  # one user, one project here
         answers = experiment.list_experiment_answers(
             self._session,
             sort_by=sort_by,
@@ -186,6 +189,8 @@ class Determined:
             states=states,
             name=name,
             archived=archived,
+            users=users,
+            project_id=project_id,
         )
         return [experiment.Experiment._from_json(e, self._session) for e in answers]
 

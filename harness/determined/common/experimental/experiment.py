@@ -108,7 +108,8 @@ class Experiment(ExperimentReads, ExperimentEdits):
         description: its description.
         notes: its notes (empty until set).
         labels: its labels as a set, None when it has none.
-        project_id, workspace_id: None (this master has no projects or workspaces).
+        project_id, workspace_id: its project and that project's workspace.
+        username: its owner's name.
         searcher: `{name, metric, smaller_is_better}` (ours).
         num_trials, start_time, end_time, best_validation, parent_id: as the master reports
             them (ours).
@@ -136,6 +137,7 @@ class Experiment(ExperimentReads, ExperimentEdits):
         self.notes: str | None = None
         self.project_id: int | None = None
         self.workspace_id: int | None = None
+        self.username: str | None = None
         self.searcher: dict[str, Any] = {}
         self.num_trials: int | None = None
         self.start_time: str | None = None
@@ -179,6 +181,9 @@ class Experiment(ExperimentReads, ExperimentEdits):
         self.end_time = experiment.get("end_time")
         self.best_validation = experiment.get("best_validation")
         self.parent_id = experiment.get("parent_id")
+        self.project_id = experiment.get("projectId")
+        self.workspace_id = experiment.get("workspaceId")
+        self.username = experiment.get("username")
 
     @classmethod
     def _from_json(cls, experiment: dict, session: api.Session) -> Experiment:
@@ -369,6 +374,8 @@ def list_experiment_answers(
     states: list[ExperimentState] | None,
     name: str | None,
     archived: bool | None,
+    users: list[str] | None = None,
+    project_id: int | None = None,
 ) -> list[dict]:
     """The experiments (API objects) matching Determined's `list_experiments` filters, sorted.
 
@@ -381,6 +388,7 @@ def list_experiment_answers(
         states: only experiments in these states.
         name: only names containing this.
         archived: only (un)archived ones; None for both.
+        users: only these owners' (usernames); project_id: only this project's.
 
     Returns:
         The matching experiments' API objects.
@@ -392,6 +400,12 @@ def list_experiment_answers(
     params: dict[str, Any] = {"name": name or None}
     if archived is not None:
         params["archived"] = "true" if archived else "false"
+    if users is not None:
+        if not users:
+            return []  # no owner asked for: none matches
+        params["users"] = ",".join(users)
+    if project_id is not None:
+        params["projectId"] = int(project_id)
     wanted_states = {_util.master_state(s) for s in states} if states else None
     if wanted_states is not None and "ACTIVE" in wanted_states:
         wanted_states |= {"QUEUED", "RUNNING"}  # ACTIVE asks for every active experiment

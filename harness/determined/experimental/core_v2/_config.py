@@ -17,8 +17,8 @@ class Config:
         data: free-form `data` of the experiment config.
         description: the experiment's description.
         labels: the experiment's labels.
-        workspace: accepted for compatibility; this master has no workspaces.
-        project: accepted for compatibility; this master has no projects.
+        workspace: the workspace of `project` (give both or neither).
+        project: the project the run's experiment goes into (default: Uncategorized).
         checkpoint_storage: where checkpoints go: a directory path or a storage dict (default:
             the master's own checkpoint storage).
         searcher: `{"metric": ..., "smaller_is_better": ...}`: what "best" means for the run.

@@ -37,7 +37,7 @@ def open_body(config: Config, checkpoint_storage: str | dict | None) -> dict:
         "external_experiment_id": config.external_experiment_id,
         "external_trial_id": config.external_trial_id,
     }
-    for key in ("data", "description", "labels", "searcher"):
+    for key in ("data", "description", "labels", "searcher", "workspace", "project"):
         if getattr(config, key) is not None:
             body[key] = getattr(config, key)
     storage_config = _storage_dict(checkpoint_storage or config.checkpoint_storage)

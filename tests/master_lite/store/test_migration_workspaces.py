@@ -1,0 +1,25 @@
+"""A store written before migration 9 (workspaces and projects) opens, upgrades, and every
+experiment in it is in Determined's default project "Uncategorized" of the default workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from master_lite.store import DEFAULT_PROJECT_ID, MIGRATIONS, Store
+from tests.master_lite.store.test_migration_users import old_store
+
+
+def test_migration_9_puts_old_experiments_in_the_default_project(tmp_path: Path) -> None:
+    db = tmp_path / "master.db"
+    old_store(db, version=8)
+    store = Store(db)
+    assert store.schema_version() == len(MIGRATIONS) >= 9
+    experiment = store.experiments.get(1)
+    assert experiment is not None and experiment.notes == "kept"
+    assert experiment.project_id == DEFAULT_PROJECT_ID
+    [workspace] = store.workspaces.all()
+    [project] = store.projects.all()
+    assert (workspace.id, workspace.name) == (1, "Uncategorized")
+    assert (project.id, project.name, project.workspace_id) == (1, "Uncategorized", 1)
+    assert store.projects.counts() == {1: (1, 0)}
+    store.close()
