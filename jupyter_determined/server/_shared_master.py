@@ -222,11 +222,12 @@ class SharedMasterProxyHandler(APIHandler):
         await self._forward(base + rest, method, authorization if same_master else None)
 
     def _with_query(self, url: str) -> str:
-        # Jupyter's `?token=` stays here: it is this server's credential, not the user's.
+        # Jupyter's `?token=` and `?_xsrf=` (an event stream's, behind JupyterHub) stay here:
+        # they are this server's credentials, not the user's.
         query = [
             (name, value)
             for name, value in urllib.parse.parse_qsl(self.request.query, keep_blank_values=True)
-            if name != "token"
+            if name not in ("token", "_xsrf")
         ]
         return url + ("?" + urllib.parse.urlencode(query) if query else "")
 

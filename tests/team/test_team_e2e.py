@@ -47,6 +47,7 @@ from tests._support.browser import (
     show_sidebar,
 )
 from tests._support.hub import HubProcess
+from tests._support.jupyter import BUILT_EXTENSION
 from tests._support.process import REPO, ServerProcess
 from tests._support.unix_users import (
     UnixUser,
@@ -59,6 +60,8 @@ from tests._support.unix_users import (
 pytestmark = pytest.mark.slow
 
 ALICE, BOB, ADMIN = "e2e_alice", "e2e_bob", "e2e_admin"
+# window.jupyterapp: the test switches the theme through its commands (tests/_support/browser.py).
+LAB_TEST_ARGS = ["--LabApp.expose_app_in_browser=True"]
 PASSWORD = "team-e2e-password"
 
 # Saves a checkpoint (bob's experiment: the file alice's trial will try to read).
@@ -185,11 +188,33 @@ def _trial_venv(place: Path, check_user: str) -> Path:
     return out
 
 
+def _lab_data(place: Path, users: dict[str, UnixUser]) -> Path:
+    """A Jupyter data dir holding this checkout's built labextension (as `make install` puts it
+    in .venv), for every user's JupyterLab (JUPYTER_PATH); and no "Jupyter news?" toast over
+    the screenshots (each user's own labconfig)."""
+    data = place / "jupyter-data"
+    link = data / "labextensions" / "jupyter-determined"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.exists():
+        link.symlink_to(BUILT_EXTENSION, target_is_directory=True)
+    for user in users.values():
+        labconfig = Path(user.home) / ".jupyter" / "labconfig"
+        labconfig.mkdir(parents=True, exist_ok=True)
+        (labconfig / "page_config.json").write_text(
+            json.dumps(
+                {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
+            )
+        )
+        for path in (labconfig.parent, labconfig, labconfig / "page_config.json"):
+            os.chown(path, user.uid, user.gid)
+    return data
+
+
 def _terminal_env(base: dict[str, str], user: UnixUser, venv: Path) -> dict[str, str]:
     env = {
         key: value
         for key, value in base.items()
-        if key.startswith(("DET_", "JUPYTERHUB_", "JPY_", "LANG", "LC_"))
+        if key.startswith(("DET_", "JUPYTERHUB_", "JPY_", "JUPYTER_PATH", "LANG", "LC_"))
     }
     env.update(
         HOME=user.home,
@@ -277,6 +302,7 @@ class UserLab(ServerProcess):
             f"--port={self.port}",
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.user.home}",
+            *LAB_TEST_ARGS,
         ]
 
     def environment(self) -> dict[str, str]:
@@ -322,7 +348,11 @@ class _StandaloneTeam(Team):
         self.labs: dict[str, UserLab] = {}
         for name, user in users.items():
             master.session.post("/users", {"user": {"username": name}, "password": PASSWORD})
-            env = _terminal_env({"DET_MASTER": master.url}, user, venv)
+            env = _terminal_env(
+                {"DET_MASTER": master.url, "JUPYTER_PATH": str(_lab_data(place, users))},
+                user,
+                venv,
+            )
             terminal = Terminal(user, env)
             # The one sign-in a standalone user does: `det user login` in their terminal.
             login = terminal.det("user", "login", name, stdin=PASSWORD + "\n")
@@ -358,6 +388,7 @@ def team(
                 "c.JupyterHub.spawner_class = 'jupyterhub.spawner.LocalProcessSpawner'",
                 f"c.Spawner.cmd = [{str(venv / 'bin' / 'jupyterhub-singleuser')!r}]",
                 "c.Spawner.default_url = '/lab'",
+                f"c.Spawner.args = {LAB_TEST_ARGS!r}",
                 "c.Spawner.http_timeout = 120",
                 "c.Spawner.start_timeout = 120",
             ]
@@ -371,6 +402,7 @@ def team(
             users=list(accounts),
             admins_group=[ADMIN],
             service_environment=service_env,
+            spawner_environment={"JUPYTER_PATH": str(_lab_data(place, accounts))},
             extra_config=spawner,
         )
         try:
@@ -478,14 +510,23 @@ def test_both_users_jupyterlabs_show_one_list_of_experiments(
                 page = context.new_page()
                 team.open_lab(page, name)
                 show_sidebar(page)
+                # Live: the event stream reaches the shared master through the user's server
+                # (behind JupyterHub: signed in by the server's cookie, not a URL token).
+                page.wait_for_selector(
+                    '#jupyter-determined-sidebar .jp-Det-feed[data-mode="live"]', timeout=60_000
+                )
                 for exp_id in expected:
                     page.wait_for_selector(
                         f'#jupyter-determined-sidebar [data-experiment-id="{exp_id}"]',
                         timeout=60_000,
                     )
                 save_screenshot(page, f"team-{team.kind}-sidebar-{name}")
-                for owner in (ALICE, BOB):
-                    assert page.locator("#jupyter-determined-sidebar", has_text=owner).count()
+                # Whose each experiment is, visible at the sidebar's default width.
+                for exp_id, owner in ((experiments["alice"], ALICE), (experiments["bob"], BOB)):
+                    row = page.locator(
+                        f'#jupyter-determined-sidebar [data-experiment-id="{exp_id}"]'
+                    )
+                    assert row.locator(f'text="{owner}" >> visible=true').count() == 1, owner
                 if name == ALICE:
                     for theme, label in (
                         ("JupyterLab Light", "light"),

@@ -2,6 +2,8 @@
  * The live event feed of the master (`<base_url>determined/api/v1/events`, server-sent events):
  * one stream shared by every panel, with a fallback to polling.
  */
+import { PageConfig } from '@jupyterlab/coreutils';
+
 import type { DeterminedClient, Query } from './client';
 import type { EventType } from './types';
 import { parseApiJson } from './nonFinite';
@@ -102,7 +104,14 @@ export class EventHub {
     }
     const query: Query = { types };
     const token = this._client.settings.token;
-    if (token) {
+    if (behindJupyterHub()) {
+      // The cookie signs the stream in; a cookie-signed request that is not a page load needs
+      // the XSRF token, which an EventSource can only send in the query.
+      const xsrf = xsrfCookie();
+      if (xsrf) {
+        query._xsrf = xsrf;
+      }
+    } else if (token) {
       query.token = token; // EventSource cannot set headers; the API accepts ?token=
     }
     const source = new EventSource(this._client.url('events', query), { withCredentials: true });
@@ -189,4 +198,22 @@ export class EventHub {
       this._retryTimer = null;
     }
   }
+}
+
+/**
+ * True in a JupyterHub single-user server. Its auth ignores a token in a page's URL (JupyterHub
+ * 5: `allow_token_in_url` off) and the stream then fails with 401; the browser's OAuth cookie for
+ * the server, which an EventSource sends, signs the stream in there instead (with `_xsrf`).
+ */
+export function behindJupyterHub(): boolean {
+  return Boolean(PageConfig.getOption('hubPrefix'));
+}
+
+/** The `_xsrf` cookie Jupyter's server set for this page ('' when there is none). */
+function xsrfCookie(): string {
+  if (typeof document === 'undefined') {
+    return '';
+  }
+  const found = document.cookie.match('\\b_xsrf=([^;]*)\\b');
+  return found ? decodeURIComponent(found[1]) : '';
 }

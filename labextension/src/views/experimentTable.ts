@@ -151,7 +151,15 @@ function buildRow(experiment: IExperiment, withOwner: boolean): IRow {
         { class: 'jp-Det-expSubLine' },
         stateProgressBar(experiment.state, experiment.progress),
         // Shown only when the panel is too narrow for the State column (CSS container query).
-        h('span', { class: 'jp-Det-narrowState' }, stateBadge(shownState))
+        h('span', { class: 'jp-Det-narrowState' }, stateBadge(shownState)),
+        // Likewise the owner, when the panel is too narrow for the User column.
+        withOwner
+          ? h(
+              'span',
+              { class: 'jp-Det-narrowOwner', title: ownerTitle(experiment) },
+              experimentOwner(experiment)
+            )
+          : null
       )
     ),
     h('td', { class: 'jp-Det-col-state' }, stateBadge(shownState)),
