@@ -141,6 +141,7 @@ class MasterLite(MasterLiteSettings):
             preemption_grace_seconds=self.preemption_grace_seconds,
             tensorboard_refresh_seconds=self.tensorboard_refresh_seconds,
             run_trials_as=self.run_trials_as,
+            read_access=self.read_access,
             fallback_unix_user=self.fallback_unix_user,
             trial_python=self.trial_python,
             **overrides,

@@ -164,6 +164,14 @@ class MasterLiteSettings(Configurable):
         "work dirs and checkpoints (docs/team.md, 'What runs as whom'). "
         "Env: MASTER_LITE_RUN_TRIALS_AS.",
     ).tag(config=True)
+    read_access = Enum(
+        ["all", "own"],
+        help="Who reads what: 'all' (default: every signed-in user reads everything) or 'own' "
+        "(a user who is not an admin reads only their own experiments, models, TensorBoards, "
+        "workspaces and projects, and the default workspace and project; another's answer "
+        "404 and lists leave them out). Admins and the owner account read everything "
+        "(docs/team.md, 'Who may read'). Env: MASTER_LITE_READ_ACCESS.",
+    ).tag(config=True)
     fallback_unix_user = Unicode(
         help="With run_trials_as 'owner': the Unix account that runs the trials of users who "
         "have none of their own (e.g. Hub-only users). Empty (default): their trials fail to "
@@ -301,6 +309,15 @@ class MasterLiteSettings(Configurable):
             raise TraitError(
                 f"environment variable MASTER_LITE_RUN_TRIALS_AS={value!r}: expected "
                 "'master' or 'owner'"
+            )
+        return value
+
+    @default("read_access")
+    def _default_read_access(self) -> str:
+        value = _from_env("MASTER_LITE_READ_ACCESS", str, "all")
+        if value not in ("all", "own"):
+            raise TraitError(
+                f"environment variable MASTER_LITE_READ_ACCESS={value!r}: expected 'all' or 'own'"
             )
         return value
 

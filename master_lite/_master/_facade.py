@@ -57,7 +57,7 @@ from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
-from master_lite.users import HubIdentity, Users
+from master_lite.users import HubIdentity, Users, check_read_access
 from master_lite.workspaces import Workspaces
 
 T = TypeVar("T")
@@ -89,7 +89,11 @@ class Master:
         run_trials_as: str = "master",
         fallback_unix_user: str = "",
         trial_python: str = "",
+        read_access: str = "all",
     ) -> None:
+        # Who reads what (docs/team.md, "Who may read"): "all", or "own" (a non-admin user
+        # reads only what they own); the API layer applies it (api/_reads.py).
+        self.read_access = check_read_access(read_access)
         if resource_manager not in ("local", "ray"):
             raise ValueError(
                 f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from master_lite.api._base import ApiError, ApiHandlerMixin
-from master_lite.api._declarations import Operation, Owner, Param, PathParam, Route
+from master_lite.api._declarations import Operation, Owner, Param, PathParam, Reads, Route
 from master_lite.api._openapi import BOOLEAN, EMPTY, INTEGER, STRING, array, obj, ref
 
 USER_ID = PathParam("user_id", r"[0-9]+", INTEGER, int, "user id")
@@ -118,9 +118,15 @@ USER_ROUTES: tuple[Route, ...] = (
     Route(
         "/auth/user",
         MeHandler,
-        {"get": Operation("The signed-in user (Determined's CurrentUser)", USER_ANSWER)},
+        {
+            "get": Operation(
+                "The signed-in user (Determined's CurrentUser)", USER_ANSWER, reads=Reads.ANYONE
+            )
+        },
     ),
-    Route("/me", MeHandler, {"get": Operation("The signed-in user", USER_ANSWER)}),
+    Route(
+        "/me", MeHandler, {"get": Operation("The signed-in user", USER_ANSWER, reads=Reads.ANYONE)}
+    ),
     Route(
         "/users",
         UsersHandler,
@@ -128,6 +134,7 @@ USER_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "Every user",
                 obj(["users"], users=array(ref("User")), pagination=obj()),
+                reads=Reads.ANYONE,  # as in Determined, anyone signed in lists the users
                 query=(
                     Param("name", "string", "only users whose name contains this"),
                     Param("active", "boolean", "only (in)active users"),
@@ -163,7 +170,7 @@ USER_ROUTES: tuple[Route, ...] = (
         "/users/{user_id}",
         UserHandler,
         {
-            "get": Operation("A user", USER_ANSWER),
+            "get": Operation("A user", USER_ANSWER, reads=Reads.ANYONE),
             "patch": Operation(
                 "Change a user: displayName (the user or an admin); active, admin, username, "
                 "password (an admin)",
@@ -187,7 +194,7 @@ USER_ROUTES: tuple[Route, ...] = (
     Route(
         "/users/{username}/by-username",
         UserByNameHandler,
-        {"get": Operation("A user by name", USER_ANSWER)},
+        {"get": Operation("A user by name", USER_ANSWER, reads=Reads.ANYONE)},
         (USERNAME,),
     ),
     Route(

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from master_lite.api._base import ApiHandlerMixin
-from master_lite.api._declarations import Operation, Owner, Param, PathParam, Route
+from master_lite.api._declarations import Listing, Operation, Owner, Param, PathParam, Route
 from master_lite.api._openapi import BOOLEAN, EMPTY, INTEGER, STRING, array, obj, ref
 from master_lite.api._schemas import EXPERIMENT_ID
 
@@ -126,6 +126,7 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "Every workspace, by id",
                 obj(["workspaces"], workspaces=array(ref("Workspace")), pagination=PAGINATION),
+                reads=Listing("workspaces", "workspace"),
                 query=(NAME_FILTER, ARCHIVED_FILTER),
             ),
             "post": Operation(
@@ -165,6 +166,7 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "The workspace's projects, by id",
                 obj(["projects"], projects=array(ref("Project")), pagination=PAGINATION),
+                reads=Listing("projects", "project"),
                 query=(NAME_FILTER, ARCHIVED_FILTER),
             ),
             "post": Operation(
@@ -223,6 +225,7 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "The project's experiments, by id",
                 obj(["experiments"], experiments=array(ref("Experiment"))),
+                reads=Listing("experiments", "experiment"),
                 query=(ARCHIVED_FILTER,),
             )
         },

@@ -266,6 +266,11 @@ class Users:
             f"{label} belongs to {owner}: only {owner} or an admin may {verb} it"
         )
 
+    def owner_of(self, kind: str, key: Any) -> int:
+        """The id of the user who owns the object (`kind` as for `check_may_act`, or
+        "allocation"); NotFound for no such object."""
+        return self._owner_of(kind, key)[0]
+
     def _owner_of(self, kind: str, key: Any) -> tuple[int, str]:
         store = self._shared.store
         if kind in self._owner_lookups:
@@ -287,6 +292,11 @@ class Users:
             return place.owner_id, f"{kind} {place.name!r}"
         label = f"{kind} {key}"
         experiment_id = key
+        if kind == "allocation":  # a trial's run: its trial's experiment
+            allocation = store.allocations.get(str(key))
+            if allocation is None:
+                raise errors.NotFound(f"allocation {key} not found")
+            kind, key = "trial", allocation.trial_id
         if kind == "trial":
             trial = store.trials.get(int(key))
             if trial is None:
