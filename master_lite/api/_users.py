@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from master_lite import errors
 from master_lite.api._base import ApiError, ApiHandlerMixin
 from master_lite.api._declarations import Operation, Owner, Param, PathParam, Reads, Route
 from master_lite.api._openapi import BOOLEAN, EMPTY, INTEGER, STRING, array, obj, ref
@@ -25,10 +26,28 @@ IS_HASHED = {
 class LoginHandler(ApiHandlerMixin):
     async def post(self) -> None:
         body = self.body
-        answer = self.master.users.login(
-            body["username"], body["password"], is_hashed=bool(body.get("isHashed"))
-        )
+        try:
+            answer = self.master.users.login(
+                body["username"],
+                body["password"],
+                is_hashed=bool(body.get("isHashed")),
+                address=self._client_address(),
+            )
+        except errors.TooManyRequests as exc:
+            self.set_header("Retry-After", str(exc.retry_after))
+            self.send_json({"message": exc.message}, status=429)
+            return
         self.send_json(answer)
+
+    def _client_address(self) -> str:
+        """Who is signing in, for the per-address limit: behind the JupyterHub's proxy (a Hub
+        service) the address the proxy saw, the last X-Forwarded-For entry (earlier ones are
+        the client's to write); otherwise the connection's."""
+        if getattr(self.master, "hub", None) is not None:
+            forwarded = self.request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
+            if forwarded:
+                return forwarded
+        return str(self.request.remote_ip)
 
 
 class LogoutHandler(ApiHandlerMixin):
@@ -106,7 +125,9 @@ USER_ROUTES: tuple[Route, ...] = (
                     password=PASSWORD,
                     isHashed=IS_HASHED,
                 ),
-                description="401 for a wrong username or password, or a deactivated user",
+                description="401 for a wrong username or password, or a deactivated user; "
+                "429 (with Retry-After) after 10 wrong ones in 5 minutes for that username or "
+                "from that client address; a session lasts session_lifetime_hours (7 days)",
             )
         },
     ),

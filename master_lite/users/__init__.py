@@ -12,11 +12,14 @@ from ._reading import (
     may_read,
     restricted_reader,
 )
+from ._signin import SESSION_LIFETIME_HOURS, SignInGuard
 from ._users import Users, check_username, login_name, user_json
 
 __all__ = [
     "ADMIN_GROUP",
     "READ_ACCESS",
+    "SESSION_LIFETIME_HOURS",
+    "SignInGuard",
     "check_may_read",
     "check_read_access",
     "may_read",

@@ -76,6 +76,7 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "fallback_unix_user",
         "trial_python",
         "read_access",
+        "session_lifetime_hours",
     }
     for name, trait in traits.items():
         assert trait.help, name
@@ -167,7 +168,7 @@ def test_run_trials_as_settings_reach_the_runs(
         _ = MasterLite().run_trials_as
 
 
-def test_read_access_setting_reaches_the_master(
+def test_read_access_and_session_settings_reach_the_master(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """read_access: 'all' by default, from MASTER_LITE_READ_ACCESS, --read-access, checked."""
@@ -182,6 +183,15 @@ def test_read_access_setting_reaches_the_master(
     with pytest.raises(TraitError, match="MASTER_LITE_READ_ACCESS='mine': expected 'all' or 'own'"):
         _ = MasterLite().read_access
     monkeypatch.delenv("MASTER_LITE_READ_ACCESS")
+    assert MasterLite().build_master().users.session_lifetime_hours == 168
+    monkeypatch.setenv("MASTER_LITE_SESSION_LIFETIME_HOURS", "2")
+    assert MasterLite().build_master().users.session_lifetime_hours == 2
+    monkeypatch.setenv("MASTER_LITE_SESSION_LIFETIME_HOURS", "0")
+    with pytest.raises(
+        TraitError, match="SESSION_LIFETIME_HOURS=0.0: session_lifetime_hours must be > 0"
+    ):
+        _ = MasterLite().session_lifetime_hours
+    monkeypatch.delenv("MASTER_LITE_SESSION_LIFETIME_HOURS")
     assert (
         MasterLite(
             config=_cli._config(_cli._parser().parse_args(["--read-access", "own"]))
