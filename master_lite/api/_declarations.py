@@ -39,6 +39,7 @@ class Owner(str, enum.Enum):
     WORKSPACE = "workspace"  # the path's {workspace_id}
     PROJECT = "project"  # the path's {project_id}
     TENSORBOARD = "tensorboard"  # the path's {tensorboard_id}: who launched it
+    ALLOCATION = "allocation"  # the path's {allocation_id}: its trial's experiment's owner
     ADMIN = "admin"  # admins only
 
 
