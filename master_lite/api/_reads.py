@@ -64,15 +64,18 @@ def check_path_reader(
     operation: Operation,
     path_kwargs: dict[str, Any],
 ) -> None:
-    """NotFound when a narrowed reader GETs (`operation`) an object that is not theirs."""
-    if route.operations.get("get") is not operation:
+    """NotFound when a narrowed reader GETs (`operation`) an object that is not theirs, or
+    makes something in it (a project in a workspace: an operation with no owner rule; acting
+    on another's object is the owner rule's 403)."""
+    is_get = route.operations.get("get") is operation
+    if not is_get and operation.owner is not None:
         return
     reader = reader_of(master, principal)
     if reader is None or isinstance(operation.reads, Reads):
         return
     name = path_object(route)
     if name is None:
-        if isinstance(operation.reads, Listing):
+        if isinstance(operation.reads, Listing) or not is_get:
             return
         raise ApiError(
             403,
@@ -90,9 +93,11 @@ def check_readable(master: Any, principal: Any, kind: str, keys: Any) -> None:
     reader = reader_of(master, principal)
     if reader is None:
         return
+    numbered = kind in ("experiment", "trial", "workspace", "project")
     for key in keys:
-        if isinstance(key, (int, str)) and not isinstance(key, bool):
-            check_may_read(master.users, reader, kind, key)
+        if isinstance(key, bool) or not isinstance(key, int if numbered else (int, str)):
+            continue
+        check_may_read(master.users, reader, kind, key)
 
 
 def readable_answer(master: Any, principal: Any, operation: Operation | None, payload: Any) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from master_lite.api._base import ApiHandlerMixin
 from master_lite.api._declarations import Listing, Operation, Owner, Param, PathParam, Route
 from master_lite.api._openapi import BOOLEAN, EMPTY, INTEGER, STRING, array, obj, ref
+from master_lite.api._reads import check_readable
 from master_lite.api._schemas import EXPERIMENT_ID
 
 WORKSPACE_ID = PathParam("workspace_id", r"[0-9]+", INTEGER, int, "workspace id")
@@ -111,6 +112,8 @@ class ProjectExperimentsHandler(ApiHandlerMixin):
 
 class ExperimentMoveHandler(ApiHandlerMixin):
     async def post(self, experiment_id: int) -> None:
+        # read_access "own": only into a project the user may read (else 404).
+        check_readable(self.master, self.principal, "project", [self.body["destinationProjectId"]])
         self.send_json(
             self.master.workspaces.move_experiment(experiment_id, self.body["destinationProjectId"])
         )

@@ -32,7 +32,8 @@ from master_lite._master import Master
 from master_lite.api import ROUTES, make_handlers
 from master_lite.api._declarations import Listing, Reads
 from master_lite.api._reads import path_object
-from tests.master_lite.users.test_users_http import Api
+from tests._support import context_tarball
+from tests.master_lite.users.test_users_http import CONFIG, Api
 
 pytestmark = pytest.mark.slow
 
@@ -280,3 +281,44 @@ async def test_bob_cannot_show_alices_objects_through_what_he_makes(api: Api) ->
     assert [b["username"] for b in boards] == ["reads_alice"]
     versions = await ok(api, "GET", "/models/bobs-model/versions", token=bob)
     assert versions["model_versions"] == []
+
+
+@with_own_reads
+async def test_bob_cannot_put_things_into_alices_workspace_or_project(api: Api) -> None:
+    """Her workspace and project answer 404 to what bob would make or move into them."""
+    await api.user("reads_alice")
+    await api.user("reads_bob")
+    alice, bob = await api.login("reads_alice"), await api.login("reads_bob")
+    ws = await ok(api, "POST", "/workspaces", {"name": f"{SECRET}-ws"}, token=alice)
+    ws_id = ws["workspace"]["id"]
+    project = await ok(
+        api, "POST", f"/workspaces/{ws_id}/projects", {"name": f"{SECRET}-p"}, token=alice
+    )
+    project_id = project["project"]["id"]
+
+    status, answer = await api.call(
+        "POST", f"/workspaces/{ws_id}/projects", {"name": "bobs"}, token=bob
+    )
+    assert (status, answer) == (404, {"message": f"workspace {ws_id} not found"})
+    experiment = await api.experiment(bob)  # into the default project: his to read
+    status, answer = await api.call(
+        "POST",
+        f"/experiments/{experiment['id']}/move",
+        {"destinationProjectId": project_id},
+        token=bob,
+    )
+    assert (status, answer) == (404, {"message": f"project {project_id} not found"})
+    status, answer = await api.call(
+        "POST",
+        "/experiments",
+        {
+            "config": {**CONFIG, "name": "bobs"},
+            "context": context_tarball({"train.py": ""}),
+            "activate": False,
+            "projectId": project_id,
+        },
+        token=bob,
+    )
+    assert (status, answer) == (404, {"message": f"project {project_id} not found"})
+    listing = await ok(api, "GET", f"/projects/{project_id}/experiments", token=alice)
+    assert listing["experiments"] == []
