@@ -59,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
         "(needs root; default: $MASTER_LITE_RUN_TRIALS_AS, else master)",
     )
     parser.add_argument(
+        "--read-access",
+        choices=["all", "own"],
+        help="who reads what: every signed-in user everything, or a non-admin only their own "
+        "objects (default: $MASTER_LITE_READ_ACCESS, else all; docs/team.md)",
+    )
+    parser.add_argument(
         "--fallback-unix-user",
         metavar="USER",
         help="with --run-trials-as owner: the account for users without a Unix account of "
@@ -84,6 +90,7 @@ def _config(args: argparse.Namespace) -> Config:
         ("kernel_gateway_url", "kernel_gateway_url"),
         ("kernel_gateway_master_url", "kernel_gateway_master_url"),
         ("run_trials_as", "run_trials_as"),
+        ("read_access", "read_access"),
         ("fallback_unix_user", "fallback_unix_user"),
     ):
         value = getattr(args, option)
@@ -143,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         app.kernel_gateway_url  # noqa: B018
         app.kernel_gateway_master_url  # noqa: B018
         app.run_trials_as  # noqa: B018
+        app.read_access  # noqa: B018
     except TraitError as exc:
         print(f"master-lite: error: {exc}", file=sys.stderr)
         return 2

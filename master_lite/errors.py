@@ -44,6 +44,17 @@ class TooLarge(MasterError):
     status = 413
 
 
+class TooManyRequests(MasterError):
+    """Too many attempts in a while (429): `retry_after` is how many seconds until the next
+    one is taken (the API sends it as the Retry-After header)."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Unavailable(MasterError):
     """Something the request needs is missing on the master's machine, e.g. a package (503)."""
 

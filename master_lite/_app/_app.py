@@ -141,6 +141,8 @@ class MasterLite(MasterLiteSettings):
             preemption_grace_seconds=self.preemption_grace_seconds,
             tensorboard_refresh_seconds=self.tensorboard_refresh_seconds,
             run_trials_as=self.run_trials_as,
+            read_access=self.read_access,
+            session_lifetime_hours=self.session_lifetime_hours,
             fallback_unix_user=self.fallback_unix_user,
             trial_python=self.trial_python,
             **overrides,

@@ -164,6 +164,19 @@ class MasterLiteSettings(Configurable):
         "work dirs and checkpoints (docs/team.md, 'What runs as whom'). "
         "Env: MASTER_LITE_RUN_TRIALS_AS.",
     ).tag(config=True)
+    read_access = Enum(
+        ["all", "own"],
+        help="Who reads what: 'all' (default: every signed-in user reads everything) or 'own' "
+        "(a user who is not an admin reads only their own experiments, models, TensorBoards, "
+        "workspaces and projects, and the default workspace and project; another's answer "
+        "404 and lists leave them out). Admins and the owner account read everything "
+        "(docs/team.md, 'Who may read'). Env: MASTER_LITE_READ_ACCESS.",
+    ).tag(config=True)
+    session_lifetime_hours = Float(
+        help="How long a user's session (det user login) lasts, in hours (default 168: 7 "
+        "days); after that its token answers 401 saying it expired and to sign in again. "
+        "Env: MASTER_LITE_SESSION_LIFETIME_HOURS.",
+    ).tag(config=True)
     fallback_unix_user = Unicode(
         help="With run_trials_as 'owner': the Unix account that runs the trials of users who "
         "have none of their own (e.g. Hub-only users). Empty (default): their trials fail to "
@@ -304,6 +317,15 @@ class MasterLiteSettings(Configurable):
             )
         return value
 
+    @default("read_access")
+    def _default_read_access(self) -> str:
+        value = _from_env("MASTER_LITE_READ_ACCESS", str, "all")
+        if value not in ("all", "own"):
+            raise TraitError(
+                f"environment variable MASTER_LITE_READ_ACCESS={value!r}: expected 'all' or 'own'"
+            )
+        return value
+
     @default("fallback_unix_user")
     def _default_fallback_unix_user(self) -> str:
         return _from_env("MASTER_LITE_FALLBACK_UNIX_USER", str, "")
@@ -330,6 +352,22 @@ class MasterLiteSettings(Configurable):
     def _check_tensorboard_refresh_seconds(self, proposal: Any) -> float:
         if not proposal["value"] > 0:
             raise TraitError(f"tensorboard_refresh_seconds must be > 0, got {proposal['value']}")
+        return proposal["value"]
+
+    @default("session_lifetime_hours")
+    def _default_session_lifetime_hours(self) -> float:
+        value = _from_env("MASTER_LITE_SESSION_LIFETIME_HOURS", float, 7 * 24.0)
+        if not value > 0:
+            raise TraitError(
+                f"environment variable MASTER_LITE_SESSION_LIFETIME_HOURS={value!r}: "
+                "session_lifetime_hours must be > 0"
+            )
+        return value
+
+    @validate("session_lifetime_hours")
+    def _check_session_lifetime_hours(self, proposal: Any) -> float:
+        if not proposal["value"] > 0:
+            raise TraitError(f"session_lifetime_hours must be > 0, got {proposal['value']}")
         return proposal["value"]
 
     @default("host")

@@ -47,8 +47,11 @@ class Subscription:
         types: Iterable[str] | None,
         maxsize: int,
         max_bytes: int = EVENT_QUEUE_BYTES,
+        visible: Callable[[str, dict], bool] | None = None,
     ) -> None:
         self._bus = bus
+        # Which events its consumer may see at all (a reader narrowed to their own objects).
+        self.visible = visible
         self.experiment_id = experiment_id
         self.trial_id = trial_id
         self.types = frozenset(types) if types else None
@@ -66,7 +69,9 @@ class Subscription:
             return False
         if not _matches(self.experiment_id, payload, event_type, "experiment_id", "experiment"):
             return False
-        return _matches(self.trial_id, payload, event_type, "trial_id", "trial")
+        if not _matches(self.trial_id, payload, event_type, "trial_id", "trial"):
+            return False
+        return self.visible is None or self.visible(event_type, payload)
 
     def _deliver(self, event_type: str, payload: dict, text: str) -> None:
         if self.closed:
@@ -167,7 +172,9 @@ class EventBus:
         experiment_id: int | None = None,
         trial_id: int | None = None,
         types: Iterable[str] | None = None,
+        visible: Callable[[str, dict], bool] | None = None,
     ) -> Subscription:
+        """`visible(type, payload)`: whether this consumer may see an event at all."""
         subscription = Subscription(
             self,
             experiment_id=experiment_id,
@@ -175,6 +182,7 @@ class EventBus:
             types=types,
             maxsize=self._queue_size,
             max_bytes=self._queue_bytes,
+            visible=visible,
         )
         self._subscriptions.append(subscription)
         return subscription

@@ -57,7 +57,7 @@ from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
-from master_lite.users import HubIdentity, Users
+from master_lite.users import SESSION_LIFETIME_HOURS, HubIdentity, Users, check_read_access
 from master_lite.workspaces import Workspaces
 
 T = TypeVar("T")
@@ -89,7 +89,12 @@ class Master:
         run_trials_as: str = "master",
         fallback_unix_user: str = "",
         trial_python: str = "",
+        read_access: str = "all",
+        session_lifetime_hours: float = SESSION_LIFETIME_HOURS,
     ) -> None:
+        # Who reads what (docs/team.md, "Who may read"): "all", or "own" (a non-admin user
+        # reads only what they own); the API layer applies it (api/_reads.py).
+        self.read_access = check_read_access(read_access)
         if resource_manager not in ("local", "ray"):
             raise ValueError(
                 f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"
@@ -179,7 +184,7 @@ class Master:
         self.tensorboards: TensorBoards = parts.tensorboards
         self.unmanaged: UnmanagedRuns = parts.unmanaged
         # Accounts, sign-ins and the owner-or-admin rule (docs/team.md).
-        self.users = Users(self._shared)
+        self.users = Users(self._shared, session_lifetime_hours=session_lifetime_hours)
         # Run as a JupyterHub service (`use_hub`): tokens the master does not know, and the
         # service's OAuth cookie, are asked of the Hub (docs/team.md).
         self.hub: HubIdentity | None = None

@@ -38,6 +38,7 @@ from master_lite.api._parsing import (
     unstorable_text,
 )
 from master_lite.api._permissions import check_body_owner, check_path_owner, creator_id
+from master_lite.api._reads import check_path_reader, readable_answer
 
 log = logging.getLogger("master_lite.api")
 
@@ -78,6 +79,7 @@ class ApiHandlerMixin(_Handler):
     api_prefix: str = ""
 
     principal: UserPrincipal | TrialPrincipal | None = None
+    operation: Operation | None = None
     args: dict[str, Any]
     body: Any = None
 
@@ -150,7 +152,7 @@ class ApiHandlerMixin(_Handler):
         method = self.request.method.lower()
         if method not in self.route.operations:
             return  # tornado answers 405 from the unimplemented method
-        operation = self.route.operations[method]
+        operation = self.operation = self.route.operations[method]
         self._convert_path_params()
         size = len(self.request.body or b"")
         if operation.max_body_bytes is not None and size > operation.max_body_bytes:
@@ -171,6 +173,8 @@ class ApiHandlerMixin(_Handler):
         trial = self.principal if isinstance(self.principal, TrialPrincipal) else None
         if trial is not None:
             self._check_path_scope(trial, operation)
+        # Another's object a user may not read (read_access "own"): 404, as none at all.
+        check_path_reader(self.master, self.principal, self.route, operation, self.path_kwargs)
         # A user acting on another's object: 403 before the handler's state checks.
         check_path_owner(self.master, self.principal, operation, method, self.path_kwargs)
         self.args = {param.name: self._query_value(param) for param in operation.query}
@@ -312,7 +316,8 @@ class ApiHandlerMixin(_Handler):
     # --- answers -----------------------------------------------------------------------------
 
     def send_json(self, payload: Any, status: int = 200) -> None:
-        # Strict JSON: a diverged run's NaN is answered as "NaN" (docs/rest-api.md).
+        # Strict JSON (NaN as "NaN", docs/rest-api.md); lists narrowed to what one may read.
+        payload = readable_answer(self.master, self.principal, self.operation, payload)
         self.send_json_text(encode_json(payload), status)
 
     def send_json_text(self, text: str, status: int = 200) -> None:
@@ -342,7 +347,8 @@ class ApiHandlerMixin(_Handler):
         thousands of objects is encoded off the loop too)."""
 
         def read_and_encode() -> str:
-            return encode_json({key: method(*args, **kwargs)})
+            answer = {key: method(*args, **kwargs)}
+            return encode_json(readable_answer(self.master, self.principal, self.operation, answer))
 
         self.send_json_text(await self.read(read_and_encode))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from master_lite.api._base import ApiHandlerMixin, checkpoint_trial_id
+from master_lite.api._permissions import check_owner
 
 
 def checkpoint_record(body: dict) -> dict:
@@ -22,6 +23,10 @@ def checkpoint_record(body: dict) -> dict:
 
 class CheckpointsHandler(ApiHandlerMixin):
     async def post(self) -> None:
+        # A user token reports into its own trials only (or an admin's into any).
+        check_owner(
+            self.master, self.principal, "trial", checkpoint_trial_id(self.body), "report to"
+        )
         record = checkpoint_record(self.body)
         # A container trial's files go from its view into the storage first (off the loop).
         await self.master.checkpoints.place_container_checkpoint(record)

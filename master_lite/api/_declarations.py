@@ -39,7 +39,28 @@ class Owner(str, enum.Enum):
     WORKSPACE = "workspace"  # the path's {workspace_id}
     PROJECT = "project"  # the path's {project_id}
     TENSORBOARD = "tensorboard"  # the path's {tensorboard_id}: who launched it
+    ALLOCATION = "allocation"  # the path's {allocation_id}: its trial's experiment's owner
     ADMIN = "admin"  # admins only
+
+
+class Reads(str, enum.Enum):
+    """What a GET shows, for the read rule (`MasterLite.read_access`, docs/team.md): a route
+    that names an object in its path ({experiment_id}, {trial_id}, {uuid}, {model},
+    {tensorboard_id}, {workspace_id}, {project_id}, {allocation_id}) is read-checked on that
+    object without declaring anything; any other GET declares `reads`."""
+
+    ANYONE = "anyone"  # nothing of one user's (master info, users, who you are)
+    STREAM = "stream"  # the event stream: each event filtered to what the reader may read
+
+
+@dataclasses.dataclass(frozen=True)
+class Listing:
+    """A GET whose answer lists users' objects: `answer[key]` holds objects of `kind`
+    ("experiment", "model", "tensorboard", "workspace", "project", "model_label", "slot"),
+    filtered to what the reader may read (api/_reads.py)."""
+
+    key: str
+    kind: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +106,8 @@ class Operation:
     verb: str = ""
     # Checks credentials of its own (a sign-in): a 401 for wrong ones, though it needs no token.
     signs_in: bool = False
+    # What a GET shows a reader (Reads / Listing); None: the object its path names.
+    reads: Reads | Listing | None = None
 
     def action_for(self, method: str) -> str:
         """The authorization action of this operation called with HTTP `method`."""
@@ -120,4 +143,4 @@ class Route:
         return pattern
 
 
-__all__ = ["Owner", "TrialScope", "Param", "Operation", "PathParam", "Route"]
+__all__ = ["Owner", "Reads", "Listing", "TrialScope", "Param", "Operation", "PathParam", "Route"]

@@ -8,6 +8,7 @@ from tornado.iostream import StreamClosedError
 
 from master_lite._core import strict_dumps
 from master_lite.api._base import ApiHandlerMixin, json_default
+from master_lite.api._reads import event_filter
 
 
 def format_event(event_type: str, payload: Any) -> str:
@@ -30,6 +31,8 @@ class EventsHandler(ApiHandlerMixin):
             experiment_id=self.args["experiment_id"],
             trial_id=self.args["trial_id"],
             types=self.args["types"] or None,
+            # read_access "own": only events of what this user may read.
+            visible=event_filter(self.master, self.principal),
         )
         self._subscription = subscription
         try:

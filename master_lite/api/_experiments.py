@@ -7,6 +7,7 @@ from typing import Any
 from master_lite._core import MetricsQuery, strict_json_text
 from master_lite.api._base import ApiError, ApiHandlerMixin, decode_base64, encode_json
 from master_lite.api._permissions import check_owner
+from master_lite.api._reads import check_readable
 
 MAX_TRIAL_IDS = 1000
 
@@ -85,6 +86,8 @@ class ExperimentsHandler(ApiHandlerMixin):
 
     async def post(self) -> None:
         body = self.body
+        # read_access "own": only into a project the user may read (else 404).
+        check_readable(self.master, self.principal, "project", [body.get("projectId")])
         context = None
         if body.get("context") is not None:
             context = decode_base64(body["context"], "body.context")

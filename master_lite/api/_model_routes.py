@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from master_lite.api import _models
-from master_lite.api._declarations import Operation, Owner, Param, PathParam, Route
+from master_lite.api._declarations import Listing, Operation, Owner, Param, PathParam, Route
 from master_lite.api._openapi import EMPTY, INTEGER, OBJECT, STRING, array, obj, ref
 from master_lite.api._schemas import DESCRIPTION, LABELS, NAME, NOTES
 from master_lite.models import MODEL_ORDERS
@@ -46,6 +46,7 @@ MODEL_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "List the models of the registry",
                 obj(["models"], models=array(ref("Model"))),
+                reads=Listing("models", "model"),
                 query=(
                     Param("id", "integer", "only the model with this id"),
                     Param("name", "string", "only names containing this (any case)"),
@@ -82,7 +83,13 @@ MODEL_ROUTES: tuple[Route, ...] = (
     Route(
         "/model/labels",
         _models.ModelLabelsHandler,
-        {"get": Operation("Every label some model has", obj(["labels"], labels=array(STRING)))},
+        {
+            "get": Operation(
+                "Every label some model has",
+                obj(["labels"], labels=array(STRING)),
+                reads=Listing("labels", "model_label"),
+            )
+        },
     ),
     Route(
         "/models/{model}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from master_lite.api._base import ApiHandlerMixin
+from master_lite.api._reads import check_readable
 
 # The fields a PATCH may change; the part checks their values.
 MODEL_FIELDS = ("name", "description", "notes", "metadata", "labels")
@@ -73,9 +74,12 @@ class ModelVersionsHandler(ApiHandlerMixin):
 
     async def post(self, model: str) -> None:
         body = self.body
+        checkpoint = body.get("checkpoint_uuid", body.get("checkpointUuid"))
+        # read_access "own": only a checkpoint the user may read (else 404).
+        check_readable(self.master, self.principal, "checkpoint", [checkpoint])
         version = self.master.models.register_version(
             model,
-            body.get("checkpoint_uuid", body.get("checkpointUuid")),
+            checkpoint,
             name=body.get("name") or "",
             comment=body.get("comment") or "",
             notes=body.get("notes") or "",

@@ -22,6 +22,7 @@ _PATH_KEYS = {
     Owner.WORKSPACE: "workspace_id",
     Owner.PROJECT: "project_id",
     Owner.TENSORBOARD: "tensorboard_id",
+    Owner.ALLOCATION: "allocation_id",
 }
 
 

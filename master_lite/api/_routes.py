@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from master_lite._core._events import EVENT_TYPES
 from master_lite.api import _allocations, _checkpoints, _events, _experiments, _openapi
-from master_lite.api._declarations import Operation, Owner, Param, Route, TrialScope
+from master_lite.api._declarations import Listing, Operation, Owner, Param, Reads, Route, TrialScope
 from master_lite.api._model_routes import MODEL_ROUTES
 from master_lite.api._openapi import (
     EMPTY,
@@ -56,14 +56,16 @@ ROUTES: tuple[Route, ...] = (
         _allocations.MasterInfoHandler,
         {
             "get": Operation(
-                "What this master is", obj(version=STRING, root_dir=STRING, cluster_id=STRING)
+                "What this master is",
+                obj(version=STRING, root_dir=STRING, cluster_id=STRING),
+                reads=Reads.ANYONE,
             )
         },
     ),
     Route(
         "/openapi.json",
         _openapi.OpenAPIHandler,
-        {"get": Operation("This document", OBJECT, auth=False)},
+        {"get": Operation("This document", OBJECT, auth=False, reads=Reads.ANYONE)},
     ),
     Route(
         "/experiments",
@@ -72,6 +74,7 @@ ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "List experiments, ordered by id",
                 obj(["experiments"], experiments=array(ref("Experiment"))),
+                reads=Listing("experiments", "experiment"),
                 query=(
                     Param("state", "string", "only experiments in this state"),
                     Param("name", "string", "only names containing this"),
@@ -375,6 +378,9 @@ ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "Slots and GPUs, and who holds them",
                 obj(["slots"], slots=array(ref("Slot")), gpus=array(OBJECT)),
+                description="read_access 'own': a slot another user's run holds shows "
+                'allocation_id "(another user\'s)" and no trial_id',
+                reads=Listing("slots", "slot"),
             )
         },
     ),
@@ -386,6 +392,7 @@ ROUTES: tuple[Route, ...] = (
                 "Server-sent events: `event: <type>` + `data: <json>`; `: keepalive` every 15 s",
                 STRING,
                 content_type="text/event-stream",
+                reads=Reads.STREAM,
                 query=(
                     Param("experiment_id", "integer", "only this experiment"),
                     Param("trial_id", "integer", "only this trial"),

@@ -6,9 +6,10 @@
 from __future__ import annotations
 
 from master_lite.api._base import ApiHandlerMixin
-from master_lite.api._declarations import Operation, Owner, PathParam, Route
+from master_lite.api._declarations import Listing, Operation, Owner, PathParam, Route
 from master_lite.api._openapi import INTEGER, STRING, array, nullable, obj, ref
 from master_lite.api._parsing import SQLITE_INT_MAX
+from master_lite.api._reads import check_readable
 
 TENSORBOARD_ID = PathParam("tensorboard_id", r"[0-9a-f-]+", STRING, str, "TensorBoard id")
 TENSORBOARD_ANSWER = obj(["tensorboard"], tensorboard=ref("TensorBoard"))
@@ -20,6 +21,11 @@ class TensorboardsHandler(ApiHandlerMixin):
         self.send_json({"tensorboards": self.master.tensorboards.list_all()})
 
     async def post(self) -> None:
+        # read_access "own": only experiments and trials the user may read (else 404).
+        check_readable(
+            self.master, self.principal, "experiment", self.body.get("experiment_ids") or []
+        )
+        check_readable(self.master, self.principal, "trial", self.body.get("trial_ids") or [])
         board = await self.master.tensorboards.start(
             self.body.get("experiment_ids") or [],
             self.body.get("trial_ids") or [],
@@ -46,6 +52,7 @@ TENSORBOARD_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "The running TensorBoards, oldest first",
                 obj(["tensorboards"], tensorboards=array(ref("TensorBoard"))),
+                reads=Listing("tensorboards", "tensorboard"),
             ),
             "post": Operation(
                 "Start a TensorBoard on the metrics of experiments' trials and of trials",

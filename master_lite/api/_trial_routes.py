@@ -164,6 +164,8 @@ TRIAL_ROUTES: tuple[Route, ...] = (
                 request=METRICS_BODY,
                 fast_accept=is_plain_metrics_batch,
                 trial_scope=TrialScope.TRIAL,
+                owner=Owner.TRIAL,  # a user token: the trial's owner or an admin
+                verb="report to",
             ),
         },
         (TRIAL_ID,),
@@ -196,6 +198,8 @@ TRIAL_ROUTES: tuple[Route, ...] = (
                 "Report training progress",
                 EMPTY,
                 trial_scope=TrialScope.TRIAL,
+                owner=Owner.TRIAL,  # a user token: the trial's owner or an admin
+                verb="report to",
                 # Not bounded here: the facade clamps to 0..1, and a harness that
                 # overshoots should not crash its trial over a progress bar.
                 request=obj(
@@ -215,6 +219,8 @@ TRIAL_ROUTES: tuple[Route, ...] = (
                 "Report what the trial process is doing",
                 EMPTY,
                 trial_scope=TrialScope.TRIAL,
+                owner=Owner.TRIAL,  # a user token: the trial's owner or an admin
+                verb="report to",
                 request=obj(["state"], state=STRING),
             )
         },
@@ -228,6 +234,8 @@ TRIAL_ROUTES: tuple[Route, ...] = (
                 "Report that the trial exits early (400 if already reported)",
                 EMPTY,
                 trial_scope=TrialScope.TRIAL,
+                owner=Owner.TRIAL,  # a user token: the trial's owner or an admin
+                verb="report to",
                 request=obj(
                     ["reason"],
                     reason={
@@ -264,6 +272,8 @@ TRIAL_ROUTES: tuple[Route, ...] = (
                 "Report a searcher operation done, with its metric",
                 EMPTY,
                 trial_scope=TrialScope.TRIAL,
+                owner=Owner.TRIAL,  # a user token: the trial's owner or an admin
+                verb="report to",
                 request=obj(
                     ["op"], op=obj(["length"], length={**SIZE}), searcherMetric=nullable(NUMBER)
                 ),
@@ -289,7 +299,11 @@ TRIAL_ROUTES: tuple[Route, ...] = (
         _allocations.AckPreemptionHandler,
         {
             "post": Operation(
-                "Acknowledge the preemption signal", EMPTY, trial_scope=TrialScope.ALLOCATION
+                "Acknowledge the preemption signal",
+                EMPTY,
+                trial_scope=TrialScope.ALLOCATION,
+                owner=Owner.ALLOCATION,
+                verb="report to",
             )
         },
         (ALLOCATION_ID,),

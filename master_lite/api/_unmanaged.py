@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from master_lite._core import _limits
 from master_lite.api._base import ApiHandlerMixin
-from master_lite.api._declarations import Operation, Route, TrialScope
+from master_lite.api._declarations import Operation, Owner, Route, TrialScope
 from master_lite.api._openapi import BOOLEAN, INTEGER, NUMBER, OBJECT, STRING, array, nullable, obj
 from master_lite.api._schemas import LABELS, TRIAL_ANSWER, TRIAL_ID
 
@@ -92,6 +92,8 @@ UNMANAGED_ROUTES: tuple[Route, ...] = (
                 "Renew the run's lease (409 once the trial ended)",
                 obj(["lease_expires"], lease_expires=NUMBER),
                 trial_scope=TrialScope.TRIAL,
+                owner=Owner.TRIAL,  # a user token: the trial's owner or an admin
+                verb="report to",
             )
         },
         (TRIAL_ID,),
@@ -104,6 +106,8 @@ UNMANAGED_ROUTES: tuple[Route, ...] = (
                 "Store lines the kernel printed while the run was open",
                 obj(["accepted"], accepted=INTEGER),
                 trial_scope=TrialScope.TRIAL,
+                owner=Owner.TRIAL,  # a user token: the trial's owner or an admin
+                verb="report to",
                 max_body_bytes=_limits.MAX_LOG_POST_BYTES,
                 description=f"413 for a body over {_limits.MAX_LOG_POST_BYTES} bytes; a line "
                 f"over {_limits.MAX_LOG_LINE_BYTES} bytes is stored truncated, with a marker",
@@ -134,6 +138,8 @@ UNMANAGED_ROUTES: tuple[Route, ...] = (
                 "End the run: its trial becomes COMPLETED, CANCELED or ERROR",
                 TRIAL_ANSWER,
                 trial_scope=TrialScope.TRIAL,
+                owner=Owner.TRIAL,  # a user token: the trial's owner or an admin
+                verb="report to",
                 request=obj(
                     ["state"],
                     state={**STRING, "enum": ["COMPLETED", "CANCELED", "ERROR"]},

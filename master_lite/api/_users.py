@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from master_lite import errors
 from master_lite.api._base import ApiError, ApiHandlerMixin
-from master_lite.api._declarations import Operation, Owner, Param, PathParam, Route
+from master_lite.api._declarations import Operation, Owner, Param, PathParam, Reads, Route
 from master_lite.api._openapi import BOOLEAN, EMPTY, INTEGER, STRING, array, obj, ref
 
 USER_ID = PathParam("user_id", r"[0-9]+", INTEGER, int, "user id")
@@ -25,10 +26,28 @@ IS_HASHED = {
 class LoginHandler(ApiHandlerMixin):
     async def post(self) -> None:
         body = self.body
-        answer = self.master.users.login(
-            body["username"], body["password"], is_hashed=bool(body.get("isHashed"))
-        )
+        try:
+            answer = self.master.users.login(
+                body["username"],
+                body["password"],
+                is_hashed=bool(body.get("isHashed")),
+                address=self._client_address(),
+            )
+        except errors.TooManyRequests as exc:
+            self.set_header("Retry-After", str(exc.retry_after))
+            self.send_json({"message": exc.message}, status=429)
+            return
         self.send_json(answer)
+
+    def _client_address(self) -> str:
+        """Who is signing in, for the per-address limit: behind the JupyterHub's proxy (a Hub
+        service) the address the proxy saw, the last X-Forwarded-For entry (earlier ones are
+        the client's to write); otherwise the connection's."""
+        if getattr(self.master, "hub", None) is not None:
+            forwarded = self.request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
+            if forwarded:
+                return forwarded
+        return str(self.request.remote_ip)
 
 
 class LogoutHandler(ApiHandlerMixin):
@@ -106,7 +125,9 @@ USER_ROUTES: tuple[Route, ...] = (
                     password=PASSWORD,
                     isHashed=IS_HASHED,
                 ),
-                description="401 for a wrong username or password, or a deactivated user",
+                description="401 for a wrong username or password, or a deactivated user; "
+                "429 (with Retry-After) after 10 wrong ones in 5 minutes for that username or "
+                "from that client address; a session lasts session_lifetime_hours (7 days)",
             )
         },
     ),
@@ -118,9 +139,15 @@ USER_ROUTES: tuple[Route, ...] = (
     Route(
         "/auth/user",
         MeHandler,
-        {"get": Operation("The signed-in user (Determined's CurrentUser)", USER_ANSWER)},
+        {
+            "get": Operation(
+                "The signed-in user (Determined's CurrentUser)", USER_ANSWER, reads=Reads.ANYONE
+            )
+        },
     ),
-    Route("/me", MeHandler, {"get": Operation("The signed-in user", USER_ANSWER)}),
+    Route(
+        "/me", MeHandler, {"get": Operation("The signed-in user", USER_ANSWER, reads=Reads.ANYONE)}
+    ),
     Route(
         "/users",
         UsersHandler,
@@ -128,6 +155,7 @@ USER_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "Every user",
                 obj(["users"], users=array(ref("User")), pagination=obj()),
+                reads=Reads.ANYONE,  # as in Determined, anyone signed in lists the users
                 query=(
                     Param("name", "string", "only users whose name contains this"),
                     Param("active", "boolean", "only (in)active users"),
@@ -163,7 +191,7 @@ USER_ROUTES: tuple[Route, ...] = (
         "/users/{user_id}",
         UserHandler,
         {
-            "get": Operation("A user", USER_ANSWER),
+            "get": Operation("A user", USER_ANSWER, reads=Reads.ANYONE),
             "patch": Operation(
                 "Change a user: displayName (the user or an admin); active, admin, username, "
                 "password (an admin)",
@@ -187,7 +215,7 @@ USER_ROUTES: tuple[Route, ...] = (
     Route(
         "/users/{username}/by-username",
         UserByNameHandler,
-        {"get": Operation("A user by name", USER_ANSWER)},
+        {"get": Operation("A user by name", USER_ANSWER, reads=Reads.ANYONE)},
         (USERNAME,),
     ),
     Route(

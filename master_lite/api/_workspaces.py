@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from master_lite.api._base import ApiHandlerMixin
-from master_lite.api._declarations import Operation, Owner, Param, PathParam, Route
+from master_lite.api._declarations import Listing, Operation, Owner, Param, PathParam, Route
 from master_lite.api._openapi import BOOLEAN, EMPTY, INTEGER, STRING, array, obj, ref
+from master_lite.api._reads import check_readable
 from master_lite.api._schemas import EXPERIMENT_ID
 
 WORKSPACE_ID = PathParam("workspace_id", r"[0-9]+", INTEGER, int, "workspace id")
@@ -111,6 +112,8 @@ class ProjectExperimentsHandler(ApiHandlerMixin):
 
 class ExperimentMoveHandler(ApiHandlerMixin):
     async def post(self, experiment_id: int) -> None:
+        # read_access "own": only into a project the user may read (else 404).
+        check_readable(self.master, self.principal, "project", [self.body["destinationProjectId"]])
         self.send_json(
             self.master.workspaces.move_experiment(experiment_id, self.body["destinationProjectId"])
         )
@@ -126,6 +129,7 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "Every workspace, by id",
                 obj(["workspaces"], workspaces=array(ref("Workspace")), pagination=PAGINATION),
+                reads=Listing("workspaces", "workspace"),
                 query=(NAME_FILTER, ARCHIVED_FILTER),
             ),
             "post": Operation(
@@ -165,6 +169,7 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "The workspace's projects, by id",
                 obj(["projects"], projects=array(ref("Project")), pagination=PAGINATION),
+                reads=Listing("projects", "project"),
                 query=(NAME_FILTER, ARCHIVED_FILTER),
             ),
             "post": Operation(
@@ -223,6 +228,7 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
             "get": Operation(
                 "The project's experiments, by id",
                 obj(["experiments"], experiments=array(ref("Experiment"))),
+                reads=Listing("experiments", "experiment"),
                 query=(ARCHIVED_FILTER,),
             )
         },

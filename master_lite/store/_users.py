@@ -80,16 +80,31 @@ class Users(TypedRepository[UserRow]):
             self._update(OWNER_ID, username=username)
 
     # -- sessions ----------------------------------------------------------------------------
-    def add_session(self, token_hash: str, user_id: int) -> None:
-        """A sign-in of `user_id`, known by its token's hash."""
+    def add_session(self, token_hash: str, user_id: int, created: float | None = None) -> None:
+        """A sign-in of `user_id`, known by its token's hash, made at `created` (now)."""
         self._store.insert(
-            "user_sessions", token_hash=token_hash, user_id=user_id, created=time.time()
+            "user_sessions",
+            token_hash=token_hash,
+            user_id=user_id,
+            created=time.time() if created is None else created,
         )
 
     def session_user(self, token_hash: str) -> UserRow | None:
         """The user signed in with this token, or None."""
         stored = self._store.get("user_sessions", token_hash, key_column="token_hash")
         return None if stored is None else self.get(stored["user_id"])
+
+    def session(self, token_hash: str) -> tuple[UserRow, float] | None:
+        """The user signed in with this token and when they signed in, or None."""
+        stored = self._store.get("user_sessions", token_hash, key_column="token_hash")
+        if stored is None:
+            return None
+        row = self.get(stored["user_id"])
+        return None if row is None else (row, float(stored["created"]))
+
+    def end_sessions_before(self, cutoff: float) -> None:
+        """Forget the sessions made before `cutoff` (expired: they no longer sign anyone in)."""
+        self._store.execute("DELETE FROM user_sessions WHERE created < ?", (cutoff,))
 
     def end_session(self, token_hash: str) -> None:
         """Sign out: the token no longer authenticates."""

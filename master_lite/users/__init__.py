@@ -5,10 +5,25 @@
 
 from ._hub import ADMIN_GROUP, HubIdentity, make_hub_auth
 from ._passwords import client_hash, hash_password, verify_password
+from ._reading import (
+    READ_ACCESS,
+    check_may_read,
+    check_read_access,
+    may_read,
+    restricted_reader,
+)
+from ._signin import SESSION_LIFETIME_HOURS, SignInGuard
 from ._users import Users, check_username, login_name, user_json
 
 __all__ = [
     "ADMIN_GROUP",
+    "READ_ACCESS",
+    "SESSION_LIFETIME_HOURS",
+    "SignInGuard",
+    "check_may_read",
+    "check_read_access",
+    "may_read",
+    "restricted_reader",
     "HubIdentity",
     "Users",
     "check_username",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ from master_lite._core._serialize import iso
 from master_lite.store import OWNER_ID, UserRow
 
 from ._passwords import hash_password, verify_password
+from ._signin import SESSION_LIFETIME_HOURS, SignInGuard, describe_hours
 
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 _ONLY_DIGITS = re.compile(r"^[0-9]+$")
@@ -75,8 +77,19 @@ def user_json(row: UserRow) -> dict:
 class Users:
     """The users part: accounts, sign-ins, and the owner-or-admin rule."""
 
-    def __init__(self, shared: MasterState) -> None:
+    def __init__(
+        self, shared: MasterState, *, session_lifetime_hours: float = SESSION_LIFETIME_HOURS
+    ) -> None:
+        if not session_lifetime_hours > 0:
+            raise ValueError(
+                f"session_lifetime_hours: expected a number of hours above 0, got "
+                f"{session_lifetime_hours!r}"
+            )
         self._shared = shared
+        self.session_lifetime_hours = session_lifetime_hours
+        # What time it is (tests move it instead of waiting): session expiry, sign-in limits.
+        self.clock: Callable[[], float] = time.time
+        self.sign_ins = SignInGuard(lambda: self.clock())
         self._owner_name = "user"
         # Owners of what is not in the store (TensorBoards): kind -> key -> (owner id, label).
         self._owner_lookups: dict[str, Callable[[Any], tuple[int, str]]] = {}
@@ -110,33 +123,49 @@ class Users:
         """The user signed in with `token`, or None; Unauthorized for a deactivated user."""
         if not token.startswith("session."):
             return None
-        row = self._store.session_user(_auth.hash_token(token))
-        if row is None:
+        found = self._store.session(_auth.hash_token(token))
+        if found is None:
             return None
+        row, created = found
         if not row.active:
             raise errors.Unauthorized(
                 f"user {row.username!r} is deactivated: its sign-in no longer works; an admin "
                 f"can activate it (det user activate {row.username})"
             )
+        if self.clock() - created > self.session_lifetime_hours * 3600:
+            raise errors.Unauthorized(
+                f"the session of user {row.username!r} expired: sessions last "
+                f"{describe_hours(self.session_lifetime_hours)} (session_lifetime_hours); sign "
+                f"in again: det user login {row.username}"
+            )
         return _auth.UserPrincipal(name=row.username, user_id=row.id, admin=row.admin)
 
     # -- sign-in -----------------------------------------------------------------------------
-    def login(self, username: Any, password: Any, *, is_hashed: bool = False) -> dict:
+    def login(
+        self, username: Any, password: Any, *, is_hashed: bool = False, address: str | None = None
+    ) -> dict:
         """`{token, user}` for a right password; Unauthorized otherwise (nothing said of
-        which part was wrong, as Determined)."""
+        which part was wrong, as Determined); TooManyRequests after too many wrong ones for
+        that name or from that client `address` (_signin.py), checked before the password."""
+        name = username if isinstance(username, str) else repr(username)
+        self.sign_ins.check(name, address)
         row = self._store.by_name(username) if isinstance(username, str) else None
         password = _check_password(password, "password")
         stored = row.password_hash if row is not None else None
         # Verified even for no such user (the same work): timing does not tell who exists.
         if not verify_password(stored, password, is_hashed=is_hashed) or row is None:
+            self.sign_ins.failed(name, address)
             raise errors.Unauthorized("invalid username and/or password")
+        self.sign_ins.succeeded(name)
         if not row.active:
             raise errors.Unauthorized(
                 f"user {row.username!r} is deactivated: an admin can activate it "
                 f"(det user activate {row.username})"
             )
-        token = _auth.new_session_token()
-        self._store.add_session(_auth.hash_token(token), row.id)
+        token, now = _auth.new_session_token(), self.clock()
+        # Expired sessions sign nobody in: forget them as new ones are made.
+        self._store.end_sessions_before(now - self.session_lifetime_hours * 3600)
+        self._store.add_session(_auth.hash_token(token), row.id, created=now)
         return {"token": token, "user": user_json(row)}
 
     def logout(self, token: str | None) -> None:
@@ -266,6 +295,11 @@ class Users:
             f"{label} belongs to {owner}: only {owner} or an admin may {verb} it"
         )
 
+    def owner_of(self, kind: str, key: Any) -> int:
+        """The id of the user who owns the object (`kind` as for `check_may_act`, or
+        "allocation"); NotFound for no such object."""
+        return self._owner_of(kind, key)[0]
+
     def _owner_of(self, kind: str, key: Any) -> tuple[int, str]:
         store = self._shared.store
         if kind in self._owner_lookups:
@@ -287,6 +321,11 @@ class Users:
             return place.owner_id, f"{kind} {place.name!r}"
         label = f"{kind} {key}"
         experiment_id = key
+        if kind == "allocation":  # a trial's run: its trial's experiment
+            allocation = store.allocations.get(str(key))
+            if allocation is None:
+                raise errors.NotFound(f"allocation {key} not found")
+            kind, key = "trial", allocation.trial_id
         if kind == "trial":
             trial = store.trials.get(int(key))
             if trial is None:

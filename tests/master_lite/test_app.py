@@ -17,6 +17,7 @@ import pytest
 import requests
 from traitlets import TraitError
 
+from master_lite import _cli
 from master_lite._app import MasterLite, MasterLiteStartError
 from master_lite._core._auth import UserPrincipal
 from master_lite._core._events import EventBus
@@ -74,6 +75,8 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "run_trials_as",
         "fallback_unix_user",
         "trial_python",
+        "read_access",
+        "session_lifetime_hours",
     }
     for name, trait in traits.items():
         assert trait.help, name
@@ -163,6 +166,38 @@ def test_run_trials_as_settings_reach_the_runs(
     monkeypatch.setenv("MASTER_LITE_RUN_TRIALS_AS", "everyone")
     with pytest.raises(TraitError, match="MASTER_LITE_RUN_TRIALS_AS='everyone'"):
         _ = MasterLite().run_trials_as
+
+
+def test_read_access_and_session_settings_reach_the_master(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """read_access: 'all' by default, from MASTER_LITE_READ_ACCESS, --read-access, checked."""
+    for name in list(os.environ):
+        if name.startswith("MASTER_LITE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(tmp_path / "root"))
+    assert MasterLite().build_master().read_access == "all"
+    monkeypatch.setenv("MASTER_LITE_READ_ACCESS", "own")
+    assert MasterLite().build_master().read_access == "own"
+    monkeypatch.setenv("MASTER_LITE_READ_ACCESS", "mine")
+    with pytest.raises(TraitError, match="MASTER_LITE_READ_ACCESS='mine': expected 'all' or 'own'"):
+        _ = MasterLite().read_access
+    monkeypatch.delenv("MASTER_LITE_READ_ACCESS")
+    assert MasterLite().build_master().users.session_lifetime_hours == 168
+    monkeypatch.setenv("MASTER_LITE_SESSION_LIFETIME_HOURS", "2")
+    assert MasterLite().build_master().users.session_lifetime_hours == 2
+    monkeypatch.setenv("MASTER_LITE_SESSION_LIFETIME_HOURS", "0")
+    with pytest.raises(
+        TraitError, match="SESSION_LIFETIME_HOURS=0.0: session_lifetime_hours must be > 0"
+    ):
+        _ = MasterLite().session_lifetime_hours
+    monkeypatch.delenv("MASTER_LITE_SESSION_LIFETIME_HOURS")
+    assert (
+        MasterLite(
+            config=_cli._config(_cli._parser().parse_args(["--read-access", "own"]))
+        ).read_access
+        == "own"
+    )
 
 
 def test_bad_settings_name_the_problem(monkeypatch: pytest.MonkeyPatch) -> None:
