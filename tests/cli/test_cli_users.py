@@ -59,27 +59,41 @@ def experiment_of(master: MasterProcess, token: str) -> int:
 
 def test_accounts_sign_in_and_ownership(master, tmp_path):
     admin = local_env(master, tmp_path / "admin")
-    ok(det(admin, "user", "create", "alice", stdin="alice-pw\n"))
-    ok(det(admin, "user", "create", "bob", "--password", "bob-pw"))
-    ok(det(admin, "user", "create", "carol", "--admin", "--password", "carol-pw"))
+    ok(det(admin, "user", "create", "alice", stdin="Alice-pw1\n"))
+    ok(det(admin, "user", "create", "bob", "--password", "Bob-pw12"))
+    ok(det(admin, "user", "create", "carol", "--admin", "--password", "Carol-pw1"))
     listed = ok(det(admin, "user", "list"))
     for name in ("alice", "bob", "carol", getpass.getuser()):
         assert name in listed
-    failed(det(admin, "user", "create", "alice", "--password", "x"), "already exists")
+    failed(det(admin, "user", "create", "alice", "--password", "Other-pw1"), "already exists")
+    # Determined's password rules, checked before anything is sent: each rule listed, marked.
+    weak = det(admin, "user", "create", "erin", "--password", "erin-pass")
+    failed(weak, "\u2717 password must include an uppercase letter")
+    assert "\u2713 password must have at least 8 characters" in weak.stderr
+    assert "\u2717 password must include a number" in weak.stderr
+    assert "erin" not in ok(det(admin, "user", "list", "--all"))
 
     alice_home, bob_home = tmp_path / "alice", tmp_path / "bob"
     alice, bob = remote_env(master, alice_home), remote_env(master, bob_home)
     failed(
         det(alice, "user", "login", "alice", stdin="wrong\n"), "invalid username and/or password"
     )
-    ok(det(alice, "user", "login", "alice", stdin="alice-pw\n"))
+    ok(det(alice, "user", "login", "alice", stdin="Alice-pw1\n"))
     token = stored_token(master, alice_home, "alice")
     assert token.startswith("session.") and token != master.token
     assert ok(det(alice, "user", "whoami")).strip() == "You are logged in as user 'alice'"
-    ok(det(bob, "user", "login", "bob", stdin="bob-pw\n"))
+    ok(det(bob, "user", "login", "bob", stdin="Bob-pw12\n"))
+    # An account whose password predates the rules (set through the API) still signs in, with
+    # Determined's warning to change it.
+    master.session.post("/users", {"user": {"username": "frank"}, "password": "frankpw"})
+    frank = det(remote_env(master, tmp_path / "frank"), "user", "login", "frank", stdin="frankpw\n")
+    ok(frank)
+    assert (
+        "does not appear to satisfy" in frank.stderr and "det user change-password" in frank.stderr
+    )
 
     # A non-admin may not manage accounts.
-    failed(det(bob, "user", "create", "mallory", "--password", "x"), "only an admin")
+    failed(det(bob, "user", "create", "mallory", "--password", "Mallory-1"), "only an admin")
     failed(det(bob, "user", "deactivate", "alice"), "bob may not change user alice")
 
     # bob may read alice's experiment, not kill it; an admin may.
@@ -95,23 +109,24 @@ def test_accounts_sign_in_and_ownership(master, tmp_path):
     # Deactivated: alice's stored session is refused with the reason.
     ok(det(admin, "user", "deactivate", "alice"))
     failed(det(alice, "e", "list"), "deactivated")
-    failed(det(alice, "user", "login", "alice", stdin="alice-pw\n"), "deactivated")
+    failed(det(alice, "user", "login", "alice", stdin="Alice-pw1\n"), "deactivated")
     assert "alice" not in ok(det(admin, "user", "list"))
     assert "alice" in ok(det(admin, "user", "list", "--all"))
     ok(det(admin, "user", "activate", "alice"))
     ok(det(alice, "e", "list"))
 
     # One's own password (asked twice: the confirmation is read the same way).
-    ok(det(alice, "user", "change-password", stdin="alice-new\n"))
-    failed(det(alice, "user", "login", "alice", stdin="alice-pw\n"), "invalid username")
-    ok(det(alice, "user", "login", "alice", stdin="alice-new\n"))
+    failed(det(alice, "user", "change-password", stdin="short\n"), "at least 8 characters")
+    ok(det(alice, "user", "change-password", stdin="Alice-new1\n"))
+    failed(det(alice, "user", "login", "alice", stdin="Alice-pw1\n"), "invalid username")
+    ok(det(alice, "user", "login", "alice", stdin="Alice-new1\n"))
     # Another's: admins only.
     failed(
-        det(bob, "user", "change-password", "alice", stdin="x\n"),
+        det(bob, "user", "change-password", "alice", stdin="Alice-by-bob1\n"),
         "bob may not set the password of user alice",
     )
-    ok(det(admin, "user", "change-password", "bob", stdin="bob-new\n"))
-    ok(det(bob, "user", "login", "bob", stdin="bob-new\n"))
+    ok(det(admin, "user", "change-password", "bob", stdin="Bob-new12\n"))
+    ok(det(bob, "user", "login", "bob", stdin="Bob-new12\n"))
 
     # Logout ends the session on the master, not only in auth.json.
     token = stored_token(master, alice_home, "alice")
@@ -127,13 +142,21 @@ def test_sdk_login_and_user_functions(master, tmp_path):
     from determined.experimental import client
 
     admin = client.Determined(master.url, token=master.token)
-    dave = admin.create_user("dave", admin=False, password="dave-pw")
+    dave = admin.create_user("dave", admin=False, password="Dave-pw12")
     assert dave.username == "dave" and not dave.admin and dave.active
     assert admin.get_user_by_name("dave").user_id == dave.user_id
     assert admin.whoami().username == getpass.getuser() and admin.whoami().admin
     assert "dave" in [u.username for u in admin.list_users()]
 
-    signed_in = client.Determined(master.url, user="dave", password="dave-pw")
+    with pytest.raises(ValueError, match="\u2717 password must include a number"):
+        admin.create_user("weak", admin=False, password="Weak-password")
+    with pytest.raises(ValueError, match="\u2717 password cannot be blank"):
+        admin.create_user("blank", admin=False)
+    assert "weak" not in [u.username for u in admin.list_users(active=None)]
+    with pytest.raises(ValueError, match="at least 8 characters"):
+        dave.change_password("Dv-1")
+
+    signed_in = client.Determined(master.url, user="dave", password="Dave-pw12")
     assert signed_in.whoami().username == "dave"
     assert signed_in.get_session_username() == "dave"
     dave.deactivate()

@@ -111,9 +111,9 @@ def test_workspace_and_project_commands(master, tmp_path):
 
 def test_another_users_workspace_is_theirs_to_edit(master, tmp_path):
     admin = local_env(master, tmp_path / "admin")
-    ok(det(admin, "user", "create", "spaces_carl", "--password", "carl-pw"))
+    ok(det(admin, "user", "create", "spaces_carl", "--password", "Carl-pw12"))
     carl = remote_env(master, tmp_path / "carl")
-    ok(det(carl, "user", "login", "spaces_carl", stdin="carl-pw\n"))
+    ok(det(carl, "user", "login", "spaces_carl", stdin="Carl-pw12\n"))
     ok(det(admin, "workspace", "create", "owners"))
     failed(
         det(carl, "workspace", "delete", "owners", "--yes"),

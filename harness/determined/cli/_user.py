@@ -95,6 +95,10 @@ def login(args: argparse.Namespace, ctx: Context) -> int:
     if not password:
         raise CliError("no password given; give the user's password (or the master's user token)")
     name, token = _sign_in(address, username, password)
+    try:
+        authentication.check_password_complexity(password)
+    except ValueError as e:
+        authentication.warn_about_complexity(e)  # signed in all the same, as in Determined
     store = authentication.TokenStore(address.url)
     store.set_token(name, token)
     store.set_active(name)
@@ -151,10 +155,19 @@ def _user_path(ctx: Context, username: str) -> str:
     return f"/users/{user['id']}"
 
 
+def _check_complexity(password: str) -> None:
+    """Determined's password rules, before anything is sent (CliError lists each rule)."""
+    try:
+        authentication.check_password_complexity(password)
+    except ValueError as e:
+        raise CliError(f"the password does not meet the requirements:\n{e}") from None
+
+
 def create(args: argparse.Namespace, ctx: Context) -> int:
     password = args.password
     if password is None:
         password = _read_password(f"Password for user '{args.username}': ", confirm=True)
+    _check_complexity(password)
     body = {"user": {"username": args.username, "admin": bool(args.admin)}, "password": password}
     ctx.session.post("/users", body)
     return 0
@@ -192,6 +205,7 @@ def change_password(args: argparse.Namespace, ctx: Context) -> int:
     password = _read_password(f"New password for user '{username}': ", confirm=True)
     if not password:
         raise CliError("no password given")
+    _check_complexity(password)
     ctx.session.post(f"{_user_path(ctx, username)}/password", password)
     if args.target_user is None and ctx.session.token and ctx.session.token.startswith("session."):
         # One's own password: sign in again with it, as Determined does.

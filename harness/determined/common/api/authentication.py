@@ -21,6 +21,8 @@ import json
 import os
 import pathlib
 import platform
+import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 from urllib import parse
@@ -236,12 +238,50 @@ def logged_in_masters(path: pathlib.Path | None = None) -> list[str]:
     ]
 
 
+# Determined's password rules, as its clients check them (the master stores only a hash of what
+# they send, so it cannot): each rule with its wording, kept so that messages match Determined's.
+_PASSWORD_RULES: tuple[tuple[str, Any], ...] = (
+    ("password cannot be blank", lambda p: bool(p)),
+    ("password must have at least 8 characters", lambda p: len(p) >= 8),
+    ("password must include an uppercase letter", lambda p: re.search(r"[A-Z]", p) is not None),
+    ("password must include a lowercase letter", lambda p: re.search(r"[a-z]", p) is not None),
+    ("password must include a number", lambda p: re.search(r"\d", p) is not None),
+)
+
+
+def check_password_complexity(password: str | None) -> None:
+    """Raise ValueError unless `password` meets Determined's rules: at least 8 characters, an
+    upper-case letter, a lower-case letter and a number. The message lists every rule, each
+    marked met (✓) or not (✗), as Determined's does."""
+    text = password or ""
+    lines = []
+    ok = True
+    for rule, met in _PASSWORD_RULES:
+        passed = bool(text) and bool(met(text))
+        ok = ok and passed
+        lines.append(("\u2713 " if passed else "\u2717 ") + rule)
+    if not ok:
+        raise ValueError("\n".join(lines))
+
+
+def warn_about_complexity(error: ValueError) -> None:
+    """Tell the user (stderr) that the password they signed in with breaks the rules."""
+    print(
+        "Warning: your password does not appear to satisfy recommended complexity "
+        f"requirements:\n{error}\nPlease change your password as soon as possible "
+        "(det user change-password).",
+        file=sys.stderr,
+    )
+
+
 __all__ = [
     "AUTH_FILE_NAME",
     "TokenStore",
     "auth_file_path",
+    "check_password_complexity",
     "config_dir",
     "logged_in_masters",
     "store_key",
     "stored_login",
+    "warn_about_complexity",
 ]

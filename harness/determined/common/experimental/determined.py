@@ -408,7 +408,12 @@ class Determined(WorkspaceMethods):
     def create_user(
         self, username: str, admin: bool, password: str | None = None, remote: bool = False
     ) -> user_mod.User:
-        """Create a user (admins only); without a password it cannot sign in until one is set."""
+        """Create a user (admins only).
+
+        Raises:
+            ValueError: the password does not meet Determined's rules (at least 8 characters,
+                an upper-case and a lower-case letter, a number), as in Determined.
+        """
         return user_mod.create_user(self._session, username, admin, password, remote)
 
     def get_user_by_id(self, user_id: int) -> user_mod.User:

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from determined.common import api
+from determined.common.api import authentication
 
 logger = logging.getLogger("determined.client")
 
@@ -60,7 +61,12 @@ class User:
         self._patch(displayName=display_name)
 
     def change_password(self, new_password: str) -> None:
-        """A new password (the user or an admin)."""
+        """A new password (the user or an admin).
+
+        Raises:
+            ValueError: it does not meet Determined's password rules (the message lists them).
+        """
+        authentication.check_password_complexity(new_password)
         self._hydrate(self._session.post(f"/users/{self.user_id}/password", new_password)["user"])
 
     def __repr__(self) -> str:
@@ -98,6 +104,7 @@ def create_user(
     """`Determined.create_user`."""
     if remote:
         raise ValueError("remote (SSO) users are not supported here: give a password")
+    authentication.check_password_complexity(password)
     body = {"user": {"username": username, "admin": bool(admin)}, "password": password or ""}
     return User._from_json(session.post("/users", body)["user"], session)
 
