@@ -62,7 +62,7 @@ pytestmark = pytest.mark.slow
 ALICE, BOB, ADMIN = "e2e_alice", "e2e_bob", "e2e_admin"
 # window.jupyterapp: the test switches the theme through its commands (tests/_support/browser.py).
 LAB_TEST_ARGS = ["--LabApp.expose_app_in_browser=True"]
-PASSWORD = "team-e2e-password"
+PASSWORD = "Team-e2e-pw1"
 
 # Saves a checkpoint (bob's experiment: the file alice's trial will try to read).
 WRITER = """
