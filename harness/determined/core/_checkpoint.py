@@ -20,13 +20,13 @@ import json
 import logging
 import os
 import pathlib
-import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from determined.common import storage
+from determined.core._checkpoint_download import local_listing, shared_restore, wanted_paths
 from determined.core._checkpoint_merge import (
     METADATA_FILE,
     assign_shards,
@@ -364,61 +364,8 @@ class CheckpointContext:
             with self._storage_manager.restore_path(storage_id, selector) as path:
                 yield path
             return
-        with self._shared_restore(storage_id, selector) as path:
+        with shared_restore(self._dist, self._storage_manager, storage_id, selector) as path:
             yield path
-
-    def _local_listing(self, storage_id: str) -> list[str]:
-        """The checkpoint's paths, listed by local rank 0 for the node's processes; every
-        one of them raises CheckpointNotFound (or the store's error) if it failed."""
-        from determined.errors import CheckpointNotFound
-
-        answer: Any = None
-        if self._dist.local_rank == 0:
-            try:
-                answer = ("ok", list(self._storage_manager.resources(storage_id)))
-            except CheckpointNotFound as exc:
-                answer = ("missing", str(exc))
-            except Exception as exc:  # the store's: every process reports it
-                answer = ("error", str(exc))
-        kind, value = self._dist.broadcast_local(answer)
-        if kind == "missing":
-            raise CheckpointNotFound(value)
-        if kind == "error":
-            raise storage.StorageError(value)
-        return list(value)
-
-    def _wanted_paths(self, listing: list[str], selector: Selector | None) -> list[str]:
-        """What any of the node's processes wants of `listing` (a synchronization point)."""
-        wanted = None if selector is None else [p for p in listing if selector(p)]
-        wanted_by_all = self._dist.allgather_local(wanted)
-        if any(w is None for w in wanted_by_all):
-            return listing
-        return sorted(set().union(*wanted_by_all))
-
-    @contextlib.contextmanager
-    def _shared_restore(self, storage_id: str, selector: Selector | None) -> Iterator[pathlib.Path]:
-        """A bucket's checkpoint downloaded once per node (by local rank 0) into a scratch
-        directory the node's processes share; removed once every one of them is done."""
-        paths = self._wanted_paths(self._local_listing(storage_id), selector)
-        scratch: pathlib.Path | None = None
-        outcome: Any = None
-        if self._dist.local_rank == 0:
-            scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"{storage_id}-"))
-            try:
-                chosen = set(paths)
-                self._storage_manager.download(storage_id, scratch, chosen.__contains__)
-                outcome = ("ok", str(scratch))
-            except Exception as exc:
-                outcome = ("error", str(exc))
-        kind, value = self._dist.broadcast_local(outcome)
-        try:
-            if kind == "error":
-                raise storage.StorageError(value)
-            yield pathlib.Path(value)
-        finally:
-            self._dist.allgather_local(None)  # nobody reads it any more
-            if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
 
     def download(
         self,
@@ -449,7 +396,9 @@ class CheckpointContext:
             self._storage_manager.download(storage_id, ckpt_dir, selector)
             return
         # Local workers download once (local rank 0), fetching what any of their selectors wants.
-        paths = self._wanted_paths(self._local_listing(storage_id), selector)
+        paths = wanted_paths(
+            self._dist, local_listing(self._dist, self._storage_manager, storage_id), selector
+        )
         if self._dist.local_rank == 0:
             chosen = set(paths)
             self._storage_manager.download(storage_id, ckpt_dir, chosen.__contains__)
