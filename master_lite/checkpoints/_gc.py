@@ -36,7 +36,8 @@ from determined.common.states import (
 )
 from master_lite import errors
 from master_lite._core import _metric_format, _trash
-from master_lite.checkpoints._confinement import owned_checkpoint_dir
+from master_lite.checkpoints import _buckets
+from master_lite.checkpoints._confinement import is_checkpoint_uuid, owned_checkpoint_dir
 
 if TYPE_CHECKING:
     from master_lite.store import CheckpointRow, Store
@@ -148,6 +149,8 @@ class CheckpointCollector:
         it, whatever a trial registered); "failed" when the files could not be removed."""
         from determined.common import storage
 
+        if _buckets.is_bucket(storage_config):
+            return self._delete_objects(checkpoint, storage_config)
         path = storage.checkpoint_dir(storage_config, checkpoint.uuid)
         base = storage.checkpoint_base(storage_config)
         # The path the master registered (a row without one: where the config puts it).
@@ -171,6 +174,26 @@ class CheckpointCollector:
             pass  # already gone (deleted by hand, or by a GC the master died during)
         except OSError as exc:
             logger.warning("checkpoint GC: could not delete %s: %s", path, exc)
+            return "failed"
+        self.store.checkpoints.mark_deleted(checkpoint.uuid, resources={})
+        self._on_deleted(checkpoint.uuid)
+        return "deleted"
+
+    def _delete_objects(self, checkpoint: CheckpointRow, storage_config: dict) -> str:
+        """`_delete` for a bucket: the objects under `<prefix>/<uuid>/`, nothing else."""
+        from determined.common import storage
+
+        if not is_checkpoint_uuid(checkpoint.uuid):
+            logger.warning(
+                "checkpoint GC: refusing to delete checkpoint %r: not a UUID", checkpoint.uuid
+            )
+            return "refused"
+        try:
+            _buckets.delete_objects(storage_config, checkpoint.uuid)
+        except (storage.StorageError, ValueError) as exc:
+            logger.warning(
+                "checkpoint GC: could not delete checkpoint %s: %s", checkpoint.uuid, exc
+            )
             return "failed"
         self.store.checkpoints.mark_deleted(checkpoint.uuid, resources={})
         self._on_deleted(checkpoint.uuid)

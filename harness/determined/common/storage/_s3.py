@@ -192,12 +192,17 @@ class S3StorageManager:
         )
 
     def _call(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        from boto3.exceptions import Boto3Error
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             return fn(*args, **kwargs)
         except (ClientError, BotoCoreError) as exc:
             raise self._error(doing, exc) from None
+        except Boto3Error as exc:
+            # The transfer manager's (S3UploadFailedError...) wraps the client's error.
+            cause = exc.__context__ if isinstance(exc.__context__, ClientError) else exc
+            raise self._error(doing, cause) from None
 
     # --- listing -------------------------------------------------------------------------------
     def resources(self, storage_id: str) -> dict[str, int]:
