@@ -122,14 +122,20 @@ def test_missing_bucket_is_named_and_keys_never_shown(s3_server, tmp_path, caplo
     manager = storage.StorageManager.from_config(s3_server.storage_config("no-such-bucket"))
     src = tmp_path / "src"
     _write_files(src)
+    messages = []
+    for paths in (None, ["model.bin"]):  # a directory object first / files only (transfers)
+        with pytest.raises(storage.StorageError) as info:
+            manager.upload(src, "ck", paths)
+        messages.append(str(info.value))
     with pytest.raises(storage.StorageError) as info:
-        manager.upload(src, "ck")
-    message = str(info.value)
-    assert "no-such-bucket" in message and "NoSuchBucket" in message
-    assert "checkpoint_storage.bucket" in message
-    for secret in (s3_server.secret_key, s3_server.access_key):
-        assert secret not in message
-        assert secret not in caplog.text
+        manager.download("ck", tmp_path / "dst")
+    messages.append(str(info.value))
+    for message in messages:
+        assert "no-such-bucket" in message and "NoSuchBucket" in message, message
+        assert "checkpoint_storage.bucket" in message
+        for secret in (s3_server.secret_key, s3_server.access_key):
+            assert secret not in message
+            assert secret not in caplog.text
 
 
 @pytest.mark.parametrize(

@@ -244,24 +244,38 @@ class S3StorageManager:
         if paths is None:
             paths = list(list_resources(src))
         prefix = self._key_prefix(storage_id)
+        files = []
         for rel in sorted(paths):
-            key = prefix + rel
             if rel.endswith("/"):
                 self._call(
                     f"uploading {rel}",
                     self._client.put_object,
                     Bucket=self.bucket,
-                    Key=key,
+                    Key=prefix + rel,
                     Body=b"",
                 )
             else:
-                self._call(
-                    f"uploading {rel} to {self.where(storage_id)}",
-                    self._client.upload_file,
-                    str(src / rel),
-                    self.bucket,
-                    key,
-                )
+                files.append((str(src / rel), prefix + rel))
+        self._transfer(
+            f"uploading to {self.where(storage_id)}",
+            lambda manager, local, key: manager.upload(local, self.bucket, key),
+            files,
+        )
+
+    def _transfer(self, doing: str, start: Callable[..., Any], pairs: list) -> None:
+        """Run `start(manager, local_path, key)` for every pair through one transfer manager:
+        every file is in flight at once (up to its concurrency), not one after another."""
+        if not pairs:
+            return
+        from boto3.s3.transfer import TransferConfig, create_transfer_manager
+
+        def run() -> None:
+            with create_transfer_manager(self._client, TransferConfig()) as manager:
+                futures = [start(manager, local, key) for local, key in pairs]
+                for future in futures:
+                    future.result()
+
+        self._call(doing, run)
 
     def download(
         self, storage_id: str, dst: str | os.PathLike, selector: Selector | None = None
@@ -270,23 +284,24 @@ class S3StorageManager:
         dst = pathlib.Path(dst)
         dst.mkdir(parents=True, exist_ok=True)
         prefix = self._key_prefix(storage_id)
+        root = dst.resolve()
+        files = []
         for rel in sorted(self.resources(storage_id)):
             if selector is not None and not selector(rel):
                 continue
             target = dst / rel
-            if not target.resolve().is_relative_to(dst.resolve()):
+            if not target.resolve().is_relative_to(root):
                 continue  # an object key with `..` parts: never written outside dst
             if rel.endswith("/"):
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            self._call(
-                f"downloading {rel} from {self.where(storage_id)}",
-                self._client.download_file,
-                self.bucket,
-                prefix + rel,
-                str(target),
-            )
+            files.append((str(target), prefix + rel))
+        self._transfer(
+            f"downloading from {self.where(storage_id)}",
+            lambda manager, local, key: manager.download(self.bucket, key, local),
+            files,
+        )
 
     def delete(self, storage_id: str) -> dict[str, int]:
         """Delete every object of the checkpoint; the resources that were deleted."""
