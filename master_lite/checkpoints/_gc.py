@@ -125,6 +125,7 @@ class CheckpointCollector:
         # The master's checkpoint storage roots (resolved); None: wherever the config says
         # (for a collector built outside a master, e.g. in tests of the policy).
         self._roots: Sequence[Path] = roots if roots is not None else (Path("/"),)
+        self._last_failure: str | None = None  # why the last bucket deletion failed
 
     def _checkpoints_in_use(self) -> set[str]:
         return (
@@ -191,6 +192,7 @@ class CheckpointCollector:
         try:
             _buckets.delete_objects(storage_config, checkpoint.uuid)
         except (storage.StorageError, ValueError) as exc:
+            self._last_failure = str(exc)  # names the bucket and the cause, never the keys
             logger.warning(
                 "checkpoint GC: could not delete checkpoint %s: %s", checkpoint.uuid, exc
             )
@@ -226,6 +228,7 @@ class CheckpointCollector:
             )
         experiment = self.store.experiments.get(checkpoint.experiment_id)
         assert experiment is not None  # a checkpoint's experiment is never removed
+        self._last_failure = None
         outcome = self._delete(checkpoint, experiment.config["checkpoint_storage"])
         if outcome == "refused":
             raise errors.Forbidden(
@@ -233,8 +236,9 @@ class CheckpointCollector:
                 "master's checkpoint storage; the master does not delete it"
             )
         if outcome != "deleted":
+            reason = self._last_failure or "see the master's log"
             raise errors.MasterError(
-                f"checkpoint {uuid}: its files could not be deleted (see the master's log)"
+                f"checkpoint {uuid}: its files could not be deleted ({reason})"
             )
 
     def collect_pending(self) -> None:

@@ -103,15 +103,27 @@ class S3Server:
 
 @contextlib.contextmanager
 def start_s3_server(
-    host: str = "127.0.0.1", port: int | None = None, *, log_dir: str | None = None
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    *,
+    log_dir: str | None = None,
+    refuse_all_keys: bool = False,
 ) -> Iterator[S3Server]:
     """Start moto's S3 server on host:port (a free port by default); yield it once it answers
-    (RuntimeError with its log when it does not within 60 s); kill it at the end."""
+    (RuntimeError with its log when it does not within 60 s); kill it at the end.
+
+    `refuse_all_keys`: the server checks credentials (moto's IAM enforcement from the first
+    request) and knows none, so every request is refused (InvalidAccessKeyId, 403): for tests
+    of bad credentials."""
     port = port or _free_port(host)
     log_path = os.path.join(log_dir or os.environ.get("TMPDIR", "/tmp"), f"moto-{host}-{port}.log")
     with open(log_path, "wb") as log:
+        env = dict(os.environ)
+        if refuse_all_keys:
+            env["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
         process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own group: stop() kills the server and its children

@@ -138,6 +138,24 @@ def test_missing_bucket_is_named_and_keys_never_shown(s3_server, tmp_path, caplo
             assert secret not in caplog.text
 
 
+def test_refused_keys_are_named_and_never_shown(tmp_path, caplog):
+    from tests._support.s3_server import start_s3_server
+
+    caplog.set_level(logging.DEBUG, logger="determined")
+    with start_s3_server(log_dir=str(tmp_path), refuse_all_keys=True) as server:
+        manager = storage.StorageManager.from_config(server.storage_config("ckpts"))
+        src = tmp_path / "src"
+        _write_files(src)
+        with pytest.raises(storage.StorageError) as info:
+            manager.upload(src, "ck", ["model.bin"])
+    message = str(info.value)
+    assert "bucket 'ckpts'" in message and "InvalidAccessKeyId" in message, message
+    assert "check checkpoint_storage.access_key" in message
+    for secret in (server.secret_key, server.access_key):
+        assert secret not in message
+        assert secret not in caplog.text
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [
