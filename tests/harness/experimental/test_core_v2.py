@@ -222,3 +222,22 @@ def test_a_run_goes_into_the_workspace_and_project_its_config_names(master):
     core_v2.close()
     experiment = client.get_experiment(experiment_id)
     assert experiment.project_id == client.get_workspace("kernels").get_project("notebooks").id
+
+
+@pytest.mark.slow
+def test_an_unmanaged_run_checkpoints_to_s3_with_its_own_keys(master, s3_server):
+    """The master's answer shows the storage's keys as stars: the run signs with the keys it
+    submitted, and its checkpoint's objects are in the bucket."""
+    s3_server.create_bucket("unmanaged")
+    client = Determined(master.url, token=master.token)
+    storage = s3_server.storage_config("unmanaged", prefix="nb")
+    core_v2.init(config=config(), client=client, checkpoint_storage=storage)
+    with core_v2.checkpoint.store_path({"steps_completed": 1}) as (path, uuid):
+        (path / "weights.txt").write_text("w=1")
+    core_v2.close()
+    assert s3_server.keys("unmanaged", f"nb/{uuid}") == [
+        f"nb/{uuid}/metadata.json",
+        f"nb/{uuid}/weights.txt",
+    ]
+    answer = json.dumps(master.session.get(f"/checkpoints/{uuid}"))
+    assert s3_server.secret_key not in answer
