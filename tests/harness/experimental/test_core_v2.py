@@ -135,7 +135,9 @@ def test_the_same_external_ids_resume_the_trial_from_its_checkpoint(master, tmp_
 def test_an_invalid_config_is_refused_naming_the_field(master):
     client = Determined(master.url, token=master.token)
     with pytest.raises(Exception, match="checkpoint_storage.type"):
-        core_v2.init(config=config(checkpoint_storage={"type": "gcs", "bucket": "b"}), client=client)
+        core_v2.init(
+            config=config(checkpoint_storage={"type": "gcs", "bucket": "b"}), client=client
+        )
     with pytest.raises(ValueError, match="external_trial_id needs external_experiment_id"):
         core_v2.init(config=config(external_experiment_id=None), client=client)
     assert master.session.get("/experiments")["experiments"] == []
