@@ -3,7 +3,9 @@
 The secret fields: `environment.registry_auth`'s password, auth, identitytoken and
 registrytoken (the container runner logs in with them), and the token and headers of a kernel
 gateway given as `{url, token, headers}` in `environment.kernel.gateway` or
-`environment.jupyter_gateway` (the kernel runner opens kernels with them). Every response that
+`environment.jupyter_gateway` (the kernel runner opens kernels with them), and the
+`access_key`/`secret_key` of `checkpoint_storage` (s3: the master and the trials sign with them;
+a trial gets them in its own variable, runs/_environment.py). Every response that
 carries a config (experiment JSON, the config endpoint, the unmanaged run's config, and so the
 events, exports and clients built on them) goes through `redact_config`: each secret present
 becomes `REDACTED`. A config submitted with `REDACTED` in a secret's place (a fetched config
@@ -24,12 +26,16 @@ REDACTED = "********"
 
 _REGISTRY_SECRETS = ("password", "auth", "identitytoken", "registrytoken")
 _GATEWAY_SECRETS = ("token", "headers")
+_STORAGE_SECRETS = ("access_key", "secret_key")
 
 
 def _secret_homes(config: Any) -> Iterator[tuple[str, dict, tuple[str, ...]]]:
     """(where, the dict holding secrets, the names of its secret keys) in `config`."""
     if not isinstance(config, dict):
         return
+    storage = config.get("checkpoint_storage")
+    if isinstance(storage, dict):
+        yield "checkpoint_storage", storage, _STORAGE_SECRETS
     environment = config.get("environment")
     if not isinstance(environment, dict):
         return
@@ -107,7 +113,11 @@ def redacted_fields(config: Any) -> list[str]:
         for key in keys:
             value = home.get(key)
             if value == REDACTED or (isinstance(value, dict) and REDACTED in value.values()):
-                found.append(f"environment.{where}.{key}")
+                found.append(
+                    f"{where}.{key}"
+                    if where == "checkpoint_storage"
+                    else f"environment.{where}.{key}"
+                )
     return found
 
 

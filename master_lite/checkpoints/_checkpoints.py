@@ -17,6 +17,7 @@ from master_lite import errors
 from master_lite._core import _limits, _serialize
 from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
+from master_lite.checkpoints import _buckets
 from master_lite.checkpoints._confinement import is_checkpoint_uuid, owned_checkpoint_dir
 from master_lite.runners.container import link_into_storage, shared_fs_base, trial_view_dir
 from master_lite.runs._runs import Runs
@@ -103,7 +104,11 @@ class Checkpoints:
             raise errors.InvalidRequest("trialId: required", ["trialId: required"])
         trial = self._views.trial_row(int(trial_id))
         config = self._views.experiment_row(trial.experiment_id).config
-        path = storage.checkpoint_dir(config["checkpoint_storage"], uuid)
+        storage_config = config["checkpoint_storage"]
+        if _buckets.is_bucket(storage_config):
+            path: object = _buckets.location(storage_config, uuid)
+        else:
+            path = storage.checkpoint_dir(storage_config, uuid)
         resources = record.get("resources") or {}
         try:
             report_time = (
@@ -187,8 +192,13 @@ class Checkpoints:
         return checkpoint_snippets.checkpoint_snippet(self._checkpoint_json(row))
 
     def checkpoint_archive(self, uuid: str) -> bytes:
-        """The checkpoint's files as a tar.gz (NotFound when they are gone)."""
+        """The checkpoint's files as a tar.gz (NotFound when they are gone); a bucket's
+        objects are fetched from the store (MasterError naming the bucket when it refuses)."""
         checkpoint = self.checkpoint_row(uuid)
+        experiment = self._shared.store.experiments.get(checkpoint.experiment_id)
+        storage_config = (experiment.config if experiment else {}).get("checkpoint_storage")
+        if _buckets.is_bucket(storage_config):
+            return self._bucket_archive(checkpoint, storage_config or {})
         path = Path(checkpoint.path)
         if checkpoint.state != CheckpointState.COMPLETED or not path.is_dir():
             raise errors.NotFound(
@@ -208,6 +218,20 @@ class Checkpoints:
             for item in sorted(path.rglob("*")):
                 tar.add(item, arcname=str(item.relative_to(path)), recursive=False)
         return buffer.getvalue()
+
+    def _bucket_archive(self, checkpoint: CheckpointRow, storage_config: dict) -> bytes:
+        from determined.common import storage
+
+        if checkpoint.state != CheckpointState.COMPLETED or not is_checkpoint_uuid(checkpoint.uuid):
+            raise errors.NotFound(
+                f"checkpoint {checkpoint.uuid} has no files (state {checkpoint.state})"
+            )
+        try:
+            return _buckets.archive(storage_config, checkpoint.uuid)
+        except FileNotFoundError as exc:  # the harness's CheckpointNotFound: no objects
+            raise errors.NotFound(str(exc)) from None
+        except (storage.StorageError, ValueError) as exc:
+            raise errors.MasterError(f"checkpoint {checkpoint.uuid}: {exc}") from None
 
     def mark_checkpoints_deleted(self, items: list[dict]) -> None:
         """Mark checkpoints DELETED (whoever deleted their files says so), all or none;

@@ -62,6 +62,10 @@ def storage_problem(storage_config: Mapping, roots: Sequence[Path]) -> str | Non
     The message names the field and the setting that would allow it."""
     from determined.common import storage
 
+    if storage_config.get("type") == "s3":
+        # A bucket: no directory of the master's is read or deleted (checkpoints/_buckets.py).
+        problems = storage.s3_config_problems(storage_config)
+        return "; ".join(problems) if problems else None
     try:
         base = storage.checkpoint_base(storage_config)
     except ValueError as exc:

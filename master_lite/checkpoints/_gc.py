@@ -36,7 +36,8 @@ from determined.common.states import (
 )
 from master_lite import errors
 from master_lite._core import _metric_format, _trash
-from master_lite.checkpoints._confinement import owned_checkpoint_dir
+from master_lite.checkpoints import _buckets
+from master_lite.checkpoints._confinement import is_checkpoint_uuid, owned_checkpoint_dir
 
 if TYPE_CHECKING:
     from master_lite.store import CheckpointRow, Store
@@ -124,6 +125,7 @@ class CheckpointCollector:
         # The master's checkpoint storage roots (resolved); None: wherever the config says
         # (for a collector built outside a master, e.g. in tests of the policy).
         self._roots: Sequence[Path] = roots if roots is not None else (Path("/"),)
+        self._last_failure: str | None = None  # why the last bucket deletion failed
 
     def _checkpoints_in_use(self) -> set[str]:
         return (
@@ -148,6 +150,8 @@ class CheckpointCollector:
         it, whatever a trial registered); "failed" when the files could not be removed."""
         from determined.common import storage
 
+        if _buckets.is_bucket(storage_config):
+            return self._delete_objects(checkpoint, storage_config)
         path = storage.checkpoint_dir(storage_config, checkpoint.uuid)
         base = storage.checkpoint_base(storage_config)
         # The path the master registered (a row without one: where the config puts it).
@@ -171,6 +175,27 @@ class CheckpointCollector:
             pass  # already gone (deleted by hand, or by a GC the master died during)
         except OSError as exc:
             logger.warning("checkpoint GC: could not delete %s: %s", path, exc)
+            return "failed"
+        self.store.checkpoints.mark_deleted(checkpoint.uuid, resources={})
+        self._on_deleted(checkpoint.uuid)
+        return "deleted"
+
+    def _delete_objects(self, checkpoint: CheckpointRow, storage_config: dict) -> str:
+        """`_delete` for a bucket: the objects under `<prefix>/<uuid>/`, nothing else."""
+        from determined.common import storage
+
+        if not is_checkpoint_uuid(checkpoint.uuid):
+            logger.warning(
+                "checkpoint GC: refusing to delete checkpoint %r: not a UUID", checkpoint.uuid
+            )
+            return "refused"
+        try:
+            _buckets.delete_objects(storage_config, checkpoint.uuid)
+        except (storage.StorageError, ValueError) as exc:
+            self._last_failure = str(exc)  # names the bucket and the cause, never the keys
+            logger.warning(
+                "checkpoint GC: could not delete checkpoint %s: %s", checkpoint.uuid, exc
+            )
             return "failed"
         self.store.checkpoints.mark_deleted(checkpoint.uuid, resources={})
         self._on_deleted(checkpoint.uuid)
@@ -203,6 +228,7 @@ class CheckpointCollector:
             )
         experiment = self.store.experiments.get(checkpoint.experiment_id)
         assert experiment is not None  # a checkpoint's experiment is never removed
+        self._last_failure = None
         outcome = self._delete(checkpoint, experiment.config["checkpoint_storage"])
         if outcome == "refused":
             raise errors.Forbidden(
@@ -210,8 +236,9 @@ class CheckpointCollector:
                 "master's checkpoint storage; the master does not delete it"
             )
         if outcome != "deleted":
+            reason = self._last_failure or "see the master's log"
             raise errors.MasterError(
-                f"checkpoint {uuid}: its files could not be deleted (see the master's log)"
+                f"checkpoint {uuid}: its files could not be deleted ({reason})"
             )
 
     def collect_pending(self) -> None:

@@ -60,6 +60,7 @@ def trial_environment(
     }
     if checkpoint:
         env["DET_LATEST_CHECKPOINT"] = checkpoint
+    env.update(_storage_credentials(config))
     # Distinct rendezvous ports per allocation: two multi-slot trials on one host must not
     # meet on torchrun's or DistributedContext's default ports.
     env.update(ports)
@@ -94,6 +95,19 @@ def steps_to_resume(trial: TrialRow, checkpoint: CheckpointRow | None) -> int:
     if checkpoint.trial_id == trial.id:
         return checkpoint.steps_completed
     return 0  # a warm start from another trial's checkpoint begins at step 0
+
+
+def _storage_credentials(config: dict) -> dict[str, str]:
+    """The checkpoint storage's keys, which DET_EXPERIMENT_CONFIG shows as `********`: in a
+    variable of their own (never in argv; the harness signs with them, determined.common.
+    storage._s3), so the keys in the config suffice on every node."""
+    storage = config.get("checkpoint_storage")
+    if not isinstance(storage, dict):
+        return {}
+    keys = {k: storage[k] for k in ("access_key", "secret_key") if storage.get(k) is not None}
+    if not keys:
+        return {}
+    return {"DET_CHECKPOINT_STORAGE_CREDENTIALS": json.dumps(keys)}
 
 
 def _config_environment_variables(config: dict, *, gpu: bool) -> dict[str, str]:

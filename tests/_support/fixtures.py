@@ -100,3 +100,16 @@ def container_images() -> Iterator[dict[str, str]]:
     }
     yield images
     remove_images(images.values())
+
+
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """An S3-compatible server (moto's server mode) on a free loopback port, shared by a
+    module's tests: `tests._support.s3_server.S3Server` (endpoint_url, create_bucket,
+    storage_config, keys, checkpoint_uuids). Skipped where moto is not installed."""
+    pytest.importorskip("moto.server", reason="moto[server] is in the test extra")
+    pytest.importorskip("boto3", reason="boto3 is in the s3 extra")
+    from tests._support.s3_server import start_s3_server
+
+    with start_s3_server(log_dir=str(tmp_path_factory.mktemp("moto"))) as server:
+        yield server

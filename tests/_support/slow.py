@@ -27,7 +27,16 @@ import pytest
 # Fixtures that start real servers, containers or a browser (tests/_support/fixtures.py and
 # tests/browser/conftest.py).
 SLOW_FIXTURES = frozenset(
-    {"start_master", "start_jupyter", "lab_server", "container_images", "lab", "browser", "page"}
+    {
+        "start_master",
+        "start_jupyter",
+        "lab_server",
+        "container_images",
+        "lab",
+        "browser",
+        "page",
+        "s3_server",
+    }
 )
 
 # `python -m <module>` that starts a server or a kernel.

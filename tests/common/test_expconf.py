@@ -262,13 +262,23 @@ INVALID = [
     pytest.param(
         with_(checkpoint_storage={"type": "shared_fss", "host_path": "/tmp"}),
         "checkpoint_storage.type: unknown checkpoint storage type 'shared_fss' (expected "
-        "shared_fs or directory) (did you mean 'shared_fs'?)",
+        "shared_fs, directory or s3) (did you mean 'shared_fs'?)",
         id="bad-storage-type",
     ),
     pytest.param(
-        with_(checkpoint_storage={"type": "s3", "bucket": "b"}),
-        "checkpoint_storage.type: 's3' is not supported by master_lite (use shared_fs or directory)",
-        id="s3-unsupported",
+        with_(checkpoint_storage={"type": "s3"}),
+        "checkpoint_storage.bucket: required for type s3 (the name of the bucket checkpoints go to)",
+        id="s3-without-bucket",
+    ),
+    pytest.param(
+        with_(checkpoint_storage={"type": "s3", "bucket": "b", "prefix": "x/../.."}),
+        "checkpoint_storage.prefix: 'x/../..' must not contain '..' path parts",
+        id="s3-prefix-climbs",
+    ),
+    pytest.param(
+        with_(checkpoint_storage={"type": "s3", "bucket": "b", "access_key": "k"}),
+        "checkpoint_storage.secret_key: required when access_key is given (give both or neither)",
+        id="s3-half-credentials",
     ),
     pytest.param(
         with_(checkpoint_storage={"type": "gcs", "bucket": "b"}),

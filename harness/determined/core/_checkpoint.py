@@ -1,9 +1,10 @@
 """`core_context.checkpoint`: save, load and delete checkpoints in checkpoint storage.
 
 A checkpoint is a directory `<storage base>/<uuid>/` holding the user's files plus
-`metadata.json` (exactly the user's metadata dict). master_lite storage is always a local
-directory (shared_fs or directory), so `store_path` hands out the storage directory itself and
-`restore_path` reads from it in place.
+`metadata.json` (exactly the user's metadata dict). For storage that is a local directory
+(shared_fs or directory) `store_path` hands out the storage directory itself and `restore_path`
+reads from it in place; for a bucket (s3) they use a scratch directory that is uploaded when the
+block ends / downloaded first (by local rank 0 for the node's processes).
 
 On the master, `store_path`/`upload` return once the files and `metadata.json` are written; the
 `POST /checkpoints` record goes out from a background `CheckpointReporter` thread (a synchronous
@@ -19,11 +20,13 @@ import json
 import logging
 import os
 import pathlib
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from determined.common import storage
+from determined.core._checkpoint_download import local_listing, shared_restore, wanted_paths
 from determined.core._checkpoint_merge import (
     METADATA_FILE,
     assign_shards,
@@ -208,11 +211,9 @@ class CheckpointContext:
             storage_id = self._new_storage_id(shard=False)
             ckpt_dir = pathlib.Path(ckpt_dir)
             write_metadata(ckpt_dir, metadata)
-            paths = list(storage.list_resources(ckpt_dir, selector))
-            if METADATA_FILE not in paths:
-                paths.append(METADATA_FILE)
-            self._storage_manager.upload(ckpt_dir, storage_id, paths)
-            resources = storage.list_resources(self._storage_manager.path_of(storage_id))
+            resources = storage.list_resources(ckpt_dir, selector)
+            resources[METADATA_FILE] = os.path.getsize(ckpt_dir / METADATA_FILE)
+            self._storage_manager.upload(ckpt_dir, storage_id, list(resources))
             self._report_checkpoint(storage_id, resources, metadata)
             return storage_id
         return self._upload_sharded(ckpt_dir, metadata, selector)
@@ -245,12 +246,17 @@ class CheckpointContext:
         my_paths = [rel for rel, r in owner.items() if r == rank]
         if my_paths:
             self._storage_manager.upload(ckpt_dir, storage_id, my_paths)
-        self._dist.allgather(None)  # every shard is in storage before the chief reports
+        # Every shard is in storage before the chief reports; each rank says what it uploaded.
+        uploaded = self._dist.allgather({rel: mine[rel] for rel in my_paths})
         if rank == 0:
-            target = self._storage_manager.path_of(storage_id)
-            target.mkdir(parents=True, exist_ok=True)
-            write_metadata(target, merged)
-            self._report_checkpoint(storage_id, storage.list_resources(target), merged)
+            resources: dict[str, int] = {}
+            for listing in uploaded:
+                resources.update(listing)
+            with tempfile.TemporaryDirectory() as scratch:
+                write_metadata(pathlib.Path(scratch), merged)
+                self._storage_manager.upload(scratch, storage_id, [METADATA_FILE])
+                resources[METADATA_FILE] = os.path.getsize(pathlib.Path(scratch) / METADATA_FILE)
+            self._report_checkpoint(storage_id, dict(sorted(resources.items())), merged)
         self._dist.allgather(None)
         return storage_id
 
@@ -261,9 +267,10 @@ class CheckpointContext:
         """A context manager giving a directory to save a new checkpoint into.
 
         Write your files into the yielded directory; when the `with` block ends normally, the
-        checkpoint's `metadata.json` is written and the checkpoint is reported. The directory is
-        the checkpoint's place in storage itself (master_lite storage is a local directory), so
-        nothing is copied. If the block raises, the checkpoint is not reported.
+        checkpoint's `metadata.json` is written and the checkpoint is reported. With local
+        storage (shared_fs, directory) the directory is the checkpoint's place in storage
+        itself, so nothing is copied; with s3 it is a scratch directory uploaded when the block
+        ends (then removed). If the block raises, the checkpoint is not reported (nor uploaded).
 
         Args:
             metadata: JSON-serializable metadata; on the master it must contain
@@ -290,17 +297,27 @@ class CheckpointContext:
             self._require_chief("store_path")
             self._reporter.raise_error()  # before the user writes this checkpoint
         storage_id = self._new_storage_id(shard)
+        local = self._storage_manager.is_local
         with self._storage_manager.store_path(storage_id) as path:
             yield path, storage_id
+            if shard:
+                everyone = self._dist.allgather(metadata)
+                metadata = merge_metadata(everyone, list(range(len(everyone))))
+            if self._dist.rank == 0 or not shard:
+                write_metadata(path, metadata)
+            # A bucket's scratch directory holds only this rank's files, and is gone after
+            # the block: list it now (uploaded when the block ends).
+            mine = {} if local else storage.list_resources(path)
         if shard:
-            everyone = self._dist.allgather(metadata)
-            metadata = merge_metadata(everyone, list(range(len(everyone))))
+            listings = self._dist.allgather(mine)  # every rank's files are in storage now
             if self._dist.rank != 0:
                 self._dist.allgather(None)
                 return
-        write_metadata(path, metadata)
+            for listing in listings:
+                mine.update(listing)
+        resources = storage.list_resources(path) if local else dict(sorted(mine.items()))
         try:
-            self._report_checkpoint(storage_id, storage.list_resources(path), metadata)
+            self._report_checkpoint(storage_id, resources, metadata)
         finally:
             if shard:
                 self._dist.allgather(None)
@@ -316,13 +333,18 @@ class CheckpointContext:
     ) -> Iterator[pathlib.Path]:
         """A context manager giving the directory of a checkpoint, to read it.
 
-        master_lite storage is a local directory, so every rank reads the checkpoint in place:
-        nothing is downloaded and no rank waits for another.
+        With local storage (shared_fs, directory) every rank reads the checkpoint in place:
+        nothing is downloaded and no rank waits for another. With s3 the checkpoint is
+        downloaded into a scratch directory (removed when the block ends): with
+        `LocalWorkersShareDownload` (the default) every process of a node must call this (a
+        synchronization point) and local rank 0 downloads once for them all.
 
         Args:
             storage_id: the checkpoint's id (e.g. `det.get_cluster_info().latest_checkpoint`).
-            download_mode: accepted for compatibility (nothing is downloaded).
-            selector: accepted for compatibility; every file is visible.
+            download_mode: `LocalWorkersShareDownload` or `NoSharedDownload` (each process
+                downloads for itself); local storage downloads nothing either way.
+            selector: with s3, only the files it returns True for are downloaded (with a
+                shared download: those any local process wants); local storage shows all.
 
         Yields:
             The checkpoint's directory. Do not modify it.
@@ -336,9 +358,13 @@ class CheckpointContext:
             with core_context.checkpoint.restore_path(latest_checkpoint) as path:
                 model.load_state_dict(torch.load(path / "model.pt"))
         """
-        DownloadMode(download_mode)
-        # Storage is a local directory: every rank reads it in place (selectors don't apply).
-        with self._storage_manager.restore_path(storage_id) as path:
+        download_mode = DownloadMode(download_mode)
+        if self._storage_manager.is_local or download_mode is DownloadMode.NoSharedDownload:
+            # A local directory is read in place by every rank (selectors don't apply).
+            with self._storage_manager.restore_path(storage_id, selector) as path:
+                yield path
+            return
+        with shared_restore(self._dist, self._storage_manager, storage_id, selector) as path:
             yield path
 
     def download(
@@ -370,20 +396,12 @@ class CheckpointContext:
             self._storage_manager.download(storage_id, ckpt_dir, selector)
             return
         # Local workers download once (local rank 0), fetching what any of their selectors wants.
-        listing = None
+        paths = wanted_paths(
+            self._dist, local_listing(self._dist, self._storage_manager, storage_id), selector
+        )
         if self._dist.local_rank == 0:
-            with self._storage_manager.restore_path(storage_id) as src:
-                listing = list(storage.list_resources(src))
-        listing = self._dist.broadcast_local(listing)
-        wanted = None if selector is None else [p for p in listing if selector(p)]
-        wanted_by_all = self._dist.allgather_local(wanted)
-        if self._dist.local_rank == 0:
-            if any(w is None for w in wanted_by_all):
-                paths = listing
-            else:
-                paths = sorted(set().union(*wanted_by_all))
-            with self._storage_manager.restore_path(storage_id) as src:
-                storage._copy_selected(src, pathlib.Path(ckpt_dir), paths)
+            chosen = set(paths)
+            self._storage_manager.download(storage_id, ckpt_dir, chosen.__contains__)
         self._dist.broadcast_local(None)
 
     def delete(self, storage_id: str) -> None:
@@ -428,5 +446,5 @@ class DummyCheckpointContext(CheckpointContext):
     def get_metadata(self, storage_id: str) -> dict:
         raise NotImplementedError(
             "checkpoint.get_metadata() needs a master; off the master read "
-            f"{self._storage_manager.path_of(storage_id) / METADATA_FILE} instead"
+            f"{METADATA_FILE} of {self._storage_manager.where(storage_id)} instead"
         )

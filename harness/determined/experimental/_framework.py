@@ -44,8 +44,12 @@ def silence_tensorflow() -> None:
 
 
 def checkpoint_base(core_context: Any) -> Any:
-    """Where a local run's checkpoints are (the dummy storage manager's base path), if known."""
-    return getattr(getattr(core_context.checkpoint, "_storage_manager", None), "base_path", None)
+    """Where a local run's checkpoints are (the dummy storage manager's base path), if known
+    (None for a bucket: its base path is only a scratch directory)."""
+    manager = getattr(core_context.checkpoint, "_storage_manager", None)
+    if manager is None or not getattr(manager, "is_local", True):
+        return None
+    return getattr(manager, "base_path", None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,8 +22,13 @@ def local_core_context(config: dict, *, test: bool) -> Iterator[Any]:
             with core._dummy_init(checkpoint_storage=tmp) as core_context:
                 yield core_context
         return
-    base = _local_checkpoint_dir(config)
-    with core._dummy_init(checkpoint_storage=str(base) if base else None) as core_context:
+    storage_config = config.get("checkpoint_storage") or {}
+    if storage_config.get("type") == "s3":  # a bucket: the same one off the master
+        target: Any = storage_config
+    else:
+        base = _local_checkpoint_dir(config)
+        target = str(base) if base else None
+    with core._dummy_init(checkpoint_storage=target) as core_context:
         yield core_context
 
 

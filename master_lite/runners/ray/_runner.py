@@ -28,6 +28,7 @@ cluster that must be a path every node shares (shared_fs on NFS, or the like).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import signal
 import threading
@@ -45,11 +46,13 @@ from master_lite.runners._base import (
 from master_lite.runners._exits import killed_exit_code
 from master_lite.runners._lines import split_line
 from master_lite.runners.process import local_argv, process_environment
+from master_lite.runners.ray._storage import node_local_storage_warning
 
 RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
 PLACEMENT_STRATEGY_ENV = "MASTER_LITE_RAY_PLACEMENT_STRATEGY"
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 _POLL_SECONDS = 0.5
+logger = logging.getLogger("master_lite")
 _PLACEMENT_NOTE_SECONDS = 60.0
 
 
@@ -167,6 +170,7 @@ class RayRunner(Runner):
         self.placement_strategy = strategy
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
+        self._warned_experiments: set[str] = set()
         from master_lite.runners.ray._actor import TrialContainer
 
         self._actor_class = self.ray.remote(max_concurrency=4, max_restarts=0)(TrialContainer)
@@ -198,6 +202,7 @@ class RayRunner(Runner):
         allocation_id = run.spec.allocation_id
         code = 1
         try:
+            self._warn_node_local_storage(run)
             code = self._place_and_run(run)
         except Exception as exc:  # noqa: BLE001 - any failure ends the run with a message
             self._master_line(
@@ -321,6 +326,25 @@ class RayRunner(Runner):
                 self._log_sink(records)
             except Exception:  # noqa: BLE001 - a failing sink must not stop the stream
                 pass
+
+    def _warn_node_local_storage(self, run: _Run) -> None:
+        """A checkpoint directory on a cluster of several nodes is each node's own unless it is
+        a shared filesystem: say so in the trial's log (and the master's, once an experiment),
+        since a trial resumed on another node would not find its checkpoint."""
+        warning = node_local_storage_warning(run.spec.env, len(self._alive_nodes()))
+        if warning is None:
+            return
+        self._master_line(run, warning)
+        experiment = run.spec.env.get("DET_EXPERIMENT_ID", "")
+        if experiment not in self._warned_experiments:
+            self._warned_experiments.add(experiment)
+            logger.warning("experiment %s: %s", experiment, warning)
+
+    def _alive_nodes(self) -> list[dict]:
+        try:
+            return [n for n in self.cluster.nodes() if n["alive"]]
+        except Exception:  # noqa: BLE001 - only a warning depends on it
+            return []
 
     def _master_line(self, run: _Run, text: str) -> None:
         try:

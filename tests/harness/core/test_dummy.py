@@ -154,7 +154,9 @@ def test_checkpoint_storage_override_forms(tmp_path):
     with pytest.raises(ValueError, match="shared_fs"):
         det.core.init(checkpoint_storage={"type": "shared_fs", "host_path": str(tmp_path)})
     with pytest.raises(ValueError, match="not supported"):
-        det.core.init(checkpoint_storage="s3://bucket/prefix")
+        det.core.init(checkpoint_storage="gs://bucket/prefix")
+    with pytest.raises(ValueError, match="no bucket"):
+        det.core.init(checkpoint_storage="s3:///prefix")
     with pytest.raises(ValueError, match="unknown scheme"):
         det.core.init(checkpoint_storage="ftp://host/x")
     ctx = det.core.init(

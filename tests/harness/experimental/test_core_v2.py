@@ -135,7 +135,9 @@ def test_the_same_external_ids_resume_the_trial_from_its_checkpoint(master, tmp_
 def test_an_invalid_config_is_refused_naming_the_field(master):
     client = Determined(master.url, token=master.token)
     with pytest.raises(Exception, match="checkpoint_storage.type"):
-        core_v2.init(config=config(checkpoint_storage={"type": "s3", "bucket": "b"}), client=client)
+        core_v2.init(
+            config=config(checkpoint_storage={"type": "gcs", "bucket": "b"}), client=client
+        )
     with pytest.raises(ValueError, match="external_trial_id needs external_experiment_id"):
         core_v2.init(config=config(external_experiment_id=None), client=client)
     assert master.session.get("/experiments")["experiments"] == []
@@ -222,3 +224,22 @@ def test_a_run_goes_into_the_workspace_and_project_its_config_names(master):
     core_v2.close()
     experiment = client.get_experiment(experiment_id)
     assert experiment.project_id == client.get_workspace("kernels").get_project("notebooks").id
+
+
+@pytest.mark.slow
+def test_an_unmanaged_run_checkpoints_to_s3_with_its_own_keys(master, s3_server):
+    """The master's answer shows the storage's keys as stars: the run signs with the keys it
+    submitted, and its checkpoint's objects are in the bucket."""
+    s3_server.create_bucket("unmanaged")
+    client = Determined(master.url, token=master.token)
+    storage = s3_server.storage_config("unmanaged", prefix="nb")
+    core_v2.init(config=config(), client=client, checkpoint_storage=storage)
+    with core_v2.checkpoint.store_path({"steps_completed": 1}) as (path, uuid):
+        (path / "weights.txt").write_text("w=1")
+    core_v2.close()
+    assert s3_server.keys("unmanaged", f"nb/{uuid}") == [
+        f"nb/{uuid}/metadata.json",
+        f"nb/{uuid}/weights.txt",
+    ]
+    answer = json.dumps(master.session.get(f"/checkpoints/{uuid}"))
+    assert s3_server.secret_key not in answer

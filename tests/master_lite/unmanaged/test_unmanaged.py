@@ -193,7 +193,7 @@ def test_bad_input_is_refused_with_the_field_named(tmp_path):
     def body(parts: Parts, runner: FakeRunner, runs: UnmanagedRuns, clock: FakeClock) -> None:
         with pytest.raises(errors.InvalidRequest, match="lease_seconds: 0.1 is out of range"):
             runs.open_run({**RUN, "lease_seconds": 0.1})
-        with pytest.raises(errors.InvalidRequest, match="checkpoint_storage.type"):
+        with pytest.raises(errors.InvalidRequest, match="checkpoint_storage.bucket: required"):
             runs.open_run({**RUN, "checkpoint_storage": {"type": "s3"}})
         with pytest.raises(errors.InvalidRequest, match="hparams: expected an object"):
             runs.open_run({**RUN, "hparams": [1, 2]})

@@ -23,8 +23,8 @@ LEGACY_SEARCHERS = {
     "sync_halving": "adaptive_asha (or async_halving)",
     "pbt": "adaptive_asha",
 }
-UNSUPPORTED_STORAGE_TYPES = ("s3", "gcs", "azure")
-SUPPORTED_STORAGE_TYPES = ("shared_fs", "directory")
+UNSUPPORTED_STORAGE_TYPES = ("gcs", "azure")
+SUPPORTED_STORAGE_TYPES = ("shared_fs", "directory", "s3")
 
 _validator_instance: Any = None
 
@@ -270,13 +270,19 @@ def _storage_errors(storage: dict) -> Iterator[str]:
         return
     if kind in UNSUPPORTED_STORAGE_TYPES:
         yield (
-            f"checkpoint_storage.type: {kind!r} is not supported by master_lite"
-            f" (use shared_fs or directory)"
+            f"checkpoint_storage.type: {kind!r} is not supported by master_lite: use s3 (any "
+            f"S3-compatible store; Google Cloud Storage and Azure offer S3-compatible "
+            f"endpoints via endpoint_url), shared_fs or directory"
         )
+    elif kind == "s3":
+        from determined.common.storage import s3_config_problems
+
+        yield from s3_config_problems(storage)
     elif kind not in SUPPORTED_STORAGE_TYPES:
         yield (
             f"checkpoint_storage.type: unknown checkpoint storage type {kind!r}"
-            f" (expected shared_fs or directory){_did_you_mean(kind, _schema.CHECKPOINT_STORAGE_TYPES)}"
+            f" (expected shared_fs, directory or s3)"
+            f"{_did_you_mean(kind, _schema.CHECKPOINT_STORAGE_TYPES)}"
         )
 
 

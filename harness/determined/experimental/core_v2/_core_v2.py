@@ -71,13 +71,20 @@ def _unmanaged_context(
     run: UnmanagedRun,
     distributed: DistributedContext | None,
     tensorboard_mode: TensorboardMode,
+    own_storage: dict | None = None,
 ) -> core.Context:
     answer = run.answer
     session = run.trial_session
     trial_id, run_id, exp_id = run.trial_id, int(answer["trial_run_id"]), run.experiment_id
     config = answer["config"]
     distributed = distributed or DummyDistributedContext()
-    storage_manager = storage.StorageManager.from_config(config["checkpoint_storage"])
+    storage_config = dict(config["checkpoint_storage"])
+    # The master's answer shows an s3 storage's keys as `********`: sign with the ones this
+    # process submitted (`own_storage`).
+    for key in ("access_key", "secret_key"):
+        if storage_config.get(key) == storage.REDACTED and (own_storage or {}).get(key):
+            storage_config[key] = (own_storage or {})[key]
+    storage_manager = storage.StorageManager.from_config(storage_config)
     info = _info.ClusterInfo(
         master_url=session.master_url,
         cluster_id="master-lite",
@@ -182,7 +189,9 @@ def init_context(
         # Reports an earlier process of this trial could not deliver (its master was down past
         # its lease) go before anything this run reports; the chief sends them, once.
         resend_spools(default_spool_dir(), session.master_url, run.trial_id, run.post_bytes)
-    context = _unmanaged_context(run, distributed, TensorboardMode(tensorboard_mode))
+    context = _unmanaged_context(
+        run, distributed, TensorboardMode(tensorboard_mode), body.get("checkpoint_storage")
+    )
     return _RunContext(context, run)
 
 

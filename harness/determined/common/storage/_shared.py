@@ -1,8 +1,9 @@
 """Checkpoint storage: where a checkpoint lives and how files get there.
 
 `checkpoint_base`/`checkpoint_dir` are the one place that computes paths (the master uses them to
-GC and download; the harness to write). `StorageManager` moves files for the two storage types
-master_lite supports, `shared_fs` and `directory`; both are plain directories on this machine.
+GC and download; the harness to write). `StorageManager` moves files for the storage types that
+are plain directories on this machine, `shared_fs` and `directory`; `_s3.S3StorageManager` has
+the same interface for `s3`. `manager_for(config)` picks one.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import os
 import pathlib
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 Selector = Callable[[str], bool]
 
-SUPPORTED_TYPES = ("shared_fs", "directory")
+SUPPORTED_TYPES = ("shared_fs", "directory", "s3")
+#: Storage types that are a directory on this machine (the others have no `checkpoint_base`).
+LOCAL_TYPES = ("shared_fs", "directory")
 
 
 def checkpoint_base(storage_config: Mapping) -> pathlib.Path:
@@ -31,6 +35,10 @@ def checkpoint_base(storage_config: Mapping) -> pathlib.Path:
         if not container_path:
             raise ValueError("checkpoint_storage.container_path: required for type directory")
         return pathlib.Path(container_path)
+    if kind == "s3":
+        raise ValueError(
+            "checkpoint_storage.type: 's3' storage is a bucket, not a directory on this machine"
+        )
     raise ValueError(
         f"checkpoint_storage.type: {kind!r} is not supported by master_lite "
         f"(use one of {', '.join(SUPPORTED_TYPES)})"
@@ -73,15 +81,32 @@ def _copy_selected(src: pathlib.Path, dst: pathlib.Path, paths: Sequence[str]) -
 class StorageManager:
     """Files of checkpoints under one base directory (`<base>/<uuid>/...`)."""
 
+    #: Checkpoints are directories on this machine (read in place, written in place).
+    is_local = True
+
     def __init__(self, base_path: str | os.PathLike) -> None:
         self.base_path = pathlib.Path(base_path)
 
     @classmethod
-    def from_config(cls, storage_config: Mapping) -> StorageManager:
+    def from_config(cls, storage_config: Mapping) -> Any:
+        """The manager of a `checkpoint_storage` config (an `S3StorageManager` for s3)."""
+        if storage_config.get("type") == "s3":
+            from determined.common.storage._s3 import S3StorageManager
+
+            return S3StorageManager.from_config(storage_config)
         return cls(checkpoint_base(storage_config))
 
     def path_of(self, storage_id: str) -> pathlib.Path:
         return self.base_path / storage_id
+
+    def where(self, storage_id: str) -> str:
+        """Where the checkpoint is, for messages."""
+        return str(self.path_of(storage_id))
+
+    def resources(self, storage_id: str) -> dict[str, int]:
+        """Relative path -> size of the checkpoint's files; CheckpointNotFound without it."""
+        with self.restore_path(storage_id) as path:
+            return list_resources(path)
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str) -> Iterator[pathlib.Path]:
@@ -114,6 +139,7 @@ class StorageManager:
     def download(
         self, storage_id: str, dst: str | os.PathLike, selector: Selector | None = None
     ) -> None:
+        """Copy the checkpoint's files (those `selector` wants) into dst."""
         with self.restore_path(storage_id) as src:
             _copy_selected(src, pathlib.Path(dst), list(list_resources(src, selector)))
 
@@ -146,10 +172,17 @@ def from_override(checkpoint_storage: str | Mapping | None) -> StorageManager | 
         scheme, _, rest = text.partition("://")
         if scheme == "file":
             return StorageManager(rest)
-        if scheme in ("s3", "gs"):
+        if scheme == "s3":
+            from determined.common.storage._s3 import S3StorageManager
+
+            bucket, _, prefix = rest.partition("/")
+            if not bucket:
+                raise ValueError(f"checkpoint_storage={text!r}: no bucket (use s3://BUCKET/PREFIX)")
+            return S3StorageManager(bucket, prefix=prefix or None)  # type: ignore[return-value]
+        if scheme == "gs":
             raise ValueError(
-                f"checkpoint_storage={text!r}: {scheme}:// storage is not supported by master_lite; "
-                "pass a local directory path (or file://PATH) instead"
+                f"checkpoint_storage={text!r}: gs:// storage is not supported by master_lite; "
+                "pass a local directory path (or file://PATH) or s3://BUCKET/PREFIX instead"
             )
         raise ValueError(
             f"checkpoint_storage={text!r}: unknown scheme {scheme!r}; use a path, file://, s3:// or gs://"

@@ -1,0 +1,32 @@
+"""The warning a multi-node Ray cluster gets for checkpoint storage that is a path on each node
+(issue 31): a trial resumed on another node would not find its checkpoints there."""
+
+from __future__ import annotations
+
+import json
+
+
+def node_local_storage_warning(env: dict[str, str], nodes: int) -> str | None:
+    """The warning for a run whose checkpoint storage is a directory (shared_fs, directory) on
+    a Ray cluster of `nodes` (> 1) alive nodes; None otherwise. `env`: the run's variables."""
+    if nodes <= 1:
+        return None
+    try:
+        storage = json.loads(env.get("DET_EXPERIMENT_CONFIG") or "{}").get("checkpoint_storage")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(storage, dict) or storage.get("type", "shared_fs") not in (
+        "shared_fs",
+        "directory",
+    ):
+        return None
+    where = storage.get("host_path") or storage.get("container_path") or "a local directory"
+    return (
+        f"checkpoint_storage is {storage.get('type', 'shared_fs')} at {where} on a Ray cluster "
+        f"of {nodes} nodes: unless that path is one filesystem shared by every node (NFS...), "
+        "a trial resumed on another node will not find its checkpoints, and the GC will not "
+        "delete those on other nodes; use checkpoint_storage type s3 (docs/distributed.md)"
+    )
+
+
+__all__ = ["node_local_storage_warning"]
