@@ -162,7 +162,7 @@ class MasterLite(MasterLiteSettings):
         # through the Hub, and the sign-in page (its OAuth cookie is signed with a secret of
         # this process: after a restart a browser signs in again, without a prompt).
         auth = service.make_auth()
-        master.use_hub(auth)
+        master.users.use_hub(auth)
         routes = self.handlers(master, service.prefix) + hub_handlers(master, auth)
         return tornado.web.Application(routes, cookie_secret=os.urandom(32))
 

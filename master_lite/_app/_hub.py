@@ -133,7 +133,7 @@ def hub_handlers(master: Any, auth: Any) -> list[tuple[str, type, dict]]:
                 self.redirect(self.get_login_url())
                 return
             try:
-                principal = master.hub.principal_for(model)
+                principal = master.users.hub.principal_for(model)
             except errors.MasterError as exc:
                 self.set_status(exc.status)
                 self.finish(_page("Not allowed", f"<p>{html.escape(exc.message)}</p>"))

@@ -57,7 +57,7 @@ from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
-from master_lite.users import SESSION_LIFETIME_HOURS, HubIdentity, Users, check_read_access
+from master_lite.users import SESSION_LIFETIME_HOURS, Users, check_read_access
 from master_lite.workspaces import Workspaces
 
 T = TypeVar("T")
@@ -92,9 +92,7 @@ class Master:
         read_access: str = "all",
         session_lifetime_hours: float = SESSION_LIFETIME_HOURS,
     ) -> None:
-        # Who reads what (docs/team.md, "Who may read"): "all", or "own" (a non-admin user
-        # reads only what they own); the API layer applies it (api/_reads.py).
-        self.read_access = check_read_access(read_access)
+        check_read_access(read_access)  # a bad value stops the master before anything starts
         if resource_manager not in ("local", "ray"):
             raise ValueError(
                 f"resource_manager: expected 'local' or 'ray', got {resource_manager!r}"
@@ -184,10 +182,9 @@ class Master:
         self.tensorboards: TensorBoards = parts.tensorboards
         self.unmanaged: UnmanagedRuns = parts.unmanaged
         # Accounts, sign-ins and the owner-or-admin rule (docs/team.md).
-        self.users = Users(self._shared, session_lifetime_hours=session_lifetime_hours)
-        # Run as a JupyterHub service (`use_hub`): tokens the master does not know, and the
-        # service's OAuth cookie, are asked of the Hub (docs/team.md).
-        self.hub: HubIdentity | None = None
+        self.users = Users(
+            self._shared, session_lifetime_hours=session_lifetime_hours, read_access=read_access
+        )
         self.users.register_owner("tensorboard", self.tensorboards.owner_of)
         # Workspaces and projects: how experiments are grouped (docs/team.md).
         self.workspaces = Workspaces(self._shared, publish_experiment=self.views.publish_experiment)
@@ -302,18 +299,13 @@ class Master:
             principal = self.users.authenticate(token)
         return principal
 
-    def use_hub(self, auth: Any) -> HubIdentity:
-        """Identify callers through the JupyterHub `auth` (a configured
-        `jupyterhub.services.auth.HubOAuth`) after the master's own tokens."""
-        self.hub = HubIdentity(self._shared, auth)
-        return self.hub
-
     async def identify(self, handler: Any, token: str | None) -> _auth.Principal | None:
         """`authenticate(token)`, then (run as a Hub service) the Hub last: a Hub API token,
         or without a token the service's OAuth cookie of `handler`'s request."""
         principal = self.authenticate(token) if token else None
-        if principal is None and self.hub is not None:
-            principal = await self.hub.identify(handler, token)
+        hub = self.users.hub
+        if principal is None and hub is not None:
+            principal = await hub.identify(handler, token)
         return principal
 
     def delete_checkpoint(self, uuid: str) -> dict:

@@ -126,7 +126,7 @@ class ApiHandlerMixin(_Handler):
         return creator_id(self.master, self.principal)
 
     async def _authenticate(self, action: str) -> UserPrincipal | TrialPrincipal:
-        token, hub = self.request_token(), getattr(self.master, "hub", None)
+        token, hub = self.request_token(), self.master.users.hub
         # A Hub service asks the Hub last (a Hub token, or its OAuth cookie); never a redirect.
         principal = await self.master.identify(self, token) if hub else self._principal_from_token()
         if principal is not None:

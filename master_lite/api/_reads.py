@@ -45,7 +45,7 @@ HIDDEN_HOLDER = "(another user's)"
 
 def reader_of(master: Any, principal: Any) -> Any:
     """The principal whose reads are narrowed (None: they read everything)."""
-    return restricted_reader(getattr(master, "read_access", "all"), principal)
+    return restricted_reader(master.users.read_access, principal)
 
 
 def path_object(route: Route) -> str | None:

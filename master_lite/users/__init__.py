@@ -13,7 +13,8 @@ from ._reading import (
     restricted_reader,
 )
 from ._signin import SESSION_LIFETIME_HOURS, SignInGuard
-from ._users import Users, check_username, login_name, user_json
+from ._usernames import check_username
+from ._users import Users, login_name, user_json
 
 __all__ = [
     "ADMIN_GROUP",

@@ -19,7 +19,7 @@ from master_lite import errors
 from master_lite._core import MasterState, _auth
 from master_lite.store import OWNER_ID
 
-from ._users import check_username
+from ._usernames import check_username
 
 # Members of this Hub group are the master's admins (beside the Hub's own admins).
 ADMIN_GROUP = "determined-admins"

@@ -20,10 +20,12 @@ from master_lite._core import MasterState, _auth
 from master_lite._core._serialize import iso
 from master_lite.store import OWNER_ID, UserRow
 
+from ._hub import HubIdentity
 from ._passwords import hash_password, verify_password
+from ._reading import check_read_access
 from ._signin import SESSION_LIFETIME_HOURS, SignInGuard, describe_hours
+from ._usernames import check_username
 
-_USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 _ONLY_DIGITS = re.compile(r"^[0-9]+$")
 MAX_DISPLAY_NAME = 256
 MAX_PASSWORD = 1024
@@ -35,16 +37,6 @@ def login_name() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry (containers)
         return "determined"
-
-
-def check_username(value: Any) -> str:
-    """A valid new username, or InvalidRequest naming the rule."""
-    if not isinstance(value, str) or not _USERNAME.match(value):
-        raise errors.InvalidRequest(
-            f"username {value!r}: use 1 to 128 letters, digits, '.', '_', '@' or '-', "
-            "starting with a letter or digit"
-        )
-    return value
 
 
 def _check_password(value: Any, where: str) -> str:
@@ -78,7 +70,11 @@ class Users:
     """The users part: accounts, sign-ins, and the owner-or-admin rule."""
 
     def __init__(
-        self, shared: MasterState, *, session_lifetime_hours: float = SESSION_LIFETIME_HOURS
+        self,
+        shared: MasterState,
+        *,
+        session_lifetime_hours: float = SESSION_LIFETIME_HOURS,
+        read_access: str = "all",
     ) -> None:
         if not session_lifetime_hours > 0:
             raise ValueError(
@@ -87,12 +83,24 @@ class Users:
             )
         self._shared = shared
         self.session_lifetime_hours = session_lifetime_hours
+        # Who reads what (docs/team.md, "Who may read"): "all", or "own" (a non-admin user
+        # reads only what they own); the API layer applies it (api/_reads.py).
+        self.read_access = check_read_access(read_access)
+        # Run as a JupyterHub service (`use_hub`): tokens the master does not know, and the
+        # service's OAuth cookie, are asked of the Hub (docs/team.md).
+        self.hub: HubIdentity | None = None
         # What time it is (tests move it instead of waiting): session expiry, sign-in limits.
         self.clock: Callable[[], float] = time.time
         self.sign_ins = SignInGuard(lambda: self.clock())
         self._owner_name = "user"
         # Owners of what is not in the store (TensorBoards): kind -> key -> (owner id, label).
         self._owner_lookups: dict[str, Callable[[Any], tuple[int, str]]] = {}
+
+    def use_hub(self, auth: Any) -> HubIdentity:
+        """Identify callers through the JupyterHub `auth` (a configured
+        `jupyterhub.services.auth.HubOAuth`) after the master's own tokens."""
+        self.hub = HubIdentity(self._shared, auth)
+        return self.hub
 
     def register_owner(self, kind: str, lookup: Callable[[Any], tuple[int, str]]) -> None:
         """Let `check_may_act` ask `lookup(key)` for (owner id, label) of objects of `kind`
@@ -347,4 +355,4 @@ class Users:
         return experiment.owner_id, label
 
 
-__all__ = ["Users", "check_username", "login_name", "user_json"]
+__all__ = ["Users", "login_name", "user_json"]

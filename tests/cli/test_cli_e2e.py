@@ -149,8 +149,8 @@ def test_random_search_runs_to_completion_with_hparams_in_range(master, tmp_path
     table = det(master, "e", "list")
     assert [h.strip() for h in table.stdout.splitlines()[0].split(" | ")][:3] == [
         "ID",
+        "Owner",  # Determined's columns (docs/cli.md)
         "Name",
-        "State",
     ]
 
     # The same experiment seed gives the same hyperparameters.

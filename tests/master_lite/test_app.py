@@ -11,6 +11,7 @@ import socket
 import stat
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,8 @@ class LifecycleFakeMaster:
         self.root_dir = root_dir
         self.cluster_id = "fake-cluster"
         self.events = EventBus()
+        # The users part as the API asks it: no JupyterHub, everyone reads everything.
+        self.users = types.SimpleNamespace(hub=None, read_access="all")
         self.started_with: str | None = None
         self.stopped_with: dict | None = None
 
@@ -176,9 +179,9 @@ def test_read_access_and_session_settings_reach_the_master(
         if name.startswith("MASTER_LITE_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("MASTER_LITE_ROOT_DIR", str(tmp_path / "root"))
-    assert MasterLite().build_master().read_access == "all"
+    assert MasterLite().build_master().users.read_access == "all"
     monkeypatch.setenv("MASTER_LITE_READ_ACCESS", "own")
-    assert MasterLite().build_master().read_access == "own"
+    assert MasterLite().build_master().users.read_access == "own"
     monkeypatch.setenv("MASTER_LITE_READ_ACCESS", "mine")
     with pytest.raises(TraitError, match="MASTER_LITE_READ_ACCESS='mine': expected 'all' or 'own'"):
         _ = MasterLite().read_access

@@ -92,6 +92,9 @@ class FakeMaster:
         }
         self.configs = {1: {"searcher": {"name": "single"}}, 2: {"searcher": {"name": "single"}}}
         self.fail_with: Exception | None = None  # raised by the next facade call
+        # The users part's settings: everyone reads everything; no JupyterHub.
+        self.read_access = "all"
+        self.hub = None
         # The parts the handlers call (`master.views.get_trial(...)`): all answered by this fake.
         part = _FakePart(self)
         self.views = self.experiments = self.edits = self.runs = self.reports = part

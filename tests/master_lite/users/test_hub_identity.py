@@ -62,7 +62,7 @@ def with_hub(test: Callable) -> Callable:
             client_id="service-determined",
         )
         auth.user_for_token = hub.user_for_token  # the one call that would reach the Hub
-        api.master.use_hub(auth)
+        api.master.users.use_hub(auth)
         await test(api, hub)
 
     run.__name__ = test.__name__
@@ -188,7 +188,7 @@ def test_a_hub_user_named_like_the_masters_login_is_the_owner_account(tmp_path: 
                 service_name="determined",
                 client_id="service-determined",
             )
-            identity = master.use_hub(auth)
+            identity = master.users.use_hub(auth)
             principal = identity.principal_for(model(getpass.getuser()))
             assert principal.user_id == 1 and principal.admin  # not demoted by the Hub
             assert master.users.get_user(1)["user"]["admin"] is True
