@@ -25,18 +25,23 @@ class Views:
         # The live allocation of a trial (the runs part owns them); wired by `connect`.
         self._allocation_of: Callable[[int], dict | None] = lambda trial_id: None
         self._kernel_kept: Callable[[int, int], bool] = lambda trial_id, run_id: False
+        # Why a waiting trial waits (the scheduler's reason); wired by `connect`.
+        self._wait_reason_of: Callable[[int], str | None] = lambda trial_id: None
 
     def connect(
         self,
         *,
         allocation_of: Callable[[int], dict | None],
         kernel_kept: Callable[[int, int], bool] | None = None,
+        wait_reason_of: Callable[[int], str | None] | None = None,
     ) -> None:
         """Wire the runs part's `allocation_of_trial` and `kernel_kept` (built after this
         part)."""
         self._allocation_of = allocation_of
         if kernel_kept is not None:
             self._kernel_kept = kernel_kept
+        if wait_reason_of is not None:
+            self._wait_reason_of = wait_reason_of
 
     # -- rows ---------------------------------------------------------------------------------
     def experiment_row(self, exp_id: int) -> ExperimentRow:
@@ -199,6 +204,7 @@ class Views:
                     ),
                     start_time=start_time,
                     end_time=end_time,
+                    wait_reason=self._wait_reason_of(row["id"]),
                 )
             )
         return trials

@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,7 +46,16 @@ from master_lite.runners import (
     default_runtime,
 )
 from master_lite.runs import Runs, RunSettings, authenticate
-from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
+from master_lite.scheduler import (
+    GPU,
+    Policy,
+    Scheduler,
+    build_pools,
+    discover_gpus,
+    fake_gpus,
+    pick_default,
+    pools_json,
+)
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
@@ -78,6 +87,9 @@ class Master:
         kernel_gateway: GatewayDefault | None = None,
         checkpoint_storage_roots: Sequence[str | os.PathLike] = (),
         determined_images_fallback: bool = True,
+        scheduling: Policy | None = None,
+        resource_pools: Sequence[Mapping[str, Any]] | None = None,
+        default_resource_pool: str | None = None,
     ) -> None:
         if resource_manager not in ("local", "ray"):
             raise ValueError(
@@ -118,8 +130,14 @@ class Master:
         elif isinstance(gpus, int):
             gpus = fake_gpus(gpus)
         self._gpus: list[GPU] = list(gpus)
-        slot_ids = [g.index for g in self._gpus] if self._gpus else list(range(cpu_slots))
-        self._scheduler = Scheduler(slot_ids)
+        # Scheduling (docs/scheduling.md): fair_share unless configured; the slots in pools.
+        self.pools = build_pools(self._gpus, cpu_slots, resource_pools)
+        self._scheduler = Scheduler(
+            sorted(s for pool in self.pools for s in pool.slot_ids),
+            policy=scheduling or Policy(),
+            pools={pool.name: list(pool.slot_ids) for pool in self.pools},
+            default_pool=pick_default(self.pools, default_resource_pool),
+        )
         self.events = EventBus(experiment_of_trial=self._experiment_of_trial)
         self._master_url = ""
         self._checkpoint_gc: CheckpointCollector = None  # type: ignore[assignment]  # start()
@@ -270,6 +288,19 @@ class Master:
         if principal is None and token:
             principal = self.users.authenticate(token)
         return principal
+
+    def resource_pools(self) -> dict:
+        """GET /api/v1/resource-pools: the pools, their slots and how many are in use."""
+        used: dict[str, int] = {}
+        for grant in self._scheduler.granted().values():
+            pool = grant.request.pool
+            used[pool] = used.get(pool, 0) + len(grant.slot_ids)
+        return pools_json(
+            self.pools,
+            used,
+            scheduler=self._scheduler.policy.kind,
+            default=self._scheduler.default_pool,
+        )
 
     def delete_checkpoint(self, uuid: str) -> dict:
         """A user's deletion of a checkpoint's files (Conflict when a live trial needs it);

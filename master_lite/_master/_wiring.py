@@ -102,6 +102,7 @@ def build_parts(
             runs.allocation_of_trial(trial_id) or unmanaged.kernel_allocation(trial_id)
         ),
         kernel_kept=runs.kernel_kept,
+        wait_reason_of=lambda trial_id: scheduler.wait_reason(f"trial-{trial_id}"),
     )
     partials = PartialCheckpoints(shared)
 

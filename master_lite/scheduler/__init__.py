@@ -21,6 +21,7 @@ from ._policy import (
     Policy,
     Request,
 )
+from ._pools import Pool, build_pools, pick_default, pool_json, pools_json
 from ._ports import TRIAL_PORT_NAMES, PortAllocator
 from ._scheduler import (
     HISTORICAL_POLICY,
@@ -62,6 +63,11 @@ __all__ = [
     "Request",
     "decide",
     "water_fill",
+    "Pool",
+    "build_pools",
+    "pick_default",
+    "pool_json",
+    "pools_json",
     "PortAllocator",
     "TRIAL_PORT_NAMES",
 ]

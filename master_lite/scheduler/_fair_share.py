@@ -9,8 +9,12 @@
 3. Requests *within* their share (their user's and their experiment's holdings plus the request
    fit the shares; or they hold nothing yet and their share is not zero) start if their slots
    are free; otherwise they claim the free slots, those of runs already asked to exit, and
-   those of running allocations above their share, newest first. A victim is never pushed
-   below its own share, never one younger than the minimum run time.
+   those of other users' running allocations above their share, newest first. A victim's
+   owner is never pushed below their share; a run younger than the minimum run time is never
+   a victim. A user's experiments do not preempt each other (one user: no preemption ever);
+   between them, the shares decide who gets the slots that come free. A request within its
+   share whose slots cannot be had yet keeps the free ones it will need (head-of-line
+   reservation, so a gang is not starved by a stream of smaller requests).
 4. Free slots left over go to the other requests in (priority, arrival) order (work-conserving:
    a lone user gets the whole pool); they are the first preempted when someone else's share
    needs them.
@@ -137,48 +141,59 @@ def fair_share_pool(
         return
     user_share, exp_share = _shares(capacity, active, wanting, policy, last_served)
     decision.shares[pool] = user_share
-    # What each user and experiment holds in this pool (running, granted or claimed now).
+    # What each user and experiment holds in this pool (running, granted or claimed now), and
+    # each user's holdings counted only up to each of their experiments' share ("effective").
     user_held: dict[str, int] = {}
     exp_held: dict[int, int] = {}
     for h in active:
         user_held[h.user] = user_held.get(h.user, 0) + h.slots
         exp_held[h.experiment_id] = exp_held.get(h.experiment_id, 0) + h.slots
+    user_eff: dict[str, int] = {}
+    for exp, held in exp_held.items():
+        user = next(h.user for h in active if h.experiment_id == exp)
+        user_eff[user] = user_eff.get(user, 0) + min(held, exp_share.get(exp, 0))
 
-    def hold(request: Request, slots: int) -> None:
-        user_held[request.user] = user_held.get(request.user, 0) + slots
-        exp_held[request.experiment_id] = exp_held.get(request.experiment_id, 0) + slots
-
-    def within(request: Request) -> bool:
-        share, held = user_share.get(request.user, 0), user_held.get(request.user, 0)
+    def counted(request: Request, slots: int) -> int:
+        """How much `slots` more of the request's experiment adds to its user's effective."""
         eshare, eheld = (
             exp_share.get(request.experiment_id, 0),
             exp_held.get(request.experiment_id, 0),
         )
-        return (held + request.slots <= share or (held == 0 and share > 0)) and (
-            eheld + request.slots <= eshare or (eheld == 0 and eshare > 0)
-        )
+        return min(eheld + slots, eshare) - min(eheld, eshare)
 
+    def hold(request: Request, slots: int) -> None:
+        user_eff[request.user] = user_eff.get(request.user, 0) + counted(request, slots)
+        user_held[request.user] = user_held.get(request.user, 0) + slots
+        exp_held[request.experiment_id] = exp_held.get(request.experiment_id, 0) + slots
+
+    def within(request: Request) -> bool:
+        # Experiment level: its share takes the request (a gang larger than its share is
+        # admitted while it holds nothing, so that it is not starved).
+        eshare, eheld = (
+            exp_share.get(request.experiment_id, 0),
+            exp_held.get(request.experiment_id, 0),
+        )
+        if not (eheld + request.slots <= eshare or (eheld == 0 and eshare > 0)):
+            return False
+        # User level, counting what their experiments hold beyond their own shares as not
+        # theirs to keep: those are the slots the user's other experiments give back first.
+        share, eff = user_share.get(request.user, 0), user_eff.get(request.user, 0)
+        return eff + counted(request, request.slots) <= share or (eff == 0 and share > 0)
+
+    victims = eligible_victims(active, pool, now, policy)
+    taken: set[str] = set()
     handled: set[str] = set()
-    needy: list[Request] = []
-    for request in wanting:  # 3a: within their share, and their slots are free
-        if not within(request):
+    for request in wanting:  # 3: within their share: start, or claim slots (one pass, in order)
+        if not within(request) or held_back(request, ledger, policy, capacity) is not None:
             continue
-        if held_back(request, ledger, policy, capacity) is not None:
-            continue
+        handled.add(request.key)
         if request.slots <= free:
             free -= request.slots
             hold(request, request.slots)
             ledger.add(request.user, request.experiment_id, request.slots)
             decision.grants.append(request.key)
-            handled.add(request.key)
-        else:
-            needy.append(request)
-            hold(request, request.slots)  # so the user's next request is measured after it
-
-    victims = eligible_victims(active, pool, now, policy)
-    taken: set[str] = set()
-    for request in needy:  # 3b: within their share, claiming slots
-        handled.add(request.key)
+            continue
+        hold(request, request.slots)  # claimed: the user's next request is measured after it
         from_free = min(free, request.slots)
         rest = request.slots - from_free
         if rest <= incoming:
@@ -194,9 +209,7 @@ def fair_share_pool(
         for victim in victims:
             if freed >= short:
                 break
-            if victim.key in taken or not _above_share(
-                victim, request, user_held, user_share, exp_held, exp_share
-            ):
+            if victim.key in taken or not _above_share(victim, request, user_held, user_share):
                 continue
             chosen.append(victim)
             freed += victim.slots
@@ -216,9 +229,12 @@ def fair_share_pool(
         for victim in chosen:  # not enough to be had: preempt nobody for it
             user_held[victim.user] += victim.slots
             exp_held[victim.experiment_id] += victim.slots
-        hold(request, -request.slots)
+        # It keeps the free slots it will need (head-of-line reservation, within its share
+        # only): a stream of smaller requests must not starve a gang.
+        free -= from_free
         decision.reasons[request.key] = (
-            f"waiting for {request.slots} free slots in pool {pool!r} ({free} free now)"
+            f"waiting for {request.slots} free slots in pool {pool!r} "
+            f"({from_free} free now, kept for it)"
         )
 
     said_before: dict[tuple[str, int, int], str] = {}
@@ -255,18 +271,14 @@ def _above_share(
     request: Request,
     user_held: Mapping[str, int],
     user_share: Mapping[str, int],
-    exp_held: Mapping[int, int],
-    exp_share: Mapping[int, int],
 ) -> bool:
-    """Whether preempting `victim` for `request` leaves the victim's owner at or above their
-    share (another user's run), or the victim's experiment at or above its share (a run of
-    another experiment of the same user)."""
-    if victim.user != request.user:
-        return user_held.get(victim.user, 0) - victim.slots >= user_share.get(victim.user, 0)
-    if victim.experiment_id == request.experiment_id:
+    """Whether `victim` may be preempted for `request`: another user's run whose owner stays at
+    or above their share without it. A user's own experiments never preempt each other: their
+    shares only decide which of them gets a slot that comes free (so with one user nothing is
+    ever preempted)."""
+    if victim.user == request.user:
         return False
-    exp = victim.experiment_id
-    return exp_held.get(exp, 0) - victim.slots >= exp_share.get(exp, 0)
+    return user_held.get(victim.user, 0) - victim.slots >= user_share.get(victim.user, 0)
 
 
 __all__ = ["fair_share_pool", "water_fill"]

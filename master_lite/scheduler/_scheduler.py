@@ -73,6 +73,9 @@ class Step:
 
     grants: list[Grant]
     preempt: list[str]
+    # Seconds until a run too young to be preempted no longer is, while requests wait and the
+    # policy may preempt: the caller runs a pass again then (None: nothing to wait for).
+    recheck_in: float | None = None
 
 
 class Scheduler:
@@ -83,9 +86,11 @@ class Scheduler:
         policy: Policy | None = None,
         pools: Mapping[str, Sequence[int]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        default_pool: str | None = None,
     ) -> None:
         """`slot_ids` all slots; `pools` which of them each pool has (default: one pool,
-        `default`, with all of them)."""
+        `default`, with all of them); `default_pool` the pool of requests that name none
+        (default: the first)."""
         self.slot_ids = list(slot_ids)
         self.policy = policy or HISTORICAL_POLICY
         self.pools: dict[str, list[int]] = (
@@ -96,7 +101,9 @@ class Scheduler:
         unknown = {s for ids in self.pools.values() for s in ids} - set(self.slot_ids)
         if unknown:
             raise ValueError(f"pools name slots that do not exist: {sorted(unknown)}")
-        self.default_pool = next(iter(self.pools), DEFAULT_POOL)
+        self.default_pool = default_pool or next(iter(self.pools), DEFAULT_POOL)
+        if self.default_pool not in self.pools:
+            raise ValueError(f"default pool {self.default_pool!r} is not one of the pools")
         self._clock = clock
         self._pending: dict[str, AllocationRequest] = {}
         self._granted: dict[str, Grant] = {}
@@ -233,7 +240,19 @@ class Scheduler:
             self._stopping.add(key)
         self._reasons = decision.reasons
         self._shares = decision.shares
-        return Step(grants=grants, preempt=list(decision.preempt))
+        return Step(grants=grants, preempt=list(decision.preempt), recheck_in=self._recheck(now))
+
+    def _recheck(self, now: float) -> float | None:
+        policy = self.policy
+        if not self._pending or (policy.kind == "priority" and not policy.preemption):
+            return None
+        young = [
+            policy.min_run_seconds - (now - g.started)
+            for key, g in self._granted.items()
+            if key not in self._stopping and g.slot_ids
+        ]
+        young = [left for left in young if left > 0]
+        return min(young) if young else None
 
     def schedule(self) -> list[Grant]:
         """Grant what can start now; returns the new grants (in start order). Preemptions the
