@@ -19,6 +19,7 @@ from determined.cli import (
     _info,
     _model,
     _preview,
+    _resource_pool,
     _task,
     _tensorboard,
     _trial,
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     _user.add_parser(nouns)
     _info.add_parser(nouns)
     _image.add_parser(nouns)
+    _resource_pool.add_parser(nouns)
     return parser
 
 
