@@ -234,3 +234,60 @@ def test_a_quota_keeps_a_user_at_two_slots_with_a_reason(start_master):
     wait_until(done, timeout=240, what="the search to complete", interval=0.1)
     assert seen_most == 2
     assert final_results(master, exp) == {h: expected(h) for h in (1, 2, 3, 4)}
+
+
+def asha(name: str) -> dict:
+    return {
+        "name": name,
+        "entrypoint": "python3 train.py",
+        "max_restarts": 0,
+        "searcher": {
+            "name": "async_halving",
+            "metric": "acc",
+            "smaller_is_better": False,
+            "num_rungs": 3,
+            "divisor": 2,
+            "max_length": {"batches": 32},
+            "max_trials": 4,
+            "max_concurrent_trials": 1,  # one at a time: the same promotions in both runs
+        },
+        "hyperparameters": {"h": {"type": "int", "minval": 1, "maxval": 9}},
+        "reproducibility": {"experiment_seed": 3},
+        "data": {"step_s": 0.25},  # a first rung of 2 s: longer than the minimum run time
+    }
+
+
+def validations(master, exp_id: int) -> list[tuple]:
+    """Every validation of the search: (hparam, steps, acc), sorted."""
+    out = []
+    for trial in trials(master, exp_id):
+        for steps, metrics in master.series(trial["id"], "validation"):
+            out.append((trial["hparams"]["h"], steps, metrics["acc"]))
+    return sorted(out)
+
+
+def test_an_asha_search_under_rebalancing_reports_the_same_validations_as_alone(start_master):
+    options = {
+        "cpu_slots": None,
+        "extra_args": ["--scheduler-min-run-seconds", "1"],
+        "env": {"MASTER_LITE_FAKE_GPUS": "1", "MASTER_LITE_PREEMPTION_GRACE_SECONDS": "60"},
+    }
+    alone = start_master(**options)
+    alone_exp = submit(user_session(alone, "fair_alice"), asha("alone"), {"train.py": TRAIN})
+    final_results(alone, alone_exp)
+    expected_validations = validations(alone, alone_exp)
+    alone.stop()
+
+    shared = start_master(**options)
+    alice, bob = user_session(shared, "fair_alice"), user_session(shared, "fair_bob")
+    exp = submit(alice, asha("shared"), {"train.py": TRAIN})
+    wait_until(lambda: holders(shared).get("fair_alice") == 1, what="alice's first trial to run")
+    other = search("bob-grid", step_s=0.1)
+    other["hyperparameters"]["h"]["vals"] = [1, 2]
+    bob_exp = submit(bob, other, {"train.py": TRAIN})
+    assert final_results(shared, bob_exp) == {1: expected(1), 2: expected(2)}
+    final_results(shared, exp)
+    # The rebalancing really happened: some of alice's trials were preempted and resumed.
+    assert any(lines(shared, t["id"], "PREEMPTED") for t in trials(shared, exp))
+    assert all(t["restarts"] == 0 for t in trials(shared, exp))
+    assert validations(shared, exp) == expected_validations
