@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 
 from master_lite.scheduler._fair_share import fair_share_pool
 from master_lite.scheduler._policy import Decision, Holding, Ledger, Policy, Request
 from master_lite.scheduler._priority import priority_pool
+
+_QUEUE_ORDER = operator.attrgetter("priority", "order")
 
 
 def decide(
@@ -44,7 +47,7 @@ def decide(
         waiting = by_pool.get(pool)
         if not waiting:
             continue
-        waiting.sort(key=lambda r: (r.priority, r.order))
+        waiting.sort(key=_QUEUE_ORDER)
         mine = holdings_by_pool.get(pool, [])
         if policy.kind == "priority":
             priority_pool(pool, capacity, mine, waiting, ledger, policy, now, decision)

@@ -74,16 +74,21 @@ def _shares(
     exp_user: dict[int, str] = {}
     exp_weight: dict[int, float] = {}
     exp_tie: dict[int, tuple[int, int]] = {}
-    items: list[Holding | Request] = [*active, *wanting]
+    # `wanting` is in (priority, order) order: an experiment's first request is its tie.
+    items: list[Holding | Request] = [*wanting, *active]
     for item in items:
-        user, exp = item.user, item.experiment_id
-        user_demand[user] = user_demand.get(user, 0) + item.slots
-        exp_demand[exp] = exp_demand.get(exp, 0) + item.slots
-        exp_user[exp] = user
-        exp_weight[exp] = item.weight if item.weight > 0 else 1.0
-        tie = (item.priority, item.order)
-        if exp not in exp_tie or tie < exp_tie[exp]:
-            exp_tie[exp] = tie
+        user, exp, slots = item.user, item.experiment_id, item.slots
+        user_demand[user] = user_demand.get(user, 0) + slots
+        if exp in exp_demand:
+            exp_demand[exp] += slots
+            tie = (item.priority, item.order)
+            if tie < exp_tie[exp]:
+                exp_tie[exp] = tie
+        else:
+            exp_demand[exp] = slots
+            exp_user[exp] = user
+            exp_weight[exp] = item.weight if item.weight > 0 else 1.0
+            exp_tie[exp] = (item.priority, item.order)
     for user in user_demand:
         user_tie[user] = last_served.get(user, _NEVER)
     quota_capped = {
@@ -131,7 +136,11 @@ def fair_share_pool(
     incoming = sum(h.slots for h in holdings if h.stopping)
     active = [h for h in holdings if not h.stopping]
     wanting: list[Request] = []
+    simple = not policy.has_quotas
     for request in waiting:
+        if simple and request.max_slots is None and request.slots <= capacity:
+            wanting.append(request)  # the common case, without a call
+            continue
         why = held_back(request, ledger, policy, capacity)
         if why is None:
             wanting.append(request)
@@ -183,8 +192,16 @@ def fair_share_pool(
     victims = eligible_victims(active, pool, now, policy)
     taken: set[str] = set()
     handled: set[str] = set()
+    # Quotas and max_slots may change as grants are made: checked again (when there are any).
+    recheck = policy.has_quotas
     for request in wanting:  # 3: within their share: start, or claim slots (one pass, in order)
-        if not within(request) or held_back(request, ledger, policy, capacity) is not None:
+        if not exp_share.get(request.experiment_id):
+            continue  # the common case with many users: no share at all
+        if not within(request):
+            continue
+        if (recheck or request.max_slots is not None) and held_back(
+            request, ledger, policy, capacity
+        ) is not None:
             continue
         handled.add(request.key)
         if request.slots <= free:
@@ -241,7 +258,11 @@ def fair_share_pool(
     for request in wanting:  # 4: what is left over goes to anyone, in order
         if request.key in handled:
             continue
-        why = held_back(request, ledger, policy, capacity)
+        why = (
+            held_back(request, ledger, policy, capacity)
+            if recheck or request.max_slots is not None
+            else None
+        )
         if why is not None:
             decision.reasons[request.key] = why
         elif request.slots <= free:
