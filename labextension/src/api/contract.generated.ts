@@ -188,14 +188,7 @@ export interface ApiTrial {
   run_state?: 'QUEUED' | 'RUNNING' | 'STOPPING' | null;
   /** why a STOPPING run was asked to exit (pause: a user paused the experiment; master-stop: the master is shutting down; rebalance: the scheduler gave its slots to another job, it waits again and resumes from its latest checkpoint); null unless run_state is STOPPING */
   stop_reason?:
-    | 'stop'
-    | 'pause'
-    | 'master-stop'
-    | 'cancel'
-    | 'kill-trial'
-    | 'kill'
-    | 'rebalance'
-    | null;
+    'stop' | 'pause' | 'master-stop' | 'cancel' | 'kill-trial' | 'kill' | 'rebalance' | null;
   /** why a QUEUED trial waits, in words (e.g. 'waiting: alice is at their 4-slot quota'; docs/scheduling.md); null unless it waits for slots */
   wait_reason?: string | null;
   /** where an exported notebook's code failed in the last run (from its DET_NOTEBOOK_ERROR log line); null otherwise */
