@@ -291,3 +291,48 @@ def test_an_asha_search_under_rebalancing_reports_the_same_validations_as_alone(
     assert any(lines(shared, t["id"], "PREEMPTED") for t in trials(shared, exp))
     assert all(t["restarts"] == 0 for t in trials(shared, exp))
     assert validations(shared, exp) == expected_validations
+
+
+IGNORES = """
+import time
+import determined as det
+
+with det.core.init() as core:
+    for op in core.searcher.operations():
+        for step in range(1, op.length + 1):
+            time.sleep(det.get_cluster_info().user_data["step_s"])
+            core.train.report_progress(step / op.length)
+        core.train.report_validation_metrics(steps_completed=op.length, metrics={"acc": 1.0})
+        op.report_completed(1.0)
+"""
+
+
+def test_a_trial_that_ignores_the_rebalance_is_terminated_after_the_grace_and_not_failed(
+    start_master,
+):
+    master = start_master(
+        cpu_slots=None,
+        extra_args=["--scheduler-min-run-seconds", "1"],
+        env={"MASTER_LITE_FAKE_GPUS": "2", "MASTER_LITE_PREEMPTION_GRACE_SECONDS": "2"},
+    )
+    alice, bob = user_session(master, "fair_alice"), user_session(master, "fair_bob")
+    mine = search("alice-ignores", step_s=0.1)
+    mine["hyperparameters"]["h"]["vals"] = [1, 2]
+    first = submit(alice, mine, {"train.py": IGNORES})
+    wait_until(lambda: holders(master).get("fair_alice") == 2, what="alice's 2 trials to run")
+    theirs = search("bob-one", step_s=0.05)
+    theirs["hyperparameters"]["h"]["vals"] = [1]
+    second = submit(bob, theirs, {"train.py": IGNORES})
+    final_results(master, second)
+    final_results(master, first)
+    terminated = [
+        t
+        for t in trials(master, first)
+        if any(
+            "of the preemption signal: terminating it" in line
+            for line in (e["line"] for e in trial_logs(master, t["id"]))
+        )
+    ]
+    assert len(terminated) == 1, [t["run_id"] for t in trials(master, first)]
+    # Terminated for the rebalance, not failed: no restart counted, a second run finished it.
+    assert terminated[0]["restarts"] == 0 and terminated[0]["run_id"] == 2, terminated[0]
