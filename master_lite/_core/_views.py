@@ -27,6 +27,7 @@ class Views:
         self._kernel_kept: Callable[[int, int], bool] = lambda trial_id, run_id: False
         # Why a waiting trial waits (the scheduler's reason); wired by `connect`.
         self._wait_reason_of: Callable[[int], str | None] = lambda trial_id: None
+        self._experiment_wait_reason_of: Callable[[int], str | None] = lambda exp_id: None
 
     def connect(
         self,
@@ -34,6 +35,7 @@ class Views:
         allocation_of: Callable[[int], dict | None],
         kernel_kept: Callable[[int, int], bool] | None = None,
         wait_reason_of: Callable[[int], str | None] | None = None,
+        experiment_wait_reason_of: Callable[[int], str | None] | None = None,
     ) -> None:
         """Wire the runs part's `allocation_of_trial` and `kernel_kept` (built after this
         part)."""
@@ -42,6 +44,8 @@ class Views:
             self._kernel_kept = kernel_kept
         if wait_reason_of is not None:
             self._wait_reason_of = wait_reason_of
+        if experiment_wait_reason_of is not None:
+            self._experiment_wait_reason_of = experiment_wait_reason_of
 
     # -- rows ---------------------------------------------------------------------------------
     def experiment_row(self, exp_id: int) -> ExperimentRow:
@@ -67,6 +71,10 @@ class Views:
             with_config=with_config,
         )
         out["run_state"] = self._experiment_run_state(row)
+        # Why it waits (the scheduler's words), while none of its trials runs.
+        out["wait_reason"] = (
+            self._experiment_wait_reason_of(row.id) if out["run_state"] == "QUEUED" else None
+        )
         owner = self._shared.store.users.get(row.owner_id)
         out.update(_serialize.owner_json(row.owner_id, owner.username if owner else None))
         return out

@@ -103,6 +103,7 @@ def build_parts(
         ),
         kernel_kept=runs.kernel_kept,
         wait_reason_of=lambda trial_id: scheduler.wait_reason(f"trial-{trial_id}"),
+        experiment_wait_reason_of=scheduler.experiment_wait_reason,
     )
     partials = PartialCheckpoints(shared)
 

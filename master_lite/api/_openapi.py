@@ -114,6 +114,15 @@ SCHEMAS: dict[str, dict] = {
                 ),
             }
         ),
+        wait_reason=nullable(
+            {
+                "type": "string",
+                "description": (
+                    "why a QUEUED experiment's first waiting trial waits, in words "
+                    "(GET /experiments/{id} only; docs/scheduling.md); null otherwise"
+                ),
+            }
+        ),
         config={**OBJECT, "description": "the expanded config (GET /experiments/{id} only)"},
         userId={**INTEGER, "description": "the owner's user id (1: the master's owner account)"},
         username=nullable({**STRING, "description": "the owner's username (docs/team.md)"}),

@@ -111,6 +111,7 @@ class Scheduler:
         self._reasons: dict[str, str] = {}
         self._last_served: dict[str, float] = {}
         self._shares: dict[str, dict[str, int]] = {}
+        self._experiment_reasons: dict[int, str] = {}
         self._counter = itertools.count()
 
     @property
@@ -174,6 +175,10 @@ class Scheduler:
     def wait_reason(self, key: str) -> str | None:
         """Why the pending request waits, as of the last pass (None: not pending)."""
         return self._reasons.get(key) if key in self._pending else None
+
+    def experiment_wait_reason(self, experiment_id: int) -> str | None:
+        """Why the experiment's first waiting request waits, as of the last pass."""
+        return self._experiment_reasons.get(experiment_id)
 
     def shares(self) -> dict[str, dict[str, int]]:
         """Each user's fair share of each pool as of the last pass (fair_share only)."""
@@ -240,6 +245,11 @@ class Scheduler:
             self._stopping.add(key)
         self._reasons = decision.reasons
         self._shares = decision.shares
+        self._experiment_reasons = {}
+        for request in self.pending():  # the first waiting request's reason, per experiment
+            reason = self._reasons.get(request.allocation_key)
+            if reason is not None:
+                self._experiment_reasons.setdefault(request.experiment_id, reason)
         return Step(grants=grants, preempt=list(decision.preempt), recheck_in=self._recheck(now))
 
     def _recheck(self, now: float) -> float | None:

@@ -159,3 +159,5 @@ def test_the_scheduler_marks_preempted_grants_stopping_and_lists_them_in_its_que
     waits = [e for e in queue if e.state == "QUEUED"]
     assert all(e.wait_reason and e.user == "bob" and e.slots_held == 0 for e in waits)
     assert scheduler.wait_reason("b0") == waits[0].wait_reason
+    assert scheduler.experiment_wait_reason(2) == waits[0].wait_reason
+    assert scheduler.experiment_wait_reason(1) is None

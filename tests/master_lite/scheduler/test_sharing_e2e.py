@@ -196,6 +196,14 @@ def test_a_priority_one_job_preempts_both_users_and_they_finish_after_it(start_m
         what="the priority-1 job to hold all 4 slots",
         details=lambda: str(holders(master)),
     )
+    # Alice's whole search waits now, and its experiment JSON says why.
+    waits = wait_until(
+        lambda: (
+            (e := alice.get(f"/experiments/{first}")["experiment"])["run_state"] == "QUEUED" and e
+        ),
+        what="alice's experiment to wait",
+    )
+    assert waits["wait_reason"].startswith("waiting"), waits
     assert final_results(master, urgent) == {h: expected(h) for h in (5, 6, 7, 8)}
     assert final_results(master, first) == {h: expected(h) for h in (1, 2, 3, 4)}
     assert final_results(master, second) == {h: expected(h) for h in (1, 2, 3, 4)}
