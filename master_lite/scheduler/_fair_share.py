@@ -154,13 +154,14 @@ def fair_share_pool(
     # each user's holdings counted only up to each of their experiments' share ("effective").
     user_held: dict[str, int] = {}
     exp_held: dict[int, int] = {}
+    owner: dict[int, str] = {}
     for h in active:
         user_held[h.user] = user_held.get(h.user, 0) + h.slots
         exp_held[h.experiment_id] = exp_held.get(h.experiment_id, 0) + h.slots
+        owner[h.experiment_id] = h.user
     user_eff: dict[str, int] = {}
     for exp, held in exp_held.items():
-        user = next(h.user for h in active if h.experiment_id == exp)
-        user_eff[user] = user_eff.get(user, 0) + min(held, exp_share.get(exp, 0))
+        user_eff[owner[exp]] = user_eff.get(owner[exp], 0) + min(held, exp_share.get(exp, 0))
 
     def counted(request: Request, slots: int) -> int:
         """How much `slots` more of the request's experiment adds to its user's effective."""
