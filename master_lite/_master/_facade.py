@@ -54,7 +54,6 @@ from master_lite.scheduler import (
     discover_gpus,
     fake_gpus,
     pick_default,
-    pools_json,
 )
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
@@ -131,12 +130,13 @@ class Master:
             gpus = fake_gpus(gpus)
         self._gpus: list[GPU] = list(gpus)
         # Scheduling (docs/scheduling.md): fair_share unless configured; the slots in pools.
-        self.pools = build_pools(self._gpus, cpu_slots, resource_pools)
+        self._pools = build_pools(self._gpus, cpu_slots, resource_pools)
         self._scheduler = Scheduler(
-            sorted(s for pool in self.pools for s in pool.slot_ids),
+            sorted(s for pool in self._pools for s in pool.slot_ids),
             policy=scheduling or Policy(),
-            pools={pool.name: list(pool.slot_ids) for pool in self.pools},
-            default_pool=pick_default(self.pools, default_resource_pool),
+            pools={pool.name: list(pool.slot_ids) for pool in self._pools},
+            default_pool=pick_default(self._pools, default_resource_pool),
+            details=self._pools,
         )
         self.events = EventBus(experiment_of_trial=self._experiment_of_trial)
         self._master_url = ""
@@ -288,19 +288,6 @@ class Master:
         if principal is None and token:
             principal = self.users.authenticate(token)
         return principal
-
-    def resource_pools(self) -> dict:
-        """GET /api/v1/resource-pools: the pools, their slots and how many are in use."""
-        used: dict[str, int] = {}
-        for grant in self._scheduler.granted().values():
-            pool = grant.request.pool
-            used[pool] = used.get(pool, 0) + len(grant.slot_ids)
-        return pools_json(
-            self.pools,
-            used,
-            scheduler=self._scheduler.policy.kind,
-            default=self._scheduler.default_pool,
-        )
 
     def delete_checkpoint(self, uuid: str) -> dict:
         """A user's deletion of a checkpoint's files (Conflict when a live trial needs it);

@@ -44,7 +44,7 @@ class ResourcesHandler(ApiHandlerMixin):
 
 class ResourcePoolsHandler(ApiHandlerMixin):
     async def get(self) -> None:
-        self.send_json(self.master.resource_pools())
+        self.send_json(self.master.runs.scheduler.pools_json())
 
 
 class MasterInfoHandler(ApiHandlerMixin):

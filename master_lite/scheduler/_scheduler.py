@@ -24,6 +24,7 @@ from master_lite.scheduler._policy import (
     Policy,
     Request,
 )
+from master_lite.scheduler._pools import Pool, pools_json
 
 # The policy of a Scheduler built without one: today's FIFO-by-priority, no preemption.
 HISTORICAL_POLICY = Policy(kind="priority", preemption=False)
@@ -87,10 +88,12 @@ class Scheduler:
         pools: Mapping[str, Sequence[int]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         default_pool: str | None = None,
+        details: Sequence[Pool] | None = None,
     ) -> None:
         """`slot_ids` all slots; `pools` which of them each pool has (default: one pool,
         `default`, with all of them); `default_pool` the pool of requests that name none
-        (default: the first)."""
+        (default: the first); `details` the pools' descriptions and slot types (for
+        `pools_json`; default: CPU pools without a description)."""
         self.slot_ids = list(slot_ids)
         self.policy = policy or HISTORICAL_POLICY
         self.pools: dict[str, list[int]] = (
@@ -104,6 +107,9 @@ class Scheduler:
         self.default_pool = default_pool or next(iter(self.pools), DEFAULT_POOL)
         if self.default_pool not in self.pools:
             raise ValueError(f"default pool {self.default_pool!r} is not one of the pools")
+        self._details = list(details or []) or [
+            Pool(name, tuple(ids), "cpu") for name, ids in self.pools.items()
+        ]
         self._clock = clock
         self._pending: dict[str, AllocationRequest] = {}
         self._granted: dict[str, Grant] = {}
@@ -171,6 +177,15 @@ class Scheduler:
         its slots count as coming free."""
         if key in self._granted:
             self._stopping.add(key)
+
+    def pools_json(self) -> dict:
+        """GET /api/v1/resource-pools (Determined's names): the pools, slots and slots used."""
+        used: dict[str, int] = {}
+        for grant in self._granted.values():
+            used[grant.request.pool] = used.get(grant.request.pool, 0) + len(grant.slot_ids)
+        return pools_json(
+            self._details, used, scheduler=self.policy.kind, default=self.default_pool
+        )
 
     def wait_reason(self, key: str) -> str | None:
         """Why the pending request waits, as of the last pass (None: not pending)."""

@@ -71,6 +71,15 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "kernel_gateway_files_limit",
         "host",
         "port",
+        # Scheduling (master_lite/_app/_scheduling.py, docs/scheduling.md).
+        "scheduler",
+        "preemption",
+        "scheduler_min_run_seconds",
+        "max_slots_per_user",
+        "user_max_slots",
+        "user_weights",
+        "resource_pools",
+        "default_resource_pool",
     }
     for name, trait in traits.items():
         assert trait.help, name
