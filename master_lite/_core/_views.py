@@ -70,11 +70,7 @@ class Views:
             best_validation=self._best_validation(row),
             with_config=with_config,
         )
-        out["run_state"] = self._experiment_run_state(row)
-        # Why it waits (the scheduler's words), while none of its trials runs.
-        out["wait_reason"] = (
-            self._experiment_wait_reason_of(row.id) if out["run_state"] == "QUEUED" else None
-        )
+        out.update(self._run_and_wait(row))
         owner = self._shared.store.users.get(row.owner_id)
         out.update(_serialize.owner_json(row.owner_id, owner.username if owner else None))
         return out
@@ -117,11 +113,17 @@ class Views:
                     with_config=False,
                 ),
                 # As in one experiment's JSON (only ACTIVE ones ask their trials).
-                "run_state": self._experiment_run_state(row),
+                **self._run_and_wait(row),
                 **_serialize.owner_json(row.owner_id, names.get(row.owner_id)),
             }
             for row, num_trials, best in listing
         ]
+
+    def _run_and_wait(self, row: ExperimentRow) -> dict:
+        """`run_state`, and `wait_reason` (the scheduler's words) while it is QUEUED."""
+        run_state = self._experiment_run_state(row)
+        reason = self._experiment_wait_reason_of(row.id) if run_state == "QUEUED" else None
+        return {"run_state": run_state, "wait_reason": reason}
 
     def get_experiment(self, exp_id: int, *, with_config: bool = True) -> dict:
         """One experiment as API JSON."""

@@ -119,7 +119,7 @@ SCHEMAS: dict[str, dict] = {
                 "type": "string",
                 "description": (
                     "why a QUEUED experiment's first waiting trial waits, in words "
-                    "(GET /experiments/{id} only; docs/scheduling.md); null otherwise"
+                    "(docs/scheduling.md); null otherwise"
                 ),
             }
         ),

@@ -71,7 +71,7 @@ export interface ApiExperiment {
   parent_id?: number | null;
   /** of an ACTIVE experiment, what Determined (0.2x+) reports in place of ACTIVE: RUNNING while one of its trials holds slots, else QUEUED; STOPPING while a PAUSED experiment (or one the master is stopping) still has a run asked to stop that has not exited (the views show PAUSING); null otherwise */
   run_state?: 'QUEUED' | 'RUNNING' | 'STOPPING' | null;
-  /** why a QUEUED experiment's first waiting trial waits, in words (GET /experiments/{id} only; docs/scheduling.md); null otherwise */
+  /** why a QUEUED experiment's first waiting trial waits, in words (docs/scheduling.md); null otherwise */
   wait_reason?: string | null;
   /** the expanded config (GET /experiments/{id} only) */
   config?: Record<string, unknown>;
