@@ -71,6 +71,24 @@ def _parser() -> argparse.ArgumentParser:
         "their own (default: $MASTER_LITE_FALLBACK_UNIX_USER, else none: their trials fail)",
     )
     parser.add_argument(
+        "--scheduler",
+        choices=["fair_share", "priority"],
+        help="how slots are shared (default: $MASTER_LITE_SCHEDULER or fair_share; "
+        "docs/scheduling.md)",
+    )
+    parser.add_argument(
+        "--preemption",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="priority scheduler: preempt less important runs for a waiting job (default: on)",
+    )
+    parser.add_argument(
+        "--scheduler-min-run-seconds",
+        type=float,
+        metavar="S",
+        help="never preempt a run younger than this (default: 10)",
+    )
+    parser.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -92,6 +110,9 @@ def _config(args: argparse.Namespace) -> Config:
         ("run_trials_as", "run_trials_as"),
         ("read_access", "read_access"),
         ("fallback_unix_user", "fallback_unix_user"),
+        ("scheduler", "scheduler"),
+        ("preemption", "preemption"),
+        ("scheduler_min_run_seconds", "scheduler_min_run_seconds"),
     ):
         value = getattr(args, option)
         if value is not None:
@@ -151,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         app.kernel_gateway_master_url  # noqa: B018
         app.run_trials_as  # noqa: B018
         app.read_access  # noqa: B018
+        app.scheduling_policy()  # a bad scheduler setting fails here, naming it
     except TraitError as exc:
         print(f"master-lite: error: {exc}", file=sys.stderr)
         return 2
@@ -164,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         asyncio.run(app.serve(on_listening=announce))
-    except MasterLiteStartError as exc:
+    except (MasterLiteStartError, ValueError) as exc:  # ValueError: a bad resource_pools entry
         print(f"master-lite: error: {exc}", file=sys.stderr)
         return 1
     except (OSError, sqlite3.Error) as exc:

@@ -133,7 +133,12 @@ def _object(schema: dict, indent: str) -> str:
         optional = "" if name in required else "?"
         line = f"{inner}{key}{optional}: {ts_type(prop, inner)};"
         if len(line) > PRINT_WIDTH and "enum" in prop:
-            line = f"{inner}{key}{optional}:{ts_type(prop, inner, broken=True)};"
+            # As prettier: the union on the next line when it fits there, else one member a line.
+            next_line = f"{inner}{INDENT}{ts_type(prop, inner)};"
+            if len(next_line) <= PRINT_WIDTH:
+                line = f"{inner}{key}{optional}:\n{next_line}"
+            else:
+                line = f"{inner}{key}{optional}:{ts_type(prop, inner, broken=True)};"
         lines.append(_comment(prop, inner) + line)
     return "{\n" + "\n".join(lines) + f"\n{indent}}}"
 

@@ -78,6 +78,7 @@ describe('states', () => {
     assert.equal(experimentDisplayState('PAUSED', counts), 'PAUSING');
     assert.equal(stopReasonText(counts.stopReason), 'user pause');
     assert.equal(stopReasonText('master-stop'), 'master stopping');
+    assert.match(stopReasonText('rebalance'), /scheduler gave its slots to another job/);
     // Once every run exited, the experiment is PAUSED.
     const exited = runCounts([trial(2, { state: 'PAUSED', run_state: null })]);
     assert.equal(experimentDisplayState('PAUSED', exited), 'PAUSED');

@@ -35,6 +35,7 @@ from master_lite._app._rootdir import (
     user_token_path,
     write_user_token,
 )
+from master_lite._app._scheduling import SchedulingSettings
 from master_lite._app._settings import MasterLiteSettings
 from master_lite.api import make_handlers, max_body_bytes
 
@@ -83,7 +84,7 @@ def quiet_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-class MasterLite(MasterLiteSettings):
+class MasterLite(MasterLiteSettings, SchedulingSettings):
     """The master: experiments in SQLite, searchers, a scheduler, and the REST API."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -145,6 +146,9 @@ class MasterLite(MasterLiteSettings):
             session_lifetime_hours=self.session_lifetime_hours,
             fallback_unix_user=self.fallback_unix_user,
             trial_python=self.trial_python,
+            scheduling=self.scheduling_policy(),
+            resource_pools=list(self.resource_pools) or None,
+            default_resource_pool=self.default_resource_pool or None,
             **overrides,
         )
 

@@ -246,6 +246,7 @@ def trial_json_from_summaries(
     searcher_metric: float | None,
     start_time: str | None,
     end_time: str | None,
+    wait_reason: str | None = None,
 ) -> dict:
     """From the trial row with the metric summaries (`metric_summary`) and times (`iso`)
     already made, as the store's trial reads (`store._queries.trial_rows`) return them."""
@@ -267,6 +268,8 @@ def trial_json_from_summaries(
         "exit_summary": row.get("exit_summary"),
         "run_state": run_state(row["state"], allocation),
         "stop_reason": stop_reason(allocation),
+        # Why a QUEUED trial waits (the scheduler's words), else None.
+        "wait_reason": wait_reason if run_state(row["state"], allocation) == "QUEUED" else None,
         "kernel_kept": bool(row.get("kernel_kept")),
         "notebook_error": row.get("notebook_error"),
         "allocation_id": allocation["id"] if allocation else None,

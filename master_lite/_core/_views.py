@@ -26,18 +26,27 @@ class Views:
         # The live allocation of a trial (the runs part owns them); wired by `connect`.
         self._allocation_of: Callable[[int], dict | None] = lambda trial_id: None
         self._kernel_kept: Callable[[int, int], bool] = lambda trial_id, run_id: False
+        # Why a waiting trial waits (the scheduler's reason); wired by `connect`.
+        self._wait_reason_of: Callable[[int], str | None] = lambda trial_id: None
+        self._experiment_wait_reason_of: Callable[[int], str | None] = lambda exp_id: None
 
     def connect(
         self,
         *,
         allocation_of: Callable[[int], dict | None],
         kernel_kept: Callable[[int, int], bool] | None = None,
+        wait_reason_of: Callable[[int], str | None] | None = None,
+        experiment_wait_reason_of: Callable[[int], str | None] | None = None,
     ) -> None:
         """Wire the runs part's `allocation_of_trial` and `kernel_kept` (built after this
         part)."""
         self._allocation_of = allocation_of
         if kernel_kept is not None:
             self._kernel_kept = kernel_kept
+        if wait_reason_of is not None:
+            self._wait_reason_of = wait_reason_of
+        if experiment_wait_reason_of is not None:
+            self._experiment_wait_reason_of = experiment_wait_reason_of
 
     # -- rows ---------------------------------------------------------------------------------
     def experiment_row(self, exp_id: int) -> ExperimentRow:
@@ -62,7 +71,7 @@ class Views:
             best_validation=self._best_validation(row),
             with_config=with_config,
         )
-        out["run_state"] = self._experiment_run_state(row)
+        out.update(self._run_and_wait(row))
         owner = self._shared.store.users.get(row.owner_id)
         out.update(_serialize.owner_json(row.owner_id, owner.username if owner else None))
         out.update(
@@ -117,12 +126,18 @@ class Views:
                     with_config=False,
                 ),
                 # As in one experiment's JSON (only ACTIVE ones ask their trials).
-                "run_state": self._experiment_run_state(row),
+                **self._run_and_wait(row),
                 **_serialize.owner_json(row.owner_id, names.get(row.owner_id)),
                 **_serialize.place_json(row.project_id, places),
             }
             for row, num_trials, best in listing
         ]
+
+    def _run_and_wait(self, row: ExperimentRow) -> dict:
+        """`run_state`, and `wait_reason` (the scheduler's words) while it is QUEUED."""
+        run_state = self._experiment_run_state(row)
+        reason = self._experiment_wait_reason_of(row.id) if run_state == "QUEUED" else None
+        return {"run_state": run_state, "wait_reason": reason}
 
     def get_experiment(self, exp_id: int, *, with_config: bool = True) -> dict:
         """One experiment as API JSON."""
@@ -213,6 +228,7 @@ class Views:
                     ),
                     start_time=start_time,
                     end_time=end_time,
+                    wait_reason=self._wait_reason_of(row["id"]),
                 )
             )
         return trials

@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,7 +53,15 @@ from master_lite.runs import (
     check_reachable,
     open_root,
 )
-from master_lite.scheduler import GPU, Scheduler, discover_gpus, fake_gpus
+from master_lite.scheduler import (
+    GPU,
+    Policy,
+    Scheduler,
+    build_pools,
+    discover_gpus,
+    fake_gpus,
+    pick_default,
+)
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
 from master_lite.unmanaged import UnmanagedRuns
@@ -91,6 +99,9 @@ class Master:
         trial_python: str = "",
         read_access: str = "all",
         session_lifetime_hours: float = SESSION_LIFETIME_HOURS,
+        scheduling: Policy | None = None,
+        resource_pools: Sequence[Mapping[str, Any]] | None = None,
+        default_resource_pool: str | None = None,
     ) -> None:
         check_read_access(read_access)  # a bad value stops the master before anything starts
         if resource_manager not in ("local", "ray"):
@@ -138,8 +149,15 @@ class Master:
         elif isinstance(gpus, int):
             gpus = fake_gpus(gpus)
         self._gpus: list[GPU] = list(gpus)
-        slot_ids = [g.index for g in self._gpus] if self._gpus else list(range(cpu_slots))
-        self._scheduler = Scheduler(slot_ids)
+        # Scheduling (docs/scheduling.md): fair_share unless configured; the slots in pools.
+        self._pools = build_pools(self._gpus, cpu_slots, resource_pools)
+        self._scheduler = Scheduler(
+            sorted(s for pool in self._pools for s in pool.slot_ids),
+            policy=scheduling or Policy(),
+            pools={pool.name: list(pool.slot_ids) for pool in self._pools},
+            default_pool=pick_default(self._pools, default_resource_pool),
+            details=self._pools,
+        )
         self.events = EventBus(experiment_of_trial=self._experiment_of_trial)
         self._master_url = ""
         self._checkpoint_gc: CheckpointCollector = None  # type: ignore[assignment]  # start()

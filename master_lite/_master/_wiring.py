@@ -105,6 +105,8 @@ def build_parts(
             runs.allocation_of_trial(trial_id) or unmanaged.kernel_allocation(trial_id)
         ),
         kernel_kept=runs.kernel_kept,
+        wait_reason_of=lambda trial_id: scheduler.wait_reason(f"trial-{trial_id}"),
+        experiment_wait_reason_of=scheduler.experiment_wait_reason,
     )
     partials = PartialCheckpoints(shared)
 

@@ -42,6 +42,11 @@ class ResourcesHandler(ApiHandlerMixin):
         self.send_json(self.master.runs.resources())
 
 
+class ResourcePoolsHandler(ApiHandlerMixin):
+    async def get(self) -> None:
+        self.send_json(self.master.runs.scheduler.pools_json())
+
+
 class MasterInfoHandler(ApiHandlerMixin):
     async def get(self) -> None:
         self.send_json(master_info(self.master))

@@ -114,6 +114,15 @@ SCHEMAS: dict[str, dict] = {
                 ),
             }
         ),
+        wait_reason=nullable(
+            {
+                "type": "string",
+                "description": (
+                    "why a QUEUED experiment's first waiting trial waits, in words "
+                    "(docs/scheduling.md); null otherwise"
+                ),
+            }
+        ),
         config={**OBJECT, "description": "the expanded config (GET /experiments/{id} only)"},
         userId={**INTEGER, "description": "the owner's user id (1: the master's owner account)"},
         username=nullable({**STRING, "description": "the owner's username (docs/team.md)"}),
@@ -209,10 +218,29 @@ SCHEMAS: dict[str, dict] = {
         stop_reason=nullable(
             {
                 "type": "string",
-                "enum": ["stop", "pause", "master-stop", "cancel", "kill-trial", "kill"],
+                "enum": [
+                    "stop",
+                    "pause",
+                    "master-stop",
+                    "cancel",
+                    "kill-trial",
+                    "kill",
+                    "rebalance",
+                ],
                 "description": (
                     "why a STOPPING run was asked to exit (pause: a user paused the experiment; "
-                    "master-stop: the master is shutting down); null unless run_state is STOPPING"
+                    "master-stop: the master is shutting down; rebalance: the scheduler gave "
+                    "its slots to another job, it waits again and resumes from its latest "
+                    "checkpoint); null unless run_state is STOPPING"
+                ),
+            }
+        ),
+        wait_reason=nullable(
+            {
+                "type": "string",
+                "description": (
+                    "why a QUEUED trial waits, in words (e.g. 'waiting: alice is at their "
+                    "4-slot quota'; docs/scheduling.md); null unless it waits for slots"
                 ),
             }
         ),
@@ -321,6 +349,7 @@ SCHEMAS: dict[str, dict] = {
         gpu=nullable(OBJECT),
         allocation_id=nullable(STRING),
         trial_id=nullable(INTEGER),
+        pool=nullable(STRING),
     ),
 }
 

@@ -385,6 +385,21 @@ ROUTES: tuple[Route, ...] = (
         },
     ),
     Route(
+        "/resource-pools",
+        _allocations.ResourcePoolsHandler,
+        {
+            "get": Operation(
+                "The resource pools (Determined's GetResourcePools): each pool's name, slots "
+                "available and used, slot type, scheduler type, whether it is the default",
+                obj(
+                    ["resourcePools", "pagination"],
+                    resourcePools=array(OBJECT),
+                    pagination=OBJECT,
+                ),
+            )
+        },
+    ),
+    Route(
         "/events",
         _events.EventsHandler,
         {

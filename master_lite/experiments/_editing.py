@@ -24,7 +24,7 @@ from master_lite.tensorboards._tensorboards import experiment_files_dir
 logger = logging.getLogger("master_lite")
 
 # The `resources` fields a user may change on a live experiment; the scheduler reads
-# priority and max_slots, weight is kept for Determined compatibility (no fair share here).
+# priority and max_slots, weight is the experiment's fair share weight (docs/scheduling.md).
 EDITABLE_RESOURCES = ("priority", "max_slots", "weight")
 
 

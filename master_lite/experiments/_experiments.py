@@ -32,6 +32,7 @@ from master_lite.experiments._trial_api import check_trial_api
 from master_lite.reports._logs import TrialLogs
 from master_lite.runs._contexts import Contexts
 from master_lite.runs._runs import Runs
+from master_lite.runs._scheduling import check_resource_pool
 from master_lite.store import TrialRow
 from master_lite.workspaces import place_experiment
 
@@ -112,6 +113,7 @@ class Experiments:
             parent_config=parent,
             storage_roots=self._shared.storage_roots,
         )
+        check_resource_pool(expanded, self._runs.scheduler)
         # A warm start that does not exist fails before any file work (`_create` asks again).
         warm_start_checkpoint(self._shared.store, expanded.get("searcher") or {})
         return expanded, original_text, searcher

@@ -5,6 +5,8 @@ Decided by the allocation's *end intent* (docs/fault-tolerance.md):
   checkpoint while restarts < max_restarts, else ERROR (searcher: exited early, ERRORED);
 * "pause" -> PAUSED (resumed from its latest checkpoint on activate);
 * "master-stop" -> PAUSED, resumed when the master starts again;
+* "rebalance" (the scheduler preempted it, docs/scheduling.md) -> waits again (ACTIVE, its run
+  QUEUED; `restarts` unchanged: not a failure) and resumes from its latest checkpoint;
 * "stop" (searcher early-stop) -> COMPLETED;  "cancel"/"kill"/"kill-trial" -> CANCELED.
 
 The runs part records the run's end and calls `run_ended` inside the same transaction.
@@ -76,7 +78,7 @@ class RunExits:
             end_trial(trial, TrialState.COMPLETED, exit_code)
             if trial.early_exit != "INVALID_HP":  # the searcher already heard about it
                 self._experiments.event(exp_id, "on_trial_closed", trial.request_id)
-        elif intent in ("pause", "master-stop") or (
+        elif intent in ("pause", "master-stop", "rebalance") or (
             exit_code == 0 and ended.acked and trial.op_queue
         ):
             # Out of ops when it asked, but the searcher has given it more since (a promotion

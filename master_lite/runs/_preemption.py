@@ -1,9 +1,9 @@
 """The preemption side of the runs part: end intents, signals and the grace timers.
 
-A run asked to exit (pause, cancel, searcher stop, master stop) gets a preemption signal and
-`preemption_grace_seconds` to checkpoint and exit; then it is terminated. Which intent wins and
-which signal was sent why are recorded on the run's allocation record, so the exit summary
-can say what ended the run.
+A run asked to exit (pause, cancel, searcher stop, master stop, the scheduler's rebalancing)
+gets a preemption signal and `preemption_grace_seconds` to checkpoint and exit; then it is
+terminated. Which intent wins and which signal was sent why are recorded on the run's
+allocation record, so the exit summary can say what ended the run.
 """
 
 from __future__ import annotations
@@ -18,14 +18,17 @@ from master_lite.reports._logs import TrialLogs
 from master_lite.runners import Runner
 
 # Which end intent wins when several are set (a kill overrides a pause, never the reverse).
+# A scheduler's "rebalance" (the run goes back to waiting) yields to everything else: a searcher's
+# stop of the same run must still end the trial.
 INTENT_RANK = {
     None: 0,
-    "stop": 1,
-    "pause": 2,
-    "master-stop": 2,
-    "cancel": 3,
-    "kill-trial": 4,
-    "kill": 4,
+    "rebalance": 1,
+    "stop": 2,
+    "pause": 3,
+    "master-stop": 3,
+    "cancel": 4,
+    "kill-trial": 5,
+    "kill": 5,
 }
 # Why a preempted run was asked to exit, for the exit summary of one that had to be killed.
 PREEMPTION_CAUSE = {
@@ -33,6 +36,7 @@ PREEMPTION_CAUSE = {
     "pause": "the experiment was paused",
     "master-stop": "the master was shutting down",
     "cancel": "the experiment was canceled",
+    "rebalance": "the scheduler gave its slots to another job (fair share or priority)",
 }
 
 

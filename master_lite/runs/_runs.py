@@ -35,14 +35,15 @@ from master_lite.runs._environment import run_argv, steps_to_resume, trial_envir
 from master_lite.runs._keras import keras_environment
 from master_lite.runs._kernel_attach import trial_kernel
 from master_lite.runs._preemption import Preemption, RunEnded, RunSettings
-from master_lite.scheduler import (
-    DEFAULT_PRIORITY,
-    GPU,
-    AllocationRequest,
-    Grant,
-    PortAllocator,
-    Scheduler,
+from master_lite.runs._scheduling import (
+    REBALANCE,
+    RecheckTimer,
+    gpus_for,
+    log_rebalance,
+    never_fits_line,
+    trial_request,
 )
+from master_lite.scheduler import GPU, Grant, PortAllocator, Scheduler
 from master_lite.store import AllocationRow, CheckpointRow, TrialRow
 
 logger = logging.getLogger("master_lite")
@@ -97,6 +98,7 @@ class Runs:
         self._trial_allocation: dict[int, str] = {}
         # Trials whose granted slots wait for their context to unpack in a worker thread.
         self._preparing: dict[int, Grant] = {}
+        self._recheck = RecheckTimer()  # wakes the scheduler when a run passes its min run time
         # Runs still alive when their grace ends are terminated (through the runner, once set).
         self._preemption = Preemption(
             shared,
@@ -192,6 +194,7 @@ class Runs:
             for slot in allocation["slot_ids"]:
                 slot_owner[slot] = allocation
         by_index = {g.index: g for g in self.gpus}
+        pool_of = {s: name for name, ids in self.scheduler.pools.items() for s in ids}
         slots = []
         for slot in self.scheduler.slot_ids:
             gpu = by_index.get(slot)
@@ -200,6 +203,7 @@ class Runs:
                 {
                     "id": slot,
                     "type": "gpu" if gpu else "cpu",
+                    "pool": pool_of.get(slot),
                     "gpu": gpu.to_json() if gpu else None,
                     "allocation_id": owner["id"] if owner else None,
                     "trial_id": owner["trial_id"] if owner else None,
@@ -221,36 +225,19 @@ class Runs:
             or self.scheduler.is_pending(key)
         ):
             return
-        resources = experiment.config.get("resources") or {}
-        priority = resources.get("priority")
-        slots = int(resources.get("slots_per_trial", 1))
-        if slots > len(self.scheduler.slot_ids):
-            self._logs.master_log(
-                trial_id,
-                f"trial {trial_id} needs {slots} slots but this master has "
-                f"{len(self.scheduler.slot_ids)}: it waits until the experiment is "
-                "killed (lower resources.slots_per_trial)",
-            )
-        self.scheduler.request(
-            AllocationRequest(
-                allocation_key=key,
-                experiment_id=experiment.id,
-                slots=slots,
-                priority=DEFAULT_PRIORITY if priority is None else int(priority),
-                max_slots=resources.get("max_slots"),
-            )
-        )
+        request = trial_request(self._shared, self.scheduler, trial_id, experiment)
+        never = never_fits_line(self.scheduler, trial_id, request)
+        if never:
+            self._logs.master_log(trial_id, never)
+        self.scheduler.request(request)
         self.run_scheduler()
 
     def reprioritize(self, exp_id: int) -> None:
         """The experiment's `resources.priority` and `max_slots` changed: its waiting trials
         wait with the new values, and whatever that lets start, starts."""
-        resources = self._views.experiment_row(exp_id).config.get("resources") or {}
-        priority = resources.get("priority")
+        probe = trial_request(self._shared, self.scheduler, 0, self._views.experiment_row(exp_id))
         self.scheduler.update_experiment(
-            exp_id,
-            priority=DEFAULT_PRIORITY if priority is None else int(priority),
-            max_slots=resources.get("max_slots"),
+            exp_id, priority=probe.priority, max_slots=probe.max_slots, weight=probe.weight
         )
         self.run_scheduler()
 
@@ -266,7 +253,15 @@ class Runs:
             # Launching is a side effect the store cannot roll back.
             self._shared.after_commit(self.run_scheduler)
             return
-        for grant in self.scheduler.schedule():
+        step = self.scheduler.step()
+        self._recheck.arm(self._shared.loop, step.recheck_in, self.run_scheduler)
+        for key in step.preempt:  # the policy's rebalancing: through the preemption path
+            trial_id = int(key.split("-", 1)[1])
+            allocation = self.allocation_of_trial(trial_id)
+            if allocation is not None:
+                log_rebalance(self._logs, self.scheduler, trial_id, key)
+                self._preemption.preempt(allocation, REBALANCE)
+        for grant in step.grants:
             trial_id = int(grant.request.allocation_key.split("-", 1)[1])
             try:
                 self._launch(trial_id, grant)
@@ -302,7 +297,7 @@ class Runs:
             prepare_storage(config, run_as, experiment.id, trial_id, container=in_image)
         token = _auth.new_trial_token()
         slot_ids = list(grant.slot_ids)
-        gpus = [self.gpus[i] for i in slot_ids] if self.gpus else []
+        gpus = gpus_for(self.gpus, slot_ids)  # none for the slots of a CPU pool
         resume_steps = steps_to_resume(trial, self._resume_checkpoint(trial))
         from_scratch: dict = {}
         if run_id > 1 and trial.steps_completed > 0 and resume_steps == 0:
@@ -463,12 +458,14 @@ class Runs:
         """Ask the run to checkpoint and exit; terminate it if it ignores us for too long."""
         allocation = self._allocations.get(allocation_id)
         if allocation is not None:
+            self.scheduler.mark_stopping(allocation["key"])  # its slots are coming free
             self._preemption.preempt(allocation, intent)
 
     def kill(self, allocation_id: str, intent: str, because: str) -> None:
         """SIGKILL the run now; `because` is what its exit summary will say."""
         allocation = self._allocations.get(allocation_id)
         if allocation is not None:
+            self.scheduler.mark_stopping(allocation["key"])
             self._preemption.kill(allocation, intent, because)
 
     async def wait_preemption(self, allocation_id: str, timeout: float) -> bool:
@@ -569,6 +566,7 @@ class Runs:
 
     async def stop_all(self, *, pause_running: bool) -> None:
         """Preempt (or kill) every run and wait until they exited, killing what lingers."""
+        self._recheck.cancel()
         for allocation_id in list(self._allocations):
             if pause_running:
                 self.preempt(allocation_id, "master-stop")

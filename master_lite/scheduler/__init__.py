@@ -1,4 +1,5 @@
-"""Scheduling: GPU inventory, slot allocation and the ports of runs.
+"""Scheduling: GPU inventory, slot allocation (the fair_share and priority policies, as a pure
+function `decide` and the `Scheduler` that keeps its state), and the ports of runs.
 
 What runs a trial is `master_lite.runners`'. The runner names this package exported before
 (`Runner`, `LaunchSpec`, `LocalRunner`, ...) still resolve here, for deployments' runners
@@ -7,9 +8,29 @@ written against them; new code imports them from `master_lite.runners`.
 
 from typing import Any
 
+from ._decide import decide
+from ._fair_share import water_fill
 from ._gpus import FAKE_GPUS_ENV, GPU, discover_gpus, fake_gpus
+from ._policy import (
+    DEFAULT_MIN_RUN_SECONDS,
+    DEFAULT_POOL,
+    DEFAULT_PRIORITY,
+    POLICIES,
+    Decision,
+    Holding,
+    Policy,
+    Request,
+)
+from ._pools import Pool, build_pools, pick_default, pool_json, pools_json
 from ._ports import TRIAL_PORT_NAMES, PortAllocator
-from ._scheduler import DEFAULT_PRIORITY, AllocationRequest, Grant, Scheduler
+from ._scheduler import (
+    HISTORICAL_POLICY,
+    AllocationRequest,
+    Grant,
+    QueueEntry,
+    Scheduler,
+    Step,
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -30,6 +51,23 @@ __all__ = [
     "AllocationRequest",
     "Grant",
     "Scheduler",
+    "Step",
+    "QueueEntry",
+    "HISTORICAL_POLICY",
+    "DEFAULT_MIN_RUN_SECONDS",
+    "DEFAULT_POOL",
+    "POLICIES",
+    "Decision",
+    "Holding",
+    "Policy",
+    "Request",
+    "decide",
+    "water_fill",
+    "Pool",
+    "build_pools",
+    "pick_default",
+    "pool_json",
+    "pools_json",
     "PortAllocator",
     "TRIAL_PORT_NAMES",
 ]

@@ -323,14 +323,14 @@ def test_warnings_name_fields_the_local_runner_ignores() -> None:
     config["environment"]["registry_auth"] = {"username": "me"}
     # environment.image runs trials in containers, which use bind_mounts, shm_size and the
     # registry's credentials.
+    # resources.resource_pool is used (resource pools, docs/scheduling.md): no warning.
     notes = expconf.warnings(config)
-    assert [note.split(":")[0] for note in notes] == ["resources.resource_pool"]
+    assert [note.split(":")[0] for note in notes] == []
     del config["environment"]["image"]
     notes = expconf.warnings(config)
     assert [note.split(":")[0] for note in notes] == [
         "bind_mounts",
         "environment.registry_auth",
-        "resources.resource_pool",
         "resources.shm_size",
     ]
     assert "ignored without environment.image" in notes[0]

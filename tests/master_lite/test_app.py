@@ -80,6 +80,15 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "trial_python",
         "read_access",
         "session_lifetime_hours",
+        # Scheduling (master_lite/_app/_scheduling.py, docs/scheduling.md).
+        "scheduler",
+        "preemption",
+        "scheduler_min_run_seconds",
+        "max_slots_per_user",
+        "user_max_slots",
+        "user_weights",
+        "resource_pools",
+        "default_resource_pool",
     }
     for name, trait in traits.items():
         assert trait.help, name

@@ -132,7 +132,11 @@ def add_edit_parsers(verbs: Any) -> None:
         ("name", str, "the experiment's name"),
         ("priority", _priority, "resources.priority, 1..99 (smaller first); waiting trials"),
         ("max-slots", _max_slots, "resources.max_slots (a number or 'none'); waiting trials"),
-        ("weight", _weight, "resources.weight (kept; this master has no fair share)"),
+        (
+            "weight",
+            _weight,
+            "resources.weight (the experiment's share of its user's slots under fair_share)",
+        ),
     ]
     for name, kind, help_text in settable:
         p = attributes.add_parser(name, help=help_text)

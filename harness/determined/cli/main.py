@@ -19,6 +19,7 @@ from determined.cli import (
     _info,
     _model,
     _preview,
+    _resource_pool,
     _task,
     _tensorboard,
     _trial,
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     _workspace.add_parser(nouns)
     _info.add_parser(nouns)
     _image.add_parser(nouns)
+    _resource_pool.add_parser(nouns)
     return parser
 
 

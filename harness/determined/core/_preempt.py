@@ -22,6 +22,7 @@ _REASONS = {
     "master-stop": "master stopping",
     "cancel": "experiment canceled",
     "stop": "the searcher stopped this trial",
+    "rebalance": "the scheduler gave its slots to another job; it resumes later",
 }
 
 

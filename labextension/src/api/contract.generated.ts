@@ -71,6 +71,8 @@ export interface ApiExperiment {
   parent_id?: number | null;
   /** of an ACTIVE experiment, what Determined (0.2x+) reports in place of ACTIVE: RUNNING while one of its trials holds slots, else QUEUED; STOPPING while a PAUSED experiment (or one the master is stopping) still has a run asked to stop that has not exited (the views show PAUSING); null otherwise */
   run_state?: 'QUEUED' | 'RUNNING' | 'STOPPING' | null;
+  /** why a QUEUED experiment's first waiting trial waits, in words (docs/scheduling.md); null otherwise */
+  wait_reason?: string | null;
   /** the expanded config (GET /experiments/{id} only) */
   config?: Record<string, unknown>;
   /** the owner's user id (1: the master's owner account) */
@@ -160,6 +162,7 @@ export interface ApiSlot {
   gpu?: Record<string, unknown> | null;
   allocation_id?: string | null;
   trial_id?: number | null;
+  pool?: string | null;
 }
 
 export interface ApiTensorBoard {
@@ -210,8 +213,11 @@ export interface ApiTrial {
   kernel_kept?: boolean;
   /** STOPPING once the trial's run was asked to exit (pause, master stopping, cancel) until it has, whatever the trial's state (a paused trial reads PAUSED at once); else of an ACTIVE trial: QUEUED while it waits for slots, RUNNING while an allocation holds them; null otherwise */
   run_state?: 'QUEUED' | 'RUNNING' | 'STOPPING' | null;
-  /** why a STOPPING run was asked to exit (pause: a user paused the experiment; master-stop: the master is shutting down); null unless run_state is STOPPING */
-  stop_reason?: 'stop' | 'pause' | 'master-stop' | 'cancel' | 'kill-trial' | 'kill' | null;
+  /** why a STOPPING run was asked to exit (pause: a user paused the experiment; master-stop: the master is shutting down; rebalance: the scheduler gave its slots to another job, it waits again and resumes from its latest checkpoint); null unless run_state is STOPPING */
+  stop_reason?:
+    'stop' | 'pause' | 'master-stop' | 'cancel' | 'kill-trial' | 'kill' | 'rebalance' | null;
+  /** why a QUEUED trial waits, in words (e.g. 'waiting: alice is at their 4-slot quota'; docs/scheduling.md); null unless it waits for slots */
+  wait_reason?: string | null;
   /** where an exported notebook's code failed in the last run (from its DET_NOTEBOOK_ERROR log line); null otherwise */
   notebook_error?: {
     notebook?: string | null;

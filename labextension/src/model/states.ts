@@ -65,6 +65,8 @@ export function stopReasonText(reason: string | null | undefined): string {
       return 'experiment canceled';
     case 'stop':
       return 'the searcher stopped it';
+    case 'rebalance':
+      return 'the scheduler gave its slots to another job; it resumes from its checkpoint';
     case 'kill':
     case 'kill-trial':
       return 'killed';

@@ -151,7 +151,8 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
     const note = trialExitNote(trial);
     const stateTitle =
       state === 'QUEUED'
-        ? 'Active, waiting for a free slot'
+        ? // The scheduler's words: quota, fair share, priority (docs/scheduling.md).
+          (trial.wait_reason ?? 'Active, waiting for a free slot')
         : state === 'PAUSING'
           ? `Pausing (${stopReasonText(trial.stop_reason)}): its run was asked to save a checkpoint and exit, and has not exited yet`
           : note

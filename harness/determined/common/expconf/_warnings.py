@@ -13,7 +13,6 @@ _IGNORED_FIELDS = [
     ("environment", "pod_spec", _NO_CONTAINERS),
     ("environment", "ports", _NO_CONTAINERS),
     ("environment", "proxy_ports", _NO_CONTAINERS),
-    ("resources", "resource_pool", "ignored (master_lite has a single resource pool)"),
     ("resources", "agent_label", "ignored (master_lite has a single agent: this machine)"),
 ]
 # Used by trials in containers (environment.image), ignored by local processes.
