@@ -6,66 +6,25 @@ from typing import Any
 
 from master_lite.api._base import ApiHandlerMixin
 from master_lite.api._declarations import Route
+from master_lite.api._schema_types import (  # noqa: F401 - the route modules import them from here
+    BOOLEAN,
+    EMPTY,
+    EXPERIMENT_STATES,
+    INTEGER,
+    NUMBER,
+    NUMBER_OR_NON_FINITE,
+    OBJECT,
+    STRING,
+    TIME,
+    TRIAL_STATES,
+    array,
+    nullable,
+    obj,
+    ref,
+)
 
 API_VERSION = "1"
 
-
-def ref(name: str) -> dict:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def nullable(schema: dict) -> dict:
-    if "$ref" in schema:  # OpenAPI 3.0 ignores siblings of $ref
-        return {"allOf": [schema], "nullable": True}
-    return {**schema, "nullable": True}
-
-
-def obj(required: tuple[str, ...] | list[str] = (), **properties: dict) -> dict:
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = list(required)
-    return schema
-
-
-def array(items: dict) -> dict:
-    return {"type": "array", "items": items}
-
-
-STRING = {"type": "string"}
-INTEGER = {"type": "integer"}
-NUMBER = {"type": "number"}
-# A number that may be non-finite: strict JSON answers NaN and ±Infinity as these strings, as
-# Determined's API does (docs/rest-api.md, "Non-finite numbers").
-NUMBER_OR_NON_FINITE = {
-    "oneOf": [NUMBER, {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]}],
-    "description": 'a number; NaN and infinities as the strings "NaN", "Infinity", "-Infinity"',
-}
-BOOLEAN = {"type": "boolean"}
-OBJECT = {"type": "object"}
-TIME = {"type": "string", "format": "date-time"}
-EMPTY = obj()
-
-EXPERIMENT_STATES = [
-    "ACTIVE",
-    "PAUSED",
-    "STOPPING_CANCELED",
-    "STOPPING_COMPLETED",
-    "STOPPING_ERROR",
-    "COMPLETED",
-    "CANCELED",
-    "ERROR",
-]
-TRIAL_STATES = [
-    "ACTIVE",
-    "PAUSED",
-    "STOPPING_CANCELED",
-    "STOPPING_KILLED",
-    "STOPPING_COMPLETED",
-    "STOPPING_ERROR",
-    "COMPLETED",
-    "CANCELED",
-    "ERROR",
-]
 
 _METRIC_SUMMARY = nullable(obj(steps_completed=INTEGER, metrics=OBJECT, report_time=TIME))
 _NOTEBOOK_ERROR = obj(
@@ -360,6 +319,7 @@ _ERROR_DESCRIPTIONS = {
     404: "not found",
     409: "not allowed in the current state",
     413: "too large",
+    429: "too many failed sign-ins: try again after Retry-After seconds",
     503: "something the request needs is not installed beside the master",
     507: "the store could not be written (disk full or read-only root dir)",
 }
@@ -438,6 +398,8 @@ def build_document(routes: list[Route] | tuple[Route, ...], prefix: str = "") ->
                     continue
                 if status == 403 and operation.trial_scope is None and not operation.auth:
                     continue
+                if status == 429 and not operation.signs_in:
+                    continue  # only sign-ins are limited
                 responses[str(status)] = {
                     "description": text,
                     "content": {"application/json": {"schema": ref("Error")}},

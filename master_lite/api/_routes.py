@@ -396,6 +396,7 @@ ROUTES: tuple[Route, ...] = (
                     resourcePools=array(OBJECT),
                     pagination=OBJECT,
                 ),
+                reads=Reads.ANYONE,  # pools and their counts: nothing of any one user's
             )
         },
     ),

@@ -1,11 +1,10 @@
 """The experiments part: creating experiments, their actions and their state machine.
 
 Trials end here too (`end_trial`, `stop_trial`, `kill_trial`): what ends a trial decides what
-its experiment becomes. The experiment's searcher is fed here (`event`, `events`): the
-searchers part answers its operations, which `SearcherOperations` (_operations.py) applies
-(create, stop, close trials; shut down). Runs are asked for through the runs part; reads and
-events go through the views; every state change is a named transition of the state owner
-(`shared.trial_states`, `shared.experiment_states`).
+its experiment becomes. The experiment's searcher is fed here (`event`, `events`); its
+operations are applied by `SearcherOperations` (_operations.py: create, stop, close trials;
+shut down). Runs are asked for through the runs part; reads and events go through the views;
+every state change is a named transition of the state owner (`shared.trial_states`, ...).
 """
 
 from __future__ import annotations
@@ -119,8 +118,8 @@ class Experiments:
         return expanded, original_text, searcher
 
     def _checked_context(self, expanded: dict, context: bytes | None) -> str | None:
-        """The Trial/Native API checks that read the context, then the context checked and
-        stored; its hash (None without one). Blocking: the API runs it in a worker thread."""
+        """The context checked (and the Trial/Native API checks that read it) and stored; its
+        hash (None without one). Blocking: the API runs it in a worker thread."""
         check_trial_api(expanded, context, size_limit=self._contexts.size_limit)
         return None if context is None else self._contexts.check_and_write(context)
 
@@ -420,8 +419,7 @@ class Experiments:
     def _end_experiment(self, exp_id: int, final: ExperimentState) -> None:
         self._shared.experiment_states.end(exp_id, final, end_time=time.time())
         self._views.publish_experiment(exp_id)
-        # After the current change has committed: GC deletes files, which no rollback could
-        # bring back.
+        # Once this change has committed: GC deletes files no rollback could bring back.
         self._shared.loop.call_soon(self._collect_garbage)
 
     # -- the searcher's events and operations -------------------------------------------------
