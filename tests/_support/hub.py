@@ -33,6 +33,7 @@ import os
 import pathlib
 import secrets
 import shutil
+import signal
 import sys
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
@@ -228,6 +229,16 @@ class HubProcess(ServerProcess):
         os.chdir(self.hub_dir)
         try:
             super().launch(timeout, interval)
+        except BaseException:
+            # A Hub that did not come up was killed alone: its proxy and its service (its
+            # process group, and the proxy by its pid file) must not outlive the test.
+            if self.process is not None:
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self._kill_leftover_proxy()
+            raise
         finally:
             os.chdir(cwd)
 
