@@ -169,25 +169,37 @@ def edit_workspace(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def _delete(ctx: Context, yes: bool, kind: str, name: str, path: str, holds: str) -> int:
+    """Delete the workspace or project at `path` once confirmed (Determined's wording)."""
+    if yes or _confirm(
+        f'Deleting {kind} "{name}" cannot be undone (the master refuses while it has '
+        f"{holds}). Do you still wish to proceed?"
+    ):
+        ctx.session.delete(path)
+        print(f"Successfully deleted {kind} {name}.")
+    else:
+        print(f"Aborting {kind} deletion.")
+    return 0
+
+
+def _archive(ctx: Context, action: str, kind: str, name: str, path: str) -> int:
+    """POST `<path>/archive` or `/unarchive` and say so, as Determined does."""
+    ctx.session.post(f"{path}/{action}")
+    done = "archived" if action == "archive" else "un-archived"
+    print(f"Successfully {done} {kind} {name}.")
+    return 0
+
+
 def delete_workspace(args: argparse.Namespace, ctx: Context) -> int:
     workspace = workspace_by_name(ctx, args.workspace_name)
-    if args.yes or _confirm(
-        f'Deleting workspace "{args.workspace_name}" cannot be undone (the master refuses '
-        "while it has projects). Do you still wish to proceed?"
-    ):
-        ctx.session.delete(f"/workspaces/{workspace['id']}")
-        print(f"Successfully deleted workspace {args.workspace_name}.")
-    else:
-        print("Aborting workspace deletion.")
-    return 0
+    path = f"/workspaces/{workspace['id']}"
+    return _delete(ctx, args.yes, "workspace", args.workspace_name, path, "projects")
 
 
 def _archive_workspace(args: argparse.Namespace, ctx: Context, action: str) -> int:
     workspace = workspace_by_name(ctx, args.workspace_name)
-    ctx.session.post(f"/workspaces/{workspace['id']}/{action}")
-    done = "archived" if action == "archive" else "un-archived"
-    print(f"Successfully {done} workspace {args.workspace_name}.")
-    return 0
+    path = f"/workspaces/{workspace['id']}"
+    return _archive(ctx, action, "workspace", args.workspace_name, path)
 
 
 # -- det project --------------------------------------------------------------------------------
@@ -263,23 +275,13 @@ def edit_project(args: argparse.Namespace, ctx: Context) -> int:
 
 def delete_project(args: argparse.Namespace, ctx: Context) -> int:
     _, project = project_by_name(ctx, args.workspace_name, args.project_name)
-    if args.yes or _confirm(
-        f'Deleting project "{args.project_name}" cannot be undone (the master refuses while '
-        "it has experiments). Do you still wish to proceed?"
-    ):
-        ctx.session.delete(f"/projects/{project['id']}")
-        print(f"Successfully deleted project {args.project_name}.")
-    else:
-        print("Aborting project deletion.")
-    return 0
+    path = f"/projects/{project['id']}"
+    return _delete(ctx, args.yes, "project", args.project_name, path, "experiments")
 
 
 def _archive_project(args: argparse.Namespace, ctx: Context, action: str) -> int:
     _, project = project_by_name(ctx, args.workspace_name, args.project_name)
-    ctx.session.post(f"/projects/{project['id']}/{action}")
-    done = "archived" if action == "archive" else "un-archived"
-    print(f"Successfully {done} project {args.project_name}.")
-    return 0
+    return _archive(ctx, action, "project", args.project_name, f"/projects/{project['id']}")
 
 
 def move_experiment(args: argparse.Namespace, ctx: Context) -> int:
