@@ -17,6 +17,7 @@ from tests._support.process import REPO
 from tests._support.waiting import wait_until
 
 SCREENSHOTS = REPO / "test-output" / "screenshots"
+DOC_IMAGES = REPO / "docs" / "images"
 SIDEBAR_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-determined-sidebar"]'
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -178,4 +179,23 @@ def save_screenshot(page: Any, name: str) -> pathlib.Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))
+    return path
+
+
+def widen_sidebar(page: Any, width: int) -> None:
+    """Drag the left panel's splitter to about `width` px, as a user widens the sidebar."""
+    handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle").first
+    box = handle.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 200)
+    page.mouse.down()
+    page.mouse.move(width + 40, box["y"] + 200, steps=5)
+    page.mouse.up()
+
+
+def save_sidebar_image(page: Any, name: str) -> pathlib.Path:
+    """Save docs/images/<name>.png of the Determined sidebar (the docs' screenshots)."""
+    DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+    path = DOC_IMAGES / f"{name}.png"
+    page.locator("#jupyter-determined-sidebar").screenshot(path=str(path))
     return path

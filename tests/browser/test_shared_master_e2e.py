@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
 from tests._support import MasterProcess, context_tarball
-from tests._support.browser import Lab, set_theme, show_sidebar
+from tests._support.browser import (
+    Lab,
+    save_sidebar_image,
+    set_theme,
+    show_sidebar,
+    widen_sidebar,
+)
 
-DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 TABLE = "#jupyter-determined-sidebar .jp-Det-expTable"
 ALICE = "proxy_alice"
 CONFIG = {
@@ -100,22 +104,6 @@ def listed(page: Any, ids: list[int]) -> None:
     )
 
 
-def widen_sidebar(page: Any, width: int = 520) -> None:
-    """Drag the left panel's splitter so that names and owners show whole."""
-    handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle").first
-    box = handle.bounding_box()
-    assert box is not None
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 200)
-    page.mouse.down()
-    page.mouse.move(width + 40, box["y"] + 200, steps=5)
-    page.mouse.up()
-
-
-def shoot(page: Any, name: str) -> None:
-    DOC_IMAGES.mkdir(parents=True, exist_ok=True)
-    page.locator("#jupyter-determined-sidebar").screenshot(path=str(DOC_IMAGES / f"{name}.png"))
-
-
 def test_the_sidebar_lists_the_shared_masters_experiments(
     page: Any, lab: Lab, shared, extension_page_errors
 ) -> None:
@@ -128,7 +116,7 @@ def test_the_sidebar_lists_the_shared_masters_experiments(
 
     lab.open_in(page)
     show_sidebar(page)
-    widen_sidebar(page)
+    widen_sidebar(page, 520)
     page.fill(".jp-Det-nameFilter", tag)
     listed(page, [owners, alices])
     # A new experiment on the shared master shows up without a reload: the event stream.
@@ -136,8 +124,8 @@ def test_the_sidebar_lists_the_shared_masters_experiments(
     listed(page, [owners, alices, later])
     owner_cells = page.locator(f"{TABLE} tr.jp-Det-expRow").all_inner_texts()
     assert sum(ALICE in row for row in owner_cells) == 2, owner_cells
-    shoot(page, "shared-master-sidebar-light")
+    save_sidebar_image(page, "shared-master-sidebar-light")
     set_theme(page, "JupyterLab Dark")
-    shoot(page, "shared-master-sidebar-dark")
+    save_sidebar_image(page, "shared-master-sidebar-dark")
     set_theme(page, "JupyterLab Light")
     assert extension_page_errors() == []

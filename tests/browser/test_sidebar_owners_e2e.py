@@ -11,17 +11,15 @@ to docs/images/ (docs/team.md shows them).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import requests
 
-from tests._support.browser import set_theme, show_sidebar
+from tests._support.browser import save_sidebar_image, set_theme, show_sidebar, widen_sidebar
 
 if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
     from tests._support.browser import Lab
 
-DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 TABLE = "#jupyter-determined-sidebar .jp-Det-expTable"
 
 
@@ -79,21 +77,6 @@ def _owners_shown(page: Any) -> dict[int, str]:
     )
 
 
-def _widen_sidebar(page: Any, width: int = 620) -> None:
-    handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle").first
-    box = handle.bounding_box()
-    assert box is not None
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 200)
-    page.mouse.down()
-    page.mouse.move(width + 40, box["y"] + 200, steps=5)
-    page.mouse.up()
-
-
-def _shoot(page: Any, name: str) -> None:
-    DOC_IMAGES.mkdir(parents=True, exist_ok=True)
-    page.locator("#jupyter-determined-sidebar").screenshot(path=str(DOC_IMAGES / f"{name}.png"))
-
-
 def test_owners_are_named_and_the_user_and_workspace_filters_narrow_the_list(
     page: Any, lab: Lab, extension_page_errors
 ) -> None:
@@ -120,7 +103,7 @@ def test_owners_are_named_and_the_user_and_workspace_filters_narrow_the_list(
 
     lab.open_in(page)
     show_sidebar(page)
-    _widen_sidebar(page)
+    widen_sidebar(page, 620)
     page.fill(".jp-Det-nameFilter", tag)
     _wait_listed(page, [ben_default, ann_vision, ann_default])
     # Whose each experiment is: the User column names the owner.
@@ -152,8 +135,8 @@ def test_owners_are_named_and_the_user_and_workspace_filters_narrow_the_list(
     page.select_option(owner_filter, "")
     _wait_listed(page, [ben_default, ann_vision, ann_default])
 
-    _shoot(page, "sidebar-owners-light")
+    save_sidebar_image(page, "sidebar-owners-light")
     set_theme(page, "JupyterLab Dark")
-    _shoot(page, "sidebar-owners-dark")
+    save_sidebar_image(page, "sidebar-owners-dark")
     set_theme(page, "JupyterLab Light")
     assert extension_page_errors() == []

@@ -12,17 +12,15 @@ for. The screenshots go to docs/images/ (docs/sidebar.md shows them), in light a
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import requests
 
-from tests._support.browser import set_theme, show_sidebar
+from tests._support.browser import save_sidebar_image, set_theme, show_sidebar, widen_sidebar
 
 if TYPE_CHECKING:  # the `lab` fixture comes from this folder's conftest.py
     from tests._support.browser import Lab
 
-DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 TABLE = "#jupyter-determined-sidebar .jp-Det-expTable"
 
 
@@ -102,22 +100,6 @@ def _experiment_tabs(page: Any) -> list[str]:
     )
 
 
-def _widen_sidebar(page: Any, width: int = 560) -> None:
-    """Drag the left panel's splitter so every column of the table shows."""
-    handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle").first
-    box = handle.bounding_box()
-    assert box is not None
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 200)
-    page.mouse.down()
-    page.mouse.move(width + 40, box["y"] + 200, steps=5)
-    page.mouse.up()
-
-
-def _shoot(page: Any, name: str) -> None:
-    DOC_IMAGES.mkdir(parents=True, exist_ok=True)
-    page.locator("#jupyter-determined-sidebar").screenshot(path=str(DOC_IMAGES / f"{name}.png"))
-
-
 def test_sort_filter_bulk_edit_and_one_reused_tab(
     page: Any, lab: Lab, screenshot, extension_page_errors
 ) -> None:
@@ -134,7 +116,7 @@ def test_sort_filter_bulk_edit_and_one_reused_tab(
 
     lab.open_in(page)
     show_sidebar(page)
-    _widen_sidebar(page)
+    widen_sidebar(page, 560)
     page.fill(".jp-Det-nameFilter", tag)
     newest_first = sorted([*done.values(), *paused], reverse=True)
     _wait_listed(page, newest_first)
@@ -146,9 +128,9 @@ def test_sort_filter_bulk_edit_and_one_reused_tab(
     assert page.get_attribute(f'{TABLE} th[data-sort="best"]', "aria-sort") == "ascending"
     row_b = f'{TABLE} tr[data-experiment-id="{done["b"]}"]'
     assert page.inner_text(f"{row_b} .jp-Det-expBest") == "0.1"
-    _shoot(page, "sidebar-table-light")
+    save_sidebar_image(page, "sidebar-table-light")
     set_theme(page, "JupyterLab Dark")
-    _shoot(page, "sidebar-table-dark")
+    save_sidebar_image(page, "sidebar-table-dark")
     set_theme(page, "JupyterLab Light")
     page.click(f'{TABLE} th[data-sort="best"]')
     _wait_listed(page, by_best[::-1] + sorted(paused, reverse=True))
@@ -167,7 +149,7 @@ def test_sort_filter_bulk_edit_and_one_reused_tab(
     page.wait_for_selector(".jp-Det-bulkBar:not([hidden])")
     assert page.inner_text(".jp-Det-bulkCount") == "4 selected"
     screenshot(page, "sidebar-table-selection")
-    _shoot(page, "sidebar-table-bulk-light")
+    save_sidebar_image(page, "sidebar-table-bulk-light")
     page.click(".jp-Det-bulk-archive")
     lab.wait_for(
         "the bulk archive to reach the master",
@@ -204,9 +186,9 @@ def test_sort_filter_bulk_edit_and_one_reused_tab(
     page.fill(".jp-Det-editName", f"{tag}-renamed")
     page.fill(".jp-Det-editLabels", "best-so-far, cnn, best-so-far")
     page.fill(".jp-Det-editNotes", "wider layers helped")
-    _shoot(page, "sidebar-table-edit-light")
+    save_sidebar_image(page, "sidebar-table-edit-light")
     set_theme(page, "JupyterLab Dark")
-    _shoot(page, "sidebar-table-edit-dark")
+    save_sidebar_image(page, "sidebar-table-edit-dark")
     set_theme(page, "JupyterLab Light")
     page.click(".jp-Det-editSave")
     page.wait_for_selector(".jp-Det-editPanel[hidden]", state="attached")
@@ -229,7 +211,9 @@ def test_sort_filter_bulk_edit_and_one_reused_tab(
     # One tab, reused, with a readable title; Ctrl-click opens a tab of its own.
     page.fill(".jp-Det-nameFilter", tag)
     _wait_listed(page, sorted([done["c"], done["d"], *paused], reverse=True))
-    _shoot(page, "sidebar-table-narrow-light")  # the panel's default width: fewer columns
+    save_sidebar_image(
+        page, "sidebar-table-narrow-light"
+    )  # the panel's default width: fewer columns
     page.click(row_c)
     page.wait_for_function(
         "title => [...document.querySelectorAll('#jp-main-dock-panel .lm-TabBar-tabLabel')]"
