@@ -219,6 +219,10 @@ def wait_for_experiment(
 ) -> dict:
     """Wait until an experiment is in one of `states` and return it (GET /experiments/{id}).
 
+    PAUSED counts once the experiment is really paused: it reads PAUSED at once (Determined's
+    contract) while its runs still checkpoint and exit (`run_state` STOPPING), and a test that
+    acted on that early raced the run it paused.
+
     Args:
         master: the master or a session to it.
         exp_id: the experiment.
@@ -230,7 +234,10 @@ def wait_for_experiment(
 
     def reached() -> dict | None:
         answer = session.get(f"/experiments/{exp_id}")
-        if answer["experiment"]["state"] not in states:
+        experiment = answer["experiment"]
+        if experiment["state"] not in states:
+            return None
+        if experiment["state"] == "PAUSED" and experiment.get("run_state") == "STOPPING":
             return None
         return dict(answer) if full else dict(answer["experiment"])
 
