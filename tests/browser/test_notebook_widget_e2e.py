@@ -346,8 +346,9 @@ def test_a_failing_trial_names_the_notebook_cell_and_line(page, lab: Lab) -> Non
     assert re.search(expected, banner.inner_text()), banner.inner_text()
     prompt = "() => window.jupyterapp.shell.currentWidget.content.widgets[1].model.executionCount"
     assert page.evaluate(prompt) == 2  # what its prompt shows: [2]
-    assert experiment(lab, experiment_id)["experiment"]["state"] == "ERROR"
+    # The banner comes with the trial's error; the experiment ends just after it.
     page.wait_for_selector(f"{WIDGET} .jp-Det-nbStatus:has-text('Finished (ERROR)')")
+    assert experiment(lab, experiment_id)["experiment"]["state"] == "ERROR"
     shoot(page, "widget-error")
 
     # Go to cell: the cell selected, its editor in edit mode, the cursor on the failing line.

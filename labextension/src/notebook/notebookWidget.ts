@@ -281,7 +281,10 @@ export class ExperimentOutput extends Panel implements IRenderMime.IRenderer {
       return;
     }
     const state = this._view?.model.experiment?.state ?? '';
-    const done = TERMINAL.has(state);
+    // "Finished" only once the final state is in the output (`_writeFinalSnapshot`): the model
+    // turns terminal first (the event stream, the round's fetch), and a notebook saved on
+    // seeing "Finished" would otherwise keep the snapshot of a running experiment.
+    const done = TERMINAL.has(state) && this._wroteFinal;
     replaceChildren(
       this._status,
       h('span', {

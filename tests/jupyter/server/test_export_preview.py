@@ -156,12 +156,18 @@ def jp_server_config(tmp_path, monkeypatch):
     return hosted_server_config(tmp_path, monkeypatch, cpu_slots=1)
 
 
+# The first preview imports IPython's transformers in a worker thread: seconds on a loaded
+# two-core CI machine, past tornado's 20 s default when browser tests run beside it.
+PATIENT = {"request_timeout": 120}
+
+
 async def test_the_endpoint_answers_the_preview(jp_fetch) -> None:
     response = await jp_fetch(
         "determined",
         "export-preview",
         method="POST",
         body=json.dumps({"cells": NOTEBOOK, "submit_cell_id": "submit", "path": "train.ipynb"}),
+        **PATIENT,
     )
     answer = json.loads(response.body)
     assert answer["mode"] == "cell" and answer["notebook_path"] == "train.ipynb"
@@ -181,7 +187,9 @@ async def test_the_endpoint_refuses_bad_requests_with_a_message(jp_fetch) -> Non
         ({"cells": "x = 1"}, "cells: expected a list"),
     ]:
         with pytest.raises(tornado.httpclient.HTTPClientError) as error:
-            await jp_fetch("determined", "export-preview", method="POST", body=json.dumps(body))
+            await jp_fetch(
+                "determined", "export-preview", method="POST", body=json.dumps(body), **PATIENT
+            )
         assert error.value.code == 400
         assert message in json.loads(error.value.response.body)["message"]
 
