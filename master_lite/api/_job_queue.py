@@ -58,7 +58,7 @@ QUEUE_CONTROL = {
         ["jobId"],
         jobId=JOB_ID,
         priority={**INTEGER, "minimum": 1, "maximum": 99},
-        weight={**NUMBER, "exclusiveMinimum": 0},
+        weight={**NUMBER, "description": "> 0"},
         aheadOf={**JOB_ID, "description": "put it just before this job (same pool)"},
         behindOf={**JOB_ID, "description": "put it just after this job (same pool)"},
         resourcePool={**STRING, "description": "its waiting trials wait in this pool"},
