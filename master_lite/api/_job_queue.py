@@ -96,7 +96,9 @@ class JobQueuesHandler(ApiHandlerMixin):
                 check_readable(self.master, self.principal, "experiment", [exp_id, *anchors])
                 check_owner(self.master, self.principal, "experiment", exp_id, "update")
             except errors.NotFound as exc:
-                raise errors.NotFound(f"body.updates[{n}]: {exc} (det job list shows the jobs)")
+                raise errors.NotFound(
+                    f"body.updates[{n}]: {exc} (det job list shows the jobs)"
+                ) from None
         self.send_json(self.master.edits.job_queue.update(updates))
 
 
