@@ -271,7 +271,12 @@ export class QueueSection {
         { class: 'jp-Det-q-job' },
         name,
         // In a narrow panel the user and state columns give way; they show here instead.
-        h('span', { class: 'jp-Det-q-narrowMeta' }, `${job.username} · ${state}`)
+        h(
+          'span',
+          { class: 'jp-Det-q-narrowMeta' },
+          `${job.username} · ${state}`,
+          h('span', { class: 'jp-Det-q-narrowSlots' }, ` · ${slotsText(job)} slots`)
+        )
       ),
       h('td', { class: 'jp-Det-q-user' }, job.username),
       h('td', { class: 'jp-Det-q-prio' }, this._field(job, 'priority', editable)),
