@@ -6,6 +6,7 @@ from typing import Any
 
 from master_lite.api._base import ApiHandlerMixin
 from master_lite.api._declarations import Route
+from master_lite.api._job_queue import JOB_SCHEMA
 from master_lite.api._schema_types import (  # noqa: F401 - the route modules import them from here
     BOOLEAN,
     EMPTY,
@@ -43,6 +44,7 @@ _NOTEBOOK_ERROR = obj(
 
 SCHEMAS: dict[str, dict] = {
     "Error": obj(["message"], message=STRING, errors=array(STRING)),
+    "Job": JOB_SCHEMA,  # Determined's jobv1.Job (GET /job-queues)
     "Experiment": obj(
         ["id", "state"],
         id=INTEGER,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from master_lite._core._events import EVENT_TYPES
 from master_lite.api import _allocations, _checkpoints, _events, _experiments, _openapi
 from master_lite.api._declarations import Listing, Operation, Owner, Param, Reads, Route, TrialScope
+from master_lite.api._job_queue import JOB_QUEUE_ROUTES
 from master_lite.api._model_routes import MODEL_ROUTES
 from master_lite.api._openapi import (
     EMPTY,
@@ -371,6 +372,7 @@ ROUTES: tuple[Route, ...] = (
     *MODEL_ROUTES,
     *USER_ROUTES,
     *WORKSPACE_ROUTES,
+    *JOB_QUEUE_ROUTES,
     Route(
         "/resources",
         _allocations.ResourcesHandler,

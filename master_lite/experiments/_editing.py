@@ -17,6 +17,7 @@ from master_lite._core._shared import MasterState
 from master_lite._core._views import Views
 from master_lite.checkpoints import under_storage_roots
 from master_lite.checkpoints._checkpoints import Checkpoints
+from master_lite.experiments._job_queue import JobQueue
 from master_lite.experiments._searchers import Searchers
 from master_lite.runs import Runs, allocation_id_for
 from master_lite.tensorboards._tensorboards import experiment_files_dir
@@ -105,6 +106,13 @@ class ExperimentEdits:
         self._checkpoints = checkpoints
         # The checkpoint GC's one safe deletion (through the master: the GC starts with it).
         self._delete_checkpoint_files = delete_checkpoint_files
+        # The job queue's changes are edits too (`master.edits.job_queue`, docs/scheduling.md).
+        self.job_queue = JobQueue(
+            shared,
+            views=views,
+            runs=runs,
+            edit_resources=lambda exp_id, edit: self.patch_experiment(exp_id, resources=edit),
+        )
 
     def patch_experiment(
         self,

@@ -42,6 +42,7 @@ from master_lite.runs._scheduling import (
     log_rebalance,
     never_fits_line,
     trial_request,
+    update_waiting,
 )
 from master_lite.scheduler import GPU, Grant, PortAllocator, Scheduler
 from master_lite.store import AllocationRow, CheckpointRow, TrialRow
@@ -233,12 +234,10 @@ class Runs:
         self.run_scheduler()
 
     def reprioritize(self, exp_id: int) -> None:
-        """The experiment's `resources.priority` and `max_slots` changed: its waiting trials
-        wait with the new values, and whatever that lets start, starts."""
+        """The experiment's `resources` (priority, max_slots, weight, pool) or queue position
+        changed: its waiting trials wait with the new values; what that lets start, starts."""
         probe = trial_request(self._shared, self.scheduler, 0, self._views.experiment_row(exp_id))
-        self.scheduler.update_experiment(
-            exp_id, priority=probe.priority, max_slots=probe.max_slots, weight=probe.weight
-        )
+        update_waiting(self.scheduler, probe)
         self.run_scheduler()
 
     def cancel_request(self, trial_id: int) -> None:

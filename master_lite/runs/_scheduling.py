@@ -56,6 +56,27 @@ def trial_request(
         user=owner_name(shared, experiment),
         weight=1.0 if weight is None else float(weight),
         pool=resources.get("resource_pool") or scheduler.default_pool,
+        position=queue_position(experiment),
+    )
+
+
+def queue_position(experiment: ExperimentRow) -> float:
+    """The experiment's place in the job queue: where a user moved it, else its id (so the
+    jobs of one priority go first come, first served, as Determined's queue positions do)."""
+    moved = experiment.queue_position
+    return float(experiment.id) if moved is None else float(moved)
+
+
+def update_waiting(scheduler: Scheduler, probe: AllocationRequest) -> None:
+    """The experiment's waiting requests take the values of `probe` (a request built from its
+    row now): priority, max_slots, weight, queue position and pool."""
+    scheduler.update_experiment(
+        probe.experiment_id,
+        priority=probe.priority,
+        max_slots=probe.max_slots,
+        weight=probe.weight,
+        position=probe.position,
+        pool=probe.pool,
     )
 
 
@@ -134,6 +155,8 @@ __all__ = [
     "log_rebalance",
     "never_fits_line",
     "owner_name",
+    "queue_position",
     "rebalance_line",
     "trial_request",
+    "update_waiting",
 ]

@@ -9,7 +9,8 @@ from master_lite.scheduler._fair_share import fair_share_pool
 from master_lite.scheduler._policy import Decision, Holding, Ledger, Policy, Request
 from master_lite.scheduler._priority import priority_pool
 
-_QUEUE_ORDER = operator.attrgetter("priority", "order")
+# The queue's order: priority, then the job's queue position, then arrival.
+_QUEUE_ORDER = operator.attrgetter("priority", "position", "order")
 
 
 def decide(
@@ -56,9 +57,9 @@ def decide(
                 pool, capacity, mine, waiting, ledger, policy, now, decision, last_served or {}
             )
     if zero_slot or len(by_pool) > 1:
-        # Start order: the queue's (priority, arrival) order over pools and zero-slot requests
-        # (one pool's grants are in that order already).
-        rank = {r.key: (r.priority, r.order) for r in requests}
+        # Start order: the queue's order over pools and zero-slot requests (one pool's grants
+        # are in that order already).
+        rank = {r.key: _QUEUE_ORDER(r) for r in requests}
         decision.grants.sort(key=rank.__getitem__)
     return decision
 

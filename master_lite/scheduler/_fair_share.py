@@ -5,7 +5,8 @@
    (water-filling; a share never exceeds the demand). Ties go to the user served least
    recently, so that when there are more users than slots, slots rotate instead of staying put.
 2. Each user's share divided the same way between their experiments, by `resources.weight`
-   (ties: the more important priority, then the older request).
+   (ties: the more important priority, then the earlier queue position, then the older
+   request): a user's own jobs are ordered by the job queue (`det job update --ahead-of`).
 3. Requests *within* their share (their user's and their experiment's holdings plus the request
    fit the shares; or they hold nothing yet and their share is not zero) start if their slots
    are free; otherwise they claim the free slots, those of runs already asked to exit, and
@@ -15,9 +16,9 @@
    between them, the shares decide who gets the slots that come free. A request within its
    share whose slots cannot be had yet keeps the free ones it will need (head-of-line
    reservation, so a gang is not starved by a stream of smaller requests).
-4. Free slots left over go to the other requests in (priority, arrival) order (work-conserving:
-   a lone user gets the whole pool); they are the first preempted when someone else's share
-   needs them.
+4. Free slots left over go to the other requests in queue order (priority, queue position,
+   arrival; work-conserving: a lone user gets the whole pool); they are the first preempted
+   when someone else's share needs them.
 """
 
 from __future__ import annotations
@@ -73,22 +74,22 @@ def _shares(
     exp_demand: dict[int, int] = {}
     exp_user: dict[int, str] = {}
     exp_weight: dict[int, float] = {}
-    exp_tie: dict[int, tuple[int, int]] = {}
-    # `wanting` is in (priority, order) order: an experiment's first request is its tie.
+    exp_tie: dict[int, tuple[int, float, int]] = {}
+    # `wanting` is in queue order: an experiment's first request is its tie.
     items: list[Holding | Request] = [*wanting, *active]
     for item in items:
         user, exp, slots = item.user, item.experiment_id, item.slots
         user_demand[user] = user_demand.get(user, 0) + slots
         if exp in exp_demand:
             exp_demand[exp] += slots
-            tie = (item.priority, item.order)
+            tie = (item.priority, item.position, item.order)
             if tie < exp_tie[exp]:
                 exp_tie[exp] = tie
         else:
             exp_demand[exp] = slots
             exp_user[exp] = user
             exp_weight[exp] = item.weight if item.weight > 0 else 1.0
-            exp_tie[exp] = (item.priority, item.order)
+            exp_tie[exp] = (item.priority, item.position, item.order)
     for user in user_demand:
         user_tie[user] = last_served.get(user, _NEVER)
     quota_capped = {

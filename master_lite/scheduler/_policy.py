@@ -89,6 +89,7 @@ class Holding:
     weight: float = 1.0
     pool: str = DEFAULT_POOL
     order: int = 0  # the arrival order of the request it was granted for
+    position: float = 0.0  # its experiment's queue position (see Request.position)
     stopping: bool = False  # already asked to exit: never chosen again; its slots come free
 
 
@@ -105,6 +106,10 @@ class Request:
     weight: float = 1.0
     pool: str = DEFAULT_POOL
     max_slots: int | None = None  # the experiment's resources.max_slots
+    # The experiment's place in the job queue (smaller: earlier), the sort key between
+    # priority and arrival: requests go in (priority, position, order) order. The master
+    # sets it to the experiment's id unless a user moved the job (`det job update --ahead-of`).
+    position: float = 0.0
 
 
 @dataclasses.dataclass

@@ -1,6 +1,8 @@
 """The `priority` policy for one pool (Determined's priority scheduler).
 
-Requests are taken in (priority, arrival) order, smaller priority first. One that fits starts.
+Requests are taken in queue order: smaller priority first, then the job's queue position (a
+job moved with `det job update --ahead-of/--behind-of`; else its experiment id, so jobs of one
+priority go first come, first served), then arrival. One that fits starts.
 One that does not fit *claims* slots: the free ones, then those of runs already asked to exit,
 then (with preemption on) those of running allocations of a strictly less important priority,
 least important first and newest first among equals. A request whose claim cannot be met

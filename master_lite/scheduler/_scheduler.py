@@ -41,6 +41,7 @@ class AllocationRequest:
     user: str = ""  # the experiment's owner (fair share and quotas are per user)
     weight: float = 1.0  # the experiment's resources.weight
     pool: str = DEFAULT_POOL  # the experiment's resources.resource_pool
+    position: float = 0.0  # the experiment's job queue position (`Request.position`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +67,7 @@ class QueueEntry:
     state: str  # QUEUED | RUNNING | STOPPING
     wait_reason: str | None
     order: int  # arrival order (smaller: earlier)
+    position: float = 0.0  # the experiment's job queue position
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +132,7 @@ class Scheduler:
         return list(self.pools.get(pool, []))
 
     def pending(self) -> list[AllocationRequest]:
-        return sorted(self._pending.values(), key=lambda r: (r.priority, r.order))
+        return sorted(self._pending.values(), key=lambda r: (r.priority, r.position, r.order))
 
     def granted(self) -> dict[str, Grant]:
         return dict(self._granted)
@@ -153,15 +155,27 @@ class Scheduler:
         priority: int,
         max_slots: int | None,
         weight: float | None = None,
+        position: float | None = None,
+        pool: str | None = None,
     ) -> None:
-        """New priority, max_slots (and weight) for the experiment's waiting requests (granted
-        ones keep their slots; its later requests carry the new values themselves)."""
+        """New priority, max_slots (and weight, queue position, pool) for the experiment's
+        waiting requests (granted ones keep their slots, in their pool; its later requests
+        carry the new values themselves). A new position also reorders its granted ones in
+        `queue()`."""
         for request in self._pending.values():
             if request.experiment_id == experiment_id:
                 request.priority = priority
                 request.max_slots = max_slots
                 if weight is not None:
                     request.weight = weight
+                if position is not None:
+                    request.position = position
+                if pool is not None:
+                    request.pool = pool
+        if position is not None:
+            for grant in self._granted.values():
+                if grant.request.experiment_id == experiment_id:
+                    grant.request.position = position
 
     def cancel(self, key: str) -> None:
         """Drop a pending request or release a granted one."""
@@ -211,6 +225,7 @@ class Scheduler:
                 weight=g.request.weight,
                 pool=g.request.pool,
                 order=g.request.order,
+                position=g.request.position,
                 stopping=key in self._stopping,
             )
             for key, g in self._granted.items()
@@ -228,6 +243,7 @@ class Scheduler:
                 weight=r.weight,
                 pool=r.pool,
                 max_slots=r.max_slots,
+                position=r.position,
             )
             for r in self._pending.values()
         ]
@@ -286,7 +302,7 @@ class Scheduler:
 
     def queue(self) -> list[QueueEntry]:
         """Every allocation the scheduler knows, in queue order: by pool, then running before
-        waiting, then (priority, arrival)."""
+        waiting, then (priority, queue position, arrival)."""
         entries = [
             QueueEntry(
                 key=key,
@@ -300,6 +316,7 @@ class Scheduler:
                 state="STOPPING" if key in self._stopping else "RUNNING",
                 wait_reason=None,
                 order=g.request.order,
+                position=g.request.position,
             )
             for key, g in self._granted.items()
         ]
@@ -316,10 +333,11 @@ class Scheduler:
                 state="QUEUED",
                 wait_reason=self._reasons.get(r.allocation_key),
                 order=r.order,
+                position=r.position,
             )
             for r in self._pending.values()
         )
-        entries.sort(key=lambda e: (e.pool, e.state == "QUEUED", e.priority, e.order))
+        entries.sort(key=lambda e: (e.pool, e.state == "QUEUED", e.priority, e.position, e.order))
         return entries
 
     def _grant(self, request: AllocationRequest, slot_ids: tuple[int, ...], now: float) -> Grant:

@@ -228,6 +228,7 @@ LISTING_COLUMNS = (
     "notes",
     "owner_id",
     "project_id",
+    "queue_position",
 )
 
 

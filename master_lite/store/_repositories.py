@@ -213,6 +213,10 @@ class Experiments(TypedRepository[ExperimentRow]):
         """The experiment's expanded config (a user's edit of its `resources`)."""
         self._update(experiment_id, config=config)
 
+    def set_queue_position(self, experiment_id: int, position: float) -> None:
+        """The experiment's place in the job queue (`det job update --ahead-of/--behind-of`)."""
+        self._update(experiment_id, queue_position=float(position))
+
     def set_progress(self, experiment_id: int, progress: float) -> None:
         """The experiment's progress, clamped to 0..1 (its searcher's, or its trials' mean)."""
         self._update(experiment_id, progress=max(0.0, min(1.0, float(progress))))

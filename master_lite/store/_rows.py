@@ -99,6 +99,7 @@ class ExperimentRow(Row):
     notes: str  # migration 7
     owner_id: int  # migration 8: the user who created it (1: the owner account)
     project_id: int  # migration 9: its project (1: "Uncategorized")
+    queue_position: float | None  # migration 10: its job queue place if moved (None: its id)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -273,6 +273,13 @@ ALTER TABLE experiments ADD COLUMN project_id INTEGER NOT NULL DEFAULT 1;
 CREATE INDEX experiments_by_project ON experiments (project_id)
 """
 
+# The job queue (docs/scheduling.md, "Job queue"): an experiment's place among the jobs of its
+# priority, set by `det job update --ahead-of/--behind-of` (NULL: never moved; its id is its
+# place), so that a master restart keeps the order users chose.
+MIGRATION_10_QUEUE_POSITION = """
+ALTER TABLE experiments ADD COLUMN queue_position REAL
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_INITIAL,
     MIGRATION_2_FAULT_TOLERANCE,
@@ -283,6 +290,7 @@ MIGRATIONS: list[str] = [
     MIGRATION_7_EXPERIMENT_NOTES,
     MIGRATION_8_USERS,
     MIGRATION_9_WORKSPACES,
+    MIGRATION_10_QUEUE_POSITION,
 ]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.

@@ -86,6 +86,40 @@ export interface ApiExperiment {
   workspaceName?: string | null;
 }
 
+export interface ApiJob {
+  /** exp-<experiment id> (the bare experiment id is accepted) */
+  jobId: string;
+  type: 'TYPE_EXPERIMENT';
+  /** the experiment id */
+  entityId: string;
+  /** the experiment's name */
+  name: string;
+  username?: string;
+  userId?: number;
+  workspaceId?: number;
+  resourcePool: string;
+  isPreemptible?: boolean;
+  /** resources.priority (smaller: more important) */
+  priority?: number;
+  /** resources.weight (its fair share weight) */
+  weight?: number;
+  /** slots its waiting and running trials need */
+  requestedSlots?: number;
+  /** slots its trials hold */
+  allocatedSlots?: number;
+  submissionTime?: string;
+  progress?: number | null;
+  summary: {
+    state: 'STATE_QUEUED' | 'STATE_SCHEDULED';
+    /** jobs before it in its pool's queue */
+    jobsAhead: number;
+  };
+  /** 1-based rank in its pool's queue (ours) */
+  position: number;
+  /** why its first waiting trial waits, in words (ours) */
+  waitReason?: string | null;
+}
+
 export interface ApiLog {
   id: number;
   trial_id: number;
