@@ -199,11 +199,11 @@ describe('typed values', () => {
     }
   });
 
-  test('a weight is a number of 0 or more', () => {
+  test('a weight is a number above 0', () => {
     assert.deepEqual(parseWeight('0.5'), { value: 0.5 });
-    assert.deepEqual(parseWeight('0'), { value: 0 });
-    for (const bad of ['', '-1', 'x', 'Infinity']) {
-      assert.match(parseWeight(bad).error ?? '', /weight: type a number of 0 or more/, bad);
+    assert.deepEqual(parseWeight(' 2 '), { value: 2 });
+    for (const bad of ['', '0', '-1', 'x', 'Infinity']) {
+      assert.match(parseWeight(bad).error ?? '', /weight: type a number above 0/, bad);
     }
   });
 });

@@ -4,32 +4,20 @@
  * resource pool; owners and admins reorder it (priority, weight, ahead of / behind a job).
  */
 import type { DeterminedClient } from './client';
+import type { ApiJob } from './contract.generated';
 
-/** A job of the queue (Determined's `jobv1.Job`, plus `position` and `waitReason`). */
-export interface IJob {
-  /** Opaque id, `exp-<experiment id>` for an experiment. */
-  jobId: string;
-  type: string;
-  /** The experiment's id, as a string. */
-  entityId: string;
-  name: string;
+/**
+ * A job of the queue (Determined's `jobv1.Job`, plus `position` and `waitReason`): the fields
+ * the master always serves for an experiment's job are required here.
+ */
+export interface IJob extends ApiJob {
   username: string;
   userId: number;
-  workspaceId?: number;
-  resourcePool: string;
-  isPreemptible?: boolean;
   /** 1–99, smaller is more important. */
   priority: number;
   weight: number;
   requestedSlots: number;
   allocatedSlots: number;
-  submissionTime: string;
-  progress?: number | null;
-  summary: { state: 'STATE_QUEUED' | 'STATE_SCHEDULED' | string; jobsAhead: number };
-  /** 1-based rank in its pool's queue. */
-  position: number;
-  /** The scheduler's words for why a queued job waits (docs/scheduling.md); null otherwise. */
-  waitReason?: string | null;
 }
 
 /** One change of the queue (Determined's QueueControl): exactly one action per update. */

@@ -88,7 +88,7 @@ export function jobLabel(job: Pick<IJob, 'name' | 'jobId'>): string {
 
 /** Queued or Scheduled (Determined's words), from the job's summary. */
 export function jobStateText(job: Pick<IJob, 'summary'>): string {
-  const state = job.summary?.state ?? '';
+  const state: string = job.summary?.state ?? '';
   if (state === 'STATE_SCHEDULED') {
     return 'Scheduled';
   }
@@ -124,12 +124,13 @@ export function parsePriority(text: string): Parsed {
   return { value };
 }
 
-/** A weight: a number ≥ 0 (its share of the user's slots under fair share). */
+/** A weight: a number above 0 (its share of the user's slots under fair share), as the
+ * job queue API requires. */
 export function parseWeight(text: string): Parsed {
   const trimmed = text.trim();
   const value = Number(trimmed);
-  if (!trimmed || !Number.isFinite(value) || value < 0) {
-    return { error: `weight: type a number of 0 or more (e.g. 2 or 0.5), not “${trimmed}”` };
+  if (!trimmed || !Number.isFinite(value) || value <= 0) {
+    return { error: `weight: type a number above 0 (e.g. 2 or 0.5), not “${trimmed}”` };
   }
   return { value };
 }

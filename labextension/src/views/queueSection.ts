@@ -316,7 +316,7 @@ export class QueueSection {
       title:
         field === 'priority'
           ? 'Priority 1–99 (smaller runs first, and may preempt); Enter sets it'
-          : 'Weight ≥ 0 (its share of its user’s slots under fair share); Enter sets it',
+          : 'Weight > 0 (its share of its user’s slots under fair share); Enter sets it',
       attrs: {
         'aria-label': `${field} of ${job.jobId}`,
         ...(draft !== undefined ? { 'aria-invalid': 'true' } : {})
