@@ -118,14 +118,15 @@ describe('the job-queue client', () => {
   test('a refused change is the master’s message, with its status', async () => {
     const { client } = fakeClient(() => ({
       status: 403,
-      body: { message: 'exp-3: only its owner (alice) or an admin may change it' }
+      body: { message: 'experiment 3 belongs to alice: only alice or an admin may update it' }
     }));
     await assert.rejects(
       updateJobQueue(client, [{ jobId: 'exp-3', priority: 10 }]),
       (error: unknown) =>
         error instanceof DeterminedApiError &&
         error.status === 403 &&
-        describeError(error) === 'exp-3: only its owner (alice) or an admin may change it'
+        describeError(error) ===
+          'experiment 3 belongs to alice: only alice or an admin may update it'
     );
   });
 

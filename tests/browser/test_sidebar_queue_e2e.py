@@ -160,7 +160,24 @@ def test_the_queue_lists_jobs_in_order_and_moving_one_up_reorders_it(
         _wait_rows(page, moved)
         assert _queue_ids(lab) == moved
 
-        # A weight typed and Enter: set in the master.
+        # A change the master refuses (as it answers another user's job: 403) shows its
+        # message; the queue on screen stays as it was.
+        refusal = f"experiment {big} belongs to ann: only ann or an admin may update it"
+
+        def refuse(route: Any) -> None:
+            if route.request.method == "POST":
+                route.fulfill(status=403, json={"message": refusal})
+            else:
+                route.continue_()
+
+        page.route("**/determined/api/v1/job-queues*", refuse)
+        page.click(f'{QUEUE} tr.jp-Det-queueRow[data-job-id="exp-{big}"] .jp-Det-q-down')
+        error = page.wait_for_selector(f"{QUEUE} .jp-Det-error", timeout=10_000)
+        assert error.inner_text() == f"Cannot move exp-{big} down: {refusal}"
+        page.unroute("**/determined/api/v1/job-queues*", refuse)
+        assert _rows_shown(page) == moved and _queue_ids(lab) == moved
+
+        # A weight typed and Enter: set in the master (and the refusal's message goes).
         weight = f'{QUEUE} tr.jp-Det-queueRow[data-job-id="exp-{sweep}"] .jp-Det-q-weightInput'
         page.fill(weight, "2")
         page.press(weight, "Enter")

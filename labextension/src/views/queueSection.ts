@@ -54,6 +54,8 @@ export class QueueSection {
   /** A render that waits until the user leaves a field (a rebuild would drop their typing). */
   private _deferred = false;
   private _busy = false;
+  /** What the rows on screen show (render skips an unchanged queue). */
+  private _renderedKey = '';
 
   constructor(
     private readonly _client: DeterminedClient,
@@ -166,6 +168,12 @@ export class QueueSection {
     if (!this._loaded) {
       return;
     }
+    // A poll that changed nothing leaves the rows alone (a focused button keeps its focus).
+    const key = JSON.stringify([this._jobs, this._user, [...this._drafts], this._busy]);
+    if (key === this._renderedKey) {
+      return;
+    }
+    this._renderedKey = key;
     this._count.textContent = ` (${this._jobs.length})`;
     if (!this._jobs.length) {
       replaceChildren(

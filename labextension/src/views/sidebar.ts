@@ -123,8 +123,13 @@ export class DeterminedSidebar extends Widget {
         'button',
         {
           class: 'jp-Det-button jp-Det-refresh',
-          title: 'Reload the experiment list',
-          on: { click: () => void this.refresh() }
+          title: 'Reload the experiment list and the queue',
+          on: {
+            click: () => {
+              void this.refresh();
+              void this.queue.refresh();
+            }
+          }
         },
         'Refresh'
       )
