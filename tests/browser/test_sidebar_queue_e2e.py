@@ -208,6 +208,12 @@ def test_the_queue_lists_jobs_in_order_and_moving_one_up_reorders_it(
         set_theme(page, "JupyterLab Dark")
         save_sidebar_image(page, "sidebar-queue-dark")
         set_theme(page, "JupyterLab Light")
+        # The title folds the section (the room goes to the experiment table) and unfolds it.
+        page.click(f"{QUEUE} .jp-Det-queue-toggle")
+        page.wait_for_selector(f"{QUEUE} .jp-Det-queue-body", state="hidden", timeout=5_000)
+        page.click(f"{QUEUE} .jp-Det-queue-toggle")
+        page.wait_for_selector(f"{QUEUE} .jp-Det-queue-body", state="visible", timeout=5_000)
+
         # The job's name opens its experiment, whose trials table says why the trial waits
         # under its state (the notebook widget shows the same view).
         page.click(f'{QUEUE} tr.jp-Det-queueRow[data-job-id="exp-{sweep}"] .jp-Det-q-name')

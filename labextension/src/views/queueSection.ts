@@ -73,7 +73,29 @@ export class QueueSection {
         class: 'jp-Det-queue',
         attrs: { 'data-loaded': 'false', role: 'region', 'aria-label': 'Job queue' }
       },
-      h('div', { class: 'jp-Det-queue-title' }, 'Queue', this._count),
+      h(
+        'div',
+        { class: 'jp-Det-queue-title' },
+        h(
+          'button',
+          {
+            class: 'jp-Det-queue-toggle',
+            title: 'Show or hide the job queue',
+            attrs: { 'aria-expanded': 'true' },
+            on: {
+              click: event => {
+                // Folded, the panel's room goes to the experiment table; loading goes on.
+                const button = event.currentTarget as HTMLElement;
+                const open = this.node.dataset.collapsed === 'true';
+                this.node.dataset.collapsed = String(!open);
+                button.setAttribute('aria-expanded', String(open));
+              }
+            }
+          },
+          'Queue'
+        ),
+        this._count
+      ),
       this._message,
       this._actionMessage,
       this._body
