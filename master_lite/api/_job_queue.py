@@ -58,7 +58,7 @@ QUEUE_CONTROL = {
         ["jobId"],
         jobId=JOB_ID,
         priority={**INTEGER, "minimum": 1, "maximum": 99},
-        weight={**NUMBER, "exclusiveMinimum": 0},
+        weight={**NUMBER, "description": "> 0"},
         aheadOf={**JOB_ID, "description": "put it just before this job (same pool)"},
         behindOf={**JOB_ID, "description": "put it just after this job (same pool)"},
         resourcePool={**STRING, "description": "its waiting trials wait in this pool"},
@@ -96,7 +96,9 @@ class JobQueuesHandler(ApiHandlerMixin):
                 check_readable(self.master, self.principal, "experiment", [exp_id, *anchors])
                 check_owner(self.master, self.principal, "experiment", exp_id, "update")
             except errors.NotFound as exc:
-                raise errors.NotFound(f"body.updates[{n}]: {exc} (det job list shows the jobs)")
+                raise errors.NotFound(
+                    f"body.updates[{n}]: {exc} (det job list shows the jobs)"
+                ) from None
         self.send_json(self.master.edits.job_queue.update(updates))
 
 

@@ -1,8 +1,8 @@
 """`read_access = "own"` walks the whole route table (docs/team.md, "Who may read").
 
 alice owns one of everything (a workspace, a project in it, an experiment there with a trial,
-logs, an allocation and a checkpoint, a model with a version and a label, a TensorBoard). For
-every GET of `master_lite.api.ROUTES`, filled in with alice's objects:
+logs, an allocation and a checkpoint, a model with a version and a label, a TensorBoard, a job
+in the queue). For every GET of `master_lite.api.ROUTES`, filled in with alice's objects:
 
 * the operation has a read rule (tests/master_lite/api/test_read_rules.py);
 * bob (a user, not an admin) gets a 404 for a path that names alice's object, and answers
@@ -115,6 +115,10 @@ async def alices_objects(api: Api, alice: str) -> dict[str, Any]:
     board = await ok(
         api, "POST", "/tensorboards", {"experiment_ids": [run["experiment_id"]]}, token=alice
     )
+    # A job in the queue: a trial needing 2 slots of the master's 1 waits (no process runs).
+    queued = {**CONFIG, "name": f"{SECRET}-queued", "resources": {"slots_per_trial": 2}}
+    context = context_tarball({"train.py": "print(1)\n"})
+    await ok(api, "POST", "/experiments", {"config": queued, "context": context}, token=alice)
     return {
         "experiment_id": run["experiment_id"],
         "trial_id": trial_id,

@@ -17,6 +17,7 @@ from determined.cli import (
     _experiment,
     _image,
     _info,
+    _job,
     _model,
     _preview,
     _resource_pool,
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     _info.add_parser(nouns)
     _image.add_parser(nouns)
     _resource_pool.add_parser(nouns)
+    _job.add_parser(nouns)
     return parser
 
 
