@@ -66,11 +66,45 @@ def cut_line(text: str, limit: int = LOG_LINE_MAX_CHARS) -> str:
 
 
 def display_state(trial: dict) -> str:
-    """The state a person should see: a trial waiting for slots is QUEUED, not ACTIVE."""
+    """The state a person should see: a trial waiting for slots is QUEUED, not ACTIVE; one whose
+    run was asked to exit (paused, preempted) and has not yet is PAUSING (as the live view)."""
     state = str(trial.get("state") or "")
     if state == "ACTIVE" and trial.get("run_state") == "QUEUED":
         return "QUEUED"
+    if state in ("ACTIVE", "PAUSED") and trial.get("run_state") == "STOPPING":
+        return "PAUSING"
     return state
+
+
+# Why a run was asked to exit (`stop_reason`), in the live view's words (model/states.ts).
+STOP_REASONS = {
+    "pause": "user pause",
+    "master-stop": "master stopping",
+    "cancel": "experiment canceled",
+    "stop": "the searcher stopped it",
+    "kill": "killed",
+    "kill-trial": "killed",
+}
+PREEMPTED_NOTE = (
+    "preempted: the scheduler gave its slots to another job; it resumes from its checkpoint"
+)
+
+
+def trial_note(trial: dict) -> str:
+    """Why a trial is where it is, in words ('' when nothing needs saying): why it ended
+    (ERROR, CANCELED), why it waits (QUEUED: the scheduler's wait_reason), or why its run is
+    stopping (preempted by the scheduler, paused, ...)."""
+    state = display_state(trial)
+    if state in ("ERROR", "CANCELED"):
+        return str(trial.get("exit_summary") or "")
+    if state == "QUEUED":
+        return str(trial.get("wait_reason") or "")
+    if state == "PAUSING":
+        reason = trial.get("stop_reason")
+        if reason == "rebalance":
+            return PREEMPTED_NOTE
+        return f"stopping: {STOP_REASONS.get(str(reason), 'asked to stop')}"
+    return ""
 
 
 def _best_of(trial: dict, metric: str) -> Any:
@@ -114,14 +148,15 @@ def thin(points: list[list[float]], limit: int) -> list[list[float]]:
 
 
 def render_trials_table(trials: list[dict], metric: str) -> str:
-    """The trials as an HTML table: id, state (and why it ended), hyperparameters, steps, best."""
+    """The trials as an HTML table: id, state (and why it ended, waits or is preempted),
+    hyperparameters, steps, best."""
     if not trials:
         return "<div><i>no trials yet</i></div>"
     cell = "padding:2px 10px 2px 0;text-align:left;vertical-align:top"
     rows = []
     for trial in trials:
         state = display_state(trial)
-        note = trial.get("exit_summary") if state in ("ERROR", "CANCELED") else None
+        note = trial_note(trial)
         hparams = (
             ", ".join(
                 f"{key}={format_number(value)}" for key, value in sorted(trial["hparams"].items())
@@ -241,7 +276,8 @@ def snapshot_html(snapshot: dict) -> str:
 
 
 def snapshot_text(snapshot: dict) -> str:
-    """The snapshot as plain text: the experiment's line, then one line per trial."""
+    """The snapshot as plain text: the experiment's line, then one line per trial (with why it
+    waits, was preempted or ended, when there is something to say)."""
     experiment = snapshot.get("experiment") or {}
     metric, state, progress = _summary(experiment)
     lines = [
@@ -249,10 +285,11 @@ def snapshot_text(snapshot: dict) -> str:
         f"({progress:.0%})"
     ]
     for trial in snapshot.get("trials") or []:
+        note = trial_note(trial)
         lines.append(
             f"  trial {trial.get('id')} {display_state(trial)} "
             f"steps={trial.get('steps_completed', 0)} best {metric}="
-            f"{format_number(_best_of(trial, metric))}"
+            f"{format_number(_best_of(trial, metric))}" + (f" ({note})" if note else "")
         )
     return "\n".join(lines)
 
@@ -268,4 +305,5 @@ __all__ = [
     "snapshot_text",
     "thin",
     "top_trials",
+    "trial_note",
 ]

@@ -16,7 +16,8 @@ import {
   stateCategory,
   stopReasonText,
   trialDisplayState,
-  trialExitNote
+  trialExitNote,
+  trialWaitNote
 } from '../src/model/states';
 import { bulkAllowed } from '../src/model/experimentTable';
 import { bestTrialId, defaultPlottedTrials, sortTrials } from '../src/model/trialTable';
@@ -37,6 +38,23 @@ function trial(id: number, overrides: Partial<ITrial> = {}): ITrial {
 }
 
 describe('states', () => {
+  test('a trial says why it waits or is being preempted, in words shown under its state', () => {
+    const quota = 'waiting: ann is at their 2-slot quota';
+    assert.equal(trialWaitNote(trial(1, { run_state: 'QUEUED', wait_reason: quota })), quota);
+    assert.equal(trialWaitNote(trial(1, { run_state: 'QUEUED' })), '', 'no reason given');
+    assert.equal(
+      trialWaitNote(trial(1, { run_state: 'STOPPING', stop_reason: 'rebalance' })),
+      'Preempted: the scheduler gave its slots to another job; it resumes from its checkpoint'
+    );
+    assert.equal(
+      trialWaitNote(trial(1, { state: 'PAUSED', run_state: 'STOPPING', stop_reason: 'pause' })),
+      'Stopping: user pause'
+    );
+    assert.equal(trialWaitNote(trial(1, { run_state: 'RUNNING', wait_reason: null })), '');
+    // A stale wait reason never outlives the wait.
+    assert.equal(trialWaitNote(trial(1, { state: 'COMPLETED', wait_reason: quota })), '');
+  });
+
   test('an active trial waiting for slots shows QUEUED', () => {
     assert.equal(trialDisplayState(trial(1, { run_state: 'QUEUED' })), 'QUEUED');
     assert.equal(trialDisplayState(trial(1, { run_state: 'RUNNING' })), 'ACTIVE');

@@ -76,6 +76,27 @@ export function stopReasonText(reason: string | null | undefined): string {
 }
 
 /**
+ * Why an unfinished trial is where it is, in words shown under its state ('' when nothing needs
+ * saying): QUEUED, the scheduler's reason it waits (quota, fair share, priority, pool); its run
+ * asked to exit, that it is being preempted (rebalance: it resumes from its checkpoint) or why
+ * else it stops. (Why a trial ended is `trialExitNote`.)
+ */
+export function trialWaitNote(
+  trial: Pick<ITrial, 'state' | 'run_state' | 'stop_reason' | 'wait_reason'>
+): string {
+  const state = trialDisplayState(trial);
+  if (state === 'QUEUED') {
+    return trial.wait_reason ?? '';
+  }
+  if (trial.run_state === 'STOPPING' && (trial.state === 'ACTIVE' || trial.state === 'PAUSED')) {
+    return trial.stop_reason === 'rebalance'
+      ? `Preempted: ${stopReasonText('rebalance')}`
+      : `Stopping: ${stopReasonText(trial.stop_reason)}`;
+  }
+  return '';
+}
+
+/**
  * The state an experiment shows: PAUSING while it is PAUSED (or ACTIVE, when the master is
  * stopping) but some of its trials' runs have not exited yet (`counts.stopping`), else its own.
  */

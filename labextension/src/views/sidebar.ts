@@ -1,6 +1,7 @@
 /**
  * The left sidebar panel "Determined": the experiment table (live; `experimentTable.ts`), its
- * filters, bulk actions and editor, the model registry (`modelsSection.ts`), and the cluster strip.
+ * filters, bulk actions and editor, the job queue (`queueSection.ts`), the model registry
+ * (`modelsSection.ts`), and the cluster strip.
  */
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
@@ -30,6 +31,7 @@ import { ExperimentListModel } from '../model/model';
 import { ExperimentEditor } from './experimentEditor';
 import { ExperimentTable, IOpenOptions } from './experimentTable';
 import { ModelsSection } from './modelsSection';
+import { QueueSection } from './queueSection';
 import { PlaceFilters } from './placeFilters';
 import { oncePerFrame, singleFlight } from '../model/schedule';
 import type { IExperiment, INotebookOrigin, ITrial } from '../api/types';
@@ -91,6 +93,7 @@ export class DeterminedSidebar extends Widget {
   private _cluster: ClusterStrip;
   private _places = new PlaceFilters(place => this._setFilter(place));
   readonly models: ModelsSection;
+  readonly queue: QueueSection;
 
   constructor(
     private readonly _client: DeterminedClient,
@@ -120,8 +123,13 @@ export class DeterminedSidebar extends Widget {
         'button',
         {
           class: 'jp-Det-button jp-Det-refresh',
-          title: 'Reload the experiment list',
-          on: { click: () => void this.refresh() }
+          title: 'Reload the experiment list and the queue',
+          on: {
+            click: () => {
+              void this.refresh();
+              void this.queue.refresh();
+            }
+          }
         },
         'Refresh'
       )
@@ -205,6 +213,7 @@ export class DeterminedSidebar extends Widget {
       clear
     );
     this._cluster = new ClusterStrip(_client);
+    this.queue = new QueueSection(_client, _hub, id => this._open(id));
     this.models = new ModelsSection(_client, _hub, _open, useInNotebook);
     const body = h(
       'div',
@@ -216,7 +225,7 @@ export class DeterminedSidebar extends Widget {
       this._status,
       this._table.node
     );
-    this.node.append(header, body, this.models.node, this._cluster.node);
+    this.node.append(header, body, this.queue.node, this.models.node, this._cluster.node);
 
     this.model.changed.connect(() => this._queueRender());
     this._hub.modeChanged.add(mode => this._showFeedMode(mode));
@@ -247,6 +256,7 @@ export class DeterminedSidebar extends Widget {
       });
       this._cluster.start();
       void this.models.start();
+      void this.queue.start();
     }
     return this.refresh();
   }
@@ -415,6 +425,7 @@ export class DeterminedSidebar extends Widget {
     }
     this._unsubscribe?.();
     this.models.dispose();
+    this.queue.dispose();
     this._cluster.dispose();
     super.dispose();
   }

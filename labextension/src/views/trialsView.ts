@@ -11,7 +11,8 @@ import {
   kernelConsoleAction,
   stopReasonText,
   trialDisplayState,
-  trialExitNote
+  trialExitNote,
+  trialWaitNote
 } from '../model/states';
 import {
   bestSearcherMetric,
@@ -149,6 +150,7 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
     });
     const state = trialDisplayState(trial);
     const note = trialExitNote(trial);
+    const waitNote = trialWaitNote(trial);
     const stateTitle =
       state === 'QUEUED'
         ? // The scheduler's words: quota, fair share, priority (docs/scheduling.md).
@@ -184,6 +186,8 @@ export function trialsTable(input: ITrialsTableInput): HTMLElement[] {
           { class: 'jp-Det-trialState' },
           stateBadge(state, stateTitle),
           note ? h('div', { class: 'jp-Det-exitNote', title: note }, note) : null,
+          // Why it waits or is being preempted: visible, not only in the badge's tooltip.
+          waitNote ? h('div', { class: 'jp-Det-waitNote', title: waitNote }, waitNote) : null,
           attachButton(trial, input.onAttach)
         ),
         h(

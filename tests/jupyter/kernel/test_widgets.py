@@ -20,6 +20,7 @@ from jupyter_determined.kernel._widget import (
     render_curve_svg,
     render_trials_table,
     snapshot_html,
+    snapshot_text,
 )
 from tests._support import context_tarball, wait_until
 
@@ -108,7 +109,7 @@ def test_the_output_carries_the_live_view_a_snapshot_and_text() -> None:
     assert bundle["text/plain"].splitlines() == [
         "Experiment 7 digits: COMPLETED (100%)",  # COMPLETED is 100 %, whatever progress said
         "  trial 1 COMPLETED steps=4 best val_error=0.25",
-        "  trial 2 ERROR steps=1 best val_error=0.9",
+        "  trial 2 ERROR steps=1 best val_error=0.9 (killed by SIGKILL (signal 9))",
         "  trial 3 QUEUED steps=0 best val_error=",
     ]
     assert widget.curves() == {"1": [[2.0, 0.4], [4.0, 0.25]], "2": [[1.0, 0.9]]}
@@ -125,6 +126,36 @@ def test_the_html_snapshot_is_escaped_rounded_and_names_states() -> None:
     # live view's), and no script.
     assert page.count("class='det-chart'") == 1
     assert "epoch 1" not in page and "<script" not in page
+
+
+def test_the_snapshot_says_why_a_trial_waits_or_was_preempted() -> None:
+    """A reader of a saved notebook (or a frontend without the labextension) sees the
+    scheduler's reason a trial waits and that a trial is being preempted, not only its state."""
+    waiting = {
+        **TRIALS[2],
+        "wait_reason": "waiting: ann is at their 2-slot quota",
+    }
+    preempted = {
+        "id": 4,
+        "experiment_id": 7,
+        "state": "ACTIVE",
+        "run_state": "STOPPING",
+        "stop_reason": "rebalance",
+        "hparams": {"lr": 0.02},
+        "steps_completed": 3,
+    }
+    paused = {**preempted, "id": 5, "state": "PAUSED", "stop_reason": "pause"}
+    snapshot = {**SNAPSHOT, "trials": [waiting, preempted, paused]}
+    assert snapshot_text(snapshot).splitlines()[1:] == [
+        "  trial 3 QUEUED steps=0 best val_error= (waiting: ann is at their 2-slot quota)",
+        "  trial 4 PAUSING steps=3 best val_error= (preempted: the scheduler gave its slots to "
+        "another job; it resumes from its checkpoint)",
+        "  trial 5 PAUSING steps=3 best val_error= (stopping: user pause)",
+    ]
+    page = snapshot_html(snapshot)
+    assert "waiting: ann is at their 2-slot quota" in page
+    assert "preempted: the scheduler gave its slots to another job" in page
+    assert "stopping: user pause" in page
 
 
 def test_the_widget_and_the_labextension_share_one_contract() -> None:
