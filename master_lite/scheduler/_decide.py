@@ -24,9 +24,10 @@ def decide(
 
     `now` is on the clock of the holdings' `started`; `last_served` (user -> when their last
     request started, same clock) breaks ties between users so that slots rotate (fair_share).
-    Pools are decided one after the other; quotas and `max_slots` count over all pools."""
+    Pools are decided one after the other; quotas (user and workspace) and `max_slots` count
+    over all pools."""
     decision = Decision()
-    ledger = Ledger(holdings)
+    ledger = Ledger(holdings, requests)
     by_pool: dict[str, list[Request]] = {}
     zero_slot = False
     for request in requests:

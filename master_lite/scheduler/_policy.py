@@ -17,8 +17,9 @@ Two policies, named as Determined names them (master/internal/config/scheduler_c
 
 Rules common to both: gang allocation (all of a request's slots at once, or none); an
 allocation younger than `min_run_seconds` is never preempted, nor one already asked to stop;
-victims are taken newest first; an experiment's `max_slots` and a user's slot quota hold a
-request back with a reason; a request needing more slots than its pool has never blocks others.
+victims are taken newest first; an experiment's `max_slots`, a user's slot quota and its
+workspace's slot quota hold a request back with a reason; a request needing more slots than its
+pool has never blocks others.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ class Policy:
     # overrides of it.
     max_slots_per_user: int | None = None
     user_max_slots: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # The most slots the experiments of one workspace may hold at once, over all pools, by
+    # workspace id (workspaces without an entry: no limit). Set by admins at run time
+    # (Determined's workspace resource quota; docs/scheduling.md, "Quotas").
+    workspace_max_slots: Mapping[int, int] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in POLICIES:
@@ -63,10 +68,17 @@ class Policy:
         for user, quota in self.user_max_slots.items():
             if quota < 0:
                 raise ValueError(f"user_max_slots: {user!r} must be >= 0, got {quota}")
+        for workspace, quota in self.workspace_max_slots.items():
+            if quota < 0:
+                raise ValueError(f"workspace {workspace}'s slot quota must be >= 0, got {quota}")
 
     @property
     def has_quotas(self) -> bool:
-        return self.max_slots_per_user is not None or bool(self.user_max_slots)
+        return (
+            self.max_slots_per_user is not None
+            or bool(self.user_max_slots)
+            or bool(self.workspace_max_slots)
+        )
 
     def quota_of(self, user: str) -> int | None:
         """The user's slot quota (None: unlimited)."""
@@ -90,6 +102,7 @@ class Holding:
     pool: str = DEFAULT_POOL
     order: int = 0  # the arrival order of the request it was granted for
     stopping: bool = False  # already asked to exit: never chosen again; its slots come free
+    workspace_id: int = 0  # its experiment's workspace (workspace quotas; 0: none known)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +118,8 @@ class Request:
     weight: float = 1.0
     pool: str = DEFAULT_POOL
     max_slots: int | None = None  # the experiment's resources.max_slots
+    workspace_id: int = 0  # its experiment's workspace (workspace quotas; 0: none known)
+    workspace: str = ""  # that workspace's name (for the reason a quota gives)
 
 
 @dataclasses.dataclass
@@ -119,22 +134,32 @@ class Decision:
 
 
 class Ledger:
-    """Slots held per user and per experiment (all pools), updated as a decision goes on."""
+    """Slots held per user, per experiment and per workspace (all pools), updated as a
+    decision goes on. An experiment's workspace is the one its holdings and requests name."""
 
-    def __init__(self, holdings: Iterable[Holding]) -> None:
+    def __init__(self, holdings: Iterable[Holding], requests: Iterable[Request] = ()) -> None:
         self.user: dict[str, int] = {}
         self.experiment: dict[int, int] = {}
+        self.workspace: dict[int, int] = {}
+        self._workspace_of: dict[int, int] = {}
+        holdings = list(holdings)
+        for item in (*holdings, *requests):
+            if item.workspace_id:
+                self._workspace_of[item.experiment_id] = item.workspace_id
         for h in holdings:
             self.add(h.user, h.experiment_id, h.slots)
 
     def add(self, user: str, experiment_id: int, slots: int) -> None:
         self.user[user] = self.user.get(user, 0) + slots
         self.experiment[experiment_id] = self.experiment.get(experiment_id, 0) + slots
+        workspace = self._workspace_of.get(experiment_id)
+        if workspace is not None:
+            self.workspace[workspace] = self.workspace.get(workspace, 0) + slots
 
 
 def held_back(request: Request, ledger: Ledger, policy: Policy, capacity: int) -> str | None:
     """Why the request may not start whatever the others do (its pool, its experiment's
-    max_slots, its user's quota), or None."""
+    max_slots, its user's quota, its workspace's quota), or None."""
     if request.slots <= capacity and request.max_slots is None and not policy.has_quotas:
         return None  # the common case, checked first: this runs for every waiting request
     if request.slots > capacity:
@@ -158,7 +183,22 @@ def held_back(request: Request, ledger: Ledger, policy: Policy, capacity: int) -
                 f"{quota}-slot quota; it cannot start until the quota is raised"
             )
         return f"waiting: {request.user} is at their {quota}-slot quota"
-    return None
+    return _workspace_held_back(request, ledger, policy)
+
+
+def _workspace_held_back(request: Request, ledger: Ledger, policy: Policy) -> str | None:
+    """Why the request's workspace quota holds it back, or None."""
+    quota = policy.workspace_max_slots.get(request.workspace_id)
+    if quota is None or ledger.workspace.get(request.workspace_id, 0) + request.slots <= quota:
+        return None
+    name = request.workspace or str(request.workspace_id)
+    if request.slots > quota:
+        return (
+            f"waiting: needs {request.slots} slots, more than workspace {name}'s "
+            f"{quota}-slot quota; it cannot start until an admin raises the quota "
+            "(det workspace resource-quota set)"
+        )
+    return f"waiting: workspace {name} is at its {quota}-slot quota"
 
 
 def eligible_victims(

@@ -41,6 +41,8 @@ class AllocationRequest:
     user: str = ""  # the experiment's owner (fair share and quotas are per user)
     weight: float = 1.0  # the experiment's resources.weight
     pool: str = DEFAULT_POOL  # the experiment's resources.resource_pool
+    workspace_id: int = 0  # the experiment's workspace (workspace quotas; 0: none)
+    workspace: str = ""  # its name, for the reason its quota gives
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +165,12 @@ class Scheduler:
                 if weight is not None:
                     request.weight = weight
 
+    def set_workspace_quotas(self, quotas: Mapping[int, int]) -> None:
+        """The workspaces' slot quotas (workspace id -> slots; a workspace without one has no
+        limit) from now on; the next pass applies them. Running allocations above a lowered
+        quota keep their slots (nothing is preempted for a quota)."""
+        self.policy = dataclasses.replace(self.policy, workspace_max_slots=dict(quotas))
+
     def cancel(self, key: str) -> None:
         """Drop a pending request or release a granted one."""
         self._pending.pop(key, None)
@@ -212,6 +220,7 @@ class Scheduler:
                 pool=g.request.pool,
                 order=g.request.order,
                 stopping=key in self._stopping,
+                workspace_id=g.request.workspace_id,
             )
             for key, g in self._granted.items()
         ]
@@ -228,6 +237,8 @@ class Scheduler:
                 weight=r.weight,
                 pool=r.pool,
                 max_slots=r.max_slots,
+                workspace_id=r.workspace_id,
+                workspace=r.workspace,
             )
             for r in self._pending.values()
         ]
