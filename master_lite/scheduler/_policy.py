@@ -143,7 +143,8 @@ class Ledger:
         self.workspace: dict[int, int] = {}
         self._workspace_of: dict[int, int] = {}
         holdings = list(holdings)
-        for item in (*holdings, *requests):
+        items: list[Holding | Request] = [*holdings, *requests]  # requests last: the newest
+        for item in items:
             if item.workspace_id:
                 self._workspace_of[item.experiment_id] = item.workspace_id
         for h in holdings:
