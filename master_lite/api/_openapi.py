@@ -102,6 +102,21 @@ SCHEMAS: dict[str, dict] = {
         numExperiments=INTEGER,
         pinned=BOOLEAN,
         state=STRING,
+        defaultComputePool=nullable(
+            {
+                **STRING,
+                "description": "the pool of its experiments that name none (null: the "
+                "master's default; docs/scheduling.md)",
+            }
+        ),
+        defaultAuxPool=nullable(STRING),
+        resourceQuota=nullable(
+            {
+                **INTEGER,
+                "description": "the most slots its experiments may hold at once "
+                "(null: no limit; our addition, docs/scheduling.md)",
+            }
+        ),
     ),
     "Project": obj(
         ["id", "name", "workspaceId", "archived", "userId"],

@@ -2,7 +2,7 @@
 preemptions the scheduling policy decides (docs/scheduling.md).
 
 A trial's request carries what the policy weighs: its experiment's owner (fair share and quotas
-are per user), `resources.priority`, `resources.weight`, `resources.max_slots`,
+are per user), its workspace (workspace quotas), `resources.priority`, `resources.weight`, `resources.max_slots`,
 `resources.resource_pool` and `resources.slots_per_trial`. A rebalancing preemption goes through
 the normal preemption path with the intent "rebalance": the run is asked to checkpoint and exit
 within the grace (else it is terminated), and its exit requeues the trial (QUEUED, `restarts`
@@ -47,6 +47,8 @@ def trial_request(
     resources = experiment.config.get("resources") or {}
     priority = resources.get("priority")
     weight = resources.get("weight")
+    # Its workspace's slot quota counts it (docs/scheduling.md, "Workspace quotas").
+    workspace = shared.store.workspaces.of_project(experiment.project_id)
     return AllocationRequest(
         allocation_key=f"trial-{trial_id}",
         experiment_id=experiment.id,
@@ -56,6 +58,8 @@ def trial_request(
         user=owner_name(shared, experiment),
         weight=1.0 if weight is None else float(weight),
         pool=resources.get("resource_pool") or scheduler.default_pool,
+        workspace_id=workspace.id if workspace is not None else 0,
+        workspace=workspace.name if workspace is not None else "",
     )
 
 
