@@ -102,21 +102,9 @@ SCHEMAS: dict[str, dict] = {
         numExperiments=INTEGER,
         pinned=BOOLEAN,
         state=STRING,
-        defaultComputePool=nullable(
-            {
-                **STRING,
-                "description": "the pool of its experiments that name none (null: the "
-                "master's default; docs/scheduling.md)",
-            }
-        ),
+        defaultComputePool=nullable(STRING),  # null: the master's default pool
         defaultAuxPool=nullable(STRING),
-        resourceQuota=nullable(
-            {
-                **INTEGER,
-                "description": "the most slots its experiments may hold at once "
-                "(null: no limit; our addition, docs/scheduling.md)",
-            }
-        ),
+        resourceQuota=nullable(INTEGER),  # its slot quota, null: no limit (docs/scheduling.md)
     ),
     "Project": obj(
         ["id", "name", "workspaceId", "archived", "userId"],

@@ -33,7 +33,7 @@ from master_lite.runs._contexts import Contexts
 from master_lite.runs._runs import Runs
 from master_lite.runs._scheduling import check_resource_pool
 from master_lite.store import TrialRow
-from master_lite.workspaces import fill_default_pool, place_experiment
+from master_lite.workspaces import place_experiment
 
 EXPERIMENT_ACTIONS = ("pause", "activate", "cancel", "kill", "archive", "unarchive")
 
@@ -58,8 +58,7 @@ class Experiments:
         self._searchers = searchers
         self._runs = runs
         self._logs = logs
-        # Checkpoint GC of finished experiments (the checkpoint_gc part, through the master).
-        self._collect_garbage = collect_garbage
+        self._collect_garbage = collect_garbage  # checkpoint GC of finished experiments
         self._operations = SearcherOperations(
             shared,
             views=views,
@@ -172,9 +171,8 @@ class Experiments:
         project_id: int | None = None,
     ) -> dict:
         """Store the experiment whose config and context were checked (on the loop thread)."""
-        project_id = place_experiment(self._shared.store, expanded, project_id, parent_id)
-        # No resources.resource_pool: its workspace's default pool, if it has one.
-        fill_default_pool(self._shared.store, project_id, expanded, self._runs.scheduler.pools)
+        pools = self._runs.scheduler.pools  # naming no pool: its workspace's default, if any
+        project_id = place_experiment(self._shared.store, expanded, project_id, parent_id, pools)
         warm_start = warm_start_checkpoint(self._shared.store, expanded.get("searcher") or {})
         if context_hash is not None and context_size is not None:
             self._contexts.record(context_hash, context_size)

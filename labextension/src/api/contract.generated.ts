@@ -281,9 +281,7 @@ export interface ApiWorkspace {
   numExperiments?: number;
   pinned?: boolean;
   state?: string;
-  /** the pool of its experiments that name none (null: the master's default; docs/scheduling.md) */
   defaultComputePool?: string | null;
   defaultAuxPool?: string | null;
-  /** the most slots its experiments may hold at once (null: no limit; our addition, docs/scheduling.md) */
   resourceQuota?: number | null;
 }
