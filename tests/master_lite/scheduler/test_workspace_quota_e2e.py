@@ -73,5 +73,7 @@ def test_a_workspace_quota_keeps_its_experiments_at_two_slots(start_master, tmp_
     assert final_results(master, second) == {4: expected(4)}
     assert final_results(master, other) == {h: expected(h) for h in (1, 2)}
     ok(det(env, "workspace", "resource-quota", "unset", "ml-team"))
-    rows = ok(det(env, "workspace", "describe", "ml-team", "--json"))
-    assert json.loads(rows)["resourceQuota"] is None
+    out = ok(det(env, "workspace", "edit", "ml-team", "--default-compute-pool", "default"))
+    header, row = [line.split("|") for line in out.splitlines() if "|" in line][:2]
+    cells = dict(zip([h.strip() for h in header], [c.strip() for c in row]))
+    assert cells["Default Compute Pool"] == "default" and cells["Resource Quota"] == ""
