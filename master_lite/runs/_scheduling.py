@@ -12,12 +12,22 @@ unchanged) to resume from its latest checkpoint, as after a pause.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 from collections.abc import Callable
 
 from master_lite import errors
 from master_lite._core._shared import MasterState
 from master_lite.reports._logs import TrialLogs
-from master_lite.scheduler import DEFAULT_PRIORITY, GPU, AllocationRequest, Scheduler
+from master_lite.scheduler import (
+    DAY_SECONDS,
+    DEFAULT_PRIORITY,
+    GPU,
+    AllocationRequest,
+    Scheduler,
+    Step,
+    over_daily_limit,
+)
 from master_lite.store import ExperimentRow
 
 REBALANCE = "rebalance"
@@ -61,6 +71,27 @@ def trial_request(
         workspace_id=workspace.id if workspace is not None else 0,
         workspace=workspace.name if workspace is not None else "",
     )
+
+
+def scheduling_step(shared: MasterState, scheduler: Scheduler) -> Step:
+    """One scheduling pass. With slot-hours per day configured, who is over their limit is read
+    from the allocation history first (docs/scheduling.md, "Slot-hours per day"), and the pass
+    is run again when the first of them waiting may run again."""
+    policy = scheduler.policy
+    if not policy.has_daily_limits:
+        return scheduler.step()
+    now = time.time()
+    history = shared.store.users.slot_usage_since(now - DAY_SECONDS)
+    over = over_daily_limit(history, policy.user_slot_hours_per_day, policy.slot_hours_per_day, now)
+    scheduler.set_daily_usage(over)
+    step = scheduler.step()
+    waiting = {r.user for r in scheduler.pending()} & over.keys()
+    if not waiting:
+        return step
+    wake = max(0.0, min(over[user][1] for user in waiting) - now)
+    if step.recheck_in is not None:
+        wake = min(wake, step.recheck_in)
+    return dataclasses.replace(step, recheck_in=wake)
 
 
 def never_fits_line(scheduler: Scheduler, trial_id: int, request: AllocationRequest) -> str | None:
@@ -139,5 +170,6 @@ __all__ = [
     "never_fits_line",
     "owner_name",
     "rebalance_line",
+    "scheduling_step",
     "trial_request",
 ]

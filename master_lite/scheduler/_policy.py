@@ -25,6 +25,7 @@ pool has never blocks others.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Iterable, Mapping
 
 POLICIES = ("fair_share", "priority")
@@ -54,6 +55,12 @@ class Policy:
     # workspace id (workspaces without an entry: no limit). Set by admins at run time
     # (Determined's workspace resource quota; docs/scheduling.md, "Quotas").
     workspace_max_slots: Mapping[int, int] = dataclasses.field(default_factory=dict)
+    # Slot-hours one user's runs may hold in a rolling 24 h (None: no limit), and per-user
+    # overrides; `over_daily` is who is over it now (user -> (slot-hours used, the moment they
+    # may run again, time.time() clock)), filled at each pass from the allocation history.
+    slot_hours_per_day: float | None = None
+    user_slot_hours_per_day: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    over_daily: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in POLICIES:
@@ -68,6 +75,11 @@ class Policy:
         for user, quota in self.user_max_slots.items():
             if quota < 0:
                 raise ValueError(f"user_max_slots: {user!r} must be >= 0, got {quota}")
+        if self.slot_hours_per_day is not None and not self.slot_hours_per_day > 0:
+            raise ValueError(f"slot_hours_per_day: must be > 0, got {self.slot_hours_per_day}")
+        for user, hours in self.user_slot_hours_per_day.items():
+            if not hours > 0:
+                raise ValueError(f"user_slot_hours_per_day: {user!r} must be > 0, got {hours}")
         for workspace, quota in self.workspace_max_slots.items():
             if quota < 0:
                 raise ValueError(f"workspace {workspace}'s slot quota must be >= 0, got {quota}")
@@ -78,7 +90,16 @@ class Policy:
             self.max_slots_per_user is not None
             or bool(self.user_max_slots)
             or bool(self.workspace_max_slots)
+            or bool(self.over_daily)
         )
+
+    @property
+    def has_daily_limits(self) -> bool:
+        return self.slot_hours_per_day is not None or bool(self.user_slot_hours_per_day)
+
+    def daily_limit_of(self, user: str) -> float | None:
+        """The user's slot-hours per rolling 24 h (None: no limit)."""
+        return self.user_slot_hours_per_day.get(user, self.slot_hours_per_day)
 
     def quota_of(self, user: str) -> int | None:
         """The user's slot quota (None: unlimited)."""
@@ -184,7 +205,20 @@ def held_back(request: Request, ledger: Ledger, policy: Policy, capacity: int) -
                 f"{quota}-slot quota; it cannot start until the quota is raised"
             )
         return f"waiting: {request.user} is at their {quota}-slot quota"
-    return _workspace_held_back(request, ledger, policy)
+    return _workspace_held_back(request, ledger, policy) or _daily_held_back(request, policy)
+
+
+def _daily_held_back(request: Request, policy: Policy) -> str | None:
+    """Why the user's slot-hours per day hold the request back, or None."""
+    over = policy.over_daily.get(request.user)
+    if over is None or request.slots == 0:
+        return None
+    used, at = over
+    when = datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return (
+        f"waiting: {request.user} used {used:.1f} of their {policy.daily_limit_of(request.user):g} "
+        f"slot-hours of the last 24 h; they may run again at {when} UTC"
+    )
 
 
 def _workspace_held_back(request: Request, ledger: Ledger, policy: Policy) -> str | None:

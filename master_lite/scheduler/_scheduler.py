@@ -171,6 +171,11 @@ class Scheduler:
         quota keep their slots (nothing is preempted for a quota)."""
         self.policy = dataclasses.replace(self.policy, workspace_max_slots=dict(quotas))
 
+    def set_daily_usage(self, over: Mapping[str, tuple[float, float]]) -> None:
+        """Who is over their slot-hours per day now (user -> (slot-hours used, when they may
+        run again)); the next pass holds their waiting requests back."""
+        self.policy = dataclasses.replace(self.policy, over_daily=dict(over))
+
     def cancel(self, key: str) -> None:
         """Drop a pending request or release a granted one."""
         self._pending.pop(key, None)

@@ -75,5 +75,5 @@ def test_a_workspace_quota_keeps_its_experiments_at_two_slots(start_master, tmp_
     ok(det(env, "workspace", "resource-quota", "unset", "ml-team"))
     out = ok(det(env, "workspace", "edit", "ml-team", "--default-compute-pool", "default"))
     header, row = [line.split("|") for line in out.splitlines() if "|" in line][:2]
-    cells = dict(zip([h.strip() for h in header], [c.strip() for c in row]))
+    cells = dict(zip([h.strip() for h in header], [c.strip() for c in row], strict=True))
     assert cells["Default Compute Pool"] == "default" and cells["Resource Quota"] == ""
