@@ -180,7 +180,7 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
                 request=obj(
                     ["name"],
                     name=PLACE_NAME,
-                    defaultComputePool=POOL_NAME,
+                    defaultComputePool=nullable(POOL_NAME),
                     clusterQuotaPairs=QUOTA_PAIRS,
                 ),
                 description="409 when the name is taken; 400 for an unknown pool; a quota "
@@ -196,7 +196,7 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
             "patch": Operation(
                 "Rename a workspace, set its default compute pool (" + _OWNER_OR_ADMIN + ")",
                 WORKSPACE_ANSWER,
-                request=obj(name=PLACE_NAME, defaultComputeResourcePool=POOL_NAME),
+                request=obj(name=PLACE_NAME, defaultComputeResourcePool=nullable(POOL_NAME)),
                 description="400 for an unknown pool",
                 owner=Owner.WORKSPACE,
                 verb="edit",

@@ -139,7 +139,8 @@ class Workspaces:
         `defaultComputeResourcePool`, '' for the master's default; its aux pool, agent user
         group and storage do not apply here)."""
         row = self._workspace(workspace_id)
-        if "defaultComputeResourcePool" in patch:
+        # null: unchanged, as in Determined (its CLI sends null for a flag not given).
+        if patch.get("defaultComputeResourcePool") is not None:
             pool = check_pool(
                 patch["defaultComputeResourcePool"], self._pools, "defaultComputeResourcePool"
             )

@@ -84,6 +84,8 @@ async def test_a_workspaces_default_pool_is_where_its_experiments_without_one_go
     path = f"/workspaces/{workspace['id']}"
     status, answer = await api.call("PATCH", path, {"defaultComputeResourcePool": "gpu"})
     assert status == 400 and "'gpu' is not a resource pool" in answer["message"]
+    status, answer = await api.call("PATCH", path, {"defaultComputeResourcePool": None})
+    assert status == 200 and answer["workspace"]["defaultComputePool"] == "big"  # unchanged
     status, answer = await api.call("PATCH", path, {"defaultComputeResourcePool": ""})
     assert status == 200 and answer["workspace"]["defaultComputePool"] is None
     status, created = await _submit(api, projectId=project_id)
