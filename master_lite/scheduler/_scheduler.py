@@ -171,6 +171,14 @@ class Scheduler:
         quota keep their slots (nothing is preempted for a quota)."""
         self.policy = dataclasses.replace(self.policy, workspace_max_slots=dict(quotas))
 
+    def move_experiment(self, experiment_id: int, workspace_id: int, workspace: str) -> None:
+        """The experiment is now in another workspace: its waiting requests and running grants
+        count against that workspace's quota from the next pass."""
+        requests = [*self._pending.values(), *(g.request for g in self._granted.values())]
+        for request in requests:
+            if request.experiment_id == experiment_id:
+                request.workspace_id, request.workspace = workspace_id, workspace
+
     def set_daily_usage(self, over: Mapping[str, tuple[float, float]]) -> None:
         """Who is over their slot-hours per day now (user -> (slot-hours used, when they may
         run again)); the next pass holds their waiting requests back."""

@@ -299,6 +299,10 @@ class Workspaces:
         project = project_row(self._store, destination_project_id)
         check_open(self._store, project)
         self._store.projects.move_experiment(int(experiment_id), project.id)
+        if self._scheduler is not None:  # its trials count against the new workspace's quota
+            workspace = self._workspace(project.workspace_id)
+            self._scheduler.move_experiment(int(experiment_id), workspace.id, workspace.name)
+            self._wake()
         self._publish(int(experiment_id))
         return {}
 

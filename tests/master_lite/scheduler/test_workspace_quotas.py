@@ -100,3 +100,21 @@ def test_the_scheduler_applies_quotas_set_at_run_time_and_grants_when_raised():
     assert [g.request.allocation_key for g in scheduler.schedule()] == ["t1"]
     scheduler.set_workspace_quotas({})
     assert [g.request.allocation_key for g in scheduler.schedule()] == ["t2"]
+
+
+def test_a_moved_experiment_counts_against_its_new_workspace():
+    scheduler = Scheduler([0, 1, 2, 3], policy=Policy(kind="fair_share"))
+    scheduler.set_workspace_quotas({ML: 1})
+    for i in range(2):
+        scheduler.request(
+            AllocationRequest(
+                f"t{i}", experiment_id=1, slots=1, user="alice", workspace_id=ML, workspace="ml"
+            )
+        )
+    assert [g.request.allocation_key for g in scheduler.schedule()] == ["t0"]
+    scheduler.move_experiment(1, 8, "ops")  # no quota there: its waiting trial starts
+    assert [g.request.allocation_key for g in scheduler.schedule()] == ["t1"]
+    scheduler.request(AllocationRequest("u0", experiment_id=2, slots=1, user="bob", workspace_id=8))
+    scheduler.set_workspace_quotas({8: 2})  # ops holds 2 now: bob waits
+    assert scheduler.schedule() == []
+    assert scheduler.wait_reason("u0") == "waiting: workspace 8 is at its 2-slot quota"
