@@ -208,6 +208,23 @@ def held_back(request: Request, ledger: Ledger, policy: Policy, capacity: int) -
     return _workspace_held_back(request, ledger, policy) or _daily_held_back(request, policy)
 
 
+def admit_to_workspace(
+    request: Request, ledger: Ledger, policy: Policy, admitted: dict[int, int]
+) -> str | None:
+    """Admission of a pool's waiting requests to a decision under their workspace's quota:
+    counting the requests admitted before it (`admitted`, updated), so that a workspace's
+    share of the pool is no larger than its quota lets it use (else its requests would claim,
+    and preempt, slots it cannot take). Why it is not admitted, or None."""
+    quota = policy.workspace_max_slots.get(request.workspace_id)
+    if quota is None:
+        return None
+    held = ledger.workspace.get(request.workspace_id, 0) + admitted.get(request.workspace_id, 0)
+    if held + request.slots > quota:
+        return f"waiting: workspace {request.workspace or request.workspace_id} is at its {quota}-slot quota"
+    admitted[request.workspace_id] = admitted.get(request.workspace_id, 0) + request.slots
+    return None
+
+
 def _daily_held_back(request: Request, policy: Policy) -> str | None:
     """Why the user's slot-hours per day hold the request back, or None."""
     over = policy.over_daily.get(request.user)
@@ -263,5 +280,6 @@ __all__ = [
     "Policy",
     "Request",
     "eligible_victims",
+    "admit_to_workspace",
     "held_back",
 ]

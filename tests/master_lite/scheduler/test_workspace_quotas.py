@@ -118,3 +118,12 @@ def test_a_moved_experiment_counts_against_its_new_workspace():
     scheduler.set_workspace_quotas({8: 2})  # ops holds 2 now: bob waits
     assert scheduler.schedule() == []
     assert scheduler.wait_reason("u0") == "waiting: workspace 8 is at its 2-slot quota"
+
+
+def test_a_capped_workspace_preempts_no_more_than_its_quota_lets_it_use():
+    policy = Policy(kind="fair_share", min_run_seconds=0, workspace_max_slots={ML: 1})
+    bobs = [held(f"b{i}", "bob", 2, workspace_id=8) for i in range(4)]
+    alices = [want(f"a{i}", "alice", 1, order=i) for i in range(4)]
+    decision = decide({"default": 4}, bobs, alices, policy, NOW)
+    assert len(decision.preempt) == 1  # one slot for alice's workspace, not her fair share of 2
+    assert decision.reasons["a3"] == "waiting: workspace ml-team is at its 1-slot quota"
