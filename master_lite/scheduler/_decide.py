@@ -27,7 +27,8 @@ def decide(
     Pools are decided one after the other; quotas (user and workspace) and `max_slots` count
     over all pools."""
     decision = Decision()
-    ledger = Ledger(holdings, requests)
+    # Workspaces counted only under workspace quotas (thousands of requests may wait).
+    ledger = Ledger(holdings, requests if policy.workspace_max_slots else ())
     by_pool: dict[str, list[Request]] = {}
     zero_slot = False
     for request in requests:
