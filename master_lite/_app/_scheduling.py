@@ -77,6 +77,17 @@ class SchedulingSettings(Configurable):
         help="Per-user slot quotas overriding max_slots_per_user, {username: slots}. "
         "Env: MASTER_LITE_USER_MAX_SLOTS (JSON).",
     ).tag(config=True)
+    slot_hours_per_day = Float(
+        None,
+        allow_none=True,
+        help="The slot-hours (GPU-hours on GPU slots) one user's runs may hold in a rolling "
+        "24 hours; a user over it waits, with a reason saying when they may run again. "
+        "Default: no limit. Env: MASTER_LITE_SLOT_HOURS_PER_DAY.",
+    ).tag(config=True)
+    user_slot_hours_per_day = Dict(
+        help="Per-user slot-hours per day overriding slot_hours_per_day, {username: hours}. "
+        "Env: MASTER_LITE_USER_SLOT_HOURS_PER_DAY (JSON).",
+    ).tag(config=True)
     user_weights = Dict(
         help="fair_share: each user's weight between users, {username: weight} (default 1). "
         "Env: MASTER_LITE_USER_WEIGHTS (JSON).",
@@ -119,6 +130,14 @@ class SchedulingSettings(Configurable):
     def _default_user_max_slots(self) -> dict:
         return _env_json("MASTER_LITE_USER_MAX_SLOTS", dict, {})
 
+    @default("slot_hours_per_day")
+    def _default_slot_hours_per_day(self) -> float | None:
+        return _env("MASTER_LITE_SLOT_HOURS_PER_DAY", float, None)
+
+    @default("user_slot_hours_per_day")
+    def _default_user_slot_hours_per_day(self) -> dict:
+        return _env_json("MASTER_LITE_USER_SLOT_HOURS_PER_DAY", dict, {})
+
     @default("user_weights")
     def _default_user_weights(self) -> dict:
         return _env_json("MASTER_LITE_USER_WEIGHTS", dict, {})
@@ -147,6 +166,10 @@ class SchedulingSettings(Configurable):
                 max_slots_per_user=self.max_slots_per_user,
                 user_max_slots={str(k): int(v) for k, v in self.user_max_slots.items()},
                 user_weights={str(k): float(v) for k, v in self.user_weights.items()},
+                slot_hours_per_day=self.slot_hours_per_day,
+                user_slot_hours_per_day={
+                    str(k): float(v) for k, v in self.user_slot_hours_per_day.items()
+                },
             )
         except (TypeError, ValueError) as exc:
             raise TraitError(str(exc)) from None

@@ -205,7 +205,13 @@ class Master:
         )
         self.users.register_owner("tensorboard", self.tensorboards.owner_of)
         # Workspaces and projects: how experiments are grouped (docs/team.md).
-        self.workspaces = Workspaces(self._shared, publish_experiment=self.views.publish_experiment)
+        # A workspace's slot quota is applied by the scheduler (docs/scheduling.md).
+        self.workspaces = Workspaces(
+            self._shared,
+            publish_experiment=self.views.publish_experiment,
+            scheduler=self._scheduler,
+            wake_scheduler=self.runs.run_scheduler,
+        )
         self._partials: PartialCheckpoints = parts.partials  # wiring only
         # Wiring only: not for handlers.
         self._searchers, self._recovery = parts.searchers, parts.recovery
@@ -265,6 +271,7 @@ class Master:
         self.runs.attach(runner, log_writer, self._master_url)
         self._shared.open(store, loop)
         self.users.open()
+        self.workspaces.apply_quotas(wake=False)  # before recovery requeues trials
         self.tensorboards.remove_leftovers()  # of a master that was killed
         self._recovery.recover()
         self.unmanaged.start()

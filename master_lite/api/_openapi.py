@@ -104,6 +104,9 @@ SCHEMAS: dict[str, dict] = {
         numExperiments=INTEGER,
         pinned=BOOLEAN,
         state=STRING,
+        defaultComputePool=nullable(STRING),  # null: the master's default pool
+        defaultAuxPool=nullable(STRING),
+        resourceQuota=nullable(INTEGER),  # its slot quota, null: no limit (docs/scheduling.md)
     ),
     "Project": obj(
         ["id", "name", "workspaceId", "archived", "userId"],

@@ -3,9 +3,21 @@
 
 from __future__ import annotations
 
+from master_lite._core._auth import UserPrincipal
 from master_lite.api._base import ApiHandlerMixin
 from master_lite.api._declarations import Listing, Operation, Owner, Param, PathParam, Route
-from master_lite.api._openapi import BOOLEAN, EMPTY, INTEGER, STRING, array, obj, ref
+from master_lite.api._openapi import (
+    BOOLEAN,
+    EMPTY,
+    INTEGER,
+    NUMBER,
+    OBJECT,
+    STRING,
+    array,
+    nullable,
+    obj,
+    ref,
+)
 from master_lite.api._reads import check_readable
 from master_lite.api._schemas import EXPERIMENT_ID
 
@@ -42,8 +54,17 @@ class WorkspacesHandler(ApiHandlerMixin):
         self.send_json(_paged("workspaces", workspaces))
 
     async def post(self) -> None:
+        body = self.body
+        if body.get("clusterQuotaPairs") and isinstance(self.principal, UserPrincipal):
+            # A quota: admins only (as Determined's CanSetResourceQuotas).
+            self.master.users.check_may_act(self.principal, "admin", None, "set resource quotas")
         self.send_json(
-            self.master.workspaces.create_workspace(self.body["name"], owner_id=self.owner_id())
+            self.master.workspaces.create_workspace(
+                body["name"],
+                owner_id=self.owner_id(),
+                default_compute_pool=body.get("defaultComputePool"),
+                cluster_quota_pairs=body.get("clusterQuotaPairs"),
+            )
         )
 
 
@@ -56,6 +77,20 @@ class WorkspaceHandler(ApiHandlerMixin):
 
     async def delete(self, workspace_id: int) -> None:
         self.send_json(self.master.workspaces.delete_workspace(workspace_id))
+
+
+class WorkspaceQuotaHandler(ApiHandlerMixin):
+    async def post(self, workspace_id: int) -> None:
+        self.send_json(
+            self.master.workspaces.set_resource_quota(
+                workspace_id, self.body.get("clusterQuotaPairs")
+            )
+        )
+
+
+class WorkspaceQuotasHandler(ApiHandlerMixin):
+    async def get(self, workspace_id: int) -> None:
+        self.send_json(self.master.workspaces.resource_quotas(workspace_id))
 
 
 class WorkspaceActionHandler(ApiHandlerMixin):
@@ -120,6 +155,13 @@ class ExperimentMoveHandler(ApiHandlerMixin):
 
 
 _OWNER_OR_ADMIN = "its owner or an admin (docs/team.md)"
+POOL_NAME = {**STRING, "description": "a resource pool's name ('': the master's default)"}
+QUOTA_PAIRS = {
+    **OBJECT,
+    "description": "Determined's {cluster name: slots}: this master is one cluster, so one "
+    'entry, e.g. {"": 4}; null as the value removes the quota (our addition)',
+    "additionalProperties": nullable({**INTEGER, "minimum": 0}),
+}
 
 WORKSPACE_ROUTES: tuple[Route, ...] = (
     Route(
@@ -135,8 +177,14 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
             "post": Operation(
                 "Create a workspace (anyone signed in; the creator owns it)",
                 WORKSPACE_ANSWER,
-                request=obj(["name"], name=PLACE_NAME),
-                description="409 when the name is taken",
+                request=obj(
+                    ["name"],
+                    name=PLACE_NAME,
+                    defaultComputePool=nullable(POOL_NAME),
+                    clusterQuotaPairs=QUOTA_PAIRS,
+                ),
+                description="409 when the name is taken; 400 for an unknown pool; a quota "
+                "(clusterQuotaPairs) needs an admin (403)",
             ),
         },
     ),
@@ -146,9 +194,10 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
         {
             "get": Operation("A workspace", WORKSPACE_ANSWER),
             "patch": Operation(
-                "Rename a workspace (" + _OWNER_OR_ADMIN + ")",
+                "Rename a workspace, set its default compute pool (" + _OWNER_OR_ADMIN + ")",
                 WORKSPACE_ANSWER,
-                request=obj(name=PLACE_NAME),
+                request=obj(name=PLACE_NAME, defaultComputeResourcePool=nullable(POOL_NAME)),
+                description="400 for an unknown pool",
                 owner=Owner.WORKSPACE,
                 verb="edit",
             ),
@@ -184,6 +233,35 @@ WORKSPACE_ROUTES: tuple[Route, ...] = (
                 ),
                 description="409 when the workspace has a project of that name",
             ),
+        },
+        (WORKSPACE_ID,),
+    ),
+    Route(
+        "/workspaces/{workspace_id}/set-resource-quota",
+        WorkspaceQuotaHandler,
+        {
+            "post": Operation(
+                "Set or remove a workspace's slot quota (admins only; docs/scheduling.md)",
+                EMPTY,
+                request=obj(
+                    ["clusterQuotaPairs"],
+                    clusterQuotaPairs=QUOTA_PAIRS,
+                    id={**INTEGER, "description": "ignored: the path names it"},
+                ),
+                owner=Owner.ADMIN,
+                verb="set the resource quota of",
+            )
+        },
+        (WORKSPACE_ID,),
+    ),
+    Route(
+        "/workspaces/{workspace_id}/get-k8s-resource-quotas",
+        WorkspaceQuotasHandler,
+        {
+            "get": Operation(
+                'A workspace\'s slot quota, {resourceQuotas: {"": slots}} (empty: no limit)',
+                obj(["resourceQuotas"], resourceQuotas={**OBJECT, "additionalProperties": NUMBER}),
+            )
         },
         (WORKSPACE_ID,),
     ),

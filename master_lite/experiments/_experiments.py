@@ -58,8 +58,7 @@ class Experiments:
         self._searchers = searchers
         self._runs = runs
         self._logs = logs
-        # Checkpoint GC of finished experiments (the checkpoint_gc part, through the master).
-        self._collect_garbage = collect_garbage
+        self._collect_garbage = collect_garbage  # checkpoint GC of finished experiments
         self._operations = SearcherOperations(
             shared,
             views=views,
@@ -172,7 +171,8 @@ class Experiments:
         project_id: int | None = None,
     ) -> dict:
         """Store the experiment whose config and context were checked (on the loop thread)."""
-        project_id = place_experiment(self._shared.store, expanded, project_id, parent_id)
+        pools = self._runs.scheduler.pools  # naming no pool: its workspace's default, if any
+        project_id = place_experiment(self._shared.store, expanded, project_id, parent_id, pools)
         warm_start = warm_start_checkpoint(self._shared.store, expanded.get("searcher") or {})
         if context_hash is not None and context_size is not None:
             self._contexts.record(context_hash, context_size)

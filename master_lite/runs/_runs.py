@@ -41,6 +41,7 @@ from master_lite.runs._scheduling import (
     gpus_for,
     log_rebalance,
     never_fits_line,
+    scheduling_step,
     trial_request,
     update_waiting,
 )
@@ -252,7 +253,7 @@ class Runs:
             # Launching is a side effect the store cannot roll back.
             self._shared.after_commit(self.run_scheduler)
             return
-        step = self.scheduler.step()
+        step = scheduling_step(self._shared, self.scheduler)  # with slot-hours per day
         self._recheck.arm(self._shared.loop, step.recheck_in, self.run_scheduler)
         for key in step.preempt:  # the policy's rebalancing: through the preemption path
             trial_id = int(key.split("-", 1)[1])

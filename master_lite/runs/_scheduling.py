@@ -2,7 +2,7 @@
 preemptions the scheduling policy decides (docs/scheduling.md).
 
 A trial's request carries what the policy weighs: its experiment's owner (fair share and quotas
-are per user), `resources.priority`, `resources.weight`, `resources.max_slots`,
+are per user), its workspace (workspace quotas), `resources.priority`, `resources.weight`, `resources.max_slots`,
 `resources.resource_pool` and `resources.slots_per_trial`. A rebalancing preemption goes through
 the normal preemption path with the intent "rebalance": the run is asked to checkpoint and exit
 within the grace (else it is terminated), and its exit requeues the trial (QUEUED, `restarts`
@@ -12,12 +12,22 @@ unchanged) to resume from its latest checkpoint, as after a pause.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 from collections.abc import Callable
 
 from master_lite import errors
 from master_lite._core._shared import MasterState
 from master_lite.reports._logs import TrialLogs
-from master_lite.scheduler import DEFAULT_PRIORITY, GPU, AllocationRequest, Scheduler
+from master_lite.scheduler import (
+    DAY_SECONDS,
+    DEFAULT_PRIORITY,
+    GPU,
+    AllocationRequest,
+    Scheduler,
+    Step,
+    over_daily_limit,
+)
 from master_lite.store import ExperimentRow
 
 REBALANCE = "rebalance"
@@ -47,6 +57,8 @@ def trial_request(
     resources = experiment.config.get("resources") or {}
     priority = resources.get("priority")
     weight = resources.get("weight")
+    # Its workspace's slot quota counts it (docs/scheduling.md, "Workspace quotas").
+    workspace = shared.store.workspaces.of_project(experiment.project_id)
     return AllocationRequest(
         allocation_key=f"trial-{trial_id}",
         experiment_id=experiment.id,
@@ -57,6 +69,8 @@ def trial_request(
         weight=1.0 if weight is None else float(weight),
         pool=resources.get("resource_pool") or scheduler.default_pool,
         position=queue_position(experiment),
+        workspace_id=workspace.id if workspace is not None else 0,
+        workspace=workspace.name if workspace is not None else "",
     )
 
 
@@ -78,6 +92,27 @@ def update_waiting(scheduler: Scheduler, probe: AllocationRequest) -> None:
         position=probe.position,
         pool=probe.pool,
     )
+
+
+def scheduling_step(shared: MasterState, scheduler: Scheduler) -> Step:
+    """One scheduling pass. With slot-hours per day configured, who is over their limit is read
+    from the allocation history first (docs/scheduling.md, "Slot-hours per day"), and the pass
+    is run again when the first of them waiting may run again."""
+    policy = scheduler.policy
+    if not policy.has_daily_limits:
+        return scheduler.step()
+    now = time.time()
+    history = shared.store.users.slot_usage_since(now - DAY_SECONDS)
+    over = over_daily_limit(history, policy.user_slot_hours_per_day, policy.slot_hours_per_day, now)
+    scheduler.set_daily_usage(over)
+    step = scheduler.step()
+    waiting = {r.user for r in scheduler.pending()} & over.keys()
+    if not waiting:
+        return step
+    wake = max(0.0, min(over[user][1] for user in waiting) - now)
+    if step.recheck_in is not None:
+        wake = min(wake, step.recheck_in)
+    return dataclasses.replace(step, recheck_in=wake)
 
 
 def never_fits_line(scheduler: Scheduler, trial_id: int, request: AllocationRequest) -> str | None:
@@ -157,6 +192,7 @@ __all__ = [
     "owner_name",
     "queue_position",
     "rebalance_line",
+    "scheduling_step",
     "trial_request",
     "update_waiting",
 ]

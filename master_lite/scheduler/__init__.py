@@ -8,6 +8,7 @@ written against them; new code imports them from `master_lite.runners`.
 
 from typing import Any
 
+from ._daily import DAY_SECONDS, over_daily_limit
 from ._decide import decide
 from ._fair_share import water_fill
 from ._gpus import FAKE_GPUS_ENV, GPU, discover_gpus, fake_gpus
@@ -62,6 +63,8 @@ __all__ = [
     "Policy",
     "Request",
     "decide",
+    "DAY_SECONDS",
+    "over_daily_limit",
     "water_fill",
     "Pool",
     "build_pools",

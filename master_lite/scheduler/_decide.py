@@ -25,9 +25,11 @@ def decide(
 
     `now` is on the clock of the holdings' `started`; `last_served` (user -> when their last
     request started, same clock) breaks ties between users so that slots rotate (fair_share).
-    Pools are decided one after the other; quotas and `max_slots` count over all pools."""
+    Pools are decided one after the other; quotas (user and workspace) and `max_slots` count
+    over all pools."""
     decision = Decision()
-    ledger = Ledger(holdings)
+    # Workspaces counted only under workspace quotas (thousands of requests may wait).
+    ledger = Ledger(holdings, requests if policy.workspace_max_slots else ())
     by_pool: dict[str, list[Request]] = {}
     zero_slot = False
     for request in requests:

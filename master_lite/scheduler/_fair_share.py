@@ -33,6 +33,7 @@ from master_lite.scheduler._policy import (
     Ledger,
     Policy,
     Request,
+    admit_to_workspace,
     eligible_victims,
     held_back,
 )
@@ -138,11 +139,14 @@ def fair_share_pool(
     active = [h for h in holdings if not h.stopping]
     wanting: list[Request] = []
     simple = not policy.has_quotas
+    admitted: dict[int, int] = {}  # slots of requests admitted per capped workspace
     for request in waiting:
         if simple and request.max_slots is None and request.slots <= capacity:
             wanting.append(request)  # the common case, without a call
             continue
         why = held_back(request, ledger, policy, capacity)
+        if why is None and policy.workspace_max_slots:  # no share beyond the quota
+            why = admit_to_workspace(request, ledger, policy, admitted)
         if why is None:
             wanting.append(request)
         else:

@@ -17,13 +17,15 @@ Two policies, named as Determined names them (master/internal/config/scheduler_c
 
 Rules common to both: gang allocation (all of a request's slots at once, or none); an
 allocation younger than `min_run_seconds` is never preempted, nor one already asked to stop;
-victims are taken newest first; an experiment's `max_slots` and a user's slot quota hold a
-request back with a reason; a request needing more slots than its pool has never blocks others.
+victims are taken newest first; an experiment's `max_slots`, a user's slot quota and its
+workspace's slot quota hold a request back with a reason; a request needing more slots than its
+pool has never blocks others.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections.abc import Iterable, Mapping
 
 POLICIES = ("fair_share", "priority")
@@ -49,6 +51,16 @@ class Policy:
     # overrides of it.
     max_slots_per_user: int | None = None
     user_max_slots: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # The most slots the experiments of one workspace may hold at once, over all pools, by
+    # workspace id (workspaces without an entry: no limit). Set by admins at run time
+    # (Determined's workspace resource quota; docs/scheduling.md, "Quotas").
+    workspace_max_slots: Mapping[int, int] = dataclasses.field(default_factory=dict)
+    # Slot-hours one user's runs may hold in a rolling 24 h (None: no limit), and per-user
+    # overrides; `over_daily` is who is over it now (user -> (slot-hours used, the moment they
+    # may run again, time.time() clock)), filled at each pass from the allocation history.
+    slot_hours_per_day: float | None = None
+    user_slot_hours_per_day: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    over_daily: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in POLICIES:
@@ -63,10 +75,31 @@ class Policy:
         for user, quota in self.user_max_slots.items():
             if quota < 0:
                 raise ValueError(f"user_max_slots: {user!r} must be >= 0, got {quota}")
+        if self.slot_hours_per_day is not None and not self.slot_hours_per_day > 0:
+            raise ValueError(f"slot_hours_per_day: must be > 0, got {self.slot_hours_per_day}")
+        for user, hours in self.user_slot_hours_per_day.items():
+            if not hours > 0:
+                raise ValueError(f"user_slot_hours_per_day: {user!r} must be > 0, got {hours}")
+        for workspace, quota in self.workspace_max_slots.items():
+            if quota < 0:
+                raise ValueError(f"workspace {workspace}'s slot quota must be >= 0, got {quota}")
 
     @property
     def has_quotas(self) -> bool:
-        return self.max_slots_per_user is not None or bool(self.user_max_slots)
+        return (
+            self.max_slots_per_user is not None
+            or bool(self.user_max_slots)
+            or bool(self.workspace_max_slots)
+            or bool(self.over_daily)
+        )
+
+    @property
+    def has_daily_limits(self) -> bool:
+        return self.slot_hours_per_day is not None or bool(self.user_slot_hours_per_day)
+
+    def daily_limit_of(self, user: str) -> float | None:
+        """The user's slot-hours per rolling 24 h (None: no limit)."""
+        return self.user_slot_hours_per_day.get(user, self.slot_hours_per_day)
 
     def quota_of(self, user: str) -> int | None:
         """The user's slot quota (None: unlimited)."""
@@ -91,6 +124,7 @@ class Holding:
     order: int = 0  # the arrival order of the request it was granted for
     position: float = 0.0  # its experiment's queue position (see Request.position)
     stopping: bool = False  # already asked to exit: never chosen again; its slots come free
+    workspace_id: int = 0  # its experiment's workspace (workspace quotas; 0: none known)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +144,8 @@ class Request:
     # priority and arrival: requests go in (priority, position, order) order. The master
     # sets it to the experiment's id unless a user moved the job (`det job update --ahead-of`).
     position: float = 0.0
+    workspace_id: int = 0  # its experiment's workspace (workspace quotas; 0: none known)
+    workspace: str = ""  # that workspace's name (for the reason a quota gives)
 
 
 @dataclasses.dataclass
@@ -124,22 +160,33 @@ class Decision:
 
 
 class Ledger:
-    """Slots held per user and per experiment (all pools), updated as a decision goes on."""
+    """Slots held per user, per experiment and per workspace (all pools), updated as a
+    decision goes on. An experiment's workspace is the one its holdings and requests name."""
 
-    def __init__(self, holdings: Iterable[Holding]) -> None:
+    def __init__(self, holdings: Iterable[Holding], requests: Iterable[Request] = ()) -> None:
         self.user: dict[str, int] = {}
         self.experiment: dict[int, int] = {}
+        self.workspace: dict[int, int] = {}
+        self._workspace_of: dict[int, int] = {}
+        holdings = list(holdings)
+        items: list[Holding | Request] = [*holdings, *requests]  # requests last: the newest
+        for item in items:
+            if item.workspace_id:
+                self._workspace_of[item.experiment_id] = item.workspace_id
         for h in holdings:
             self.add(h.user, h.experiment_id, h.slots)
 
     def add(self, user: str, experiment_id: int, slots: int) -> None:
         self.user[user] = self.user.get(user, 0) + slots
         self.experiment[experiment_id] = self.experiment.get(experiment_id, 0) + slots
+        workspace = self._workspace_of.get(experiment_id)
+        if workspace is not None:
+            self.workspace[workspace] = self.workspace.get(workspace, 0) + slots
 
 
 def held_back(request: Request, ledger: Ledger, policy: Policy, capacity: int) -> str | None:
     """Why the request may not start whatever the others do (its pool, its experiment's
-    max_slots, its user's quota), or None."""
+    max_slots, its user's quota, its workspace's quota), or None."""
     if request.slots <= capacity and request.max_slots is None and not policy.has_quotas:
         return None  # the common case, checked first: this runs for every waiting request
     if request.slots > capacity:
@@ -163,7 +210,52 @@ def held_back(request: Request, ledger: Ledger, policy: Policy, capacity: int) -
                 f"{quota}-slot quota; it cannot start until the quota is raised"
             )
         return f"waiting: {request.user} is at their {quota}-slot quota"
+    return _workspace_held_back(request, ledger, policy) or _daily_held_back(request, policy)
+
+
+def admit_to_workspace(
+    request: Request, ledger: Ledger, policy: Policy, admitted: dict[int, int]
+) -> str | None:
+    """Admission of a pool's waiting requests to a decision under their workspace's quota:
+    counting the requests admitted before it (`admitted`, updated), so that a workspace's
+    share of the pool is no larger than its quota lets it use (else its requests would claim,
+    and preempt, slots it cannot take). Why it is not admitted, or None."""
+    quota = policy.workspace_max_slots.get(request.workspace_id)
+    if quota is None:
+        return None
+    held = ledger.workspace.get(request.workspace_id, 0) + admitted.get(request.workspace_id, 0)
+    if held + request.slots > quota:
+        return f"waiting: workspace {request.workspace or request.workspace_id} is at its {quota}-slot quota"
+    admitted[request.workspace_id] = admitted.get(request.workspace_id, 0) + request.slots
     return None
+
+
+def _daily_held_back(request: Request, policy: Policy) -> str | None:
+    """Why the user's slot-hours per day hold the request back, or None."""
+    over = policy.over_daily.get(request.user)
+    if over is None or request.slots == 0:
+        return None
+    used, at = over
+    when = datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return (
+        f"waiting: {request.user} used {used:.1f} of their {policy.daily_limit_of(request.user):g} "
+        f"slot-hours of the last 24 h; they may run again at {when} UTC"
+    )
+
+
+def _workspace_held_back(request: Request, ledger: Ledger, policy: Policy) -> str | None:
+    """Why the request's workspace quota holds it back, or None."""
+    quota = policy.workspace_max_slots.get(request.workspace_id)
+    if quota is None or ledger.workspace.get(request.workspace_id, 0) + request.slots <= quota:
+        return None
+    name = request.workspace or str(request.workspace_id)
+    if request.slots > quota:
+        return (
+            f"waiting: needs {request.slots} slots, more than workspace {name}'s "
+            f"{quota}-slot quota; it cannot start until an admin raises the quota "
+            "(det workspace resource-quota set)"
+        )
+    return f"waiting: workspace {name} is at its {quota}-slot quota"
 
 
 def eligible_victims(
@@ -193,5 +285,6 @@ __all__ = [
     "Policy",
     "Request",
     "eligible_victims",
+    "admit_to_workspace",
     "held_back",
 ]

@@ -42,6 +42,8 @@ class AllocationRequest:
     weight: float = 1.0  # the experiment's resources.weight
     pool: str = DEFAULT_POOL  # the experiment's resources.resource_pool
     position: float = 0.0  # the experiment's job queue position (`Request.position`)
+    workspace_id: int = 0  # the experiment's workspace (workspace quotas; 0: none)
+    workspace: str = ""  # its name, for the reason its quota gives
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,6 +179,25 @@ class Scheduler:
                 if grant.request.experiment_id == experiment_id:
                     grant.request.position = position
 
+    def set_workspace_quotas(self, quotas: Mapping[int, int]) -> None:
+        """The workspaces' slot quotas (workspace id -> slots; a workspace without one has no
+        limit) from now on; the next pass applies them. Running allocations above a lowered
+        quota keep their slots (nothing is preempted for a quota)."""
+        self.policy = dataclasses.replace(self.policy, workspace_max_slots=dict(quotas))
+
+    def move_experiment(self, experiment_id: int, workspace_id: int, workspace: str) -> None:
+        """The experiment is now in another workspace: its waiting requests and running grants
+        count against that workspace's quota from the next pass."""
+        requests = [*self._pending.values(), *(g.request for g in self._granted.values())]
+        for request in requests:
+            if request.experiment_id == experiment_id:
+                request.workspace_id, request.workspace = workspace_id, workspace
+
+    def set_daily_usage(self, over: Mapping[str, tuple[float, float]]) -> None:
+        """Who is over their slot-hours per day now (user -> (slot-hours used, when they may
+        run again)); the next pass holds their waiting requests back."""
+        self.policy = dataclasses.replace(self.policy, over_daily=dict(over))
+
     def cancel(self, key: str) -> None:
         """Drop a pending request or release a granted one."""
         self._pending.pop(key, None)
@@ -227,6 +248,7 @@ class Scheduler:
                 order=g.request.order,
                 position=g.request.position,
                 stopping=key in self._stopping,
+                workspace_id=g.request.workspace_id,
             )
             for key, g in self._granted.items()
         ]
@@ -244,6 +266,8 @@ class Scheduler:
                 pool=r.pool,
                 max_slots=r.max_slots,
                 position=r.position,
+                workspace_id=r.workspace_id,
+                workspace=r.workspace,
             )
             for r in self._pending.values()
         ]

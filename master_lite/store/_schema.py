@@ -280,6 +280,15 @@ MIGRATION_10_QUEUE_POSITION = """
 ALTER TABLE experiments ADD COLUMN queue_position REAL
 """
 
+# A workspace's scheduling settings (docs/scheduling.md, "Workspace quotas and default pools"):
+# Determined's `default_compute_pool` (the resource pool of its experiments that name none; ''
+# for the master's default) and a slot quota, `resource_quota` (the most slots its experiments
+# may hold at once; NULL: no limit), as Determined's workspace resource quota.
+MIGRATION_11_WORKSPACE_SCHEDULING = """
+ALTER TABLE workspaces ADD COLUMN default_compute_pool TEXT NOT NULL DEFAULT '';
+ALTER TABLE workspaces ADD COLUMN resource_quota INTEGER
+"""
+
 MIGRATIONS: list[str] = [
     MIGRATION_1_INITIAL,
     MIGRATION_2_FAULT_TOLERANCE,
@@ -291,6 +300,7 @@ MIGRATIONS: list[str] = [
     MIGRATION_8_USERS,
     MIGRATION_9_WORKSPACES,
     MIGRATION_10_QUEUE_POSITION,
+    MIGRATION_11_WORKSPACE_SCHEDULING,
 ]
 
 # Columns holding JSON, decoded on read and encoded on write by the store.

@@ -117,5 +117,19 @@ class Users(TypedRepository[UserRow]):
             (user_id, keep),
         )
 
+    def slot_usage_since(self, since: float) -> list[tuple[str, float, float | None, int]]:
+        """(username, start, end or None while it runs, slots) of every allocation that held
+        slots after `since` (time.time() clock): the history of slot-hours per day."""
+        rows = self._store.select_sql(
+            "SELECT COALESCE(u.username, 'user ' || e.owner_id) AS username, "
+            "a.start_time AS start, a.end_time AS end, json_array_length(a.slot_ids) AS slots "
+            "FROM allocations a JOIN trials t ON a.trial_id = t.id "
+            "JOIN experiments e ON t.experiment_id = e.id "
+            "LEFT JOIN users u ON u.id = e.owner_id "
+            "WHERE (a.end_time IS NULL OR a.end_time > ?) AND a.slot_ids != '[]'",
+            (since,),
+        )
+        return [(row["username"], row["start"], row["end"], row["slots"]) for row in rows]
+
 
 __all__ = ["OWNER_ID", "UserRow", "Users"]

@@ -30,6 +30,8 @@ class WorkspaceRow(Row):
     owner_id: int
     archived: bool
     created: float
+    default_compute_pool: str = ""  # '' : the master's default pool (migration 11)
+    resource_quota: int | None = None  # slots its experiments may hold at once (None: no limit)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +90,26 @@ class Workspaces(TypedRepository[WorkspaceRow]):
 
     def set_archived(self, workspace_id: int, archived: bool) -> None:
         self._update(workspace_id, archived=bool(archived))
+
+    def set_default_pool(self, workspace_id: int, pool: str) -> None:
+        """The workspace's default compute pool ('' : the master's)."""
+        self._update(workspace_id, default_compute_pool=pool)
+
+    def set_resource_quota(self, workspace_id: int, quota: int | None) -> None:
+        """The workspace's slot quota (None: no limit)."""
+        self._update(workspace_id, resource_quota=quota)
+
+    def resource_quotas(self) -> dict[int, int]:
+        """The slot quota of every workspace that has one, by workspace id."""
+        rows = self._store.select_sql(
+            "SELECT id, resource_quota FROM workspaces WHERE resource_quota IS NOT NULL"
+        )
+        return {row["id"]: row["resource_quota"] for row in rows}
+
+    def of_project(self, project_id: int) -> WorkspaceRow | None:
+        """The workspace the project is in (None: no such project)."""
+        rows = self._select("id = (SELECT workspace_id FROM projects WHERE id = ?)", (project_id,))
+        return rows[0] if rows else None
 
     def delete(self, workspace_id: int) -> None:
         """Remove an empty workspace (the caller checked it has no projects)."""

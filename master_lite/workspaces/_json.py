@@ -9,7 +9,9 @@ from master_lite.store import DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID, ProjectR
 def workspace_json(
     row: WorkspaceRow, *, username: str | None, num_projects: int, num_experiments: int
 ) -> dict:
-    """Determined's v1Workspace (no agent user group, storage or pools here: null)."""
+    """Determined's v1Workspace (no agent user group or storage here: null), with its default
+    compute pool (null: the master's default) and our `resourceQuota` (its slot quota; null:
+    no limit)."""
     return {
         "id": row.id,
         "name": row.name,
@@ -25,8 +27,9 @@ def workspace_json(
         "errorMessage": "",
         "agentUserGroup": None,
         "checkpointStorageConfig": None,
-        "defaultComputePool": None,
+        "defaultComputePool": row.default_compute_pool or None,
         "defaultAuxPool": None,
+        "resourceQuota": row.resource_quota,
     }
 
 

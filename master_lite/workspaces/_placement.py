@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from master_lite import errors
 from master_lite.store import DEFAULT_PROJECT_ID, ProjectRow, Store
+from master_lite.workspaces._scheduling import fill_default_pool
 
 
 def project_row(store: Store, project_id: Any) -> ProjectRow:
@@ -39,11 +41,23 @@ def check_open(store: Store, project: ProjectRow) -> None:
 
 
 def place_experiment(
-    store: Store, config: dict, project_id: Any = None, parent_id: int | None = None
+    store: Store,
+    config: dict,
+    project_id: Any = None,
+    parent_id: int | None = None,
+    pools: Collection[str] | None = None,
 ) -> int:
     """The project a new experiment goes into (see the module's docstring; a fork without
     either goes into its parent's project); InvalidRequest naming an unknown workspace or
-    project and where to look them up, or an archived one."""
+    project and where to look them up, or an archived one. With `pools` (the master's), a
+    config that names no resource pool gets its workspace's default pool (`fill_default_pool`)."""
+    project = _place(store, config, project_id, parent_id)
+    if pools is not None:
+        fill_default_pool(store, project, config, pools)
+    return project
+
+
+def _place(store: Store, config: dict, project_id: Any, parent_id: int | None) -> int:
     if project_id is None and not (config.get("workspace") or config.get("project")):
         parent = store.experiments.get(parent_id) if parent_id is not None else None
         return parent.project_id if parent is not None else DEFAULT_PROJECT_ID

@@ -16,22 +16,37 @@ from typing import Any
 
 from master_lite import errors
 from master_lite._core import MasterState
+from master_lite.scheduler import Scheduler
 from master_lite.store import DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID, ProjectRow, WorkspaceRow
 
 from ._json import project_json, workspace_json
 from ._names import check_description, check_key, check_name, new_key
 from ._placement import check_open, project_row
+from ._scheduling import check_pool, check_quota_pairs
 
 
 class Workspaces:
     """Workspaces, their projects, and where experiments are."""
 
     def __init__(
-        self, shared: MasterState, *, publish_experiment: Callable[[int], None] | None = None
+        self,
+        shared: MasterState,
+        *,
+        publish_experiment: Callable[[int], None] | None = None,
+        scheduler: Scheduler | None = None,
+        wake_scheduler: Callable[[], None] | None = None,
     ) -> None:
         self._shared = shared
         # The views' experiment event, so that open lists see a moved experiment.
         self._publish = publish_experiment or (lambda experiment_id: None)
+        # Workspace quotas and default pools (docs/scheduling.md): the scheduler that applies
+        # the quotas, and a pass of it once they change (a raised quota starts waiting trials).
+        self._scheduler = scheduler
+        self._wake = wake_scheduler or (lambda: None)
+
+    @property
+    def _pools(self) -> list[str]:
+        return list(self._scheduler.pools) if self._scheduler is not None else []
 
     @property
     def _store(self) -> Any:
@@ -95,23 +110,77 @@ class Workspaces:
     def get_workspace(self, workspace_id: int) -> dict:
         return {"workspace": self._workspaces_json([self._workspace(workspace_id)])[0]}
 
-    def create_workspace(self, name: Any, *, owner_id: int) -> dict:
-        """A new workspace owned by `owner_id`; Conflict when the name is taken."""
+    def create_workspace(
+        self,
+        name: Any,
+        *,
+        owner_id: int,
+        default_compute_pool: Any = None,
+        cluster_quota_pairs: Any = None,
+    ) -> dict:
+        """A new workspace owned by `owner_id`, with Determined's `defaultComputePool` and
+        `clusterQuotaPairs` (the caller checked that only an admin gives a quota); Conflict
+        when the name is taken."""
         name = check_name(name, "workspace")
+        pool = check_pool(default_compute_pool, self._pools, "defaultComputePool")
+        has_quota, quota = check_quota_pairs(cluster_quota_pairs)
         new_id = self._store.workspaces.create(name, owner_id=owner_id)
         if new_id is None:
             raise errors.Conflict(f"workspace {name!r} already exists: choose another name")
+        if pool:
+            self._store.workspaces.set_default_pool(new_id, pool)
+        if has_quota:
+            self._store.workspaces.set_resource_quota(new_id, quota)
+            self.apply_quotas()
         return self.get_workspace(new_id)
 
     def patch_workspace(self, workspace_id: int, patch: dict) -> dict:
-        """Rename (Determined's PatchWorkspace `name`; its pools and storage do not apply)."""
+        """Rename, and change the default compute pool (Determined's PatchWorkspace `name` and
+        `defaultComputeResourcePool`, '' for the master's default; its aux pool, agent user
+        group and storage do not apply here)."""
         row = self._workspace(workspace_id)
+        # null: unchanged, as in Determined (its CLI sends null for a flag not given).
+        if patch.get("defaultComputeResourcePool") is not None:
+            pool = check_pool(
+                patch["defaultComputeResourcePool"], self._pools, "defaultComputeResourcePool"
+            )
+            self._store.workspaces.set_default_pool(row.id, pool)
         if patch.get("name") is not None and patch["name"] != row.name:
             self._check_mutable("workspace", row, "renamed")
             name = check_name(patch["name"], "workspace")
             if not self._store.workspaces.rename(row.id, name):
                 raise errors.Conflict(f"workspace {name!r} already exists: choose another name")
         return self.get_workspace(row.id)
+
+    def set_resource_quota(self, workspace_id: int, cluster_quota_pairs: Any) -> dict:
+        """Determined's SetResourceQuotas (admins only, checked by the route): the workspace's
+        slot quota, `{"": N}`; `{"": null}` removes it (our addition). Waiting trials that a
+        raised quota lets start, start; running ones above a lowered quota keep their slots."""
+        row = self._workspace(workspace_id)
+        has_quota, quota = check_quota_pairs(cluster_quota_pairs)
+        if not has_quota:
+            raise errors.InvalidRequest(
+                'clusterQuotaPairs: give the quota, e.g. {"": 4} (null removes it)'
+            )
+        self._store.workspaces.set_resource_quota(row.id, quota)
+        self.apply_quotas()
+        return {}
+
+    def resource_quotas(self, workspace_id: int) -> dict:
+        """Determined's GetKubernetesResourceQuotas: `{"resourceQuotas": {"": N}}`, empty
+        without a quota."""
+        row = self._workspace(workspace_id)
+        quotas = {} if row.resource_quota is None else {"": float(row.resource_quota)}
+        return {"resourceQuotas": quotas}
+
+    def apply_quotas(self, *, wake: bool = True) -> None:
+        """Give the scheduler the stored workspace quotas (at start, without a pass; and after
+        a change, with one)."""
+        if self._scheduler is None or self._shared.store is None:
+            return
+        self._scheduler.set_workspace_quotas(self._store.workspaces.resource_quotas())
+        if wake:
+            self._wake()
 
     def archive_workspace(self, workspace_id: int, archived: bool) -> dict:
         row = self._workspace(workspace_id)
@@ -230,6 +299,10 @@ class Workspaces:
         project = project_row(self._store, destination_project_id)
         check_open(self._store, project)
         self._store.projects.move_experiment(int(experiment_id), project.id)
+        if self._scheduler is not None:  # its trials count against the new workspace's quota
+            workspace = self._workspace(project.workspace_id)
+            self._scheduler.move_experiment(int(experiment_id), workspace.id, workspace.name)
+            self._wake()
         self._publish(int(experiment_id))
         return {}
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from determined.cli import _render
 from determined.cli._base import CliError, Context
+from determined.cli._workspace_scheduling import add_quota_parser, pool_arguments
 
 WORKSPACE_HEADERS = [
     "ID",
@@ -25,6 +26,7 @@ WORKSPACE_HEADERS = [
     "Agent Group",
     "Default Compute Pool",
     "Default Aux Pool",
+    "Resource Quota",  # our addition: the most slots its experiments may hold at once
 ]
 PROJECT_HEADERS = ["ID", "Key", "Name", "Description", "# Experiments", "# Active Experiments"]
 EXPERIMENT_HEADERS = [
@@ -71,7 +73,18 @@ def _confirm(question: str) -> bool:
 
 # -- rendering ----------------------------------------------------------------------------------
 def _workspace_row(w: dict) -> list[Any]:
-    return [w["id"], w["name"], w.get("numProjects"), None, None, None, None, None, None]
+    return [
+        w["id"],
+        w["name"],
+        w.get("numProjects"),
+        None,
+        None,
+        None,
+        None,
+        w.get("defaultComputePool"),
+        w.get("defaultAuxPool"),
+        w.get("resourceQuota"),
+    ]
 
 
 def _print_workspaces(workspaces: list[dict], *, with_storage: bool) -> None:
@@ -141,7 +154,12 @@ def list_workspace_projects(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def create_workspace(args: argparse.Namespace, ctx: Context) -> int:
-    workspace = ctx.session.post("/workspaces", {"name": args.name})["workspace"]
+    body: dict[str, Any] = {"name": args.name}
+    if args.default_compute_pool is not None:
+        body["defaultComputePool"] = args.default_compute_pool
+    if args.resource_quota is not None:
+        body["clusterQuotaPairs"] = {args.cluster_name or "": args.resource_quota}
+    workspace = ctx.session.post("/workspaces", body)["workspace"]
     if args.json:
         _render.print_json(workspace)
     else:
@@ -160,7 +178,9 @@ def describe_workspace(args: argparse.Namespace, ctx: Context) -> int:
 
 def edit_workspace(args: argparse.Namespace, ctx: Context) -> int:
     workspace = workspace_by_name(ctx, args.workspace_name)
-    patch = {"name": args.name} if args.name else {}
+    patch: dict[str, Any] = {"name": args.name} if args.name else {}
+    if args.default_compute_pool is not None:
+        patch["defaultComputeResourcePool"] = args.default_compute_pool
     workspace = ctx.session.patch(f"/workspaces/{workspace['id']}", patch)["workspace"]
     if args.json:
         _render.print_json(workspace)
@@ -326,6 +346,13 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(handler=list_workspace_projects)
     p = verbs.add_parser("create", help="create workspace")
     p.add_argument("name", help="unique name of the workspace")
+    pool_arguments(p)
+    p.add_argument(
+        "--resource-quota",
+        type=int,
+        help="the most slots the workspace's experiments may hold at once (admins only)",
+    )
+    p.add_argument("--cluster-name", help="accepted for Determined's scripts: one cluster here")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(handler=create_workspace)
     p = verbs.add_parser("delete", help="delete workspace")
@@ -339,8 +366,10 @@ def add_parser(subparsers: Any) -> None:
     p = verbs.add_parser("edit", help="edit workspace")
     p.add_argument("workspace_name", help="current name of the workspace")
     p.add_argument("--name", help="new name of the workspace")
+    pool_arguments(p)
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(handler=edit_workspace)
+    add_quota_parser(verbs)
     for action in ("archive", "unarchive"):
         p = verbs.add_parser(action, help=f"{action} workspace")
         _names(p, project=False)

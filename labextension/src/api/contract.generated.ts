@@ -315,4 +315,7 @@ export interface ApiWorkspace {
   numExperiments?: number;
   pinned?: boolean;
   state?: string;
+  defaultComputePool?: string | null;
+  defaultAuxPool?: string | null;
+  resourceQuota?: number | null;
 }
