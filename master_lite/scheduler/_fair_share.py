@@ -283,13 +283,21 @@ def fair_share_pool(
             if reason is None:
                 share = user_share.get(request.user, 0)
                 held = user_held.get(request.user, 0)
-                reason = said_before[said] = (
-                    f"waiting for its fair share: {request.user} holds {held} of the {share} "
-                    f"slots that are theirs by fair share in pool {pool!r}"
-                    if held >= share
-                    else f"waiting for {request.slots} free slots in pool {pool!r} "
-                    f"({free} free now)"
-                )
+                if held > share:  # above it (runs not yet preemptible, or preemption off)
+                    reason = (
+                        f"waiting for its fair share: {request.user} already holds {held} "
+                        f"slots, above their fair share of {share} in pool {pool!r}"
+                    )
+                elif held == share:
+                    reason = (
+                        f"waiting for its fair share: {request.user} holds {held} of the "
+                        f"{share} slots that are theirs by fair share in pool {pool!r}"
+                    )
+                else:
+                    reason = (
+                        f"waiting for {request.slots} free slots in pool {pool!r} ({free} free now)"
+                    )
+                said_before[said] = reason
             decision.reasons[request.key] = reason
 
 

@@ -54,6 +54,24 @@ def test_a_second_user_gets_half_by_preempting_the_first_users_newest_runs():
     assert "fair share" in decision.reasons["b2"]
 
 
+def test_a_user_above_their_share_is_told_so_in_words_that_add_up():
+    # Alice's runs are too young to preempt (min_run_seconds): she keeps 4 of 4 slots for now,
+    # and her next trial waits because she is above her share of 3 (bob wants 1), not "4 of the 3".
+    young = alice_holds_four(started=(NOW - 1,) * 4)
+    decision = decide(
+        {"default": 4},
+        young,
+        [waiting("b0", "bob", 2), waiting("a9", "alice", 1, order=101)],
+        FAIR,
+        NOW,
+    )
+    assert decision.preempt == []
+    assert decision.reasons["a9"] == (
+        "waiting for its fair share: alice already holds 4 slots, above their fair share of 3 "
+        "in pool 'default'"
+    )
+
+
 def test_the_next_pass_preempts_nobody_more_and_grants_once_the_runs_exited():
     holdings = alice_holds_four()
     stopping = [
