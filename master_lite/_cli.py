@@ -28,6 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--port", type=int, help="port to listen on; 0 = any free port (default: 8080)"
     )
+    parser.add_argument(
+        "--advertised-url",
+        metavar="URL",
+        help="the URL trials (DET_MASTER) and other machines use to reach the master, e.g. "
+        "http://10.0.0.5:8080 (default: $MASTER_LITE_ADVERTISED_URL, else the --host address; "
+        "for 0.0.0.0 the address routing to the Ray head or the default route; "
+        "docs/distributed.md)",
+    )
     parser.add_argument("--cpu-slots", type=int, help="CPU slots when there is no GPU (default: 2)")
     parser.add_argument(
         "--resource-manager", choices=["local", "ray"], help="what runs trials (default: local)"
@@ -103,6 +111,7 @@ def _config(args: argparse.Namespace) -> Config:
         ("root_dir", "root_dir"),
         ("host", "host"),
         ("port", "port"),
+        ("advertised_url", "advertised_url"),
         ("cpu_slots", "cpu_slots"),
         ("resource_manager", "resource_manager"),
         ("kernel_gateway_url", "kernel_gateway_url"),
@@ -167,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         app.hub_service = service
         app.root_dir  # noqa: B018 - resolve env defaults now, so a bad value fails here
         app.port  # noqa: B018
+        app.advertised_url  # noqa: B018
         app.cpu_slots  # noqa: B018
         app.kernel_gateway_url  # noqa: B018
         app.kernel_gateway_master_url  # noqa: B018

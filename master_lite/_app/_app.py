@@ -27,6 +27,7 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
+from master_lite._app._address import derived_host, local_host, ray_head_host
 from master_lite._app._hub import HubService, hub_handlers
 from master_lite._app._rootdir import (
     RootDirInUse,
@@ -46,15 +47,6 @@ MASTER_JSON = "master.json"
 
 class MasterLiteStartError(RuntimeError):
     """The master cannot start; the message says why and what to do (CLI: one line, exit 1)."""
-
-
-def _connect_host(host: str) -> str:
-    """The address clients use to reach a server bound to `host`."""
-    if host in ("", "0.0.0.0"):
-        return "127.0.0.1"
-    if host == "::":
-        return "[::1]"
-    return f"[{host}]" if ":" in host else host
 
 
 def _pid_alive(pid: int) -> bool:
@@ -89,7 +81,11 @@ class MasterLite(MasterLiteSettings, SchedulingSettings):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # The advertised URL (trials' DET_MASTER, master.json's url) and the one a client on
+        # this machine connects to (master.json's local_url); the same unless bound to a
+        # wildcard address or given --advertised-url (_address.py).
         self.url: str | None = None
+        self.local_url: str | None = None
         self._server: tornado.httpserver.HTTPServer | None = None
         self._started_master = False
         self._root_lock: RootDirLock | None = None
@@ -206,6 +202,8 @@ class MasterLite(MasterLiteSettings, SchedulingSettings):
         try:
             info = json.loads(self.master_json_path.read_text())
             pid, url = int(info["pid"]), str(info["url"])
+            if info.get("hostname") == socket.gethostname() and info.get("local_url"):
+                url = str(info["local_url"])
         except (OSError, ValueError, KeyError, TypeError):
             return
         if pid == os.getpid() or not _pid_alive(pid):
@@ -239,8 +237,17 @@ class MasterLite(MasterLiteSettings, SchedulingSettings):
                 f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
             ) from None
 
+    def _derived_url(self, port: int) -> str:
+        """The advertised URL when none is set (rule in _address.py)."""
+        toward = None
+        if self.resource_manager == "ray":
+            toward = ray_head_host(self.ray_address or os.environ.get("RAY_ADDRESS"))
+        return f"http://{derived_host(self.host, toward)}:{port}"
+
     def write_master_json(self, token: str) -> None:
-        """Publish `{url: self.url, pid, token_file}` as <root_dir>/master.json, mode 0600, and
+        """Publish `{url, local_url, hostname, pid, token_file}` as <root_dir>/master.json:
+        `url` the advertised URL (for a client on another machine reading a shared root dir),
+        `local_url` the one a client on `hostname` (this machine) uses; mode 0600, and
         the user token in `token_file` (0600 in a 0700 directory): master.json holds no secret,
         so that a later opening of the root dir to trials of another Unix user never opens
         the token (docs/reliability.md)."""
@@ -254,7 +261,10 @@ class MasterLite(MasterLiteSettings, SchedulingSettings):
         # for the moment between creating and chmod-ing the file.
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as file:
-            json.dump({"url": self.url, "pid": os.getpid(), "token_file": str(token_file)}, file)
+            info = {"url": self.url, "pid": os.getpid(), "token_file": str(token_file)}
+            if self.local_url and self.local_url != self.url:
+                info.update(local_url=self.local_url, hostname=socket.gethostname())
+            json.dump(info, file)
             file.write("\n")
         os.replace(temporary, path)
 
@@ -268,10 +278,15 @@ class MasterLite(MasterLiteSettings, SchedulingSettings):
             self.release_root_dir()
             raise
         port = sockets[0].getsockname()[1]
-        self.url = f"http://{_connect_host(self.host)}:{port}"
+        self.local_url = f"http://{local_host(self.host)}:{port}"
+        self.url = self.advertised_url or self._derived_url(port)
         if self.hub_service is not None:
             # The API lives under the service's prefix; trials and master.json use it.
+            # (also under an advertised URL: the proxy's and the service's paths are the same)
+            self.local_url += self.hub_service.prefix.rstrip("/")
             self.url += self.hub_service.prefix.rstrip("/")
+        if self.url != self.local_url:
+            log.info("trials reach the master at %s (listening on %s)", self.url, self.local_url)
         try:
             try:
                 master = self.master if self.master is not None else self.build_master()

@@ -18,6 +18,7 @@ from traitlets import Bool, Enum, Float, Integer, List, TraitError, Type, Unicod
 from traitlets.config import Configurable
 
 from determined.common import context as context_mod
+from master_lite._app._address import check_advertised_url
 
 
 def _from_env(name: str, convert: Callable[[str], Any], fallback: Any) -> Any:
@@ -133,7 +134,7 @@ class MasterLiteSettings(Configurable):
     kernel_gateway_master_url = Unicode(
         help="The master URL (DET_MASTER) given to trials in gateway kernels: one the "
         "gateway's machine reaches, e.g. http://this-host:8080 with --host 0.0.0.0. Empty: "
-        "the master's own URL (loopback unless --host says otherwise). "
+        "the master's advertised URL (advertised_url). "
         "Env: MASTER_LITE_KERNEL_GATEWAY_MASTER_URL."
     ).tag(config=True)
     kernel_gateway_files_limit = Integer(
@@ -208,6 +209,14 @@ class MasterLiteSettings(Configurable):
     ).tag(config=True)
     port = Integer(
         help="Port to listen on (standalone); 0 picks any free port. Env: MASTER_LITE_PORT."
+    ).tag(config=True)
+    advertised_url = Unicode(
+        help="The URL trials (DET_MASTER) and clients on other machines (master.json's url) "
+        "use to reach the master, e.g. http://10.0.0.5:8080 when it listens on 0.0.0.0 "
+        "behind that address. Empty (default): the address it listens on; for 0.0.0.0 or :: "
+        "the address of the interface that routes to the Ray head (resource_manager 'ray'), "
+        "else to the default route, else the host's FQDN, else loopback "
+        "(docs/distributed.md). Env: MASTER_LITE_ADVERTISED_URL."
     ).tag(config=True)
 
     master = AnyTrait(
@@ -377,6 +386,21 @@ class MasterLiteSettings(Configurable):
     @default("port")
     def _default_port(self) -> int:
         return _from_env("MASTER_LITE_PORT", int, 8080)
+
+    @default("advertised_url")
+    def _default_advertised_url(self) -> str:
+        value = _from_env("MASTER_LITE_ADVERTISED_URL", str, "")
+        try:
+            return check_advertised_url(value, "environment variable MASTER_LITE_ADVERTISED_URL")
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
+
+    @validate("advertised_url")
+    def _check_advertised_url(self, proposal: Any) -> str:
+        try:
+            return check_advertised_url(str(proposal["value"]))
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
 
     @validate("cpu_slots")
     def _check_cpu_slots(self, proposal: Any) -> int:

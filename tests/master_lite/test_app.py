@@ -75,6 +75,7 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "kernel_gateway_files_limit",
         "host",
         "port",
+        "advertised_url",
         "run_trials_as",
         "fallback_unix_user",
         "trial_python",

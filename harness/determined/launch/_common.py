@@ -1,11 +1,16 @@
 """What the launchers share: where this container sits in the trial, the rank environment of a
-worker, and running one child with signals forwarded."""
+worker, the network interface of the rendezvous, and running one child with signals forwarded."""
 
+import array
+import ipaddress
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
+from collections.abc import Mapping
 
 from determined.launch import _lifetime
 
@@ -120,6 +125,104 @@ def rank_environment(
 
 def single_process_environment() -> dict[str, str]:
     return rank_environment(rank=0, size=1, local_rank=0, local_size=1, cross_rank=0, cross_size=1)
+
+
+# The variables that name the interface gloo (torch.distributed's CPU backend) and NCCL use
+# between nodes. Left alone they pick the first interface that is up, which on a host with a
+# container bridge or a second NIC may not reach the other nodes at all.
+RENDEZVOUS_INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+_SIOCGIFCONF = 0x8912
+
+
+def routed_source_address(address: str) -> str | None:
+    """This host's source address for packets to `address`, per the routing table (a UDP
+    `connect` sends nothing); None when there is no route."""
+    try:
+        infos = socket.getaddrinfo(address, 9, 0, socket.SOCK_DGRAM)
+    except (OSError, UnicodeError):
+        return None
+    for family, kind, proto, _, target in infos:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.connect(target)
+                return str(probe.getsockname()[0]).split("%")[0]
+        except OSError:
+            continue
+    return None
+
+
+def _ipv4_interfaces() -> dict[str, str]:
+    """{IPv4 address: interface} of every configured address (SIOCGIFCONF; aliases such as
+    eth0:1 under their interface's name). Empty where the ioctl is not available."""
+    try:
+        import fcntl
+    except ImportError:  # not a Unix
+        return {}
+    size = 40 if struct.calcsize("P") == 8 else 32  # sizeof(struct ifreq)
+    buffer = array.array("B", bytes(size * 256))
+    pointer, _ = buffer.buffer_info()
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            answer = fcntl.ioctl(
+                sock.fileno(), _SIOCGIFCONF, struct.pack("iL", len(buffer), pointer)
+            )
+    except OSError:
+        return {}
+    length = struct.unpack("iL", answer)[0]
+    data = buffer.tobytes()[:length]
+    found: dict[str, str] = {}
+    for offset in range(0, length - size + 1, size):
+        name = data[offset : offset + 16].split(b"\0", 1)[0].decode(errors="replace")
+        found[socket.inet_ntoa(data[offset + 20 : offset + 24])] = name.split(":", 1)[0]
+    return found
+
+
+def _ipv6_interfaces() -> dict[str, str]:
+    """{IPv6 address: interface} from /proc/net/if_inet6 (Linux)."""
+    found: dict[str, str] = {}
+    try:
+        with open("/proc/net/if_inet6") as table:
+            for line in table:
+                fields = line.split()
+                if len(fields) >= 6 and len(fields[0]) == 32:
+                    found[str(ipaddress.IPv6Address(int(fields[0], 16)))] = fields[5]
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def interface_of(address: str) -> str | None:
+    """The name of this host's interface that holds `address` (None: not found)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    table = _ipv4_interfaces() if ip.version == 4 else _ipv6_interfaces()
+    return table.get(str(ip))
+
+
+def interface_toward(address: str) -> str | None:
+    """The interface this host reaches `address` through: the one holding the source address
+    the routing table picks (the chief's own interface on the chief itself)."""
+    source = routed_source_address(address)
+    return interface_of(source) if source else None
+
+
+def rendezvous_interface_environment(layout: NodeLayout, env: Mapping[str, str]) -> dict[str, str]:
+    """GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME for a trial across nodes: the interface that
+    routes to the chief (or DET_INTER_NODE_NETWORK_INTERFACE when the resource manager names
+    one); a variable the user set is left alone, and a trial on one node gets nothing."""
+    if layout.num_nodes <= 1:
+        return {}
+    missing = [name for name in RENDEZVOUS_INTERFACE_VARIABLES if not env.get(name, "").strip()]
+    if not missing:
+        return {}
+    name = env.get("DET_INTER_NODE_NETWORK_INTERFACE", "").strip() or interface_toward(
+        layout.chief_ip
+    )
+    if not name:
+        return {}
+    return {variable: name for variable in missing}
 
 
 def legacy_trial_script(trial: str) -> list[str]:

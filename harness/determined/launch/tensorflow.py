@@ -197,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
 
     env = dict(os.environ)
     env["DET_CHIEF_IP"] = layout.chief_ip
+    # NCCL collectives across nodes on the interface that routes to the chief (unless set).
+    env.update(_common.rendezvous_interface_environment(layout, env))
     if layout.total_procs == 1:
         # One worker: the default strategy (or MirroredStrategy over its GPUs), no TF_CONFIG.
         return _common.run_one(script, env, LAUNCHER)

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from determined.launch import _lifetime
+from determined.launch import _common, _lifetime
 from determined.launch._common import LaunchError, NodeLayout
 
 logger = logging.getLogger("determined.launch.torch_distributed")
@@ -154,6 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     env[_lifetime.PGID_DIR_ENV] = pgid_dir
     if layout.num_nodes == 1:
         env.update(single_node_ports(env))
+    # Across nodes: gloo/NCCL on the interface that routes to the chief, unless the user chose.
+    interface = _common.rendezvous_interface_environment(layout, env)
+    if interface:
+        logger.info("rendezvous interface: %s", interface)
+        env.update(interface)
     master_port = int(env.get("C10D_PORT") or DEFAULT_C10D_PORT)
     cmd = torchrun_command(layout, overrides, script, master_port=master_port)
     logger.info("running %s", " ".join(cmd))

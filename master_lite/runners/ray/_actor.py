@@ -9,6 +9,13 @@ dependencies, not master_lite.
 The actor unpacks the context it receives through the object store into a fresh directory,
 starts the entrypoint in a process group of its own (which dies with the actor: PDEATHSIG), and
 buffers its output lines until the master's poll collects them.
+
+The trial's environment is the node's, not the master's (`node_environment`): the Ray worker's
+own variables (the node's LD_LIBRARY_PATH, proxies, interface settings, and what a Ray
+runtime_env set: env_vars, the PYTHONPATH of working_dir/py_modules), without any `DET_*` of the
+node, then the run's own variables (`DET_*` and the config's environment_variables). `python3`
+in the entrypoint is the worker's interpreter (`sys.executable`: a runtime_env's py_executable,
+else the one the node runs Ray with), whose directory heads PATH.
 """
 
 from __future__ import annotations
@@ -104,7 +111,19 @@ class TrialContainer:
             "ports": _free_ports(3),
         }
 
-    def start(self, argv: list[str], env: dict[str, str], context: bytes | None) -> int:
+    def start(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        context: bytes | None,
+        python_at: int | None = None,
+    ) -> int:
+        """Run `argv` in the unpacked `context` with `node_environment(env)`; `argv[python_at]`
+        (the entrypoint's `python3`) becomes this worker's interpreter."""
+        argv = list(argv)
+        if python_at is not None and 0 <= python_at < len(argv):
+            argv[python_at] = sys.executable
+        env = node_environment(env)
         self.work_dir = tempfile.mkdtemp(prefix=f"det-{self.allocation_id}-")
         if context:
             # Symbolic links stay as the context had them; a member or link that would leave
@@ -178,10 +197,22 @@ class TrialContainer:
             return False
 
 
+def node_environment(own: dict[str, str]) -> dict[str, str]:
+    """The environment of a trial on this node: this Ray worker's own variables without the
+    `DET_*` ones (those are the master's to give), `python3`'s directory first on PATH, then
+    `own` (the run's: `DET_*`, the config's environment_variables, the placement's)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("DET_")}
+    python_dir = os.path.dirname(sys.executable)
+    env["PATH"] = python_dir + os.pathsep + env.get("PATH", "")
+    env.update(own)
+    return env
+
+
 def container_environment(
     base: dict[str, str], *, rank: int, placements: list[dict], use_gpus: bool
 ) -> dict[str, str]:
-    """The trial env of container `rank`: the master's env plus where Ray put each container."""
+    """The run's own variables for container `rank` (the node's environment goes under them on
+    the node, `node_environment`), with where Ray put each container."""
     me = placements[rank]
     chief = placements[0]
     env = dict(base)

@@ -45,7 +45,8 @@ from master_lite.runners._base import (
 )
 from master_lite.runners._exits import killed_exit_code
 from master_lite.runners._lines import split_line
-from master_lite.runners.process import local_argv, process_environment
+from master_lite.runners.ray._launch import node_argv, runtime_env_setting
+from master_lite.runners.ray._signals import keep_signal_handlers
 from master_lite.runners.ray._storage import node_local_storage_warning
 
 RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
@@ -90,12 +91,13 @@ class RayCluster:
         )
         if not ray.is_initialized():
             try:
-                ray.init(
-                    address=address,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    configure_logging=False,
-                )
+                with keep_signal_handlers():  # SIGTERM stays the master's clean stop
+                    ray.init(
+                        address=address,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        configure_logging=False,
+                    )
             except Exception as exc:
                 raise ValueError(
                     f"cannot connect to the Ray cluster at {address or '(new local)'}"
@@ -156,6 +158,7 @@ class RayRunner(Runner):
         on_exit: Callable[[str, int], None],
         use_gpus: bool,
         placement_strategy: str | None = None,
+        runtime_env: dict | None = None,
     ) -> None:
         self.cluster = cluster
         self.ray = cluster.ray
@@ -168,6 +171,9 @@ class RayRunner(Runner):
                 f"{', '.join(PLACEMENT_STRATEGIES)} (${PLACEMENT_STRATEGY_ENV})"
             )
         self.placement_strategy = strategy
+        # Every trial actor's Ray runtime_env (py_executable, working_dir, env_vars, ...):
+        # docs/distributed.md, "Code and interpreter on the nodes".
+        self.runtime_env = runtime_env_setting(runtime_env)
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
         self._warned_experiments: set[str] = set()
@@ -256,6 +262,7 @@ class RayRunner(Runner):
                         ),
                         name=None,
                         **options,
+                        **({"runtime_env": self.runtime_env} if self.runtime_env else {}),
                     ).remote(spec.allocation_id)
                 )
         placements = ray.get([actor.where.remote() for actor in run.actors])
@@ -269,16 +276,15 @@ class RayRunner(Runner):
         if run.killed_with is not None:
             return killed_exit_code(run.killed_with)
         context_ref = ray.put(_pack_work_dir(spec.work_dir))
-        # Each node runs it as the master would locally: its environment under the run's own,
-        # `python3` the master's interpreter, a startup hook sourced first.
-        base_env = process_environment(spec.env)
-        argv = local_argv(list(spec.argv), spec.work_dir)
+        # Each node runs it in its own environment under the run's variables (never the
+        # master's environment), `python3` the node's interpreter, a startup hook sourced first.
+        argv, python_at = node_argv(list(spec.argv), spec.work_dir)
         starts = []
         for rank, actor in enumerate(run.actors):
             env = container_environment(
-                base_env, rank=rank, placements=placements, use_gpus=resource == "GPU"
+                spec.env, rank=rank, placements=placements, use_gpus=resource == "GPU"
             )
-            starts.append(actor.start.remote(argv, env, context_ref))
+            starts.append(actor.start.remote(argv, env, context_ref, python_at))
         ray.get(starts)
         if run.killed_with is not None:  # signalled while the containers were starting
             self._signal_all(run, run.killed_with)

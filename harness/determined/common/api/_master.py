@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import socket
 
 from determined.common.api import authentication
 from determined.common.api._errors import MasterNotFound, TokenStoreError
@@ -37,6 +38,9 @@ class MasterAddress:
     # the Authorization scheme the token is sent with: "token" for a JupyterHub API token (as
     # JupyterHub's own clients send it), "Bearer" for the master's own kinds (as Determined)
     token_scheme: str = "Bearer"
+    # the master's other URL in master.json (the advertised one, when `url` is the local one):
+    # a DET_MASTER naming it gets master.json's token too
+    other_urls: tuple[str, ...] = ()
 
 
 # The user's own JupyterHub API token: JupyterHub sets it for a single-user server, whose kernels
@@ -84,6 +88,11 @@ def _look_at_master_file(path: pathlib.Path) -> tuple[MasterAddress | None, str]
     try:
         info = json.loads(path.read_text())
         url = canonical_url(info["url"])
+        other_urls: tuple[str, ...] = ()
+        # A master bound to every address advertises one for other machines (`url`) and
+        # names the one for clients on its own host (`local_url`, on `hostname`).
+        if info.get("local_url") and info.get("hostname") == socket.gethostname():
+            url, other_urls = canonical_url(info["local_url"]), (url,)
     except FileNotFoundError:
         return None, f"{path}: not found"
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -96,7 +105,8 @@ def _look_at_master_file(path: pathlib.Path) -> tuple[MasterAddress | None, str]
             f" (written by process {info['pid']}, which is no longer running: that master "
             "stopped without removing the file)"
         )
-    return MasterAddress(url, info.get("token") or _read_token_file(path, info), str(path)), note
+    token = info.get("token") or _read_token_file(path, info)
+    return MasterAddress(url, token, str(path), other_urls=other_urls), note
 
 
 def _read_token_file(path: pathlib.Path, info: dict) -> str | None:
@@ -195,7 +205,11 @@ def _with_token(
     stored for the URL, else the JupyterHub API token of the user (JUPYTERHUB_API_TOKEN)."""
     if address.token:
         return address
-    if master_file is not None and master_file.url == address.url and master_file.token:
+    if (
+        master_file is not None
+        and address.url in (master_file.url, *master_file.other_urls)
+        and master_file.token
+    ):
         return dataclasses.replace(
             address, token=master_file.token, token_source=master_file.source
         )
