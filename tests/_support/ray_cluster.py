@@ -39,6 +39,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from tests._support.master import MasterProcess
 from tests._support.process import child_env
 from tests._support.waiting import wait_until
 
@@ -53,6 +54,7 @@ FAST_FAILURE_DETECTION = {
     "RAY_health_check_timeout_ms": "1000",
     "RAY_health_check_failure_threshold": "4",
     "RAY_gcs_rpc_server_reconnect_timeout_s": "10",
+    "RAY_enable_metrics_collection": "0",
 }
 
 
@@ -177,6 +179,10 @@ class Node:
         """Every process in the node's network namespace."""
         return _netns_pids(self.netns)
 
+    def raylet_alive(self) -> bool:
+        """Whether the node's raylet (Ray's node manager) runs."""
+        return any("/raylet/raylet " in _cmdline(pid) for pid in self.pids())
+
     def ray_pids(self) -> set[int]:
         """The node's processes but those `spawn` started (and their children)."""
         return self.pids() - _descendants({p for p in self.spawned if _pid_alive(p)})
@@ -186,7 +192,8 @@ class NetnsCluster:
     """A Ray head and `workers` worker nodes, each in a network namespace (module docstring).
 
     Args:
-        base_dir: where the nodes' directories go (`<base_dir>/<node>/`).
+        base_dir: where the nodes' directories go (`<base_dir>/<node>/`): a short path, since
+            Ray's Unix sockets live below it and such a path has at most 107 bytes.
         workers: number of worker nodes.
         num_cpus: Ray CPUs per node (the master's CPU slots on a GPU-less cluster).
         env: extra environment of every node's Ray processes (and so of their workers).
@@ -296,9 +303,24 @@ class NetnsCluster:
         node.spawned.add(process.pid)
         return process
 
-    def start_node(self, node: Node, timeout: float = 120) -> None:
+    def start_node(self, node: Node, timeout: float = 120, attempts: int = 4) -> None:
         """`ray start` on `node` (the head with the GCS on RAY_PORT) and wait until the cluster
-        counts it alive."""
+        counts it alive. Ray gives a raylet a fixed 30 s to register, which a busy machine can
+        miss: a failed start is cleared away (the node's processes killed) and tried again."""
+        failures = []
+        for _ in range(attempts):
+            try:
+                self._start_node_once(node, timeout)
+                return
+            except (RuntimeError, AssertionError, subprocess.TimeoutExpired) as exc:
+                failures.append(str(exc)[-1500:])
+                self.kill_node(node)
+        raise RuntimeError(
+            f"Ray did not start on {node.name} in {attempts} attempts (is the machine "
+            "overloaded?): " + "\n---\n".join(failures)
+        )
+
+    def _start_node_once(self, node: Node, timeout: float) -> None:
         ray = str(pathlib.Path(sys.executable).parent / "ray")
         argv = [
             ray, "start", f"--node-ip-address={node.ip}", f"--num-cpus={node.num_cpus}",
@@ -319,7 +341,7 @@ class NetnsCluster:
         if done.returncode != 0:
             raise RuntimeError(
                 f"ray start on {node.name} exited {done.returncode}: "
-                f"{(done.stdout + done.stderr)[-3000:]}"
+                f"{(done.stdout + done.stderr)[-1500:]}"
             )
         wait_until(
             lambda: node.ip in self.alive_node_ips(),
@@ -383,6 +405,21 @@ class NetnsCluster:
     def heal(self, node: Node) -> None:
         """Undo `partition`."""
         _run("iptables", "-F", netns=node.netns)
+
+    def restore(self) -> None:
+        """Bring every node back (healed, leftovers killed, Ray started): a lost head means a
+        new cluster, which every worker must join again."""
+        alive = self.alive_node_ips()
+        missing = [node for node in self.workers if node.ip not in alive]
+        if self.head.ip not in alive:
+            self.kill_node(self.head)
+            self.start_node(self.head)
+            missing = list(self.workers)
+        for node in missing:
+            self.heal(node)
+            self.kill_node(node)
+        if missing:
+            self.start_workers(missing)
 
     # -- life -----------------------------------------------------------------------------------
     def start(self) -> NetnsCluster:
@@ -473,6 +510,56 @@ def _cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:300]
 
 
+class NodeMaster(MasterProcess):
+    """`python -m master_lite` on a node of the cluster (the head by default), as a deployment
+    runs it: `--host 0.0.0.0 --port PORT --advertised-url http://<node>:PORT`, resource manager
+    `ray` at the cluster's head. `url` is the advertised one (the tests reach it over the
+    bridge); `stop_head`/`kill_node` leave it running.
+
+    Args:
+        cluster: the cluster.
+        root_dir: the master's root dir (the master's own disk).
+        node: where it runs; the head by default.
+        port: its port (the node's own network namespace: free).
+        env: more environment on top of the node's.
+    """
+
+    def __init__(
+        self,
+        cluster: NetnsCluster,
+        root_dir: pathlib.Path,
+        *,
+        node: Node | None = None,
+        port: int = 8080,
+        env: Mapping[str, str] | None = None,
+        start_timeout: float = 180,
+    ) -> None:
+        self.cluster = cluster
+        self.node = node or cluster.head
+        url = f"http://{self.node.ip}:{port}"
+        super().__init__(
+            root_dir,
+            cpu_slots=None,
+            extra_args=["--host", "0.0.0.0", "--port", str(port), "--advertised-url", url],
+            env={
+                "MASTER_LITE_RESOURCE_MANAGER": "ray",
+                "MASTER_LITE_RAY_ADDRESS": cluster.address,
+                **(env or {}),
+            },
+            start_timeout=start_timeout,
+        )
+
+    def command(self) -> list[str]:
+        return ["ip", "netns", "exec", self.node.netns, *super().command()]
+
+    def environment(self) -> dict[str, str]:
+        return self.cluster.node_env(self.node, self.env)
+
+    def start(self, timeout: float = 180) -> None:
+        super().start(timeout)
+        self.node.spawned.add(self.pid)
+
+
 @contextlib.contextmanager
 def netns_cluster(base_dir: pathlib.Path, **kwargs: Any) -> Iterator[NetnsCluster]:
     """`NetnsCluster(...)` as a context manager that also asserts nothing was left running."""
@@ -486,6 +573,7 @@ __all__ = [
     "FAST_FAILURE_DETECTION",
     "NetnsCluster",
     "Node",
+    "NodeMaster",
     "PREFIX",
     "TAG_ENV",
     "RAY_PORT",
