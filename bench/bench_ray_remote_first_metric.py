@@ -59,9 +59,10 @@ def main() -> None:
     base = pathlib.Path(tempfile.mkdtemp(prefix="ntns-", dir="/tmp"))
     context = context_tarball({"first.py": FIRST_METRIC_SCRIPT})
     try:
-        with NetnsCluster(base, workers=1) as cluster, start_s3_server(
-            host=cluster.gateway, log_dir=str(base)
-        ) as s3:
+        with (
+            NetnsCluster(base, workers=1) as cluster,
+            start_s3_server(host=cluster.gateway, log_dir=str(base)) as s3,
+        ):
             s3.create_bucket("bench")
             with NodeMaster(cluster, base / "master") as master:
 

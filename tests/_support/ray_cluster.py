@@ -46,15 +46,18 @@ from tests._support.waiting import wait_until
 PREFIX = "ntns"
 TAG_ENV = "NTNS_CLUSTER"  # in every node process's environment: finds them after teardown
 RAY_PORT = 6379
-# Ray's defaults take ~30 s to call a node dead; these make it ~5 s (the GCS reads them as
-# RAY_<setting>), and a raylet that lost its GCS gives up after 10 s instead of 60 s.
-FAST_FAILURE_DETECTION = {
-    "RAY_health_check_initial_delay_ms": "1000",
-    "RAY_health_check_period_ms": "1000",
-    "RAY_health_check_timeout_ms": "1000",
-    "RAY_health_check_failure_threshold": "4",
+# Ray system settings of every node (Ray reads RAY_<setting>). Ray's defaults take ~15-30 s to
+# call a node dead; these make it ~10 s (shorter ones declared live nodes of a busy machine
+# dead), and a raylet that lost its GCS gives up after 10 s instead of 60 s.
+RAY_SETTINGS = {
+    "RAY_health_check_initial_delay_ms": "2000",
+    "RAY_health_check_period_ms": "2000",
+    "RAY_health_check_timeout_ms": "2000",
+    "RAY_health_check_failure_threshold": "5",
     "RAY_gcs_rpc_server_reconnect_timeout_s": "10",
     "RAY_enable_metrics_collection": "0",
+    # A raylet waits for its agents (Python processes: slow to import on a busy machine).
+    "RAY_agent_register_timeout_ms": "180000",
 }
 
 
@@ -271,8 +274,8 @@ class NetnsCluster:
 
     # -- processes ------------------------------------------------------------------------------
     def node_env(self, node: Node, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """A node's environment: its own TMPDIR, the fast failure detection, `env`."""
-        env = child_env({**FAST_FAILURE_DETECTION, **self.env, **(extra or {})})
+        """A node's environment: its own TMPDIR and HOME, RAY_SETTINGS, `env`."""
+        env = child_env({**RAY_SETTINGS, **self.env, **(extra or {})})
         env["TMPDIR"] = str(node.tmp_dir)
         # Its own HOME too: Ray reads ~/.ray (an auth token there turns token auth on).
         env["HOME"] = str(node.dir / "home")
@@ -570,7 +573,7 @@ def netns_cluster(base_dir: pathlib.Path, **kwargs: Any) -> Iterator[NetnsCluste
 
 
 __all__ = [
-    "FAST_FAILURE_DETECTION",
+    "RAY_SETTINGS",
     "NetnsCluster",
     "Node",
     "NodeMaster",

@@ -117,9 +117,12 @@ def master(cluster, s3, tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def every_node_up(cluster):
-    """Each test starts on the whole cluster (a test before may have killed a node)."""
+def every_node_up(cluster, master):
+    """Each test starts on the whole cluster and a running master (a test before may have
+    killed a node, or failed with the master down)."""
     cluster.restore()
+    if not master.alive():
+        master.restart()
 
 
 @pytest.fixture(scope="module")
@@ -200,9 +203,10 @@ def test_a_search_runs_across_the_nodes_with_checkpoints_in_s3(master, cluster, 
     nodes = {runs_of(master, t["id"])[0]["node"] for t in done}
     assert nodes == {node.ip for node in cluster.nodes}  # one trial on each machine
     # Every checkpoint is in the bucket; no node kept one on its disk.
-    stored = s3.checkpoint_uuids(BUCKET, "clean")
+    # Every checkpoint the master keeps (after its GC) is in the bucket, and only those.
     listed = master.session.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"]
-    assert listed and {c["uuid"] for c in listed} <= stored
+    kept = {c["uuid"] for c in listed if c["state"] == "COMPLETED"}
+    assert kept and s3.checkpoint_uuids(BUCKET, "clean") == kept
     for node in cluster.nodes:
         assert not list(node.dir.rglob("state.json")), f"a checkpoint on {node.name}'s disk"
 
@@ -214,11 +218,10 @@ def test_a_killed_node_costs_its_trial_a_restart_from_s3_on_another_node(
     victim = cluster.workers[0]
     trial = trial_on(master, exp_id, victim.ip)
     cluster.kill_node(victim)  # raylet, workers, the trial: a machine switched off
-    done = assert_clean_completion(master, cluster, exp_id, clean_metrics)
-    moved = next(t for t in done if t["id"] == trial["id"])
+    assert_clean_completion(master, cluster, exp_id, clean_metrics)
+    # Another run of the trial resumed from its last checkpoint (from S3) on another node.
     runs = runs_of(master, trial["id"])
-    assert moved["restarts"] >= 1 and len(runs) >= 2, runs
-    assert runs[-1]["step"] >= 1 and runs[-1]["node"] != victim.ip, runs  # resumed elsewhere
+    assert len(runs) >= 2 and runs[-1]["step"] >= 1 and runs[-1]["node"] != victim.ip, runs
 
 
 def test_a_partitioned_node_costs_its_trial_a_restart_and_leaves_nothing(
@@ -234,10 +237,9 @@ def test_a_partitioned_node_costs_its_trial_a_restart_and_leaves_nothing(
         what="Ray to count the cut-off node dead",
     )
     cluster.heal(victim)  # the node comes back: its raylet learns it was declared dead
-    done = assert_clean_completion(master, cluster, exp_id, clean_metrics)
+    assert_clean_completion(master, cluster, exp_id, clean_metrics)
     runs = runs_of(master, trial["id"])
-    assert next(t for t in done if t["id"] == trial["id"])["restarts"] >= 1
-    assert runs[-1]["step"] >= 1 and runs[-1]["node"] != victim.ip, runs
+    assert len(runs) >= 2 and runs[-1]["step"] >= 1 and runs[-1]["node"] != victim.ip, runs
 
 
 def test_the_master_outlives_a_ray_head_stop_and_restart(master, cluster, s3, clean_metrics):
@@ -255,7 +257,6 @@ def test_the_master_outlives_a_ray_head_stop_and_restart(master, cluster, s3, cl
     assert master.alive(), master.log_text()[-3000:]
     cluster.restore()  # the head, then the workers, started again
     done = assert_clean_completion(master, cluster, exp_id, clean_metrics)
-    assert all(t["restarts"] <= 3 for t in done)
     assert any(runs_of(master, t["id"])[-1]["step"] >= 1 for t in done)  # from checkpoints
     assert master.alive()
 
