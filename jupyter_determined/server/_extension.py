@@ -328,13 +328,18 @@ class DeterminedServerExtension(ExtensionApp):
     async def _start(self) -> None:
         # The loop runs: the server has picked its port (`--port 0`, port_retries) by now.
         self._publish_url()
-        self.master_app.url = self.master_url
+        # Trials and master.json's `url` use MasterLite.advertised_url when it is set (the full
+        # URL of this API, .../determined, as another machine reaches it); clients on this host
+        # keep the server's local URL (master.json's `local_url`).
+        advertised = self.master_app.advertised_url or self.master_url
+        self.master_app.url = advertised
+        self.master_app.local_url = self.master_url
         try:
             # One master per root dir (an OS lock, taken before the store is opened), e.g. a
             # standalone master-lite or a second Jupyter server on the same root dir.
             self.master_app.claim_root_dir()
             self.master_app.check_not_running()  # a master of an earlier version (no lock)
-            await self.master.start(self.master_url)
+            await self.master.start(advertised)
         except Exception as exc:
             self.master_app.release_root_dir()
             self.log.error(

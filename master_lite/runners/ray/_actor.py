@@ -197,11 +197,22 @@ class TrialContainer:
             return False
 
 
+# The Ray cluster's token (token authentication) is the node's, not the trial's: kept out of a
+# trial's environment (and so out of its logs). A trial that uses Ray itself finds it where
+# the node keeps it (RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token).
+NODE_SECRETS = ("RAY_AUTH_TOKEN",)
+
+
 def node_environment(own: dict[str, str]) -> dict[str, str]:
     """The environment of a trial on this node: this Ray worker's own variables without the
-    `DET_*` ones (those are the master's to give), `python3`'s directory first on PATH, then
-    `own` (the run's: `DET_*`, the config's environment_variables, the placement's)."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("DET_")}
+    `DET_*` ones (those are the master's to give) and `NODE_SECRETS`, `python3`'s directory
+    first on PATH, then `own` (the run's: `DET_*`, the config's environment_variables, the
+    placement's)."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("DET_") and name not in NODE_SECRETS
+    }
     python_dir = os.path.dirname(sys.executable)
     env["PATH"] = python_dir + os.pathsep + env.get("PATH", "")
     env.update(own)

@@ -45,6 +45,18 @@ def runtime_env_setting(given: dict | None = None) -> dict | None:
     return dict(given)
 
 
+def auth_hint() -> str:
+    """What to add to a failed connection's message when the master has no Ray token mode set:
+    a cluster with token authentication refuses it (docs/distributed.md, "Ray token
+    authentication")."""
+    if os.environ.get("RAY_AUTH_MODE", "").strip():
+        return ""
+    return (
+        "; a Ray cluster with token authentication also needs RAY_AUTH_MODE=token and its token "
+        "(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) in the master's environment"
+    )
+
+
 def node_argv(argv: list[str], work_dir: Any) -> tuple[list[str], int | None]:
     """`argv` as a node runs it (a context's startup hook sourced first), and the index of its
     `python3`, which the node replaces with its own interpreter (None: no `python3`)."""
@@ -55,4 +67,4 @@ def node_argv(argv: list[str], work_dir: Any) -> tuple[list[str], int | None]:
     return wrapped, len(wrapped) - len(argv)
 
 
-__all__ = ["RUNTIME_ENV_ENV", "node_argv", "runtime_env_setting"]
+__all__ = ["RUNTIME_ENV_ENV", "auth_hint", "node_argv", "runtime_env_setting"]

@@ -45,7 +45,7 @@ from master_lite.runners._base import (
 )
 from master_lite.runners._exits import killed_exit_code
 from master_lite.runners._lines import split_line
-from master_lite.runners.ray._launch import node_argv, runtime_env_setting
+from master_lite.runners.ray._launch import auth_hint, node_argv, runtime_env_setting
 from master_lite.runners.ray._signals import keep_signal_handlers
 from master_lite.runners.ray._storage import node_local_storage_warning
 
@@ -101,7 +101,7 @@ class RayCluster:
             except Exception as exc:
                 raise ValueError(
                     f"cannot connect to the Ray cluster at {address or '(new local)'}"
-                    f": {exc}; check ray_address / RAY_ADDRESS"
+                    f": {exc}; check ray_address / RAY_ADDRESS{auth_hint()}"
                 ) from exc
         # The actor's modules import only the standard library and each other: shipped by value,
         # so Ray nodes need neither master_lite nor determined.
