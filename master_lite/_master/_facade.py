@@ -165,6 +165,7 @@ class Master:
             default_pool=pick_default(self._pools, default_resource_pool),
             details=self._pools,
         )
+        self._scheduler.live_shape = self._ray_cluster is not None
         self.events = EventBus(experiment_of_trial=self._experiment_of_trial)
         self._master_url = ""
         self._checkpoint_gc: CheckpointCollector = None  # type: ignore[assignment]  # start()

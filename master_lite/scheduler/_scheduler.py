@@ -119,6 +119,9 @@ class Scheduler:
         self._shares: dict[str, dict[str, int]] = {}
         self._experiment_reasons: dict[int, str] = {}
         self._counter = itertools.count()
+        # Whether the slots follow a cluster's nodes (Ray: `replace_pools`), so a request
+        # larger than its pool may fit later.
+        self.live_shape = False
 
     @property
     def free_slots(self) -> list[int]:
@@ -130,6 +133,7 @@ class Scheduler:
         `pools`'. A pool not named keeps existing with no slots; grants keep the slots they
         hold (their runs end on their own when a node is gone) and the next pass decides on
         the new counts."""
+        self.live_shape = True
         new = {p.name: list(p.slot_ids) for p in pools}
         for name in self.pools:
             new.setdefault(name, [])

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
 logger = logging.getLogger("master_lite")
 FIRST_RETRY_SECONDS = 1.0
+_FATAL_WORDS = ("Check failed", "Failed to", "failed to", "Error:", "died", "FATAL")
 MAX_RETRY_SECONDS = 30.0
 
 
@@ -234,7 +235,12 @@ class RayConnection:
                 os.killpg(process.pid, signal.SIGKILL)  # a driver that lost its head
             process.wait()
         if not why:
-            last = next((line for line in reversed(self._output) if line.strip()), "")
+            # Ray's own words for why it ended its driver (a fatal check, "Failed to ..."), if
+            # its last lines have them.
+            last = next(
+                (line for line in reversed(self._output) if any(w in line for w in _FATAL_WORDS)),
+                "",
+            )
             why = f"the Ray driver process ended (exit code {process.returncode})" + (
                 f": {last.strip()[:300]}" if last else ""
             )
