@@ -169,6 +169,13 @@ def master(cluster, tmp_path_factory):
         env={"MASTER_LITE_RESOURCE_MANAGER": "ray", "MASTER_LITE_RAY_ADDRESS": cluster.address},
     ) as process:
         session = process.session
+        # The master connects to Ray in the background (it listens at once): wait for the
+        # cluster's slots.
+        wait_until(
+            lambda: len(session.get("/resources")["slots"]) == 2,
+            timeout=120,
+            what="the Ray cluster's two GPU slots",
+        )
         yield session
 
 
@@ -176,9 +183,16 @@ def node_ids(cluster) -> set[str]:
     return {node.node_id for node in cluster.list_all_nodes()}
 
 
-def test_slots_are_the_clusters_gpus(master):
-    slots = master.get("/resources")["slots"]
+def test_slots_are_the_clusters_gpus(master, cluster):
+    answer = master.get("/resources")
+    slots = answer["slots"]
     assert len(slots) == 2 and all(slot["trial_id"] is None for slot in slots)
+    assert all(slot["type"] == "gpu" for slot in slots)  # GPU nodes: GPU slots
+    status = master.get("/master")["cluster"]
+    assert status["state"] == "connected" and answer["cluster"]["state"] == "connected"
+    alive = {n["node_id"] for n in status["nodes"] if n["alive"]}
+    assert alive == node_ids(cluster)
+    assert all(n["gpus"] == 1 and n["pool"] == "default" for n in status["nodes"])
 
 
 def test_a_search_spreads_its_trials_over_both_nodes(master, cluster, tmp_path):
@@ -326,3 +340,68 @@ def test_an_experiment_with_an_image_is_refused_at_submit(master):
     with pytest.raises(api_errors.APIError) as info:
         submit(master, bad, {"x.py": ""})
     assert "environment.image: RayRunner does not run trials in containers" in str(info.value)
+
+
+def add_node(cluster, **node_args):
+    """`cluster.add_node`, tried a few times (see `cluster()`: a busy machine can time out)."""
+    failures = []
+    for _ in range(3):
+        try:
+            return cluster.add_node(**node_args)
+        except Exception as exc:  # noqa: BLE001
+            failures.append(f"{type(exc).__name__}: {exc}")
+    pytest.fail("could not add a Ray node (is the machine overloaded?): " + " | ".join(failures))
+
+
+def test_a_lost_node_is_named_its_trial_requeued_and_the_slots_follow_the_nodes(master, cluster):
+    """Live cluster shape and node loss (issue 31, rows 5 and the pools of issue 30): a node that
+    joins labelled det-pool=extra adds the pool `extra` with its GPU; a trial there whose node
+    is lost says so in its log (not "possibly out of memory"), is not counted as a failure
+    (max_restarts 0), waits while the pool has no slots, and resumes from its checkpoint on the
+    node that joins next. GET /resources follows each change."""
+
+    def extra_slots() -> list[dict]:
+        return [s for s in master.get("/resources")["slots"] if s["pool"] == "extra"]
+
+    lean = {"include_log_monitor": False, "num_cpus": 1, "num_gpus": 1}
+    node = add_node(cluster, labels={"det-pool": "extra"}, **lean)
+    wait_until(lambda: len(extra_slots()) == 1, what="the joined node's slot")
+    assert extra_slots()[0]["type"] == "gpu"
+    pools = {p["name"]: p for p in master.get("/resource-pools")["resourcePools"]}
+    assert pools["extra"]["slotsAvailable"] == 1 and pools["default"]["slotsAvailable"] == 2
+
+    lost_config = config("lost-node", "python3 checkpointing.py", hparams={"steps": 60})
+    lost_config["resources"]["resource_pool"] = "extra"
+    exp_id = submit(master, lost_config, {"checkpointing.py": CHECKPOINTING})
+    (trial,) = wait_until(lambda: trials(master, exp_id), what="the trial")
+    wait_until(
+        lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
+        what="a first checkpoint",
+    )
+    text = all_logs(master, exp_id)
+    assert node.node_id in text  # it runs on the extra node
+    cluster.remove_node(node, allow_graceful=False)
+    named = f"node {node.node_ip_address} (node id {node.node_id})"
+    wait_until(
+        lambda: named in all_logs(master, exp_id), timeout=60, what="the lost node in the log"
+    )
+    wait_until(lambda: not extra_slots(), timeout=60, what="the lost node's slot to go")
+    assert "extra" in {p["name"] for p in master.get("/resource-pools")["resourcePools"]}
+    wait_until(
+        lambda: (
+            trials(master, exp_id)[0]["state"] == "ACTIVE"
+            and "not counted as a failure" in all_logs(master, exp_id)
+        ),
+        what="the trial back in the queue",
+    )
+    assert trials(master, exp_id)[0]["restarts"] == 0
+
+    add_node(cluster, labels={"det-pool": "extra"}, **lean)
+    experiment = wait_for_experiment(master, exp_id, timeout=180)
+    text = all_logs(master, exp_id)
+    assert experiment["state"] == "COMPLETED", text
+    assert "possibly out of memory" not in text
+    assert trials(master, exp_id)[0]["restarts"] == 0, text
+    resumed = marked_values(text, "RESUMED")
+    assert [r["run"] for r in resumed] == [1, 2]
+    assert resumed[1]["step"] >= 1  # from its checkpoint
