@@ -254,7 +254,16 @@ def test_the_master_outlives_a_ray_head_stop_and_restart(master, cluster, s3, cl
             what=f"{worker.name}'s raylet to give up",
         )
     wait_until(lambda: not cluster.trial_processes(), timeout=60, what="the trials to die")
-    assert master.alive(), master.log_text()[-3000:]
+    # The master stays up and says what it waits for.
+    state = wait_until(
+        lambda: (
+            (c := master.session.get("/master").get("cluster") or {}).get("state") == "waiting"
+            and c
+        ),
+        timeout=60,
+        what="the master to say it waits for the Ray cluster",
+    )
+    assert "waiting for the Ray cluster" in state["message"], state
     cluster.restore()  # the head, then the workers, started again
     done = assert_clean_completion(master, cluster, exp_id, clean_metrics)
     assert any(runs_of(master, t["id"])[-1]["step"] >= 1 for t in done)  # from checkpoints
@@ -274,5 +283,9 @@ def test_sigterm_stops_the_master_cleanly_and_a_restart_finishes_the_search(
     wait_until(lambda: not cluster.trial_processes(), timeout=60, what="the trials to stop")
     master.restart()
     done = assert_clean_completion(master, cluster, exp_id, clean_metrics)
-    for trial in done:
-        assert runs_of(master, trial["id"])[-1]["step"] >= 1  # resumed, not started over
+    stopped = marked_values(all_logs(master, exp_id), "PREEMPTED")
+    assert stopped, "no trial was preempted by the clean stop"
+    resumed = [runs_of(master, t["id"]) for t in done]
+    resumed = [runs for runs in resumed if len(runs) >= 2]
+    assert len(resumed) == len(stopped), resumed  # each preempted trial ran again...
+    assert all(runs[-1]["step"] >= 1 for runs in resumed), resumed  # ...from its checkpoint
