@@ -111,12 +111,13 @@ def main() -> None:
                         thread.join()
                     if any("seconds" not in out for out in outs):
                         sys.exit(f"round {round_index} failed: {outs}")
+                    print(f"round {round_index}: {outs}", flush=True)
                     if round_index == 0:
                         continue  # warm-up
                     for out in outs:
                         where = "head" if out["node"] == cluster.head.ip else "remote"
                         times[where].append(out["seconds"])
-            left = cluster.leftovers()
+        left = cluster.leftovers()  # after the cluster's teardown: nothing may be left
     finally:
         shutil.rmtree(base, ignore_errors=True)
     if left:
