@@ -160,6 +160,12 @@ def runs_of(master: MasterProcess, trial_id: int) -> list[dict]:
     return found
 
 
+def assert_named_lost(master: MasterProcess, trial_id: int, node_ip: str) -> None:
+    """The trial's log says which node was lost (not "possibly out of memory")."""
+    lines = [e["line"] for e in trial_logs(master, trial_id)]
+    assert any(f"node {node_ip}" in line and "lost" in line for line in lines), lines[-30:]
+
+
 def measured(what: str, fault_at: float, runs: list[dict]) -> None:
     """Print how long the trial took to run again after the fault (docs/distributed.md's fault
     table quotes these; `pytest -s` shows them). Information, never asserted."""
@@ -237,6 +243,7 @@ def test_a_killed_node_costs_its_trial_a_restart_from_s3_on_another_node(
     # Another run of the trial resumed from its last checkpoint (from S3) on another node.
     runs = runs_of(master, trial["id"])
     assert len(runs) >= 2 and runs[-1]["step"] >= 1 and runs[-1]["node"] != victim.ip, runs
+    assert_named_lost(master, trial["id"], victim.ip)
     measured("node killed", fault_at, runs)
 
 
@@ -257,6 +264,7 @@ def test_a_partitioned_node_costs_its_trial_a_restart_and_leaves_nothing(
     assert_clean_completion(master, cluster, exp_id, clean_metrics)
     runs = runs_of(master, trial["id"])
     assert len(runs) >= 2 and runs[-1]["step"] >= 1 and runs[-1]["node"] != victim.ip, runs
+    assert_named_lost(master, trial["id"], victim.ip)
     measured("node partitioned", fault_at, runs)
 
 
