@@ -19,6 +19,7 @@ When the master goes away (its pipe closes) this process exits, and Ray kills th
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
@@ -89,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     outbox = _Outbox(int(args[1]))
     address = args[2] if len(args) > 2 and args[2] else None
     from master_lite.runners.ray._runner import RayCluster, RayDriver
+
+    # The master reads these lines (`RayConnection._read_output`): warnings reach its log.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
     try:
         cluster = RayCluster.connect(address)

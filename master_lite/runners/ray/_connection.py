@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
 logger = logging.getLogger("master_lite")
+_DRIVER_WARNING = "WARNING master_lite: "
 FIRST_RETRY_SECONDS = 1.0
 _FATAL_WORDS = ("Check failed", "Failed to", "failed to", "Error:", "died", "FATAL")
 MAX_RETRY_SECONDS = 30.0
@@ -265,7 +266,12 @@ class RayConnection:
         for raw in process.stdout:
             line = raw.decode(errors="replace").rstrip()
             self._output.append(line)
-            logger.debug("ray driver: %s", line)
+            # The driver's own warnings (`_bridge` logs "WARNING ..."), e.g. node-local
+            # checkpoint storage, reach the master's log; Ray's chatter only its debug log.
+            if line.startswith(_DRIVER_WARNING):
+                logger.warning("ray driver: %s", line[len(_DRIVER_WARNING) :])
+            else:
+                logger.debug("ray driver: %s", line)
 
 
 __all__ = ["RAY_ADDRESS_ENV", "RayConnection"]
