@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import logging
 import os
 import signal
@@ -71,7 +72,13 @@ class RayConnection:
         inventory: Any,
     ) -> None:
         """`inventory`: turns node lists into the scheduler's pools (`scheduler.RayInventory`:
-        `update(nodes) -> pools`, `default`, `descriptions`, `slot_type`, `label`)."""
+        `update(nodes) -> pools`, `default`, `descriptions`, `slot_type`, `label`). ValueError
+        when Ray is not installed (the master stops at once rather than wait for nothing)."""
+        if importlib.util.find_spec("ray") is None:
+            raise ValueError(
+                "resource_manager 'ray' needs Ray: pip install 'jupyter-determined[ray]' "
+                "(or pip install ray), or use resource_manager 'local'"
+            )
         self.address = (
             address or os.environ.get(RAY_ADDRESS_ENV) or os.environ.get("RAY_ADDRESS") or None
         )
