@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
 import threading
@@ -99,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         outbox.send(("failed", str(exc)))
         return 2
+    # Only the master ends this process ("close", or its pipe closing, or its death's SIGKILL):
+    # a SIGTERM/SIGINT meant for the master (a service manager's stop of the whole group, ^C)
+    # must not end the driver, and with it the trials, before they were preempted with a
+    # checkpoint. (Ray's own SIGTERM handler, which `ray.init` installed, would exit.)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
     gcs_address = str(cluster.ray.get_runtime_context().gcs_address)
     driver: Any = None
 
