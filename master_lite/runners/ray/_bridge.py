@@ -19,7 +19,9 @@ When the master goes away (its pipe closes) this process exits, and Ray kills th
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import socket
 import sys
 import threading
@@ -90,11 +92,20 @@ def main(argv: list[str] | None = None) -> int:
     address = args[2] if len(args) > 2 and args[2] else None
     from master_lite.runners.ray._runner import RayCluster, RayDriver
 
+    # The master reads these lines (`RayConnection._read_output`): warnings reach its log.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
     try:
         cluster = RayCluster.connect(address)
     except ValueError as exc:
         outbox.send(("failed", str(exc)))
         return 2
+    # Only the master ends this process ("close", or its pipe closing, or its death's SIGKILL):
+    # a SIGTERM/SIGINT meant for the master (a service manager's stop of the whole group, ^C)
+    # must not end the driver, and with it the trials, before they were preempted with a
+    # checkpoint. (Ray's own SIGTERM handler, which `ray.init` installed, would exit.)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
     gcs_address = str(cluster.ray.get_runtime_context().gcs_address)
     driver: Any = None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import logging
 import os
 import signal
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 
 RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
 logger = logging.getLogger("master_lite")
+_DRIVER_WARNING = "WARNING master_lite: "
 FIRST_RETRY_SECONDS = 1.0
 _FATAL_WORDS = ("Check failed", "Failed to", "failed to", "Error:", "died", "FATAL")
 MAX_RETRY_SECONDS = 30.0
@@ -70,7 +72,13 @@ class RayConnection:
         inventory: Any,
     ) -> None:
         """`inventory`: turns node lists into the scheduler's pools (`scheduler.RayInventory`:
-        `update(nodes) -> pools`, `default`, `descriptions`, `slot_type`, `label`)."""
+        `update(nodes) -> pools`, `default`, `descriptions`, `slot_type`, `label`). ValueError
+        when Ray is not installed (the master stops at once rather than wait for nothing)."""
+        if importlib.util.find_spec("ray") is None:
+            raise ValueError(
+                "resource_manager 'ray' needs Ray: pip install 'jupyter-determined[ray]' "
+                "(or pip install ray), or use resource_manager 'local'"
+            )
         self.address = (
             address or os.environ.get(RAY_ADDRESS_ENV) or os.environ.get("RAY_ADDRESS") or None
         )
@@ -265,7 +273,12 @@ class RayConnection:
         for raw in process.stdout:
             line = raw.decode(errors="replace").rstrip()
             self._output.append(line)
-            logger.debug("ray driver: %s", line)
+            # The driver's own warnings (`_bridge` logs "WARNING ..."), e.g. node-local
+            # checkpoint storage, reach the master's log; Ray's chatter only its debug log.
+            if line.startswith(_DRIVER_WARNING):
+                logger.warning("ray driver: %s", line[len(_DRIVER_WARNING) :])
+            else:
+                logger.debug("ray driver: %s", line)
 
 
 __all__ = ["RAY_ADDRESS_ENV", "RayConnection"]

@@ -78,7 +78,7 @@ class RayRunner(Runner):
                 pool,
                 default=pool == inventory.default,
                 pools=inventory.descriptions,
-                avoid=self._avoid.get(spec.trial_id, ()),
+                avoid=self._avoided(spec.trial_id, pool),
                 label=inventory.label,
             ),
         }
@@ -91,6 +91,19 @@ class RayRunner(Runner):
                 target=self._end_lost, args=(spec.allocation_id, self.cluster.message), daemon=True
             ).start()
         return None
+
+    def _avoided(self, trial_id: int, pool: str) -> set[str]:
+        """The alive nodes of `pool` that were lost under the trial before, unless that is every
+        alive node of the pool (then it is tried on them again rather than waiting forever: a
+        node that came back from a partition, or a heartbeat missed on a very busy node)."""
+        with self._lock:
+            avoid = set(self._avoid.get(trial_id, ()))
+        alive = {
+            str(n.get("node_id"))
+            for n in self.cluster.nodes
+            if n.get("alive") and n.get("pool") == pool
+        }
+        return set() if alive and alive <= avoid else avoid & alive
 
     def send_signal(self, allocation_id: str, sig: int) -> bool:
         with self._lock:

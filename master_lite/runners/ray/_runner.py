@@ -304,8 +304,10 @@ class RayDriver(Runner):
         heard = {rank: time.monotonic() for rank in polls.values()}
         while polls:
             ready, _ = ray.wait(list(polls), num_returns=1, timeout=_POLL_SECONDS * 4)
-            silent = _faults.silent_ranks(heard, polls.values(), time.monotonic())
-            if not ready and silent:  # a partition, or a node Ray has not declared dead yet
+            answered = set(ready)
+            waiting = [rank for ref, rank in polls.items() if ref not in answered]
+            silent = _faults.silent_ranks(heard, waiting, time.monotonic())
+            if silent:  # a partition, or a node Ray has not declared dead yet
                 return self._lost(run, silent[0], None, exit_codes)
             for ref in ready:
                 rank = polls.pop(ref)

@@ -57,19 +57,27 @@ def _free_port() -> int:
 
 
 def _head(port: int):
+    """A one-node cluster whose head listens on `port`; tried a few times (a raylet on a busy
+    machine can time out starting: see test_ray's `cluster`)."""
     from ray.cluster_utils import Cluster
 
-    return Cluster(
-        initialize_head=True,
-        head_node_args={
-            "gcs_server_port": port,
-            "num_cpus": 2,
-            "num_gpus": 0,
-            "include_dashboard": False,
-            "no_monitor": True,
-            "include_log_monitor": False,
-        },
-    )
+    failures = []
+    for _ in range(3):
+        try:
+            return Cluster(
+                initialize_head=True,
+                head_node_args={
+                    "gcs_server_port": port,
+                    "num_cpus": 2,
+                    "num_gpus": 0,
+                    "include_dashboard": False,
+                    "no_monitor": True,
+                    "include_log_monitor": False,
+                },
+            )
+        except Exception as exc:  # noqa: BLE001
+            failures.append(f"{type(exc).__name__}: {exc}")
+    pytest.fail("could not start a Ray head (is the machine overloaded?): " + " | ".join(failures))
 
 
 def test_the_master_outlives_the_ray_head_and_resumes_the_trial(tmp_path):

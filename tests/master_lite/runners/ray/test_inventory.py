@@ -87,3 +87,43 @@ def test_the_scheduler_follows_a_new_shape():
     assert [(p["name"], p["slotsAvailable"], p["slotsUsed"]) for p in pools_json] == [
         ("default", 0, 2)
     ]
+
+
+def test_a_trial_avoids_its_lost_nodes_unless_they_are_all_that_is_left():
+    from master_lite.runners.ray._connection import RayConnection
+    from master_lite.runners.ray._proxy import RayRunner
+
+    connection = RayConnection("127.0.0.1:1", inventory=RayInventory())
+    runner = RayRunner(connection, log_sink=lambda records: None, on_exit=lambda a, c: None)
+    runner._runs["trial-4.1"] = 4
+    runner.message(("exit", "trial-4.1", 137, {"node_id": "a", "cause": "node x was lost"}))
+    assert runner.lost_cause("trial-4.1") == "node x was lost"
+    assert runner.lost_cause("trial-4.1") is None  # asked once
+    connection._shape([node("a", gpus=1), node("b", gpus=1)])
+    assert runner._avoided(4, "default") == {"a"}
+    assert runner._avoided(5, "default") == set()  # another trial: no history
+    connection._shape([node("a", gpus=1)])  # only the avoided node is left: try it again
+    assert runner._avoided(4, "default") == set()
+
+
+def test_a_connection_to_nothing_waits_says_so_and_does_not_block():
+    import socket
+
+    from master_lite.runners.ray._connection import RayConnection
+    from tests._support import wait_until
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"  # nothing listens there once closed
+    connection = RayConnection(address, inventory=RayInventory())
+    connection.start()  # returns at once
+    try:
+        wait_until(lambda: connection.state == "waiting", timeout=30, what="the waiting state")
+        status = connection.status()
+        assert status["message"].startswith(
+            f"waiting for the Ray cluster at {address}: nothing answers at {address}"
+        )
+        assert status["nodes"] == [] and connection.pools[0].slot_ids == ()
+        assert connection.send(("signal", "trial-1.1", 15)) is False  # no driver to tell
+    finally:
+        connection.close(timeout=5)

@@ -267,6 +267,49 @@ def test_killing_a_nodes_worker_restarts_the_trial_from_its_checkpoint(master):
     assert resumed[0]["step"] == 0 and resumed[1]["step"] >= 1  # from its checkpoint
 
 
+def test_a_silent_container_is_lost_and_its_trial_resumes_on_another_node(master):
+    """A partition, as the driver sees it: the actor's worker stops answering (SIGSTOP). Within
+    the heartbeat (10 s) the run is lost, named so, requeued without counting a failure, and the
+    next attempt avoids that node."""
+    exp_id = submit(
+        master,
+        config("silent", "python3 checkpointing.py", hparams={"steps": 40}),
+        {"checkpointing.py": CHECKPOINTING},
+    )
+    (trial,) = wait_until(lambda: trials(master, exp_id), what="the trial")
+    wait_until(
+        lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
+        what="a first checkpoint",
+    )
+    (placed,) = [
+        e["line"]
+        for e in trial_logs(master, trial["id"], stream="master")
+        if "worker pid" in e["line"]
+    ]
+    worker_pid = int(re.search(r"worker pid (\d+)", placed).group(1))
+    first_node = re.search(r"on Ray node (\w+)", placed).group(1)
+    os.kill(worker_pid, signal.SIGSTOP)
+    try:
+        wait_until(
+            lambda: "did not answer for 10 s" in all_logs(master, exp_id),
+            timeout=60,
+            what="the silent container to be declared lost",
+        )
+    finally:
+        try:
+            os.kill(worker_pid, signal.SIGCONT)  # Ray kills it; let it die
+        except ProcessLookupError:
+            pass
+    experiment = wait_for_experiment(master, exp_id, timeout=180)
+    text = all_logs(master, exp_id)
+    assert experiment["state"] == "COMPLETED", text
+    assert trials(master, exp_id)[0]["restarts"] == 0, text  # max_restarts 0: not counted
+    nodes = re.findall(r"container 0 on Ray node (\w+)", text)
+    assert nodes[0] == first_node and nodes[-1] != first_node, text  # the next attempt avoids it
+    resumed = marked_values(text, "RESUMED")
+    assert resumed[-1]["step"] >= 1
+
+
 def test_pause_and_activate_resume_from_the_checkpoint_and_kill_cancels(master):
     exp_id = submit(
         master,
