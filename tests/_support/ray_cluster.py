@@ -1,26 +1,29 @@
 """A multi-node Ray cluster on one machine: every node in a network namespace of its own.
 
-    with NetnsCluster(base_dir, workers=2) as cluster:    # needs root, iproute2 (and iptables)
+    with NetnsCluster(base_dir, workers=2) as cluster:    # needs root, iproute2 and iptables
         cluster.head.ip, cluster.workers[0].ip, cluster.gateway   # 10.213.N.10/11/12, .1
         cluster.address                                   # "10.213.N.10:6379", the Ray head
-        master = cluster.spawn(cluster.head, argv, env=..., log_path=...)  # a process in a node
+        master = NodeMaster(cluster, root_dir)            # master-lite on the head, --host 0.0.0.0
         cluster.kill_node(cluster.workers[0])             # SIGKILL raylet, workers and trials
         cluster.partition(cluster.workers[1]); cluster.heal(cluster.workers[1])
-        cluster.stop_head(); cluster.start_node(cluster.head)   # the head's Ray processes only
-    # gone: every process of every node, the namespaces, the bridge; `leftovers()` says what stayed
+        cluster.stop_head()                               # the head's Ray processes only
+        cluster.restore()                                 # every node up again
+        cluster.trial_processes()                         # trials still running anywhere
+    cluster.leftovers()                                   # [] once it is torn down
 
-Layout: a bridge `ntns<tag>b` in the machine's own namespace with the gateway address `.1`
-(servers the nodes share, an S3 server, bind it); one namespace `ntns<tag>-<node>` per node with
-a veth pair (`ntns<tag>v<i>` on the bridge, `eth0` inside) and its own address; each node has its
-own directories under `base_dir/<node>/` (Ray's temp dir, `TMPDIR`, which is where the Ray
-actor unpacks a trial's work dir, and `HOME`): nothing on disk is shared by the nodes but the interpreter.
-`<tag>` is this process's pid, so two runs never share a name, and the namespaces and links of
-a run whose process is gone are removed before a new cluster starts.
+Layout: the tag is `ntns<pid of this process>`; a bridge `<tag>b` in the machine's own namespace
+with the gateway address `.1` (servers the nodes share, an S3 server, bind it there); one
+namespace `<tag>-<node>` per node with a veth pair (`<tag>v<i>` on the bridge, `eth0` inside)
+and its own address; each node has its own directories under `base_dir/<node>/` (Ray's temp dir,
+`TMPDIR`, where the Ray actor unpacks a trial's work dir, and `HOME`): nothing on disk is shared
+by the nodes but the interpreter. Two runs never share a name, and the namespaces and links of a
+run whose process is gone are removed before a new cluster starts.
 
-Processes of a node are found by their network namespace (`ip netns pids`), not by name: `ray
-stop` would stop every Ray on the machine. A node's processes are Ray's own (gcs, raylet, agents,
-workers), the trials the workers started, and whatever `spawn` started there (a master on the
-head); `kill_node` and `stop_head` spare the spawned ones.
+Processes of a node are found by their network namespace (`ip netns pids`) and by the tag in
+their environment (`NTNS_CLUSTER`), never by name: `ray stop` would stop every Ray on the
+machine. A node's processes are Ray's own (gcs, raylet, agents, workers), the trials the workers
+started, and whatever was started there as a spawned process (`NodeMaster`, `spawn`), which
+`kill_node` and `stop_head` spare.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tests._support.master import MasterProcess
@@ -563,15 +566,6 @@ class NodeMaster(MasterProcess):
         self.node.spawned.add(self.pid)
 
 
-@contextlib.contextmanager
-def netns_cluster(base_dir: pathlib.Path, **kwargs: Any) -> Iterator[NetnsCluster]:
-    """`NetnsCluster(...)` as a context manager that also asserts nothing was left running."""
-    cluster = NetnsCluster(base_dir, **kwargs)
-    with cluster:
-        yield cluster
-    assert not cluster.leftovers(), cluster.leftovers()
-
-
 __all__ = [
     "RAY_SETTINGS",
     "NetnsCluster",
@@ -581,6 +575,5 @@ __all__ = [
     "TAG_ENV",
     "RAY_PORT",
     "netns_available",
-    "netns_cluster",
     "remove_stale",
 ]

@@ -102,8 +102,7 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def s3(cluster, tmp_path_factory):
-    pytest.importorskip("moto.server", reason="moto[server] is in the test extra")
-    from tests._support.s3_server import start_s3_server
+    from tests._support.s3_server import start_s3_server  # moto[server]: the test extra
 
     # On the bridge: the one address every node (and the master) reaches.
     with start_s3_server(host=cluster.gateway, log_dir=str(tmp_path_factory.mktemp("moto"))) as s:
