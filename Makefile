@@ -92,9 +92,11 @@ demo: install
 ## test-deps: what only the tests need beyond the Python packages: Debian's chromium, openssl
 ## (the report courier's HTTPS tests make a self-signed certificate), podman with runc (the
 ## container runner's tests; Debian's default crun refuses some hosts' cgroup setups), and
-## docker-registry with apache2-utils' htpasswd (a registry on loopback for the pull tests)
+## docker-registry with apache2-utils' htpasswd (a registry on loopback for the pull tests),
+## iproute2 and iptables (the multi-node Ray suite puts each node in a network namespace of its
+## own, tests/_support/ray_cluster.py, and cuts one off with iptables)
 test-deps:
-	@command -v chromium >/dev/null && command -v openssl >/dev/null && command -v podman >/dev/null && command -v runc >/dev/null && command -v docker-registry >/dev/null && command -v htpasswd >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openssl podman runc docker-registry apache2-utils >/dev/null; }
+	@command -v chromium >/dev/null && command -v openssl >/dev/null && command -v podman >/dev/null && command -v runc >/dev/null && command -v docker-registry >/dev/null && command -v htpasswd >/dev/null && command -v ip >/dev/null && command -v iptables >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium openssl podman runc docker-registry apache2-utils iproute2 iptables >/dev/null; }
 
 ## image: build the default trial image for `environment.image` into the container runtime's
 ## local store (Debian's essential packages with python3 and numpy; the master mounts the

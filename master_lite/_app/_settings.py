@@ -102,7 +102,7 @@ class MasterLiteSettings(Configurable):
         klass="master_lite.runners.Runner",
         allow_none=True,
         help="A Runner subclass (dotted name) that runs every trial under resource_manager "
-        "'ray', instead of master_lite.runners.RayRunner. Constructed with the RayCluster, "
+        "'ray', instead of master_lite.runners.RayRunner. Constructed with the RayConnection, "
         "then log_sink=, on_exit= and use_gpus=. Env: MASTER_LITE_RAY_RUNNER_CLASS.",
     ).tag(config=True)
     container_runtime = Unicode(

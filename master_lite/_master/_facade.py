@@ -39,7 +39,7 @@ from master_lite.reports import LogWriter, Reports, TrialLogs
 from master_lite.runners import (
     ContainerRuntime,
     GatewayDefault,
-    RayCluster,
+    RayConnection,
     Runner,
     RunnerClasses,
     build_runner,
@@ -56,11 +56,13 @@ from master_lite.runs import (
 from master_lite.scheduler import (
     GPU,
     Policy,
+    RayInventory,
     Scheduler,
     build_pools,
     discover_gpus,
     fake_gpus,
     pick_default,
+    ray_pool_config,
 )
 from master_lite.store import Store
 from master_lite.tensorboards import TensorBoards
@@ -138,19 +140,24 @@ class Master:
         self._preemption_grace_seconds = preemption_grace_seconds
         self._terminate_grace_seconds = terminate_grace_seconds
         self.cluster_id = cluster_id
-        self._ray_cluster = None
+        self._ray_cluster: RayConnection | None = None
         if resource_manager == "ray":
-            # Ray places runs on its nodes' GPUs; the scheduler only counts the cluster's slots.
-            self._ray_cluster = RayCluster.connect(ray_address)
+            # Ray places runs on its nodes; the scheduler counts the cluster's slots, which follow
+            # its nodes (the pools start empty: connecting happens in the background, in start()).
+            inventory = RayInventory(ray_pool_config(resource_pools), default_resource_pool)
+            self._ray_cluster = RayConnection(ray_address, inventory=inventory)
             gpus = []
-            cpu_slots = self._ray_cluster.slots().count
         elif gpus is None:
             gpus = discover_gpus()
         elif isinstance(gpus, int):
             gpus = fake_gpus(gpus)
         self._gpus: list[GPU] = list(gpus)
         # Scheduling (docs/scheduling.md): fair_share unless configured; the slots in pools.
-        self._pools = build_pools(self._gpus, cpu_slots, resource_pools)
+        self._pools = (
+            self._ray_cluster.pools
+            if self._ray_cluster is not None
+            else build_pools(self._gpus, cpu_slots, resource_pools)
+        )
         self._scheduler = Scheduler(
             sorted(s for pool in self._pools for s in pool.slot_ids),
             policy=scheduling or Policy(),
@@ -158,6 +165,7 @@ class Master:
             default_pool=pick_default(self._pools, default_resource_pool),
             details=self._pools,
         )
+        self._scheduler.live_shape = self._ray_cluster is not None
         self.events = EventBus(experiment_of_trial=self._experiment_of_trial)
         self._master_url = ""
         self._checkpoint_gc: CheckpointCollector = None  # type: ignore[assignment]  # start()
@@ -277,6 +285,19 @@ class Master:
         self.unmanaged.start()
         self._collect_checkpoint_garbage()  # GCs cut short by the previous master's end
         self._partials.request()  # saves the previous master's runs never finished
+        if self._ray_cluster is not None:  # connects (and reconnects) in the background
+
+            def on_shape(pools: list) -> None:
+                loop.call_soon_threadsafe(self._new_cluster_shape, pools)
+
+            self._ray_cluster.on_shape = on_shape
+            self._ray_cluster.start()
+
+    def _new_cluster_shape(self, pools: list) -> None:
+        """Ray's nodes changed: the scheduler's slots follow (docs/distributed.md)."""
+        if not self._shared.closed:
+            self._scheduler.replace_pools(pools)
+            self.runs.run_scheduler()
 
     async def stop(self, pause_running: bool = True) -> None:
         """Preempt every run (they checkpoint and exit as PAUSED) and close the store."""

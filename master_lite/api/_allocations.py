@@ -8,15 +8,27 @@ from determined.common import harness
 from master_lite.api._base import ApiHandlerMixin
 
 
+def cluster_status(master: Any) -> dict | None:
+    """The Ray connection's state (resource_manager ray; None otherwise or before start):
+    "waiting for the Ray cluster at …" while the cluster is away (docs/distributed.md)."""
+    runner = getattr(getattr(master, "runs", None), "runner", None)
+    status = getattr(runner, "cluster_status", None)
+    return status() if callable(status) else None
+
+
 def master_info(master: Any) -> dict:
     # The harness's version is the API version we implement.
-    return {
+    info = {
         "version": harness.VERSION,
         "root_dir": str(master.root_dir),
         "cluster_id": master.cluster_id,
         # Hosted by a Jupyter server: the experiment views are JupyterLab's (`<lab>?det-experiment=ID`).
         "jupyterlab": getattr(master, "jupyter_host", None) is not None,
     }
+    cluster = cluster_status(master)
+    if cluster is not None:
+        info["cluster"] = cluster
+    return info
 
 
 class PreemptionHandler(ApiHandlerMixin):
@@ -39,7 +51,11 @@ class AckPreemptionHandler(ApiHandlerMixin):
 
 class ResourcesHandler(ApiHandlerMixin):
     async def get(self) -> None:
-        self.send_json(self.master.runs.resources())
+        answer = self.master.runs.resources()
+        cluster = cluster_status(self.master)
+        if cluster is not None:
+            answer["cluster"] = cluster
+        self.send_json(answer)
 
 
 class ResourcePoolsHandler(ApiHandlerMixin):

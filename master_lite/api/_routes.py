@@ -58,7 +58,9 @@ ROUTES: tuple[Route, ...] = (
         {
             "get": Operation(
                 "What this master is",
-                obj(version=STRING, root_dir=STRING, cluster_id=STRING),
+                obj(version=STRING, root_dir=STRING, cluster_id=STRING, cluster=OBJECT),
+                description="cluster (resource_manager ray only): the Ray connection's state "
+                "(connecting, connected, waiting), message and nodes",
                 reads=Reads.ANYONE,
             )
         },
@@ -379,7 +381,7 @@ ROUTES: tuple[Route, ...] = (
         {
             "get": Operation(
                 "Slots and GPUs, and who holds them",
-                obj(["slots"], slots=array(ref("Slot")), gpus=array(OBJECT)),
+                obj(["slots"], slots=array(ref("Slot")), gpus=array(OBJECT), cluster=OBJECT),
                 description="read_access 'own': a slot another user's run holds shows "
                 'allocation_id "(another user\'s)" and no trial_id',
                 reads=Listing("slots", "slot"),

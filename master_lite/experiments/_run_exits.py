@@ -7,6 +7,8 @@ Decided by the allocation's *end intent* (docs/fault-tolerance.md):
 * "master-stop" -> PAUSED, resumed when the master starts again;
 * "rebalance" (the scheduler preempted it, docs/scheduling.md) -> waits again (ACTIVE, its run
   QUEUED; `restarts` unchanged: not a failure) and resumes from its latest checkpoint;
+* "cluster-lost" (no intent, but the runner says the run was lost with its Ray node or cluster,
+  docs/distributed.md "Faults") -> the same as "rebalance";
 * "stop" (searcher early-stop) -> COMPLETED;  "cancel"/"kill"/"kill-trial" -> CANCELED.
 
 The runs part records the run's end and calls `run_ended` inside the same transaction.
@@ -78,7 +80,7 @@ class RunExits:
             end_trial(trial, TrialState.COMPLETED, exit_code)
             if trial.early_exit != "INVALID_HP":  # the searcher already heard about it
                 self._experiments.event(exp_id, "on_trial_closed", trial.request_id)
-        elif intent in ("pause", "master-stop", "rebalance") or (
+        elif intent in ("pause", "master-stop", "rebalance", "cluster-lost") or (
             exit_code == 0 and ended.acked and trial.op_queue
         ):
             # Out of ops when it asked, but the searcher has given it more since (a promotion

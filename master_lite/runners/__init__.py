@@ -60,7 +60,7 @@ from master_lite.runners.process import (
     process_environment,
     process_group_alive,
 )
-from master_lite.runners.ray import RayCluster, RayRunner
+from master_lite.runners.ray import RayCluster, RayConnection, RayRunner
 
 __all__ = [
     "CONTAINER_SHELL",
@@ -78,6 +78,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "PYTHON",
     "RayCluster",
+    "RayConnection",
     "RayRunner",
     "RunAs",
     "Runner",

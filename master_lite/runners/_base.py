@@ -194,6 +194,12 @@ class Runner(abc.ABC):
         """Let go of what a finished run left for people to look at (a failed kernel trial's
         kernel kept for post-mortem); nothing for runners that keep nothing."""
 
+    def lost_cause(self, allocation_id: str) -> str | None:
+        """Why the ended run was lost to its place rather than failed (its Ray node or the
+        cluster went away), asked once at its exit: the master then requeues the trial without
+        counting a failure (docs/distributed.md, "Faults"). None: the run's own exit."""
+        return None
+
     def close(self) -> None:  # noqa: B027 (optional: most runners hold nothing more)
         """Release what the runner holds beyond its runs (pools, connections)."""
 

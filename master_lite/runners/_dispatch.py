@@ -184,7 +184,8 @@ class RunnerClasses:
 
     Each is constructed with `log_sink=` and `on_exit=` and its kind's own keywords:
     process: none; container: `runtime=` (a `ContainerRuntime`); kernel: `jupyter_host=`,
-    `loop=`, `gateway_default=`; ray: the `RayCluster` first, then `use_gpus=`."""
+    `loop=`, `gateway_default=`; ray: the `RayConnection` first, then `use_gpus=` (False:
+    each run's resource pool says whether it runs on GPUs)."""
 
     process: type[Runner] | None = None
     container: type[Runner] | None = None
@@ -216,7 +217,7 @@ def build_runner(
             ray_cluster,
             log_sink=log_sink,
             on_exit=on_exit,
-            use_gpus=ray_cluster.slots().kind == "gpu",
+            use_gpus=False,
         )
     from master_lite.runners.container import ContainerRunner
     from master_lite.runners.kernel import KernelRunner

@@ -204,7 +204,7 @@ class Runs:
             slots.append(
                 {
                     "id": slot,
-                    "type": "gpu" if gpu else "cpu",
+                    "type": "gpu" if gpu or self.scheduler.slot_type(slot) == "cuda" else "cpu",
                     "pool": pool_of.get(slot),
                     "gpu": gpu.to_json() if gpu else None,
                     "allocation_id": owner["id"] if owner else None,
@@ -534,8 +534,8 @@ class Runs:
             with self._shared.atomic():
                 store.allocations.end(allocation_id, exit_code=exit_code)
                 store.allocations.revoke_tokens(allocation_id)
-                sig = signal_of(exit_code)
-                because = allocation["signalled"].get(int(sig)) if sig is not None else None
+                sig, lost = signal_of(exit_code), self.runner.lost_cause(allocation_id)
+                because = lost or (allocation["signalled"].get(int(sig)) if sig else None)
                 summary = exit_summary(exit_code, signalled_because=because)
                 store.trials.set_exit_summary(trial_id, summary)
                 self._logs.master_log(
@@ -554,7 +554,7 @@ class Runs:
                     RunEnded(
                         allocation_id=allocation_id,
                         trial_id=trial_id,
-                        intent=allocation["intent"],
+                        intent=allocation["intent"] or ("cluster-lost" if lost else None),
                         acked=allocation["acked"],
                         exit_code=exit_code,
                     )

@@ -120,6 +120,12 @@ def never_fits_line(scheduler: Scheduler, trial_id: int, request: AllocationRequ
     have = len(scheduler.pool_slots(request.pool))
     if request.slots <= have:
         return None
+    if scheduler.live_shape:  # Ray: the pools follow the cluster's nodes
+        return (
+            f"trial {trial_id} needs {request.slots} slots but resource pool {request.pool!r} "
+            f"has {have} now: it waits until nodes with more join the Ray cluster (or lower "
+            "resources.slots_per_trial)"
+        )
     return (
         f"trial {trial_id} needs {request.slots} slots but resource pool {request.pool!r} has "
         f"{have}: it waits until the experiment is killed (lower resources.slots_per_trial)"

@@ -12,6 +12,7 @@ from ._daily import DAY_SECONDS, over_daily_limit
 from ._decide import decide
 from ._fair_share import water_fill
 from ._gpus import FAKE_GPUS_ENV, GPU, discover_gpus, fake_gpus
+from ._inventory import POOL_LABEL, RayInventory, node_pool, ray_pool_config
 from ._policy import (
     DEFAULT_MIN_RUN_SECONDS,
     DEFAULT_POOL,
@@ -73,4 +74,8 @@ __all__ = [
     "pools_json",
     "PortAllocator",
     "TRIAL_PORT_NAMES",
+    "POOL_LABEL",
+    "RayInventory",
+    "node_pool",
+    "ray_pool_config",
 ]

@@ -123,11 +123,39 @@ class Scheduler:
         self._shares: dict[str, dict[str, int]] = {}
         self._experiment_reasons: dict[int, str] = {}
         self._counter = itertools.count()
+        # Whether the slots follow a cluster's nodes (Ray: `replace_pools`), so a request
+        # larger than its pool may fit later.
+        self.live_shape = False
 
     @property
     def free_slots(self) -> list[int]:
         used = {s for grant in self._granted.values() for s in grant.slot_ids}
         return [s for s in self.slot_ids if s not in used]
+
+    def replace_pools(self, pools: Sequence[Pool]) -> None:
+        """A new shape of the cluster (Ray's nodes joined or left): every pool's slots are now
+        `pools`'. A pool not named keeps existing with no slots; grants keep the slots they
+        hold (their runs end on their own when a node is gone) and the next pass decides on
+        the new counts."""
+        self.live_shape = True
+        new = {p.name: list(p.slot_ids) for p in pools}
+        for name in self.pools:
+            new.setdefault(name, [])
+        self.pools = new
+        self.slot_ids = sorted({s for ids in new.values() for s in ids})
+        details = {p.name: p for p in self._details}
+        details.update({p.name: p for p in pools})
+        self._details = [
+            dataclasses.replace(details.get(name) or Pool(name, (), "cpu"), slot_ids=tuple(ids))
+            for name, ids in new.items()
+        ]
+
+    def slot_type(self, slot: int) -> str:
+        """ "cuda" or "cpu": the type of the pool that has `slot` ("cpu" for none)."""
+        for pool in self._details:
+            if slot in pool.slot_ids:
+                return pool.slot_type
+        return "cpu"
 
     def pool_slots(self, pool: str) -> list[int]:
         """The slot ids of `pool` ([] for an unknown pool)."""

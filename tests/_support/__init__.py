@@ -24,6 +24,9 @@
   (`set_theme`, `show_sidebar`).
 * `hosted`: the master hosted in pytest-jupyter's in-process server (`hosted_server_config`,
   `start_hosted`, `hosted_api`).
+* `ray_cluster`: `NetnsCluster`, a multi-node Ray cluster on one machine (each node in a network
+  namespace with its own address and directories; kill, partition, stop the head; root only),
+  and `NodeMaster`, master-lite on one of its nodes; `s3_server`: moto's S3 server.
 * `parts`: the master's parts over a real store without a Master (`started_parts`,
   `run_with_parts`); `stored`: rows written straight into a store (`finished_experiment`).
 """

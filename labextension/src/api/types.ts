@@ -132,6 +132,25 @@ export interface ISlot extends Omit<ApiSlot, 'type'> {
 export interface IResources {
   slots: ISlot[];
   gpus: IGpu[];
+  /** resource_manager ray only: the master's connection to its Ray cluster. */
+  cluster?: IClusterStatus;
+}
+
+/** The master's Ray connection (`cluster` of `GET /resources` and `GET /master`). */
+export interface IClusterStatus {
+  resource_manager: string;
+  state: 'connecting' | 'connected' | 'waiting';
+  message: string;
+  since: string;
+  address: string | null;
+  nodes: {
+    node_id: string;
+    address: string | null;
+    alive: boolean;
+    pool: string | null;
+    gpus: number;
+    cpus: number;
+  }[];
 }
 
 /** A model of the registry (`GET /models`). */

@@ -6,6 +6,7 @@ import { DeterminedClient, describeError } from '../api/client';
 import { h, replaceChildren } from '../dom';
 import { formatBytes } from '../model/format';
 import type { IResources } from '../api/types';
+import { clusterNotice } from '../model/clusterStatus';
 
 export class ClusterStrip {
   readonly node: HTMLElement;
@@ -98,7 +99,16 @@ export class ClusterStrip {
         )
       );
     }
-    replaceChildren(this._body, summary, slots, resources.gpus.length ? gpus : null);
+    const notice = clusterNotice(resources.cluster);
+    replaceChildren(
+      this._body,
+      notice
+        ? h('div', { class: `jp-Det-cluster-notice jp-Det-${notice.kind}` }, notice.text)
+        : null,
+      summary,
+      slots,
+      resources.gpus.length ? gpus : null
+    );
   }
 
   dispose(): void {

@@ -7,8 +7,14 @@ of a context): all four are shipped to the Ray workers by value
 dependencies, not master_lite.
 
 The actor unpacks the context it receives through the object store into a fresh directory,
-starts the entrypoint in a process group of its own (which dies with the actor: PDEATHSIG), and
-buffers its output lines until the master's poll collects them.
+starts the entrypoint in a process group of its own, and buffers its output lines until the
+master's poll collects them.
+
+No orphans: the entrypoint runs under a small supervisor (`_SUPERVISOR`, the group's leader)
+whose stdin is a pipe only the actor's process holds open. When that process dies for any
+reason (the actor killed, its worker or node lost, the whole cluster stopped) the pipe reads
+end-of-file and the supervisor SIGKILLs the whole process group: the entrypoint and whatever it
+started (a launcher's workers). A parent-death signal alone would reach only the direct child.
 
 The trial's environment is the node's, not the master's (`node_environment`): the Ray worker's
 own variables (the node's LD_LIBRARY_PATH, proxies, interface settings, and what a Ray
@@ -39,12 +45,39 @@ from master_lite.runners._lines import read_lines
 
 _PR_SET_PDEATHSIG = 1
 
+# Run as `python -c _SUPERVISOR ARGV...` with the lifeline pipe as stdin, in the trial's new
+# session. Signals sent to the group reach the entrypoint directly, so the supervisor ignores
+# them and ends as its entrypoint did (the same code, or the same signal).
+_SUPERVISOR = """
+import os, signal, subprocess, sys, threading
+
+def watch():
+    try:
+        while os.read(0, 4096):
+            pass
+    except OSError:
+        pass
+    os.killpg(0, signal.SIGKILL)
+
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+    signal.signal(sig, lambda *_: None)
+threading.Thread(target=watch, daemon=True).start()
+code = child.wait()
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+
 
 def _die_with_parent() -> None:
-    """preexec_fn: the trial gets SIGKILL when the actor process dies (node or worker lost)."""
+    """preexec_fn: the supervisor gets SIGHUP (which it ignores) when the actor's thread that
+    started it ends; its lifeline pipe, not this, ends the trial (a thread of the actor may end
+    while the actor lives). Kept so that a supervisor stuck before it reads its pipe goes too."""
     if sys.platform.startswith("linux"):
         try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGHUP), 0, 0, 0)
         except (OSError, AttributeError):
             pass
 
@@ -93,6 +126,7 @@ class TrialContainer:
         self._cond = threading.Condition()
         self._readers: list[threading.Thread] = []
         self._exit_code: int | None = None
+        self._lifeline: int | None = None  # the pipe's write end: open while the actor lives
 
     def where(self) -> dict:
         """Where Ray placed us: node, address, GPUs, spare ports (the chief's become the
@@ -129,16 +163,20 @@ class TrialContainer:
             # Symbolic links stay as the context had them; a member or link that would leave
             # the work dir is refused (ContextError), as on the master.
             _unpack_context(context, self.work_dir, limit_bytes=1 << 40)
-        self.process = subprocess.Popen(
-            argv,
-            cwd=self.work_dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
+        lifeline_read, self._lifeline = os.pipe()  # not inherited by anything else
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _SUPERVISOR, *argv],
+                cwd=self.work_dir,
+                env=env,
+                stdin=lifeline_read,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        finally:
+            os.close(lifeline_read)
         self._readers = [
             threading.Thread(target=self._read, args=(stream, name), daemon=True)
             for stream, name in ((self.process.stdout, "stdout"), (self.process.stderr, "stderr"))

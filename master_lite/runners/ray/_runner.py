@@ -1,28 +1,21 @@
-"""Ray resource manager: every trial run becomes Ray work, placed by Ray.
+"""Ray resource manager: every trial run becomes Ray work, placed by Ray (user's view:
+docs/gpus-and-distributed.md; faults and cluster shape: docs/distributed.md).
 
-Design (docs/gpus-and-distributed.md has the user's view):
+This runs in the master's Ray driver process (`_bridge`): Ray ends a driver that loses its
+head, so the master keeps a proxy (`_proxy.RayRunner`) that outlives it. The master's
+`Scheduler` decides *when* a run starts (slots: `_inventory`); Ray decides *where*.
 
-* Slots are the cluster's GPUs (`ray.cluster_resources()["GPU"]`), or its CPUs when it has none.
-  The master's `Scheduler` still decides *when* a run starts (gang allocation, priorities,
-  max_slots); Ray decides *where*.
 * A run with N slots gets a placement group of N one-slot bundles (`{"GPU": 1}` or `{"CPU": 1}`,
-  strategy PACK by default) and one `TrialContainer` actor per bundle. Each actor is one
-  "container" of the trial with one slot: rank r of the run, on whichever node Ray chose.
-  `DET_CONTAINER_ADDRS` lists the actors' node addresses, so
-  `determined.launch.torch_distributed` runs torchrun with `--nnodes N --node_rank r` and the
-  rendezvous on the chief's node (`DET_CHIEF_IP`, ports the chief found free there).
-* The context reaches the nodes through the object store: the run's work dir is packed once,
-  `ray.put`, and every actor unpacks it into a fresh directory of its own.
-* Logs and exits flow back like the local runner's: a thread per run long-polls its actors for
-  captured lines and hands them to the same `log_sink`; `on_exit(allocation_id, code)` comes once
+  its pool's and avoided nodes' label selector, strategy PACK by default) and one
+  `TrialContainer` actor per bundle: rank r of the run, on whichever node Ray chose.
+  `DET_CONTAINER_ADDRS` lists the actors' node addresses, so torchrun runs with
+  `--nnodes N --node_rank r` and the rendezvous on the chief's node (`DET_CHIEF_IP`).
+* The context is packed once, `ray.put`, and every actor unpacks it into a fresh directory.
+* A thread per run long-polls its actors for captured lines (`log_sink`); `on_exit` comes once
   every container has exited and every line was handed over. If one container fails (or its
-  actor or node dies) the others are killed, so a lost rank brings the run down promptly and the
-  master restarts the trial from its latest checkpoint per max_restarts.
+  node is lost: `_faults`) the others are killed, so a lost rank brings the run down promptly.
 * Pause/preemption goes through the master's API exactly as locally; kill/terminate signal the
   containers' process groups through their actors.
-
-Checkpoints are written where the experiment's checkpoint_storage says, so on a real multi-host
-cluster that must be a path every node shares (shared_fs on NFS, or the like).
 """
 
 from __future__ import annotations
@@ -45,9 +38,10 @@ from master_lite.runners._base import (
 )
 from master_lite.runners._exits import killed_exit_code
 from master_lite.runners._lines import split_line
+from master_lite.runners.ray import _faults
 from master_lite.runners.ray._launch import auth_hint, node_argv, runtime_env_setting
 from master_lite.runners.ray._signals import keep_signal_handlers
-from master_lite.runners.ray._storage import node_local_storage_warning
+from master_lite.runners.ray._storage import warn_node_local_storage
 
 RAY_ADDRESS_ENV = "MASTER_LITE_RAY_ADDRESS"
 PLACEMENT_STRATEGY_ENV = "MASTER_LITE_RAY_PLACEMENT_STRATEGY"
@@ -127,6 +121,8 @@ class RayCluster:
                 "address": n.get("NodeManagerAddress"),
                 "alive": bool(n.get("Alive")),
                 "resources": n.get("Resources", {}),
+                "labels": n.get("Labels") or {},
+                "manager_port": n.get("NodeManagerPort"),
             }
             for n in self.ray.nodes()
         ]
@@ -137,9 +133,12 @@ class RayCluster:
 
 
 class _Run:
-    def __init__(self, spec: LaunchSpec, slots: int) -> None:
+    def __init__(self, spec: LaunchSpec, slots: int, options: dict | None = None) -> None:
         self.spec = spec
         self.slots = slots
+        # resource ("GPU"/"CPU"), selector (the bundles' label selector: pool, avoided nodes)
+        self.options = options or {}
+        self.placements: list[dict] = []
         self.actors: list[Any] = []
         self.placement_group: Any = None
         self.killed_with: int | None = None  # SIGTERM/SIGKILL asked for (maybe before start)
@@ -147,8 +146,9 @@ class _Run:
         self.thread: threading.Thread | None = None
 
 
-class RayRunner(Runner):
-    """Runs each trial in an actor on a Ray cluster's nodes (see `_actor`)."""
+class RayDriver(Runner):
+    """Runs each trial in actors on a Ray cluster's nodes (see `_actor`); lives in the driver
+    process (`_bridge`), driven by the master's `RayRunner` proxy."""
 
     def __init__(
         self,
@@ -177,6 +177,7 @@ class RayRunner(Runner):
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
         self._warned_experiments: set[str] = set()
+        self.losses: dict[str, dict] = {}  # allocation -> the node lost under it (`_faults`)
         from master_lite.runners.ray._actor import TrialContainer
 
         self._actor_class = self.ray.remote(max_concurrency=4, max_restarts=0)(TrialContainer)
@@ -185,16 +186,15 @@ class RayRunner(Runner):
         with self._lock:
             return list(self._runs)
 
-    def pid_of(self, allocation_id: str) -> int | None:
-        return None  # the processes live on Ray nodes, not in a process group of ours
-
-    def launch(self, spec: LaunchSpec, slots: int | None = None) -> None:
+    def launch(
+        self, spec: LaunchSpec, slots: int | None = None, options: dict | None = None
+    ) -> None:
         """Start placing and running `spec` in the background. Returns None: there is no local
         process group for the master to record."""
         refuse_run_as(self, spec)
         if slots is None:
             slots = len(_json_list(spec.env.get("DET_SLOT_IDS")))
-        run = _Run(spec, slots)
+        run = _Run(spec, slots, options)
         with self._lock:
             self._runs[spec.allocation_id] = run
         run.thread = threading.Thread(
@@ -208,7 +208,7 @@ class RayRunner(Runner):
         allocation_id = run.spec.allocation_id
         code = 1
         try:
-            self._warn_node_local_storage(run)
+            warn_node_local_storage(self, run)
             code = self._place_and_run(run)
         except Exception as exc:  # noqa: BLE001 - any failure ends the run with a message
             self._master_line(
@@ -230,9 +230,14 @@ class RayRunner(Runner):
 
         spec = run.spec
         containers = max(1, run.slots)
-        resource = "GPU" if self.use_gpus and run.slots > 0 else "CPU"
+        resource = run.options.get("resource") or ("GPU" if self.use_gpus else "CPU")
+        resource = resource if run.slots > 0 else "CPU"
+        selector = run.options.get("selector") or {}
         run.placement_group = placement_group(
-            [{resource: 1}] * containers, strategy=self.placement_strategy, name=spec.allocation_id
+            [{resource: 1}] * containers,
+            strategy=self.placement_strategy,
+            name=spec.allocation_id,
+            bundle_label_selector=[dict(selector)] * containers if selector else None,
         )
         waiting_since = time.monotonic()
         next_note = waiting_since + _PLACEMENT_NOTE_SECONDS
@@ -250,7 +255,8 @@ class RayRunner(Runner):
                     f"{spec.allocation_id} has waited "
                     f"{time.monotonic() - waiting_since:.0f} s for Ray to place "
                     f"{containers} x {{'{resource}': 1}} (strategy "
-                    f"{self.placement_strategy}); is a node gone?",
+                    f"{self.placement_strategy}{', nodes ' + str(selector) if selector else ''})"
+                    "; is a node gone?",
                 )
         options = {"num_gpus": 1, "num_cpus": 0} if resource == "GPU" else {"num_cpus": 1}
         with run.lock:
@@ -266,6 +272,7 @@ class RayRunner(Runner):
                     ).remote(spec.allocation_id)
                 )
         placements = ray.get([actor.where.remote() for actor in run.actors])
+        run.placements = placements
         for rank, place in enumerate(placements):
             self._master_line(
                 run,
@@ -294,13 +301,22 @@ class RayRunner(Runner):
         ray = self.ray
         exit_codes: dict[int, int] = {}
         polls = {actor.poll.remote(_POLL_SECONDS): rank for rank, actor in enumerate(run.actors)}
+        heard = {rank: time.monotonic() for rank in polls.values()}
         while polls:
             ready, _ = ray.wait(list(polls), num_returns=1, timeout=_POLL_SECONDS * 4)
+            answered = set(ready)
+            waiting = [rank for ref, rank in polls.items() if ref not in answered]
+            silent = _faults.silent_ranks(heard, waiting, time.monotonic())
+            if silent:  # a partition, or a node Ray has not declared dead yet
+                return self._lost(run, silent[0], None, exit_codes)
             for ref in ready:
                 rank = polls.pop(ref)
+                heard[rank] = time.monotonic()
                 try:
                     lines, code = ray.get(ref)
                 except Exception as exc:  # noqa: BLE001 - the actor (or its node) is gone
+                    if self._node_lost(run, rank, exc):
+                        return self._lost(run, rank, exc, exit_codes)
                     self._master_line(
                         run,
                         f"{run.spec.allocation_id} container {rank} was lost: "
@@ -322,6 +338,15 @@ class RayRunner(Runner):
         failed = [code for rank, code in sorted(exit_codes.items()) if code != 0]
         return failed[0] if failed else 0
 
+    def _node_lost(self, run: _Run, rank: int, exc: Exception) -> bool:
+        node_id = run.placements[rank]["node_id"] if rank < len(run.placements) else None
+        return node_id is not None and _faults.node_is_dead(self.cluster, node_id, exc)
+
+    def _lost(self, run: _Run, rank: int, exc: Exception | None, codes: dict[int, int]) -> int:
+        _faults.end_lost(self, run, rank, exc, len(codes))  # requeued, avoiding that node
+        self._signal_all(run, signal.SIGKILL)
+        return killed_exit_code(signal.SIGKILL)
+
     def _emit(self, run: _Run, lines: list[tuple[str, float, bytes]]) -> None:
         records: list[LogRecord] = []
         for stream, when, raw in lines:
@@ -332,25 +357,6 @@ class RayRunner(Runner):
                 self._log_sink(records)
             except Exception:  # noqa: BLE001 - a failing sink must not stop the stream
                 pass
-
-    def _warn_node_local_storage(self, run: _Run) -> None:
-        """A checkpoint directory on a cluster of several nodes is each node's own unless it is
-        a shared filesystem: say so in the trial's log (and the master's, once an experiment),
-        since a trial resumed on another node would not find its checkpoint."""
-        warning = node_local_storage_warning(run.spec.env, len(self._alive_nodes()))
-        if warning is None:
-            return
-        self._master_line(run, warning)
-        experiment = run.spec.env.get("DET_EXPERIMENT_ID", "")
-        if experiment not in self._warned_experiments:
-            self._warned_experiments.add(experiment)
-            logger.warning("experiment %s: %s", experiment, warning)
-
-    def _alive_nodes(self) -> list[dict]:
-        try:
-            return [n for n in self.cluster.nodes() if n["alive"]]
-        except Exception:  # noqa: BLE001 - only a warning depends on it
-            return []
 
     def _master_line(self, run: _Run, text: str) -> None:
         try:
@@ -430,7 +436,7 @@ def _pack_work_dir(work_dir: Any) -> bytes:
 
 __all__ = [
     "RayCluster",
-    "RayRunner",
+    "RayDriver",
     "RaySlots",
     "RAY_ADDRESS_ENV",
     "PLACEMENT_STRATEGY_ENV",

@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import json
+import logging
+from typing import Any
+
+logger = logging.getLogger("master_lite")
 
 
 def node_local_storage_warning(env: dict[str, str], nodes: int) -> str | None:
@@ -29,4 +33,22 @@ def node_local_storage_warning(env: dict[str, str], nodes: int) -> str | None:
     )
 
 
-__all__ = ["node_local_storage_warning"]
+def warn_node_local_storage(driver: Any, run: Any) -> None:
+    """A checkpoint directory on a cluster of several nodes is each node's own unless it is a
+    shared filesystem: say so in the trial's log (and the master's, once an experiment), since a
+    trial resumed on another node would not find its checkpoint."""
+    try:
+        nodes = len([n for n in driver.cluster.nodes() if n["alive"]])
+    except Exception:  # noqa: BLE001 - only a warning depends on it
+        nodes = 0
+    warning = node_local_storage_warning(run.spec.env, nodes)
+    if warning is None:
+        return
+    driver._master_line(run, warning)
+    experiment = run.spec.env.get("DET_EXPERIMENT_ID", "")
+    if experiment not in driver._warned_experiments:
+        driver._warned_experiments.add(experiment)
+        logger.warning("experiment %s: %s", experiment, warning)
+
+
+__all__ = ["node_local_storage_warning", "warn_node_local_storage"]

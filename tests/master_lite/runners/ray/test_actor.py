@@ -96,3 +96,60 @@ def test_the_actor_ships_by_value():
                     or top == "__future__"
                     or module in ("ray", "pynvml")  # imported inside the actor, on the node
                 ), f"{name} imports {module}"
+
+
+# The actor's process runs this: starts a trial whose entrypoint leaves a grandchild running,
+# prints both pids, then dies at once (as a Ray worker does when its node or cluster goes).
+DYING_ACTOR = """
+import os, sys, time
+from master_lite.runners.ray._actor import TrialContainer
+
+actor = TrialContainer("trial-9.1")
+script = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', " \\
+    "'import time; time.sleep(300)']); print(p.pid, flush=True); time.sleep(300)"
+pid = actor.start([sys.executable, "-c", script], dict(os.environ), None)
+deadline = time.monotonic() + 30
+lines = []
+while not lines and time.monotonic() < deadline:
+    got, _ = actor.poll(1)
+    lines += [raw.decode().strip() for _, _, raw in got]
+print(pid, lines[0], flush=True)
+os._exit(0)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_trials_processes_die_with_their_actor() -> None:
+    """No orphans: when the actor's process dies, the trial's whole process group goes with it
+    (the entrypoint and what it started), not only its direct child."""
+    import os
+    import subprocess
+    import time
+
+    out = subprocess.run(
+        [sys.executable, "-c", DYING_ACTOR],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
+    assert out.returncode == 0, out.stderr
+    supervisor, grandchild = (int(p) for p in out.stdout.split())
+    deadline = time.monotonic() + 15
+    while (_alive(supervisor) or _alive(grandchild)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(grandchild), "the trial's child outlived its actor"
+    assert not _alive(supervisor)
+
+
+def test_the_supervisor_ends_as_its_entrypoint_did() -> None:
+    assert run_in_actor(b"", "import sys; print('x'); sys.exit(7)") == (7, ["x"])
+    code, _ = run_in_actor(b"", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    assert code == 128 + 15

@@ -169,6 +169,13 @@ def master(cluster, tmp_path_factory):
         env={"MASTER_LITE_RESOURCE_MANAGER": "ray", "MASTER_LITE_RAY_ADDRESS": cluster.address},
     ) as process:
         session = process.session
+        # The master connects to Ray in the background (it listens at once): wait for the
+        # cluster's slots.
+        wait_until(
+            lambda: len(session.get("/resources")["slots"]) == 2,
+            timeout=120,
+            what="the Ray cluster's two GPU slots",
+        )
         yield session
 
 
@@ -176,9 +183,16 @@ def node_ids(cluster) -> set[str]:
     return {node.node_id for node in cluster.list_all_nodes()}
 
 
-def test_slots_are_the_clusters_gpus(master):
-    slots = master.get("/resources")["slots"]
+def test_slots_are_the_clusters_gpus(master, cluster):
+    answer = master.get("/resources")
+    slots = answer["slots"]
     assert len(slots) == 2 and all(slot["trial_id"] is None for slot in slots)
+    assert all(slot["type"] == "gpu" for slot in slots)  # GPU nodes: GPU slots
+    status = master.get("/master")["cluster"]
+    assert status["state"] == "connected" and answer["cluster"]["state"] == "connected"
+    alive = {n["node_id"] for n in status["nodes"] if n["alive"]}
+    assert alive == node_ids(cluster)
+    assert all(n["gpus"] == 1 and n["pool"] == "default" for n in status["nodes"])
 
 
 def test_a_search_spreads_its_trials_over_both_nodes(master, cluster, tmp_path):
@@ -251,6 +265,49 @@ def test_killing_a_nodes_worker_restarts_the_trial_from_its_checkpoint(master):
     resumed = marked_values(text, "RESUMED")
     assert [r["run"] for r in resumed] == [1, 2]
     assert resumed[0]["step"] == 0 and resumed[1]["step"] >= 1  # from its checkpoint
+
+
+def test_a_silent_container_is_lost_and_its_trial_resumes_on_another_node(master):
+    """A partition, as the driver sees it: the actor's worker stops answering (SIGSTOP). Within
+    the heartbeat (10 s) the run is lost, named so, requeued without counting a failure, and the
+    next attempt avoids that node."""
+    exp_id = submit(
+        master,
+        config("silent", "python3 checkpointing.py", hparams={"steps": 40}),
+        {"checkpointing.py": CHECKPOINTING},
+    )
+    (trial,) = wait_until(lambda: trials(master, exp_id), what="the trial")
+    wait_until(
+        lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
+        what="a first checkpoint",
+    )
+    (placed,) = [
+        e["line"]
+        for e in trial_logs(master, trial["id"], stream="master")
+        if "worker pid" in e["line"]
+    ]
+    worker_pid = int(re.search(r"worker pid (\d+)", placed).group(1))
+    first_node = re.search(r"on Ray node (\w+)", placed).group(1)
+    os.kill(worker_pid, signal.SIGSTOP)
+    try:
+        wait_until(
+            lambda: "did not answer for 10 s" in all_logs(master, exp_id),
+            timeout=60,
+            what="the silent container to be declared lost",
+        )
+    finally:
+        try:
+            os.kill(worker_pid, signal.SIGCONT)  # Ray kills it; let it die
+        except ProcessLookupError:
+            pass
+    experiment = wait_for_experiment(master, exp_id, timeout=180)
+    text = all_logs(master, exp_id)
+    assert experiment["state"] == "COMPLETED", text
+    assert trials(master, exp_id)[0]["restarts"] == 0, text  # max_restarts 0: not counted
+    nodes = re.findall(r"container 0 on Ray node (\w+)", text)
+    assert nodes[0] == first_node and nodes[-1] != first_node, text  # the next attempt avoids it
+    resumed = marked_values(text, "RESUMED")
+    assert resumed[-1]["step"] >= 1
 
 
 def test_pause_and_activate_resume_from_the_checkpoint_and_kill_cancels(master):
@@ -326,3 +383,68 @@ def test_an_experiment_with_an_image_is_refused_at_submit(master):
     with pytest.raises(api_errors.APIError) as info:
         submit(master, bad, {"x.py": ""})
     assert "environment.image: RayRunner does not run trials in containers" in str(info.value)
+
+
+def add_node(cluster, **node_args):
+    """`cluster.add_node`, tried a few times (see `cluster()`: a busy machine can time out)."""
+    failures = []
+    for _ in range(3):
+        try:
+            return cluster.add_node(**node_args)
+        except Exception as exc:  # noqa: BLE001
+            failures.append(f"{type(exc).__name__}: {exc}")
+    pytest.fail("could not add a Ray node (is the machine overloaded?): " + " | ".join(failures))
+
+
+def test_a_lost_node_is_named_its_trial_requeued_and_the_slots_follow_the_nodes(master, cluster):
+    """Live cluster shape and node loss (issue 31, rows 5 and the pools of issue 30): a node that
+    joins labelled det-pool=extra adds the pool `extra` with its GPU; a trial there whose node
+    is lost says so in its log (not "possibly out of memory"), is not counted as a failure
+    (max_restarts 0), waits while the pool has no slots, and resumes from its checkpoint on the
+    node that joins next. GET /resources follows each change."""
+
+    def extra_slots() -> list[dict]:
+        return [s for s in master.get("/resources")["slots"] if s["pool"] == "extra"]
+
+    lean = {"include_log_monitor": False, "num_cpus": 1, "num_gpus": 1}
+    node = add_node(cluster, labels={"det-pool": "extra"}, **lean)
+    wait_until(lambda: len(extra_slots()) == 1, what="the joined node's slot")
+    assert extra_slots()[0]["type"] == "gpu"
+    pools = {p["name"]: p for p in master.get("/resource-pools")["resourcePools"]}
+    assert pools["extra"]["slotsAvailable"] == 1 and pools["default"]["slotsAvailable"] == 2
+
+    lost_config = config("lost-node", "python3 checkpointing.py", hparams={"steps": 60})
+    lost_config["resources"]["resource_pool"] = "extra"
+    exp_id = submit(master, lost_config, {"checkpointing.py": CHECKPOINTING})
+    (trial,) = wait_until(lambda: trials(master, exp_id), what="the trial")
+    wait_until(
+        lambda: master.get(f"/experiments/{exp_id}/checkpoints")["checkpoints"],
+        what="a first checkpoint",
+    )
+    text = all_logs(master, exp_id)
+    assert node.node_id in text  # it runs on the extra node
+    cluster.remove_node(node, allow_graceful=False)
+    named = f"node {node.node_ip_address} (node id {node.node_id})"
+    wait_until(
+        lambda: named in all_logs(master, exp_id), timeout=60, what="the lost node in the log"
+    )
+    wait_until(lambda: not extra_slots(), timeout=60, what="the lost node's slot to go")
+    assert "extra" in {p["name"] for p in master.get("/resource-pools")["resourcePools"]}
+    wait_until(
+        lambda: (
+            trials(master, exp_id)[0]["state"] == "ACTIVE"
+            and "not counted as a failure" in all_logs(master, exp_id)
+        ),
+        what="the trial back in the queue",
+    )
+    assert trials(master, exp_id)[0]["restarts"] == 0
+
+    add_node(cluster, labels={"det-pool": "extra"}, **lean)
+    experiment = wait_for_experiment(master, exp_id, timeout=180)
+    text = all_logs(master, exp_id)
+    assert experiment["state"] == "COMPLETED", text
+    assert "possibly out of memory" not in text
+    assert trials(master, exp_id)[0]["restarts"] == 0, text
+    resumed = marked_values(text, "RESUMED")
+    assert [r["run"] for r in resumed] == [1, 2]
+    assert resumed[1]["step"] >= 1  # from its checkpoint
