@@ -87,6 +87,8 @@ def test_every_setting_is_a_documented_config_trait() -> None:
         "scheduler_min_run_seconds",
         "max_slots_per_user",
         "user_max_slots",
+        "slot_hours_per_day",
+        "user_slot_hours_per_day",
         "user_weights",
         "resource_pools",
         "default_resource_pool",
