@@ -15,6 +15,8 @@ whose stdin is a pipe only the actor's process holds open. When that process die
 reason (the actor killed, its worker or node lost, the whole cluster stopped) the pipe reads
 end-of-file and the supervisor SIGKILLs the whole process group: the entrypoint and whatever it
 started (a launcher's workers). A parent-death signal alone would reach only the direct child.
+And a worker outliving its raylet (a Ray worker notices late) kills the group itself
+(`_watch_raylet`).
 
 The trial's environment is the node's, not the master's (`node_environment`): the Ray worker's
 own variables (the node's LD_LIBRARY_PATH, proxies, interface settings, and what a Ray
@@ -44,6 +46,16 @@ from master_lite.runners._exits import exit_code_of
 from master_lite.runners._lines import read_lines
 
 _PR_SET_PDEATHSIG = 1
+# What `poll` raises for a run its node's raylet died under (the driver's `_faults` reads it as
+# the node's loss).
+RAYLET_LOST = "the node has died: this worker's raylet has died"
+
+
+class NodeLost(RuntimeError):
+    """The actor's node died under it (its raylet is gone)."""
+
+
+_WATCH_SECONDS = 1.0
 
 # Run as `python -c _SUPERVISOR ARGV...` with the lifeline pipe as stdin, in the trial's new
 # session. Signals sent to the group reach the entrypoint directly, so the supervisor ignores
@@ -127,6 +139,7 @@ class TrialContainer:
         self._readers: list[threading.Thread] = []
         self._exit_code: int | None = None
         self._lifeline: int | None = None  # the pipe's write end: open while the actor lives
+        self._raylet_lost = False
 
     def where(self) -> dict:
         """Where Ray placed us: node, address, GPUs, spare ports (the chief's become the
@@ -184,7 +197,19 @@ class TrialContainer:
         for reader in self._readers:
             reader.start()
         threading.Thread(target=self._wait, daemon=True).start()
+        threading.Thread(target=self._watch_raylet, args=(os.getppid(),), daemon=True).start()
         return self.process.pid
+
+    def _watch_raylet(self, raylet: int) -> None:
+        """The watchdog for a node that dies under a live actor: a Ray worker is its raylet's
+        child, so a changed parent means the raylet died (the node was lost, or `ray stop`);
+        the worker may take a while to notice, the trial's group goes at once."""
+        while self._exit_code is None:
+            if os.getppid() != raylet:
+                self._raylet_lost = True  # the run ends as lost with its node, not failed
+                self.signal(signal.SIGKILL)
+                return
+            time.sleep(_WATCH_SECONDS)
 
     def _read(self, stream: Any, name: str) -> None:
         read_lines(stream, lambda parts: self._add(name, parts))
@@ -223,7 +248,12 @@ class TrialContainer:
                     break
                 self._cond.wait(left)
             lines, self._lines = self._lines, []
-            return lines, (self._exit_code if not self._lines else None)
+            code = self._exit_code
+            if code is not None and self._raylet_lost:
+                if lines:
+                    return lines, None  # the last lines first; the next poll says why it ended
+                raise NodeLost(RAYLET_LOST)
+            return lines, code
 
     def signal(self, signum: int) -> bool:
         if self.process is None or self._exit_code is not None:

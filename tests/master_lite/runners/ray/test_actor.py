@@ -153,3 +153,79 @@ def test_the_supervisor_ends_as_its_entrypoint_did() -> None:
     assert run_in_actor(b"", "import sys; print('x'); sys.exit(7)") == (7, ["x"])
     code, _ = run_in_actor(b"", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
     assert code == 128 + 15
+
+
+# The actor's host process outlives its parent (as a Ray worker outlives its raylet for a
+# while): it starts a trial with a grandchild, writes the pids, and stays alive.
+ORPHANED_ACTOR = """
+import os, sys, time
+from master_lite.runners.ray._actor import TrialContainer
+
+actor = TrialContainer("trial-9.2")
+script = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', " \\
+    "'import time; time.sleep(300)']); print(p.pid, flush=True); time.sleep(300)"
+pid = actor.start([sys.executable, "-c", script], dict(os.environ), None)
+lines = []
+while not lines:
+    got, _ = actor.poll(1)
+    lines += [raw.decode().strip() for _, _, raw in got]
+with open(sys.argv[1] + ".tmp", "w") as out:
+    out.write(f"{os.getpid()} {pid} {lines[0]}")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(120)
+"""
+
+# Its parent: starts the actor's host, waits for the pids, and exits (the "raylet" dies).
+DYING_PARENT = """
+import os, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], start_new_session=True)
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:
+    time.sleep(0.1)
+"""
+
+
+def test_a_trial_dies_when_its_workers_raylet_does(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    pids_file = tmp_path / "pids"
+    subprocess.run(
+        [sys.executable, "-c", DYING_PARENT, ORPHANED_ACTOR, str(pids_file)],
+        timeout=90,
+        env=dict(os.environ),
+        check=True,
+    )
+    host, supervisor, grandchild = (int(p) for p in pids_file.read_text().split())
+    try:
+        deadline = time.monotonic() + 15
+        while _alive(grandchild) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(grandchild), "the trial outlived its worker's parent"
+        assert not _alive(supervisor)
+        assert _alive(host)  # the worker itself was still there: the watchdog did it
+    finally:
+        try:
+            os.kill(host, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_run_ended_by_its_raylets_death_polls_as_a_node_loss() -> None:
+    import signal as signals
+
+    actor = TrialContainer("trial-9.3")
+    script = "import time; print('up', flush=True); time.sleep(60)"
+    actor.start([sys.executable, "-c", script], {}, None)
+    lines: list[str] = []
+    while not lines:
+        got, code = actor.poll(30)
+        lines += [raw.decode() for _, _, raw in got]
+    assert lines == ["up"]
+    actor._raylet_lost = True  # what the watchdog sets before it kills the group
+    actor.signal(signals.SIGKILL)
+    with pytest.raises(_actor.NodeLost, match="raylet has died"):
+        for _ in range(100):
+            assert actor.poll(30)[1] is None  # never a plain exit code
