@@ -25,6 +25,7 @@ from master_lite.runners._base import (
 from master_lite.runners._exits import killed_exit_code
 from master_lite.runners.ray import _faults
 from master_lite.runners.ray._connection import RayConnection
+from master_lite.runners.ray._launch import runtime_env_setting
 
 PLACEMENT_STRATEGY_ENV = "MASTER_LITE_RAY_PLACEMENT_STRATEGY"
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
@@ -51,6 +52,9 @@ class RayRunner(Runner):
                 f"Ray placement strategy {strategy!r} is not one of "
                 f"{', '.join(PLACEMENT_STRATEGIES)} (${PLACEMENT_STRATEGY_ENV})"
             )
+        # Checked here, in the master, so a bad one stops the start with a message naming the
+        # variable (the driver process, which uses it, would only fail and be restarted).
+        runtime_env_setting()
         self.cluster = cluster
         self.use_gpus = use_gpus  # unused: each run's pool says (kept for custom subclasses)
         self._runs: dict[str, int] = {}  # allocation id -> trial id
