@@ -57,11 +57,14 @@ class NodeLost(RuntimeError):
 
 _WATCH_SECONDS = 1.0
 
-# Run as `python -c _SUPERVISOR ARGV...` with the lifeline pipe as stdin, in the trial's new
-# session. Signals sent to the group reach the entrypoint directly, so the supervisor ignores
-# them and ends as its entrypoint did (the same code, or the same signal).
+# Run as `python -c _SUPERVISOR RAYLET_PID ARGV...` with the lifeline pipe as stdin, in the
+# trial's new session. Signals sent to the group reach the entrypoint directly, so the
+# supervisor ignores them and ends as its entrypoint did (the same code, or the same signal).
+# It also watches the node's raylet itself: a Ray worker whose raylet died may hang for a long
+# time before it exits (and its own watchdog thread with it, under the GIL), while the
+# supervisor is a plain process of its own.
 _SUPERVISOR = """
-import os, signal, subprocess, sys, threading
+import os, signal, subprocess, sys, threading, time
 
 def watch():
     try:
@@ -71,10 +74,25 @@ def watch():
         pass
     os.killpg(0, signal.SIGKILL)
 
-child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
+def gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+def watch_raylet(pid):
+    while not gone(pid):
+        time.sleep(1.0)
+    os.killpg(0, signal.SIGKILL)
+
+raylet = int(sys.argv[1])
+child = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL)
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
     signal.signal(sig, lambda *_: None)
 threading.Thread(target=watch, daemon=True).start()
+if raylet > 1 and os.path.isdir("/proc"):
+    threading.Thread(target=watch_raylet, args=(raylet,), daemon=True).start()
 code = child.wait()
 if code < 0:
     signal.signal(-code, signal.SIG_DFL)
@@ -140,6 +158,7 @@ class TrialContainer:
         self._exit_code: int | None = None
         self._lifeline: int | None = None  # the pipe's write end: open while the actor lives
         self._raylet_lost = False
+        self._raylet = 0  # the raylet's pid (this worker's parent when the run started)
 
     def where(self) -> dict:
         """Where Ray placed us: node, address, GPUs, spare ports (the chief's become the
@@ -176,10 +195,11 @@ class TrialContainer:
             # Symbolic links stay as the context had them; a member or link that would leave
             # the work dir is refused (ContextError), as on the master.
             _unpack_context(context, self.work_dir, limit_bytes=1 << 40)
+        self._raylet = os.getppid()  # a Ray worker is its raylet's child
         lifeline_read, self._lifeline = os.pipe()  # not inherited by anything else
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _SUPERVISOR, *argv],
+                [sys.executable, "-c", _SUPERVISOR, str(self._raylet), *argv],
                 cwd=self.work_dir,
                 env=env,
                 stdin=lifeline_read,
@@ -197,7 +217,7 @@ class TrialContainer:
         for reader in self._readers:
             reader.start()
         threading.Thread(target=self._wait, daemon=True).start()
-        threading.Thread(target=self._watch_raylet, args=(os.getppid(),), daemon=True).start()
+        threading.Thread(target=self._watch_raylet, args=(self._raylet,), daemon=True).start()
         return self.process.pid
 
     def _watch_raylet(self, raylet: int) -> None:
@@ -232,6 +252,10 @@ class TrialContainer:
         for reader in self._readers:
             reader.join(timeout=10)
         with self._cond:
+            if os.getppid() != self._raylet:
+                # The raylet died under it: whichever watchdog killed the group first (this
+                # worker's or the supervisor's), the run ended with its node, not by itself.
+                self._raylet_lost = True
             self._exit_code = exit_code_of(code)
             self._cond.notify_all()
         if self.work_dir:

@@ -229,3 +229,43 @@ def test_a_run_ended_by_its_raylets_death_polls_as_a_node_loss() -> None:
     with pytest.raises(_actor.NodeLost, match="raylet has died"):
         for _ in range(100):
             assert actor.poll(30)[1] is None  # never a plain exit code
+
+
+def test_the_supervisor_itself_ends_the_trial_when_the_raylet_dies() -> None:
+    """A Ray worker whose raylet died can hang (its own watchdog thread with it): the
+    supervisor, a process of its own, watches the raylet too. Here its lifeline stays open
+    (the "worker" lives) and only the raylet goes."""
+    import os
+    import subprocess
+    import time
+
+    from master_lite.runners.ray._actor import _SUPERVISOR
+
+    raylet = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    lifeline_read, lifeline_write = os.pipe()
+    trial = (
+        "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
+        "'import time; time.sleep(300)']); print(p.pid, flush=True); time.sleep(300)"
+    )
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", _SUPERVISOR, str(raylet.pid), sys.executable, "-c", trial],
+        stdin=lifeline_read,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    os.close(lifeline_read)
+    try:
+        assert supervisor.stdout is not None
+        grandchild = int(supervisor.stdout.readline())
+        assert _alive(grandchild)
+        raylet.kill()
+        raylet.wait()
+        assert supervisor.wait(timeout=30) == -9  # the group, itself included, was killed
+        deadline = time.monotonic() + 15
+        while _alive(grandchild) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(grandchild), "the trial outlived its node's raylet"
+    finally:
+        os.close(lifeline_write)
+        raylet.kill()
+        supervisor.kill()
