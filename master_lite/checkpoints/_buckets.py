@@ -1,9 +1,10 @@
-"""Checkpoint storage that is a bucket (`checkpoint_storage.type: s3`), as the master uses it:
+"""Checkpoint storage that is a bucket (`checkpoint_storage.type: s3` or `gcs`), as the master uses it:
 delete a checkpoint's objects (GC, `DELETE /checkpoints/{uuid}`, experiment deletion) and serve
 them (`GET /checkpoints/{uuid}/download`).
 
-The master signs with the keys of the experiment's stored config (the API shows them as
-`********`); its messages name the bucket and prefix, never the keys. There is no path to
+For s3 the master signs with the keys of the experiment's stored config (the API shows them as
+`********`); for gcs with its own Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS).
+Its messages name the bucket and prefix, never the keys. There is no path to
 confine as for directories: the objects touched are exactly `<prefix>/<uuid>/...` of a uuid the
 master checked (`is_checkpoint_uuid`)."""
 
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-BUCKET_TYPES = ("s3",)
+BUCKET_TYPES = ("s3", "gcs")
 
 _lock = threading.Lock()
 _managers: dict[str, Any] = {}
@@ -30,23 +31,26 @@ def is_bucket(storage_config: Mapping | None) -> bool:
 
 
 def manager_of(storage_config: Mapping) -> Any:
-    """The storage manager of a bucket config, made once per distinct config (a boto3
-    client costs tens of milliseconds to build)."""
+    """The storage manager of a bucket config, made once per distinct config (a boto3 or
+    google-cloud-storage client costs tens of milliseconds to build)."""
     from determined.common import storage
 
     key = json.dumps(dict(storage_config), sort_keys=True, default=str)
     with _lock:
         manager = _managers.get(key)
         if manager is None:
-            manager = storage.S3StorageManager.from_config(storage_config)
+            manager = storage.StorageManager.from_config(storage_config)
             _managers[key] = manager
         return manager
 
 
 def location(storage_config: Mapping, uuid: str) -> str:
-    """Where a checkpoint's objects are (`s3://bucket/prefix/uuid`): the record's `path`."""
+    """Where a checkpoint's objects are (`s3://` or `gs://bucket/prefix/uuid`): the record's
+    `path`."""
     from determined.common import storage
 
+    if storage_config.get("type") == "gcs":
+        return storage.gcs_location(storage_config, uuid)
     return storage.s3_location(storage_config, uuid)
 
 

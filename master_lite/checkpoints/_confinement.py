@@ -62,9 +62,14 @@ def storage_problem(storage_config: Mapping, roots: Sequence[Path]) -> str | Non
     The message names the field and the setting that would allow it."""
     from determined.common import storage
 
-    if storage_config.get("type") == "s3":
+    if storage_config.get("type") in ("s3", "gcs"):
         # A bucket: no directory of the master's is read or deleted (checkpoints/_buckets.py).
-        problems = storage.s3_config_problems(storage_config)
+        check = (
+            storage.s3_config_problems
+            if storage_config.get("type") == "s3"
+            else storage.gcs_config_problems
+        )
+        problems = check(storage_config)
         return "; ".join(problems) if problems else None
     try:
         base = storage.checkpoint_base(storage_config)

@@ -26,7 +26,8 @@
   `start_hosted`, `hosted_api`).
 * `ray_cluster`: `NetnsCluster`, a multi-node Ray cluster on one machine (each node in a network
   namespace with its own address and directories; kill, partition, stop the head; root only),
-  and `NodeMaster`, master-lite on one of its nodes; `s3_server`: moto's S3 server.
+  and `NodeMaster`, master-lite on one of its nodes; `s3_server`: moto's S3 server;
+  `gcs_server`: a Google Cloud Storage emulator.
 * `parts`: the master's parts over a real store without a Master (`started_parts`,
   `run_with_parts`); `stored`: rows written straight into a store (`finished_experiment`).
 """

@@ -113,3 +113,16 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     with start_s3_server(log_dir=str(tmp_path_factory.mktemp("moto"))) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Google Cloud Storage emulator (gcp-storage-emulator, in memory) on a free loopback
+    port, shared by a module's tests: `tests._support.gcs_server.GCSServer` (url, env,
+    create_bucket, storage_config, keys, checkpoint_uuids). Skipped where it is not installed."""
+    pytest.importorskip("gcp_storage_emulator", reason="gcp-storage-emulator is in the test extra")
+    pytest.importorskip("google.cloud.storage", reason="google-cloud-storage is a dependency")
+    from tests._support.gcs_server import start_gcs_server
+
+    with start_gcs_server(log_dir=str(tmp_path_factory.mktemp("gcs"))) as server:
+        yield server

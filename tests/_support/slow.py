@@ -36,6 +36,7 @@ SLOW_FIXTURES = frozenset(
         "browser",
         "page",
         "s3_server",
+        "gcs_server",
     }
 )
 

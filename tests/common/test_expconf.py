@@ -262,7 +262,7 @@ INVALID = [
     pytest.param(
         with_(checkpoint_storage={"type": "shared_fss", "host_path": "/tmp"}),
         "checkpoint_storage.type: unknown checkpoint storage type 'shared_fss' (expected "
-        "shared_fs, directory or s3) (did you mean 'shared_fs'?)",
+        "shared_fs, directory, s3 or gcs) (did you mean 'shared_fs'?)",
         id="bad-storage-type",
     ),
     pytest.param(
@@ -281,9 +281,16 @@ INVALID = [
         id="s3-half-credentials",
     ),
     pytest.param(
-        with_(checkpoint_storage={"type": "gcs", "bucket": "b"}),
-        "checkpoint_storage.type: 'gcs' is not supported by master_lite",
-        id="gcs-unsupported",
+        with_(checkpoint_storage={"type": "azure", "container": "c"}),
+        "checkpoint_storage.type: 'azure' is not supported by master_lite: use s3 (any "
+        "S3-compatible store, through endpoint_url), gcs (Google Cloud Storage), shared_fs or "
+        "directory",
+        id="azure-unsupported",
+    ),
+    pytest.param(
+        with_(checkpoint_storage={"type": "gcs", "prefix": "p"}),
+        "checkpoint_storage.bucket: required for type gcs",
+        id="gcs-no-bucket",
     ),
     pytest.param(
         with_(checkpoint_storage={"type": "shared_fs", "host_path": "ckpts"}),

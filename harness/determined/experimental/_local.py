@@ -23,7 +23,7 @@ def local_core_context(config: dict, *, test: bool) -> Iterator[Any]:
                 yield core_context
         return
     storage_config = config.get("checkpoint_storage") or {}
-    if storage_config.get("type") == "s3":  # a bucket: the same one off the master
+    if storage_config.get("type") in ("s3", "gcs"):  # a bucket: the same one off the master
         target: Any = storage_config
     else:
         base = _local_checkpoint_dir(config)

@@ -43,7 +43,7 @@ def _local_checkpoint_storage(exp_conf: dict[str, Any] | None) -> Any:
         return None
     if config.get("type") == "shared_fs" and config.get("host_path"):
         return str(storage.checkpoint_base(config))
-    if config.get("type") in ("directory", "s3"):
+    if config.get("type") in ("directory", "s3", "gcs"):
         return config
     return None
 

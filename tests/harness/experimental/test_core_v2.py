@@ -136,7 +136,7 @@ def test_an_invalid_config_is_refused_naming_the_field(master):
     client = Determined(master.url, token=master.token)
     with pytest.raises(Exception, match="checkpoint_storage.type"):
         core_v2.init(
-            config=config(checkpoint_storage={"type": "gcs", "bucket": "b"}), client=client
+            config=config(checkpoint_storage={"type": "azure", "container": "c"}), client=client
         )
     with pytest.raises(ValueError, match="external_trial_id needs external_experiment_id"):
         core_v2.init(config=config(external_experiment_id=None), client=client)

@@ -246,8 +246,9 @@ def test_config_errors_are_refused_naming_the_key(master, s3_server, tmp_path):
         master.create_experiment(config, context_tarball({"train.py": SCRIPT}))
     assert "checkpoint_storage.bucket: required" in str(info.value)
     config = _config(s3_server, "b", tmp_path / "gate")
-    config["checkpoint_storage"] = {"type": "gcs", "bucket": "b"}
+    config["checkpoint_storage"] = {"type": "azure", "container": "c"}
     with pytest.raises(errors.APIException) as info:
         master.create_experiment(config, context_tarball({"train.py": SCRIPT}))
-    assert "'gcs' is not supported by master_lite: use s3" in str(info.value)
+    assert "'azure' is not supported by master_lite: use s3" in str(info.value)
+    assert "gcs (Google Cloud Storage)" in str(info.value)
     assert os.environ.get("DET_CHECKPOINT_STORAGE_CREDENTIALS") is None

@@ -23,8 +23,8 @@ LEGACY_SEARCHERS = {
     "sync_halving": "adaptive_asha (or async_halving)",
     "pbt": "adaptive_asha",
 }
-UNSUPPORTED_STORAGE_TYPES = ("gcs", "azure")
-SUPPORTED_STORAGE_TYPES = ("shared_fs", "directory", "s3")
+UNSUPPORTED_STORAGE_TYPES = ("azure",)
+SUPPORTED_STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs")
 
 _validator_instance: Any = None
 
@@ -271,17 +271,21 @@ def _storage_errors(storage: dict) -> Iterator[str]:
     if kind in UNSUPPORTED_STORAGE_TYPES:
         yield (
             f"checkpoint_storage.type: {kind!r} is not supported by master_lite: use s3 (any "
-            f"S3-compatible store; Google Cloud Storage and Azure offer S3-compatible "
-            f"endpoints via endpoint_url), shared_fs or directory"
+            f"S3-compatible store, through endpoint_url), gcs (Google Cloud Storage), "
+            f"shared_fs or directory"
         )
     elif kind == "s3":
         from determined.common.storage import s3_config_problems
 
         yield from s3_config_problems(storage)
+    elif kind == "gcs":
+        from determined.common.storage import gcs_config_problems
+
+        yield from gcs_config_problems(storage)
     elif kind not in SUPPORTED_STORAGE_TYPES:
         yield (
             f"checkpoint_storage.type: unknown checkpoint storage type {kind!r}"
-            f" (expected shared_fs, directory or s3)"
+            f" (expected shared_fs, directory, s3 or gcs)"
             f"{_did_you_mean(kind, _schema.CHECKPOINT_STORAGE_TYPES)}"
         )
 

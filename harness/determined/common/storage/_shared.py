@@ -2,8 +2,8 @@
 
 `checkpoint_base`/`checkpoint_dir` are the one place that computes paths (the master uses them to
 GC and download; the harness to write). `StorageManager` moves files for the storage types that
-are plain directories on this machine, `shared_fs` and `directory`; `_s3.S3StorageManager` has
-the same interface for `s3`. `manager_for(config)` picks one.
+are plain directories on this machine, `shared_fs` and `directory`; `_s3.S3StorageManager` and
+`_gcs.GCSStorageManager` have the same interface for `s3` and `gcs`. `manager_for(config)` picks one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 Selector = Callable[[str], bool]
 
-SUPPORTED_TYPES = ("shared_fs", "directory", "s3")
+SUPPORTED_TYPES = ("shared_fs", "directory", "s3", "gcs")
 #: Storage types that are a directory on this machine (the others have no `checkpoint_base`).
 LOCAL_TYPES = ("shared_fs", "directory")
 
@@ -35,9 +35,9 @@ def checkpoint_base(storage_config: Mapping) -> pathlib.Path:
         if not container_path:
             raise ValueError("checkpoint_storage.container_path: required for type directory")
         return pathlib.Path(container_path)
-    if kind == "s3":
+    if kind in ("s3", "gcs"):
         raise ValueError(
-            "checkpoint_storage.type: 's3' storage is a bucket, not a directory on this machine"
+            f"checkpoint_storage.type: {kind!r} storage is a bucket, not a directory on this machine"
         )
     raise ValueError(
         f"checkpoint_storage.type: {kind!r} is not supported by master_lite "
@@ -89,11 +89,16 @@ class StorageManager:
 
     @classmethod
     def from_config(cls, storage_config: Mapping) -> Any:
-        """The manager of a `checkpoint_storage` config (an `S3StorageManager` for s3)."""
+        """The manager of a `checkpoint_storage` config (an `S3StorageManager` for s3, a
+        `GCSStorageManager` for gcs)."""
         if storage_config.get("type") == "s3":
             from determined.common.storage._s3 import S3StorageManager
 
             return S3StorageManager.from_config(storage_config)
+        if storage_config.get("type") == "gcs":
+            from determined.common.storage._gcs import GCSStorageManager
+
+            return GCSStorageManager.from_config(storage_config)
         return cls(checkpoint_base(storage_config))
 
     def path_of(self, storage_id: str) -> pathlib.Path:
@@ -180,10 +185,12 @@ def from_override(checkpoint_storage: str | Mapping | None) -> StorageManager | 
                 raise ValueError(f"checkpoint_storage={text!r}: no bucket (use s3://BUCKET/PREFIX)")
             return S3StorageManager(bucket, prefix=prefix or None)  # type: ignore[return-value]
         if scheme == "gs":
-            raise ValueError(
-                f"checkpoint_storage={text!r}: gs:// storage is not supported by master_lite; "
-                "pass a local directory path (or file://PATH) or s3://BUCKET/PREFIX instead"
-            )
+            from determined.common.storage._gcs import GCSStorageManager
+
+            bucket, _, prefix = rest.partition("/")
+            if not bucket:
+                raise ValueError(f"checkpoint_storage={text!r}: no bucket (use gs://BUCKET/PREFIX)")
+            return GCSStorageManager(bucket, prefix=prefix or None)  # type: ignore[return-value]
         raise ValueError(
             f"checkpoint_storage={text!r}: unknown scheme {scheme!r}; use a path, file://, s3:// or gs://"
         )
