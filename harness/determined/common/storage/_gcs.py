@@ -75,7 +75,7 @@ class GCSStorageManager:
         except ImportError as exc:
             raise ImportError(
                 "checkpoint_storage type gcs needs google-cloud-storage: "
-                "pip install google-cloud-storage"
+                "pip install google-cloud-storage (or 'jupyter-determined[gcs]')"
             ) from exc
         self.bucket = bucket
         self.prefix = normalize_prefix(prefix)
