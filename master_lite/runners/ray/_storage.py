@@ -29,7 +29,7 @@ def node_local_storage_warning(env: dict[str, str], nodes: int) -> str | None:
         f"checkpoint_storage is {storage.get('type', 'shared_fs')} at {where} on a Ray cluster "
         f"of {nodes} nodes: unless that path is one filesystem shared by every node (NFS...), "
         "a trial resumed on another node will not find its checkpoints, and the GC will not "
-        "delete those on other nodes; use checkpoint_storage type s3 (docs/distributed.md)"
+        "delete those on other nodes; use checkpoint_storage type s3 or gcs (docs/distributed.md)"
     )
 
 

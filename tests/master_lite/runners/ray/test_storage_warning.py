@@ -18,7 +18,7 @@ def test_a_directory_on_several_nodes_is_warned_about():
     )
     assert warning is not None
     assert "shared_fs at /srv/ckpts on a Ray cluster of 3 nodes" in warning
-    assert "use checkpoint_storage type s3" in warning
+    assert "use checkpoint_storage type s3 or gcs" in warning
     directory = node_local_storage_warning(
         _env({"type": "directory", "container_path": "/c"}), nodes=2
     )
