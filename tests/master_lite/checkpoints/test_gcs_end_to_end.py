@@ -2,12 +2,14 @@
 Storage emulator (reached through STORAGE_EMULATOR_HOST, on the master and in the trial's
 `environment_variables`, as Application Default Credentials would be on a cluster).
 Checkpoints go to the bucket only (nothing under the master's root dir), a paused trial resumes
-from the bucket, the SDK downloads one, and the GC and the experiment's deletion remove exactly
-the objects of the deleted checkpoints."""
+from the bucket, the SDK and `det checkpoint download` fetch one, and the GC and the
+experiment's deletion remove exactly the objects of the deleted checkpoints."""
 
 from __future__ import annotations
 
 import pathlib
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -21,6 +23,7 @@ from tests._support import (
     wait_for_experiment,
     wait_until,
 )
+from tests._support.process import child_env
 
 pytestmark = pytest.mark.slow
 
@@ -136,6 +139,16 @@ def test_checkpoints_live_in_the_bucket_through_pause_resume_download_and_gc(
     target = pathlib.Path(sdk.download(str(tmp_path / "sdk")))
     assert (target / "state").read_text() == "4"
     assert (target / "sub" / "weights.bin").read_bytes() == bytes(range(256)) * 40
+    cli = subprocess.run(
+        [sys.executable, "-m", "determined.cli", "checkpoint", "download", latest["uuid"]]
+        + ["-o", str(tmp_path / "cli")],
+        env=child_env({"MASTER_LITE_ROOT_DIR": str(master.root_dir)}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert (tmp_path / "cli" / "state").read_text() == "4"
 
     # Nothing of any checkpoint under the master's root dir.
     uuids = {c["uuid"] for c in rows}

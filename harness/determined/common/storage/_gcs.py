@@ -128,9 +128,17 @@ class GCSStorageManager:
         if self._client is None:
             from google.cloud import storage as gcs
 
-            # Client() reads STORAGE_EMULATOR_HOST itself (anonymous credentials then), else
-            # Application Default Credentials.
-            self._client = self._call("finding Google credentials", gcs.Client)
+            def make() -> Any:
+                # Client() reads STORAGE_EMULATOR_HOST itself (anonymous credentials then),
+                # else Application Default Credentials.
+                try:
+                    return gcs.Client()
+                except OSError:
+                    # Credentials without a project (a user's `gcloud auth
+                    # application-default login`): objects of a named bucket need none.
+                    return gcs.Client(project=None)
+
+            self._client = self._call("finding Google credentials", make)
         return self._client.bucket(self.bucket)
 
     def _each(self, doing: str, fn: Callable[[Any], Any], items: Sequence[Any]) -> None:
