@@ -130,6 +130,28 @@ def test_no_credentials_is_named_with_what_to_do(tmp_path, monkeypatch):
     assert "bucket 'ckpts'" in message and "GOOGLE_APPLICATION_CREDENTIALS" in message, message
 
 
+def test_credentials_without_a_project_still_reach_the_bucket(tmp_path, monkeypatch):
+    """A user's `gcloud auth application-default login` credentials carry no project, which
+    google-cloud-storage's Client() refuses; a named bucket's objects need none."""
+    pytest.importorskip("google.cloud.storage")
+    adc = tmp_path / "adc.json"
+    adc.write_text(
+        json.dumps(
+            {
+                "type": "authorized_user",
+                "client_id": "c",
+                "client_secret": "s",
+                "refresh_token": "r",
+            }
+        )
+    )
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    manager = storage.StorageManager.from_config({"type": "gcs", "bucket": "ckpts"})
+    assert manager._bucket().name == "ckpts"  # made without a network call
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [
