@@ -12,6 +12,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -119,12 +120,12 @@ def test_two_ranks_shard_data_and_stay_in_sync(tmp_path):
             subprocess.Popen(
                 [sys.executable, str(script), str(tmp_path), str(storage)],
                 env=env,
-                stdout=subprocess.PIPE,
+                # A file, not a pipe: nothing reads while both ranks run.
+                stdout=(tmp_path / f"rank{rank}.log").open("w"),
                 stderr=subprocess.STDOUT,
-                text=True,
             )
         )
-    outputs = [p.communicate(timeout=180)[0] for p in procs]
+    outputs = _wait_for_ranks(procs, [tmp_path / f"rank{r}.log" for r in range(2)], timeout=180)
     assert [p.returncode for p in procs] == [0, 0], "\n".join(outputs)
 
     r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2))
@@ -145,3 +146,22 @@ def test_two_ranks_shard_data_and_stay_in_sync(tmp_path):
     (ckpt,) = list(storage.iterdir())
     assert ckpt.name == r0["saved"][1]
     assert json.loads((ckpt / "metadata.json").read_text())["steps_completed"] == 5
+
+
+def _wait_for_ranks(
+    procs: list[subprocess.Popen], logs: list[pathlib.Path], timeout: float
+) -> list[str]:
+    """Both ranks' output once both ended. A rank that fails ends the other at once (its peer
+    would wait for it in the rendezvous until the timeout, hiding the first rank's error)."""
+    deadline = time.monotonic() + timeout
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        if any(p.returncode not in (None, 0) for p in procs):
+            break
+        time.sleep(0.2)
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    return [
+        f"--- rank {rank} (exit {p.wait()}):\n{log.read_text()}"
+        for rank, (p, log) in enumerate(zip(procs, logs, strict=True))
+    ]

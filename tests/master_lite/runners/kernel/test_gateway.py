@@ -74,7 +74,12 @@ def running_gateway(tmp_path: Path, *options: str) -> Iterator[str]:
             return False
 
     try:
-        wait_until(answers, 60, "the kernel gateway to answer")
+        # A Jupyter server's first start imports much: past a minute on a loaded 2-core CI
+        # machine (the whole suite runs beside it). A gateway that died fails at once.
+        wait_until(
+            lambda: answers() or process.poll() is not None, 180, "the kernel gateway to answer"
+        )
+        assert process.poll() is None, f"the kernel gateway exited {process.returncode}"
         yield url
     finally:
         process.terminate()
