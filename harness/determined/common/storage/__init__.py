@@ -2,7 +2,8 @@
 
 `_shared`: the storage types that are directories on this machine (`shared_fs`, `directory`) and
 the path helpers the master and the harness share; `_s3`: `s3` buckets (any S3-compatible store);
-`_gcs`: `gcs` buckets (Google Cloud Storage).
+`_gcs`: `gcs` buckets (Google Cloud Storage); `_bucket`: what the two bucket types share (layout,
+listing, scratch directories).
 `StorageManager.from_config` returns the manager of a config's type; both have one interface
 (`store_path`, `restore_path`, `upload`, `download`, `resources`, `delete`, `is_local`).
 """

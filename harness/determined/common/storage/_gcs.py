@@ -16,14 +16,11 @@ import concurrent.futures
 import contextlib
 import os
 import pathlib
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from determined.common.storage._bucket import BucketStorageManager, Selector
 from determined.common.storage._s3 import StorageError, normalize_prefix
-
-Selector = Callable[[str], bool]
 
 #: How many objects move at once (uploads, downloads, deletes).
 _WORKERS = 8
@@ -56,12 +53,12 @@ def location(storage_config: Mapping, storage_id: str) -> str:
     return f"gs://{storage_config.get('bucket')}/{key}"
 
 
-class GCSStorageManager:
+class GCSStorageManager(BucketStorageManager):
     """Checkpoints under `gs://<bucket>/<prefix>/<uuid>/` (module doc); the interface of
     `S3StorageManager`. The client is made on first use, so a bad credential setup fails the
     operation that needs it with a StorageError naming the bucket."""
 
-    is_local = False
+    scheme = "gs"
 
     def __init__(
         self,
@@ -77,9 +74,7 @@ class GCSStorageManager:
                 "checkpoint_storage type gcs needs google-cloud-storage: "
                 "pip install google-cloud-storage (or 'jupyter-determined[gcs]')"
             ) from exc
-        self.bucket = bucket
-        self.prefix = normalize_prefix(prefix)
-        self.base_path = pathlib.Path(temp_dir or tempfile.gettempdir()) / "determined-gcs"
+        super().__init__(bucket, normalize_prefix(prefix), temp_dir, "determined-gcs")
         self._client: Any = None
 
     @classmethod
@@ -89,13 +84,7 @@ class GCSStorageManager:
             raise ValueError("; ".join(problems))
         return cls(str(storage_config["bucket"]), prefix=storage_config.get("prefix"))
 
-    # --- naming and errors ---------------------------------------------------------------------
-    def _key_prefix(self, storage_id: str) -> str:
-        return f"{self.prefix}/{storage_id}/" if self.prefix else f"{storage_id}/"
-
-    def where(self, storage_id: str) -> str:
-        return f"gs://{self.bucket}/{self._key_prefix(storage_id)}"
-
+    # --- errors --------------------------------------------------------------------------------
     def _error(self, doing: str, exc: Exception) -> StorageError:
         code = getattr(exc, "code", None)
         name = type(exc).__name__
@@ -148,19 +137,6 @@ class GCSStorageManager:
         with concurrent.futures.ThreadPoolExecutor(min(_WORKERS, len(items))) as pool:
             for future in [pool.submit(self._call, doing, fn, item) for item in items]:
                 future.result()
-
-    # --- listing -------------------------------------------------------------------------------
-    def resources(self, storage_id: str) -> dict[str, int]:
-        """Relative path -> size of every object of the checkpoint; CheckpointNotFound when it
-        has none."""
-        from determined.errors import CheckpointNotFound
-
-        found = self._list(storage_id)
-        if not found:
-            raise CheckpointNotFound(
-                f"checkpoint {storage_id} not found: no objects under {self.where(storage_id)}"
-            )
-        return found
 
     def _list(self, storage_id: str) -> dict[str, int]:
         prefix = self._key_prefix(storage_id)
@@ -239,34 +215,6 @@ class GCSStorageManager:
     def check(self) -> None:
         """Raise StorageError unless the bucket is there and these credentials may use it."""
         self._call("checking the bucket", lambda: self._bucket().reload())
-
-    # --- scratch directories -------------------------------------------------------------------
-    def _scratch(self, storage_id: str) -> pathlib.Path:
-        self.base_path.mkdir(parents=True, exist_ok=True)
-        return pathlib.Path(tempfile.mkdtemp(prefix=f"{storage_id}-", dir=self.base_path))
-
-    @contextlib.contextmanager
-    def store_path(self, storage_id: str) -> Iterator[pathlib.Path]:
-        """A scratch directory, uploaded when the block ends normally, then removed."""
-        path = self._scratch(storage_id)
-        try:
-            yield path
-            self.upload(path, storage_id)
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
-
-    @contextlib.contextmanager
-    def restore_path(
-        self, storage_id: str, selector: Selector | None = None
-    ) -> Iterator[pathlib.Path]:
-        """The checkpoint (the files `selector` wants) downloaded into a scratch directory,
-        removed when the block ends."""
-        path = self._scratch(storage_id)
-        try:
-            self.download(storage_id, path, selector)
-            yield path
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 __all__ = ["GCSStorageManager", "config_problems", "location"]

@@ -13,20 +13,18 @@ They are never logged: messages name the bucket, prefix and endpoint only.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import pathlib
 import re
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from determined.common.storage._bucket import BucketStorageManager, Selector
 
 logger = logging.getLogger("determined.common.storage")
 
-Selector = Callable[[str], bool]
 
 #: A trial's variable holding the storage's real `access_key`/`secret_key` (JSON) when the
 #: config it gets has them redacted.
@@ -105,14 +103,14 @@ class StorageError(RuntimeError):
     """The store refused or could not be reached; the message says which bucket and why."""
 
 
-class S3StorageManager:
+class S3StorageManager(BucketStorageManager):
     """Checkpoints under `s3://<bucket>/<prefix>/<uuid>/` (module doc).
 
     `base_path` is a local scratch directory (store/restore copies, TensorBoard files): nothing
     in it outlives the process that uses it as far as checkpoints go.
     """
 
-    is_local = False
+    scheme = "s3"
 
     def __init__(
         self,
@@ -132,10 +130,8 @@ class S3StorageManager:
                 "checkpoint_storage type s3 needs boto3: pip install boto3 (or "
                 "'jupyter-determined[s3]')"
             ) from exc
-        self.bucket = bucket
-        self.prefix = normalize_prefix(prefix)
+        super().__init__(bucket, normalize_prefix(prefix), temp_dir, "determined-s3")
         self.endpoint_url = endpoint_url
-        self.base_path = pathlib.Path(temp_dir or tempfile.gettempdir()) / "determined-s3"
         session = boto3.session.Session(
             aws_access_key_id=access_key, aws_secret_access_key=secret_key
         )
@@ -161,13 +157,6 @@ class S3StorageManager:
             access_key=access_key,
             secret_key=secret_key,
         )
-
-    # --- naming --------------------------------------------------------------------------------
-    def _key_prefix(self, storage_id: str) -> str:
-        return f"{self.prefix}/{storage_id}/" if self.prefix else f"{storage_id}/"
-
-    def where(self, storage_id: str) -> str:
-        return f"s3://{self.bucket}/{self._key_prefix(storage_id)}"
 
     def _error(self, doing: str, exc: Exception) -> StorageError:
         """A message naming the store and the cause, never the credentials."""
@@ -203,19 +192,6 @@ class S3StorageManager:
             # The transfer manager's (S3UploadFailedError...) wraps the client's error.
             cause = exc.__context__ if isinstance(exc.__context__, ClientError) else exc
             raise self._error(doing, cause) from None
-
-    # --- listing -------------------------------------------------------------------------------
-    def resources(self, storage_id: str) -> dict[str, int]:
-        """Relative path -> size of every object of the checkpoint ("dir/" entries size 0);
-        CheckpointNotFound when it has none."""
-        from determined.errors import CheckpointNotFound
-
-        found = self._list(storage_id)
-        if not found:
-            raise CheckpointNotFound(
-                f"checkpoint {storage_id} not found: no objects under {self.where(storage_id)}"
-            )
-        return found
 
     def _list(self, storage_id: str) -> dict[str, int]:
         prefix = self._key_prefix(storage_id)
@@ -329,34 +305,6 @@ class S3StorageManager:
     def check(self) -> None:
         """Raise StorageError unless the bucket is there and these keys may use it."""
         self._call("checking the bucket", self._client.head_bucket, Bucket=self.bucket)
-
-    # --- scratch directories -------------------------------------------------------------------
-    def _scratch(self, storage_id: str) -> pathlib.Path:
-        self.base_path.mkdir(parents=True, exist_ok=True)
-        return pathlib.Path(tempfile.mkdtemp(prefix=f"{storage_id}-", dir=self.base_path))
-
-    @contextlib.contextmanager
-    def store_path(self, storage_id: str) -> Iterator[pathlib.Path]:
-        """A scratch directory, uploaded when the block ends normally, then removed."""
-        path = self._scratch(storage_id)
-        try:
-            yield path
-            self.upload(path, storage_id)
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
-
-    @contextlib.contextmanager
-    def restore_path(
-        self, storage_id: str, selector: Selector | None = None
-    ) -> Iterator[pathlib.Path]:
-        """The checkpoint (the files `selector` wants) downloaded into a scratch directory,
-        removed when the block ends."""
-        path = self._scratch(storage_id)
-        try:
-            self.download(storage_id, path, selector)
-            yield path
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 __all__ = [
