@@ -13,8 +13,10 @@ master's poll collects them.
 No orphans: the entrypoint runs under a small supervisor (`_SUPERVISOR`, the group's leader)
 whose stdin is a pipe only the actor's process holds open. When that process dies for any
 reason (the actor killed, its worker or node lost, the whole cluster stopped) the pipe reads
-end-of-file and the supervisor SIGKILLs the whole process group: the entrypoint and whatever it
-started (a launcher's workers). A parent-death signal alone would reach only the direct child.
+end-of-file and the supervisor's guard SIGKILLs the whole process group: the entrypoint and
+whatever it started (a launcher's workers); so it does when the supervisor is killed alone (Ray
+kills an exiting worker's children). A parent-death signal alone would reach only the direct
+child.
 And a worker outliving its raylet (a Ray worker notices late) kills the group itself
 (`_watch_raylet`).
 
@@ -60,19 +62,15 @@ _WATCH_SECONDS = 1.0
 # Run as `python -c _SUPERVISOR RAYLET_PID ARGV...` with the lifeline pipe as stdin, in the
 # trial's new session. Signals sent to the group reach the entrypoint directly, so the
 # supervisor ignores them and ends as its entrypoint did (the same code, or the same signal).
-# It also watches the node's raylet itself: a Ray worker whose raylet died may hang for a long
-# time before it exits (and its own watchdog thread with it, under the GIL), while the
-# supervisor is a plain process of its own.
+# The watching is done by a guard it forks first, a member of the trial's group that is not the
+# Ray worker's child: a Ray worker that exits SIGKILLs its own children
+# (RAY_kill_child_processes_on_worker_exit), the supervisor among them but not its group, so a
+# watchdog inside the supervisor would die with it and leave the entrypoint running. The guard
+# SIGKILLs the whole group when the lifeline reads end-of-file (the worker died), when the
+# node's raylet is gone (a Ray worker whose raylet died may hang a long time before it exits),
+# or when the supervisor is gone (killed alone, or the entrypoint ended: its leftovers go too).
 _SUPERVISOR = """
 import os, signal, subprocess, sys, threading, time
-
-def watch():
-    try:
-        while os.read(0, 4096):
-            pass
-    except OSError:
-        pass
-    os.killpg(0, signal.SIGKILL)
 
 def gone(pid):
     try:
@@ -81,18 +79,35 @@ def gone(pid):
     except OSError:
         return True
 
-def watch_raylet(pid):
-    while not gone(pid):
-        time.sleep(1.0)
+def read_lifeline(done):
+    try:
+        while os.read(0, 4096):
+            pass
+    except OSError:
+        pass
+    done.set()
+
+def guard(supervisor, raylet):
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # the actor's readers wait for end-of-file on the output pipes
+    os.dup2(devnull, 2)
+    lifeline = threading.Event()
+    threading.Thread(target=read_lifeline, args=(lifeline,), daemon=True).start()
+    watch_raylet = raylet > 1 and os.path.isdir("/proc")
+    while not lifeline.wait(1.0):
+        if os.getppid() != supervisor or (watch_raylet and gone(raylet)):
+            break
     os.killpg(0, signal.SIGKILL)
 
-raylet = int(sys.argv[1])
-child = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL)
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
     signal.signal(sig, lambda *_: None)
-threading.Thread(target=watch, daemon=True).start()
-if raylet > 1 and os.path.isdir("/proc"):
-    threading.Thread(target=watch_raylet, args=(raylet,), daemon=True).start()
+supervisor = os.getpid()
+if os.fork() == 0:
+    try:
+        guard(supervisor, int(sys.argv[1]))
+    finally:
+        os._exit(0)
+child = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL)
 code = child.wait()
 if code < 0:
     signal.signal(-code, signal.SIG_DFL)

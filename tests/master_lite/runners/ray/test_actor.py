@@ -149,6 +149,36 @@ def test_a_trials_processes_die_with_their_actor() -> None:
     assert not _alive(supervisor)
 
 
+# As a Ray worker exits (RAY_kill_child_processes_on_worker_exit): it SIGKILLs its own children
+# (the supervisor alone, not its group), then exits.
+EXITING_RAY_WORKER = DYING_ACTOR.replace(
+    "os._exit(0)", "os.kill(pid, 9)\nos.waitpid(pid, 0)\nos._exit(0)"
+)
+
+
+def test_a_trials_processes_die_when_ray_kills_the_supervisor_alone() -> None:
+    """A Ray worker kills its direct children as it exits: the supervisor dies at once, and the
+    entrypoint and its child (the rest of the group) must still go with it."""
+    import os
+    import subprocess
+    import time
+
+    out = subprocess.run(
+        [sys.executable, "-c", EXITING_RAY_WORKER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
+    assert out.returncode == 0, out.stderr
+    supervisor, grandchild = (int(p) for p in out.stdout.split())
+    assert not _alive(supervisor)
+    deadline = time.monotonic() + 15
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(grandchild), "the trial's child outlived its killed supervisor"
+
+
 def test_the_supervisor_ends_as_its_entrypoint_did() -> None:
     assert run_in_actor(b"", "import sys; print('x'); sys.exit(7)") == (7, ["x"])
     code, _ = run_in_actor(b"", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
