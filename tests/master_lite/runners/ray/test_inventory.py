@@ -118,7 +118,7 @@ def test_a_connection_to_nothing_waits_says_so_and_does_not_block():
     connection = RayConnection(address, inventory=RayInventory())
     connection.start()  # returns at once
     try:
-        wait_until(lambda: connection.state == "waiting", timeout=30, what="the waiting state")
+        wait_until(lambda: connection.state == "waiting", timeout=120, what="the waiting state")
         status = connection.status()
         assert status["message"].startswith(
             f"waiting for the Ray cluster at {address}: nothing answers at {address}"
