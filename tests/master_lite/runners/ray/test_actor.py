@@ -126,15 +126,15 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_a_trials_processes_die_with_their_actor() -> None:
-    """No orphans: when the actor's process dies, the trial's whole process group goes with it
-    (the entrypoint and what it started), not only its direct child."""
+def _survivors_of(actor_script: str) -> list[str]:
+    """Run `actor_script` (which prints the supervisor's and the trial grandchild's pids, then
+    exits), and name those of the two still alive 15 s after it ended."""
     import os
     import subprocess
     import time
 
     out = subprocess.run(
-        [sys.executable, "-c", DYING_ACTOR],
+        [sys.executable, "-c", actor_script],
         capture_output=True,
         text=True,
         timeout=60,
@@ -145,8 +145,14 @@ def test_a_trials_processes_die_with_their_actor() -> None:
     deadline = time.monotonic() + 15
     while (_alive(supervisor) or _alive(grandchild)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(grandchild), "the trial's child outlived its actor"
-    assert not _alive(supervisor)
+    pids = {"the supervisor": supervisor, "the trial's child": grandchild}
+    return [name for name, pid in pids.items() if _alive(pid)]
+
+
+def test_a_trials_processes_die_with_their_actor() -> None:
+    """No orphans: when the actor's process dies, the trial's whole process group goes with it
+    (the entrypoint and what it started), not only its direct child."""
+    assert _survivors_of(DYING_ACTOR) == []
 
 
 # As a Ray worker exits (RAY_kill_child_processes_on_worker_exit): it SIGKILLs its own children
@@ -158,24 +164,7 @@ EXITING_RAY_WORKER = DYING_ACTOR.replace("os._exit(0)", "os.kill(pid, 9)\nos._ex
 def test_a_trials_processes_die_when_ray_kills_the_supervisor_alone() -> None:
     """A Ray worker kills its direct children as it exits: the supervisor dies at once, and the
     entrypoint and its child (the rest of the group) must still go with it."""
-    import os
-    import subprocess
-    import time
-
-    out = subprocess.run(
-        [sys.executable, "-c", EXITING_RAY_WORKER],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ),
-    )
-    assert out.returncode == 0, out.stderr
-    supervisor, grandchild = (int(p) for p in out.stdout.split())
-    deadline = time.monotonic() + 15
-    while (_alive(supervisor) or _alive(grandchild)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(supervisor)
-    assert not _alive(grandchild), "the trial's child outlived its killed supervisor"
+    assert _survivors_of(EXITING_RAY_WORKER) == []
 
 
 def test_the_supervisor_ends_as_its_entrypoint_did() -> None:
