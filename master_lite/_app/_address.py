@@ -20,6 +20,8 @@ import ipaddress
 import socket
 import urllib.parse
 
+from determined.common.util import routed_address
+
 # Documentation addresses (RFC 5737, RFC 3849): never reached, only routed.
 _PROBE_V4 = "192.0.2.1"
 _PROBE_V6 = "2001:db8::1"
@@ -59,25 +61,6 @@ def check_advertised_url(value: str, name: str = "advertised_url") -> str:
 
 def _format_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
-
-
-def routed_address(toward: str, family: int = socket.AF_INET) -> str | None:
-    """This host's source address for packets to `toward` (a host name or address), per the
-    routing table; None when there is no route or no such name."""
-    try:
-        infos = socket.getaddrinfo(toward, 9, family, socket.SOCK_DGRAM)
-    except (OSError, UnicodeError):
-        return None
-    for info_family, kind, proto, _, address in infos:
-        try:
-            with socket.socket(info_family, kind, proto) as probe:
-                probe.connect(address)
-                mine = str(probe.getsockname()[0])
-        except OSError:
-            continue
-        if mine and not ipaddress.ip_address(mine.split("%")[0]).is_unspecified:
-            return mine.split("%")[0]
-    return None
 
 
 def _fqdn_address(family: int) -> str | None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import functools
 import io
+import ipaddress
 import os
 import pathlib
 import platform
 import random
+import socket
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -163,3 +165,23 @@ def strtobool(val: str) -> bool:
     """distutils' `strtobool` as Determined keeps it: false for an empty string and n, no, f,
     false, off, 0 (any case); true for anything else."""
     return bool(val) and val.lower() not in ("n", "no", "f", "false", "off", "0")
+
+
+def routed_address(toward: str, family: int = 0) -> str | None:
+    """This host's source address for packets to `toward` (a host name or address), per the
+    routing table (a UDP `connect` sends nothing); None when there is no route or no such name.
+    `family` narrows it (socket.AF_INET, AF_INET6; 0: either)."""
+    try:
+        infos = socket.getaddrinfo(toward, 9, family, socket.SOCK_DGRAM)
+    except (OSError, UnicodeError):
+        return None
+    for info_family, kind, proto, _, address in infos:
+        try:
+            with socket.socket(info_family, kind, proto) as probe:
+                probe.connect(address)
+                mine = str(probe.getsockname()[0]).split("%")[0]
+        except OSError:
+            continue
+        if mine and not ipaddress.ip_address(mine).is_unspecified:
+            return mine
+    return None

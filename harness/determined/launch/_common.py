@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 
+from determined.common.util import routed_address
 from determined.launch import _lifetime
 
 # Forwarded from a launcher to the single child it runs (Determined's forward_signals set).
@@ -134,23 +135,6 @@ RENDEZVOUS_INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 _SIOCGIFCONF = 0x8912
 
 
-def routed_source_address(address: str) -> str | None:
-    """This host's source address for packets to `address`, per the routing table (a UDP
-    `connect` sends nothing); None when there is no route."""
-    try:
-        infos = socket.getaddrinfo(address, 9, 0, socket.SOCK_DGRAM)
-    except (OSError, UnicodeError):
-        return None
-    for family, kind, proto, _, target in infos:
-        try:
-            with socket.socket(family, kind, proto) as probe:
-                probe.connect(target)
-                return str(probe.getsockname()[0]).split("%")[0]
-        except OSError:
-            continue
-    return None
-
-
 def _ipv4_interfaces() -> dict[str, str]:
     """{IPv4 address: interface} of every configured address (SIOCGIFCONF; aliases such as
     eth0:1 under their interface's name). Empty where the ioctl is not available."""
@@ -204,7 +188,7 @@ def interface_of(address: str) -> str | None:
 def interface_toward(address: str) -> str | None:
     """The interface this host reaches `address` through: the one holding the source address
     the routing table picks (the chief's own interface on the chief itself)."""
-    source = routed_source_address(address)
+    source = routed_address(address)
     return interface_of(source) if source else None
 
 

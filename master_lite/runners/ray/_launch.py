@@ -68,3 +68,13 @@ def node_argv(argv: list[str], work_dir: Any) -> tuple[list[str], int | None]:
 
 
 __all__ = ["RUNTIME_ENV_ENV", "auth_hint", "node_argv", "runtime_env_setting"]
+
+
+def requested_slots(env: dict[str, str]) -> int:
+    """How many slots a run asks for: the length of its `DET_SLOT_IDS` (a JSON list; none when
+    it is absent or not a list)."""
+    try:
+        value = json.loads(env.get("DET_SLOT_IDS") or "[]")
+    except ValueError:
+        return 0
+    return len(value) if isinstance(value, list) else 0

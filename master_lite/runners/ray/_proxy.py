@@ -10,7 +10,6 @@ then avoids that node for its next attempts.
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from master_lite.runners._base import (
 from master_lite.runners._exits import killed_exit_code
 from master_lite.runners.ray import _faults
 from master_lite.runners.ray._connection import RayConnection
-from master_lite.runners.ray._launch import runtime_env_setting
+from master_lite.runners.ray._launch import requested_slots, runtime_env_setting
 
 PLACEMENT_STRATEGY_ENV = "MASTER_LITE_RAY_PLACEMENT_STRATEGY"
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
@@ -71,7 +70,7 @@ class RayRunner(Runner):
     def launch(self, spec: LaunchSpec, slots: int | None = None) -> None:
         refuse_run_as(self, spec)
         if slots is None:
-            slots = len(_json_list(spec.env.get("DET_SLOT_IDS")))
+            slots = requested_slots(spec.env)
         inventory = self.cluster.inventory
         pool = ((spec.config or {}).get("resources") or {}).get(
             "resource_pool"
@@ -192,14 +191,6 @@ class RayRunner(Runner):
             self._log_sink([(trial_id, None, "master", time.time(), text)])
         except Exception:  # noqa: BLE001 - a failing sink must not stop the exit
             pass
-
-
-def _json_list(raw: str | None) -> list:
-    try:
-        value = json.loads(raw or "[]")
-    except ValueError:
-        return []
-    return value if isinstance(value, list) else []
 
 
 __all__ = ["PLACEMENT_STRATEGIES", "PLACEMENT_STRATEGY_ENV", "RayRunner"]

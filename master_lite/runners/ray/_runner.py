@@ -39,7 +39,12 @@ from master_lite.runners._base import (
 from master_lite.runners._exits import killed_exit_code
 from master_lite.runners._lines import split_line
 from master_lite.runners.ray import _faults
-from master_lite.runners.ray._launch import auth_hint, node_argv, runtime_env_setting
+from master_lite.runners.ray._launch import (
+    auth_hint,
+    node_argv,
+    requested_slots,
+    runtime_env_setting,
+)
 from master_lite.runners.ray._signals import keep_signal_handlers
 from master_lite.runners.ray._storage import warn_node_local_storage
 
@@ -193,7 +198,7 @@ class RayDriver(Runner):
         process group for the master to record."""
         refuse_run_as(self, spec)
         if slots is None:
-            slots = len(_json_list(spec.env.get("DET_SLOT_IDS")))
+            slots = requested_slots(spec.env)
         run = _Run(spec, slots, options)
         with self._lock:
             self._runs[spec.allocation_id] = run
@@ -416,16 +421,6 @@ class RayDriver(Runner):
             lambda: self.kill(allocation_id),
             grace,
         )
-
-
-def _json_list(raw: str | None) -> list:
-    import json
-
-    try:
-        value = json.loads(raw or "[]")
-    except ValueError:
-        return []
-    return value if isinstance(value, list) else []
 
 
 def _pack_work_dir(work_dir: Any) -> bytes:

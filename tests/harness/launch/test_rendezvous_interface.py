@@ -26,7 +26,7 @@ def test_the_interface_is_the_one_holding_the_routed_source_address(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     routes = {"10.1.0.1": "10.1.0.2", "192.168.9.1": "192.168.9.7"}
-    monkeypatch.setattr(_common, "routed_source_address", routes.get)
+    monkeypatch.setattr(_common, "routed_address", routes.get)
     monkeypatch.setattr(
         _common, "_ipv4_interfaces", lambda: {"10.1.0.2": "eth1", "192.168.9.7": "docker0"}
     )
@@ -51,7 +51,7 @@ def test_a_variable_the_user_set_is_kept_and_one_node_gets_nothing(
 
 
 def test_no_route_sets_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_common, "routed_source_address", lambda address: None)
+    monkeypatch.setattr(_common, "routed_address", lambda address: None)
     assert rendezvous_interface_environment(layout(["10.1.0.1", "10.1.0.2"]), {}) == {}
 
 
