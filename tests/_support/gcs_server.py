@@ -15,33 +15,39 @@ module-scoped fixture of it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
-import signal
-import socket
-import subprocess
+import pathlib
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import requests
 
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+from tests._support.process import ServerProcess, free_port
 
 
-@dataclasses.dataclass
-class GCSServer:
+class GCSServer(ServerProcess):
     """A running emulator: its address, its log file and helpers to look inside it."""
 
-    host: str
-    port: int
-    process: subprocess.Popen
-    log_path: str
+    name = "gcs emulator"
+
+    def __init__(self, host: str, port: int, log_path: str) -> None:
+        super().__init__(pathlib.Path(log_path))
+        self.host = host
+        self.port = port
+        self.cwd = self.log_path.parent  # in memory; anything it writes anyway lands by its log
+
+    def command(self) -> list[str]:
+        code = "from gcp_storage_emulator.__main__ import main; main()"
+        address = ["--host", self.host, "--port", str(self.port)]
+        return [sys.executable, "-c", code, "start", *address, "--in-memory", "--quiet"]
+
+    def ready(self) -> bool:
+        try:
+            requests.get(f"{self.url}/storage/v1/b", timeout=2)
+            return True
+        except requests.RequestException:
+            return False
 
     @property
     def url(self) -> str:
@@ -83,12 +89,6 @@ class GCSServer:
         start = f"{prefix.strip('/')}/" if prefix else ""
         return {key[len(start) :].split("/", 1)[0] for key in self.keys(bucket, start)}
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=30)
-
 
 @contextlib.contextmanager
 def start_gcs_server(
@@ -96,46 +96,14 @@ def start_gcs_server(
 ) -> Iterator[GCSServer]:
     """Start the emulator (in memory) on host:port (a free port by default); yield it once it
     answers (RuntimeError with its log when it does not within 60 s); kill it at the end."""
-    port = port or _free_port(host)
+    port = port or free_port(host)
     log_dir = log_dir or os.environ.get("TMPDIR", "/tmp")
-    log_path = os.path.join(log_dir, f"gcs-emulator-{host}-{port}.log")
-    code = "from gcp_storage_emulator.__main__ import main; main()"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-c", code, "start", "--host", host, "--port", str(port)]
-            + ["--in-memory", "--quiet"],
-            cwd=log_dir,  # in memory; anything it writes anyway lands next to its log
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own group: stop() kills the server and its children
-        )
-    server = GCSServer(host=host, port=port, process=process, log_path=log_path)
+    server = GCSServer(host, port, os.path.join(log_dir, f"gcs-emulator-{host}-{port}.log"))
+    server.launch(timeout=60)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"gcs emulator exited {process.returncode}: {_tail(log_path)}")
-            try:
-                requests.get(f"{server.url}/storage/v1/b", timeout=2)
-                break
-            except requests.RequestException:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"gcs emulator on {server.url} did not answer within 60 s: "
-                        f"{_tail(log_path)}"
-                    ) from None
-                time.sleep(0.1)  # polling for the server to answer, not a stand-in for sync
         yield server
     finally:
-        server.stop()
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()[-2000:]
-    except OSError:
-        return "(no log)"
+        server.kill_group()
 
 
 __all__ = ["GCSServer", "start_gcs_server"]

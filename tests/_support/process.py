@@ -39,10 +39,10 @@ def child_env(
     return env
 
 
-def free_port() -> int:
-    """A loopback TCP port that was free a moment ago."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port of `host` (loopback by default) that was free a moment ago."""
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
@@ -68,6 +68,8 @@ class ServerProcess:
 
     #: what the server is called in failure messages
     name = "server"
+    #: the server's working directory (None: the test's)
+    cwd: pathlib.Path | None = None
 
     def __init__(
         self, log_path: pathlib.Path, preexec_fn: Callable[[], None] | None = None
@@ -107,6 +109,7 @@ class ServerProcess:
                 env=self.environment(),
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                cwd=self.cwd,
                 start_new_session=True,
                 preexec_fn=self.preexec_fn,
             )
@@ -159,6 +162,17 @@ class ServerProcess:
         if self.alive():
             assert self.process is not None
             self.process.kill()
+            self.process.wait(30)
+        self.closed()
+
+    def kill_group(self) -> None:
+        """SIGKILL the server's whole process group (it and whatever it started) and reap it."""
+        if self.alive():
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            assert self.process is not None
             self.process.wait(30)
         self.closed()
 

@@ -14,39 +14,46 @@ tests/_support/fixtures.py) is a module-scoped fixture of it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
-import signal
-import socket
-import subprocess
+import pathlib
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import requests
+
+from tests._support.process import ServerProcess, child_env, free_port
 
 # moto accepts any keys (it does not check signatures' owners); these are the ones the tests use.
 ACCESS_KEY = "test-access-key-id"
 SECRET_KEY = "test-secret-key-not-a-real-one"
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclasses.dataclass
-class S3Server:
+class S3Server(ServerProcess):
     """A running server: its address, its log file and helpers to look inside it."""
 
-    host: str
-    port: int
-    process: subprocess.Popen
-    log_path: str
-    access_key: str = ACCESS_KEY
-    secret_key: str = SECRET_KEY
+    name = "moto server"
+
+    def __init__(self, host: str, port: int, log_path: str, refuse_all_keys: bool = False) -> None:
+        super().__init__(pathlib.Path(log_path))
+        self.host = host
+        self.port = port
+        self.refuse_all_keys = refuse_all_keys
+        self.access_key = ACCESS_KEY
+        self.secret_key = SECRET_KEY
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)]
+
+    def environment(self) -> dict[str, str]:
+        return child_env({"INITIAL_NO_AUTH_ACTION_COUNT": "0"} if self.refuse_all_keys else {})
+
+    def ready(self) -> bool:
+        try:
+            requests.get(f"{self.endpoint_url}/moto-api/", timeout=2)
+            return True
+        except requests.RequestException:
+            return False
 
     @property
     def endpoint_url(self) -> str:
@@ -94,12 +101,6 @@ class S3Server:
         start = f"{prefix.strip('/')}/" if prefix else ""
         return {key[len(start) :].split("/", 1)[0] for key in self.keys(bucket, start)}
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=30)
-
 
 @contextlib.contextmanager
 def start_s3_server(
@@ -115,46 +116,14 @@ def start_s3_server(
     `refuse_all_keys`: the server checks credentials (moto's IAM enforcement from the first
     request) and knows none, so every request is refused (InvalidAccessKeyId, 403): for tests
     of bad credentials."""
-    port = port or _free_port(host)
-    log_path = os.path.join(log_dir or os.environ.get("TMPDIR", "/tmp"), f"moto-{host}-{port}.log")
-    with open(log_path, "wb") as log:
-        env = dict(os.environ)
-        if refuse_all_keys:
-            env["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
-        process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own group: stop() kills the server and its children
-        )
-    server = S3Server(host=host, port=port, process=process, log_path=log_path)
+    port = port or free_port(host)
+    log_dir = log_dir or os.environ.get("TMPDIR", "/tmp")
+    server = S3Server(host, port, os.path.join(log_dir, f"moto-{host}-{port}.log"), refuse_all_keys)
+    server.launch(timeout=60)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"moto server exited {process.returncode}: {_tail(log_path)}")
-            try:
-                requests.get(f"{server.endpoint_url}/moto-api/", timeout=2)
-                break
-            except requests.RequestException:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"moto server on {server.endpoint_url} did not answer within 60 s: "
-                        f"{_tail(log_path)}"
-                    ) from None
-                time.sleep(0.1)  # polling for the server to answer, not a stand-in for sync
         yield server
     finally:
-        server.stop()
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()[-2000:]
-    except OSError:
-        return "(no log)"
+        server.kill_group()
 
 
 __all__ = ["ACCESS_KEY", "SECRET_KEY", "S3Server", "start_s3_server"]
