@@ -8,6 +8,7 @@ listing, scratch directories).
 (`store_path`, `restore_path`, `upload`, `download`, `resources`, `delete`, `is_local`).
 """
 
+from determined.common.storage._bucket import StorageError, normalize_prefix
 from determined.common.storage._gcs import GCSStorageManager
 from determined.common.storage._gcs import config_problems as gcs_config_problems
 from determined.common.storage._gcs import location as gcs_location
@@ -15,8 +16,6 @@ from determined.common.storage._s3 import (
     CREDENTIALS_ENV,
     REDACTED,
     S3StorageManager,
-    StorageError,
-    normalize_prefix,
 )
 from determined.common.storage._s3 import config_problems as s3_config_problems
 from determined.common.storage._s3 import location as s3_location

@@ -1,18 +1,59 @@
 """What the bucket storage types (`_s3`, `_gcs`) share: a checkpoint `<uuid>` is every object
 under `<prefix>/<uuid>/` of one bucket; `store_path` hands out a scratch directory uploaded
 when the block ends, `restore_path` downloads into one. Each type brings its client: `_list`,
-`upload`, `download`, `delete` and its errors."""
+`upload`, `download`, `delete` and its errors. The config rules both follow (`bucket`,
+`prefix`: `bucket_problems`, `normalize_prefix`) and `StorageError` are here too."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import pathlib
+import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 Selector = Callable[[str], bool]
+
+
+class StorageError(RuntimeError):
+    """The store refused or could not be reached; the message says which bucket and why."""
+
+
+_BAD_PREFIX = re.compile(r"(^|/)\.\.(/|$)")
+
+
+def normalize_prefix(prefix: str | None) -> str:
+    """The key prefix without leading/trailing slashes; ValueError for one with `..` parts
+    (Determined's rule: a prefix may not climb out of itself)."""
+    if not prefix:
+        return ""
+    if _BAD_PREFIX.search(prefix):
+        raise ValueError(f"checkpoint_storage.prefix: {prefix!r} must not contain '..' path parts")
+    normalized = os.path.normpath(prefix).strip("/")
+    return "" if normalized == "." else normalized
+
+
+def bucket_problems(storage_config: Mapping, what_bucket: str) -> list[str]:
+    """What is wrong with a bucket type's `bucket` and `prefix` (empty: nothing), naming the key;
+    `what_bucket` says what the bucket is ("type s3 (the name of the bucket ...)")."""
+    problems = []
+    bucket = storage_config.get("bucket")
+    if not isinstance(bucket, str) or not bucket:
+        problems.append(f"checkpoint_storage.bucket: required for {what_bucket}")
+    try:
+        normalize_prefix(storage_config.get("prefix"))
+    except ValueError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+def bucket_location(scheme: str, storage_config: Mapping, storage_id: str) -> str:
+    """`<scheme>://bucket/prefix/uuid`: where a checkpoint's objects are (no credentials)."""
+    prefix = normalize_prefix(storage_config.get("prefix"))
+    key = f"{prefix}/{storage_id}" if prefix else storage_id
+    return f"{scheme}://{storage_config.get('bucket')}/{key}"
 
 
 class BucketStorageManager:
@@ -26,10 +67,14 @@ class BucketStorageManager:
     prefix: str
 
     def __init__(
-        self, bucket: str, prefix: str, temp_dir: str | os.PathLike | None, scratch_name: str
+        self,
+        bucket: str,
+        prefix: str | None,
+        temp_dir: str | os.PathLike | None,
+        scratch_name: str,
     ) -> None:
         self.bucket = bucket
-        self.prefix = prefix
+        self.prefix = normalize_prefix(prefix)  # ValueError for one that climbs out of itself
         self.base_path = pathlib.Path(temp_dir or tempfile.gettempdir()) / scratch_name
 
     # --- naming --------------------------------------------------------------------------------

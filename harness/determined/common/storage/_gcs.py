@@ -19,8 +19,13 @@ import pathlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from determined.common.storage._bucket import BucketStorageManager, Selector
-from determined.common.storage._s3 import StorageError, normalize_prefix
+from determined.common.storage._bucket import (
+    BucketStorageManager,
+    Selector,
+    StorageError,
+    bucket_location,
+    bucket_problems,
+)
 
 #: How many objects move at once (uploads, downloads, deletes).
 _WORKERS = 8
@@ -32,25 +37,15 @@ _CREDENTIALS_HINT = (
 
 def config_problems(storage_config: Mapping) -> list[str]:
     """What is wrong with a gcs `checkpoint_storage` (empty: nothing), naming the key."""
-    problems = []
-    bucket = storage_config.get("bucket")
-    if not isinstance(bucket, str) or not bucket:
-        problems.append(
-            "checkpoint_storage.bucket: required for type gcs (the name of the Google Cloud "
-            "Storage bucket checkpoints go to)"
-        )
-    try:
-        normalize_prefix(storage_config.get("prefix"))
-    except ValueError as exc:
-        problems.append(str(exc))
-    return problems
+    return bucket_problems(
+        storage_config,
+        "type gcs (the name of the Google Cloud Storage bucket checkpoints go to)",
+    )
 
 
 def location(storage_config: Mapping, storage_id: str) -> str:
     """`gs://bucket/prefix/uuid`: where a checkpoint's objects are."""
-    prefix = normalize_prefix(storage_config.get("prefix"))
-    key = f"{prefix}/{storage_id}" if prefix else storage_id
-    return f"gs://{storage_config.get('bucket')}/{key}"
+    return bucket_location("gs", storage_config, storage_id)
 
 
 class GCSStorageManager(BucketStorageManager):
@@ -74,7 +69,7 @@ class GCSStorageManager(BucketStorageManager):
                 "checkpoint_storage type gcs needs google-cloud-storage: "
                 "pip install google-cloud-storage (or 'jupyter-determined[gcs]')"
             ) from exc
-        super().__init__(bucket, normalize_prefix(prefix), temp_dir, "determined-gcs")
+        super().__init__(bucket, prefix, temp_dir, "determined-gcs")
         self._client: Any = None
 
     @classmethod

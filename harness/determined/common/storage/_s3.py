@@ -17,11 +17,17 @@ import json
 import logging
 import os
 import pathlib
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from determined.common.storage._bucket import BucketStorageManager, Selector
+from determined.common.storage._bucket import (
+    BucketStorageManager,
+    Selector,
+    StorageError,
+    bucket_location,
+    bucket_problems,
+    normalize_prefix,
+)
 
 logger = logging.getLogger("determined.common.storage")
 
@@ -33,33 +39,10 @@ CREDENTIALS_ENV = "DET_CHECKPOINT_STORAGE_CREDENTIALS"
 REDACTED = "********"
 SECRET_KEYS = ("access_key", "secret_key")
 
-_BAD_PREFIX = re.compile(r"(^|/)\.\.(/|$)")
-
-
-def normalize_prefix(prefix: str | None) -> str:
-    """The key prefix without leading/trailing slashes; ValueError for one with `..` parts
-    (Determined's rule: a prefix may not climb out of itself)."""
-    if not prefix:
-        return ""
-    if _BAD_PREFIX.search(prefix):
-        raise ValueError(f"checkpoint_storage.prefix: {prefix!r} must not contain '..' path parts")
-    normalized = os.path.normpath(prefix).strip("/")
-    return "" if normalized == "." else normalized
-
 
 def config_problems(storage_config: Mapping) -> list[str]:
     """What is wrong with an s3 `checkpoint_storage` (empty: nothing), naming the key."""
-    problems = []
-    bucket = storage_config.get("bucket")
-    if not isinstance(bucket, str) or not bucket:
-        problems.append(
-            "checkpoint_storage.bucket: required for type s3 (the name of the bucket "
-            "checkpoints go to)"
-        )
-    try:
-        normalize_prefix(storage_config.get("prefix"))
-    except ValueError as exc:
-        problems.append(str(exc))
+    problems = bucket_problems(storage_config, "type s3 (the name of the bucket checkpoints go to)")
     has_access = storage_config.get("access_key") is not None
     has_secret = storage_config.get("secret_key") is not None
     if has_access != has_secret:
@@ -73,9 +56,7 @@ def config_problems(storage_config: Mapping) -> list[str]:
 
 def location(storage_config: Mapping, storage_id: str) -> str:
     """`s3://bucket/prefix/uuid`: where a checkpoint's objects are (no credentials)."""
-    prefix = normalize_prefix(storage_config.get("prefix"))
-    key = f"{prefix}/{storage_id}" if prefix else storage_id
-    return f"s3://{storage_config.get('bucket')}/{key}"
+    return bucket_location("s3", storage_config, storage_id)
 
 
 def _credentials(storage_config: Mapping) -> tuple[str | None, str | None]:
@@ -97,10 +78,6 @@ def _credentials(storage_config: Mapping) -> tuple[str | None, str | None]:
                 "from the master's API never carries them)"
             )
     return keys["access_key"], keys["secret_key"]
-
-
-class StorageError(RuntimeError):
-    """The store refused or could not be reached; the message says which bucket and why."""
 
 
 class S3StorageManager(BucketStorageManager):
@@ -130,7 +107,7 @@ class S3StorageManager(BucketStorageManager):
                 "checkpoint_storage type s3 needs boto3: pip install boto3 (or "
                 "'jupyter-determined[s3]')"
             ) from exc
-        super().__init__(bucket, normalize_prefix(prefix), temp_dir, "determined-s3")
+        super().__init__(bucket, prefix, temp_dir, "determined-s3")
         self.endpoint_url = endpoint_url
         session = boto3.session.Session(
             aws_access_key_id=access_key, aws_secret_access_key=secret_key
