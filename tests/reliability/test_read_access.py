@@ -29,11 +29,11 @@ import tornado.netutil
 import tornado.web
 
 from master_lite._master import Master
-from master_lite.api import ROUTES, make_handlers
+from master_lite.api import ROUTES
 from master_lite.api._declarations import Listing, Reads
 from master_lite.api._reads import path_object
 from tests._support import context_tarball
-from tests.master_lite.users.test_users_http import CONFIG, Api
+from tests.master_lite.users.test_users_http import CONFIG, Api, serving
 
 pytestmark = pytest.mark.slow
 
@@ -47,19 +47,12 @@ def with_own_reads(test: Callable) -> Callable:
 
         async def body() -> None:
             master = Master(root, cpu_slots=1, gpus=[], read_access="own")
-            await master.start("http://127.0.0.1:9")
-            server = tornado.httpserver.HTTPServer(
-                tornado.web.Application(make_handlers(master, ""))
-            )
-            [sock] = tornado.netutil.bind_sockets(0, "127.0.0.1")
-            server.add_sockets([sock])
-            try:
-                await test(Api(master, sock.getsockname()[1]))
-            finally:
-                server.stop()
-                for board in master.tensorboards.list_all():
-                    await master.tensorboards.kill(board["id"])
-                await master.stop(pause_running=False)
+            async with serving(master) as api:
+                try:
+                    await test(api)
+                finally:
+                    for board in master.tensorboards.list_all():
+                        await master.tensorboards.kill(board["id"])
 
         asyncio.run(asyncio.wait_for(body(), 180))
 

@@ -11,19 +11,16 @@ the one moved to the 2-slot pool)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import tornado.httpserver
-import tornado.netutil
-import tornado.web
 
 from master_lite._master import Master
-from master_lite.api import make_handlers
 from master_lite.scheduler import Policy
 from tests._support import context_tarball
-from tests.master_lite.users.test_users_http import Api
+from tests.master_lite.users.test_users_http import Api, serving
 
 POOLS = [
     {"pool_name": "a", "cpu_slots": 1},
@@ -74,15 +71,6 @@ def _with_queue(test: Callable, read_access: str) -> Callable:
         root = tmp_path / "root"
         root.mkdir()
 
-        async def serve(master: Master) -> tuple[tornado.httpserver.HTTPServer, int]:
-            await master.start("http://127.0.0.1:9")
-            server = tornado.httpserver.HTTPServer(
-                tornado.web.Application(make_handlers(master, ""))
-            )
-            [sock] = tornado.netutil.bind_sockets(0, "127.0.0.1")
-            server.add_sockets([sock])
-            return server, sock.getsockname()[1]
-
         def new_master() -> Master:
             return Master(
                 root,
@@ -94,26 +82,21 @@ def _with_queue(test: Callable, read_access: str) -> Callable:
             )
 
         async def body() -> None:
-            servers: list[tuple[tornado.httpserver.HTTPServer, Master]] = []
+            served: list[contextlib.AbstractAsyncContextManager[Api]] = []
 
             async def start() -> Api:
-                master = new_master()
-                server, port = await serve(master)
-                servers.append((server, master))
-                return Api(master, port)
+                served.append(serving(new_master()))
+                return await served[-1].__aenter__()
 
             async def restart(api: Api) -> Api:
-                server, master = servers.pop()
-                server.stop()
-                await master.stop(pause_running=False)
+                await served.pop().__aexit__(None, None, None)
                 return await start()
 
             try:
                 await test(await start(), restart)
             finally:
-                for server, master in servers:
-                    server.stop()
-                    await master.stop(pause_running=False)
+                for each in served:
+                    await each.__aexit__(None, None, None)
 
         asyncio.run(asyncio.wait_for(body(), 120))
 

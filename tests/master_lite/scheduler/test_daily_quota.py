@@ -10,17 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-import tornado.httpserver
-import tornado.netutil
-import tornado.web
 from traitlets import TraitError
 
 from master_lite._app import MasterLite
 from master_lite._master import Master
-from master_lite.api import make_handlers
 from master_lite.scheduler import DAY_SECONDS, Policy, Request, decide, over_daily_limit
 from master_lite.scheduler._daily import may_run_at, slot_seconds
-from tests.master_lite.users.test_users_http import Api
+from tests.master_lite.users.test_users_http import serving
 from tests.master_lite.workspaces.test_workspaces_http import _submit
 
 NOW = 1_800_000_000.0  # 2027-01-15 08:00 UTC
@@ -74,12 +70,7 @@ def test_a_real_master_holds_a_user_back_from_their_allocation_history(tmp_path:
     async def body() -> None:
         policy = Policy(slot_hours_per_day=1.0, min_run_seconds=0)
         master = Master(tmp_path, cpu_slots=2, gpus=[], scheduling=policy)
-        await master.start("http://127.0.0.1:9")
-        server = tornado.httpserver.HTTPServer(tornado.web.Application(make_handlers(master, "")))
-        [sock] = tornado.netutil.bind_sockets(0, "127.0.0.1")
-        server.add_sockets([sock])
-        api = Api(master, sock.getsockname()[1])
-        try:
+        async with serving(master) as api:
             # A first experiment runs (under the limit); its run is then recorded as 2 h long.
             status, first = await _submit(api, activate=True)
             assert status == 201, first
@@ -105,8 +96,5 @@ def test_a_real_master_holds_a_user_back_from_their_allocation_history(tmp_path:
                 "used 2.0 of their 1 slot-hours of the last 24 h; they may run again at"
                 in (reasons[0])
             )
-        finally:
-            server.stop()
-            await master.stop(pause_running=False)
 
     asyncio.run(asyncio.wait_for(body(), 120))

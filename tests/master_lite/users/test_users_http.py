@@ -5,9 +5,10 @@ another user's experiment or model refused with a 403 that names its owner, noth
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,21 @@ class Api:
         return answer["experiment"]
 
 
+@contextlib.asynccontextmanager
+async def serving(master: Master) -> AsyncIterator[Api]:
+    """`master` started and served over HTTP on a free loopback port, as an `Api`; the server
+    and the master (its running trials not paused) stopped when the block ends."""
+    await master.start("http://127.0.0.1:9")
+    server = tornado.httpserver.HTTPServer(tornado.web.Application(make_handlers(master, "")))
+    [sock] = tornado.netutil.bind_sockets(0, "127.0.0.1")
+    server.add_sockets([sock])
+    try:
+        yield Api(master, sock.getsockname()[1])
+    finally:
+        server.stop()
+        await master.stop(pause_running=False)
+
+
 def with_api(test: Callable) -> Callable:
     """Run an async test against a started Master served over HTTP."""
 
@@ -90,18 +106,8 @@ def with_api(test: Callable) -> Callable:
         root.mkdir()
 
         async def body() -> None:
-            master = Master(root, cpu_slots=1, gpus=[])
-            await master.start("http://127.0.0.1:9")
-            server = tornado.httpserver.HTTPServer(
-                tornado.web.Application(make_handlers(master, ""))
-            )
-            [sock] = tornado.netutil.bind_sockets(0, "127.0.0.1")
-            server.add_sockets([sock])
-            try:
-                await test(Api(master, sock.getsockname()[1]))
-            finally:
-                server.stop()
-                await master.stop(pause_running=False)
+            async with serving(Master(root, cpu_slots=1, gpus=[])) as api:
+                await test(api)
 
         asyncio.run(asyncio.wait_for(body(), 120))
 

@@ -10,13 +10,8 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-import tornado.httpserver
-import tornado.netutil
-import tornado.web
-
 from master_lite._master import Master
-from master_lite.api import make_handlers
-from tests.master_lite.users.test_users_http import Api
+from tests.master_lite.users.test_users_http import Api, serving
 from tests.master_lite.workspaces.test_workspaces_http import _submit
 
 POOLS = [{"pool_name": "small", "cpu_slots": 1}, {"pool_name": "big", "cpu_slots": 2}]
@@ -27,18 +22,8 @@ def with_pools(test: Callable) -> Callable:
 
     def wrapper(tmp_path: Path) -> None:
         async def body() -> None:
-            master = Master(tmp_path, gpus=[], resource_pools=POOLS)
-            await master.start("http://127.0.0.1:9")
-            server = tornado.httpserver.HTTPServer(
-                tornado.web.Application(make_handlers(master, ""))
-            )
-            [sock] = tornado.netutil.bind_sockets(0, "127.0.0.1")
-            server.add_sockets([sock])
-            try:
-                await test(Api(master, sock.getsockname()[1]))
-            finally:
-                server.stop()
-                await master.stop(pause_running=False)
+            async with serving(Master(tmp_path, gpus=[], resource_pools=POOLS)) as api:
+                await test(api)
 
         asyncio.run(asyncio.wait_for(body(), 120))
 
