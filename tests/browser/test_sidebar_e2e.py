@@ -163,7 +163,7 @@ def test_cell_magic_submission_live_progress_chart_pause_and_logs(
     page.click(row)
     # The tab's view (the notebook's widget embeds one too).
     view = f'.jp-Det-experimentView:not(.jp-Det-embedded)[data-experiment-id="{experiment_id}"]'
-    page.wait_for_selector(f'{view} .jp-Det-expHeader [data-state="ACTIVE"]')
+    page.wait_for_selector(f'{view} .jp-Det-expHeader [data-state="ACTIVE"]', timeout=90_000)
     assert page.inner_text(f"{view} .jp-Det-expTitle") == HOSTILE_NAME
     page.wait_for_selector(f"{view} .jp-Det-trialsTable tr[data-trial-id]")
     screenshot(page, "03-experiment-view-trials")

@@ -7,6 +7,7 @@ import json
 import os
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -156,6 +157,16 @@ def test_bad_requests_say_what_is_wrong_and_start_nothing(tmp_path):
     asyncio.run(asyncio.wait_for(body(), 60))
 
 
+def _proc_status(pid: int) -> str:
+    """What /proc says of `pid` (state line and command line), for a failure message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()[:3]
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError as exc:
+        return f"pid {pid}: {exc}"
+    return f"pid {pid}: {'; '.join(status)}; cmdline {cmdline!r}"
+
+
 @pytest.mark.slow
 def test_a_new_master_stops_the_tensorboards_a_killed_master_left_running(tmp_path):
     async def body() -> None:
@@ -175,7 +186,12 @@ def test_a_new_master_stops_the_tensorboards_a_killed_master_left_running(tmp_pa
             # The next master over this root dir: a part that never heard of that TensorBoard.
             after_restart = TensorBoards(parts.shared, parts.views)
             after_restart.remove_leftovers()
-            await wait_until_async(lambda: not process_alive(pid), 30, "the leftover to exit")
+            await wait_until_async(
+                lambda: not process_alive(pid),
+                60,
+                "the leftover to exit",
+                details=lambda: _proc_status(pid),
+            )
             assert not board.directory.exists()
             assert after_restart.list_all() == []
             board.process.wait()
